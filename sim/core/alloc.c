@@ -1,0 +1,58 @@
+/* The checked allocation wrapper (see alloc.h). */
+#include "core/sim.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+static size_t checked_mul(size_t n, size_t size)
+{
+    SIM_ASSERT(size == 0 || n <= SIZE_MAX / size, "allocation size overflow: %zu x %zu", n,
+               size);
+    return n * size;
+}
+
+void *sim_calloc(size_t n, size_t size)
+{
+    size_t bytes = checked_mul(n, size);
+    void *p = calloc(bytes ? bytes : 1, 1);
+    SIM_ASSERT(p != NULL, "out of memory allocating %zu bytes", bytes);
+    return p;
+}
+
+void *sim_realloc_array(void *p, size_t n, size_t size)
+{
+    size_t bytes = checked_mul(n, size);
+    void *q = realloc(p, bytes ? bytes : 1);
+    SIM_ASSERT(q != NULL, "out of memory allocating %zu bytes", bytes);
+    return q;
+}
+
+char *sim_strdup(const char *s)
+{
+    if (!s)
+        return NULL;
+    size_t n = strlen(s) + 1;
+    char *d = sim_calloc(n, 1);
+    memcpy(d, s, n);
+    return d;
+}
+
+void sim_free(void *p)
+{
+    free(p);
+}
+
+void sim_grow(void **p, size_t *cap, size_t need, size_t size)
+{
+    if (need <= *cap)
+        return;
+    size_t ncap = *cap ? *cap : 8;
+    while (ncap < need) {
+        SIM_ASSERT(ncap <= SIZE_MAX / 2, "capacity overflow");
+        ncap *= 2;
+    }
+    char *q = sim_realloc_array(*p, ncap, size);
+    memset(q + *cap * size, 0, (ncap - *cap) * size);
+    *p = q;
+    *cap = ncap;
+}

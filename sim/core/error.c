@@ -1,0 +1,84 @@
+/* Error strings and input diagnostics (see error.h). */
+#include "core/sim.h"
+
+#include <string.h>
+
+const char *sim_strerror(int err)
+{
+    switch (err) {
+    case SIM_OK:
+        return "ok";
+#define SIM__ERR_CASE(name, msg) \
+    case SIM_E##name:            \
+        return msg;
+        SIM_ERRNO_MAP(SIM__ERR_CASE)
+#undef SIM__ERR_CASE
+    default:
+        return "unknown error";
+    }
+}
+
+static int diag_vset(sim_diag *d, int code, const char *file, int line, int col, const char *fmt,
+                     va_list ap)
+{
+    if (!d || d->set)
+        return code;
+    d->set = 1;
+    snprintf(d->file, sizeof d->file, "%s", file ? file : "");
+    d->line = line;
+    d->col = col;
+    vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+    d->hints[0] = '\0';
+    return code;
+}
+
+int sim_diag_error(sim_diag *d, const char *file, int line, int col, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = diag_vset(d, SIM_EINVAL, file, line, col, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+int sim_diag_error_code(sim_diag *d, int code, const char *file, int line, int col,
+                        const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    int rc = diag_vset(d, code, file, line, col, fmt, ap);
+    va_end(ap);
+    return rc;
+}
+
+void sim_diag_hint(sim_diag *d, const char *fmt, ...)
+{
+    if (!d || !d->set)
+        return;
+    size_t len = strlen(d->hints);
+    if (len + 2 >= sizeof d->hints)
+        return;
+    if (len > 0)
+        d->hints[len++] = '\n';
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->hints + len, sizeof d->hints - len, fmt, ap);
+    va_end(ap);
+}
+
+void sim_diag_print(const sim_diag *d, FILE *out)
+{
+    if (!d->set)
+        return;
+    if (d->line > 0)
+        fprintf(out, "%s:%d:%d: error: %s\n", d->file, d->line, d->col > 0 ? d->col : 1, d->msg);
+    else
+        fprintf(out, "%s: error: %s\n", d->file, d->msg);
+    const char *h = d->hints;
+    while (*h) {
+        const char *nl = strchr(h, '\n');
+        size_t n = nl ? (size_t)(nl - h) : strlen(h);
+        fprintf(out, "  %.*s\n", (int)n, h);
+        h += n + (nl ? 1 : 0);
+    }
+}

@@ -1,0 +1,63 @@
+/* The event queue: a 4-ary min-heap of pooled events ordered by (time, seq).
+ *
+ * `seq` is assigned at scheduling from a per-queue counter, so two events at the same time
+ * run in the order they were scheduled and equal keys never occur: the order is total and
+ * independent of pointer values. Each event records its heap position, which makes
+ * cancellation O(log n). */
+#ifndef SIM_CORE_EVENTQ_H
+#define SIM_CORE_EVENTQ_H
+
+#include <stdint.h>
+#include <stddef.h>
+
+#include "core/time.h"
+
+typedef struct sim_event {
+    sim_time time;
+    uint64_t seq;
+    uint32_t heap_index; /* position in the heap; SIM_EVENT_NOT_QUEUED when not queued */
+    uint32_t type;       /* dispatch tag, owned by the engine's user */
+    int32_t a, b;        /* payload (e.g. rank, op index) */
+    int64_t c;
+    void *ptr;
+} sim_event;
+
+#define SIM_EVENT_NOT_QUEUED UINT32_MAX
+
+typedef struct sim_eventq sim_eventq;
+
+/* Creates an empty queue with its own event pool. Cannot fail. */
+sim_eventq *sim_eventq_create(void);
+
+/* Destroys the queue and every event it allocated. NULL is a no-op. */
+void sim_eventq_destroy(sim_eventq *q);
+
+/* Returns a zeroed event from the queue's pool (not yet scheduled). */
+sim_event *sim_eventq_alloc(sim_eventq *q);
+
+/* Returns an event that is not queued to the pool. */
+void sim_eventq_free(sim_eventq *q, sim_event *ev);
+
+/* Schedules `ev` at `time`, assigning the next sequence number. `ev` must not be queued. */
+void sim_eventq_push(sim_eventq *q, sim_event *ev, sim_time time);
+
+/* Removes and returns the earliest event, or NULL when empty. The caller then owns it and
+ * returns it with sim_eventq_free (or pushes it again). */
+sim_event *sim_eventq_pop(sim_eventq *q);
+
+/* Removes a queued event and returns it to the pool. */
+void sim_eventq_cancel(sim_eventq *q, sim_event *ev);
+
+/* Time of the earliest event, SIM_TIME_NEVER when empty. */
+sim_time sim_eventq_peek_time(const sim_eventq *q);
+
+size_t sim_eventq_size(const sim_eventq *q);
+
+/* Events pushed since creation (for the events/s statistics). */
+uint64_t sim_eventq_pushed(const sim_eventq *q);
+
+/* Walks the heap and checks the heap property and recorded indices. Returns 0 when
+ * consistent, -1 otherwise (printing the first violation to stderr). */
+int sim_eventq__check(const sim_eventq *q);
+
+#endif

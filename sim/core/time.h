@@ -1,0 +1,26 @@
+/* Simulated time: an integer count of picoseconds.
+ *
+ * Integer time makes event ordering exact and runs reproducible. Conversions from seconds
+ * round UP to the next picosecond (a transfer is never reported as finishing before its last
+ * byte could have arrived); see docs/engine.md for the rounding rules of flows. */
+#ifndef SIM_CORE_TIME_H
+#define SIM_CORE_TIME_H
+
+#include <stdint.h>
+
+typedef int64_t sim_time;
+
+#define SIM_PS_PER_S  INT64_C(1000000000000)
+#define SIM_PS_PER_MS INT64_C(1000000000)
+#define SIM_PS_PER_US INT64_C(1000000)
+#define SIM_PS_PER_NS INT64_C(1000)
+#define SIM_TIME_NEVER INT64_MAX
+
+/* Seconds (>= 0, finite) to picoseconds, rounded up. Values beyond ~106 days saturate at
+ * SIM_TIME_NEVER - 1. Cannot fail. */
+sim_time sim_time_from_s(double seconds);
+
+/* Picoseconds to seconds (exact up to double rounding). Cannot fail. */
+double sim_time_to_s(sim_time t);
+
+#endif

@@ -1,0 +1,75 @@
+/* GPU compute model: the catalog entry (hw_gpu_spec, filled by the loader) and the roofline
+ * that turns an op's FLOPs and bytes into a duration.
+ *
+ *   t = max(FLOPs / (peak[dtype] x eff_mm(FLOPs)),  bytes / (HBM bw x eff_mem(bytes)))
+ *       + launch_overhead                                     for matmul-class ops
+ *   t = max(FLOPs / peak[fp32], bytes / (HBM bw x eff_mem(bytes))) + launch_overhead
+ *                                                             for vector (elementwise) ops
+ *
+ * Efficiencies are piecewise-linear in log10(size), clamped outside the table (GSL linear
+ * interpolation; a one-point table is a constant). Sources of each catalog curve are in the
+ * catalog files and docs/calibration.md. */
+#ifndef SIM_HW_GPU_H
+#define SIM_HW_GPU_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/time.h"
+
+typedef enum hw_dtype {
+    HW_DTYPE_BF16,
+    HW_DTYPE_FP16,
+    HW_DTYPE_FP8,
+    HW_DTYPE_TF32,
+    HW_DTYPE_FP32,
+    HW_DTYPE_COUNT
+} hw_dtype;
+
+/* "bf16", "fp16", ... Static strings. */
+const char *hw_dtype_name(hw_dtype d);
+/* Bytes per element: bf16/fp16 2, fp8 1, tf32/fp32 4. */
+int hw_dtype_bytes(hw_dtype d);
+
+#define HW_CURVE_MAX 32
+typedef struct hw_curve {
+    int n;                  /* points; 0 = not given (efficiency 1) */
+    double x[HW_CURVE_MAX]; /* strictly increasing, > 0 (FLOP or bytes) */
+    double y[HW_CURVE_MAX]; /* efficiency in (0, 1] */
+} hw_curve;
+
+typedef struct hw_gpu_spec {
+    char name[64];
+    int64_t memory_bytes;            /* usable by a training process */
+    double memory_bw_Bps;            /* HBM bandwidth */
+    double peak_flops[HW_DTYPE_COUNT]; /* dense FLOP/s; 0 = dtype not supported */
+    hw_curve matmul_eff;             /* x = FLOP of one GEMM */
+    hw_curve memory_eff;             /* x = bytes moved by one kernel */
+    sim_time launch_overhead_ps;     /* per kernel */
+} hw_gpu_spec;
+
+typedef enum hw_op_class {
+    HW_OP_MATMUL, /* GEMMs and attention matmuls: tensor-core peak */
+    HW_OP_VECTOR  /* elementwise, norms, softmax, optimizer: CUDA-core rate, memory-bound */
+} hw_op_class;
+
+/* The compiled compute model of one GPU type (interpolators built once). */
+typedef struct hw_gpu hw_gpu;
+
+/* Builds the model from a validated spec (the loader has checked that the curves are
+ * strictly increasing in x with efficiencies in (0, 1]). The spec is copied. Cannot fail. */
+hw_gpu *hw_gpu_create(const hw_gpu_spec *spec);
+void hw_gpu_destroy(hw_gpu *gpu);
+
+const hw_gpu_spec *hw_gpu_get_spec(const hw_gpu *gpu);
+
+/* Efficiency curves evaluated (clamped) at x. */
+double hw_gpu_matmul_eff(const hw_gpu *gpu, double flops);
+double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes);
+
+/* Roofline duration of one kernel, launch overhead included, rounded up to the picosecond.
+ * `dtype` selects the matmul peak (ignored for vector ops). Asserts the dtype is supported. */
+sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
+                        double bytes);
+
+#endif

@@ -1,0 +1,112 @@
+/* Decoder-transformer description and its per-block operations.
+ *
+ * model_spec is what the loader fills from a model file. model_block_ops turns one block
+ * (embedding, one transformer layer, or the head: final norm + LM head + loss) into the
+ * kernels it runs for one micro-batch in forward or backward, with FLOPs, HBM bytes and the
+ * parameters whose gradients each backward kernel produces. Formulas and sources:
+ * docs/models.md. */
+#ifndef SIM_MODEL_MODEL_H
+#define SIM_MODEL_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/gpu.h"
+
+typedef enum model_activation { MODEL_ACT_SWIGLU, MODEL_ACT_GELU } model_activation;
+typedef enum model_norm { MODEL_NORM_RMSNORM, MODEL_NORM_LAYERNORM } model_norm;
+typedef enum model_position { MODEL_POS_ROPE, MODEL_POS_LEARNED } model_position;
+typedef enum model_attention_kind { MODEL_ATTN_MHA, MODEL_ATTN_MLA } model_attention_kind;
+
+typedef struct model_spec {
+    char name[64];
+    int layers;
+    int hidden;
+    int heads;
+    int kv_heads;   /* default heads */
+    int head_dim;   /* default hidden / heads */
+    int ffn;
+    int64_t vocab;
+    model_activation activation;
+    model_norm norm;
+    model_position position;
+    double dropout;
+    bool tied_embeddings;
+    int max_seq_len; /* learned positions: rows of the position table; 0 = seq_len */
+    struct {
+        int experts; /* 0 = dense model */
+        int top_k;
+        int expert_ffn;
+        int shared_experts;
+        int dense_layers;
+    } moe;
+    struct {
+        model_attention_kind kind;
+        int q_lora_rank, kv_lora_rank, qk_rope_head_dim, v_head_dim;
+    } attention;
+} model_spec;
+
+/* The per-micro-batch shape the ops are generated for. */
+typedef struct model_shape {
+    int64_t micro_batch; /* b */
+    int64_t seq_len;     /* s */
+    int tp;              /* tensor-parallel degree t (weights and heads split by t) */
+    bool sp;             /* sequence parallel: norm/dropout work split by t */
+    hw_dtype dtype;      /* compute dtype */
+    bool flash_attention;
+} model_shape;
+
+typedef enum model_block { MODEL_BLOCK_EMBED, MODEL_BLOCK_LAYER, MODEL_BLOCK_HEAD } model_block;
+typedef enum model_phase { MODEL_PHASE_FWD, MODEL_PHASE_BWD } model_phase;
+
+typedef struct model_op {
+    const char *name;        /* static string: "qkv", "attn", "mlp_up.dgrad", ... */
+    hw_op_class cls;
+    double flops;            /* FLOPs the kernel executes (timing, hardware FLOPs) */
+    double model_flops;      /* FLOPs by the Megatron convention (MFU): matmuls only, causal
+                                attention counted as full s^2, backward = 2 x forward */
+    double bytes;            /* HBM bytes read + written */
+    int64_t grad_params;     /* > 0 for a weight-gradient kernel: gradients it produces */
+} model_op;
+
+#define MODEL_OPS_MAX 32
+typedef struct model_op_list {
+    int n;
+    model_op op[MODEL_OPS_MAX];
+} model_op_list;
+
+/* Fills `out` with the kernels of `blk` in `phase` for one micro-batch, in execution order
+ * (backward kernels in backward order). Per-rank quantities under tensor parallelism (each
+ * rank's share). Cannot fail; asserts the spec was validated. */
+void model_block_ops(const model_spec *m, const model_shape *sh, model_block blk,
+                     model_phase phase, model_op_list *out);
+
+typedef struct model_params {
+    int64_t embedding;  /* token embedding (+ learned position table) */
+    int64_t per_layer;  /* one transformer layer */
+    int64_t final_norm;
+    int64_t head;       /* LM head; 0 when tied to the embedding */
+    int64_t total;
+} model_params;
+
+/* Parameter counts of the whole (unsharded) model. Cannot fail. */
+void model_count_params(const model_spec *m, model_params *out);
+
+typedef enum model_recompute {
+    MODEL_RECOMPUTE_NONE,
+    MODEL_RECOMPUTE_SELECTIVE,
+    MODEL_RECOMPUTE_FULL
+} model_recompute;
+
+/* Activation bytes one transformer layer keeps for backward, per micro-batch, on one rank
+ * (Korthikanti et al. 2022 Table 2 generalised to GQA, SwiGLU, RMSNorm, flash attention and
+ * dropout; derivation in docs/models.md). Cannot fail. */
+double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
+                                    model_recompute rc);
+
+/* Activation bytes kept by the embedding and by the head (final norm input, logits for the
+ * loss) per micro-batch. */
+double model_embed_activation_bytes(const model_spec *m, const model_shape *sh);
+double model_head_activation_bytes(const model_spec *m, const model_shape *sh);
+
+#endif

@@ -1,0 +1,79 @@
+/* Scenario defaults and enum names (DESIGN.md §7). */
+#include "core/sim.h"
+
+#include <string.h>
+
+#include "plan/memory.h"
+#include "plan/scenario.h"
+
+const char *plan_group_name(plan_group_class g)
+{
+    static const char *const names[PLAN_GROUP_COUNT] = {"dp", "tp", "pp", "ep", "cp"};
+    SIM_ASSERT(g >= 0 && g < PLAN_GROUP_COUNT, "group %d", (int)g);
+    return names[g];
+}
+
+const char *plan_coll_algo_name(plan_coll_algo a)
+{
+    static const char *const names[PLAN_COLL_ALGO_COUNT] = {
+        "auto", "ring", "tree", "hd", "direct", "hierarchical", "nvls"};
+    SIM_ASSERT(a >= 0 && a < PLAN_COLL_ALGO_COUNT, "algo %d", (int)a);
+    return names[a];
+}
+
+const char *plan_mem_cat_name(plan_mem_cat c)
+{
+    static const char *const names[PLAN_MEM_COUNT] = {"params",      "grads",   "optimizer",
+                                                      "activations", "buffers", "other"};
+    SIM_ASSERT(c >= 0 && c < PLAN_MEM_COUNT, "category %d", (int)c);
+    return names[c];
+}
+
+void plan_scenario_defaults(plan_scenario *sc)
+{
+    memset(sc, 0, sizeof *sc);
+    plan_training *t = &sc->training;
+    t->seq_len = 2048;
+    t->global_batch = 0; /* required */
+    t->micro_batch = 1;
+    t->precision = HW_DTYPE_BF16;
+    t->master_weights = PLAN_MASTER_FP32;
+    t->grad_dtype = HW_DTYPE_BF16;
+    t->optimizer = PLAN_OPT_ADAM;
+    t->optimizer_state = PLAN_STATE_FP32;
+    t->recompute = MODEL_RECOMPUTE_NONE;
+    t->flash_attention = true;
+    t->finetune.method = PLAN_FT_FULL;
+    t->finetune.rank = 16;
+    t->moe_routing_skew = 0.0;
+
+    plan_parallel *p = &sc->parallel;
+    p->dp = p->tp = p->pp = p->ep = p->cp = 1;
+    p->sp = false;
+    p->zero = 0;
+    p->fsdp.reshard_after_forward = true;
+    p->fsdp.prefetch = 1;
+    p->fsdp.hybrid_shard = false;
+    p->ddp.bucket_bytes = INT64_C(25) << 20; /* 25 MiB, PyTorch DDP's default */
+    p->ddp.overlap = true;
+    p->pipeline.schedule = PLAN_SCHED_1F1B;
+    p->pipeline.virtual_stages = 1;
+    p->pipeline.n_stage_layers = 0;
+    p->tp_comm_overlap = false;
+    p->offload.optimizer = PLAN_OFFLOAD_NONE;
+    p->order[0] = PLAN_GROUP_TP;
+    p->order[1] = PLAN_GROUP_CP;
+    p->order[2] = PLAN_GROUP_EP;
+    p->order[3] = PLAN_GROUP_DP;
+    p->order[4] = PLAN_GROUP_PP;
+
+    plan_simulation *s = &sc->simulation;
+    s->steps = 2;
+    s->seed = 1;
+    s->timeline = true;
+    s->symmetry = PLAN_SYMMETRY_NONE;
+    s->jitter = 0.0;
+
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+        sc->collectives[g] = PLAN_COLL_AUTO;
+}

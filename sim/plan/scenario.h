@@ -1,0 +1,118 @@
+/* A fully loaded and validated scenario: cluster, model, training and parallel settings.
+ *
+ * The loader (sim/io) fills it from YAML; defaults are those of DESIGN.md §7 and are set
+ * by plan_scenario_defaults. Keys whose feature does not exist yet are rejected by the
+ * loader when set to a non-default value, so everything here is either supported or at
+ * its default. */
+#ifndef SIM_PLAN_SCENARIO_H
+#define SIM_PLAN_SCENARIO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "hw/topology.h"
+#include "model/model.h"
+
+/* Process-group classes (also the communication stream classes). */
+typedef enum plan_group_class {
+    PLAN_GROUP_DP,
+    PLAN_GROUP_TP,
+    PLAN_GROUP_PP,
+    PLAN_GROUP_EP,
+    PLAN_GROUP_CP,
+    PLAN_GROUP_COUNT
+} plan_group_class;
+
+const char *plan_group_name(plan_group_class g); /* "dp", "tp", ... */
+
+typedef enum plan_master_weights { PLAN_MASTER_FP32, PLAN_MASTER_NONE } plan_master_weights;
+typedef enum plan_optimizer { PLAN_OPT_ADAM, PLAN_OPT_SGD } plan_optimizer;
+typedef enum plan_state_dtype { PLAN_STATE_FP32, PLAN_STATE_BF16, PLAN_STATE_INT8 } plan_state_dtype;
+typedef enum plan_finetune { PLAN_FT_FULL, PLAN_FT_LORA, PLAN_FT_QLORA } plan_finetune;
+typedef enum plan_schedule { PLAN_SCHED_GPIPE, PLAN_SCHED_1F1B, PLAN_SCHED_INTERLEAVED } plan_schedule;
+typedef enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU } plan_offload;
+typedef enum plan_symmetry { PLAN_SYMMETRY_NONE, PLAN_SYMMETRY_DP } plan_symmetry;
+typedef enum plan_coll_algo {
+    PLAN_COLL_AUTO,
+    PLAN_COLL_RING,
+    PLAN_COLL_TREE,
+    PLAN_COLL_HD,
+    PLAN_COLL_DIRECT,
+    PLAN_COLL_HIERARCHICAL,
+    PLAN_COLL_NVLS,
+    PLAN_COLL_ALGO_COUNT
+} plan_coll_algo;
+
+const char *plan_coll_algo_name(plan_coll_algo a);
+
+#define PLAN_TARGETS_MAX 16
+#define PLAN_STAGES_MAX 256
+
+typedef struct plan_training {
+    int64_t seq_len;
+    int64_t global_batch; /* sequences per optimizer step, all DP replicas */
+    int64_t micro_batch;  /* sequences per forward/backward of one DP replica */
+    hw_dtype precision;   /* bf16 | fp16 | fp8 */
+    plan_master_weights master_weights;
+    hw_dtype grad_dtype;  /* bf16 | fp32 */
+    plan_optimizer optimizer;
+    plan_state_dtype optimizer_state;
+    model_recompute recompute;
+    bool flash_attention;
+    struct {
+        plan_finetune method;
+        int rank;                               /* LoRA rank */
+        int n_targets;
+        char targets[PLAN_TARGETS_MAX][32];     /* e.g. q, k, v, o, gate, up, down */
+    } finetune;
+    double moe_routing_skew;
+} plan_training;
+
+typedef struct plan_parallel {
+    int dp, tp, pp, ep, cp;
+    bool sp;
+    int zero; /* 0..3 */
+    struct {
+        bool reshard_after_forward;
+        int prefetch;
+        bool hybrid_shard;
+    } fsdp;
+    struct {
+        int64_t bucket_bytes;
+        bool overlap;
+    } ddp;
+    struct {
+        plan_schedule schedule;
+        int virtual_stages;
+        int n_stage_layers; /* 0 = auto */
+        int stage_layers[PLAN_STAGES_MAX];
+    } pipeline;
+    bool tp_comm_overlap;
+    struct {
+        plan_offload optimizer;
+    } offload;
+    plan_group_class order[PLAN_GROUP_COUNT]; /* inner to outer */
+} plan_parallel;
+
+typedef struct plan_simulation {
+    int steps;
+    uint64_t seed;
+    bool timeline;
+    plan_symmetry symmetry;
+    double jitter;
+} plan_simulation;
+
+typedef struct plan_scenario {
+    char name[128];
+    hw_topology_spec topology;
+    model_spec model;
+    plan_training training;
+    plan_parallel parallel;
+    plan_simulation simulation;
+    plan_coll_algo collectives[PLAN_GROUP_COUNT];
+} plan_scenario;
+
+/* Fills every field with the defaults of DESIGN.md §7 (topology and model zeroed). */
+void plan_scenario_defaults(plan_scenario *sc);
+
+#endif
