@@ -1,0 +1,177 @@
+/* The per-rank op DAG (see trace.h). */
+#include "core/sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "trace/trace.h"
+
+const char *trace_phase_name(trace_phase p)
+{
+    static const char *const names[TRACE_PHASE_COUNT] = {"fwd", "bwd", "opt", "comm"};
+    SIM_ASSERT(p >= 0 && p < TRACE_PHASE_COUNT, "phase %d", (int)p);
+    return names[p];
+}
+
+trace *trace_create(int n_ranks)
+{
+    SIM_ASSERT(n_ranks >= 1, "n_ranks=%d", n_ranks);
+    trace *t = sim_calloc(1, sizeof *t);
+    t->n_ranks = n_ranks;
+    t->ranks = sim_calloc((size_t)n_ranks, sizeof *t->ranks);
+    return t;
+}
+
+void trace_destroy(trace *t)
+{
+    if (!t)
+        return;
+    for (int r = 0; r < t->n_ranks; r++) {
+        sim_free(t->ranks[r].ops);
+        sim_free(t->ranks[r].deps);
+    }
+    sim_free(t->ranks);
+    for (size_t g = 0; g < t->n_groups; g++)
+        sim_free(t->groups[g].ranks);
+    sim_free(t->groups);
+    sim_free(t->colls);
+    for (size_t i = 0; i < t->n_names; i++)
+        sim_free(t->names[i]);
+    sim_free(t->names);
+    sim_free(t->name_hash);
+    sim_free(t);
+}
+
+static uint64_t hash_str(const char *s)
+{
+    uint64_t h = UINT64_C(1469598103934665603); /* FNV-1a */
+    for (; *s; s++)
+        h = (h ^ (unsigned char)*s) * UINT64_C(1099511628211);
+    return h;
+}
+
+static void rehash(trace *t)
+{
+    size_t cap = t->hash_cap ? t->hash_cap * 2 : 256;
+    uint32_t *h = sim_calloc(cap, sizeof *h);
+    for (size_t i = 0; i < t->n_names; i++) {
+        size_t k = hash_str(t->names[i]) & (cap - 1);
+        while (h[k])
+            k = (k + 1) & (cap - 1);
+        h[k] = (uint32_t)i + 1;
+    }
+    sim_free(t->name_hash);
+    t->name_hash = h;
+    t->hash_cap = cap;
+}
+
+uint32_t trace_intern(trace *t, const char *name)
+{
+    if (2 * (t->n_names + 1) > t->hash_cap)
+        rehash(t);
+    size_t k = hash_str(name) & (t->hash_cap - 1);
+    while (t->name_hash[k]) {
+        uint32_t id = t->name_hash[k] - 1;
+        if (strcmp(t->names[id], name) == 0)
+            return id;
+        k = (k + 1) & (t->hash_cap - 1);
+    }
+    SIM_GROW(t->names, t->cap_names, t->n_names + 1);
+    uint32_t id = (uint32_t)t->n_names;
+    t->names[t->n_names++] = sim_strdup(name);
+    t->name_hash[k] = id + 1;
+    return id;
+}
+
+const char *trace_name(const trace *t, uint32_t id)
+{
+    SIM_ASSERT(id < t->n_names, "name %u of %zu", id, t->n_names);
+    return t->names[id];
+}
+
+uint32_t trace_add_group(trace *t, int cls, int n, const int32_t *ranks)
+{
+    SIM_ASSERT(cls >= 0 && cls < TRACE_GROUP_CLASSES && n >= 1, "group class %d of %d", cls, n);
+    SIM_GROW(t->groups, t->cap_groups, t->n_groups + 1);
+    trace_group *g = &t->groups[t->n_groups];
+    g->cls = (uint8_t)cls;
+    g->n = n;
+    g->ranks = sim_calloc((size_t)n, sizeof *g->ranks);
+    memcpy(g->ranks, ranks, (size_t)n * sizeof *ranks);
+    return (uint32_t)t->n_groups++;
+}
+
+uint32_t trace_add_coll(trace *t, coll_op op, int algo, uint32_t group, double bytes, int root)
+{
+    SIM_ASSERT(group < t->n_groups && bytes >= 0, "group %u bytes %g", group, bytes);
+    SIM_GROW(t->colls, t->cap_colls, t->n_colls + 1);
+    t->colls[t->n_colls] = (trace_coll){
+        .op = (uint8_t)op, .algo = (uint8_t)algo, .group = group, .bytes = bytes, .root = root};
+    return (uint32_t)t->n_colls++;
+}
+
+uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *deps,
+                      size_t n_deps)
+{
+    SIM_ASSERT(rank >= 0 && rank < t->n_ranks, "rank %d", rank);
+    trace_rank *r = &t->ranks[rank];
+    SIM_GROW(r->ops, r->cap_ops, r->n_ops + 1);
+    SIM_GROW(r->deps, r->cap_deps, r->n_deps + n_deps);
+    uint32_t idx = (uint32_t)r->n_ops;
+    trace_op *o = &r->ops[r->n_ops++];
+    *o = *op;
+    o->dep_first = (uint32_t)r->n_deps;
+    o->n_deps = (uint32_t)n_deps;
+    for (size_t i = 0; i < n_deps; i++) {
+        SIM_ASSERT(deps[i] < idx, "rank %d op %u depends on later op %u", rank, idx, deps[i]);
+        r->deps[r->n_deps++] = deps[i];
+    }
+    return idx;
+}
+
+int trace__check(const trace *t)
+{
+    size_t *seen = sim_calloc(t->n_colls ? t->n_colls : 1, sizeof *seen);
+    int rc = 0;
+    for (int rk = 0; rk < t->n_ranks && rc == 0; rk++) {
+        const trace_rank *r = &t->ranks[rk];
+        for (size_t i = 0; i < r->n_ops && rc == 0; i++) {
+            const trace_op *o = &r->ops[i];
+            if (o->stream >= TRACE_STREAMS || o->dep_first + o->n_deps > r->n_deps) {
+                fprintf(stderr, "trace: rank %d op %zu: bad stream or deps\n", rk, i);
+                rc = -1;
+                break;
+            }
+            for (uint32_t d = 0; d < o->n_deps; d++)
+                if (r->deps[o->dep_first + d] >= i) {
+                    fprintf(stderr, "trace: rank %d op %zu depends forward\n", rk, i);
+                    rc = -1;
+                }
+            if (o->kind != TRACE_OP_COLL)
+                continue;
+            if (o->coll >= t->n_colls) {
+                fprintf(stderr, "trace: rank %d op %zu: no collective %u\n", rk, i, o->coll);
+                rc = -1;
+                break;
+            }
+            const trace_group *g = &t->groups[t->colls[o->coll].group];
+            bool member = false;
+            for (int m = 0; m < g->n; m++)
+                member |= g->ranks[m] == rk;
+            if (!member) {
+                fprintf(stderr, "trace: rank %d op %zu joins collective %u of a group it is "
+                                "not in\n", rk, i, o->coll);
+                rc = -1;
+            }
+            seen[o->coll]++;
+        }
+    }
+    for (size_t c = 0; c < t->n_colls && rc == 0; c++)
+        if (seen[c] != (size_t)t->groups[t->colls[c].group].n) {
+            fprintf(stderr, "trace: collective %zu has %zu member ops for a group of %d\n", c,
+                    seen[c], t->groups[t->colls[c].group].n);
+            rc = -1;
+        }
+    sim_free(seen);
+    return rc;
+}

@@ -1,0 +1,49 @@
+/* The plan: what a scenario implies before anything is timed — the rank layout and process
+ * groups, the per-rank memory plan with its OOM verdict, and the trace of one step.
+ *
+ * Strategies built so far (issue 2): a single GPU, and data parallelism (DDP) with
+ * gradient accumulation and bucketed gradient all-reduce, overlapped with backward or
+ * issued after it. Memory: a static estimate per rank (docs/memory.md). */
+#ifndef SIM_PLAN_PLAN_H
+#define SIM_PLAN_PLAN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "plan/memory.h"
+#include "plan/scenario.h"
+#include "trace/trace.h"
+
+typedef struct plan_coord {
+    int32_t node;
+    int32_t c[PLAN_GROUP_COUNT]; /* coordinate in each group class (dp, tp, pp, ep, cp) */
+} plan_coord;
+
+typedef struct plan {
+    const plan_scenario *sc; /* borrowed; must outlive the plan */
+    int n_ranks;             /* tp * cp * pp * dp */
+    int topology_gpus;       /* GPUs the topology has (>= n_ranks) */
+    plan_coord *coords;      /* per rank */
+    int64_t global_batch;    /* resolved (0 in the scenario = micro_batch x dp) */
+    int64_t accum_steps;     /* micro-batches per replica per step */
+    plan_mem *mem;           /* per rank */
+    int64_t capacity_bytes;  /* the GPU catalog's usable memory */
+    bool oom;
+    const char *binding_constraint; /* static string or NULL (see docs/memory.md) */
+    trace *trace;            /* NULL when not requested */
+    double model_flops_per_step;    /* all ranks together, Megatron convention */
+    double hardware_flops_per_step; /* with recompute */
+} plan;
+
+/* Lays out ranks, plans memory and, when `with_trace`, generates the trace of one step.
+ * `sc` must come from the loader (validated). On success *out owns a new plan. Returns 0,
+ * or SIM_EINVAL / SIM_ENOTSUP with `diag` set (file "scenario", no position) for
+ * combinations the loader cannot see. */
+int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *diag);
+void plan_destroy(plan *p);
+
+/* Computes rank `rank`'s coordinates under `order` (inner to outer) with the degrees of
+ * `par`; ep is carved out of dp (ep coordinate = dp coordinate mod ep). Pure. */
+void plan_rank_coord(const plan_parallel *par, int gpus_per_node, int rank, plan_coord *out);
+
+#endif

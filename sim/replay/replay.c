@@ -1,0 +1,536 @@
+/* Event-driven replay of a trace (see replay.h). */
+#include "core/sim.h"
+
+#include <gsl/gsl_sort.h>
+#include <gsl/gsl_statistics_double.h>
+#include <string.h>
+#include <time.h>
+
+#include "core/eventq.h"
+#include "hw/net.h"
+#include "replay/replay.h"
+
+enum { EV_OP_DONE = 1, EV_NET = 2 };
+
+typedef struct coll_state {
+    coll_schedule sched;
+    int arrived;
+    int round;
+    size_t outstanding;
+    uint32_t *member_op; /* op index of the collective on each member rank */
+} coll_state;
+
+/* A compute op of the reported step, with the idle gap that preceded it. */
+typedef struct busy_iv {
+    sim_time start, end;
+    sim_time gap_start; /* when the stream became free before this op */
+    int8_t cause;       /* replay_cause of that gap */
+} busy_iv;
+
+typedef struct rank_state {
+    const trace_rank *tr;
+    uint32_t *pending;   /* unfinished dependencies per op */
+    sim_time *start, *end;
+    uint32_t *succ;      /* successors, CSR */
+    uint32_t *succ_first;
+    uint32_t *stream_ops; /* op indices per stream in order, CSR */
+    uint32_t stream_first[TRACE_STREAMS + 1];
+    uint32_t head[TRACE_STREAMS];
+    bool busy[TRACE_STREAMS];
+    sim_time stream_free[TRACE_STREAMS];
+    size_t done_ops;
+    int step;              /* 0-based step in progress */
+    sim_time *step_end;    /* per step: when this rank finished it */
+    busy_iv *ivs;          /* compute intervals of the last step */
+    size_t n_ivs, cap_ivs;
+    double comm_busy_ps;   /* last step */
+    double comm_sent[REPLAY_COMM_COUNT]; /* bytes sent in the last step */
+} rank_state;
+
+typedef struct replay_ctx {
+    const plan *p;
+    const trace *t;
+    const replay_options *opt;
+    replay_results *res;
+    sim_eventq *q;
+    hw_net *net;
+    hw_gpu *gpu;
+    rank_state *ranks;
+    coll_state *colls;
+    int steps;
+    const char *stream_names[TRACE_STREAMS];
+} replay_ctx;
+
+static replay_cause cause_of_group(int cls)
+{
+    static const replay_cause map[PLAN_GROUP_COUNT] = {
+        [PLAN_GROUP_DP] = REPLAY_CAUSE_DP, [PLAN_GROUP_TP] = REPLAY_CAUSE_TP,
+        [PLAN_GROUP_PP] = REPLAY_CAUSE_PP, [PLAN_GROUP_EP] = REPLAY_CAUSE_EP,
+        [PLAN_GROUP_CP] = REPLAY_CAUSE_CP};
+    return map[cls];
+}
+
+static void push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t)
+{
+    sim_event *ev = sim_eventq_alloc(c->q);
+    ev->type = EV_OP_DONE;
+    ev->a = rank;
+    ev->c = op;
+    sim_eventq_push(c->q, ev, t);
+}
+
+static void start_round(replay_ctx *c, uint32_t ci, sim_time now)
+{
+    coll_state *cs = &c->colls[ci];
+    const trace_group *g = &c->t->groups[c->t->colls[ci].group];
+    size_t first = cs->sched.round_first[cs->round];
+    size_t last = cs->sched.round_first[cs->round + 1];
+    cs->outstanding = last - first;
+    for (size_t i = first; i < last; i++) {
+        const coll_xfer *x = &cs->sched.xfers[i];
+        hw_net_start_flow(c->net, now, g->ranks[x->src], g->ranks[x->dst], x->bytes, ci);
+    }
+}
+
+static void finish_coll(replay_ctx *c, uint32_t ci, sim_time now)
+{
+    coll_state *cs = &c->colls[ci];
+    const trace_group *g = &c->t->groups[c->t->colls[ci].group];
+    cs->arrived = 0;
+    for (int m = 0; m < g->n; m++)
+        push_op_done(c, g->ranks[m], cs->member_op[m], now);
+}
+
+static void on_flow_done(void *ctx, uint64_t tag, sim_time now)
+{
+    replay_ctx *c = ctx;
+    uint32_t ci = (uint32_t)tag;
+    coll_state *cs = &c->colls[ci];
+    SIM_ASSERT(cs->outstanding > 0, "collective %u: unexpected flow completion", ci);
+    if (--cs->outstanding > 0)
+        return;
+    if (++cs->round < cs->sched.n_rounds)
+        start_round(c, ci, now);
+    else
+        finish_coll(c, ci, now);
+}
+
+static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    const trace_op *o = &rs->tr->ops[op];
+    rs->busy[o->stream] = true;
+    rs->start[op] = now;
+    if (o->kind == TRACE_OP_COMPUTE) {
+        if (rs->step == c->steps - 1) {
+            /* Attribute the idle gap before this op to the dependency that finished last. */
+            int8_t cause = REPLAY_CAUSE_OTHER;
+            sim_time latest = -1;
+            for (uint32_t d = 0; d < o->n_deps; d++) {
+                uint32_t dep = rs->tr->deps[o->dep_first + d];
+                if (rs->end[dep] > latest) {
+                    latest = rs->end[dep];
+                    const trace_op *dop = &rs->tr->ops[dep];
+                    cause = dop->kind == TRACE_OP_COLL
+                                ? (int8_t)cause_of_group(c->t->groups[c->t->colls[dop->coll].group].cls)
+                                : REPLAY_CAUSE_OTHER;
+                }
+            }
+            SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
+            rs->ivs[rs->n_ivs++] = (busy_iv){.start = now, .end = -1,
+                                             .gap_start = rs->stream_free[o->stream],
+                                             .cause = cause};
+        }
+        sim_time d = o->duration_ps >= 0
+                         ? o->duration_ps
+                         : hw_gpu_op_time(c->gpu, (hw_op_class)o->cls, (hw_dtype)o->dtype,
+                                          o->flops, o->bytes);
+        push_op_done(c, rank, op, now + d);
+        return;
+    }
+    coll_state *cs = &c->colls[o->coll];
+    const trace_group *g = &c->t->groups[c->t->colls[o->coll].group];
+    if (++cs->arrived < g->n)
+        return;
+    cs->round = 0;
+    if (cs->sched.n_rounds == 0)
+        finish_coll(c, o->coll, now);
+    else
+        start_round(c, o->coll, now);
+}
+
+static void try_start(replay_ctx *c, int rank, int s, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    if (rs->busy[s] || rs->head[s] == rs->stream_first[s + 1])
+        return;
+    uint32_t op = rs->stream_ops[rs->head[s]];
+    if (rs->pending[op] == 0)
+        start_op(c, rank, op, now);
+}
+
+static void begin_step(replay_ctx *c, int rank, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    const trace_rank *tr = rs->tr;
+    for (size_t i = 0; i < tr->n_ops; i++) {
+        rs->pending[i] = tr->ops[i].n_deps;
+        rs->end[i] = -1;
+    }
+    for (int s = 0; s < TRACE_STREAMS; s++) {
+        rs->head[s] = rs->stream_first[s];
+        rs->busy[s] = false;
+        rs->stream_free[s] = now;
+    }
+    rs->done_ops = 0;
+    for (int s = 0; s < TRACE_STREAMS; s++)
+        try_start(c, rank, s, now);
+}
+
+static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time end)
+{
+    replay_results *r = c->res;
+    rank_state *rs = &c->ranks[rank];
+    const trace_op *o = &rs->tr->ops[op];
+    SIM_GROW(r->timeline, r->cap_timeline, r->n_timeline + 1);
+    replay_timeline_row *row = &r->timeline[r->n_timeline++];
+    bool coll = o->kind == TRACE_OP_COLL;
+    const trace_coll *tc = coll ? &c->t->colls[o->coll] : NULL;
+    *row = (replay_timeline_row){
+        .rank = rank,
+        .stream = c->stream_names[o->stream],
+        .kind = coll ? coll_op_name((coll_op)tc->op) : "compute",
+        .name = trace_name(c->t, o->name),
+        .layer = o->layer,
+        .microbatch = o->microbatch,
+        .phase = trace_phase_name((trace_phase)o->phase),
+        .group = coll ? plan_group_name((plan_group_class)c->t->groups[tc->group].cls) : "none",
+        .step = rs->step + 1,
+        .start_s = sim_time_to_s(rs->start[op]),
+        .end_s = sim_time_to_s(end),
+        .bytes = coll ? tc->bytes : o->bytes,
+        .flops = coll ? 0 : o->flops,
+    };
+}
+
+static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    const trace_op *o = &rs->tr->ops[op];
+    rs->end[op] = now;
+    rs->busy[o->stream] = false;
+    rs->stream_free[o->stream] = now;
+    rs->head[o->stream]++;
+    rs->done_ops++;
+    if (c->opt->timeline)
+        record_timeline(c, rank, op, now);
+    if (rs->step == c->steps - 1) {
+        if (o->kind == TRACE_OP_COMPUTE) {
+            rs->ivs[rs->n_ivs - 1].end = now;
+        } else {
+            const trace_coll *tc = &c->t->colls[o->coll];
+            const trace_group *g = &c->t->groups[tc->group];
+            int m = 0;
+            while (g->ranks[m] != rank)
+                m++;
+            rs->comm_sent[g->cls] += coll_schedule_bytes_sent(&c->colls[o->coll].sched, m);
+            rs->comm_busy_ps += (double)(now - rs->start[op]);
+        }
+    }
+    for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++)
+        rs->pending[rs->succ[k]]--;
+    try_start(c, rank, o->stream, now);
+    for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++) {
+        uint32_t s = rs->succ[k];
+        if (rs->pending[s] == 0)
+            try_start(c, rank, rs->tr->ops[s].stream, now);
+    }
+    if (rs->done_ops == rs->tr->n_ops) {
+        rs->step_end[rs->step] = now;
+        if (++rs->step < c->steps)
+            begin_step(c, rank, now);
+    }
+}
+
+static void init_rank(replay_ctx *c, int rank)
+{
+    rank_state *rs = &c->ranks[rank];
+    const trace_rank *tr = &c->t->ranks[rank];
+    size_t n = tr->n_ops;
+    rs->tr = tr;
+    rs->pending = sim_calloc(n, sizeof *rs->pending);
+    rs->start = sim_calloc(n, sizeof *rs->start);
+    rs->end = sim_calloc(n, sizeof *rs->end);
+    rs->step_end = sim_calloc((size_t)c->steps, sizeof *rs->step_end);
+    /* successors (reverse dependencies) */
+    rs->succ_first = sim_calloc(n + 1, sizeof *rs->succ_first);
+    rs->succ = sim_calloc(tr->n_deps, sizeof *rs->succ);
+    for (size_t i = 0; i < tr->n_deps; i++)
+        rs->succ_first[tr->deps[i] + 1]++;
+    for (size_t i = 0; i < n; i++)
+        rs->succ_first[i + 1] += rs->succ_first[i];
+    uint32_t *fill = sim_calloc(n + 1, sizeof *fill);
+    memcpy(fill, rs->succ_first, (n + 1) * sizeof *fill);
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t d = 0; d < tr->ops[i].n_deps; d++)
+            rs->succ[fill[tr->deps[tr->ops[i].dep_first + d]]++] = (uint32_t)i;
+    sim_free(fill);
+    /* per-stream program order */
+    uint32_t count[TRACE_STREAMS + 1] = {0};
+    for (size_t i = 0; i < n; i++)
+        count[tr->ops[i].stream + 1]++;
+    rs->stream_first[0] = 0;
+    for (int s = 0; s < TRACE_STREAMS; s++)
+        rs->stream_first[s + 1] = rs->stream_first[s] + count[s + 1];
+    rs->stream_ops = sim_calloc(n, sizeof *rs->stream_ops);
+    uint32_t pos[TRACE_STREAMS];
+    memcpy(pos, rs->stream_first, sizeof pos);
+    for (size_t i = 0; i < n; i++)
+        rs->stream_ops[pos[tr->ops[i].stream]++] = (uint32_t)i;
+}
+
+static void clear_rank(rank_state *rs)
+{
+    sim_free(rs->pending);
+    sim_free(rs->start);
+    sim_free(rs->end);
+    sim_free(rs->step_end);
+    sim_free(rs->succ_first);
+    sim_free(rs->succ);
+    sim_free(rs->stream_ops);
+    sim_free(rs->ivs);
+}
+
+static void init_colls(replay_ctx *c)
+{
+    const trace *t = c->t;
+    c->colls = sim_calloc(t->n_colls ? t->n_colls : 1, sizeof *c->colls);
+    for (size_t i = 0; i < t->n_colls; i++) {
+        coll_state *cs = &c->colls[i];
+        const trace_coll *tc = &t->colls[i];
+        const trace_group *g = &t->groups[tc->group];
+        coll_schedule_init(&cs->sched);
+        int rc = coll_ring_build(&cs->sched, (coll_op)tc->op, g->n, tc->bytes, tc->root);
+        SIM_ASSERT(rc == 0, "collective %s has no ring schedule", coll_op_name((coll_op)tc->op));
+        cs->member_op = sim_calloc((size_t)g->n, sizeof *cs->member_op);
+    }
+    for (int r = 0; r < t->n_ranks; r++) {
+        const trace_rank *tr = &t->ranks[r];
+        for (size_t i = 0; i < tr->n_ops; i++) {
+            if (tr->ops[i].kind != TRACE_OP_COLL)
+                continue;
+            const trace_group *g = &t->groups[t->colls[tr->ops[i].coll].group];
+            for (int m = 0; m < g->n; m++)
+                if (g->ranks[m] == r)
+                    c->colls[tr->ops[i].coll].member_op[m] = (uint32_t)i;
+        }
+    }
+}
+
+/* ---- results ----------------------------------------------------------------------- */
+
+static void fill_memory(const plan *p, replay_results *r)
+{
+    replay_summary *s = &r->summary;
+    int peak_rank = 0;
+    for (int k = 1; k < p->n_ranks; k++)
+        if (p->mem[k].total > p->mem[peak_rank].total)
+            peak_rank = k;
+    s->peak_mem_bytes = p->mem[peak_rank].total;
+    memcpy(s->mem_bytes, p->mem[peak_rank].bytes, sizeof s->mem_bytes);
+    s->capacity_bytes = p->capacity_bytes;
+    s->binding_constraint = p->binding_constraint;
+    s->status = p->oom ? REPLAY_STATUS_OOM : REPLAY_STATUS_OK;
+    s->gpus = p->n_ranks;
+    snprintf(s->name, sizeof s->name, "%s", p->sc->name);
+    s->steps = p->sc->simulation.steps;
+
+    r->n_memory = 0;
+    for (int k = 0; k < p->n_ranks; k++)
+        for (int cat = 0; cat < PLAN_MEM_COUNT; cat++) {
+            SIM_GROW(r->memory, r->cap_memory, r->n_memory + 1);
+            r->memory[r->n_memory++] = (replay_memory_row){
+                .rank = k, .t_s = 0, .category = plan_mem_cat_name((plan_mem_cat)cat),
+                .bytes = p->mem[k].bytes[cat]};
+        }
+}
+
+void replay_memory_only(const plan *p, replay_results *out)
+{
+    fill_memory(p, out);
+}
+
+static void add_bubble(replay_results *r, int rank, int step, sim_time a, sim_time b, int cause,
+                       double *idle_by_cause)
+{
+    if (b <= a)
+        return;
+    idle_by_cause[cause] += (double)(b - a);
+    SIM_GROW(r->bubbles, r->cap_bubbles, r->n_bubbles + 1);
+    r->bubbles[r->n_bubbles++] = (replay_bubble_row){
+        .rank = rank, .step = step, .start_s = sim_time_to_s(a), .end_s = sim_time_to_s(b),
+        .cause = replay_cause_name((replay_cause)cause)};
+}
+
+static void summarize(replay_ctx *c)
+{
+    const plan *p = c->p;
+    const plan_scenario *sc = p->sc;
+    replay_results *r = c->res;
+    replay_summary *s = &r->summary;
+    int steps = c->steps;
+
+    /* step k ends when the last rank finishes it */
+    sim_time *end = sim_calloc((size_t)steps, sizeof *end);
+    for (int k = 0; k < steps; k++)
+        for (int rk = 0; rk < p->n_ranks; rk++)
+            end[k] = SIM_MAX(end[k], c->ranks[rk].step_end[k]);
+    r->n_steps = (size_t)steps;
+    r->steps = sim_calloc((size_t)steps, sizeof *r->steps);
+    double *dur = sim_calloc((size_t)steps, sizeof *dur);
+    for (int k = 0; k < steps; k++) {
+        sim_time begin = k ? end[k - 1] : 0;
+        r->steps[k] = (replay_step_row){.step = k + 1, .start_s = sim_time_to_s(begin),
+                                        .end_s = sim_time_to_s(end[k])};
+        dur[k] = sim_time_to_s(end[k] - begin);
+    }
+    /* median over steps 2..N (step 1 warms up), or step 1 alone */
+    if (steps == 1) {
+        s->step_time_s = dur[0];
+    } else {
+        gsl_sort(dur + 1, 1, (size_t)steps - 1);
+        s->step_time_s = gsl_stats_median_from_sorted_data(dur + 1, 1, (size_t)steps - 1);
+    }
+
+    double tokens = (double)p->global_batch * (double)sc->training.seq_len;
+    double peak = sc->topology.gpu.peak_flops[sc->training.precision];
+    s->tokens_per_s = tokens / s->step_time_s;
+    s->samples_per_s = (double)p->global_batch / s->step_time_s;
+    s->tflops_per_gpu = p->model_flops_per_step / s->step_time_s / p->n_ranks / 1e12;
+    s->mfu = p->model_flops_per_step / (s->step_time_s * p->n_ranks * peak);
+    s->hfu = p->hardware_flops_per_step / (s->step_time_s * p->n_ranks * peak);
+
+    /* the last step's window, per rank: busy compute intervals, gaps and their causes */
+    sim_time w0 = steps > 1 ? end[steps - 2] : 0, w1 = end[steps - 1];
+    double window = (double)(w1 - w0);
+    double idle_by_cause[REPLAY_CAUSE_COUNT] = {0};
+    double idle_total = 0;
+    r->n_ranks = (size_t)p->n_ranks;
+    r->ranks = sim_calloc(r->n_ranks, sizeof *r->ranks);
+    for (int rk = 0; rk < p->n_ranks; rk++) {
+        rank_state *rs = &c->ranks[rk];
+        double busy = 0, rank_idle[REPLAY_CAUSE_COUNT] = {0};
+        sim_time cursor = w0;
+        for (size_t i = 0; i < rs->n_ivs; i++) {
+            busy_iv *iv = &rs->ivs[i];
+            sim_time a = SIM_MAX(iv->start, w0), b = SIM_MIN(iv->end, w1);
+            if (b > a)
+                busy += (double)(b - a);
+            /* the gap before this op, clipped to the window */
+            add_bubble(r, rk, steps, SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0)),
+                       SIM_MIN(iv->start, w1), iv->cause, rank_idle);
+            /* time before the gap began (e.g. the rank had not started the step) */
+            add_bubble(r, rk, steps, cursor, SIM_MIN(SIM_MAX(iv->gap_start, w0), w1),
+                       REPLAY_CAUSE_OTHER, rank_idle);
+            cursor = SIM_MAX(cursor, b);
+        }
+        add_bubble(r, rk, steps, cursor, w1, REPLAY_CAUSE_OTHER, rank_idle);
+        double idle = 0;
+        for (int k = 0; k < REPLAY_CAUSE_COUNT; k++) {
+            idle += rank_idle[k];
+            idle_by_cause[k] += rank_idle[k];
+        }
+        idle_total += idle;
+        replay_rank_row *row = &r->ranks[rk];
+        const plan_coord *pc = &p->coords[rk];
+        *row = (replay_rank_row){
+            .rank = rk, .node = pc->node, .dp = pc->c[PLAN_GROUP_DP], .tp = pc->c[PLAN_GROUP_TP],
+            .pp = pc->c[PLAN_GROUP_PP], .ep = pc->c[PLAN_GROUP_EP], .cp = pc->c[PLAN_GROUP_CP],
+            .compute_s = busy / SIM_PS_PER_S, .comm_s = rs->comm_busy_ps / SIM_PS_PER_S,
+            .idle_s = idle / SIM_PS_PER_S, .bubble_s = idle / SIM_PS_PER_S,
+            .peak_mem_bytes = p->mem[rk].total};
+        memcpy(row->mem, p->mem[rk].bytes, sizeof row->mem);
+        for (int g = 0; g < REPLAY_COMM_COUNT; g++)
+            s->comm_bytes_per_gpu[g] += rs->comm_sent[g] / p->n_ranks;
+    }
+    s->bubble_fraction = window > 0 ? idle_total / p->n_ranks / window : 0;
+    for (int k = 0; k < REPLAY_CAUSE_COUNT; k++)
+        s->bubble_by_cause[k] = window > 0 ? idle_by_cause[k] / p->n_ranks / window : 0;
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+        s->exposed_comm_s[g] = idle_by_cause[cause_of_group(g)] / p->n_ranks / SIM_PS_PER_S;
+
+    /* links */
+    int nl = hw_net_link_count(c->net);
+    r->n_links = (size_t)nl;
+    r->links = sim_calloc(r->n_links ? r->n_links : 1, sizeof *r->links);
+    double total_s = sim_time_to_s(end[steps - 1]);
+    for (int l = 0; l < nl; l++) {
+        const hw_link_stats *ls = hw_net_link(c->net, l);
+        r->links[l] = (replay_link_row){
+            .link = l, .src = replay_results_intern(r, ls->src),
+            .dst = replay_results_intern(r, ls->dst), .cls = ls->cls, .bytes = ls->bytes,
+            .busy_s = sim_time_to_s(ls->busy_ps),
+            .utilization = total_s > 0 ? ls->bytes / (ls->bw_Bps * total_s) : 0};
+    }
+    sim_free(dur);
+    sim_free(end);
+}
+
+void replay_run(const plan *p, const replay_options *opt, replay_results *out)
+{
+    SIM_ASSERT(p->trace != NULL, "replay of a plan without a trace");
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    replay_ctx c = {.p = p, .t = p->trace, .opt = opt, .res = out,
+                    .steps = p->sc->simulation.steps};
+    c.stream_names[TRACE_STREAM_COMPUTE] = "compute";
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+        c.stream_names[TRACE_STREAM_COMM(g)] = plan_group_name((plan_group_class)g);
+    c.q = sim_eventq_create();
+    c.gpu = hw_gpu_create(&p->sc->topology.gpu);
+    c.net = hw_net_create(&p->sc->topology, p->n_ranks, c.q, EV_NET, on_flow_done, &c);
+    c.ranks = sim_calloc((size_t)p->n_ranks, sizeof *c.ranks);
+    for (int r = 0; r < p->n_ranks; r++)
+        init_rank(&c, r);
+    init_colls(&c);
+    for (int r = 0; r < p->n_ranks; r++)
+        begin_step(&c, r, 0);
+
+    sim_time now = 0;
+    sim_event *ev;
+    while ((ev = sim_eventq_pop(c.q)) != NULL) {
+        SIM_ASSERT(ev->time >= now, "time went backwards: %lld < %lld", (long long)ev->time,
+                   (long long)now);
+        now = ev->time;
+        if (ev->type == EV_NET) {
+            hw_net_handle(c.net, ev);
+            continue;
+        }
+        int rank = ev->a;
+        uint32_t op = (uint32_t)ev->c;
+        sim_eventq_free(c.q, ev);
+        op_done(&c, rank, op, now);
+    }
+    hw_net_finish(c.net, now);
+    for (int r = 0; r < p->n_ranks; r++)
+        SIM_ASSERT(c.ranks[r].step == c.steps, "rank %d stalled in step %d (deadlock in the "
+                   "trace)", r, c.ranks[r].step + 1);
+
+    fill_memory(p, out);
+    summarize(&c);
+    out->events = sim_eventq_pushed(c.q);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+
+    for (int r = 0; r < p->n_ranks; r++)
+        clear_rank(&c.ranks[r]);
+    sim_free(c.ranks);
+    for (size_t i = 0; i < c.t->n_colls; i++) {
+        coll_schedule_clear(&c.colls[i].sched);
+        sim_free(c.colls[i].member_op);
+    }
+    sim_free(c.colls);
+    hw_net_destroy(c.net);
+    hw_gpu_destroy(c.gpu);
+    sim_eventq_destroy(c.q);
+}

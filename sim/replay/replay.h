@@ -1,0 +1,31 @@
+/* Replay: executes a plan's trace event by event on the hardware model and fills the
+ * results (DESIGN.md §4 definitions).
+ *
+ * Each rank has one compute stream and one communication stream per group class. An op
+ * starts when it heads its stream and its dependencies have finished; compute ops take
+ * their roofline time (or their measured duration); a collective starts when every member
+ * has reached it and runs its schedule's rounds as flows on the network. Every idle
+ * interval of a compute stream inside the reported step is a bubble whose cause is the
+ * dependency of the next compute op that finished last (dp/tp/... for a collective,
+ * "other" otherwise, e.g. waiting for slower ranks at the end of a step). */
+#ifndef SIM_REPLAY_REPLAY_H
+#define SIM_REPLAY_REPLAY_H
+
+#include <stdbool.h>
+
+#include "plan/plan.h"
+#include "replay/results.h"
+
+typedef struct replay_options {
+    bool timeline; /* record one row per executed op of the last step... of every step */
+} replay_options;
+
+/* Replays `p` (which must carry a trace) for sc->simulation.steps steps and fills `out`
+ * (an empty results object). Cannot fail on a valid plan (internal errors assert). */
+void replay_run(const plan *p, const replay_options *opt, replay_results *out);
+
+/* Fills only what needs no replay (name, status, gpus, memory, binding constraint) — the
+ * `stepsim mem` result. */
+void replay_memory_only(const plan *p, replay_results *out);
+
+#endif

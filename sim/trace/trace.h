@@ -1,0 +1,120 @@
+/* The trace: for every rank, the ordered operations of one training step and their
+ * dependencies (DESIGN.md §1). It is plain data with no I/O; the plan builds it, the replay
+ * executes it, and later issues read and write it as a file.
+ *
+ * Semantics:
+ * - Each op runs on one stream of its rank. Ops of a stream run one at a time in the order
+ *   they were added (CUDA stream order); dependencies across streams are explicit.
+ * - A dependency names an earlier op of the same rank (an op index smaller than its own).
+ * - A collective op (kind TRACE_OP_COLL) refers to a collective instance shared by every
+ *   member rank of its group: the instance starts when all members have reached it, and
+ *   ends for all of them together. Each member rank has exactly one op per instance.
+ * - One step of the trace is replayed `steps` times; each rank starts step k+1 when all of
+ *   its own ops of step k have finished. */
+#ifndef SIM_TRACE_TRACE_H
+#define SIM_TRACE_TRACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "coll/coll.h"
+#include "core/time.h"
+#include "hw/gpu.h"
+
+typedef enum trace_op_kind { TRACE_OP_COMPUTE, TRACE_OP_COLL } trace_op_kind;
+typedef enum trace_phase {
+    TRACE_PHASE_FWD,
+    TRACE_PHASE_BWD,
+    TRACE_PHASE_OPT,
+    TRACE_PHASE_COMM,
+    TRACE_PHASE_COUNT
+} trace_phase;
+
+const char *trace_phase_name(trace_phase p); /* "fwd", "bwd", "opt", "comm" */
+
+/* Group classes (dp, tp, pp, ep, cp: the plan's plan_group_class values, which it checks
+ * match) and streams: stream 0 computes, stream 1 + class communicates for that class. */
+#define TRACE_GROUP_CLASSES 5
+#define TRACE_STREAM_COMPUTE 0
+#define TRACE_STREAM_COMM(cls) (1 + (cls))
+#define TRACE_STREAMS (1 + TRACE_GROUP_CLASSES)
+
+#define TRACE_NO_LAYER (-1)
+#define TRACE_NO_MICROBATCH (-1)
+#define TRACE_MEASURED_NONE (-1)
+
+typedef struct trace_op {
+    uint8_t kind;    /* trace_op_kind */
+    uint8_t stream;
+    uint8_t phase;   /* trace_phase */
+    uint8_t cls;     /* hw_op_class (compute ops) */
+    uint8_t dtype;   /* hw_dtype (compute ops) */
+    uint8_t recompute; /* 1: re-executes forward work for backward (hardware FLOPs only) */
+    int32_t layer;
+    int32_t microbatch;
+    uint32_t name;   /* id in the trace's name table */
+    uint32_t dep_first, n_deps; /* into the rank's deps[] */
+    uint32_t coll;   /* collective instance (TRACE_OP_COLL) */
+    double flops, model_flops, bytes;
+    sim_time duration_ps; /* >= 0: a measured duration that replaces the roofline */
+} trace_op;
+
+typedef struct trace_rank {
+    trace_op *ops;
+    size_t n_ops, cap_ops;
+    uint32_t *deps;
+    size_t n_deps, cap_deps;
+} trace_rank;
+
+typedef struct trace_group {
+    uint8_t cls;
+    int n;
+    int32_t *ranks; /* members in ring order */
+} trace_group;
+
+typedef struct trace_coll {
+    uint8_t op;    /* coll_op */
+    uint8_t algo;  /* the plan's plan_coll_algo */
+    uint32_t group;
+    double bytes;  /* nccl-tests' size convention (see coll.h) */
+    int32_t root;  /* member index, for rooted operations */
+} trace_coll;
+
+typedef struct trace {
+    int n_ranks;
+    trace_rank *ranks;
+    trace_group *groups;
+    size_t n_groups, cap_groups;
+    trace_coll *colls;
+    size_t n_colls, cap_colls;
+    char **names;
+    size_t n_names, cap_names;
+    uint32_t *name_hash; /* open addressing over names, 0 = empty, else id + 1 */
+    size_t hash_cap;
+} trace;
+
+/* Creates an empty trace for `n_ranks` ranks. Cannot fail. */
+trace *trace_create(int n_ranks);
+void trace_destroy(trace *t);
+
+/* Returns the id of `name` in the name table, adding it if new. */
+uint32_t trace_intern(trace *t, const char *name);
+const char *trace_name(const trace *t, uint32_t id);
+
+/* Adds a process group of `n` ranks (copied) of class `cls`; returns its index. */
+uint32_t trace_add_group(trace *t, int cls, int n, const int32_t *ranks);
+
+/* Adds a collective instance on `group`; returns its index. */
+uint32_t trace_add_coll(trace *t, coll_op op, int algo, uint32_t group, double bytes, int root);
+
+/* Appends `op` (its dep_first/n_deps are ignored) to `rank` with the given dependencies
+ * (indices of earlier ops of the same rank); returns the new op's index. */
+uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *deps,
+                      size_t n_deps);
+
+/* Checks the invariants listed above (deps point backwards, every collective instance has
+ * exactly one op on each member rank and on no other, streams in range). Returns 0 or -1
+ * after printing the first violation to stderr. */
+int trace__check(const trace *t);
+
+#endif
