@@ -1,0 +1,752 @@
+/* HDF5 results writer (see h5.h; the file layout is documented in docs/hdf5-schema.md).
+ *
+ * Every table is a 1-D dataset of a compound type, one member per column. The memory type
+ * describes the row struct in memory (results rows are written in place, without copies:
+ * HDF5 converts them through its own bounded conversion buffer); the file type is built
+ * beside it with explicit little-endian types and packed offsets, so no struct padding
+ * (which holds indeterminate bytes) ever reaches the file. Strings are variable-length
+ * UTF-8; a NULL `const char *` in a row is stored as a null string, which h5py reads as b"".
+ *
+ * Byte-identical output for identical input comes from: object time tracking off on the
+ * root group (file creation plist), every group and every dataset; no wall-clock values;
+ * objects and attributes created in a fixed order; struct padding never written (see
+ * above). The file is assembled in memory by HDF5's core driver and written out with plain
+ * POSIX calls (io_h5_write says why).
+ *
+ * Errors: HDF5's automatic error printing is off during the call; a failing HDF5 call is
+ * reported once, as "cannot write OBJECT: REASON" with the innermost message of HDF5's
+ * error stack. */
+#include "core/sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <hdf5.h>
+
+#include "io/h5.h"
+
+#define IO_H5_SCHEMA_VERSION 1
+#define IO_H5_CHUNK_BYTES ((size_t)1 << 20) /* target size of one chunk of a large table */
+#define IO_H5_DEFLATE_LEVEL 4
+#define IO_H5_REASON_MAX 256
+#define IO_H5_CORE_INCREMENT ((size_t)8 << 20) /* growth step of the in-memory file */
+
+typedef enum h5_col_type { COL_I32, COL_I64, COL_F64, COL_STR } h5_col_type;
+
+/* One column: its name, type, offset of the field in the row struct and unit (NULL for
+ * identifiers and labels, which `units` does not list). */
+typedef struct h5_col {
+    const char *name;
+    h5_col_type type;
+    size_t offset;
+    const char *unit;
+} h5_col;
+
+/* One table to write: `n_rows` rows of `row_size` bytes at `rows`. `large` tables are
+ * chunked and deflated whatever their size; the others are contiguous unless empty. */
+typedef struct h5_table {
+    const char *name;
+    const h5_col *cols;
+    size_t n_cols;
+    size_t row_size;
+    const void *rows;
+    size_t n_rows;
+    bool large;
+} h5_table;
+
+typedef struct h5_writer {
+    const char *path; /* as the user named it, for messages */
+    sim_diag *diag;
+    int rc;
+    hid_t str_t;  /* variable-length UTF-8 string */
+    hid_t scalar; /* scalar dataspace for attributes */
+    hid_t gcpl;   /* group creation: no time tracking */
+} h5_writer;
+
+/* ---- errors --------------------------------------------------------------------------- */
+
+static herr_t h5_innermost(unsigned n, const H5E_error2_t *e, void *data)
+{
+    /* Walked upward, error 0 is the most specific one: the one worth showing. */
+    if (n == 0 && e->desc)
+        snprintf(data, IO_H5_REASON_MAX, "%s", e->desc);
+    return 0;
+}
+
+/* Records "cannot write WHAT: REASON" (first error only) and returns SIM_EIO. The reason is
+ * the innermost HDF5 error, reduced to the system's message when there is one (HDF5's
+ * descriptions of failed system calls carry "error message = '...'" among other fields). */
+static int h5_fail(h5_writer *w, const char *what)
+{
+    char reason[IO_H5_REASON_MAX] = "";
+    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_innermost, reason);
+    const char *sys = strstr(reason, "error message = '");
+    if (sys) {
+        sys += strlen("error message = '");
+        const char *end = strchr(sys, '\'');
+        memmove(reason, sys, end ? (size_t)(end - sys) : strlen(sys));
+        reason[end ? (size_t)(end - sys) : strlen(sys)] = '\0';
+    }
+    if (!w->rc)
+        w->rc = sim_diag_error_code(w->diag, SIM_EIO, w->path, 0, 0, "cannot write %s: %s", what,
+                                    reason[0] ? reason : "HDF5 error");
+    return SIM_EIO;
+}
+
+/* ---- attributes ----------------------------------------------------------------------- */
+
+/* Creates scalar attribute `name` of file type `file_t` on `obj` and writes *value (memory type
+ * `mem_t`) into it. The error is recorded before anything else is called: every HDF5 API call
+ * clears the error stack that h5_fail reads. */
+static int h5_attr(h5_writer *w, hid_t obj, const char *obj_name, const char *name, hid_t file_t,
+                   hid_t mem_t, const void *value)
+{
+    hid_t a = H5Acreate2(obj, name, file_t, w->scalar, H5P_DEFAULT, H5P_DEFAULT);
+    int ok = a >= 0 && H5Awrite(a, mem_t, value) >= 0;
+    int rc = 0;
+    if (!ok || (a >= 0 && H5Aclose(a) < 0)) {
+        char what[512];
+        snprintf(what, sizeof what, "attribute %s of %s", name, obj_name);
+        rc = h5_fail(w, what);
+        if (a >= 0 && !ok)
+            H5Aclose(a);
+    }
+    return rc;
+}
+
+static int h5_attr_str(h5_writer *w, hid_t obj, const char *obj_name, const char *name,
+                       const char *value)
+{
+    const char *v = value ? value : "";
+    return h5_attr(w, obj, obj_name, name, w->str_t, w->str_t, &v);
+}
+
+static int h5_attr_int(h5_writer *w, hid_t obj, const char *obj_name, const char *name,
+                       int32_t value)
+{
+    return h5_attr(w, obj, obj_name, name, H5T_STD_I32LE, H5T_NATIVE_INT32, &value);
+}
+
+/* ---- tables --------------------------------------------------------------------------- */
+
+static hid_t h5_col_mem_type(const h5_writer *w, h5_col_type t)
+{
+    switch (t) {
+    case COL_I32: return H5T_NATIVE_INT32;
+    case COL_I64: return H5T_NATIVE_INT64;
+    case COL_F64: return H5T_NATIVE_DOUBLE;
+    case COL_STR: return w->str_t;
+    }
+    SIM_ASSERT(0, "column type %d", (int)t);
+}
+
+static hid_t h5_col_file_type(const h5_writer *w, h5_col_type t)
+{
+    switch (t) {
+    case COL_I32: return H5T_STD_I32LE;
+    case COL_I64: return H5T_STD_I64LE;
+    case COL_F64: return H5T_IEEE_F64LE;
+    case COL_STR: return w->str_t;
+    }
+    SIM_ASSERT(0, "column type %d", (int)t);
+}
+
+/* "col: unit, col: unit" for the columns that have a unit (the table's `units` attribute).
+ * Returns a string owned by the caller (sim_free). */
+static char *h5_units_text(const h5_table *t)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < t->n_cols; i++)
+        if (t->cols[i].unit)
+            len += strlen(t->cols[i].name) + strlen(t->cols[i].unit) + 4;
+    char *s = sim_calloc(len, 1);
+    size_t at = 0;
+    for (size_t i = 0; i < t->n_cols; i++) {
+        if (!t->cols[i].unit)
+            continue;
+        at += (size_t)snprintf(s + at, len - at, "%s%s: %s", at ? ", " : "", t->cols[i].name,
+                               t->cols[i].unit);
+    }
+    return s;
+}
+
+/* Creates and fills dataset `t->name` in `loc` (whose path is `loc_name`). */
+static int h5_write_table(h5_writer *w, hid_t loc, const char *loc_name, const h5_table *t)
+{
+    char what[512];
+    snprintf(what, sizeof what, "%s/%s", strcmp(loc_name, "/") ? loc_name : "", t->name);
+
+    hid_t mem_t = -1, file_t = -1, space = -1, dcpl = -1, dset = -1;
+    char *units = NULL;
+    int rc = 0;
+
+    size_t file_size = 0;
+    for (size_t i = 0; i < t->n_cols; i++)
+        file_size += H5Tget_size(h5_col_file_type(w, t->cols[i].type));
+    mem_t = H5Tcreate(H5T_COMPOUND, t->row_size);
+    file_t = H5Tcreate(H5T_COMPOUND, file_size);
+    if (mem_t < 0 || file_t < 0)
+        goto fail;
+    size_t file_off = 0;
+    for (size_t i = 0; i < t->n_cols; i++) {
+        const h5_col *c = &t->cols[i];
+        hid_t ft = h5_col_file_type(w, c->type);
+        if (H5Tinsert(mem_t, c->name, c->offset, h5_col_mem_type(w, c->type)) < 0 ||
+            H5Tinsert(file_t, c->name, file_off, ft) < 0)
+            goto fail;
+        file_off += H5Tget_size(ft);
+    }
+
+    bool chunked = t->large || t->n_rows == 0;
+    hsize_t dims = t->n_rows, maxdims = chunked ? H5S_UNLIMITED : t->n_rows;
+    space = H5Screate_simple(1, &dims, &maxdims);
+    dcpl = H5Pcreate(H5P_DATASET_CREATE);
+    if (space < 0 || dcpl < 0 || H5Pset_obj_track_times(dcpl, 0) < 0)
+        goto fail;
+    if (chunked) {
+        /* About IO_H5_CHUNK_BYTES per chunk, fewer rows when the table is smaller. */
+        hsize_t chunk = IO_H5_CHUNK_BYTES / file_size;
+        if (t->n_rows > 0 && t->n_rows < chunk)
+            chunk = t->n_rows;
+        if (chunk == 0)
+            chunk = 1;
+        if (H5Pset_chunk(dcpl, 1, &chunk) < 0)
+            goto fail;
+        if (t->large && H5Pset_deflate(dcpl, IO_H5_DEFLATE_LEVEL) < 0)
+            goto fail;
+    }
+    dset = H5Dcreate2(loc, t->name, file_t, space, H5P_DEFAULT, dcpl, H5P_DEFAULT);
+    if (dset < 0)
+        goto fail;
+    if (t->n_rows > 0 && H5Dwrite(dset, mem_t, H5S_ALL, H5S_ALL, H5P_DEFAULT, t->rows) < 0)
+        goto fail;
+    units = h5_units_text(t);
+    rc = h5_attr_str(w, dset, what, "units", units);
+    goto out;
+fail:
+    rc = h5_fail(w, what);
+out:
+    sim_free(units);
+    if (dset >= 0 && H5Dclose(dset) < 0 && !rc)
+        rc = h5_fail(w, what);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    if (space >= 0)
+        H5Sclose(space);
+    if (file_t >= 0)
+        H5Tclose(file_t);
+    if (mem_t >= 0)
+        H5Tclose(mem_t);
+    return rc;
+}
+
+/* ---- column lists --------------------------------------------------------------------- */
+
+#define MEM_COL(row, cat, name) \
+    {name, COL_I64, offsetof(row, mem) + (size_t)(cat) * sizeof(int64_t), "B"}
+
+static const h5_col rank_cols[] = {
+    {"rank", COL_I32, offsetof(replay_rank_row, rank), NULL},
+    {"node", COL_I32, offsetof(replay_rank_row, node), NULL},
+    {"dp", COL_I32, offsetof(replay_rank_row, dp), NULL},
+    {"tp", COL_I32, offsetof(replay_rank_row, tp), NULL},
+    {"pp", COL_I32, offsetof(replay_rank_row, pp), NULL},
+    {"ep", COL_I32, offsetof(replay_rank_row, ep), NULL},
+    {"cp", COL_I32, offsetof(replay_rank_row, cp), NULL},
+    {"compute_s", COL_F64, offsetof(replay_rank_row, compute_s), "s"},
+    {"comm_s", COL_F64, offsetof(replay_rank_row, comm_s), "s"},
+    {"idle_s", COL_F64, offsetof(replay_rank_row, idle_s), "s"},
+    {"bubble_s", COL_F64, offsetof(replay_rank_row, bubble_s), "s"},
+    {"peak_mem_bytes", COL_I64, offsetof(replay_rank_row, peak_mem_bytes), "B"},
+    MEM_COL(replay_rank_row, PLAN_MEM_PARAMS, "params"),
+    MEM_COL(replay_rank_row, PLAN_MEM_GRADS, "grads"),
+    MEM_COL(replay_rank_row, PLAN_MEM_OPTIMIZER, "optimizer"),
+    MEM_COL(replay_rank_row, PLAN_MEM_ACTIVATIONS, "activations"),
+    MEM_COL(replay_rank_row, PLAN_MEM_BUFFERS, "buffers"),
+    MEM_COL(replay_rank_row, PLAN_MEM_OTHER, "other"),
+};
+#define RANK_COLS_MEM_FIRST 12 /* index of "params" above */
+
+static const h5_col step_cols[] = {
+    {"step", COL_I32, offsetof(replay_step_row, step), NULL},
+    {"start_s", COL_F64, offsetof(replay_step_row, start_s), "s"},
+    {"end_s", COL_F64, offsetof(replay_step_row, end_s), "s"},
+};
+
+static const h5_col timeline_cols[] = {
+    {"rank", COL_I32, offsetof(replay_timeline_row, rank), NULL},
+    {"stream", COL_STR, offsetof(replay_timeline_row, stream), NULL},
+    {"kind", COL_STR, offsetof(replay_timeline_row, kind), NULL},
+    {"name", COL_STR, offsetof(replay_timeline_row, name), NULL},
+    {"layer", COL_I32, offsetof(replay_timeline_row, layer), NULL},
+    {"microbatch", COL_I32, offsetof(replay_timeline_row, microbatch), NULL},
+    {"phase", COL_STR, offsetof(replay_timeline_row, phase), NULL},
+    {"group", COL_STR, offsetof(replay_timeline_row, group), NULL},
+    {"step", COL_I32, offsetof(replay_timeline_row, step), NULL},
+    {"start_s", COL_F64, offsetof(replay_timeline_row, start_s), "s"},
+    {"end_s", COL_F64, offsetof(replay_timeline_row, end_s), "s"},
+    {"bytes", COL_F64, offsetof(replay_timeline_row, bytes), "B"},
+    {"flops", COL_F64, offsetof(replay_timeline_row, flops), "FLOP"},
+};
+
+static const h5_col bubble_cols[] = {
+    {"rank", COL_I32, offsetof(replay_bubble_row, rank), NULL},
+    {"step", COL_I32, offsetof(replay_bubble_row, step), NULL},
+    {"start_s", COL_F64, offsetof(replay_bubble_row, start_s), "s"},
+    {"end_s", COL_F64, offsetof(replay_bubble_row, end_s), "s"},
+    {"cause", COL_STR, offsetof(replay_bubble_row, cause), NULL},
+};
+
+static const h5_col memory_cols[] = {
+    {"rank", COL_I32, offsetof(replay_memory_row, rank), NULL},
+    {"t_s", COL_F64, offsetof(replay_memory_row, t_s), "s"},
+    {"category", COL_STR, offsetof(replay_memory_row, category), NULL},
+    {"bytes", COL_I64, offsetof(replay_memory_row, bytes), "B"},
+};
+
+static const h5_col link_cols[] = {
+    {"link", COL_I32, offsetof(replay_link_row, link), NULL},
+    {"src", COL_STR, offsetof(replay_link_row, src), NULL},
+    {"dst", COL_STR, offsetof(replay_link_row, dst), NULL},
+    {"class", COL_STR, offsetof(replay_link_row, cls), NULL},
+    {"bytes", COL_F64, offsetof(replay_link_row, bytes), "B"},
+    {"busy_s", COL_F64, offsetof(replay_link_row, busy_s), "s"},
+    {"utilization", COL_F64, offsetof(replay_link_row, utilization), "1"},
+};
+
+static const h5_col input_cols[] = {
+    {"path", COL_STR, offsetof(io_h5_input, path), NULL},
+    {"hash", COL_STR, offsetof(io_h5_input, hash), NULL},
+};
+
+/* The summary row: every scalar of the JSON object of io_json_write_run, in its key order,
+ * nested objects flattened as "object.key". Strings are "" when the JSON has null. */
+typedef struct h5_summary_row {
+    const char *name, *status, *error;
+    int32_t gpus, steps;
+    double step_time_s, tokens_per_s, samples_per_s, tflops_per_gpu, mfu, hfu;
+    double bubble_fraction;
+    double bubble_by_cause[REPLAY_CAUSE_COUNT];
+    double exposed_comm_s[PLAN_GROUP_COUNT];
+    double comm_bytes_per_gpu[REPLAY_COMM_COUNT];
+    int64_t peak_mem_bytes;
+    int64_t mem_bytes[PLAN_MEM_COUNT];
+    int64_t capacity_bytes;
+    const char *binding_constraint;
+} h5_summary_row;
+
+#define SUMMARY_COLS_MAX 64
+#define SUMMARY_NAME_MAX 48
+
+/* Summary columns are partly generated from the enum name tables (so they cannot drift
+ * from the JSON keys); the names live in the struct. */
+typedef struct h5_summary_cols {
+    h5_col cols[SUMMARY_COLS_MAX];
+    char names[SUMMARY_COLS_MAX][SUMMARY_NAME_MAX];
+    size_t n;
+} h5_summary_cols;
+
+static void summary_col(h5_summary_cols *sc, const char *prefix, const char *key,
+                        h5_col_type type, size_t offset, const char *unit)
+{
+    SIM_ASSERT(sc->n < SUMMARY_COLS_MAX, "%zu summary columns", sc->n);
+    char *name = sc->names[sc->n];
+    int len = snprintf(name, SUMMARY_NAME_MAX, "%s%s%s", prefix ? prefix : "", prefix ? "." : "",
+                       key);
+    SIM_ASSERT(len > 0 && len < SUMMARY_NAME_MAX, "summary column %s.%s", prefix, key);
+    sc->cols[sc->n++] = (h5_col){name, type, offset, unit};
+}
+
+static void summary_cols_init(h5_summary_cols *sc)
+{
+    typedef h5_summary_row R;
+    sc->n = 0;
+    summary_col(sc, NULL, "name", COL_STR, offsetof(R, name), NULL);
+    summary_col(sc, NULL, "status", COL_STR, offsetof(R, status), NULL);
+    summary_col(sc, NULL, "error", COL_STR, offsetof(R, error), NULL);
+    summary_col(sc, NULL, "gpus", COL_I32, offsetof(R, gpus), NULL);
+    summary_col(sc, NULL, "steps", COL_I32, offsetof(R, steps), NULL);
+    summary_col(sc, NULL, "step_time_s", COL_F64, offsetof(R, step_time_s), "s");
+    summary_col(sc, NULL, "tokens_per_s", COL_F64, offsetof(R, tokens_per_s), "tokens/s");
+    summary_col(sc, NULL, "samples_per_s", COL_F64, offsetof(R, samples_per_s), "samples/s");
+    summary_col(sc, NULL, "tflops_per_gpu", COL_F64, offsetof(R, tflops_per_gpu), "TFLOP/s");
+    summary_col(sc, NULL, "mfu", COL_F64, offsetof(R, mfu), "1");
+    summary_col(sc, NULL, "hfu", COL_F64, offsetof(R, hfu), "1");
+    summary_col(sc, NULL, "bubble_fraction", COL_F64, offsetof(R, bubble_fraction), "1");
+    for (int c = 0; c < REPLAY_CAUSE_COUNT; c++)
+        summary_col(sc, "bubble_by_cause", replay_cause_name((replay_cause)c), COL_F64,
+                    offsetof(R, bubble_by_cause) + (size_t)c * sizeof(double), "1");
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+        summary_col(sc, "exposed_comm_s", plan_group_name((plan_group_class)g), COL_F64,
+                    offsetof(R, exposed_comm_s) + (size_t)g * sizeof(double), "s");
+    for (int g = 0; g < REPLAY_COMM_COUNT; g++)
+        summary_col(sc, "comm_bytes_per_gpu",
+                    g == REPLAY_COMM_OFFLOAD ? "offload" : plan_group_name((plan_group_class)g),
+                    COL_F64, offsetof(R, comm_bytes_per_gpu) + (size_t)g * sizeof(double), "B");
+    summary_col(sc, NULL, "peak_mem_bytes", COL_I64, offsetof(R, peak_mem_bytes), "B");
+    for (int c = 0; c < PLAN_MEM_COUNT; c++)
+        summary_col(sc, "mem_bytes", plan_mem_cat_name((plan_mem_cat)c), COL_I64,
+                    offsetof(R, mem_bytes) + (size_t)c * sizeof(int64_t), "B");
+    summary_col(sc, NULL, "capacity_bytes", COL_I64, offsetof(R, capacity_bytes), "B");
+    summary_col(sc, NULL, "binding_constraint", COL_STR, offsetof(R, binding_constraint), NULL);
+}
+
+static void summary_row_fill(h5_summary_row *row, const replay_summary *s)
+{
+    memset(row, 0, sizeof *row);
+    row->name = s->name;
+    row->status = replay_status_name(s->status);
+    row->error = s->error;
+    row->gpus = s->gpus;
+    row->steps = s->steps;
+    row->step_time_s = s->step_time_s;
+    row->tokens_per_s = s->tokens_per_s;
+    row->samples_per_s = s->samples_per_s;
+    row->tflops_per_gpu = s->tflops_per_gpu;
+    row->mfu = s->mfu;
+    row->hfu = s->hfu;
+    row->bubble_fraction = s->bubble_fraction;
+    memcpy(row->bubble_by_cause, s->bubble_by_cause, sizeof row->bubble_by_cause);
+    memcpy(row->exposed_comm_s, s->exposed_comm_s, sizeof row->exposed_comm_s);
+    memcpy(row->comm_bytes_per_gpu, s->comm_bytes_per_gpu, sizeof row->comm_bytes_per_gpu);
+    row->peak_mem_bytes = s->peak_mem_bytes;
+    memcpy(row->mem_bytes, s->mem_bytes, sizeof row->mem_bytes);
+    row->capacity_bytes = s->capacity_bytes;
+    row->binding_constraint = s->binding_constraint ? s->binding_constraint : "";
+}
+
+/* /sweep: one row per run, in file order. */
+typedef struct h5_sweep_row {
+    int32_t index;
+    const char *name, *status, *error;
+    double step_time_s, tokens_per_s, mfu;
+    int64_t peak_mem_bytes;
+    double bubble_fraction;
+} h5_sweep_row;
+
+static const h5_col sweep_cols[] = {
+    {"index", COL_I32, offsetof(h5_sweep_row, index), NULL},
+    {"name", COL_STR, offsetof(h5_sweep_row, name), NULL},
+    {"status", COL_STR, offsetof(h5_sweep_row, status), NULL},
+    {"error", COL_STR, offsetof(h5_sweep_row, error), NULL},
+    {"step_time_s", COL_F64, offsetof(h5_sweep_row, step_time_s), "s"},
+    {"tokens_per_s", COL_F64, offsetof(h5_sweep_row, tokens_per_s), "tokens/s"},
+    {"mfu", COL_F64, offsetof(h5_sweep_row, mfu), "1"},
+    {"peak_mem_bytes", COL_I64, offsetof(h5_sweep_row, peak_mem_bytes), "B"},
+    {"bubble_fraction", COL_F64, offsetof(h5_sweep_row, bubble_fraction), "1"},
+};
+
+/* ---- groups --------------------------------------------------------------------------- */
+
+static int h5_write_run(h5_writer *w, hid_t runs, const h5_summary_cols *sc, const io_h5_run *run,
+                        int write_timeline)
+{
+    const replay_results *r = run->results;
+    const replay_summary *s = &r->summary;
+    char where[256];
+    snprintf(where, sizeof where, "/runs/%s", s->name);
+
+    htri_t exists = H5Lexists(runs, s->name, H5P_DEFAULT);
+    if (exists < 0)
+        return h5_fail(w, where);
+    if (exists > 0) {
+        if (!w->rc)
+            w->rc = sim_diag_error_code(w->diag, SIM_EINVAL, w->path, 0, 0,
+                                        "two runs are named \"%s\"", s->name);
+        return w->rc;
+    }
+    hid_t g = H5Gcreate2(runs, s->name, H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
+    if (g < 0)
+        return h5_fail(w, where);
+
+    bool full = s->status == REPLAY_STATUS_OK || s->status == REPLAY_STATUS_OOM;
+    int rc = h5_attr_str(w, g, where, "scenario", run->scenario_yaml);
+    if (!rc)
+        rc = h5_attr_str(w, g, where, "status", replay_status_name(s->status));
+    if (!rc)
+        rc = h5_attr_str(w, g, where, "error", s->error);
+    if (!rc && full)
+        rc = h5_attr_int(w, g, where, "timeline_written", write_timeline ? 1 : 0);
+
+    h5_summary_row srow;
+    summary_row_fill(&srow, s);
+    h5_table tables[] = {
+        {"summary", sc->cols, sc->n, sizeof srow, &srow, 1, false},
+        {"ranks", rank_cols, SIM_ARRAY_LEN(rank_cols), sizeof *r->ranks, r->ranks, r->n_ranks,
+         false},
+        {"steps", step_cols, SIM_ARRAY_LEN(step_cols), sizeof *r->steps, r->steps, r->n_steps,
+         false},
+        {"timeline", timeline_cols, SIM_ARRAY_LEN(timeline_cols), sizeof *r->timeline,
+         r->timeline, write_timeline ? r->n_timeline : 0, true},
+        {"bubbles", bubble_cols, SIM_ARRAY_LEN(bubble_cols), sizeof *r->bubbles, r->bubbles,
+         r->n_bubbles, true},
+        {"memory", memory_cols, SIM_ARRAY_LEN(memory_cols), sizeof *r->memory, r->memory,
+         r->n_memory, true},
+        {"links", link_cols, SIM_ARRAY_LEN(link_cols), sizeof *r->links, r->links, r->n_links,
+         false},
+    };
+    size_t n_tables = full ? SIM_ARRAY_LEN(tables) : 1;
+    for (size_t i = 0; !rc && i < n_tables; i++)
+        rc = h5_write_table(w, g, where, &tables[i]);
+
+    if (H5Gclose(g) < 0 && !rc)
+        rc = h5_fail(w, where);
+    return rc;
+}
+
+static int h5_write_sweep(h5_writer *w, hid_t file, const io_h5_run *runs, size_t n_runs)
+{
+    SIM_ASSERT(n_runs <= INT32_MAX, "%zu runs", n_runs);
+    h5_sweep_row *rows = sim_calloc(n_runs, sizeof *rows);
+    for (size_t i = 0; i < n_runs; i++) {
+        const replay_summary *s = &runs[i].results->summary;
+        rows[i] = (h5_sweep_row){
+            .index = (int32_t)i,
+            .name = s->name,
+            .status = replay_status_name(s->status),
+            .error = s->error,
+            .step_time_s = s->step_time_s,
+            .tokens_per_s = s->tokens_per_s,
+            .mfu = s->mfu,
+            .peak_mem_bytes = s->peak_mem_bytes,
+            .bubble_fraction = s->bubble_fraction,
+        };
+    }
+    h5_table t = {"sweep", sweep_cols, SIM_ARRAY_LEN(sweep_cols), sizeof *rows, rows, n_runs,
+                  false};
+    int rc = h5_write_table(w, file, "/", &t);
+    sim_free(rows);
+    return rc;
+}
+
+/* "<hash>  <path>\n" per input, as sha256sum prints (the root attribute input_hashes). */
+static char *h5_input_hashes_text(const io_h5_input *inputs, size_t n_inputs)
+{
+    size_t len = 1;
+    for (size_t i = 0; i < n_inputs; i++)
+        len += strlen(inputs[i].hash ? inputs[i].hash : "") +
+               strlen(inputs[i].path ? inputs[i].path : "") + 3;
+    char *s = sim_calloc(len, 1);
+    size_t at = 0;
+    for (size_t i = 0; i < n_inputs; i++)
+        at += (size_t)snprintf(s + at, len - at, "%s  %s\n", inputs[i].hash ? inputs[i].hash : "",
+                               inputs[i].path ? inputs[i].path : "");
+    return s;
+}
+
+static int h5_write_contents(h5_writer *w, hid_t file, const char *command,
+                             const io_h5_input *inputs, size_t n_inputs, const io_h5_run *runs,
+                             size_t n_runs, int write_timeline)
+{
+    int rc = h5_attr_str(w, file, "/", "stepsim_version", STEPSIM_VERSION);
+    if (!rc)
+        rc = h5_attr_int(w, file, "/", "schema_version", IO_H5_SCHEMA_VERSION);
+    if (!rc)
+        rc = h5_attr_str(w, file, "/", "command", command);
+    if (!rc) {
+        char *hashes = h5_input_hashes_text(inputs, n_inputs);
+        rc = h5_attr_str(w, file, "/", "input_hashes", hashes);
+        sim_free(hashes);
+    }
+    if (!rc) {
+        h5_table t = {"inputs", input_cols, SIM_ARRAY_LEN(input_cols), sizeof *inputs, inputs,
+                      n_inputs, false};
+        rc = h5_write_table(w, file, "/", &t);
+    }
+    if (rc)
+        return rc;
+
+    hid_t g = H5Gcreate2(file, "runs", H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
+    if (g < 0)
+        return h5_fail(w, "/runs");
+    h5_summary_cols *sc = sim_calloc(1, sizeof *sc);
+    summary_cols_init(sc);
+    for (size_t i = 0; !rc && i < n_runs; i++)
+        rc = h5_write_run(w, g, sc, &runs[i], write_timeline);
+    sim_free(sc);
+    if (H5Gclose(g) < 0 && !rc)
+        rc = h5_fail(w, "/runs");
+    if (!rc && n_runs > 1)
+        rc = h5_write_sweep(w, file, runs, n_runs);
+    return rc;
+}
+
+/* ---- the file ------------------------------------------------------------------------- */
+
+/* Makes the rename durable: fsync the directory that holds `path` (best effort: some file
+ * systems refuse fsync on a directory, and the data itself is already synced). */
+static void sync_parent_dir(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *dir = slash ? sim_strdup(path) : sim_strdup(".");
+    if (slash)
+        dir[slash == path ? 1 : (size_t)(slash - path)] = '\0';
+    int fd = open(dir, O_RDONLY);
+    if (fd >= 0) {
+        (void)fsync(fd);
+        close(fd);
+    }
+    sim_free(dir);
+}
+
+static int check_run_names(const char *path, const io_h5_run *runs, size_t n_runs,
+                           sim_diag *diag)
+{
+    for (size_t i = 0; i < n_runs; i++) {
+        SIM_ASSERT(runs[i].results, "run %zu has no results", i);
+        const char *name = runs[i].results->summary.name;
+        SIM_ASSERT(memchr(name, '\0', sizeof runs[i].results->summary.name),
+                   "run %zu: name not terminated", i);
+        if (!name[0] || strcmp(name, ".") == 0 || strchr(name, '/'))
+            return sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0,
+                                       "run name \"%s\" cannot name an HDF5 group (it is empty, "
+                                       "\".\" or contains '/')",
+                                       name);
+    }
+    return 0;
+}
+
+/* Writes all of buf to fd (retrying short writes and EINTR). Returns 0 or -1 with errno. */
+static int write_all(int fd, const char *buf, size_t n)
+{
+    while (n > 0) {
+        ssize_t k = write(fd, buf, n);
+        if (k < 0) {
+            if (errno == EINTR)
+                continue;
+            return -1;
+        }
+        buf += k;
+        n -= (size_t)k;
+    }
+    return 0;
+}
+
+/* Builds the whole file in memory with HDF5's core driver and returns its image (owned by the
+ * caller, sim_free) in *image / *size; 0 or SIM_EIO/SIM_EINVAL with the diagnostic set. */
+static int h5_build_image(h5_writer *w, const char *name, const char *command,
+                          const io_h5_input *inputs, size_t n_inputs, const io_h5_run *runs,
+                          size_t n_runs, int write_timeline, char **image, size_t *size)
+{
+    hid_t fcpl = -1, fapl = -1, file = -1;
+    *image = NULL;
+    *size = 0;
+
+    w->str_t = H5Tcopy(H5T_C_S1);
+    if (w->str_t < 0 || H5Tset_size(w->str_t, H5T_VARIABLE) < 0 ||
+        H5Tset_cset(w->str_t, H5T_CSET_UTF8) < 0)
+        goto fail;
+    w->scalar = H5Screate(H5S_SCALAR);
+    w->gcpl = H5Pcreate(H5P_GROUP_CREATE);
+    fcpl = H5Pcreate(H5P_FILE_CREATE);
+    fapl = H5Pcreate(H5P_FILE_ACCESS);
+    /* The root group takes its creation properties from the file creation plist. The core
+     * driver without backing store keeps the file in memory: see io_h5_write for why. */
+    if (w->scalar < 0 || w->gcpl < 0 || fcpl < 0 || fapl < 0 ||
+        H5Pset_obj_track_times(w->gcpl, 0) < 0 || H5Pset_obj_track_times(fcpl, 0) < 0 ||
+        H5Pset_fapl_core(fapl, IO_H5_CORE_INCREMENT, 0) < 0 ||
+        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
+        goto fail;
+    file = H5Fcreate(name, H5F_ACC_TRUNC, fcpl, fapl);
+    if (file < 0)
+        goto fail;
+    if (h5_write_contents(w, file, command, inputs, n_inputs, runs, n_runs, write_timeline))
+        goto out;
+    if (H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
+        goto fail;
+    ssize_t n = H5Fget_file_image(file, NULL, 0);
+    if (n <= 0)
+        goto fail;
+    *image = sim_calloc((size_t)n, 1);
+    *size = (size_t)n;
+    if (H5Fget_file_image(file, *image, *size) != n)
+        goto fail;
+    herr_t closed = H5Fclose(file);
+    file = -1;
+    if (closed < 0)
+        goto fail;
+    goto out;
+fail:
+    h5_fail(w, "file");
+out:
+    if (file >= 0)
+        H5Fclose(file);
+    if (fapl >= 0)
+        H5Pclose(fapl);
+    if (fcpl >= 0)
+        H5Pclose(fcpl);
+    if (w->rc) {
+        sim_free(*image);
+        *image = NULL;
+        *size = 0;
+    }
+    return w->rc;
+}
+
+/* The file is built in memory and written with plain POSIX calls, not by HDF5's sec2 driver:
+ * in HDF5 1.10.8 a failed flush makes H5Fclose fail and leaves a half-destroyed file object
+ * in the ID table, which crashes the process at exit (HDF5 issue #2257, CVE-2020-10812,
+ * fixed in 1.10.10/1.14.1). With the image in memory a full disk is an ordinary write()
+ * error. The price is memory: the image is held twice while it is copied out (about
+ * 155 bytes per timeline row). */
+int io_h5_write(const char *path, const char *command, const io_h5_input *inputs,
+                size_t n_inputs, const io_h5_run *runs, size_t n_runs, int write_timeline,
+                sim_diag *diag)
+{
+    SIM_ASSERT(path && (inputs || !n_inputs) && (runs || !n_runs), "path %p", (const void *)path);
+    int rc = check_run_names(path, runs, n_runs, diag);
+    if (rc)
+        return rc;
+
+    h5_writer w = {.path = path, .diag = diag, .str_t = -1, .scalar = -1, .gcpl = -1};
+    char *image = NULL;
+    size_t size = 0;
+
+    size_t tmp_len = strlen(path) + 32;
+    char *tmp = sim_calloc(tmp_len, 1);
+    snprintf(tmp, tmp_len, "%s.tmp-%ld", path, (long)getpid());
+
+    /* Create the file before the (possibly long) build, so an unwritable location fails
+     * fast, with errno's reason. */
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        w.rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot create file: %s",
+                                   strerror(errno));
+        sim_free(tmp);
+        return w.rc;
+    }
+
+    H5E_auto2_t old_func = NULL;
+    void *old_data = NULL;
+    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+    h5_build_image(&w, tmp, command, inputs, n_inputs, runs, n_runs, write_timeline, &image,
+                   &size);
+    if (w.gcpl >= 0)
+        H5Pclose(w.gcpl);
+    if (w.scalar >= 0)
+        H5Sclose(w.scalar);
+    if (w.str_t >= 0)
+        H5Tclose(w.str_t);
+    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
+
+    if (!w.rc && (write_all(fd, image, size) < 0 || fsync(fd) < 0))
+        w.rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot write file: %s",
+                                   strerror(errno));
+    sim_free(image);
+    if (close(fd) < 0 && !w.rc)
+        w.rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot write file: %s",
+                                   strerror(errno));
+    if (!w.rc && rename(tmp, path) < 0)
+        w.rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot create file: %s",
+                                   strerror(errno));
+    if (w.rc)
+        unlink(tmp);
+    else
+        sync_parent_dir(path);
+    sim_free(tmp);
+    return w.rc;
+}

@@ -1,0 +1,199 @@
+/* Replay of hand-built traces with closed-form step times. */
+#include "core/sim.h"
+
+#include <string.h>
+
+#include "plan/plan.h"
+#include "replay/replay.h"
+#include "test.h"
+
+/* Two GPUs on a switch at 100 GB/s per direction, 1 us latency. The GPU computes matmuls
+ * at 989 TFLOP/s x a flat efficiency of 0.5, has effectively infinite HBM bandwidth and no
+ * launch overhead, so a matmul of F FLOPs takes exactly F / 494.5e12 s (rounded up to ps). */
+static void scenario(plan_scenario *sc, int steps)
+{
+    plan_scenario_defaults(sc);
+    snprintf(sc->name, sizeof sc->name, "analytic");
+    hw_topology_spec *t = &sc->topology;
+    snprintf(t->name, sizeof t->name, "ideal-pair");
+    t->nodes = 1;
+    t->gpus_per_node = 2;
+    t->intra.kind = HW_INTRA_NVSWITCH;
+    t->intra.bw_Bps = 100e9;
+    t->intra.latency_ps = SIM_PS_PER_US;
+    hw_gpu_spec *g = &t->gpu;
+    snprintf(g->name, sizeof g->name, "ideal");
+    g->memory_bytes = INT64_C(80) << 30;
+    g->memory_bw_Bps = 1e30;
+    g->peak_flops[HW_DTYPE_BF16] = 989e12;
+    g->peak_flops[HW_DTYPE_FP32] = 1e30;
+    g->matmul_eff.n = 1;
+    g->matmul_eff.x[0] = 1e9;
+    g->matmul_eff.y[0] = 0.5;
+    sc->simulation.steps = steps;
+    sc->training.global_batch = 2;
+}
+
+static trace_op compute(trace *t, const char *name, double flops, int cls)
+{
+    return (trace_op){.kind = TRACE_OP_COMPUTE, .stream = TRACE_STREAM_COMPUTE,
+                      .phase = cls == HW_OP_MATMUL ? TRACE_PHASE_FWD : TRACE_PHASE_OPT,
+                      .cls = (uint8_t)cls, .dtype = HW_DTYPE_BF16, .layer = TRACE_NO_LAYER,
+                      .microbatch = 0, .name = trace_intern(t, name), .flops = flops,
+                      .model_flops = flops, .duration_ps = TRACE_MEASURED_NONE};
+}
+
+static trace_op allreduce(trace *t, uint32_t coll)
+{
+    return (trace_op){.kind = TRACE_OP_COLL, .stream = TRACE_STREAM_COMM(PLAN_GROUP_DP),
+                      .phase = TRACE_PHASE_COMM, .layer = TRACE_NO_LAYER,
+                      .microbatch = TRACE_NO_MICROBATCH, .name = trace_intern(t, "bucket"),
+                      .coll = coll, .bytes = 1e9, .duration_ps = TRACE_MEASURED_NONE};
+}
+
+static plan *make_plan(const plan_scenario *sc, trace *t)
+{
+    plan *p = sim_calloc(1, sizeof *p);
+    p->sc = sc;
+    p->n_ranks = 2;
+    p->topology_gpus = 2;
+    p->coords = sim_calloc(2, sizeof *p->coords);
+    p->coords[1].c[PLAN_GROUP_DP] = 1;
+    p->global_batch = 2;
+    p->accum_steps = 1;
+    p->mem = sim_calloc(2, sizeof *p->mem);
+    p->capacity_bytes = sc->topology.gpu.memory_bytes;
+    p->trace = t;
+    for (int r = 0; r < 2; r++)
+        for (size_t i = 0; i < t->ranks[r].n_ops; i++)
+            p->model_flops_per_step += t->ranks[r].ops[i].model_flops;
+    p->hardware_flops_per_step = p->model_flops_per_step;
+    return p;
+}
+
+/* 1e12 FLOPs at 494.5 TFLOP/s = 2,022,244,691.6 ps, rounded up. */
+#define T_MATMUL_PS INT64_C(2022244692)
+/* Ring all-reduce of 1 GB over 2 GPUs: 2(n-1) = 2 rounds of B/n = 0.5 GB each way, each
+ * round 1 us + 0.5 GB / 100 GB/s = 5.001 ms: 10.002 ms in all. */
+#define T_ALLREDUCE_PS INT64_C(10002000000)
+
+int main(void)
+{
+    /* 1. Compute, then the all-reduce without overlap, then a zero-cost optimizer:
+     *    step = T_matmul + T_allreduce; the compute stream idles for the whole all-reduce,
+     *    which is exposed dp communication. */
+    {
+        plan_scenario sc;
+        scenario(&sc, 3);
+        trace *t = trace_create(2);
+        int32_t members[2] = {0, 1};
+        uint32_t g = trace_add_group(t, PLAN_GROUP_DP, 2, members);
+        uint32_t c = trace_add_coll(t, COLL_ALL_REDUCE, PLAN_COLL_RING, g, 1e9, 0);
+        for (int r = 0; r < 2; r++) {
+            trace_op op = compute(t, "gemm", 1e12, HW_OP_MATMUL);
+            uint32_t a = trace_add_op(t, r, &op, NULL, 0);
+            op = allreduce(t, c);
+            uint32_t b = trace_add_op(t, r, &op, &a, 1);
+            op = compute(t, "optimizer", 0, HW_OP_VECTOR);
+            trace_add_op(t, r, &op, &b, 1);
+        }
+        CHECK_INT_EQ(trace__check(t), 0);
+        plan *p = make_plan(&sc, t);
+        replay_results *res = replay_results_create();
+        replay_options opt = {.timeline = true};
+        replay_run(p, &opt, res);
+        const replay_summary *s = &res->summary;
+        double step = sim_time_to_s(T_MATMUL_PS + T_ALLREDUCE_PS);
+        CHECK_NEAR(s->step_time_s, step, 1e-12, 0);
+        CHECK_INT_EQ(res->n_steps, 3);
+        CHECK_NEAR(res->steps[2].end_s, 3 * step, 1e-12, 0);
+        CHECK_NEAR(s->exposed_comm_s[PLAN_GROUP_DP], sim_time_to_s(T_ALLREDUCE_PS), 1e-12, 0);
+        CHECK_NEAR(s->bubble_fraction, (double)T_ALLREDUCE_PS / (T_MATMUL_PS + T_ALLREDUCE_PS),
+                   1e-12, 0);
+        CHECK_NEAR(s->bubble_by_cause[REPLAY_CAUSE_DP], s->bubble_fraction, 1e-12, 0);
+        /* ring all-reduce payload per GPU: 2(n-1)/n x 1 GB = 1 GB */
+        CHECK_NEAR(s->comm_bytes_per_gpu[PLAN_GROUP_DP], 1e9, 1e-12, 0);
+        /* model FLOPs 2 x 1e12 per step over 2 GPUs: 1e12 / step per GPU */
+        CHECK_NEAR(s->tflops_per_gpu, 1e12 / step / 1e12, 1e-12, 0);
+        CHECK_NEAR(s->mfu, 1e12 / step / 989e12, 1e-12, 0);
+        /* 3 ops x 2 ranks x 3 steps */
+        CHECK_INT_EQ(res->n_timeline, 18);
+        CHECK_NEAR(res->ranks[1].compute_s, sim_time_to_s(T_MATMUL_PS), 1e-12, 0);
+        CHECK_NEAR(res->ranks[1].comm_s, sim_time_to_s(T_ALLREDUCE_PS), 1e-12, 0);
+        /* the up-link of GPU 0 carried 2 rounds x 0.5 GB per step, 3 steps */
+        CHECK_NEAR(res->links[0].bytes, 3e9, 1e-9, 0);
+        replay_results_destroy(res);
+        plan_destroy(p);
+    }
+
+    /* 2. Overlap: the all-reduce of the first GEMM's gradients runs while the second GEMM
+     *    computes. It starts at T_matmul and ends at T_matmul + T_allreduce, which sets the
+     *    step; the compute stream idles from 2 T_matmul to then, attributed to dp. */
+    {
+        plan_scenario sc;
+        scenario(&sc, 2);
+        trace *t = trace_create(2);
+        int32_t members[2] = {0, 1};
+        uint32_t g = trace_add_group(t, PLAN_GROUP_DP, 2, members);
+        uint32_t c = trace_add_coll(t, COLL_ALL_REDUCE, PLAN_COLL_RING, g, 1e9, 0);
+        for (int r = 0; r < 2; r++) {
+            trace_op op = compute(t, "gemm1", 1e12, HW_OP_MATMUL);
+            uint32_t a = trace_add_op(t, r, &op, NULL, 0);
+            op = allreduce(t, c);
+            uint32_t b = trace_add_op(t, r, &op, &a, 1);
+            op = compute(t, "gemm2", 1e12, HW_OP_MATMUL);
+            uint32_t d = trace_add_op(t, r, &op, NULL, 0);
+            uint32_t deps[2] = {b, d};
+            op = compute(t, "optimizer", 0, HW_OP_VECTOR);
+            trace_add_op(t, r, &op, deps, 2);
+        }
+        plan *p = make_plan(&sc, t);
+        replay_results *res = replay_results_create();
+        replay_options opt = {.timeline = false};
+        replay_run(p, &opt, res);
+        const replay_summary *s = &res->summary;
+        CHECK_NEAR(s->step_time_s, sim_time_to_s(T_MATMUL_PS + T_ALLREDUCE_PS), 1e-12, 0);
+        CHECK_NEAR(s->exposed_comm_s[PLAN_GROUP_DP], sim_time_to_s(T_ALLREDUCE_PS - T_MATMUL_PS),
+                   1e-12, 0);
+        CHECK_INT_EQ(res->n_timeline, 0);
+        replay_results_destroy(res);
+        plan_destroy(p);
+    }
+
+    /* 3. Imbalance: rank 1 computes twice as long. Rank 0 reaches the all-reduce first and
+     *    waits inside it; the collective starts when rank 1 arrives at 2 T_matmul. Step =
+     *    2 T_matmul + T_allreduce. Rank 0's compute stream idles T_matmul + T_allreduce,
+     *    rank 1's T_allreduce, all waiting on the dp collective. */
+    {
+        plan_scenario sc;
+        scenario(&sc, 1);
+        trace *t = trace_create(2);
+        int32_t members[2] = {0, 1};
+        uint32_t g = trace_add_group(t, PLAN_GROUP_DP, 2, members);
+        uint32_t c = trace_add_coll(t, COLL_ALL_REDUCE, PLAN_COLL_RING, g, 1e9, 0);
+        for (int r = 0; r < 2; r++) {
+            trace_op op = compute(t, "gemm", r ? 2e12 : 1e12, HW_OP_MATMUL);
+            uint32_t a = trace_add_op(t, r, &op, NULL, 0);
+            op = allreduce(t, c);
+            uint32_t b = trace_add_op(t, r, &op, &a, 1);
+            op = compute(t, "optimizer", 0, HW_OP_VECTOR);
+            trace_add_op(t, r, &op, &b, 1);
+        }
+        plan *p = make_plan(&sc, t);
+        replay_results *res = replay_results_create();
+        replay_options opt = {.timeline = true};
+        replay_run(p, &opt, res);
+        const replay_summary *s = &res->summary;
+        /* 2e12 FLOPs: 4,044,489,383.2 ps, rounded up */
+        sim_time t2 = INT64_C(4044489384);
+        CHECK_NEAR(s->step_time_s, sim_time_to_s(t2 + T_ALLREDUCE_PS), 1e-12, 0);
+        CHECK_NEAR(res->ranks[0].idle_s, sim_time_to_s(t2 - T_MATMUL_PS + T_ALLREDUCE_PS), 1e-12,
+                   0);
+        CHECK_NEAR(res->ranks[1].idle_s, sim_time_to_s(T_ALLREDUCE_PS), 1e-12, 0);
+        CHECK_NEAR(s->exposed_comm_s[PLAN_GROUP_DP],
+                   0.5 * sim_time_to_s(t2 - T_MATMUL_PS + 2 * T_ALLREDUCE_PS), 1e-12, 0);
+        replay_results_destroy(res);
+        plan_destroy(p);
+    }
+    return test_finish();
+}
