@@ -44,6 +44,8 @@ typedef struct model_spec {
         model_attention_kind kind;
         int q_lora_rank, kv_lora_rank, qk_rope_head_dim, v_head_dim;
     } attention;
+    bool qk_norm;    /* RMSNorm of each query and key head (weights head_dim each), Qwen3 */
+    bool bias;       /* linear layers carry biases (GPT-2/3, Megatron GPT); false for Llama/Qwen3 */
 } model_spec;
 
 /* The per-micro-batch shape the ops are generated for. */
@@ -67,6 +69,8 @@ typedef struct model_op {
                                 attention counted as full s^2, backward = 2 x forward */
     double bytes;            /* HBM bytes read + written */
     int64_t grad_params;     /* > 0 for a weight-gradient kernel: gradients it produces */
+    bool attn_core;          /* part of the attention core (QK^T, softmax, PV): what selective
+                                recompute re-runs in backward */
 } model_op;
 
 #define MODEL_OPS_MAX 32

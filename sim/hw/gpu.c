@@ -1,0 +1,173 @@
+/* GPU compute model: dtype table, efficiency curves and the per-kernel roofline.
+ *
+ * A kernel's duration is (see gpu.h)
+ *
+ *   t = max(FLOPs / (peak x eff_mm(FLOPs)),  bytes / (HBM bw x eff_mem(bytes))) + launch
+ *
+ * for matmul-class ops, and the same with the fp32 CUDA-core peak and no matmul efficiency
+ * for vector ops. The efficiency curves are tabulated in the catalog and interpolated
+ * linearly in log10(x) with GSL, clamped to the end values outside the table: a GEMM larger
+ * than any measured one runs at the largest measured efficiency, never above it. How the
+ * catalog curves were obtained is in docs/calibration.md.
+ *
+ * GSL's interpolators abort through its default error handler when evaluated outside the
+ * range (PLATFORM.md); we turn the handler off, clamp before evaluating and use the _e
+ * variant. No gsl_interp_accel is kept: it is a mutable cache, and hw_gpu_op_time takes a
+ * const model that several replay contexts may share; the table has at most HW_CURVE_MAX
+ * points, so the binary search it saves is a handful of comparisons. */
+#include "core/sim.h"
+
+#include <math.h>
+
+#include <gsl/gsl_errno.h>
+#include <gsl/gsl_interp.h>
+
+#include "hw/gpu.h"
+
+/* One efficiency curve ready to evaluate: x is stored as log10(x). */
+typedef struct gpu_curve {
+    int n;
+    double lx[HW_CURVE_MAX];
+    double y[HW_CURVE_MAX];
+    gsl_interp *interp; /* NULL when n < 2 (constant or absent curve) */
+} gpu_curve;
+
+struct hw_gpu {
+    hw_gpu_spec spec;
+    gpu_curve matmul;
+    gpu_curve memory;
+};
+
+const char *hw_dtype_name(hw_dtype d)
+{
+    switch (d) {
+    case HW_DTYPE_BF16: return "bf16";
+    case HW_DTYPE_FP16: return "fp16";
+    case HW_DTYPE_FP8: return "fp8";
+    case HW_DTYPE_TF32: return "tf32";
+    case HW_DTYPE_FP32: return "fp32";
+    case HW_DTYPE_COUNT: break;
+    }
+    return "?";
+}
+
+int hw_dtype_bytes(hw_dtype d)
+{
+    switch (d) {
+    case HW_DTYPE_BF16:
+    case HW_DTYPE_FP16: return 2;
+    case HW_DTYPE_FP8: return 1;
+    /* TF32 is a tensor-core input format; its operands live in memory as fp32. */
+    case HW_DTYPE_TF32:
+    case HW_DTYPE_FP32: return 4;
+    case HW_DTYPE_COUNT: break;
+    }
+    SIM_ASSERT(0, "unknown dtype %d", (int)d);
+    return 0;
+}
+
+static void curve_init(gpu_curve *c, const hw_curve *src)
+{
+    SIM_ASSERT(src->n >= 0 && src->n <= HW_CURVE_MAX, "curve with %d points", src->n);
+    c->n = src->n;
+    for (int i = 0; i < src->n; i++) {
+        SIM_ASSERT(src->x[i] > 0 && (i == 0 || src->x[i] > src->x[i - 1]),
+                   "curve x[%d] = %g not positive and strictly increasing", i, src->x[i]);
+        SIM_ASSERT(src->y[i] > 0 && src->y[i] <= 1, "curve y[%d] = %g outside (0, 1]", i,
+                   src->y[i]);
+        c->lx[i] = log10(src->x[i]);
+        c->y[i] = src->y[i];
+    }
+    c->interp = NULL;
+    if (c->n >= 2) {
+        c->interp = gsl_interp_alloc(gsl_interp_linear, (size_t)c->n);
+        SIM_ASSERT(c->interp != NULL, "gsl_interp_alloc failed for %d points", c->n);
+        int rc = gsl_interp_init(c->interp, c->lx, c->y, (size_t)c->n);
+        SIM_ASSERT(rc == GSL_SUCCESS, "gsl_interp_init: %s", gsl_strerror(rc));
+    }
+}
+
+static double curve_eval(const gpu_curve *c, double x)
+{
+    if (c->n == 0)
+        return 1.0;
+    /* x <= 0 (an op with no FLOPs or bytes) has no logarithm: it is "smaller than the
+     * table" and takes the first value, as any other x below the range does. */
+    if (c->n == 1 || !(x > 0))
+        return c->y[0];
+    double lx = log10(x);
+    if (lx <= c->lx[0])
+        return c->y[0];
+    if (lx >= c->lx[c->n - 1])
+        return c->y[c->n - 1];
+    double y = 0;
+    int rc = gsl_interp_eval_e(c->interp, c->lx, c->y, lx, NULL, &y);
+    SIM_ASSERT(rc == GSL_SUCCESS, "gsl_interp_eval_e at log10(x)=%g: %s", lx,
+               gsl_strerror(rc));
+    return y;
+}
+
+hw_gpu *hw_gpu_create(const hw_gpu_spec *spec)
+{
+    SIM_ASSERT(spec != NULL, "NULL spec");
+    /* Process-wide by nature (GSL keeps one handler); every caller in stepsim wants it off,
+     * so setting it again here is idempotent. */
+    gsl_set_error_handler_off();
+    hw_gpu *gpu = sim_calloc(1, sizeof(*gpu));
+    gpu->spec = *spec;
+    curve_init(&gpu->matmul, &spec->matmul_eff);
+    curve_init(&gpu->memory, &spec->memory_eff);
+    return gpu;
+}
+
+void hw_gpu_destroy(hw_gpu *gpu)
+{
+    if (!gpu)
+        return;
+    gsl_interp_free(gpu->matmul.interp); /* NULL-safe in GSL 2.x */
+    gsl_interp_free(gpu->memory.interp);
+    sim_free(gpu);
+}
+
+const hw_gpu_spec *hw_gpu_get_spec(const hw_gpu *gpu)
+{
+    return &gpu->spec;
+}
+
+double hw_gpu_matmul_eff(const hw_gpu *gpu, double flops)
+{
+    return curve_eval(&gpu->matmul, flops);
+}
+
+double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes)
+{
+    return curve_eval(&gpu->memory, bytes);
+}
+
+sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
+                        double bytes)
+{
+    const hw_gpu_spec *s = &gpu->spec;
+    SIM_ASSERT(flops >= 0 && bytes >= 0 && isfinite(flops) && isfinite(bytes),
+               "op with flops=%g bytes=%g", flops, bytes);
+    double t_compute = 0;
+    if (cls == HW_OP_MATMUL) {
+        SIM_ASSERT(dtype >= 0 && dtype < HW_DTYPE_COUNT, "dtype %d", (int)dtype);
+        double peak = s->peak_flops[dtype];
+        SIM_ASSERT(peak > 0, "%s has no %s peak (dtype not supported)", s->name,
+                   hw_dtype_name(dtype));
+        if (flops > 0)
+            t_compute = flops / (peak * hw_gpu_matmul_eff(gpu, flops));
+    } else {
+        double peak = s->peak_flops[HW_DTYPE_FP32];
+        SIM_ASSERT(peak > 0 || flops == 0, "%s has no fp32 peak for a vector op", s->name);
+        if (flops > 0)
+            t_compute = flops / peak;
+    }
+    double t_memory = 0;
+    if (bytes > 0) {
+        SIM_ASSERT(s->memory_bw_Bps > 0, "%s has no memory bandwidth", s->name);
+        t_memory = bytes / (s->memory_bw_Bps * hw_gpu_memory_eff(gpu, bytes));
+    }
+    return sim_time_from_s(SIM_MAX(t_compute, t_memory)) + s->launch_overhead_ps;
+}

@@ -1,0 +1,455 @@
+/* Decoder transformer -> per-block kernels with FLOPs, HBM bytes, parameter counts and
+ * activation bytes. Every formula, with its source, is in docs/models.md; the comments here
+ * say which kernel each term stands for.
+ *
+ * Notation (per micro-batch, per tensor-parallel rank): b micro-batch, s sequence length,
+ * T = b*s tokens, h hidden, a query heads, k key/value heads, d head_dim, f ffn, V vocab,
+ * t tensor-parallel degree. Megatron's column/row split gives each rank a/t query heads, k/t
+ * key/value heads (k is replicated when k < t, as GQA implementations do), f/t of the MLP
+ * and V/t of the vocabulary (non-divisible sizes are rounded up, as Megatron pads). Norms,
+ * residual adds and dropout are replicated over the TP group, or run on T/t tokens each with
+ * sequence parallelism.
+ *
+ * A GEMM (m x k) @ (k x n) executes 2*m*k*n FLOPs and moves (m*k + k*n) operand elements in
+ * the compute dtype and m*n result elements in the activation dtype (16-bit at least: fp8
+ * GEMMs write bf16). Its backward is two kernels of the same FLOPs, "<name>.dgrad" (input
+ * gradient) and "<name>.wgrad" (weight gradient, carrying grad_params). Model FLOPs
+ * (Megatron's MFU convention) count matmuls only, causal attention as the full s^2 and
+ * backward as twice forward (Narayanan et al. 2021 §5.1; Korthikanti et al. 2022 App. A). */
+#include "core/sim.h"
+
+#include "model/model.h"
+
+/* FLOPs per element of the vector kernels: operation counts of the usual fused kernels
+ * (docs/models.md "Kernels"). Vector kernels are memory-bound on every catalog GPU, so these
+ * only matter on parts with little fp32 throughput. */
+#define FLOPS_RMSNORM 4.0   /* square, accumulate, scale by rsqrt, scale by weight */
+#define FLOPS_LAYERNORM 7.0 /* mean, subtract, square, accumulate, scale, weight, bias */
+#define FLOPS_ROPE 3.0      /* x*cos + rotate(x)*sin */
+#define FLOPS_GELU 8.0      /* tanh approximation */
+#define FLOPS_SWIGLU 6.0    /* silu(gate) = gate / (1 + exp(-gate)), times up */
+#define FLOPS_SOFTMAX 5.0   /* scale+mask, max, subtract+exp, sum, divide */
+#define FLOPS_DROPOUT 2.0   /* random compare, scale */
+
+/* Bytes per kept fp32 statistic (FlashAttention's logsumexp, cross-entropy softmax). */
+#define FP32_BYTES 4.0
+/* Token ids are int64 in PyTorch/Megatron. */
+#define TOKEN_ID_BYTES 8.0
+
+/* The spec with defaults resolved and the per-rank shape, in doubles for the formulas and
+ * exact integers for parameter counts. */
+typedef struct dims {
+    /* whole model */
+    int64_t h, heads, kv_heads, d, ffn, vocab, norm_params;
+    int64_t pos_rows; /* rows of the learned position table: max_seq_len (0 if unset) */
+    bool learned_pos, swiglu, dropout, bias, qk_norm, tied;
+    /* per rank */
+    int64_t a_r, kv_r, f_r, up_r, v_r;
+    double b, s, T, Tn; /* Tn: tokens of the replicated-or-SP kernels (T/t with sp) */
+    double e;           /* bytes of a GEMM operand (compute dtype) */
+    double ea;          /* bytes of an activation element (>= 2: fp8 GEMMs keep bf16 I/O) */
+    bool flash;
+} dims;
+
+static int64_t ceil_div(int64_t x, int64_t y)
+{
+    return (x + y - 1) / y;
+}
+
+static void spec_dims(const model_spec *m, dims *o)
+{
+    SIM_ASSERT(m->layers > 0 && m->hidden > 0 && m->heads > 0 && m->ffn > 0 && m->vocab > 0,
+               "model %s not validated: layers=%d hidden=%d heads=%d ffn=%d vocab=%lld",
+               m->name, m->layers, m->hidden, m->heads, m->ffn, (long long)m->vocab);
+    SIM_ASSERT(m->moe.experts == 0, "model %s: MoE layers are not modelled yet", m->name);
+    SIM_ASSERT(m->attention.kind == MODEL_ATTN_MHA, "model %s: MLA is not modelled yet",
+               m->name);
+    o->h = m->hidden;
+    o->heads = m->heads;
+    o->kv_heads = m->kv_heads > 0 ? m->kv_heads : m->heads;
+    o->d = m->head_dim > 0 ? m->head_dim : m->hidden / m->heads;
+    SIM_ASSERT(o->d > 0 && o->kv_heads <= o->heads, "model %s: head_dim=%lld kv_heads=%lld",
+               m->name, (long long)o->d, (long long)o->kv_heads);
+    o->ffn = m->ffn;
+    o->vocab = m->vocab;
+    o->learned_pos = m->position == MODEL_POS_LEARNED;
+    o->pos_rows = o->learned_pos ? m->max_seq_len : 0;
+    o->swiglu = m->activation == MODEL_ACT_SWIGLU;
+    o->dropout = m->dropout > 0;
+    o->bias = m->bias;
+    o->qk_norm = m->qk_norm;
+    o->tied = m->tied_embeddings;
+    /* RMSNorm has a weight, LayerNorm a weight and a bias. */
+    o->norm_params = m->norm == MODEL_NORM_LAYERNORM ? 2 * o->h : o->h;
+}
+
+static void shape_dims(const model_spec *m, const model_shape *sh, dims *o)
+{
+    spec_dims(m, o);
+    SIM_ASSERT(sh->micro_batch > 0 && sh->seq_len > 0 && sh->tp >= 1,
+               "shape b=%lld s=%lld tp=%d", (long long)sh->micro_batch,
+               (long long)sh->seq_len, sh->tp);
+    int64_t t = sh->tp;
+    o->a_r = ceil_div(o->heads, t);
+    o->kv_r = o->kv_heads >= t ? ceil_div(o->kv_heads, t) : 1;
+    o->f_r = ceil_div(o->ffn, t);
+    o->up_r = o->swiglu ? 2 * o->f_r : o->f_r; /* SwiGLU: gate and up fused, 2f columns */
+    o->v_r = ceil_div(o->vocab, t);
+    o->b = (double)sh->micro_batch;
+    o->s = (double)sh->seq_len;
+    o->T = o->b * o->s;
+    o->Tn = sh->sp ? o->T / (double)t : o->T;
+    o->e = hw_dtype_bytes(sh->dtype);
+    o->ea = SIM_MAX(2.0, o->e);
+    o->flash = sh->flash_attention;
+}
+
+/* ---- op list construction ------------------------------------------------------------ */
+
+static model_op *push(model_op_list *l, const char *name, hw_op_class cls, double flops,
+                      double model_flops, double bytes, int64_t grad_params)
+{
+    SIM_ASSERT(l->n < MODEL_OPS_MAX, "more than %d ops in one block", MODEL_OPS_MAX);
+    model_op *op = &l->op[l->n++];
+    *op = (model_op){.name = name,
+                     .cls = cls,
+                     .flops = flops,
+                     .model_flops = model_flops,
+                     .bytes = bytes,
+                     .grad_params = grad_params};
+    return op;
+}
+
+static void vec(model_op_list *l, const char *name, double flops, double bytes,
+                int64_t grad_params)
+{
+    push(l, name, HW_OP_VECTOR, flops, 0, bytes, grad_params);
+}
+
+/* Forward GEMM Y (m x n) = X (m x k) @ W (k x n). */
+static void gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
+                     double n)
+{
+    double f = 2 * m * k * n;
+    push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * D->e + m * n * D->ea, 0);
+}
+
+/* Backward of that GEMM: dX = dY @ W^T, then dW = X^T @ dY (the weight gradient is the
+ * later kernel so that a gradient bucket closes as soon as it is complete). */
+static void gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
+                     double m, double k, double n, int64_t grad_params)
+{
+    double f = 2 * m * k * n;
+    push(l, dgrad, HW_OP_MATMUL, f, f, (m * n + k * n) * D->e + m * k * D->ea, 0);
+    push(l, wgrad, HW_OP_MATMUL, f, f, (m * k + m * n) * D->e + k * n * D->ea, grad_params);
+}
+
+static double norm_flops(const model_spec *m)
+{
+    return m->norm == MODEL_NORM_LAYERNORM ? FLOPS_LAYERNORM : FLOPS_RMSNORM;
+}
+
+/* Norm over `tokens` x h: reads x and the weights, writes y. Backward reads x and dy,
+ * writes dx and the weight gradient (its grad_params: the norm is replicated over TP). */
+static void norm_op(model_op_list *l, const model_spec *m, const dims *D, const char *name,
+                    double tokens, model_phase ph)
+{
+    double X = tokens * (double)D->h, P = (double)D->norm_params;
+    if (ph == MODEL_PHASE_FWD)
+        vec(l, name, norm_flops(m) * X, (2 * X + P) * D->ea, 0);
+    else
+        vec(l, name, 2 * norm_flops(m) * X, (3 * X + 2 * P) * D->ea, D->norm_params);
+}
+
+/* Residual add fused with bias and dropout (Megatron's bias-dropout-add): reads the branch
+ * output and the residual, writes the sum, and with dropout writes a 1-byte mask. Backward
+ * accumulates the two gradient streams (reads 2, writes 1) and applies the mask. */
+static void residual_op(model_op_list *l, const dims *D, const char *name)
+{
+    double X = D->Tn * (double)D->h;
+    double fl = X * (1 + (D->bias ? 1 : 0) + (D->dropout ? FLOPS_DROPOUT : 0));
+    vec(l, name, fl, 3 * X * D->ea + (D->dropout ? X : 0), 0);
+}
+
+/* ---- blocks ------------------------------------------------------------------------- */
+
+static void embed_ops(const dims *D, model_phase ph, model_op_list *l)
+{
+    double Th = D->T * (double)D->h;
+    int64_t table = D->v_r * D->h;
+    /* elements of the T rows whose token falls in this rank's vocabulary shard */
+    double shard = Th * (double)D->v_r / (double)D->vocab;
+    if (ph == MODEL_PHASE_FWD) {
+        /* Vocab-parallel gather: token ids, the rows of this rank's shard (T/t on average),
+         * the full T x h output (zeros outside the shard, summed by the TP all-reduce).
+         * Without learned positions, embedding dropout (if any) is fused here. */
+        bool drop_here = D->dropout && !D->learned_pos;
+        vec(l, "embed", drop_here ? FLOPS_DROPOUT * Th : 0,
+            D->T * TOKEN_ID_BYTES + (shard + Th) * D->ea + (drop_here ? Th : 0), 0);
+        if (D->learned_pos)
+            /* x + P[position], then embedding dropout: reads x and s rows of the table. */
+            vec(l, "pos_embed", Th * (1 + (D->dropout ? FLOPS_DROPOUT : 0)),
+                (2 * Th + D->s * (double)D->h) * D->ea + (D->dropout ? Th : 0), 0);
+        return;
+    }
+    if (D->learned_pos)
+        /* Sum of the T position gradients into the table (replicated over TP): reads dY,
+         * zero-fills and writes the table's gradient (at least the s rows touched). Its
+         * grad_params are the table's count, max_seq_len rows, as model_count_params. */
+        vec(l, "pos_embed.wgrad", Th,
+            (Th + SIM_MAX((double)D->pos_rows, D->s) * (double)D->h) * D->ea,
+            D->pos_rows * D->h);
+    /* Scatter-add of dY rows into this rank's shard of the embedding gradient: reads dY,
+     * read-modify-writes the touched rows, zero-fills the shard's dense gradient. With tied
+     * embeddings this kernel also completes the LM head's contribution to the same matrix,
+     * so it carries the shared matrix's grad_params (the head's wgrad carries 0). */
+    vec(l, "embed.wgrad", shard, (Th + 2 * shard + (double)table) * D->ea, table);
+}
+
+static void attention_fwd(const dims *D, model_op_list *l)
+{
+    double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
+    double full = 4 * D->b * D->s * D->s * q; /* QK^T and PV over the full s x s */
+    if (D->flash) {
+        /* FlashAttention-2 with a causal mask skips the tiles above the diagonal: it
+         * executes half of the full matmul FLOPs (Dao 2023 §3.1). Ideal I/O: Q, K, V in,
+         * O and the fp32 logsumexp per (head, token) out. */
+        model_op *op = push(l, "attn", HW_OP_MATMUL, full / 2, full,
+                            D->T * (2 * q + 2 * kv) * D->ea +
+                                FP32_BYTES * D->b * (double)D->a_r * D->s,
+                            0);
+        op->attn_core = true;
+        return;
+    }
+    /* Unfused attention (Megatron's core attention): scores S = QK^T for the full s x s,
+     * a fused scale-mask-softmax (+ attention dropout), then O = P V. */
+    double S = D->b * (double)D->a_r * D->s * D->s;
+    model_op *op = push(l, "attn.scores", HW_OP_MATMUL, full / 2, full / 2,
+                        D->T * (q + kv) * D->ea + S * D->ea, 0);
+    op->attn_core = true;
+    op = push(l, "attn.softmax", HW_OP_VECTOR,
+              S * (FLOPS_SOFTMAX + (D->dropout ? FLOPS_DROPOUT : 0)), 0,
+              2 * S * D->ea + (D->dropout ? S * (1 + D->ea) : 0), 0);
+    op->attn_core = true;
+    op = push(l, "attn.context", HW_OP_MATMUL, full / 2, full / 2,
+              S * D->ea + D->T * (kv + q) * D->ea, 0);
+    op->attn_core = true;
+}
+
+static void attention_bwd(const dims *D, model_op_list *l)
+{
+    double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
+    double full = 4 * D->b * D->s * D->s * q;
+    if (D->flash) {
+        /* FlashAttention-2 backward recomputes S and P and runs five matmuls (S, dP, dV,
+         * dQ, dK) against the forward's two: 2.5 x the executed forward FLOPs, causal
+         * half included. Reads Q, K, V, O, dO and the logsumexp; writes dQ, dK, dV; the
+         * fp32 row sums D = rowsum(dO * O) are written and read once. */
+        model_op *op = push(l, "attn.bwd", HW_OP_MATMUL, 2.5 * (full / 2), 2 * full,
+                            D->T * (4 * q + 4 * kv) * D->ea +
+                                3 * FP32_BYTES * D->b * (double)D->a_r * D->s,
+                            0);
+        op->attn_core = true;
+        return;
+    }
+    double S = D->b * (double)D->a_r * D->s * D->s;
+    /* dP = dO V^T and dV = P^T dO: two matmuls of the forward PV's size. */
+    model_op *op = push(l, "attn.context.bwd", HW_OP_MATMUL, full, full,
+                        (2 * S + 2 * D->T * q + 2 * D->T * kv) * D->ea, 0);
+    op->attn_core = true;
+    /* dS = P * (dP - rowsum(dP * P)), through the dropout mask: reads P, dP, writes dS. */
+    op = push(l, "attn.softmax.bwd", HW_OP_VECTOR,
+              2 * S * (FLOPS_SOFTMAX + (D->dropout ? FLOPS_DROPOUT : 0)), 0,
+              3 * S * D->ea + (D->dropout ? S : 0), 0);
+    op->attn_core = true;
+    /* dQ = dS K and dK = dS^T Q. */
+    op = push(l, "attn.scores.bwd", HW_OP_MATMUL, full, full,
+              (2 * S + 2 * D->T * q + 2 * D->T * kv) * D->ea, 0);
+    op->attn_core = true;
+}
+
+static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
+{
+    double T = D->T, h = (double)D->h;
+    double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
+    double f = (double)D->f_r, up = (double)D->up_r;
+    double qk = T * (q + kv); /* elements of Q and K */
+
+    norm_op(l, m, D, "norm1", D->Tn, MODEL_PHASE_FWD);
+    gemm_fwd(l, D, "qkv", T, h, q + 2 * kv);
+    if (D->qk_norm)
+        vec(l, "qk_norm", FLOPS_RMSNORM * qk, (2 * qk + 2 * (double)D->d) * D->ea, 0);
+    if (m->position == MODEL_POS_ROPE)
+        vec(l, "rope", FLOPS_ROPE * qk, 2 * qk * D->ea, 0);
+    attention_fwd(D, l);
+    gemm_fwd(l, D, "proj", T, q, h);
+    residual_op(l, D, "residual1");
+    norm_op(l, m, D, "norm2", D->Tn, MODEL_PHASE_FWD);
+    gemm_fwd(l, D, "mlp_up", T, h, up);
+    /* GELU reads its f-wide input; SwiGLU reads gate and up (2f) and writes f. */
+    double X = T * f;
+    if (D->swiglu)
+        vec(l, "act", FLOPS_SWIGLU * X, 3 * X * D->ea, 0);
+    else
+        vec(l, "act", (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 2 * X * D->ea, 0);
+    gemm_fwd(l, D, "mlp_down", T, f, h);
+    residual_op(l, D, "residual2");
+}
+
+static void layer_bwd(const model_spec *m, const dims *D, model_op_list *l)
+{
+    double T = D->T, h = (double)D->h;
+    int64_t hi = D->h, qi = D->a_r * D->d, kvi = D->kv_r * D->d;
+    double q = (double)qi, kv = (double)kvi;
+    double f = (double)D->f_r, up = (double)D->up_r;
+    double qk = T * (q + kv);
+    int64_t b = D->bias ? 1 : 0;
+
+    residual_op(l, D, "residual2.bwd");
+    /* Row-parallel biases (proj, mlp_down) are replicated over TP: h each; column-parallel
+     * ones are split with their weight. */
+    gemm_bwd(l, D, "mlp_down.dgrad", "mlp_down.wgrad", T, f, h, D->f_r * hi + b * hi);
+    double X = T * f;
+    if (D->swiglu)
+        /* reads gate, up and dY; writes dgate and dup */
+        vec(l, "act.bwd", 2 * FLOPS_SWIGLU * X, 5 * X * D->ea, 0);
+    else
+        /* reads x and dY; writes dx */
+        vec(l, "act.bwd", 2 * (FLOPS_GELU + (double)b) * X, 3 * X * D->ea, 0);
+    gemm_bwd(l, D, "mlp_up.dgrad", "mlp_up.wgrad", T, h, up, hi * D->up_r + b * D->up_r);
+    norm_op(l, m, D, "norm2.bwd", D->Tn, MODEL_PHASE_BWD);
+    residual_op(l, D, "residual1.bwd");
+    gemm_bwd(l, D, "proj.dgrad", "proj.wgrad", T, q, h, qi * hi + b * hi);
+    attention_bwd(D, l);
+    if (m->position == MODEL_POS_ROPE)
+        /* rotation by -theta: same traffic as forward */
+        vec(l, "rope.bwd", FLOPS_ROPE * qk, 2 * qk * D->ea, 0);
+    if (D->qk_norm)
+        vec(l, "qk_norm.bwd", 2 * FLOPS_RMSNORM * qk, (3 * qk + 4 * (double)D->d) * D->ea,
+            2 * D->d);
+    gemm_bwd(l, D, "qkv.dgrad", "qkv.wgrad", T, h, q + 2 * kv,
+             hi * (qi + 2 * kvi) + b * (qi + 2 * kvi));
+    norm_op(l, m, D, "norm1.bwd", D->Tn, MODEL_PHASE_BWD);
+}
+
+/* Softmax cross-entropy on the T x V/t logits, as Megatron's (unfused) vocab-parallel cross
+ * entropy computes it: the logits are cast to fp32, one pass gathers the max and the sum of
+ * exponentials, one pass writes the normalised softmax that backward needs. */
+static void head_ops(const model_spec *m, const dims *D, model_phase ph, model_op_list *l)
+{
+    double T = D->T, h = (double)D->h, V = (double)D->v_r;
+    double X = T * V;
+    int64_t head_grads = D->tied ? 0 : D->v_r * D->h;
+    if (ph == MODEL_PHASE_FWD) {
+        norm_op(l, m, D, "final_norm", D->Tn, MODEL_PHASE_FWD);
+        gemm_fwd(l, D, "lm_head", T, h, V);
+        vec(l, "loss", FLOPS_SOFTMAX * X, X * (D->ea + 4 * FP32_BYTES), 0);
+        return;
+    }
+    /* dlogits = softmax - onehot: reads the fp32 softmax, writes the gradient. */
+    vec(l, "loss.bwd", 2 * X, X * (FP32_BYTES + D->ea), 0);
+    gemm_bwd(l, D, "lm_head.dgrad", "lm_head.wgrad", T, h, V, head_grads);
+    norm_op(l, m, D, "final_norm.bwd", D->Tn, MODEL_PHASE_BWD);
+}
+
+void model_block_ops(const model_spec *m, const model_shape *sh, model_block blk,
+                     model_phase phase, model_op_list *out)
+{
+    dims D;
+    shape_dims(m, sh, &D);
+    out->n = 0;
+    switch (blk) {
+    case MODEL_BLOCK_EMBED: embed_ops(&D, phase, out); break;
+    case MODEL_BLOCK_LAYER:
+        if (phase == MODEL_PHASE_FWD)
+            layer_fwd(m, &D, out);
+        else
+            layer_bwd(m, &D, out);
+        break;
+    case MODEL_BLOCK_HEAD: head_ops(m, &D, phase, out); break;
+    }
+}
+
+/* ---- parameters ---------------------------------------------------------------------- */
+
+void model_count_params(const model_spec *m, model_params *out)
+{
+    dims D;
+    spec_dims(m, &D);
+    int64_t h = D.h, q = D.heads * D.d, kv = D.kv_heads * D.d;
+    int64_t up = D.swiglu ? 2 * D.ffn : D.ffn;
+    int64_t b = D.bias ? 1 : 0;
+    out->embedding = D.vocab * h + D.pos_rows * h;
+    out->per_layer = 2 * D.norm_params                     /* norm1, norm2 */
+                     + h * (q + 2 * kv) + b * (q + 2 * kv) /* qkv */
+                     + (D.qk_norm ? 2 * D.d : 0)           /* q_norm, k_norm */
+                     + q * h + b * h                       /* proj */
+                     + h * up + b * up                     /* mlp_up (gate + up) */
+                     + D.ffn * h + b * h;                  /* mlp_down */
+    out->final_norm = D.norm_params;
+    out->head = D.tied ? 0 : D.vocab * h;
+    out->total = out->embedding + (int64_t)m->layers * out->per_layer + out->final_norm +
+                 out->head;
+}
+
+/* ---- activations --------------------------------------------------------------------- */
+
+double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
+                                    model_recompute rc)
+{
+    dims D;
+    shape_dims(m, sh, &D);
+    double T = D.T, h = (double)D.h, ea = D.ea;
+    double q = (double)(D.a_r * D.d), kv = (double)(D.kv_r * D.d), f = (double)D.f_r;
+    double Tn_h = D.Tn * h; /* one token-by-hidden tensor of a replicated (or SP) kernel */
+
+    if (rc == MODEL_RECOMPUTE_FULL)
+        return ea * Tn_h; /* only the layer input (sequence-sharded with SP) */
+
+    double x = 0;
+    /* attention block */
+    x += ea * Tn_h;                /* norm1 input */
+    x += ea * Tn_h;                /* QKV GEMM input (SP keeps the shard, re-gathers) */
+    x += ea * T * (q + 2 * kv);    /* Q, K (after RoPE) and V: attention inputs */
+    if (D.qk_norm)
+        x += ea * T * (q + kv);    /* q_norm/k_norm inputs */
+    if (rc != MODEL_RECOMPUTE_SELECTIVE) {
+        double S = D.b * (double)D.a_r * D.s * D.s;
+        if (D.flash)
+            x += FP32_BYTES * D.b * (double)D.a_r * D.s; /* logsumexp per head and token */
+        else
+            /* softmax output; with dropout also its 1-byte mask and the dropped copy that
+             * PV reads (Korthikanti's 5as^2b at 16 bits) */
+            x += ea * S + (D.dropout ? (1 + ea) * S : 0);
+    }
+    x += ea * T * q;               /* attention output = proj input (FlashAttention's O) */
+    if (D.dropout)
+        x += Tn_h;                 /* residual dropout mask, 1 byte */
+    /* MLP block */
+    x += ea * Tn_h;                /* norm2 input */
+    x += ea * Tn_h;                /* mlp_up input */
+    if (D.swiglu)
+        x += ea * T * 2 * f + ea * T * f; /* gate and up (activation input), down input */
+    else
+        x += ea * T * f + ea * T * f;     /* GELU input, down input */
+    if (D.dropout)
+        x += Tn_h;                 /* residual dropout mask */
+    return x;
+}
+
+double model_embed_activation_bytes(const model_spec *m, const model_shape *sh)
+{
+    dims D;
+    shape_dims(m, sh, &D);
+    /* The gather's backward needs only the token ids; embedding dropout keeps its mask. */
+    return TOKEN_ID_BYTES * D.T + (D.dropout ? D.Tn * (double)D.h : 0);
+}
+
+double model_head_activation_bytes(const model_spec *m, const model_shape *sh)
+{
+    dims D;
+    shape_dims(m, sh, &D);
+    /* final-norm input, LM-head input (sequence-sharded with SP), and the fp32 softmax of
+     * the logits that the cross-entropy backward reads */
+    return 2 * D.ea * D.Tn * (double)D.h + FP32_BYTES * D.T * (double)D.v_r;
+}

@@ -1,0 +1,144 @@
+/* Unit test of the GPU compute model (sim/hw/gpu.c): dtype table, efficiency curves
+ * interpolated linearly in log10(x) and clamped, and the roofline duration of one kernel
+ * (launch overhead included, rounded up to the picosecond). */
+#include "core/sim.h"
+
+#include "hw/gpu.h"
+#include "test.h"
+
+/* An H100-like spec with the DESIGN.md §7 example curve; numbers chosen for hand
+ * arithmetic, not the catalog's. */
+static hw_gpu_spec spec_h100_like(void)
+{
+    hw_gpu_spec s = {.name = "test-h100",
+                     .memory_bytes = INT64_C(85000000000),
+                     .memory_bw_Bps = 3.35e12,
+                     .launch_overhead_ps = 4 * SIM_PS_PER_US};
+    s.peak_flops[HW_DTYPE_BF16] = 989e12;
+    s.peak_flops[HW_DTYPE_FP16] = 989e12;
+    s.peak_flops[HW_DTYPE_FP8] = 1979e12;
+    s.peak_flops[HW_DTYPE_TF32] = 494e12;
+    s.peak_flops[HW_DTYPE_FP32] = 67e12;
+    /* [[0.1 GFLOP, 0.3], [10 GFLOP, 0.7], [1000 GFLOP, 0.8]] */
+    s.matmul_eff = (hw_curve){.n = 3, .x = {1e8, 1e10, 1e12}, .y = {0.3, 0.7, 0.8}};
+    /* one point: a constant 0.9 */
+    s.memory_eff = (hw_curve){.n = 1, .x = {1e6}, .y = {0.9}};
+    return s;
+}
+
+static void test_dtypes(void)
+{
+    CHECK_STR_EQ(hw_dtype_name(HW_DTYPE_BF16), "bf16");
+    CHECK_STR_EQ(hw_dtype_name(HW_DTYPE_FP16), "fp16");
+    CHECK_STR_EQ(hw_dtype_name(HW_DTYPE_FP8), "fp8");
+    CHECK_STR_EQ(hw_dtype_name(HW_DTYPE_TF32), "tf32");
+    CHECK_STR_EQ(hw_dtype_name(HW_DTYPE_FP32), "fp32");
+    /* 16-bit formats 2 bytes, fp8 1, tf32 is stored as fp32: 4 */
+    CHECK_INT_EQ(hw_dtype_bytes(HW_DTYPE_BF16), 2);
+    CHECK_INT_EQ(hw_dtype_bytes(HW_DTYPE_FP16), 2);
+    CHECK_INT_EQ(hw_dtype_bytes(HW_DTYPE_FP8), 1);
+    CHECK_INT_EQ(hw_dtype_bytes(HW_DTYPE_TF32), 4);
+    CHECK_INT_EQ(hw_dtype_bytes(HW_DTYPE_FP32), 4);
+}
+
+static void test_curves(void)
+{
+    hw_gpu_spec s = spec_h100_like();
+    hw_gpu *g = hw_gpu_create(&s);
+    /* Knots are reproduced exactly. */
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e8), 0.3, 1e-12, 0);
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e10), 0.7, 1e-12, 0);
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e12), 0.8, 1e-12, 0);
+    /* Linear in log10(x): 1e9 is halfway between 1e8 and 1e10 in log10, so
+     * 0.3 + (9 - 8) / (10 - 8) x (0.7 - 0.3) = 0.5; 1e11: 0.7 + 0.5 x 0.1 = 0.75. */
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e9), 0.5, 1e-12, 0);
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e11), 0.75, 1e-12, 0);
+    /* 10^8.5 is a quarter of the way from 1e8 to 1e10 in log10: 0.3 + 0.25 x 0.4 = 0.4 */
+    CHECK_NEAR(hw_gpu_matmul_eff(g, pow(10, 8.5)), 0.4, 1e-12, 0);
+    /* Clamped outside the table (GSL would otherwise abort): the end values. */
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e3), 0.3, 0, 0);
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e15), 0.8, 0, 0);
+    /* No logarithm at 0: treated as below the table. */
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 0), 0.3, 0, 0);
+    /* A one-point table is a constant, at any x. */
+    CHECK_NEAR(hw_gpu_memory_eff(g, 1.0), 0.9, 0, 0);
+    CHECK_NEAR(hw_gpu_memory_eff(g, 1e12), 0.9, 0, 0);
+    hw_gpu_destroy(g);
+
+    /* No table at all: efficiency 1. */
+    s.matmul_eff.n = 0;
+    s.memory_eff.n = 0;
+    g = hw_gpu_create(&s);
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e9), 1.0, 0, 0);
+    CHECK_NEAR(hw_gpu_memory_eff(g, 1e9), 1.0, 0, 0);
+    hw_gpu_destroy(g);
+
+    /* Two points: plain linear in log10. [[1 MB, 0.5], [100 MB, 0.9]] at 10 MB: 0.7. */
+    s.memory_eff = (hw_curve){.n = 2, .x = {1e6, 1e8}, .y = {0.5, 0.9}};
+    g = hw_gpu_create(&s);
+    CHECK_NEAR(hw_gpu_memory_eff(g, 1e7), 0.7, 1e-12, 0);
+    hw_gpu_destroy(g);
+
+    hw_gpu_destroy(NULL); /* no-op */
+}
+
+static void test_spec_copied(void)
+{
+    hw_gpu_spec s = spec_h100_like();
+    hw_gpu *g = hw_gpu_create(&s);
+    s.memory_bw_Bps = 1;
+    s.matmul_eff.y[0] = 0.01;
+    /* the model kept its own copy */
+    CHECK_NEAR(hw_gpu_get_spec(g)->memory_bw_Bps, 3.35e12, 0, 0);
+    CHECK_STR_EQ(hw_gpu_get_spec(g)->name, "test-h100");
+    CHECK_NEAR(hw_gpu_matmul_eff(g, 1e8), 0.3, 0, 0);
+    hw_gpu_destroy(g);
+}
+
+static void test_op_time(void)
+{
+    hw_gpu_spec s = spec_h100_like();
+    hw_gpu *g = hw_gpu_create(&s);
+    sim_time launch = 4 * SIM_PS_PER_US;
+
+    /* A 1 TFLOP bf16 GEMM (eff 0.8 at 1e12) moving 100 MB: compute 1e12 / (989e12 x 0.8)
+     * = 1.2639029322548 ms = 1,263,902,932.25 ps, rounded up to 1,263,902,933 ps; memory
+     * 1e8 / (3.35e12 x 0.9) = 33.2 us is hidden. Plus 4 us launch. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e12, 1e8),
+                 1263902933 + launch);
+    /* The dtype picks the peak: fp8 1979 TFLOP/s, 1e12 / (1979e12 x 0.8) s
+     * = 631,632,137.44 ps -> 631,632,138 ps. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_FP8, 1e12, 1e8),
+                 631632138 + launch);
+    /* A memory-bound matmul: 1 GFLOP (eff 0.5, 2.02 us) reading 1 GB: 1e9 / (3.35e12 x 0.9)
+     * = 331,674,958.54 ps -> 331,674,959 ps. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e9, 1e9),
+                 331674959 + launch);
+    /* A vector op moving 1 GB with 1 GFLOP: memory-bound as above (fp32 part 14.9 us). */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 1e9, 1e9),
+                 331674959 + launch);
+    /* A vector op's FLOPs run at the fp32 peak with no efficiency curve, whatever dtype is
+     * passed: 1e12 / 67e12 s = 14,925,373,134.33 ps -> 14,925,373,135 ps. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_FP8, 1e12, 1e3),
+                 INT64_C(14925373135) + launch);
+    /* An empty kernel costs its launch. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 0, 0), launch);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 0, 0), launch);
+    hw_gpu_destroy(g);
+
+    /* With no launch overhead and efficiency 1: 989 GFLOP at 989 TFLOP/s is exactly 1 ms. */
+    s.launch_overhead_ps = 0;
+    s.matmul_eff.n = 0;
+    g = hw_gpu_create(&s);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 989e9, 0), SIM_PS_PER_MS);
+    hw_gpu_destroy(g);
+}
+
+int main(void)
+{
+    test_dtypes();
+    test_curves();
+    test_spec_copied();
+    test_op_time();
+    return test_finish();
+}

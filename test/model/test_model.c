@@ -1,0 +1,536 @@
+/* Unit test of the transformer model (sim/model/model.c): exact parameter counts of
+ * published models, per-GEMM shapes, model FLOPs against Korthikanti et al. 2022 App. A and
+ * Narayanan et al. 2021 Eq. 3, gradient accounting, and activation bytes against
+ * Korthikanti et al. 2022 Table 2 (shared/validation/activation_memory.md) and its
+ * generalisation to flash attention, GQA, SwiGLU and qk-norm (docs/models.md). */
+#include "core/sim.h"
+
+#include "model/model.h"
+#include "test.h"
+
+/* ---- published configurations ---------------------------------------------------------- */
+
+/* meta-llama/Llama-3.1-8B config.json: hidden 4096, intermediate 14336, 32 layers, 32 heads,
+ * 8 KV heads, vocab 128256, untied, RMSNorm, RoPE, no biases. */
+static model_spec llama31_8b(void)
+{
+    return (model_spec){.name = "llama3.1-8b", .layers = 32, .hidden = 4096, .heads = 32,
+                        .kv_heads = 8, .head_dim = 128, .ffn = 14336, .vocab = 128256,
+                        .activation = MODEL_ACT_SWIGLU, .norm = MODEL_NORM_RMSNORM,
+                        .position = MODEL_POS_ROPE};
+}
+
+/* Qwen/Qwen3-4B config.json: hidden 2560, intermediate 9728, 36 layers, 32 heads of 128,
+ * 8 KV heads, vocab 151936, tied embeddings, q_norm/k_norm per head. */
+static model_spec qwen3_4b(void)
+{
+    return (model_spec){.name = "qwen3-4b", .layers = 36, .hidden = 2560, .heads = 32,
+                        .kv_heads = 8, .head_dim = 128, .ffn = 9728, .vocab = 151936,
+                        .activation = MODEL_ACT_SWIGLU, .norm = MODEL_NORM_RMSNORM,
+                        .position = MODEL_POS_ROPE, .tied_embeddings = true,
+                        .qk_norm = true};
+}
+
+/* A Megatron GPT (GPT-3 family, Brown et al. 2020 Table 2.1): GELU MLP of 4h, LayerNorm,
+ * learned positions, biases everywhere, tied embeddings, dropout 0.1. */
+static model_spec gpt(int layers, int hidden, int heads, int64_t vocab, int max_seq)
+{
+    return (model_spec){.name = "gpt", .layers = layers, .hidden = hidden, .heads = heads,
+                        .kv_heads = heads, .head_dim = hidden / heads, .ffn = 4 * hidden,
+                        .vocab = vocab, .activation = MODEL_ACT_GELU,
+                        .norm = MODEL_NORM_LAYERNORM, .position = MODEL_POS_LEARNED,
+                        .dropout = 0.1, .tied_embeddings = true, .max_seq_len = max_seq,
+                        .bias = true};
+}
+
+static model_shape shape(int64_t b, int64_t s, int tp, bool sp, bool flash)
+{
+    return (model_shape){.micro_batch = b, .seq_len = s, .tp = tp, .sp = sp,
+                         .dtype = HW_DTYPE_BF16, .flash_attention = flash};
+}
+
+static const model_op *find(const model_op_list *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->op[i].name, name) == 0)
+            return &l->op[i];
+    fprintf(stderr, "op %s not found\n", name);
+    return NULL;
+}
+
+/* Sums over one micro-batch's forward and backward of every block. */
+typedef struct totals {
+    double model_flops, flops;
+    double matmul_flops; /* executed FLOPs of the matmul-class kernels only */
+    int64_t grad_params;
+    double layer_fwd_model_flops;
+} totals;
+
+static void add_block(const model_spec *m, const model_shape *sh, model_block blk,
+                      model_phase ph, double times, totals *t)
+{
+    model_op_list l;
+    model_block_ops(m, sh, blk, ph, &l);
+    for (int i = 0; i < l.n; i++) {
+        t->model_flops += times * l.op[i].model_flops;
+        t->flops += times * l.op[i].flops;
+        if (l.op[i].cls == HW_OP_MATMUL)
+            t->matmul_flops += times * l.op[i].flops;
+        t->grad_params += (int64_t)times * l.op[i].grad_params;
+        if (blk == MODEL_BLOCK_LAYER && ph == MODEL_PHASE_FWD)
+            t->layer_fwd_model_flops += l.op[i].model_flops;
+        /* vector kernels never count toward model FLOPs */
+        if (l.op[i].cls == HW_OP_VECTOR)
+            CHECK(l.op[i].model_flops == 0);
+        /* only backward kernels produce gradients */
+        if (ph == MODEL_PHASE_FWD)
+            CHECK_INT_EQ(l.op[i].grad_params, 0);
+    }
+}
+
+static totals step_totals(const model_spec *m, const model_shape *sh)
+{
+    totals t = {0};
+    for (int ph = MODEL_PHASE_FWD; ph <= MODEL_PHASE_BWD; ph++) {
+        add_block(m, sh, MODEL_BLOCK_EMBED, (model_phase)ph, 1, &t);
+        add_block(m, sh, MODEL_BLOCK_LAYER, (model_phase)ph, m->layers, &t);
+        add_block(m, sh, MODEL_BLOCK_HEAD, (model_phase)ph, 1, &t);
+    }
+    return t;
+}
+
+/* ---- parameters --------------------------------------------------------------------------- */
+
+static void test_params(void)
+{
+    model_params p;
+
+    /* Llama-3.1-8B. Embedding 128256 x 4096 = 525,336,576 (and the same again for the
+     * untied LM head). Per layer: q 4096 x 4096 = 16,777,216; k and v 2 x 4096 x 1024 =
+     * 8,388,608; o 16,777,216; MLP 3 x 4096 x 14336 = 176,160,768; two RMSNorm weights
+     * 8,192: 218,112,000. Total 2 x 525,336,576 + 32 x 218,112,000 + 4,096 (final norm)
+     * = 8,030,261,248, the count Meta publishes for the checkpoint. */
+    model_spec m = llama31_8b();
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.embedding, 525336576);
+    CHECK_INT_EQ(p.head, 525336576);
+    CHECK_INT_EQ(p.per_layer, 218112000);
+    CHECK_INT_EQ(p.final_norm, 4096);
+    CHECK_INT_EQ(p.total, INT64_C(8030261248));
+
+    /* Llama-3.1-70B (hidden 8192, ffn 28672, 80 layers, 64 heads, 8 KV): per layer
+     * 2 x 8192 x 8192 + 2 x 8192 x 1024 + 3 x 8192 x 28672 + 2 x 8192 = 855,654,400;
+     * total 2 x 128256 x 8192 + 80 x 855,654,400 + 8192 = 70,553,706,496. */
+    m.layers = 80, m.hidden = 8192, m.heads = 64, m.ffn = 28672;
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_layer, 855654400);
+    CHECK_INT_EQ(p.total, INT64_C(70553706496));
+
+    /* Llama-3.1-405B (hidden 16384, ffn 53248, 126 layers, 128 heads, 8 KV): per layer
+     * 2 x 16384^2 + 2 x 16384 x 1024 + 3 x 16384 x 53248 + 2 x 16384 = 3,187,703,808;
+     * total 2 x 128256 x 16384 + 126 x 3,187,703,808 + 16384 = 405,853,388,800. */
+    m.layers = 126, m.hidden = 16384, m.heads = 128, m.ffn = 53248;
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_layer, INT64_C(3187703808));
+    CHECK_INT_EQ(p.total, INT64_C(405853388800));
+
+    /* Qwen3-4B (tied). Embedding 151936 x 2560 = 388,956,160, no separate head. Per layer:
+     * q 2560 x 4096 = 10,485,760; k, v 2 x 2560 x 1024 = 5,242,880; o 4096 x 2560 =
+     * 10,485,760; MLP 3 x 2560 x 9728 = 74,711,040; norms 2 x 2560 = 5,120; q_norm and
+     * k_norm 2 x 128 = 256: 100,930,816. Total 388,956,160 + 36 x 100,930,816 + 2,560 =
+     * 4,022,468,096 (the model card's "4.0B", 3.6B of it non-embedding). */
+    m = qwen3_4b();
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.embedding, 388956160);
+    CHECK_INT_EQ(p.head, 0);
+    CHECK_INT_EQ(p.per_layer, 100930816);
+    CHECK_INT_EQ(p.total, INT64_C(4022468096));
+    /* without qk-norm, 36 x 256 = 9,216 fewer */
+    m.qk_norm = false;
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.total, INT64_C(4022458880));
+
+    /* Qwen3-0.6B (hidden 1024, ffn 3072, 28 layers, 16 heads of 128, 8 KV, tied): per layer
+     * 1024 x 2048 + 2 x 1024 x 1024 + 2048 x 1024 + 3 x 1024 x 3072 + 2 x 1024 + 256
+     * = 15,730,944; total 151936 x 1024 + 28 x 15,730,944 + 1024 = 596,049,920. */
+    m = qwen3_4b();
+    m.layers = 28, m.hidden = 1024, m.heads = 16, m.ffn = 3072;
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.total, 596049920);
+
+    /* GPT-3 175B (96 layers, h 12288, 96 heads, vocab 50257, 2048 learned positions,
+     * LayerNorm and linear biases, tied). Embedding (50257 + 2048) x 12288 = 642,723,840.
+     * Per layer 12h^2 + 13h (qkv 3h^2 + 3h, proj h^2 + h, MLP 8h^2 + 5h, two LayerNorms
+     * 4h) = 1,812,099,072. Total 642,723,840 + 96 x 1,812,099,072 + 2h = 174,604,259,328,
+     * the "175B" of Brown et al. 2020. */
+    m = gpt(96, 12288, 96, 50257, 2048);
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.embedding, 642723840);
+    CHECK_INT_EQ(p.per_layer, INT64_C(1812099072));
+    CHECK_INT_EQ(p.final_norm, 24576);
+    CHECK_INT_EQ(p.head, 0);
+    CHECK_INT_EQ(p.total, INT64_C(174604259328));
+
+    /* Defaults: kv_heads 0 = heads, head_dim 0 = hidden / heads (an MHA GPT without
+     * biases): per layer 12h^2 + 4h. h = 1024: 12,582,912 + 4,096 = 12,587,008. */
+    m = gpt(2, 1024, 16, 1000, 128);
+    m.kv_heads = 0, m.head_dim = 0, m.bias = false;
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_layer, 12587008);
+}
+
+/* ---- kernels ------------------------------------------------------------------------------ */
+
+static void test_llama_gemms(void)
+{
+    /* b = 2, s = 4096: T = 8192 tokens. */
+    model_spec m = llama31_8b();
+    model_shape sh = shape(2, 4096, 1, false, true);
+    model_op_list l;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+
+    /* Execution order of a Llama layer (no qk-norm, no dropout, flash attention). */
+    static const char *const fwd[] = {"norm1", "qkv", "rope", "attn", "proj", "residual1",
+                                      "norm2", "mlp_up", "act", "mlp_down", "residual2"};
+    CHECK_INT_EQ(l.n, (int)SIM_ARRAY_LEN(fwd));
+    for (int i = 0; i < l.n && i < (int)SIM_ARRAY_LEN(fwd); i++)
+        CHECK_STR_EQ(l.op[i].name, fwd[i]);
+
+    /* qkv: (T x 4096) @ (4096 x (4096 + 2 x 1024)): 2 x 8192 x 4096 x 6144 =
+     * 412,316,860,416 FLOPs; bytes (8192 x 4096 + 4096 x 6144 + 8192 x 6144) x 2
+     * = 218,103,808. */
+    const model_op *op = find(&l, "qkv");
+    CHECK_NEAR(op->flops, 2.0 * 8192 * 4096 * (4096 + 2 * 1024), 0, 0);
+    CHECK_NEAR(op->flops, 412316860416.0, 0, 0);
+    CHECK_NEAR(op->model_flops, op->flops, 0, 0);
+    CHECK_NEAR(op->bytes, 218103808.0, 0, 0);
+    CHECK(op->cls == HW_OP_MATMUL);
+    /* proj 2 x 8192 x 4096 x 4096; mlp_up (gate and up fused) 2 x 8192 x 4096 x 28672;
+     * mlp_down 2 x 8192 x 14336 x 4096 */
+    CHECK_NEAR(find(&l, "proj")->flops, 274877906944.0, 0, 0);
+    CHECK_NEAR(find(&l, "mlp_up")->flops, 1924145348608.0, 0, 0);
+    CHECK_NEAR(find(&l, "mlp_down")->flops, 962072674304.0, 0, 0);
+    /* Causal flash attention executes half of 4 b s^2 (heads x head_dim) =
+     * 2 x 2 x 4096^2 x 4096 = 274,877,906,944 FLOPs; model FLOPs count the full
+     * 549,755,813,888. */
+    op = find(&l, "attn");
+    CHECK_NEAR(op->flops, 274877906944.0, 0, 0);
+    CHECK_NEAR(op->model_flops, 549755813888.0, 0, 0);
+    CHECK(op->attn_core);
+    CHECK(!find(&l, "qkv")->attn_core);
+    /* SwiGLU reads gate and up (2 x T x 14336) and writes T x 14336, 2 bytes each:
+     * 3 x 8192 x 14336 x 2 = 704,643,072 bytes; 6 FLOPs per output element. */
+    op = find(&l, "act");
+    CHECK(op->cls == HW_OP_VECTOR);
+    CHECK_NEAR(op->bytes, 704643072.0, 0, 0);
+    CHECK_NEAR(op->flops, 6.0 * 8192 * 14336, 0, 0);
+    /* RMSNorm over T x 4096: reads x and 4096 weights, writes y: (2 x 8192 x 4096 + 4096)
+     * x 2 = 134,225,920 bytes. */
+    CHECK_NEAR(find(&l, "norm1")->bytes, 134225920.0, 0, 0);
+
+    /* Backward: each GEMM is dgrad then wgrad with the forward's FLOPs; the wgrad carries
+     * its weight's parameters (qkv: 4096 x 6144 = 25,165,824). */
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    static const char *const bwd[] = {
+        "residual2.bwd", "mlp_down.dgrad", "mlp_down.wgrad", "act.bwd", "mlp_up.dgrad",
+        "mlp_up.wgrad", "norm2.bwd", "residual1.bwd", "proj.dgrad", "proj.wgrad",
+        "attn.bwd", "rope.bwd", "qkv.dgrad", "qkv.wgrad", "norm1.bwd"};
+    CHECK_INT_EQ(l.n, (int)SIM_ARRAY_LEN(bwd));
+    for (int i = 0; i < l.n && i < (int)SIM_ARRAY_LEN(bwd); i++)
+        CHECK_STR_EQ(l.op[i].name, bwd[i]);
+    CHECK_NEAR(find(&l, "qkv.dgrad")->flops, 412316860416.0, 0, 0);
+    CHECK_NEAR(find(&l, "qkv.wgrad")->model_flops, 412316860416.0, 0, 0);
+    CHECK_INT_EQ(find(&l, "qkv.wgrad")->grad_params, 25165824);
+    CHECK_INT_EQ(find(&l, "qkv.dgrad")->grad_params, 0);
+    CHECK_INT_EQ(find(&l, "norm1.bwd")->grad_params, 4096);
+    /* FlashAttention-2 backward: 2.5 x the executed forward (5 matmuls vs 2) =
+     * 687,194,767,360 FLOPs; model FLOPs 2 x the full forward = 1,099,511,627,776. */
+    op = find(&l, "attn.bwd");
+    CHECK_NEAR(op->flops, 687194767360.0, 0, 0);
+    CHECK_NEAR(op->model_flops, 1099511627776.0, 0, 0);
+    CHECK(op->attn_core);
+
+    /* LM head: (T x 4096) @ (4096 x 128256) = 8,607,114,461,184 FLOPs; its wgrad carries
+     * the untied head's 525,336,576 parameters; the loss reads bf16 logits and moves the
+     * fp32 copy: T x 128256 x (2 + 16) bytes. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "lm_head")->flops, 8607114461184.0, 0, 0);
+    CHECK_NEAR(find(&l, "loss")->bytes, 8192.0 * 128256 * 18, 0, 0);
+    model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(find(&l, "lm_head.wgrad")->grad_params, 525336576);
+    CHECK_NEAR(find(&l, "lm_head.dgrad")->model_flops, 8607114461184.0, 0, 0);
+    /* Embedding: gathers have no FLOPs; its backward carries the table's gradients. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_FWD, &l);
+    CHECK_INT_EQ(l.n, 1);
+    CHECK_NEAR(l.op[0].model_flops, 0, 0, 0);
+    model_block_ops(&m, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(find(&l, "embed.wgrad")->grad_params, 525336576);
+
+    /* Tensor parallel t = 2: each rank has 16 query and 4 KV heads, so qkv has
+     * (16 + 2 x 4) x 128 = 3072 columns: half the FLOPs; the row-parallel proj has a
+     * 2048-deep input: half as well. */
+    sh.tp = 2;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "qkv")->flops, 412316860416.0 / 2, 0, 0);
+    CHECK_NEAR(find(&l, "proj")->flops, 274877906944.0 / 2, 0, 0);
+    CHECK_NEAR(find(&l, "attn")->flops, 274877906944.0 / 2, 0, 0);
+    /* Norms are replicated without SP (T x h each) and split by t with SP. */
+    CHECK_NEAR(find(&l, "norm1")->bytes, 134225920.0, 0, 0);
+    sh.sp = true;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    /* (2 x 4096 x 4096 + 4096) x 2 = 67,117,056 */
+    CHECK_NEAR(find(&l, "norm1")->bytes, 67117056.0, 0, 0);
+    /* the GEMMs still see all T tokens (after the SP all-gather) */
+    CHECK_NEAR(find(&l, "qkv")->flops, 412316860416.0 / 2, 0, 0);
+}
+
+static void test_unfused_attention(void)
+{
+    /* Without flash attention the scores are computed for the full s x s and a separate
+     * softmax reads and writes b x heads x s^2 elements. b = 1, s = 1024, Llama-8B heads:
+     * S = 32 x 1024^2 = 33,554,432 elements; each matmul 2 x 1024^2 x 4096 =
+     * 8,589,934,592 FLOPs, executed in full. */
+    model_spec m = llama31_8b();
+    model_shape sh = shape(1, 1024, 1, false, false);
+    model_op_list l;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    const model_op *sc = find(&l, "attn.scores"), *sm = find(&l, "attn.softmax"),
+                   *cx = find(&l, "attn.context");
+    CHECK_NEAR(sc->flops, 8589934592.0, 0, 0);
+    CHECK_NEAR(sc->model_flops, 8589934592.0, 0, 0);
+    CHECK_NEAR(cx->flops, 8589934592.0, 0, 0);
+    CHECK(sm->cls == HW_OP_VECTOR);
+    /* no dropout: reads and writes S elements of 2 bytes */
+    CHECK_NEAR(sm->bytes, 2.0 * 33554432 * 2, 0, 0);
+    CHECK(sc->attn_core && sm->attn_core && cx->attn_core);
+    CHECK(find(&l, "rope") + 1 == sc);
+    CHECK(cx + 1 == find(&l, "proj"));
+    /* backward: 2 x forward, dP/dV then softmax then dQ/dK */
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "attn.context.bwd")->flops, 2 * 8589934592.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.scores.bwd")->model_flops, 2 * 8589934592.0, 0, 0);
+    CHECK(find(&l, "attn.context.bwd") + 1 == find(&l, "attn.softmax.bwd"));
+    CHECK(find(&l, "attn.softmax.bwd") + 1 == find(&l, "attn.scores.bwd"));
+}
+
+/* ---- model FLOPs ------------------------------------------------------------------------- */
+
+static void test_model_flops(void)
+{
+    /* Korthikanti et al. 2022 App. A (and Narayanan et al. 2021 §5.1): a GELU transformer
+     * with ffn = 4h and a = h/d heads does per layer and token, forward, 2 x (3h^2 + h^2 +
+     * 8h^2) = 24h^2 GEMM FLOPs (qkv, proj, MLP) and 4 s h attention FLOPs (QK^T and PV over
+     * the full s, causal or not); the LM head 2 h V per token. Backward doubles every
+     * matmul, so one micro-batch of T = b s tokens costs
+     *   3 (24 T L h^2 + 4 T L s h + 2 T h V) = 72 b L s h^2 (1 + s/(6h) + V/(12 h L)).
+     * GPT-3 175B, b = 1, s = 2048: 2,204,412,785,197,056 FLOPs (biases do not change it:
+     * they are vector work). */
+    model_spec m = gpt(96, 12288, 96, 50257, 2048);
+    double b = 1, s = 2048, L = 96, h = 12288, V = 50257;
+    double expect = 72 * b * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L));
+    model_shape sh = shape(1, 2048, 1, false, false);
+    totals t = step_totals(&m, &sh);
+    CHECK_NEAR(t.model_flops, expect, 1e-12, 0);
+    CHECK_NEAR(t.model_flops, 2204412785197056.0, 1e-12, 0);
+    /* Unfused attention executes what it is credited: matmul hardware FLOPs = model
+     * FLOPs (vector kernels add their few FLOPs per element on top). */
+    CHECK_NEAR(t.matmul_flops, expect, 1e-12, 0);
+    CHECK(t.flops > t.matmul_flops);
+    /* Narayanan et al. 2021 Eq. 3 (full recompute: one extra forward of every layer):
+     * 96 b s L h^2 (1 + s/(6h) + V/(16 L h)) = 72(...) + L (24 T h^2 + 4 T s h). */
+    CHECK_NEAR(t.model_flops + L * t.layer_fwd_model_flops,
+               96 * b * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h)), 1e-12, 0);
+
+    /* Flash attention changes executed FLOPs, not model FLOPs: attention executes
+     * 0.5 (fwd) + 1.25 (bwd) of the 4 b s^2 h it is credited 1 + 2 for, so hardware FLOPs
+     * are lower by 1.25 x 4 b s^2 h per layer. */
+    sh.flash_attention = true;
+    totals tf = step_totals(&m, &sh);
+    CHECK_NEAR(tf.model_flops, expect, 1e-12, 0);
+    CHECK_NEAR(tf.matmul_flops, expect - L * 1.25 * 4 * b * s * s * h, 1e-12, 0);
+
+    /* Model FLOPs do not depend on the tensor-parallel split: t ranks together do the
+     * same matmul work. With a vocabulary divisible by t (no padding) the t ranks' sum is
+     * exactly the formula's. */
+    m.vocab = 50304; /* Megatron's padded GPT-2 vocabulary, divisible by 8 */
+    sh = shape(1, 2048, 8, true, true);
+    totals t8 = step_totals(&m, &sh);
+    V = 50304;
+    CHECK_NEAR(8 * t8.model_flops, 72 * b * L * s * h * h * (1 + s / (6 * h) + V / (12 * h * L)),
+               1e-12, 0);
+}
+
+/* ---- gradient accounting ----------------------------------------------------------------- */
+
+static void test_grad_params(void)
+{
+    /* Every parameter's gradient is produced by exactly one backward kernel: summed over
+     * embedding, layers and head, grad_params equals the parameter count. Tied embeddings
+     * count once (in embed.wgrad, which completes the shared matrix's gradient). */
+    model_spec specs[] = {llama31_8b(), qwen3_4b(), gpt(96, 12288, 96, 50257, 2048)};
+    for (size_t i = 0; i < SIM_ARRAY_LEN(specs); i++) {
+        model_params p;
+        model_count_params(&specs[i], &p);
+        model_shape sh = shape(1, 2048, 1, false, true);
+        CHECK_INT_EQ(step_totals(&specs[i], &sh).grad_params, p.total);
+    }
+    /* Tied: the LM head's wgrad still runs (its FLOPs are real) but carries nothing. */
+    model_spec q = qwen3_4b();
+    model_shape sh = shape(1, 2048, 1, false, true);
+    model_op_list l;
+    model_block_ops(&q, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(find(&l, "lm_head.wgrad")->grad_params, 0);
+    CHECK(find(&l, "lm_head.wgrad")->flops > 0);
+    /* qk-norm backward carries q_norm and k_norm weights: 2 x 128 */
+    model_block_ops(&q, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(find(&l, "qk_norm.bwd")->grad_params, 256);
+
+    /* Under TP each rank produces its shard's gradients; norms are replicated. Llama-8B,
+     * t = 2: a layer's 218,103,808 matrix parameters halve to 109,051,904, plus the two
+     * full 4096-weight norms: 109,060,096 per rank. */
+    model_spec m = llama31_8b();
+    sh.tp = 2;
+    totals t = {0};
+    add_block(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, 1, &t);
+    CHECK_INT_EQ(t.grad_params, 109060096);
+}
+
+/* ---- activations ------------------------------------------------------------------------- */
+
+/* |bytes / 1e9 - table| within half a unit of the table's last digit */
+static void check_gb(double bytes, double table, double unit)
+{
+    CHECK_NEAR(bytes / 1e9, table, 0, unit / 2);
+}
+
+static void test_korthikanti(void)
+{
+    /* Korthikanti et al. 2022 Table 2 (validation/activation_memory.md): GPT, 16-bit,
+     * dropout masks kept, no flash attention. Per layer, sbh x
+     *   34 + 5as/h            no parallelism
+     *   10 + 24/t + 5as/(ht)  tensor parallel
+     *   34/t + 5as/(ht)       tensor + sequence parallel
+     *   10 + 24/t, 34/t       the same with selective recompute (no 5as/h term)
+     *   2                     full recompute (only the layer input). */
+    struct row {
+        int64_t s, b;
+        int h, a, t;
+        double none, tp, tpsp, tpsel, tpspsel, full; /* worked values, GB */
+    } rows[] = {
+        {2048, 1, 12288, 96, 8, 2.869, 0.579, 0.359, 0.327, 0.1070, 0.0503},  /* GPT-3 175B */
+        {2048, 1, 20480, 128, 8, 4.110, 0.881, 0.514, 0.545, 0.1783, 0.0839}, /* MT-NLG 530B */
+        {2048, 4, 6144, 64, 8, 7.080, 1.325, 0.885, 0.654, 0.2139, 0.1007},   /* 22B */
+    };
+    for (size_t i = 0; i < SIM_ARRAY_LEN(rows); i++) {
+        const struct row *r = &rows[i];
+        model_spec m = gpt(96, r->h, r->a, 51200, 2048);
+        double s = (double)r->s, b = (double)r->b, h = r->h, a = r->a, t = r->t;
+        double sbh = s * b * h;
+        model_shape sh = shape(r->b, r->s, 1, false, false);
+        double v = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE);
+        CHECK_NEAR(v, sbh * (34 + 5 * a * s / h), 1e-12, 0);
+        check_gb(v, r->none, 1e-3);
+
+        sh.tp = r->t;
+        v = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE);
+        CHECK_NEAR(v, sbh * (10 + 24 / t + 5 * a * s / (h * t)), 1e-12, 0);
+        check_gb(v, r->tp, 1e-3);
+        v = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_SELECTIVE);
+        CHECK_NEAR(v, sbh * (10 + 24 / t), 1e-12, 0);
+        check_gb(v, r->tpsel, 1e-3);
+        v = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL);
+        CHECK_NEAR(v, sbh * 2, 1e-12, 0);
+        check_gb(v, r->full, 1e-4);
+
+        sh.sp = true;
+        v = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE);
+        CHECK_NEAR(v, sbh * (34 / t + 5 * a * s / (h * t)), 1e-12, 0);
+        check_gb(v, r->tpsp, 1e-3);
+        v = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_SELECTIVE);
+        CHECK_NEAR(v, sbh * 34 / t, 1e-12, 0);
+        check_gb(v, r->tpspsel, 1e-4);
+        /* With SP the checkpointed layer input is the sequence shard: 2sbh/t. */
+        v = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL);
+        CHECK_NEAR(v, sbh * 2 / t, 1e-12, 0);
+    }
+
+    /* Without dropout the two residual masks (1 sbh each) and the attention-probability
+     * mask and dropped copy (3as^2b of the 5) disappear: sbh (32 + 2as/h). */
+    model_spec m = gpt(96, 12288, 96, 51200, 2048);
+    m.dropout = 0;
+    model_shape sh = shape(1, 2048, 1, false, false);
+    double sbh = 2048.0 * 12288;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE),
+               sbh * (32 + 2.0 * 96 * 2048 / 12288), 1e-12, 0);
+}
+
+static void test_generalised_activations(void)
+{
+    /* Llama-3.1-8B, b = 1, s = 4096, bf16, flash attention, no dropout. Bytes kept per
+     * token: norm1 input 2h = 8192; QKV input 8192; Q 2 x 4096 + K, V 2 x 2 x 1024 =
+     * 12288; FlashAttention logsumexp 4 x 32 heads = 128; proj input 8192; norm2 input
+     * 8192; mlp_up input 8192; SwiGLU gate and up 2 x 2 x 14336 = 57344; down input
+     * 2 x 14336 = 28672. Total 139,392 bytes per token, x 4096 tokens = 570,949,632. */
+    model_spec m = llama31_8b();
+    model_shape sh = shape(1, 4096, 1, false, true);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 570949632.0, 0, 0);
+    /* selective recompute drops the logsumexp: 139,264 per token */
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_SELECTIVE),
+               139264.0 * 4096, 0, 0);
+    /* full recompute: the 2h-byte layer input, 8192 per token */
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL), 8192.0 * 4096, 0,
+               0);
+    /* TP 2 with SP splits every term (8 KV heads >= 2 split too): half, 69,696 per token */
+    sh.tp = 2, sh.sp = true;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 69696.0 * 4096, 0,
+               0);
+    /* TP 16 > 8 KV heads: each rank keeps one whole KV head (replicated), so K and V are
+     * 2 x 2 x 128 per token instead of 2 x 2 x 64; Q 2 x 2 x 128 (2 query heads); the
+     * replicated part with SP is 34-style /16. Per token: norm1, qkv in, norm2, up in:
+     * 4 x 8192 / 16 = 2048; Q 512 + K, V 512 = 1024; lse 4 x 2 = 8; proj in 512; SwiGLU
+     * (896 per rank) 3 x 2 x 896 = 5376. Total 8,968. */
+    sh.tp = 16;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 8968.0 * 4096, 0,
+               0);
+
+    /* Unfused attention keeps the 2-byte softmax output: + 2 x 32 x 4096 = 262,144 per
+     * token instead of the 128-byte logsumexp. */
+    sh = shape(1, 4096, 1, false, false);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE),
+               (139392.0 - 128 + 262144) * 4096, 0, 0);
+
+    /* Qwen3-4B, b = 2, s = 2048, flash: per token 2h x 4 (norm inputs, qkv and up inputs)
+     * = 20480; Q, K, V 2 x (4096 + 2 x 1024) = 12288; qk-norm inputs 2 x (4096 + 1024) =
+     * 10240; logsumexp 128; proj input 8192; SwiGLU 3 x 2 x 9728 = 58368. Total 109,696
+     * per token, x 4096 tokens. */
+    model_spec qw = qwen3_4b();
+    sh = shape(2, 2048, 1, false, true);
+    CHECK_NEAR(model_layer_activation_bytes(&qw, &sh, MODEL_RECOMPUTE_NONE), 109696.0 * 4096, 0,
+               0);
+
+    /* Embedding keeps the int64 token ids: 8 x 4096. Head keeps the final-norm and LM-head
+     * inputs (2 x 2 x 4096 per token) and the fp32 softmax of the logits (4 x 128256 per
+     * token): 4096 x (16384 + 513024) = 2,168,455,168. */
+    sh = shape(1, 4096, 1, false, true);
+    CHECK_NEAR(model_embed_activation_bytes(&m, &sh), 32768.0, 0, 0);
+    CHECK_NEAR(model_head_activation_bytes(&m, &sh), 2168455168.0, 0, 0);
+    /* TP 8 with SP: inputs sequence-sharded, logits vocabulary-sharded: all / 8. */
+    sh.tp = 8, sh.sp = true;
+    CHECK_NEAR(model_head_activation_bytes(&m, &sh), 2168455168.0 / 8, 0, 0);
+    /* A GPT with embedding dropout also keeps the 1-byte mask: 8 + 12288 per token. */
+    model_spec g = gpt(96, 12288, 96, 50257, 2048);
+    sh = shape(1, 2048, 1, false, false);
+    CHECK_NEAR(model_embed_activation_bytes(&g, &sh), 2048.0 * (8 + 12288), 0, 0);
+}
+
+int main(void)
+{
+    test_params();
+    test_llama_gemms();
+    test_unfused_attention();
+    test_model_flops();
+    test_grad_params();
+    test_korthikanti();
+    test_generalised_activations();
+    return test_finish();
+}
