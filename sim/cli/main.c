@@ -1,1 +1,342 @@
-int main(void) { return 0; }
+/* The `stepsim` command: argument parsing, sub-command dispatch, human-readable output.
+ * Exit codes (DESIGN.md §6): 0 success (an OOM verdict is a result), 1 internal error,
+ * 2 invalid input — reported as exactly one `...: error: ...` line plus hint lines. */
+#include "core/sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "io/h5.h"
+#include "io/json.h"
+#include "io/load.h"
+#include "plan/plan.h"
+#include "replay/replay.h"
+
+#define EXIT_INVALID 2
+
+typedef struct cli_args {
+    const char *cmd;
+    const char *scenario;
+    const char *out;
+    const char **sets;
+    size_t n_sets;
+    bool json;
+    bool no_timeline;
+    int steps; /* 0 = from the scenario */
+    char command_line[4096];
+} cli_args;
+
+static const char usage_main[] =
+    "usage: stepsim COMMAND [ARGS]\n"
+    "\n"
+    "Discrete-event simulator of distributed LLM training on GPU clusters.\n"
+    "\n"
+    "commands:\n"
+    "  run SCENARIO.yaml    simulate training steps; print a summary, --json, or -o OUT.h5\n"
+    "  check SCENARIO.yaml  validate a scenario (exit 0 valid, 2 invalid)\n"
+    "  mem SCENARIO.yaml    the per-GPU memory plan and OOM verdict, without replay\n"
+    "\n"
+    "Coming with later issues: sweep, plan, bench-coll, trace, replay, export-perfetto, topo.\n"
+    "Run `stepsim COMMAND --help` for a command's options; docs/cli.md has the details.\n";
+
+static const char usage_run[] =
+    "usage: stepsim run SCENARIO.yaml [-o OUT.h5] [--set KEY=VALUE]... [--json] [--steps N]\n"
+    "                   [--no-timeline]\n"
+    "\n"
+    "Generates the trace the scenario implies, replays it on the modelled cluster and reports\n"
+    "step time, throughput, MFU, bubbles, exposed communication and per-GPU memory.\n"
+    "\n"
+    "  -o, --output OUT.h5  write the results (HDF5 schema 1, docs/hdf5-schema.md)\n"
+    "  --set KEY=VALUE      override a scenario key by dotted path (parallel.dp=4,\n"
+    "                       topology.gpu.memory=\"40 GiB\"); VALUE is a YAML flow value\n"
+    "  --json               print the summary as one JSON object (docs/json.md)\n"
+    "  --steps N            simulate N optimizer steps (overrides simulation.steps)\n"
+    "  --no-timeline        do not record the per-op timeline (smaller files)\n";
+
+static const char usage_check[] =
+    "usage: stepsim check SCENARIO.yaml [--set KEY=VALUE]...\n"
+    "\n"
+    "Loads and validates the scenario and the files it references. Exit 0 when valid; 2\n"
+    "with one FILE:LINE:COL: error: line when not.\n";
+
+static const char usage_mem[] =
+    "usage: stepsim mem SCENARIO.yaml [--set KEY=VALUE]... [--json]\n"
+    "\n"
+    "Prints the per-GPU memory plan (params, grads, optimizer, activations, buffers) and the\n"
+    "OOM verdict without replaying the step.\n";
+
+static int invalid(const char *what, const char *msg, const char *hint)
+{
+    fprintf(stderr, "%s: error: %s\n", what, msg);
+    if (hint)
+        fprintf(stderr, "  %s\n", hint);
+    return EXIT_INVALID;
+}
+
+static const char *usage_of(const char *cmd)
+{
+    if (strcmp(cmd, "run") == 0)
+        return usage_run;
+    if (strcmp(cmd, "check") == 0)
+        return usage_check;
+    if (strcmp(cmd, "mem") == 0)
+        return usage_mem;
+    return NULL;
+}
+
+/* Returns 0 to go on, -1 when help was printed (exit 0), or EXIT_INVALID. */
+static int parse_args(int argc, char **argv, cli_args *a)
+{
+    char hint[128];
+    snprintf(hint, sizeof hint, "see `stepsim %s --help`", a->cmd);
+    size_t len = 0;
+    for (int i = 0; i < argc && len + 2 < sizeof a->command_line; i++)
+        len += (size_t)snprintf(a->command_line + len, sizeof a->command_line - len, "%s%s",
+                                i ? " " : "", i == 0 ? "stepsim" : argv[i]);
+    bool is_run = strcmp(a->cmd, "run") == 0, is_mem = strcmp(a->cmd, "mem") == 0;
+    for (int i = 2; i < argc; i++) {
+        const char *arg = argv[i];
+        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+            fputs(usage_of(a->cmd), stdout);
+            return -1;
+        }
+        if (strcmp(arg, "--set") == 0 || strncmp(arg, "--set=", 6) == 0) {
+            const char *v = arg[5] == '=' ? arg + 6 : (i + 1 < argc ? argv[++i] : NULL);
+            if (!v)
+                return invalid("--set", "expects KEY=VALUE", hint);
+            a->sets[a->n_sets++] = v;
+        } else if (is_run && (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0)) {
+            if (i + 1 >= argc)
+                return invalid(arg, "expects an output file name", hint);
+            a->out = argv[++i];
+        } else if ((is_run || is_mem) && strcmp(arg, "--json") == 0) {
+            a->json = true;
+        } else if (is_run && strcmp(arg, "--no-timeline") == 0) {
+            a->no_timeline = true;
+        } else if (is_run && strcmp(arg, "--steps") == 0) {
+            if (i + 1 >= argc)
+                return invalid("--steps", "expects a number of steps", hint);
+            char *end;
+            long n = strtol(argv[++i], &end, 10);
+            if (*end || n < 1 || n > 1000000)
+                return invalid("--steps", "expects an integer from 1 to 1000000", hint);
+            a->steps = (int)n;
+        } else if (arg[0] == '-' && arg[1] != '\0') {
+            char msg[256];
+            snprintf(msg, sizeof msg, "unknown option '%s' for `stepsim %s`", arg, a->cmd);
+            return invalid("stepsim", msg, hint);
+        } else if (!a->scenario) {
+            a->scenario = arg;
+        } else {
+            char msg[256];
+            snprintf(msg, sizeof msg, "unexpected argument '%s'", arg);
+            return invalid("stepsim", msg, hint);
+        }
+    }
+    if (!a->scenario)
+        return invalid("stepsim", "missing SCENARIO.yaml", hint);
+    return 0;
+}
+
+static void print_bytes(FILE *f, double b)
+{
+    fprintf(f, "%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
+}
+
+static void print_summary(FILE *f, const plan *p, const replay_results *r, bool replayed)
+{
+    const replay_summary *s = &r->summary;
+    const plan_scenario *sc = p->sc;
+    fprintf(f, "%s: %s\n", s->name, s->status == REPLAY_STATUS_OOM ? "OUT OF MEMORY" : "fits");
+    fprintf(f, "  cluster         %d x %s", s->gpus, sc->topology.gpu.name);
+    if (p->topology_gpus > s->gpus)
+        fprintf(f, " (of %d in topology '%s')", p->topology_gpus, sc->topology.name);
+    else
+        fprintf(f, " (topology '%s')", sc->topology.name);
+    fprintf(f, "\n  model           %s, seq %lld, global batch %lld = %lld micro-batch(es) of %lld"
+               " x dp %d\n",
+            sc->model.name, (long long)sc->training.seq_len, (long long)p->global_batch,
+            (long long)p->accum_steps, (long long)sc->training.micro_batch, sc->parallel.dp);
+    if (replayed) {
+        fprintf(f, "  step time       %.6g s", s->step_time_s);
+        if (s->steps > 1)
+            fprintf(f, " (median of steps 2..%d)", s->steps);
+        fprintf(f, "\n  throughput      %.6g tokens/s, %.4g samples/s\n", s->tokens_per_s,
+                s->samples_per_s);
+        fprintf(f, "  compute         %.4g TFLOP/s per GPU, MFU %.1f%%, HFU %.1f%%\n",
+                s->tflops_per_gpu, 100 * s->mfu, 100 * s->hfu);
+        fprintf(f, "  bubbles         %.2f%% of the step", 100 * s->bubble_fraction);
+        const char *sep = " (";
+        for (int c = 0; c < REPLAY_CAUSE_COUNT; c++)
+            if (s->bubble_by_cause[c] > 0) {
+                fprintf(f, "%s%s %.2f%%", sep, replay_cause_name((replay_cause)c),
+                        100 * s->bubble_by_cause[c]);
+                sep = ", ";
+            }
+        fprintf(f, "%s\n", sep[0] == ',' ? ")" : "");
+        for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+            if (s->comm_bytes_per_gpu[g] > 0)
+                fprintf(f, "  %-2s traffic      %.4g GB sent per GPU, %.4g s exposed\n",
+                        plan_group_name((plan_group_class)g), s->comm_bytes_per_gpu[g] / 1e9,
+                        s->exposed_comm_s[g]);
+    }
+    fprintf(f, "  memory (peak)   ");
+    print_bytes(f, (double)s->peak_mem_bytes);
+    fprintf(f, " of ");
+    print_bytes(f, (double)s->capacity_bytes);
+    fprintf(f, "\n ");
+    for (int c = 0; c < PLAN_MEM_COUNT; c++) {
+        fprintf(f, " %s ", plan_mem_cat_name((plan_mem_cat)c));
+        print_bytes(f, (double)s->mem_bytes[c]);
+        fputc(c + 1 < PLAN_MEM_COUNT ? ',' : '\n', f);
+    }
+    if (s->binding_constraint)
+        fprintf(f, "  binding         %s\n", s->binding_constraint);
+}
+
+/* Loads the scenario and applies CLI overrides; prints the error and returns 2 on bad input. */
+static int load(const cli_args *a, plan_scenario *sc, io_scenario_info **info)
+{
+    sim_diag diag = {0};
+    int rc = io_scenario_load(a->scenario, a->sets, a->n_sets, sc, info, &diag);
+    if (rc != 0) {
+        if (!diag.set)
+            sim_diag_error(&diag, a->scenario, 0, 0, "%s", sim_strerror(rc));
+        sim_diag_print(&diag, stderr);
+        return EXIT_INVALID;
+    }
+    if (a->steps > 0)
+        sc->simulation.steps = a->steps;
+    if (a->no_timeline)
+        sc->simulation.timeline = false;
+    return 0;
+}
+
+static int make_plan(const cli_args *a, const plan_scenario *sc, bool with_trace, plan **p)
+{
+    sim_diag diag = {0};
+    int rc = plan_create(sc, with_trace, p, &diag);
+    if (rc != 0) {
+        /* the plan has no file positions: report against the scenario file */
+        snprintf(diag.file, sizeof diag.file, "%s", a->scenario);
+        sim_diag_print(&diag, stderr);
+        return EXIT_INVALID;
+    }
+    return 0;
+}
+
+static int cmd_run(const cli_args *a)
+{
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    io_scenario_info *info = NULL;
+    plan *p = NULL;
+    replay_results *res = NULL;
+    int rc = load(a, sc, &info);
+    if (rc == 0)
+        rc = make_plan(a, sc, true, &p);
+    if (rc == 0) {
+        res = replay_results_create();
+        replay_options opt = {.timeline = sc->simulation.timeline};
+        replay_run(p, &opt, res);
+        if (a->out) {
+            io_h5_input *inputs = sim_calloc(info->n_inputs + 1, sizeof *inputs);
+            for (size_t i = 0; i < info->n_inputs; i++)
+                inputs[i] = (io_h5_input){.path = info->inputs[i].path,
+                                          .hash = info->inputs[i].hash};
+            io_h5_run run = {.results = res, .scenario_yaml = info->resolved_yaml};
+            sim_diag diag = {0};
+            if (io_h5_write(a->out, a->command_line, inputs, info->n_inputs, &run, 1,
+                            sc->simulation.timeline, &diag) != 0) {
+                sim_diag_print(&diag, stderr);
+                rc = 1;
+            }
+            sim_free(inputs);
+        }
+        if (rc == 0) {
+            if (a->json)
+                io_json_write_run(stdout, res);
+            else
+                print_summary(stdout, p, res, true);
+            fprintf(stderr, "stepsim: simulated %d step(s) of %d GPU(s) in %.3f s wall, %llu "
+                            "events (%.3g events/s)\n",
+                    sc->simulation.steps, p->n_ranks, res->wall_s,
+                    (unsigned long long)res->events,
+                    res->wall_s > 0 ? (double)res->events / res->wall_s : 0.0);
+        }
+    }
+    replay_results_destroy(res);
+    plan_destroy(p);
+    io_scenario_info_destroy(info);
+    sim_free(sc);
+    return rc;
+}
+
+static int cmd_check(const cli_args *a)
+{
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    plan *p = NULL;
+    int rc = load(a, sc, NULL);
+    if (rc == 0)
+        rc = make_plan(a, sc, false, &p);
+    if (rc == 0)
+        printf("%s: ok (%d GPU(s), %s)\n", a->scenario, p->n_ranks, sc->name);
+    plan_destroy(p);
+    sim_free(sc);
+    return rc;
+}
+
+static int cmd_mem(const cli_args *a)
+{
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    plan *p = NULL;
+    int rc = load(a, sc, NULL);
+    if (rc == 0)
+        rc = make_plan(a, sc, false, &p);
+    if (rc == 0) {
+        replay_results *res = replay_results_create();
+        replay_memory_only(p, res);
+        if (a->json)
+            io_json_write_mem(stdout, &res->summary);
+        else
+            print_summary(stdout, p, res, false);
+        replay_results_destroy(res);
+    }
+    plan_destroy(p);
+    sim_free(sc);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "help") == 0) {
+        const char *u = argc >= 3 && strcmp(argv[1], "help") == 0 ? usage_of(argv[2]) : NULL;
+        fputs(u ? u : usage_main, argc < 2 ? stderr : stdout);
+        return argc < 2 ? EXIT_INVALID : 0;
+    }
+    if (strcmp(argv[1], "--version") == 0) {
+        printf("stepsim %s\n", STEPSIM_VERSION);
+        return 0;
+    }
+    cli_args a = {.cmd = argv[1]};
+    if (!usage_of(a.cmd)) {
+        char msg[256];
+        snprintf(msg, sizeof msg, "unknown command '%s'", a.cmd);
+        return invalid("stepsim", msg, "commands: run, check, mem (see `stepsim --help`)");
+    }
+    a.sets = sim_calloc((size_t)argc, sizeof *a.sets);
+    int rc = parse_args(argc, argv, &a);
+    if (rc == 0) {
+        if (strcmp(a.cmd, "run") == 0)
+            rc = cmd_run(&a);
+        else if (strcmp(a.cmd, "check") == 0)
+            rc = cmd_check(&a);
+        else
+            rc = cmd_mem(&a);
+    } else if (rc < 0) {
+        rc = 0;
+    }
+    sim_free(a.sets);
+    return rc;
+}

@@ -202,7 +202,7 @@ static void emit_block(gen *g, model_block blk, model_phase ph, int layer, int m
     double grad_b = hw_dtype_bytes(g->p->sc->training.grad_dtype);
     for (int i = 0; i < ops.n; i++) {
         const model_op *mo = &ops.op[i];
-        if (recompute_only_attn && strcmp(mo->name, "attn") != 0)
+        if (recompute_only_attn && !mo->attn_core)
             continue;
         trace_phase phase = ph == MODEL_PHASE_FWD && !recompute ? TRACE_PHASE_FWD
                                                                 : TRACE_PHASE_BWD;

@@ -17,7 +17,7 @@
 #include "replay/results.h"
 
 typedef struct replay_options {
-    bool timeline; /* record one row per executed op of the last step... of every step */
+    bool timeline; /* record one row per executed op, every step */
 } replay_options;
 
 /* Replays `p` (which must carry a trace) for sc->simulation.steps steps and fills `out`

@@ -1,0 +1,543 @@
+/* Key tables of the scenario format (DESIGN.md §7): scenario, training, parallel, simulation,
+ * collectives, topology (parametric form), GPU catalog entry and model, plus the custom
+ * readers for the keys that are structured lists. Defaults come from plan_scenario_defaults
+ * and io__scenario_prefill (validate.c); docs/scenario-format.md documents every key. */
+#include "core/sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "io/keys.h"
+
+/* IO_K_ENUM stores an int: every enum filled through the tables must be int-sized. */
+_Static_assert(sizeof(hw_dtype) == sizeof(int), "enum size");
+_Static_assert(sizeof(plan_coll_algo) == sizeof(int), "enum size");
+_Static_assert(sizeof(model_recompute) == sizeof(int), "enum size");
+_Static_assert(sizeof(hw_intra_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(hw_fabric_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(plan_group_class) == sizeof(int), "enum size");
+_Static_assert(sizeof(sim_time) == sizeof(int64_t), "time size");
+
+/* ---------------------------------------------------------------------------------------- */
+/* Enumerations                                                                             */
+
+static const io_enum_name precision_names[] = {
+    {"bf16", HW_DTYPE_BF16}, {"fp16", HW_DTYPE_FP16}, {"fp8", HW_DTYPE_FP8}, {NULL, 0}};
+static const io_enum_name master_names[] = {
+    {"fp32", PLAN_MASTER_FP32}, {"none", PLAN_MASTER_NONE}, {NULL, 0}};
+static const io_enum_name grad_dtype_names[] = {
+    {"bf16", HW_DTYPE_BF16}, {"fp32", HW_DTYPE_FP32}, {NULL, 0}};
+static const io_enum_name optimizer_names[] = {
+    {"adam", PLAN_OPT_ADAM}, {"sgd", PLAN_OPT_SGD}, {NULL, 0}};
+static const io_enum_name state_names[] = {
+    {"fp32", PLAN_STATE_FP32}, {"bf16", PLAN_STATE_BF16}, {"int8", PLAN_STATE_INT8}, {NULL, 0}};
+static const io_enum_name recompute_names[] = {{"none", MODEL_RECOMPUTE_NONE},
+                                               {"selective", MODEL_RECOMPUTE_SELECTIVE},
+                                               {"full", MODEL_RECOMPUTE_FULL},
+                                               {NULL, 0}};
+static const io_enum_name finetune_names[] = {
+    {"full", PLAN_FT_FULL}, {"lora", PLAN_FT_LORA}, {"qlora", PLAN_FT_QLORA}, {NULL, 0}};
+static const io_enum_name target_names[] = {{"q", 0},  {"k", 1},    {"v", 2},    {"o", 3},
+                                            {"gate", 4}, {"up", 5}, {"down", 6}, {NULL, 0}};
+static const io_enum_name schedule_names[] = {{"gpipe", PLAN_SCHED_GPIPE},
+                                              {"1f1b", PLAN_SCHED_1F1B},
+                                              {"interleaved", PLAN_SCHED_INTERLEAVED},
+                                              {NULL, 0}};
+static const io_enum_name offload_names[] = {
+    {"none", PLAN_OFFLOAD_NONE}, {"cpu", PLAN_OFFLOAD_CPU}, {NULL, 0}};
+static const io_enum_name group_names[] = {{"tp", PLAN_GROUP_TP}, {"cp", PLAN_GROUP_CP},
+                                           {"ep", PLAN_GROUP_EP}, {"dp", PLAN_GROUP_DP},
+                                           {"pp", PLAN_GROUP_PP}, {NULL, 0}};
+static const io_enum_name symmetry_names[] = {
+    {"none", PLAN_SYMMETRY_NONE}, {"dp", PLAN_SYMMETRY_DP}, {NULL, 0}};
+static const io_enum_name coll_names[] = {{"auto", PLAN_COLL_AUTO},
+                                          {"ring", PLAN_COLL_RING},
+                                          {"tree", PLAN_COLL_TREE},
+                                          {"hd", PLAN_COLL_HD},
+                                          {"direct", PLAN_COLL_DIRECT},
+                                          {"hierarchical", PLAN_COLL_HIERARCHICAL},
+                                          {"nvls", PLAN_COLL_NVLS},
+                                          {NULL, 0}};
+static const io_enum_name intra_names[] = {{"nvswitch", HW_INTRA_NVSWITCH},
+                                           {"nvlink", HW_INTRA_NVLINK},
+                                           {"pcie", HW_INTRA_PCIE},
+                                           {NULL, 0}};
+static const io_enum_name fabric_names[] = {{"fat-tree", HW_FABRIC_FAT_TREE},
+                                            {"rail-optimized", HW_FABRIC_RAIL_OPTIMIZED},
+                                            {"single-switch", HW_FABRIC_SINGLE_SWITCH},
+                                            {NULL, 0}};
+static const io_enum_name activation_names[] = {
+    {"swiglu", MODEL_ACT_SWIGLU}, {"gelu", MODEL_ACT_GELU}, {NULL, 0}};
+static const io_enum_name norm_names[] = {
+    {"rmsnorm", MODEL_NORM_RMSNORM}, {"layernorm", MODEL_NORM_LAYERNORM}, {NULL, 0}};
+static const io_enum_name position_names[] = {
+    {"rope", MODEL_POS_ROPE}, {"learned", MODEL_POS_LEARNED}, {NULL, 0}};
+static const io_enum_name attention_names[] = {
+    {"mha", MODEL_ATTN_MHA}, {"mla", MODEL_ATTN_MLA}, {NULL, 0}};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
+
+static const io_notsup ns_tp = {.feature = "tensor parallelism",
+                                .issue = "the model-parallel issue"};
+static const io_notsup ns_sp = {.feature = "sequence parallelism",
+                                .issue = "the model-parallel issue"};
+static const io_notsup ns_tp_overlap = {.feature = "overlapping TP communication",
+                                        .issue = "the model-parallel issue"};
+static const io_notsup ns_pp = {.feature = "pipeline parallelism",
+                                .issue = "the pipeline-parallel issue"};
+static const io_notsup ns_ep = {.feature = "expert parallelism", .issue = "the MoE issue"};
+static const io_notsup ns_cp = {.feature = "context parallelism",
+                                .issue = "the context-parallel issue"};
+static const io_notsup ns_zero = {.feature = "ZeRO/FSDP sharding", .issue = "the sharding issue"};
+static const io_notsup ns_offload = {.feature = "optimizer offload",
+                                     .issue = "the offload issue"};
+static const io_notsup ns_finetune = {.feature = "LoRA/QLoRA fine-tuning",
+                                      .issue = "the fine-tuning issue"};
+static const io_notsup ns_skew = {.feature = "MoE routing skew", .issue = "the MoE issue"};
+static const io_notsup ns_moe = {.feature = "mixture-of-experts models", .plural = true,
+                                 .issue = "the MoE issue"};
+static const io_notsup ns_mla = {.feature = "multi-head latent attention",
+                                 .issue = "the MLA issue"};
+static const io_notsup ns_jitter = {.feature = "compute jitter",
+                                    .issue = "the variability issue"};
+static const io_notsup ns_symmetry = {.feature = "data-parallel symmetry",
+                                      .issue = "the large-scale issue"};
+static const io_notsup ns_coll = {.feature = "collective algorithms other than auto and ring",
+                                  .plural = true, .issue = "the collectives issue",
+                                  .ok_mask = (1u << PLAN_COLL_AUTO) | (1u << PLAN_COLL_RING)};
+static const io_notsup ns_explicit = {.feature = "the explicit topology form (devices/links)",
+                                      .issue = "the topology-graph issue"};
+
+/* ---------------------------------------------------------------------------------------- */
+/* Custom keys                                                                              */
+
+static const io_ynode *expect_list(io_schema_ctx *ctx, const io_ynode *v, const char *example,
+                                   int *rc)
+{
+    if (v->kind == IO_YSEQ) {
+        *rc = 0;
+        return v;
+    }
+    *rc = io_schema_error(ctx, SIM_EINVAL, v, "%s: expected a list such as %s, got %s%s%s%s",
+                          ctx->path, example, io_ykind_name(v->kind),
+                          v->kind == IO_YSCALAR ? " '" : "", v->kind == IO_YSCALAR ? v->text : "",
+                          v->kind == IO_YSCALAR ? "'" : "");
+    return NULL;
+}
+
+/* training.finetune.targets: a list of projection names, each at most once. */
+static int targets_fn(const io_key *key, const io_ynode *v, void *base, io_schema_ctx *ctx)
+{
+    (void)key;
+    plan_training *t = base;
+    int rc;
+    if (!expect_list(ctx, v, "[q, k, v, o]", &rc))
+        return rc;
+    if (v->n == 0)
+        return io_schema_error(ctx, SIM_EINVAL, v, "%s: name at least one projection", ctx->path);
+    if (v->n > PLAN_TARGETS_MAX)
+        return io_schema_error(ctx, SIM_EINVAL, v, "%s: at most %d targets", ctx->path,
+                               PLAN_TARGETS_MAX);
+    t->finetune.n_targets = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        char what[IO_SCHEMA_PATH_MAX + 32];
+        snprintf(what, sizeof what, "%s[%zu]", ctx->path, i);
+        int id;
+        if ((rc = io_schema_enum(ctx, what, v->items[i], target_names, &id)))
+            return rc;
+        for (size_t j = 0; j < i; j++)
+            if (strcmp(v->items[j]->text, v->items[i]->text) == 0)
+                return io_schema_error(ctx, SIM_EINVAL, v->items[i], "%s: '%s' is listed twice",
+                                       ctx->path, v->items[i]->text);
+        snprintf(t->finetune.targets[i], sizeof t->finetune.targets[i], "%s", v->items[i]->text);
+        t->finetune.n_targets++;
+    }
+    return 0;
+}
+
+/* parallel.pipeline.stage_layers: `auto` or a list of layer counts (>= 1) per stage. */
+static int stage_layers_fn(const io_key *key, const io_ynode *v, void *base, io_schema_ctx *ctx)
+{
+    (void)key;
+    plan_parallel *p = base;
+    if (v->kind == IO_YSCALAR && !v->quoted && strcmp(v->text, "auto") == 0) {
+        p->pipeline.n_stage_layers = 0;
+        return 0;
+    }
+    if (v->kind == IO_YSCALAR)
+        return io_schema_error(ctx, SIM_EINVAL, v,
+                               "%s: expected auto or a list of layer counts such as [8, 8], got "
+                               "'%s'",
+                               ctx->path, v->text);
+    int rc;
+    if (!expect_list(ctx, v, "[8, 8]", &rc))
+        return rc;
+    if (v->n == 0 || v->n > PLAN_STAGES_MAX)
+        return io_schema_error(ctx, SIM_EINVAL, v, "%s: expected 1 to %d stages, got %zu",
+                               ctx->path, PLAN_STAGES_MAX, v->n);
+    for (size_t i = 0; i < v->n; i++) {
+        char what[IO_SCHEMA_PATH_MAX + 32];
+        snprintf(what, sizeof what, "%s[%zu]", ctx->path, i);
+        int64_t x;
+        if ((rc = io_schema_int(ctx, what, v->items[i], &x)))
+            return rc;
+        if (x < 1 || x > 1000000)
+            return io_schema_error(ctx, SIM_EINVAL, v->items[i], "%s: must be at least 1 (got %s)",
+                                   what, v->items[i]->text);
+        p->pipeline.stage_layers[i] = (int)x;
+    }
+    p->pipeline.n_stage_layers = (int)v->n;
+    return 0;
+}
+
+/* parallel.order: a permutation of the five group names, inner to outer. */
+static int order_fn(const io_key *key, const io_ynode *v, void *base, io_schema_ctx *ctx)
+{
+    (void)key;
+    plan_parallel *p = base;
+    int rc;
+    if (!expect_list(ctx, v, "[tp, cp, ep, dp, pp]", &rc))
+        return rc;
+    if (v->n != PLAN_GROUP_COUNT) {
+        io_schema_error(ctx, SIM_EINVAL, v, "%s: expected all of tp, cp, ep, dp, pp once each, "
+                                            "got %zu names",
+                        ctx->path, v->n);
+        sim_diag_hint(ctx->diag, "the default is [tp, cp, ep, dp, pp] (inner to outer)");
+        return SIM_EINVAL;
+    }
+    unsigned seen = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        char what[IO_SCHEMA_PATH_MAX + 32];
+        snprintf(what, sizeof what, "%s[%zu]", ctx->path, i);
+        int g;
+        if ((rc = io_schema_enum(ctx, what, v->items[i], group_names, &g)))
+            return rc;
+        if (seen & (1u << g))
+            return io_schema_error(ctx, SIM_EINVAL, v->items[i], "%s: '%s' is listed twice",
+                                   ctx->path, v->items[i]->text);
+        seen |= 1u << g;
+        p->order[i] = (plan_group_class)g;
+    }
+    return 0;
+}
+
+/* GPU efficiency curves: [[size, efficiency], ...], sizes with units of key->unit, strictly
+ * increasing, efficiencies in (0, 1]. */
+static int curve_fn(const io_key *key, const io_ynode *v, void *base, io_schema_ctx *ctx)
+{
+    hw_curve *c = (hw_curve *)((char *)base + key->offset);
+    char example[64];
+    snprintf(example, sizeof example, "[[%s, 0.5]]", io_unit_kind_example(key->unit));
+    int rc;
+    if (!expect_list(ctx, v, example, &rc))
+        return rc;
+    if (v->n == 0 || v->n > HW_CURVE_MAX)
+        return io_schema_error(ctx, SIM_EINVAL, v, "%s: expected 1 to %d points, got %zu",
+                               ctx->path, HW_CURVE_MAX, v->n);
+    for (size_t i = 0; i < v->n; i++) {
+        const io_ynode *pt = v->items[i];
+        char what[IO_SCHEMA_PATH_MAX + 32];
+        snprintf(what, sizeof what, "%s[%zu]", ctx->path, i);
+        if (pt->kind != IO_YSEQ || pt->n != 2)
+            return io_schema_error(ctx, SIM_EINVAL, pt,
+                                   "%s: expected a pair [%s, efficiency] such as %s", what,
+                                   io_unit_kind_name(key->unit), example + 1);
+        double x, y;
+        if ((rc = io_schema_quantity(ctx, what, pt->items[0], key->unit, &x)) ||
+            (rc = io_schema_float(ctx, what, pt->items[1], &y)))
+            return rc;
+        if (!(x > 0))
+            return io_schema_error(ctx, SIM_EINVAL, pt->items[0], "%s: must be positive (got %s)",
+                                   what, pt->items[0]->text);
+        if (i > 0 && !(x > c->x[i - 1]))
+            return io_schema_error(ctx, SIM_EINVAL, pt->items[0],
+                                   "%s: sizes must be strictly increasing (%s is not above the "
+                                   "previous point)",
+                                   what, pt->items[0]->text);
+        if (!(y > 0 && y <= 1))
+            return io_schema_error(ctx, SIM_EINVAL, pt->items[1],
+                                   "%s: efficiency must be in (0, 1] (got %s)", what,
+                                   pt->items[1]->text);
+        c->x[i] = x;
+        c->y[i] = y;
+    }
+    c->n = (int)v->n;
+    return 0;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Tables                                                                                   */
+
+#define MAP(name_, what_, keys_) \
+    static const io_map name_ = {.what = what_, .keys = keys_, .n_keys = SIM_ARRAY_LEN(keys_)}
+
+#define POSITIVE (IO_KEY_MIN_EXCL), .min = 0
+#define NONNEG (IO_KEY_MIN), .min = 0
+#define AT_LEAST_1 (IO_KEY_MIN), .min = 1
+#define DEGREE (IO_KEY_MIN | IO_KEY_MAX), .min = 1, .max = 1048576
+
+#define TR(m) offsetof(plan_training, m)
+static const io_key finetune_keys[] = {
+    {.name = "method", .type = IO_K_ENUM, .offset = TR(finetune.method), .enums = finetune_names,
+     .notsup = &ns_finetune},
+    {.name = "rank", .type = IO_K_INT, .offset = TR(finetune.rank), .flags = DEGREE},
+    {.name = "targets", .type = IO_K_CUSTOM, .fn = targets_fn},
+};
+MAP(finetune_map, "finetune", finetune_keys);
+
+static const io_key training_keys[] = {
+    {.name = "seq_len", .type = IO_K_INT64, .offset = TR(seq_len), .flags = POSITIVE},
+    {.name = "global_batch", .type = IO_K_INT64, .offset = TR(global_batch), .flags = NONNEG},
+    {.name = "micro_batch", .type = IO_K_INT64, .offset = TR(micro_batch), .flags = POSITIVE},
+    {.name = "precision", .type = IO_K_ENUM, .offset = TR(precision), .enums = precision_names},
+    {.name = "master_weights", .type = IO_K_ENUM, .offset = TR(master_weights),
+     .enums = master_names},
+    {.name = "grad_dtype", .type = IO_K_ENUM, .offset = TR(grad_dtype), .enums = grad_dtype_names},
+    {.name = "optimizer", .type = IO_K_ENUM, .offset = TR(optimizer), .enums = optimizer_names},
+    {.name = "optimizer_state", .type = IO_K_ENUM, .offset = TR(optimizer_state),
+     .enums = state_names},
+    {.name = "recompute", .type = IO_K_ENUM, .offset = TR(recompute), .enums = recompute_names},
+    {.name = "flash_attention", .type = IO_K_BOOL, .offset = TR(flash_attention)},
+    {.name = "finetune", .type = IO_K_MAP, .map = &finetune_map}, /* anonymous struct: offset 0 */
+    {.name = "moe_routing_skew", .type = IO_K_FLOAT, .offset = TR(moe_routing_skew),
+     .flags = NONNEG, .notsup = &ns_skew},
+};
+MAP(training_map, "training", training_keys);
+
+#define PA(m) offsetof(plan_parallel, m)
+static const io_key fsdp_keys[] = {
+    {.name = "reshard_after_forward", .type = IO_K_BOOL, .offset = PA(fsdp.reshard_after_forward)},
+    {.name = "prefetch", .type = IO_K_INT, .offset = PA(fsdp.prefetch), .flags = NONNEG},
+    {.name = "hybrid_shard", .type = IO_K_BOOL, .offset = PA(fsdp.hybrid_shard)},
+};
+MAP(fsdp_map, "fsdp", fsdp_keys);
+
+static const io_key ddp_keys[] = {
+    {.name = "bucket", .type = IO_K_BYTES, .offset = PA(ddp.bucket_bytes), .flags = POSITIVE},
+    {.name = "overlap", .type = IO_K_BOOL, .offset = PA(ddp.overlap)},
+};
+MAP(ddp_map, "ddp", ddp_keys);
+
+static const io_key pipeline_keys[] = {
+    {.name = "schedule", .type = IO_K_ENUM, .offset = PA(pipeline.schedule),
+     .enums = schedule_names},
+    {.name = "virtual_stages", .type = IO_K_INT, .offset = PA(pipeline.virtual_stages),
+     .flags = DEGREE},
+    {.name = "stage_layers", .type = IO_K_CUSTOM, .fn = stage_layers_fn},
+};
+MAP(pipeline_map, "pipeline", pipeline_keys);
+
+static const io_key offload_keys[] = {
+    {.name = "optimizer", .type = IO_K_ENUM, .offset = PA(offload.optimizer),
+     .enums = offload_names, .notsup = &ns_offload},
+};
+MAP(offload_map, "offload", offload_keys);
+
+static const io_key parallel_keys[] = {
+    {.name = "dp", .type = IO_K_INT, .offset = PA(dp), .flags = DEGREE},
+    {.name = "tp", .type = IO_K_INT, .offset = PA(tp), .flags = DEGREE, .notsup = &ns_tp},
+    {.name = "pp", .type = IO_K_INT, .offset = PA(pp), .flags = DEGREE, .notsup = &ns_pp},
+    {.name = "ep", .type = IO_K_INT, .offset = PA(ep), .flags = DEGREE, .notsup = &ns_ep},
+    {.name = "cp", .type = IO_K_INT, .offset = PA(cp), .flags = DEGREE, .notsup = &ns_cp},
+    {.name = "sp", .type = IO_K_BOOL, .offset = PA(sp), .notsup = &ns_sp},
+    {.name = "zero", .type = IO_K_INT, .offset = PA(zero), .flags = IO_KEY_MIN | IO_KEY_MAX,
+     .min = 0, .max = 3, .notsup = &ns_zero},
+    {.name = "fsdp", .type = IO_K_MAP, .map = &fsdp_map},
+    {.name = "ddp", .type = IO_K_MAP, .map = &ddp_map},
+    {.name = "pipeline", .type = IO_K_MAP, .map = &pipeline_map},
+    {.name = "tp_comm_overlap", .type = IO_K_BOOL, .offset = PA(tp_comm_overlap),
+     .notsup = &ns_tp_overlap},
+    {.name = "offload", .type = IO_K_MAP, .map = &offload_map},
+    {.name = "order", .type = IO_K_CUSTOM, .fn = order_fn},
+};
+MAP(parallel_map, "parallel", parallel_keys);
+
+#define SI(m) offsetof(plan_simulation, m)
+static const io_key simulation_keys[] = {
+    {.name = "steps", .type = IO_K_INT, .offset = SI(steps), .flags = IO_KEY_MIN | IO_KEY_MAX,
+     .min = 1, .max = 1000000},
+    {.name = "seed", .type = IO_K_UINT64, .offset = SI(seed)},
+    {.name = "timeline", .type = IO_K_BOOL, .offset = SI(timeline)},
+    {.name = "symmetry", .type = IO_K_ENUM, .offset = SI(symmetry), .enums = symmetry_names,
+     .notsup = &ns_symmetry},
+    {.name = "jitter", .type = IO_K_FLOAT, .offset = SI(jitter), .flags = NONNEG,
+     .notsup = &ns_jitter},
+};
+MAP(simulation_map, "simulation", simulation_keys);
+
+#define COLL(g) (size_t)(g) * sizeof(plan_coll_algo)
+static const io_key collectives_keys[] = {
+    {.name = "dp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_DP), .enums = coll_names,
+     .notsup = &ns_coll},
+    {.name = "tp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_TP), .enums = coll_names,
+     .notsup = &ns_coll},
+    {.name = "pp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_PP), .enums = coll_names,
+     .notsup = &ns_coll},
+    {.name = "ep", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_EP), .enums = coll_names,
+     .notsup = &ns_coll},
+    {.name = "cp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_CP), .enums = coll_names,
+     .notsup = &ns_coll},
+};
+MAP(collectives_map, "collectives", collectives_keys);
+
+#define GPU(m) offsetof(hw_gpu_spec, m)
+#define PEAK(d) GPU(peak_flops) + (size_t)(d) * sizeof(double)
+static const io_key peak_keys[] = {
+    {.name = "bf16", .type = IO_K_QUANTITY, .offset = PEAK(HW_DTYPE_BF16),
+     .unit = IO_UNIT_FLOP_RATE, .flags = NONNEG},
+    {.name = "fp16", .type = IO_K_QUANTITY, .offset = PEAK(HW_DTYPE_FP16),
+     .unit = IO_UNIT_FLOP_RATE, .flags = NONNEG},
+    {.name = "fp8", .type = IO_K_QUANTITY, .offset = PEAK(HW_DTYPE_FP8), .unit = IO_UNIT_FLOP_RATE,
+     .flags = NONNEG},
+    {.name = "tf32", .type = IO_K_QUANTITY, .offset = PEAK(HW_DTYPE_TF32),
+     .unit = IO_UNIT_FLOP_RATE, .flags = NONNEG},
+    {.name = "fp32", .type = IO_K_QUANTITY, .offset = PEAK(HW_DTYPE_FP32),
+     .unit = IO_UNIT_FLOP_RATE, .flags = NONNEG},
+};
+MAP(peak_map, "peak", peak_keys);
+
+static const io_key gpu_keys[] = {
+    {.name = "name", .type = IO_K_STRING, .offset = GPU(name), .size = sizeof(((hw_gpu_spec *)0)->name)},
+    {.name = "memory", .type = IO_K_BYTES, .offset = GPU(memory_bytes),
+     .flags = IO_KEY_REQUIRED | POSITIVE},
+    {.name = "memory_bandwidth", .type = IO_K_QUANTITY, .offset = GPU(memory_bw_Bps),
+     .unit = IO_UNIT_BANDWIDTH, .flags = IO_KEY_REQUIRED | POSITIVE},
+    {.name = "peak", .type = IO_K_MAP, .map = &peak_map, .flags = IO_KEY_REQUIRED},
+    {.name = "matmul_efficiency", .type = IO_K_CUSTOM, .offset = GPU(matmul_eff),
+     .unit = IO_UNIT_FLOPS, .fn = curve_fn},
+    {.name = "memory_efficiency", .type = IO_K_CUSTOM, .offset = GPU(memory_eff),
+     .unit = IO_UNIT_BYTES, .fn = curve_fn},
+    {.name = "launch_overhead", .type = IO_K_TIME, .offset = GPU(launch_overhead_ps),
+     .flags = NONNEG},
+};
+MAP(gpu_map, "gpu", gpu_keys);
+
+#define TO(m) offsetof(hw_topology_spec, m)
+static const io_key intra_keys[] = {
+    {.name = "kind", .type = IO_K_ENUM, .offset = TO(intra.kind), .enums = intra_names,
+     .flags = IO_KEY_REQUIRED},
+    {.name = "bandwidth", .type = IO_K_QUANTITY, .offset = TO(intra.bw_Bps),
+     .unit = IO_UNIT_BANDWIDTH, .flags = POSITIVE},
+    {.name = "latency", .type = IO_K_TIME, .offset = TO(intra.latency_ps), .flags = NONNEG},
+    {.name = "sharp", .type = IO_K_BOOL, .offset = TO(intra.sharp)},
+    {.name = "gen", .type = IO_K_INT, .offset = TO(intra.pcie_gen),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 6},
+    {.name = "lanes", .type = IO_K_INT, .offset = TO(intra.pcie_lanes),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 32},
+    {.name = "p2p", .type = IO_K_BOOL, .offset = TO(intra.p2p)},
+};
+MAP(intra_map, "intra", intra_keys);
+
+static const io_key pcie_keys[] = {
+    {.name = "gen", .type = IO_K_INT, .offset = TO(pcie.gen), .flags = IO_KEY_MIN | IO_KEY_MAX,
+     .min = 1, .max = 6},
+    {.name = "lanes", .type = IO_K_INT, .offset = TO(pcie.lanes),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 32},
+};
+MAP(pcie_map, "pcie", pcie_keys);
+
+static const io_key nics_keys[] = {
+    {.name = "count", .type = IO_K_INT, .offset = TO(nics.count),
+     .flags = IO_KEY_REQUIRED | IO_KEY_MIN | IO_KEY_MAX, .min = 0, .max = 64},
+    {.name = "bandwidth", .type = IO_K_QUANTITY, .offset = TO(nics.bw_Bps),
+     .unit = IO_UNIT_BANDWIDTH, .flags = IO_KEY_REQUIRED | POSITIVE},
+    {.name = "latency", .type = IO_K_TIME, .offset = TO(nics.latency_ps), .flags = NONNEG},
+};
+MAP(nics_map, "nics", nics_keys);
+
+static const io_key node_keys[] = {
+    {.name = "gpus", .type = IO_K_INT, .offset = TO(gpus_per_node),
+     .flags = IO_KEY_REQUIRED | IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 1024},
+    {.name = "intra", .type = IO_K_MAP, .map = &intra_map},
+    {.name = "pcie", .type = IO_K_MAP, .map = &pcie_map},
+    {.name = "nics", .type = IO_K_MAP, .map = &nics_map},
+};
+MAP(node_map, "node", node_keys);
+
+static const io_key fabric_keys[] = {
+    {.name = "kind", .type = IO_K_ENUM, .offset = TO(fabric.kind), .enums = fabric_names,
+     .flags = IO_KEY_REQUIRED},
+    {.name = "oversubscription", .type = IO_K_FLOAT, .offset = TO(fabric.oversubscription),
+     .flags = AT_LEAST_1},
+    {.name = "latency", .type = IO_K_TIME, .offset = TO(fabric.latency_ps), .flags = NONNEG},
+};
+MAP(fabric_map, "fabric", fabric_keys);
+
+static const io_key topology_keys[] = {
+    {.name = "name", .type = IO_K_STRING, .offset = TO(name),
+     .size = sizeof(((hw_topology_spec *)0)->name)},
+    {.name = "gpu", .type = IO_K_MAP, .offset = TO(gpu), .map = &gpu_map,
+     .flags = IO_KEY_REQUIRED},
+    {.name = "nodes", .type = IO_K_INT, .offset = TO(nodes), .flags = DEGREE},
+    {.name = "node", .type = IO_K_MAP, .map = &node_map, .flags = IO_KEY_REQUIRED},
+    {.name = "fabric", .type = IO_K_MAP, .map = &fabric_map},
+    {.name = "devices", .type = IO_K_REJECT, .notsup = &ns_explicit},
+    {.name = "links", .type = IO_K_REJECT, .notsup = &ns_explicit},
+};
+MAP(topology_map, "topology", topology_keys);
+
+#define MO(m) offsetof(model_spec, m)
+static const io_key moe_keys[] = {
+    {.name = "experts", .type = IO_K_INT, .offset = MO(moe.experts), .flags = NONNEG,
+     .notsup = &ns_moe},
+    {.name = "top_k", .type = IO_K_INT, .offset = MO(moe.top_k), .flags = DEGREE},
+    {.name = "expert_ffn", .type = IO_K_INT, .offset = MO(moe.expert_ffn), .flags = POSITIVE},
+    {.name = "shared_experts", .type = IO_K_INT, .offset = MO(moe.shared_experts), .flags = NONNEG},
+    {.name = "dense_layers", .type = IO_K_INT, .offset = MO(moe.dense_layers), .flags = NONNEG},
+};
+MAP(moe_map, "moe", moe_keys);
+
+static const io_key attention_keys[] = {
+    {.name = "kind", .type = IO_K_ENUM, .offset = MO(attention.kind), .enums = attention_names,
+     .notsup = &ns_mla},
+    {.name = "q_lora_rank", .type = IO_K_INT, .offset = MO(attention.q_lora_rank), .flags = NONNEG},
+    {.name = "kv_lora_rank", .type = IO_K_INT, .offset = MO(attention.kv_lora_rank),
+     .flags = NONNEG},
+    {.name = "qk_rope_head_dim", .type = IO_K_INT, .offset = MO(attention.qk_rope_head_dim),
+     .flags = NONNEG},
+    {.name = "v_head_dim", .type = IO_K_INT, .offset = MO(attention.v_head_dim), .flags = NONNEG},
+};
+MAP(attention_map, "attention", attention_keys);
+
+static const io_key model_keys[] = {
+    {.name = "name", .type = IO_K_STRING, .offset = MO(name), .size = sizeof(((model_spec *)0)->name)},
+    {.name = "layers", .type = IO_K_INT, .offset = MO(layers), .flags = IO_KEY_REQUIRED | POSITIVE},
+    {.name = "hidden", .type = IO_K_INT, .offset = MO(hidden), .flags = IO_KEY_REQUIRED | POSITIVE},
+    {.name = "heads", .type = IO_K_INT, .offset = MO(heads), .flags = IO_KEY_REQUIRED | POSITIVE},
+    {.name = "kv_heads", .type = IO_K_INT, .offset = MO(kv_heads), .flags = POSITIVE},
+    {.name = "head_dim", .type = IO_K_INT, .offset = MO(head_dim), .flags = POSITIVE},
+    {.name = "ffn", .type = IO_K_INT, .offset = MO(ffn), .flags = IO_KEY_REQUIRED | POSITIVE},
+    {.name = "vocab", .type = IO_K_INT64, .offset = MO(vocab), .flags = IO_KEY_REQUIRED | POSITIVE},
+    {.name = "activation", .type = IO_K_ENUM, .offset = MO(activation), .enums = activation_names},
+    {.name = "norm", .type = IO_K_ENUM, .offset = MO(norm), .enums = norm_names},
+    {.name = "position", .type = IO_K_ENUM, .offset = MO(position), .enums = position_names},
+    {.name = "dropout", .type = IO_K_FLOAT, .offset = MO(dropout),
+     .flags = IO_KEY_MIN | IO_KEY_MAX_EXCL, .min = 0, .max = 1},
+    {.name = "tied_embeddings", .type = IO_K_BOOL, .offset = MO(tied_embeddings)},
+    {.name = "qk_norm", .type = IO_K_BOOL, .offset = MO(qk_norm)},
+    {.name = "bias", .type = IO_K_BOOL, .offset = MO(bias)},
+    {.name = "max_seq_len", .type = IO_K_INT, .offset = MO(max_seq_len), .flags = POSITIVE},
+    {.name = "moe", .type = IO_K_MAP, .map = &moe_map},
+    {.name = "attention", .type = IO_K_MAP, .map = &attention_map},
+};
+MAP(model_map, "model", model_keys);
+
+#define SC(m) offsetof(plan_scenario, m)
+static const io_key scenario_keys[] = {
+    {.name = "name", .type = IO_K_STRING, .offset = SC(name), .size = sizeof(((plan_scenario *)0)->name)},
+    {.name = "topology", .type = IO_K_MAP, .offset = SC(topology), .map = &topology_map,
+     .flags = IO_KEY_REQUIRED},
+    {.name = "model", .type = IO_K_MAP, .offset = SC(model), .map = &model_map,
+     .flags = IO_KEY_REQUIRED},
+    {.name = "training", .type = IO_K_MAP, .offset = SC(training), .map = &training_map},
+    {.name = "parallel", .type = IO_K_MAP, .offset = SC(parallel), .map = &parallel_map},
+    {.name = "simulation", .type = IO_K_MAP, .offset = SC(simulation), .map = &simulation_map},
+    {.name = "collectives", .type = IO_K_MAP, .offset = SC(collectives), .map = &collectives_map},
+};
+MAP(scenario_map, "the scenario", scenario_keys);
+
+const io_map *io__scenario_schema(void)
+{
+    return &scenario_map;
+}

@@ -1,0 +1,123 @@
+/* Declarative schema: tables of keys that say how a YAML mapping fills a C struct.
+ *
+ * Each key names its type, where it goes (offsetof into the struct the mapping fills), its
+ * range and whether a non-default value is supported yet. io_schema_apply walks a mapping in
+ * file order and, for each pair, finds the key (unknown keys are errors with a did-you-mean),
+ * converts the scalar by the typing rules of docs/scenario-format.md, checks the range and the
+ * "not supported yet" rule, and stores the value; then it checks that required keys are there.
+ * It stops at the first error, recorded in ctx->diag at the offending key or value.
+ *
+ * Nested mappings fill either a member struct (offset = offsetof the member) or, for anonymous
+ * member structs, the same struct (offset 0, child offsets relative to the parent's base).
+ * Custom keys (lists with structure) get a function; tables use designated initializers and
+ * functions of exactly the io_key_fn type (no casts). */
+#ifndef SIM_IO_SCHEMA_H
+#define SIM_IO_SCHEMA_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "io/units.h"
+#include "io/ytree.h"
+
+#define IO_SCHEMA_PATH_MAX 256
+
+/* State of one apply: where errors go and the dotted path of the key being read (e.g.
+ * "topology.node.intra.bandwidth"), used in messages so users can copy it into --set. */
+typedef struct io_schema_ctx {
+    sim_diag *diag;
+    char path[IO_SCHEMA_PATH_MAX];
+} io_schema_ctx;
+
+typedef enum io_ktype {
+    IO_K_INT,      /* int; plain decimal integer */
+    IO_K_INT64,    /* int64_t */
+    IO_K_UINT64,   /* uint64_t; non-negative */
+    IO_K_FLOAT,    /* double; plain decimal number */
+    IO_K_BOOL,     /* bool; true | false */
+    IO_K_ENUM,     /* int-sized enum; one of key.enums */
+    IO_K_STRING,   /* char[key.size]; any non-null scalar */
+    IO_K_BYTES,    /* int64_t bytes; a size with a unit */
+    IO_K_QUANTITY, /* double in SI base units of key.unit */
+    IO_K_TIME,     /* sim_time picoseconds; a time with a unit */
+    IO_K_MAP,      /* nested mapping, filled by key.map at base + offset */
+    IO_K_CUSTOM,   /* key.fn does the work */
+    IO_K_REJECT    /* reserved for a later feature: present at all = not supported yet */
+} io_ktype;
+
+typedef struct io_enum_name {
+    const char *name;
+    int value;
+} io_enum_name;
+
+/* A feature not built yet: values other than the default (or, for enums with ok_mask, other
+ * than the values whose bit is set) are rejected with SIM_ENOTSUP:
+ * "`parallel.tp: 2`: tensor parallelism is not supported yet (coming with ISSUE)". */
+typedef struct io_notsup {
+    const char *feature; /* "tensor parallelism" */
+    bool plural;         /* "... are not supported yet" */
+    const char *issue;   /* "the model-parallel issue" */
+    uint32_t ok_mask;    /* IO_K_ENUM: bit v set = value v supported; 0 = only the default */
+} io_notsup;
+
+/* Range flags (compared as doubles). */
+#define IO_KEY_REQUIRED 1u
+#define IO_KEY_MIN 2u      /* value >= min */
+#define IO_KEY_MIN_EXCL 4u /* value > min */
+#define IO_KEY_MAX 8u      /* value <= max */
+#define IO_KEY_MAX_EXCL 16u /* value < max */
+
+typedef struct io_key io_key;
+typedef struct io_map io_map;
+
+/* Custom conversion: reads `value` (never null) and stores into the struct at `base` (the
+ * base of the mapping being filled; the key's own field is at base + key->offset). Returns 0
+ * or a negative SIM_E* with ctx->diag filled. */
+typedef int (*io_key_fn)(const io_key *key, const io_ynode *value, void *base, io_schema_ctx *ctx);
+
+struct io_key {
+    const char *name;
+    io_ktype type;
+    size_t offset;
+    size_t size;                /* IO_K_STRING: buffer size (NUL included) */
+    const io_enum_name *enums;  /* IO_K_ENUM: terminated by {NULL} */
+    io_unit_kind unit;          /* IO_K_QUANTITY; custom keys may use it */
+    const io_map *map;          /* IO_K_MAP */
+    io_key_fn fn;               /* IO_K_CUSTOM */
+    unsigned flags;             /* IO_KEY_* */
+    double min, max;
+    const io_notsup *notsup;    /* NULL = every valid value is supported */
+};
+
+struct io_map {
+    const char *what;           /* used when the path is empty: "the scenario" */
+    const io_key *keys;
+    size_t n_keys;
+};
+
+/* Fills `base` from mapping `node` by `map` (see the top of this file). `node` must be a
+ * mapping; `parent_key` is the key node naming it (NULL at the root), where a missing required
+ * key is reported (or at the mapping itself when it was read from another file). ctx->path is the dotted path of `node` ("" at the root) and is restored on
+ * return. Returns 0, SIM_EINVAL or SIM_ENOTSUP (ctx->diag filled). */
+int io_schema_apply(const io_map *map, const io_ynode *node, const io_ynode *parent_key,
+                    void *base, io_schema_ctx *ctx);
+
+/* Typed scalar readers for custom keys and cross-field checks; `what` names the value in the
+ * message (usually ctx->path). Each returns 0 or SIM_EINVAL with the error at `n`. */
+int io_schema_int(io_schema_ctx *ctx, const char *what, const io_ynode *n, int64_t *out);
+int io_schema_float(io_schema_ctx *ctx, const char *what, const io_ynode *n, double *out);
+int io_schema_enum(io_schema_ctx *ctx, const char *what, const io_ynode *n,
+                   const io_enum_name *enums, int *out);
+int io_schema_quantity(io_schema_ctx *ctx, const char *what, const io_ynode *n,
+                       io_unit_kind kind, double *out);
+
+/* Records an error at node n (its origin, line and column). Returns `code`. */
+int io_schema_error(io_schema_ctx *ctx, int code, const io_ynode *n, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+/* "a, b, c" of an enum table into buf. */
+void io_schema_enum_list(const io_enum_name *enums, char *buf, size_t size);
+
+#endif

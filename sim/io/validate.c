@@ -1,0 +1,278 @@
+/* Loader defaults that depend on other keys, and checks that span several keys (DESIGN.md §7,
+ * docs/scenario-format.md "Cross-checks"). Each error points at the value the user most likely
+ * has to change, found again in the node tree: the value when it was written, else the key of
+ * the mapping that lacks it, else the scenario's root. */
+#include "core/sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "io/keys.h"
+
+static const char *dtype_name(hw_dtype d)
+{
+    static const char *const names[HW_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
+    return d >= 0 && d < HW_DTYPE_COUNT ? names[d] : "?";
+}
+
+/* Sentinels for "not given" where 0 is a valid value. */
+#define UNSET_TIME ((sim_time)-1)
+
+/* Default latencies (docs/scenario-format.md): per hop, NCCL-like base latencies. */
+#define LAT_NVLINK_PS SIM_PS_PER_US       /* nvswitch, nvlink: 1 us */
+#define LAT_PCIE_PS (2 * SIM_PS_PER_US)   /* pcie: 2 us */
+#define LAT_NIC_PS (2 * SIM_PS_PER_US)    /* NIC: 2 us */
+#define LAT_FABRIC_PS SIM_PS_PER_US       /* fabric switch hop: 1 us */
+#define PCIE_GEN_DEFAULT 4
+#define PCIE_LANES_DEFAULT 16
+
+void io__scenario_prefill(plan_scenario *sc)
+{
+    hw_topology_spec *t = &sc->topology;
+    t->nodes = 1;
+    t->intra.kind = HW_INTRA_NVSWITCH;
+    t->intra.latency_ps = UNSET_TIME;
+    t->intra.p2p = true;
+    t->nics.latency_ps = UNSET_TIME;
+    t->fabric.kind = HW_FABRIC_NONE;
+    t->fabric.oversubscription = 1.0;
+    t->fabric.latency_ps = UNSET_TIME;
+    model_spec *m = &sc->model;
+    m->activation = MODEL_ACT_SWIGLU;
+    m->norm = MODEL_NORM_RMSNORM;
+    m->position = MODEL_POS_ROPE;
+    m->attention.kind = MODEL_ATTN_MHA;
+}
+
+/* The value at `path` if it was given (present and not null), else NULL. */
+static const io_ynode *given(const io_ynode *root, const char *path)
+{
+    const io_ypair *p = io_ypath_find(root, path);
+    return p && !io_ynode_is_null(p->value) ? p->value : NULL;
+}
+
+/* Where to report: the value at `value_path` if given, else the key `key_path` (the mapping
+ * that lacks it), else the root. */
+static const io_ynode *locate(const io_ynode *root, const char *value_path, const char *key_path)
+{
+    const io_ynode *v = value_path ? given(root, value_path) : NULL;
+    if (v)
+        return v;
+    const io_ypair *k = key_path ? io_ypath_find(root, key_path) : NULL;
+    return k ? k->key : root;
+}
+
+/* The file stem of an origin ("topologies/dgx-h100.yaml" -> "dgx-h100") into buf. */
+static void stem(const char *path, char *buf, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".yaml") == 0)
+        len -= 5;
+    else if (len > 4 && strcmp(base + len - 4, ".yml") == 0)
+        len -= 4;
+    if (len >= size)
+        len = size - 1;
+    memcpy(buf, base, len);
+    buf[len] = '\0';
+}
+
+/* Names default to the stem of the file a mapping was read from, if it has its own file. */
+static void default_name_from_file(const io_ynode *root, const char *path, const io_ynode *parent,
+                                   char *name, size_t size)
+{
+    const io_ypair *p = io_ypath_find(root, path);
+    if (name[0] || !p || p->value->origin == parent->origin || p->value->origin->is_set)
+        return;
+    stem(p->value->origin->name, name, size);
+}
+
+static int check_topology(const io_ynode *root, plan_scenario *sc, io_schema_ctx *ctx)
+{
+    hw_topology_spec *t = &sc->topology;
+    const io_ynode *intra = given(root, "topology.node.intra");
+    if (!intra && t->gpus_per_node > 1)
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node"),
+                               "topology.node: 'intra' is required when a node has more than "
+                               "one GPU (%d)",
+                               t->gpus_per_node);
+    if (intra) {
+        static const char *const pcie_only[] = {"gen", "lanes", "p2p"};
+        for (size_t i = 0; i < SIM_ARRAY_LEN(pcie_only); i++) {
+            const io_ypair *k = io_ymap_find(intra, pcie_only[i]);
+            if (k && t->intra.kind != HW_INTRA_PCIE)
+                return io_schema_error(ctx, SIM_EINVAL, k->key,
+                                       "topology.node.intra.%s applies only to kind pcie (this "
+                                       "link is %s)",
+                                       pcie_only[i], hw_intra_kind_name(t->intra.kind));
+        }
+        const io_ypair *sharp = io_ymap_find(intra, "sharp");
+        if (sharp && t->intra.sharp && t->intra.kind != HW_INTRA_NVSWITCH)
+            return io_schema_error(ctx, SIM_EINVAL, sharp->value,
+                                   "topology.node.intra.sharp: NVLink SHARP needs kind nvswitch "
+                                   "(this link is %s)",
+                                   hw_intra_kind_name(t->intra.kind));
+        if (t->intra.kind == HW_INTRA_PCIE) {
+            if (t->intra.pcie_lanes == 0)
+                t->intra.pcie_lanes = PCIE_LANES_DEFAULT;
+            if (t->intra.bw_Bps == 0 && t->intra.pcie_gen == 0)
+                return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node.intra"),
+                                       "topology.node.intra: a pcie link needs 'gen' (and "
+                                       "'lanes', default 16) or 'bandwidth'");
+        } else if (t->intra.bw_Bps == 0) {
+            return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node.intra"),
+                                   "topology.node.intra: a %s link needs 'bandwidth'",
+                                   hw_intra_kind_name(t->intra.kind));
+        }
+    }
+    if (t->intra.latency_ps == UNSET_TIME)
+        t->intra.latency_ps = t->intra.kind == HW_INTRA_PCIE ? LAT_PCIE_PS : LAT_NVLINK_PS;
+    if (t->pcie.gen == 0)
+        t->pcie.gen = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_gen) ? t->intra.pcie_gen
+                                                                            : PCIE_GEN_DEFAULT;
+    if (t->pcie.lanes == 0)
+        t->pcie.lanes = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_lanes)
+                            ? t->intra.pcie_lanes
+                            : PCIE_LANES_DEFAULT;
+    if (t->nics.latency_ps == UNSET_TIME)
+        t->nics.latency_ps = LAT_NIC_PS;
+    if (t->fabric.latency_ps == UNSET_TIME)
+        t->fabric.latency_ps = LAT_FABRIC_PS;
+    if (t->nodes > 1 && (t->fabric.kind == HW_FABRIC_NONE || t->nics.count == 0)) {
+        io_schema_error(ctx, SIM_EINVAL, locate(root, "topology.nodes", "topology"),
+                        "topology.nodes: %d nodes need a network, but topology%s%s%s has no %s",
+                        t->nodes, t->name[0] ? " '" : "", t->name, t->name[0] ? "'" : "",
+                        t->fabric.kind == HW_FABRIC_NONE ? "'fabric'" : "NICs (node.nics)");
+        sim_diag_hint(ctx->diag, "add fabric: {kind: fat-tree} and node.nics: {count: 8, "
+                                 "bandwidth: 400 Gb/s}, or use nodes: 1");
+        return SIM_EINVAL;
+    }
+
+    hw_gpu_spec *g = &t->gpu;
+    if (g->peak_flops[HW_DTYPE_BF16] == 0 && g->peak_flops[HW_DTYPE_FP16] == 0)
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.gpu.peak"),
+                               "topology.gpu.peak: needs bf16 or fp16 (tensor-core peak of a "
+                               "training GPU)");
+    return 0;
+}
+
+static int check_model(const io_ynode *root, plan_scenario *sc, io_schema_ctx *ctx)
+{
+    model_spec *m = &sc->model;
+    if (m->kv_heads == 0)
+        m->kv_heads = m->heads;
+    if (m->heads % m->kv_heads != 0)
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, "model.kv_heads", "model"),
+                               "model.kv_heads: heads (%d) must be a multiple of kv_heads (%d)",
+                               m->heads, m->kv_heads);
+    if (m->head_dim == 0) {
+        if (m->hidden % m->heads != 0) {
+            io_schema_error(ctx, SIM_EINVAL, locate(root, "model.heads", "model"),
+                            "model.heads: hidden (%d) is not a multiple of heads (%d)", m->hidden,
+                            m->heads);
+            sim_diag_hint(ctx->diag, "give head_dim explicitly when it is not hidden / heads");
+            return SIM_EINVAL;
+        }
+        m->head_dim = m->hidden / m->heads;
+    }
+    if (m->max_seq_len > 0 && sc->training.seq_len > m->max_seq_len)
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, "training.seq_len", "training"),
+                               "training.seq_len: %lld exceeds model.max_seq_len (%d)",
+                               (long long)sc->training.seq_len, m->max_seq_len);
+    return 0;
+}
+
+static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx *ctx)
+{
+    plan_training *tr = &sc->training;
+    plan_parallel *p = &sc->parallel;
+    const hw_topology_spec *t = &sc->topology;
+
+    if (t->gpu.peak_flops[tr->precision] == 0) {
+        const io_ynode *at = given(root, "training.precision");
+        return io_schema_error(ctx, SIM_EINVAL, at ? at : locate(root, NULL, "topology.gpu.peak"),
+                               "training.precision: %s needs topology.gpu.peak.%s, which GPU%s%s%s "
+                               "does not give",
+                               dtype_name(tr->precision), dtype_name(tr->precision),
+                               t->gpu.name[0] ? " '" : "", t->gpu.name, t->gpu.name[0] ? "'" : "");
+    }
+
+    /* Degrees are at most 2^20 each, so the product fits in a double exactly. */
+    double need = (double)p->dp * p->tp * p->pp * p->cp;
+    double have = (double)t->nodes * t->gpus_per_node;
+    if (need > have)
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.dp", "parallel"),
+                               "parallel.dp: dp %d x tp %d x pp %d x cp %d needs %.0f GPUs but "
+                               "topology%s%s%s has %.0f (%d nodes x %d)",
+                               p->dp, p->tp, p->pp, p->cp, need, t->name[0] ? " '" : "", t->name,
+                               t->name[0] ? "'" : "", have, t->nodes, t->gpus_per_node);
+    if (p->dp % p->ep != 0)
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
+                               "parallel.ep: %d does not divide dp (%d)", p->ep, p->dp);
+
+    if (tr->global_batch > 0) {
+        /* micro_batch and dp are bounded (int64 and 2^20): compare in double to avoid overflow */
+        double per_step = (double)tr->micro_batch * p->dp;
+        if (per_step > (double)tr->global_batch ||
+            tr->global_batch % (tr->micro_batch * p->dp) != 0) {
+            io_schema_error(ctx, SIM_EINVAL, locate(root, "training.global_batch", "training"),
+                            "training.global_batch: %lld is not a multiple of micro_batch x dp "
+                            "= %lld x %d",
+                            (long long)tr->global_batch, (long long)tr->micro_batch, p->dp);
+            sim_diag_hint(ctx->diag, "accumulation steps = global_batch / (micro_batch x dp) "
+                                     "must be a whole number");
+            return SIM_EINVAL;
+        }
+    }
+
+    if (p->pipeline.virtual_stages > 1 && p->pipeline.schedule != PLAN_SCHED_INTERLEAVED)
+        return io_schema_error(ctx, SIM_EINVAL,
+                               locate(root, "parallel.pipeline.virtual_stages", "parallel"),
+                               "parallel.pipeline.virtual_stages: %d virtual stages need "
+                               "schedule: interleaved",
+                               p->pipeline.virtual_stages);
+    if (p->pipeline.n_stage_layers > 0) {
+        const io_ynode *at = locate(root, "parallel.pipeline.stage_layers", "parallel");
+        long long stages = (long long)p->pp * p->pipeline.virtual_stages, sum = 0;
+        for (int i = 0; i < p->pipeline.n_stage_layers; i++)
+            sum += p->pipeline.stage_layers[i];
+        if (p->pipeline.n_stage_layers != stages)
+            return io_schema_error(ctx, SIM_EINVAL, at,
+                                   "parallel.pipeline.stage_layers: %d entries, but pp x "
+                                   "virtual_stages = %lld stages",
+                                   p->pipeline.n_stage_layers, stages);
+        if (sum != sc->model.layers)
+            return io_schema_error(ctx, SIM_EINVAL, at,
+                                   "parallel.pipeline.stage_layers: the stages hold %lld layers, "
+                                   "the model has %d",
+                                   sum, sc->model.layers);
+    }
+
+    if (tr->finetune.n_targets == 0) {
+        static const char *const all[] = {"q", "k", "v", "o", "gate", "up", "down"};
+        for (size_t i = 0; i < SIM_ARRAY_LEN(all); i++)
+            snprintf(tr->finetune.targets[i], sizeof tr->finetune.targets[i], "%s", all[i]);
+        tr->finetune.n_targets = (int)SIM_ARRAY_LEN(all);
+    }
+    return 0;
+}
+
+int io__scenario_finish(const io_ynode *root, const char *default_name, plan_scenario *sc,
+                        io_schema_ctx *ctx)
+{
+    if (!sc->name[0])
+        snprintf(sc->name, sizeof sc->name, "%s", default_name);
+    const io_ypair *topo = io_ypath_find(root, "topology");
+    default_name_from_file(root, "topology", root, sc->topology.name, sizeof sc->topology.name);
+    if (topo)
+        default_name_from_file(root, "topology.gpu", topo->value, sc->topology.gpu.name,
+                               sizeof sc->topology.gpu.name);
+    default_name_from_file(root, "model", root, sc->model.name, sizeof sc->model.name);
+
+    int rc;
+    if ((rc = check_topology(root, sc, ctx)) || (rc = check_model(root, sc, ctx)) ||
+        (rc = check_training(root, sc, ctx)))
+        return rc;
+    return 0;
+}

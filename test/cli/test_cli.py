@@ -1,0 +1,227 @@
+#!/usr/bin/python3
+"""End-to-end tests of the stepsim command.
+
+    test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
+
+MODE: acceptance | errors | determinism | contract | shipped
+Each expected number is derived in a comment next to it."""
+import json, os, subprocess, sys, tempfile
+
+mode, stepsim, root = sys.argv[1], sys.argv[2], sys.argv[3]
+contract_check = sys.argv[4] if len(sys.argv) > 4 else None
+data = os.path.join(root, "test", "cli", "data")
+failures = 0
+checks = 0
+
+
+def check(cond, what):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def near(a, b, rel, what):
+    check(abs(a - b) <= rel * abs(b), "%s: %.12g vs expected %.12g" % (what, a, b))
+
+
+def run(*args, cwd=None):
+    p = subprocess.run([stepsim] + list(args), capture_output=True, text=True, cwd=cwd)
+    return p.returncode, p.stdout, p.stderr
+
+
+def run_json(*args):
+    rc, out, err = run("run", *args, "--json")
+    check(rc == 0, "stepsim run %s exits 0 (got %d: %s)" % (args, rc, err.strip()))
+    return json.loads(out) if rc == 0 else {}
+
+
+def acceptance():
+    # tiny-gpt: h = 256, L = 2, s = 512, b = 2, V = 1000, MHA, ffn = 4h, GELU, no flash
+    # attention (the full s x s scores are computed). Model FLOPs of one micro-batch, forward
+    # and backward (Korthikanti et al. 2022, Appendix A):
+    #   72 b L s h^2 (1 + s/(6h) + V/(12 h L))
+    #   = 72*2*2*512*256^2 * (1 + 1/3 + 125/768) = 9,663,676,416 * 1149/768 = 14,457,765,888
+    F = 72 * 2 * 2 * 512 * 256**2 * (1 + 512 / (6 * 256) + 1000 / (12 * 256 * 2))
+    check(F == 14457765888, "hand-derived FLOPs")
+    # The ideal GPU runs every matmul at 989e12 x 0.5 FLOP/s and memory-bound kernels in
+    # picoseconds, so the single-GPU step is F / 494.5e12 = 29.2371 us (to ~1e-5: rounding
+    # of each kernel up to the picosecond and the tiny vector-kernel times).
+    t_compute = F / 494.5e12
+    one = run_json(os.path.join(data, "single.yaml"))
+    near(one.get("step_time_s", 0), t_compute, 1e-4, "single-GPU step = FLOPs / (peak x eff)")
+    near(one.get("mfu", 0), 0.5, 1e-4, "MFU = efficiency when only matmuls cost time")
+    check(one.get("gpus") == 1, "gpus = 1")
+    # Parameters: per layer 12 h^2 (QKV 3h^2, output h^2, MLP 8h^2) + two LayerNorms with
+    # weight and bias (4h) = 786,432 + 1,024 = 787,456; two layers 1,574,912; embedding and
+    # untied LM head V h = 256,000 each; final LayerNorm 2h = 512. P = 2,087,424.
+    P = 2 * (12 * 256**2 + 4 * 256) + 2 * 1000 * 256 + 2 * 256
+    check(P == 2087424, "hand-derived parameters")
+    check(one.get("mem_bytes", {}).get("params") == 2 * P, "params in bf16 = 2P bytes")
+    # Adam with fp32 master weights: optimizer = 12P bytes; bf16 grads = 2P
+    check(one.get("mem_bytes", {}).get("optimizer") == 12 * P, "optimizer states = 12P bytes")
+    check(one.get("mem_bytes", {}).get("grads") == 2 * P, "grads = 2P bytes")
+
+    # DDP on two GPUs, overlap off, one 1 GiB bucket that holds every gradient: after the
+    # backward, one ring all-reduce of B = 2P bytes (bf16). Ring on 2 GPUs: 2(n-1) = 2 rounds
+    # of B/n = P bytes at 10 GB/s plus 5 us latency each:
+    #   2 x (5 us + 2,087,424 B / 10 GB/s) = 2 x 213.7424 us = 427.4848 us.
+    # Each GPU computes one micro-batch as above, so step = t_compute + 427.4848 us.
+    t_ar = 2 * (5e-6 + P / 10e9)
+    two = run_json(os.path.join(data, "ddp.yaml"))
+    near(two.get("step_time_s", 0), t_compute + t_ar, 1e-5, "DDP step = compute + ring all-reduce")
+    # the whole all-reduce is exposed: the optimizer waits for it
+    near(two.get("exposed_comm_s", {}).get("dp", 0), t_ar, 1e-5, "exposed dp = all-reduce")
+    near(two.get("bubble_by_cause", {}).get("dp", 0), t_ar / (t_compute + t_ar), 1e-4,
+         "dp bubble fraction")
+    # ring all-reduce: each GPU sends 2(n-1)/n x B = B = 2P bytes
+    near(two.get("comm_bytes_per_gpu", {}).get("dp", 0), 2 * P, 1e-9, "dp bytes per GPU")
+    # 4 sequences of 512 tokens per step
+    near(two.get("tokens_per_s", 0), 4 * 512 / (t_compute + t_ar), 1e-5, "tokens/s")
+
+    # Overlap on, 2 MiB buckets: the 2P = 4,174,848 bytes of gradients (3.98 MiB) make two
+    # buckets, B1 >= 2 MiB closed during backward and B2 the rest, closed at its end. The
+    # two all-reduces serialize on the dp stream and take, together,
+    #   sum_i 2 (5 us + B_i / 2 / 10 GB/s) = 20 us + 2P / 10 GB/s = t_ar + 10 us,
+    # starting when B1 closes at t1 < t_compute (B2 is ready long before B1's all-reduce
+    # ends). So step = t1 + t_ar + 10 us: strictly below t_compute + t_ar + 10 us (the
+    # overlap hides t_compute - t1) and above t_ar + 10 us.
+    rc, out, err = run("run", os.path.join(data, "ddp.yaml"), "--json",
+                       "--set", "parallel.ddp={bucket: 2 MiB, overlap: true}")
+    check(rc == 0, "overlap run: " + err)
+    if rc == 0:
+        ov = json.loads(out)
+        check(t_ar + 10e-6 < ov["step_time_s"] < t_compute + t_ar + 10e-6 - 1e-9,
+              "overlap step %.9g in (t_ar + 10 us, t_compute + t_ar + 10 us)" % ov["step_time_s"])
+
+    # --steps 4: step time is the median of steps 2..4, all equal here
+    four = run_json(os.path.join(data, "single.yaml"), "--steps", "4")
+    near(four.get("step_time_s", 0), one.get("step_time_s", 1), 1e-12, "steps are identical")
+
+
+# file, (line, col) the error must point at, text the message must contain
+BAD = [
+    ("bad-unknown-key.yaml", (4, 1), "trainig"),
+    ("bad-missing-unit.yaml", (7, 40), "unit"),
+    ("bad-wrong-type.yaml", (5, 12), "integer"),
+    ("bad-yaml.yaml", None, ""),
+    ("bad-missing-file.yaml", (3, 8), "no-such-model.yaml"),
+    ("bad-negative-size.yaml", (5, 17), "negative"),
+    ("bad-duplicate-key.yaml", (6, 3), "duplicate"),
+    ("bad-not-supported.yaml", (6, 7), "not supported"),
+    ("bad-too-many-gpus.yaml", (5, 7), "GPU"),
+]
+
+
+def one_error_line(err):
+    lines = err.splitlines()
+    errs = [l for l in lines if ": error:" in l]
+    return len(errs) == 1 and lines[0] == errs[0] and all(l.startswith("  ") for l in lines[1:])
+
+
+def errors():
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, pos, text in BAD:
+            path = os.path.join(data, name)
+            out_h5 = os.path.join(tmp, name + ".h5")
+            for cmd in (["run", path, "-o", out_h5, "--json"], ["check", path], ["mem", path, "--json"]):
+                rc, out, err = run(*cmd)
+                check(rc == 2, "%s %s: exit 2 (got %d)" % (cmd[0], name, rc))
+                check(one_error_line(err), "%s %s: exactly one error line:\n%s" % (cmd[0], name, err))
+                check(out == "", "%s %s: no output on stdout: %r" % (cmd[0], name, out[:200]))
+                first = err.splitlines()[0] if err else ""
+                if pos:
+                    want = "%s:%d:%d: error:" % (path, pos[0], pos[1])
+                    check(first.startswith(want), "%s: want %r, got %r" % (name, want, first))
+                else:
+                    check(first.startswith(path + ":"), "%s: located in the file: %r" % (name, first))
+                check(text.lower() in first.lower(), "%s: message mentions %r: %r" % (name, text, first))
+            check(not os.listdir(tmp), "no output file left for %s: %s" % (name, os.listdir(tmp)))
+        # overrides and flags
+        good = os.path.join(data, "single.yaml")
+        for args, where in ((["--set", "parallel.dp=x"], "--set parallel.dp=x: error:"),
+                            (["--set", "nosuch.key=1"], "--set nosuch.key=1: error:"),
+                            (["--steps", "0"], "--steps: error:"),
+                            (["--bogus"], "error: unknown option")):
+            out_h5 = os.path.join(tmp, "o.h5")
+            rc, out, err = run("run", good, "-o", out_h5, *args)
+            check(rc == 2, "%s: exit 2 (got %d)" % (args, rc))
+            check(one_error_line(err) and where in err.splitlines()[0],
+                  "%s: one error line with %r:\n%s" % (args, where, err))
+            check(not os.path.exists(out_h5), "%s: no output file" % args)
+        rc, out, err = run("frobnicate")
+        check(rc == 2 and one_error_line(err), "unknown command exits 2 with one error line")
+        for cmd in ("run", "check", "mem"):
+            rc, out, err = run(cmd, "--help")
+            check(rc == 0 and out.startswith("usage: stepsim " + cmd), "%s --help" % cmd)
+        rc, out, err = run("--help")
+        check(rc == 0 and "usage: stepsim" in out, "stepsim --help")
+
+
+def determinism():
+    # The same command twice writes byte-identical files (no timestamps in the file).
+    with tempfile.TemporaryDirectory() as tmp:
+        a, b = os.path.join(tmp, "a.h5"), os.path.join(tmp, "b.h5")
+        for target in (a, b):
+            link = os.path.join(tmp, "out.h5")
+            rc, out, err = run("run", os.path.join(data, "ddp.yaml"), "-o", link)
+            check(rc == 0, "run: " + err)
+            if rc == 0:
+                os.rename(link, target)
+        if os.path.exists(a) and os.path.exists(b):
+            check(open(a, "rb").read() == open(b, "rb").read(), "two runs give identical bytes")
+            p = subprocess.run(["h5diff", a, b], capture_output=True, text=True)
+            check(p.returncode == 0, "h5diff finds no difference: " + p.stdout[:500])
+            p = subprocess.run(["h5dump", "-H", a], capture_output=True, text=True)
+            check(p.returncode == 0 and "timeline" in p.stdout, "h5dump reads the file")
+
+
+def contract():
+    # The JSON and HDF5 outputs pass the shared contract checker, and h5py reads them.
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "out.h5")
+        rc, out, err = run("run", os.path.join(data, "ddp.yaml"), "-o", h5, "--json")
+        check(rc == 0, "run: " + err)
+        js = os.path.join(tmp, "out.json")
+        open(js, "w").write(out)
+        for kind, path in (("json", js), ("h5", h5)):
+            p = subprocess.run(["/usr/bin/python3", contract_check, kind, path], capture_output=True, text=True)
+            check(p.returncode == 0, "contract-check %s: %s" % (kind, p.stdout + p.stderr))
+        rc, out, err = run("mem", os.path.join(data, "ddp.yaml"), "--json")
+        open(js, "w").write(out)
+        p = subprocess.run(["/usr/bin/python3", contract_check, "json", js], capture_output=True, text=True)
+        check(rc == 0 and p.returncode == 0, "contract-check json (mem): " + p.stdout)
+        import h5py
+        f = h5py.File(h5, "r")
+        t = f["/runs/ddp/timeline"][:]
+        # 2 ranks x 2 steps, each rank runs the same number of ops
+        check(len(t) > 0 and len(t) % 4 == 0, "timeline rows: %d" % len(t))
+        s = f["/runs/ddp/summary"][:]
+        check(len(s) == 1, "one summary row")
+
+
+def shipped():
+    # Every shipped scenario validates and runs; the flagship fits, the 4B full fine-tune
+    # does not (16 bytes/parameter of mixed-precision Adam alone is ~64 GB > 23.69 GiB).
+    sc = os.path.join(root, "scenarios")
+    for name in sorted(os.listdir(sc)):
+        if not name.endswith(".yaml"):
+            continue
+        rc, out, err = run("check", os.path.join(sc, name))
+        check(rc == 0, "check %s: %s" % (name, err.strip()))
+    flag = run_json(os.path.join(sc, "qwen3-0.6b-2x4090-ddp.yaml"))
+    check(flag.get("status") == "ok", "flagship fits: %s" % flag.get("status"))
+    check(0 < flag.get("mfu", 0) < 1, "flagship MFU in (0, 1)")
+    rc, out, err = run("mem", os.path.join(sc, "qwen3-4b-2x4090-ddp.yaml"), "--json")
+    m = json.loads(out) if rc == 0 else {}
+    check(m.get("status") == "oom" and m.get("binding_constraint") == "model_states",
+          "Qwen3-4B DDP on 24 GB is OOM, bound by model states: %s" % m)
+
+
+{"acceptance": acceptance, "errors": errors, "determinism": determinism,
+ "contract": contract, "shipped": shipped}[mode]()
+if failures:
+    print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
+    sys.exit(1)
+print("%d checks passed" % checks)

@@ -1,0 +1,665 @@
+/* Scenario loader (sim/io/load.h): a full load of the data files in test/io/data/load, and
+ * each error with its exact FILE:LINE:COL and return code, including --set overrides.
+ *
+ * The test runs in test/io/data/load (meson workdir). Error cases write small YAML files into
+ * a private temporary directory (a "kit": topo.yaml, gpus/tg.yaml, model.yaml) and run there,
+ * so that file names in messages are short and relative. */
+#include "core/sim.h"
+
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "io/load.h"
+#include "test.h"
+
+static char data_dir[4096];
+static char tmp_dir[] = "/tmp/stepsim-test-load-XXXXXX";
+static char written[64][128];
+static int n_written;
+
+static void write_file(const char *name, const char *text)
+{
+    FILE *f = fopen(name, "wb");
+    CHECK(f != NULL);
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    for (int i = 0; i < n_written; i++)
+        if (strcmp(written[i], name) == 0)
+            return;
+    if (n_written < 64)
+        snprintf(written[n_written++], sizeof written[0], "%s", name);
+}
+
+/* The kit: an 8-GPU node of GPU "tg" (bf16 only) and a small model. */
+static void write_kit(void)
+{
+    mkdir("gpus", 0700);
+    write_file("topo.yaml", "name: kit\n"
+                            "gpu: tg\n"
+                            "node:\n"
+                            "  gpus: 8\n"
+                            "  intra: {kind: nvswitch, bandwidth: 450 GB/s}\n");
+    write_file("gpus/tg.yaml", "name: tg\n"
+                               "memory: 80 GiB\n"
+                               "memory_bandwidth: 2 TB/s\n"
+                               "peak: {bf16: 1000 TFLOP/s}\n");
+    write_file("model.yaml", "layers: 2\n"
+                             "hidden: 256\n"
+                             "heads: 4\n"
+                             "ffn: 1024\n"
+                             "vocab: 1000\n");
+}
+
+/* Lines 1-2 of most error scenarios. */
+#define REFS "topology: topo.yaml\nmodel: model.yaml\n"
+
+static int load_sets(const char *text, const char *const *sets, size_t n_sets, plan_scenario *sc,
+                     sim_diag *d)
+{
+    memset(d, 0, sizeof *d);
+    write_file("s.yaml", text);
+    return io_scenario_load("s.yaml", sets, n_sets, sc, NULL, d);
+}
+
+static int load(const char *text, plan_scenario *sc, sim_diag *d)
+{
+    return load_sets(text, NULL, 0, sc, d);
+}
+
+#define CHECK_DIAG(d, file_, line_, col_)     \
+    do {                                      \
+        CHECK_STR_EQ((d).file, file_);        \
+        CHECK_INT_EQ((d).line, line_);        \
+        CHECK_INT_EQ((d).col, col_);          \
+    } while (0)
+
+static uint64_t fnv1a(const char *path)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    FILE *f = fopen(path, "rb");
+    int c;
+    while (f && (c = fgetc(f)) != EOF) {
+        h ^= (unsigned char)c;
+        h *= UINT64_C(0x100000001b3);
+    }
+    if (f)
+        fclose(f);
+    return h;
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void check_full(const plan_scenario *sc)
+{
+    CHECK_STR_EQ(sc->name, "full-test");
+    const hw_topology_spec *t = &sc->topology;
+    CHECK_STR_EQ(t->name, "test-cluster");
+    CHECK_INT_EQ(t->nodes, 2);
+    CHECK_INT_EQ(t->gpus_per_node, 8);
+    CHECK_INT_EQ(t->intra.kind, HW_INTRA_NVSWITCH);
+    CHECK_NEAR(t->intra.bw_Bps, 4.5e11, 0, 0);         /* 450 GB/s = 450e9 B/s */
+    CHECK_INT_EQ(t->intra.latency_ps, 500000);          /* 500 ns = 5e5 ps */
+    CHECK(t->intra.sharp);
+    CHECK_INT_EQ(t->pcie.gen, 5);
+    CHECK_INT_EQ(t->pcie.lanes, 16);
+    CHECK_INT_EQ(t->nics.count, 8);
+    CHECK_NEAR(t->nics.bw_Bps, 5e10, 0, 0);             /* 400 Gb/s / 8 = 50 GB/s */
+    CHECK_INT_EQ(t->nics.latency_ps, 2000000);          /* default 2 us */
+    CHECK_INT_EQ(t->fabric.kind, HW_FABRIC_RAIL_OPTIMIZED);
+    CHECK_NEAR(t->fabric.oversubscription, 2, 0, 0);
+    CHECK_INT_EQ(t->fabric.latency_ps, 1500000);        /* 1.5 us */
+
+    const hw_gpu_spec *g = &t->gpu;
+    CHECK_STR_EQ(g->name, "test-gpu");
+    CHECK_INT_EQ(g->memory_bytes, INT64_C(84932978278)); /* 79.1 x 2^30 = 84932978278.4 */
+    CHECK_NEAR(g->memory_bw_Bps, 3.35e12, 0, 0);
+    CHECK_NEAR(g->peak_flops[HW_DTYPE_BF16], 9.89e14, 0, 0);
+    CHECK_NEAR(g->peak_flops[HW_DTYPE_FP8], 1.979e15, 0, 0);
+    CHECK_NEAR(g->peak_flops[HW_DTYPE_TF32], 4.94e14, 0, 0);
+    CHECK_NEAR(g->peak_flops[HW_DTYPE_FP32], 6.7e13, 0, 0);
+    CHECK_INT_EQ(g->matmul_eff.n, 3);
+    CHECK_NEAR(g->matmul_eff.x[0], 1e8, 0, 0);          /* 0.1 GFLOP */
+    CHECK_NEAR(g->matmul_eff.x[2], 1e12, 0, 0);         /* 1000 GFLOP */
+    CHECK_NEAR(g->matmul_eff.y[1], 0.7, 0, 0);
+    CHECK_INT_EQ(g->memory_eff.n, 2);
+    CHECK_NEAR(g->memory_eff.x[1], 1e8, 0, 0);          /* 100 MB */
+    CHECK_INT_EQ(g->launch_overhead_ps, 4000000);       /* 4 us */
+
+    const model_spec *m = &sc->model;
+    CHECK_STR_EQ(m->name, "test-model");
+    CHECK_INT_EQ(m->layers, 4);
+    CHECK_INT_EQ(m->heads, 16);
+    CHECK_INT_EQ(m->kv_heads, 4);
+    CHECK_INT_EQ(m->head_dim, 64); /* default hidden / heads = 1024 / 16 */
+    CHECK_INT_EQ(m->ffn, 4096);
+    CHECK_INT_EQ(m->vocab, 32000);
+    CHECK(m->tied_embeddings);
+
+    const plan_training *tr = &sc->training;
+    CHECK_INT_EQ(tr->seq_len, 4096);
+    CHECK_INT_EQ(tr->global_batch, 64);
+    CHECK_INT_EQ(tr->micro_batch, 2);
+    CHECK_INT_EQ(tr->grad_dtype, HW_DTYPE_FP32);
+    CHECK_INT_EQ(tr->optimizer_state, PLAN_STATE_BF16);
+    CHECK_INT_EQ(tr->recompute, MODEL_RECOMPUTE_SELECTIVE);
+    CHECK(!tr->flash_attention);
+    CHECK_INT_EQ(tr->finetune.n_targets, 7); /* default: all seven projections */
+
+    const plan_parallel *p = &sc->parallel;
+    CHECK_INT_EQ(p->dp, 16);
+    CHECK(!p->fsdp.reshard_after_forward);
+    CHECK_INT_EQ(p->fsdp.prefetch, 2);
+    CHECK(p->fsdp.hybrid_shard);
+    CHECK_INT_EQ(p->ddp.bucket_bytes, 52428800); /* 50 MiB = 50 x 2^20 */
+    CHECK(!p->ddp.overlap);
+    CHECK_INT_EQ(p->pipeline.schedule, PLAN_SCHED_GPIPE);
+    CHECK_INT_EQ(p->pipeline.n_stage_layers, 1);
+    CHECK_INT_EQ(p->pipeline.stage_layers[0], 4);
+    CHECK_INT_EQ(p->order[3], PLAN_GROUP_PP);
+    CHECK_INT_EQ(p->order[4], PLAN_GROUP_DP);
+
+    CHECK_INT_EQ(sc->simulation.steps, 3);
+    CHECK_INT_EQ(sc->simulation.seed, 42);
+    CHECK(!sc->simulation.timeline);
+    CHECK_INT_EQ(sc->collectives[PLAN_GROUP_DP], PLAN_COLL_RING);
+    CHECK_INT_EQ(sc->collectives[PLAN_GROUP_TP], PLAN_COLL_AUTO);
+}
+
+static void test_full_load(void)
+{
+    plan_scenario sc;
+    sim_diag d = {0};
+    io_scenario_info *info = NULL;
+    int rc = io_scenario_load("scenarios/full.yaml", NULL, 0, &sc, &info, &d);
+    CHECK_INT_EQ(rc, 0);
+    if (rc) {
+        sim_diag_print(&d, stderr);
+        return;
+    }
+    check_full(&sc);
+
+    /* Every file read, in order, named relative to how the scenario was named. */
+    CHECK_INT_EQ(info->n_inputs, 4);
+    static const char *const files[] = {"scenarios/full.yaml", "topologies/test-cluster.yaml",
+                                        "topologies/gpus/test-gpu.yaml",
+                                        "workloads/test-model.yaml"};
+    for (size_t i = 0; i < 4 && i < info->n_inputs; i++) {
+        CHECK_STR_EQ(info->inputs[i].path, files[i]);
+        char hex[17];
+        snprintf(hex, sizeof hex, "%016" PRIx64, fnv1a(files[i]));
+        CHECK_STR_EQ(info->inputs[i].hash, hex);
+    }
+    /* The resolved text inlines the references, in file order. */
+    CHECK_STR_HAS(info->resolved_yaml, "name: full-test\ntopology:\n  name: test-cluster\n  gpu:\n"
+                                       "    name: test-gpu\n    memory: 79.1 GiB\n");
+    CHECK_STR_HAS(info->resolved_yaml, "model:\n  name: test-model\n");
+
+    /* Loading the resolved text gives the same scenario and the same text again. */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/resolved.yaml", tmp_dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(info->resolved_yaml, f);
+        fclose(f);
+        plan_scenario again;
+        io_scenario_info *info2 = NULL;
+        memset(&d, 0, sizeof d);
+        CHECK_INT_EQ(io_scenario_load(path, NULL, 0, &again, &info2, &d), 0);
+        check_full(&again);
+        if (info2) {
+            CHECK_STR_EQ(info2->resolved_yaml, info->resolved_yaml);
+            CHECK_INT_EQ(info2->n_inputs, 1);
+        }
+        io_scenario_info_destroy(info2);
+        remove(path);
+    }
+    io_scenario_info_destroy(info);
+}
+
+static void test_by_name(void)
+{
+    /* Bare names are looked up as <data dir>/topologies/NAME.yaml and <data dir>/workloads/
+     * NAME.yaml; the GPU name next to the topology file first (topologies/gpus/). */
+    setenv("STEPSIM_DATA_DIR", ".", 1);
+    plan_scenario sc;
+    sim_diag d = {0};
+    io_scenario_info *info = NULL;
+    CHECK_INT_EQ(io_scenario_load("scenarios/by-name.yaml", NULL, 0, &sc, &info, &d), 0);
+    if (info) {
+        CHECK_STR_EQ(sc.name, "by-name"); /* default: the file's stem */
+        CHECK_STR_EQ(sc.topology.gpu.name, "test-gpu");
+        CHECK_INT_EQ(sc.model.layers, 4);
+        CHECK_INT_EQ(info->n_inputs, 4);
+        if (info->n_inputs == 4) {
+            CHECK_STR_EQ(info->inputs[1].path, "topologies/test-cluster.yaml");
+            CHECK_STR_EQ(info->inputs[2].path, "topologies/gpus/test-gpu.yaml");
+            CHECK_STR_EQ(info->inputs[3].path, "workloads/test-model.yaml");
+        }
+    }
+    io_scenario_info_destroy(info);
+
+    /* an unknown name: error at the value, with a suggestion from the catalog folder */
+    const char *sets[] = {"model=test-modle"};
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_scenario_load("scenarios/by-name.yaml", sets, 1, &sc, NULL, &d), SIM_ENOENT);
+    CHECK_DIAG(d, "--set model=test-modle", 0, 0);
+    CHECK_STR_HAS(d.msg, "unknown model 'test-modle': no workloads/test-modle.yaml");
+    CHECK_STR_HAS(d.hints, "did you mean 'test-model'?");
+    unsetenv("STEPSIM_DATA_DIR");
+}
+
+/* ---------------------------------------------------------------------------------------- */
+
+static void test_file_errors(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+
+    /* the scenario itself is missing: no position */
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_scenario_load("absent.yaml", NULL, 0, &sc, NULL, &d), SIM_ENOENT);
+    CHECK_DIAG(d, "absent.yaml", 0, 0);
+    CHECK_STR_EQ(d.msg, "cannot open 'absent.yaml': No such file or directory");
+
+    /* a missing referenced file: at the referencing value, "nope.yaml" at 1:11 */
+    CHECK_INT_EQ(load("topology: nope.yaml\nmodel: model.yaml\n", &sc, &d), SIM_ENOENT);
+    CHECK_DIAG(d, "s.yaml", 1, 11);
+    CHECK_STR_EQ(d.msg, "cannot open 'nope.yaml': No such file or directory");
+
+    /* an unknown GPU catalog name in the topology file: "gpu: tgg" at 1:6 of that file */
+    write_file("topo-gpu.yaml", "gpu: tgg\nnode: {gpus: 1}\n");
+    CHECK_INT_EQ(load("topology: topo-gpu.yaml\nmodel: model.yaml\n", &sc, &d), SIM_ENOENT);
+    CHECK_DIAG(d, "topo-gpu.yaml", 1, 6);
+    CHECK_STR_HAS(d.msg, "unknown GPU 'tgg'");
+    CHECK_STR_HAS(d.hints, "did you mean 'tg'?");
+
+    /* a YAML error inside a referenced file is reported in that file */
+    write_file("topo-dup.yaml", "gpu: tg\nnode: {gpus: 1}\ngpu: tg\n");
+    CHECK_INT_EQ(load("topology: topo-dup.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "topo-dup.yaml", 3, 1);
+    CHECK_STR_EQ(d.msg, "duplicate key 'gpu' (first at 1:1)");
+
+    /* empty scenario */
+    CHECK_INT_EQ(load("", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 1, 1);
+    CHECK_STR_EQ(d.msg, "empty document");
+
+    /* duplicate key: the second dp at 5:3 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  dp: 1\n  dp: 2\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 5, 3);
+    CHECK_STR_EQ(d.msg, "duplicate key 'dp' (first at 4:3)");
+
+    /* a referenced file that is not a mapping */
+    write_file("list.yaml", "- 1\n- 2\n");
+    CHECK_INT_EQ(load("topology: topo.yaml\nmodel: list.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "list.yaml", 1, 1);
+    CHECK_STR_HAS(d.msg, "a model file must be a mapping");
+}
+
+static void test_schema_errors(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+
+    /* the kit loads */
+    CHECK_INT_EQ(load(REFS, &sc, &d), 0);
+    CHECK_STR_EQ(sc.name, "s");
+    CHECK_STR_EQ(sc.topology.name, "kit");
+    CHECK_INT_EQ(sc.topology.intra.latency_ps, 1000000); /* nvswitch default: 1 us */
+
+    /* unknown key at 3:1 with did-you-mean and the valid keys */
+    CHECK_INT_EQ(load(REFS "trainig:\n  seq_len: 8\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 3, 1);
+    CHECK_STR_EQ(d.msg, "unknown key 'trainig' in the scenario; did you mean 'training'?");
+    CHECK_STR_EQ(d.hints, "valid keys here: name, topology, model, training, parallel, "
+                          "simulation, collectives");
+
+    /* nested unknown key at 4:3 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  dpp: 2\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 3);
+    CHECK_STR_EQ(d.msg, "unknown key 'dpp' in 'parallel'; did you mean 'dp'?");
+
+    /* unknown key inside the topology file: "  intra: {kind: nvswitch, bandwith: ..." puts
+     * 'bandwith' at column 27 of line 4 */
+    write_file("topo-typo.yaml", "gpu: tg\nnode:\n  gpus: 8\n"
+                                 "  intra: {kind: nvswitch, bandwith: 450 GB/s}\n");
+    CHECK_INT_EQ(load("topology: topo-typo.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "topo-typo.yaml", 4, 27);
+    CHECK_STR_EQ(d.msg, "unknown key 'bandwith' in 'topology.node.intra'; did you mean "
+                        "'bandwidth'?");
+
+    /* wrong types: "  dp: \"2\"" puts the value at 4:7 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  dp: \"2\"\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 7);
+    CHECK_STR_EQ(d.msg, "parallel.dp: expected an integer, got the string \"2\"");
+    CHECK_INT_EQ(load(REFS "parallel:\n  dp: 2.5\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 7);
+    CHECK_STR_EQ(d.msg, "parallel.dp: expected an integer, got '2.5'");
+    CHECK_INT_EQ(load(REFS "parallel:\n  dp: 0x10\n", &sc, &d), SIM_EINVAL);
+    CHECK_STR_HAS(d.hints, "decimal");
+    CHECK_INT_EQ(load(REFS "parallel:\n  dp: [2]\n", &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "parallel.dp: expected an integer, got a list");
+    /* "  flash_attention: yes": the value at column 20 */
+    CHECK_INT_EQ(load(REFS "training:\n  flash_attention: yes\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 20);
+    CHECK_STR_EQ(d.msg, "training.flash_attention: expected true or false, got 'yes'");
+    CHECK_STR_HAS(d.hints, "YAML 1.1");
+    /* "  precision: bf61": column 14, a transposition of bf16 */
+    CHECK_INT_EQ(load(REFS "training:\n  precision: bf61\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 14);
+    CHECK_STR_EQ(d.msg, "training.precision: unknown value 'bf61'; did you mean 'bf16'?");
+    CHECK_STR_EQ(d.hints, "one of: bf16, fp16, fp8");
+    CHECK_INT_EQ(load(REFS "training: 3\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 3, 11);
+    CHECK_STR_EQ(d.msg, "training: expected a mapping, got a scalar '3'");
+    /* null where a value is required: "  layers: ~" at 3:11 */
+    CHECK_INT_EQ(load("topology: topo.yaml\nmodel:\n  layers: ~\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 3, 11);
+    CHECK_STR_EQ(d.msg, "model.layers: a value is required here (got null)");
+    /* null for an optional key keeps the default */
+    CHECK_INT_EQ(load(REFS "training:\n  seq_len: ~\n", &sc, &d), 0);
+    CHECK_INT_EQ(sc.training.seq_len, 2048);
+
+    /* missing unit in the topology file: "  intra: {kind: nvlink, bandwidth: 450}" puts 450 at
+     * column 36 of line 4 */
+    write_file("topo-unit.yaml", "gpu: tg\nnode:\n  gpus: 2\n"
+                                 "  intra: {kind: nvlink, bandwidth: 450}\n");
+    CHECK_INT_EQ(load("topology: topo-unit.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "topo-unit.yaml", 4, 36);
+    CHECK_STR_EQ(d.msg, "topology.node.intra.bandwidth: missing unit in '450': a bandwidth "
+                        "needs a unit");
+    CHECK_STR_EQ(d.hints, "write \"450 GB/s\"");
+
+    /* wrong unit kind: "  ddp: {bucket: 25 MB/s}" puts the value at 4:17 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  ddp: {bucket: 25 MB/s}\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 17);
+    CHECK_STR_EQ(d.msg, "parallel.ddp.bucket: '25 MB/s' is a bandwidth, but a size is "
+                        "expected here");
+
+    /* negative size at 4:17 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  ddp: {bucket: -25 MiB}\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 17);
+    CHECK_STR_EQ(d.msg, "parallel.ddp.bucket: must be positive (got -25 MiB)");
+    /* a negative latency: "must not be negative"; "  intra: {kind: nvswitch, bandwidth: 1 GB/s,
+     * latency: -1 us}" puts the value at column 55 */
+    write_file("topo-neg.yaml", "gpu: tg\nnode:\n  gpus: 2\n"
+                                "  intra: {kind: nvswitch, bandwidth: 1 GB/s, latency: -1 us}\n");
+    CHECK_INT_EQ(load("topology: topo-neg.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "topo-neg.yaml", 4, 55);
+    CHECK_STR_EQ(d.msg, "topology.node.intra.latency: must not be negative (got -1 us)");
+
+    /* range: "  steps: 0" at 4:10 */
+    CHECK_INT_EQ(load(REFS "simulation:\n  steps: 0\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 10);
+    CHECK_STR_EQ(d.msg, "simulation.steps: must be at least 1 and at most 1000000 (got 0)");
+    CHECK_INT_EQ(load(REFS "simulation:\n  seed: -1\n", &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "simulation.seed: must not be negative (got -1)");
+
+    /* missing required key: at the key naming the mapping, "model:" at 2:1 */
+    CHECK_INT_EQ(load("topology: topo.yaml\nmodel:\n  layers: 2\n  hidden: 256\n  heads: 4\n"
+                      "  vocab: 1000\n",
+                      &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 2, 1);
+    CHECK_STR_EQ(d.msg, "missing required key 'ffn' in 'model'");
+    /* ... in the referenced file, at its first key (2:1), when that file lacks the key */
+    write_file("topo-nogpu.yaml", "# no gpu\nname: x\nnode: {gpus: 1}\n");
+    CHECK_INT_EQ(load("topology: topo-nogpu.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "topo-nogpu.yaml", 2, 1);
+    CHECK_STR_EQ(d.msg, "missing required key 'gpu' in 'topology'");
+    /* ... and at the root's first key when the scenario lacks 'model' */
+    CHECK_INT_EQ(load("topology: topo.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 1, 1);
+    CHECK_STR_EQ(d.msg, "missing required key 'model' in the scenario");
+
+    /* order must be a permutation: in "  order: [tp, cp, ep, dp, dp]" the list opens at
+     * column 10 and item i starts at 11 + 4 i, so the second 'dp' (item 4) is at column 27 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  order: [tp, cp, ep, dp, dp]\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 27);
+    CHECK_STR_EQ(d.msg, "parallel.order: 'dp' is listed twice");
+
+    /* efficiency curve x not increasing: "matmul_efficiency: [[10 GFLOP, 0.5], [1 GFLOP, 0.7]]"
+     * in the GPU file puts "1 GFLOP" at column 39 */
+    write_file("gpus/tc.yaml", "memory: 1 GiB\nmemory_bandwidth: 1 TB/s\npeak: {fp16: 1 TFLOP/s}\n"
+                               "matmul_efficiency: [[10 GFLOP, 0.5], [1 GFLOP, 0.7]]\n");
+    const char *sets_tc[] = {"topology.gpu=tc", "training.precision=fp16"};
+    CHECK_INT_EQ(load_sets(REFS, sets_tc, 2, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "gpus/tc.yaml", 4, 39);
+    CHECK_STR_HAS(d.msg, "topology.gpu.matmul_efficiency[1]: sizes must be strictly increasing");
+}
+
+static void test_not_supported(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+
+    /* "  tp: 2" at 4:7 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  tp: 2\n", &sc, &d), SIM_ENOTSUP);
+    CHECK_DIAG(d, "s.yaml", 4, 7);
+    CHECK_STR_EQ(d.msg, "`parallel.tp: 2`: tensor parallelism is not supported yet (coming with "
+                        "the model-parallel issue)");
+    /* the default value is fine */
+    CHECK_INT_EQ(load(REFS "parallel:\n  tp: 1\n  zero: 0\n  sp: false\n", &sc, &d), 0);
+
+    /* collectives: auto and ring are supported; "collectives: {dp: tree}" puts tree at 3:19 */
+    CHECK_INT_EQ(load(REFS "collectives: {dp: ring, tp: auto}\n", &sc, &d), 0);
+    CHECK_INT_EQ(sc.collectives[PLAN_GROUP_DP], PLAN_COLL_RING);
+    CHECK_INT_EQ(load(REFS "collectives: {dp: tree}\n", &sc, &d), SIM_ENOTSUP);
+    CHECK_DIAG(d, "s.yaml", 3, 19);
+    CHECK_STR_HAS(d.msg, "`collectives.dp: tree`: collective algorithms other than auto and "
+                         "ring are not supported yet");
+
+    /* MoE model: "  experts: 8" at 5:14 of an inline model */
+    CHECK_INT_EQ(load("topology: topo.yaml\nmodel:\n  layers: 2\n  moe:\n    experts: 8\n",
+                      &sc, &d),
+                 SIM_ENOTSUP);
+    CHECK_DIAG(d, "s.yaml", 5, 14);
+
+    /* the explicit topology form: at the key, "devices:" at 3:1 of the topology file */
+    write_file("topo-dev.yaml", "gpu: tg\nnode: {gpus: 1}\ndevices: []\n");
+    CHECK_INT_EQ(load("topology: topo-dev.yaml\nmodel: model.yaml\n", &sc, &d), SIM_ENOTSUP);
+    CHECK_DIAG(d, "topo-dev.yaml", 3, 1);
+    CHECK_STR_HAS(d.msg, "topology.devices: the explicit topology form (devices/links) is not "
+                         "supported yet");
+}
+
+static void test_cross_checks(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+
+    /* more ranks than GPUs: "  dp: 16" at 4:7; kit has 1 node x 8 GPUs */
+    CHECK_INT_EQ(load(REFS "parallel:\n  dp: 16\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 7);
+    CHECK_STR_HAS(d.msg, "needs 16 GPUs but topology 'kit' has 8");
+    /* fewer ranks than GPUs is fine */
+    CHECK_INT_EQ(load(REFS "parallel:\n  dp: 4\n", &sc, &d), 0);
+
+    /* heads % kv_heads: "model: {layers: 2, hidden: 256, heads: 4, kv_heads: 3, ..." puts 3 at
+     * column 53 of line 2 */
+    CHECK_INT_EQ(load("topology: topo.yaml\n"
+                      "model: {layers: 2, hidden: 256, heads: 4, kv_heads: 3, ffn: 8, vocab: 8}\n",
+                      &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 2, 53);
+    CHECK_STR_EQ(d.msg, "model.kv_heads: heads (4) must be a multiple of kv_heads (3)");
+
+    /* global_batch 10 with micro_batch 4 x dp 1: "  global_batch: 10" at 4:17 */
+    CHECK_INT_EQ(load(REFS "training:\n  global_batch: 10\n  micro_batch: 4\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 17);
+    CHECK_STR_EQ(d.msg, "training.global_batch: 10 is not a multiple of micro_batch x dp = 4 x 1");
+    /* 0 (or absent) means micro_batch x dp, resolved by the plan */
+    CHECK_INT_EQ(load(REFS "training:\n  global_batch: 0\n", &sc, &d), 0);
+    CHECK_INT_EQ(sc.training.global_batch, 0);
+
+    /* precision without a peak in the GPU entry: "  precision: fp8" at 4:14 */
+    CHECK_INT_EQ(load(REFS "training:\n  precision: fp8\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 14);
+    CHECK_STR_EQ(d.msg, "training.precision: fp8 needs topology.gpu.peak.fp8, which GPU 'tg' "
+                        "does not give");
+
+    /* several nodes without a network: reported at the override that set nodes */
+    const char *sets[] = {"topology.nodes=2"};
+    CHECK_INT_EQ(load_sets(REFS, sets, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set topology.nodes=2", 0, 0);
+    CHECK_STR_HAS(d.msg, "2 nodes need a network, but topology 'kit' has no 'fabric'");
+
+    /* pcie intra: gen or bandwidth needed; p2p only for pcie */
+    write_file("topo-pcie.yaml", "gpu: tg\nnode:\n  gpus: 2\n  intra: {kind: pcie, p2p: false}\n");
+    CHECK_INT_EQ(load("topology: topo-pcie.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "topo-pcie.yaml", 4, 3);
+    CHECK_STR_HAS(d.msg, "a pcie link needs 'gen'");
+    write_file("topo-pcie.yaml", "gpu: tg\nnode:\n  gpus: 2\n  intra: {kind: pcie, gen: 4, p2p: false}\n");
+    CHECK_INT_EQ(load("topology: topo-pcie.yaml\nmodel: model.yaml\n", &sc, &d), 0);
+    CHECK_NEAR(sc.topology.intra.bw_Bps, 0, 0, 0); /* left to hw_pcie_bw_Bps(gen, lanes) */
+    CHECK_INT_EQ(sc.topology.intra.pcie_lanes, 16);
+    CHECK_INT_EQ(sc.topology.intra.latency_ps, 2000000); /* pcie default: 2 us */
+    CHECK(!sc.topology.intra.p2p);
+    CHECK_INT_EQ(sc.topology.pcie.gen, 4); /* host link follows the intra PCIe generation */
+}
+
+static void test_set(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+
+    /* keys of inlined files: the topology's node and its GPU's memory */
+    const char *s1[] = {"topology.node.gpus=4", "topology.gpu.memory=40 GiB"};
+    CHECK_INT_EQ(load_sets(REFS, s1, 2, &sc, &d), 0);
+    CHECK_INT_EQ(sc.topology.gpus_per_node, 4);
+    CHECK_INT_EQ(sc.topology.gpu.memory_bytes, INT64_C(42949672960)); /* 40 x 2^30 */
+
+    /* absent optional keys are created, intermediate mappings included */
+    const char *s2[] = {"parallel.ddp.bucket=50MiB", "model.max_seq_len=4096"};
+    CHECK_INT_EQ(load_sets(REFS, s2, 2, &sc, &d), 0);
+    CHECK_INT_EQ(sc.parallel.ddp.bucket_bytes, 52428800); /* 50 x 2^20 */
+    CHECK_INT_EQ(sc.model.max_seq_len, 4096);
+
+    /* the last --set of a key wins */
+    const char *s3[] = {"parallel.dp=2", "parallel.dp=4"};
+    CHECK_INT_EQ(load_sets(REFS, s3, 2, &sc, &d), 0);
+    CHECK_INT_EQ(sc.parallel.dp, 4);
+
+    /* a flow mapping is deep-merged into the mapping it overrides */
+    const char *s4[] = {"parallel={dp: 2, ddp: {bucket: 1 MiB}}"};
+    CHECK_INT_EQ(load_sets(REFS "parallel:\n  dp: 8\n  ddp: {overlap: false}\n", s4, 1, &sc, &d),
+                 0);
+    CHECK_INT_EQ(sc.parallel.dp, 2);
+    CHECK(!sc.parallel.ddp.overlap);                   /* kept from the file */
+    CHECK_INT_EQ(sc.parallel.ddp.bucket_bytes, 1048576); /* 1 MiB = 2^20 */
+    /* ... also into a referenced file, which is loaded first */
+    const char *s4b[] = {"topology={node: {gpus: 2}, gpu: {memory: 1 GiB}}"};
+    CHECK_INT_EQ(load_sets(REFS, s4b, 1, &sc, &d), 0);
+    CHECK_STR_EQ(sc.topology.name, "kit");
+    CHECK_INT_EQ(sc.topology.gpus_per_node, 2);
+    CHECK_NEAR(sc.topology.intra.bw_Bps, 4.5e11, 0, 0);
+    CHECK_INT_EQ(sc.topology.gpu.memory_bytes, INT64_C(1073741824));
+    CHECK_NEAR(sc.topology.gpu.peak_flops[HW_DTYPE_BF16], 1e15, 0, 0); /* 1000 TFLOP/s, kept */
+    /* to replace a mapping, empty it first */
+    const char *s4c[] = {"parallel=", "parallel={dp: 2}"};
+    CHECK_INT_EQ(load_sets(REFS "parallel:\n  dp: 8\n  ddp: {overlap: false}\n", s4c, 2, &sc, &d),
+                 0);
+    CHECK(sc.parallel.ddp.overlap); /* back to the default */
+
+    /* a path value resolves against the current directory and loads that file, after which
+     * its keys can be overridden too */
+    write_file("topo2.yaml", "name: kit2\ngpu: tg\nnode: {gpus: 4, intra: {kind: nvlink, "
+                             "bandwidth: 100 GB/s}}\n");
+    const char *s5[] = {"topology=topo2.yaml", "topology.node.gpus=2"};
+    CHECK_INT_EQ(load_sets("topology: nope.yaml\nmodel: model.yaml\n", s5, 2, &sc, &d), 0);
+    CHECK_STR_EQ(sc.topology.name, "kit2");
+    CHECK_INT_EQ(sc.topology.gpus_per_node, 2);
+    const char *s6[] = {"topology=missing.yaml"};
+    CHECK_INT_EQ(load_sets(REFS, s6, 1, &sc, &d), SIM_ENOENT);
+    CHECK_DIAG(d, "--set topology=missing.yaml", 0, 0);
+    CHECK_STR_EQ(d.msg, "cannot open 'missing.yaml': No such file or directory");
+
+    /* bad paths */
+    const char *b1[] = {"parallel.dpp=2"};
+    CHECK_INT_EQ(load_sets(REFS, b1, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set parallel.dpp=2", 0, 0);
+    CHECK_STR_EQ(d.msg, "unknown key 'dpp' in 'parallel'; did you mean 'dp'?");
+    const char *b2[] = {"parallel.dp.x=1"};
+    CHECK_INT_EQ(load_sets(REFS "parallel: {dp: 1}\n", b2, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set parallel.dp.x=1", 0, 0);
+    CHECK_STR_EQ(d.msg, "cannot set 'parallel.dp.x': 'parallel.dp' is a scalar, not a mapping");
+    const char *b3[] = {"parallel.dp"};
+    CHECK_INT_EQ(load_sets(REFS, b3, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set parallel.dp", 0, 0);
+    CHECK_STR_EQ(d.msg, "expected KEY=VALUE");
+    const char *b4[] = {"parallel..dp=1"};
+    CHECK_INT_EQ(load_sets(REFS, b4, 1, &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "invalid key path 'parallel..dp'");
+    const char *b5[] = {"trainig.seq_len=8"};
+    CHECK_INT_EQ(load_sets(REFS, b5, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set trainig.seq_len=8", 0, 0);
+    CHECK_STR_HAS(d.msg, "did you mean 'training'?");
+
+    /* schema errors in values that came from --set are reported against the override */
+    const char *v1[] = {"parallel.dp=0"};
+    CHECK_INT_EQ(load_sets(REFS, v1, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set parallel.dp=0", 0, 0);
+    CHECK_STR_EQ(d.msg, "parallel.dp: must be at least 1 and at most 1048576 (got 0)");
+    const char *v2[] = {"topology.gpu.memory=40"};
+    CHECK_INT_EQ(load_sets(REFS, v2, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set topology.gpu.memory=40", 0, 0);
+    CHECK_STR_HAS(d.msg, "missing unit in '40'");
+    const char *v3[] = {"parallel.tp=2"};
+    CHECK_INT_EQ(load_sets(REFS, v3, 1, &sc, &d), SIM_ENOTSUP);
+    CHECK_DIAG(d, "--set parallel.tp=2", 0, 0);
+    const char *v4[] = {"parallel.dp=[1, 2"};
+    CHECK_INT_EQ(load_sets(REFS, v4, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set parallel.dp=[1, 2", 0, 0);
+    CHECK_STR_HAS(d.msg, "invalid YAML value");
+
+    /* an override that empties an optional key restores its default */
+    const char *v5[] = {"training.seq_len="};
+    CHECK_INT_EQ(load_sets(REFS "training: {seq_len: 8}\n", v5, 1, &sc, &d), 0);
+    CHECK_INT_EQ(sc.training.seq_len, 2048);
+
+    /* resolved YAML records the overrides in place */
+    io_scenario_info *info = NULL;
+    const char *s7[] = {"parallel.dp=2", "simulation.steps=5"};
+    memset(&d, 0, sizeof d);
+    write_file("s.yaml", REFS "parallel:\n  dp: 8\n");
+    CHECK_INT_EQ(io_scenario_load("s.yaml", s7, 2, &sc, &info, &d), 0);
+    if (info) {
+        CHECK_STR_HAS(info->resolved_yaml, "parallel:\n  dp: 2\nsimulation:\n  steps: 5\n");
+        CHECK_INT_EQ(info->n_inputs, 4); /* s.yaml, topo.yaml, gpus/tg.yaml, model.yaml */
+    }
+    io_scenario_info_destroy(info);
+}
+
+int main(void)
+{
+    if (!getcwd(data_dir, sizeof data_dir) || !mkdtemp(tmp_dir)) {
+        perror("test setup");
+        return 1;
+    }
+    unsetenv("STEPSIM_DATA_DIR");
+    test_full_load();
+    test_by_name();
+
+    if (chdir(tmp_dir) != 0) {
+        perror(tmp_dir);
+        return 1;
+    }
+    write_kit();
+    test_file_errors();
+    test_schema_errors();
+    test_not_supported();
+    test_cross_checks();
+    test_set();
+
+    for (int i = n_written - 1; i >= 0; i--)
+        remove(written[i]);
+    rmdir("gpus");
+    if (chdir(data_dir) == 0)
+        rmdir(tmp_dir);
+    return test_finish();
+}
