@@ -195,11 +195,25 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
         fprintf(f, "  binding         %s\n", s->binding_constraint);
 }
 
-/* Loads the scenario and applies CLI overrides; prints the error and returns 2 on bad input. */
-static int load(const cli_args *a, plan_scenario *sc, io_scenario_info **info)
+/* A loaded scenario and its plan; what every sub-command starts from. */
+typedef struct cli_job {
+    plan_scenario sc;
+    io_scenario_info *info;
+    plan *p;
+} cli_job;
+
+static void job_clear(cli_job *j)
+{
+    plan_destroy(j->p);
+    io_scenario_info_destroy(j->info);
+}
+
+/* Loads the scenario, applies the CLI overrides and builds the plan (with the trace when
+ * `with_trace`). Bad input is printed as one error line; returns 0 or EXIT_INVALID. */
+static int job_load(const cli_args *a, bool with_trace, cli_job *j)
 {
     sim_diag diag = {0};
-    int rc = io_scenario_load(a->scenario, a->sets, a->n_sets, sc, info, &diag);
+    int rc = io_scenario_load(a->scenario, a->sets, a->n_sets, &j->sc, &j->info, &diag);
     if (rc != 0) {
         if (!diag.set)
             sim_diag_error(&diag, a->scenario, 0, 0, "%s", sim_strerror(rc));
@@ -207,16 +221,10 @@ static int load(const cli_args *a, plan_scenario *sc, io_scenario_info **info)
         return EXIT_INVALID;
     }
     if (a->steps > 0)
-        sc->simulation.steps = a->steps;
+        j->sc.simulation.steps = a->steps;
     if (a->no_timeline)
-        sc->simulation.timeline = false;
-    return 0;
-}
-
-static int make_plan(const cli_args *a, const plan_scenario *sc, bool with_trace, plan **p)
-{
-    sim_diag diag = {0};
-    int rc = plan_create(sc, with_trace, p, &diag);
+        j->sc.simulation.timeline = false;
+    rc = plan_create(&j->sc, with_trace, &j->p, &diag);
     if (rc != 0) {
         /* the plan has no file positions: report against the scenario file */
         snprintf(diag.file, sizeof diag.file, "%s", a->scenario);
@@ -226,84 +234,78 @@ static int make_plan(const cli_args *a, const plan_scenario *sc, bool with_trace
     return 0;
 }
 
+static int write_h5(const cli_args *a, const cli_job *j, const replay_results *res)
+{
+    const io_scenario_info *info = j->info;
+    io_h5_input *inputs = sim_calloc(info->n_inputs + 1, sizeof *inputs);
+    for (size_t i = 0; i < info->n_inputs; i++)
+        inputs[i] = (io_h5_input){.path = info->inputs[i].path, .hash = info->inputs[i].hash};
+    io_h5_run run = {.results = res, .scenario_yaml = info->resolved_yaml};
+    sim_diag diag = {0};
+    int rc = io_h5_write(a->out, a->command_line, inputs, info->n_inputs, &run, 1,
+                         j->sc.simulation.timeline, &diag);
+    sim_free(inputs);
+    if (rc != 0) {
+        sim_diag_print(&diag, stderr);
+        return rc == SIM_EINVAL ? EXIT_INVALID : 1;
+    }
+    return 0;
+}
+
 static int cmd_run(const cli_args *a)
 {
-    plan_scenario *sc = sim_calloc(1, sizeof *sc);
-    io_scenario_info *info = NULL;
-    plan *p = NULL;
-    replay_results *res = NULL;
-    int rc = load(a, sc, &info);
-    if (rc == 0)
-        rc = make_plan(a, sc, true, &p);
+    cli_job *j = sim_calloc(1, sizeof *j);
+    int rc = job_load(a, true, j);
     if (rc == 0) {
-        res = replay_results_create();
-        replay_options opt = {.timeline = sc->simulation.timeline};
-        replay_run(p, &opt, res);
-        if (a->out) {
-            io_h5_input *inputs = sim_calloc(info->n_inputs + 1, sizeof *inputs);
-            for (size_t i = 0; i < info->n_inputs; i++)
-                inputs[i] = (io_h5_input){.path = info->inputs[i].path,
-                                          .hash = info->inputs[i].hash};
-            io_h5_run run = {.results = res, .scenario_yaml = info->resolved_yaml};
-            sim_diag diag = {0};
-            if (io_h5_write(a->out, a->command_line, inputs, info->n_inputs, &run, 1,
-                            sc->simulation.timeline, &diag) != 0) {
-                sim_diag_print(&diag, stderr);
-                rc = 1;
-            }
-            sim_free(inputs);
-        }
+        replay_results *res = replay_results_create();
+        replay_options opt = {.timeline = j->sc.simulation.timeline};
+        replay_run(j->p, &opt, res);
+        if (a->out)
+            rc = write_h5(a, j, res);
         if (rc == 0) {
             if (a->json)
                 io_json_write_run(stdout, res);
             else
-                print_summary(stdout, p, res, true);
+                print_summary(stdout, j->p, res, true);
             fprintf(stderr, "stepsim: simulated %d step(s) of %d GPU(s) in %.3f s wall, %llu "
                             "events (%.3g events/s)\n",
-                    sc->simulation.steps, p->n_ranks, res->wall_s,
+                    j->sc.simulation.steps, j->p->n_ranks, res->wall_s,
                     (unsigned long long)res->events,
                     res->wall_s > 0 ? (double)res->events / res->wall_s : 0.0);
         }
+        replay_results_destroy(res);
     }
-    replay_results_destroy(res);
-    plan_destroy(p);
-    io_scenario_info_destroy(info);
-    sim_free(sc);
+    job_clear(j);
+    sim_free(j);
     return rc;
 }
 
 static int cmd_check(const cli_args *a)
 {
-    plan_scenario *sc = sim_calloc(1, sizeof *sc);
-    plan *p = NULL;
-    int rc = load(a, sc, NULL);
+    cli_job *j = sim_calloc(1, sizeof *j);
+    int rc = job_load(a, false, j);
     if (rc == 0)
-        rc = make_plan(a, sc, false, &p);
-    if (rc == 0)
-        printf("%s: ok (%d GPU(s), %s)\n", a->scenario, p->n_ranks, sc->name);
-    plan_destroy(p);
-    sim_free(sc);
+        printf("%s: ok (%d GPU(s), %s)\n", a->scenario, j->p->n_ranks, j->sc.name);
+    job_clear(j);
+    sim_free(j);
     return rc;
 }
 
 static int cmd_mem(const cli_args *a)
 {
-    plan_scenario *sc = sim_calloc(1, sizeof *sc);
-    plan *p = NULL;
-    int rc = load(a, sc, NULL);
-    if (rc == 0)
-        rc = make_plan(a, sc, false, &p);
+    cli_job *j = sim_calloc(1, sizeof *j);
+    int rc = job_load(a, false, j);
     if (rc == 0) {
         replay_results *res = replay_results_create();
-        replay_memory_only(p, res);
+        replay_memory_only(j->p, res);
         if (a->json)
             io_json_write_mem(stdout, &res->summary);
         else
-            print_summary(stdout, p, res, false);
+            print_summary(stdout, j->p, res, false);
         replay_results_destroy(res);
     }
-    plan_destroy(p);
-    sim_free(sc);
+    job_clear(j);
+    sim_free(j);
     return rc;
 }
 

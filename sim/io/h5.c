@@ -688,7 +688,7 @@ out:
 
 /* The file is built in memory and written with plain POSIX calls, not by HDF5's sec2 driver:
  * in HDF5 1.10.8 a failed flush makes H5Fclose fail and leaves a half-destroyed file object
- * in the ID table, which crashes the process at exit (HDF5 issue #2257, CVE-2020-10812,
+ * in the ID table, which crashes the process when it exits (HDF5 issue #2257, CVE-2020-10812,
  * fixed in 1.10.10/1.14.1). With the image in memory a full disk is an ordinary write()
  * error. The price is memory: the image is held twice while it is copied out (about
  * 155 bytes per timeline row). */

@@ -426,12 +426,12 @@ static void summarize(replay_ctx *c)
             sim_time a = SIM_MAX(iv->start, w0), b = SIM_MIN(iv->end, w1);
             if (b > a)
                 busy += (double)(b - a);
-            /* the gap before this op, clipped to the window */
-            add_bubble(r, rk, steps, SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0)),
-                       SIM_MIN(iv->start, w1), iv->cause, rank_idle);
-            /* time before the gap began (e.g. the rank had not started the step) */
+            /* idle time before the stream was released for this op (e.g. the rank had
+             * not started the step yet), then the gap waiting for this op's dependency */
             add_bubble(r, rk, steps, cursor, SIM_MIN(SIM_MAX(iv->gap_start, w0), w1),
                        REPLAY_CAUSE_OTHER, rank_idle);
+            add_bubble(r, rk, steps, SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0)),
+                       SIM_MIN(iv->start, w1), iv->cause, rank_idle);
             cursor = SIM_MAX(cursor, b);
         }
         add_bubble(r, rk, steps, cursor, w1, REPLAY_CAUSE_OTHER, rank_idle);
