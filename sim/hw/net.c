@@ -1,25 +1,24 @@
-/* Flow-level network with max-min fair sharing (see net.h).
+/* Flow-level network with incremental max-min fair sharing (see net.h).
  *
  * Max-min fairness by progressive filling: all unfixed flows grow at the same rate until a
- * link saturates; the flows crossing the most constrained link (smallest remaining
- * capacity / unfixed flows, lowest link index on ties) are fixed at that share, the link
- * capacities they use are reduced, and the procedure repeats. Every flow then has the
- * largest rate it can get without taking bandwidth from a flow with a smaller rate.
+ * link saturates; the flows crossing the most constrained link (smallest remaining capacity
+ * per unit of unfixed weight, lowest link index on ties) are fixed at that share, the
+ * capacity they use is taken from every link they cross, and the procedure repeats. A flow
+ * that crosses a link twice (a copy staged in host memory writes and reads the same DRAM)
+ * weighs 2 on it. The bottleneck search uses a min-heap of links keyed by share; fixing
+ * flows at the minimum share can only raise the other links' shares, so keys only grow.
  *
- * Between re-solves every rate is constant, so a flow's completion time is exact up to the
- * picosecond rounding: remaining bytes are carried as doubles and a completion is scheduled
- * at now + ceil(remaining / rate) ps.
+ * Incremental: max-min rates decompose over the connected components of the bipartite
+ * flow/link graph, so a change (flows added or removed) re-solves only the component
+ * reachable from the links it touched. Flows elsewhere keep their rates and their scheduled
+ * completions.
  *
- * Placeholder topology (issue 2; the topology graph of issue 3 replaces it): each GPU has an
- * up and a down link to its node's switching fabric (NVSwitch, NVLink or PCIe, at the
- * per-GPU intra-node bandwidth) and, on multi-node clusters, an up and a down link to the
- * inter-node network at its share of the node's NIC bandwidth divided by the fabric's
- * oversubscription. A flow inside a node crosses [up(src), down(dst)]; across nodes
- * [net_up(src), net_down(dst)]. */
+ * Between re-solves every rate is constant: a flow stores its remaining bytes at the time of
+ * its last rate change and is advanced lazily; its completion is scheduled at
+ * now + ceil(remaining / rate) picoseconds. */
 #include "core/sim.h"
 
 #include <math.h>
-#include <stdio.h>
 #include <string.h>
 
 #include "hw/net.h"
@@ -27,114 +26,81 @@
 enum { NET_EV_ACTIVATE, NET_EV_COMPLETE, NET_EV_RESOLVE };
 enum { FLOW_FREE, FLOW_LATENT, FLOW_ACTIVE };
 
-#define NET_ROUTE_MAX 4
+typedef struct net_member {
+    int32_t flow;
+    int32_t weight;
+} net_member;
 
 typedef struct net_link {
     hw_link_stats st;
-    int n_active;        /* flows consuming bandwidth */
+    net_member *members; /* active flows crossing the link */
+    int32_t n_members, cap_members;
+    int32_t n_active;    /* = n_members; kept for busy accounting */
     sim_time busy_since;
-    /* progressive-filling scratch */
-    double rem;
-    int n_unfixed;
+    /* solver scratch */
+    uint32_t stamp;
+    double rem, wsum;
+    int32_t heap_pos;    /* -1 when not in the heap */
+    bool dirty;
 } net_link;
 
 typedef struct net_flow {
     uint64_t tag;
     int state;
-    int n_route;
-    int route[NET_ROUTE_MAX];
-    double remaining; /* bytes */
-    double rate;      /* B/s */
-    sim_time last;    /* time `remaining` refers to */
-    sim_event *ev;    /* pending activation or completion event */
-    int active_pos;
-    int next_free;
-    int fixed;
+    const hw_route *route;
+    int n_links;                      /* distinct links */
+    int32_t link[HW_ROUTE_MAX];
+    int32_t weight[HW_ROUTE_MAX];
+    int32_t pos[HW_ROUTE_MAX];        /* index in the link's member list */
+    double remaining;                 /* bytes at time `last` */
+    double rate;                      /* B/s */
+    sim_time last;
+    sim_event *ev;
+    uint32_t stamp;
+    bool fixed;
+    int32_t next_free;
 } net_flow;
 
 struct hw_net {
+    hw_topo *topo;
     sim_eventq *q;
     uint32_t type;
     hw_flow_done_fn done;
     void *ctx;
-    int n_gpus, gpus_per_node;
-    bool multi_node;
-    sim_time intra_latency_ps, inter_latency_ps;
     net_link *links;
     int n_links;
-    char *names; /* device names, NUL-separated */
     net_flow *flows;
     size_t cap_flows;
-    int n_flows;
-    int free_head;
-    int *active;
-    size_t cap_active;
-    int n_active;
+    int32_t n_flows, free_head;
+    int32_t *dirty;
+    size_t n_dirty, cap_dirty;
     bool resolve_pending;
-    uint64_t flows_done, solves;
+    /* solver scratch */
+    uint32_t stamp;
+    int32_t *comp_links, *comp_flows, *heap;
+    size_t cap_comp_links, cap_comp_flows, cap_heap;
+    uint64_t flows_done, solves, resolved;
 };
 
-static const char *intra_class(hw_intra_kind k)
+hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow_done_fn done,
+                      void *ctx)
 {
-    return k == HW_INTRA_PCIE ? "pcie" : "nvlink";
-}
-
-hw_net *hw_net_create(const hw_topology_spec *topo, int n_gpus, sim_eventq *q,
-                      uint32_t event_type, hw_flow_done_fn done, void *ctx)
-{
-    SIM_ASSERT(n_gpus >= 1 && n_gpus <= topo->nodes * topo->gpus_per_node,
-               "%d GPUs on a topology of %d x %d", n_gpus, topo->nodes, topo->gpus_per_node);
     hw_net *net = sim_calloc(1, sizeof *net);
+    net->topo = topo;
     net->q = q;
     net->type = event_type;
     net->done = done;
     net->ctx = ctx;
-    net->n_gpus = n_gpus;
-    net->gpus_per_node = topo->gpus_per_node;
-    net->multi_node = n_gpus > topo->gpus_per_node;
     net->free_head = -1;
-
-    double intra_bw = topo->intra.bw_Bps;
-    if (topo->intra.kind == HW_INTRA_PCIE && intra_bw <= 0)
-        intra_bw = hw_pcie_bw_Bps(topo->intra.pcie_gen, topo->intra.pcie_lanes);
-    SIM_ASSERT(intra_bw > 0, "topology '%s' has no intra-node bandwidth", topo->name);
-    net->intra_latency_ps = topo->intra.latency_ps;
-
-    double inter_bw = 0;
-    if (net->multi_node) {
-        SIM_ASSERT(topo->nics.count > 0 && topo->nics.bw_Bps > 0, "multi-node without NICs");
-        double over = topo->fabric.oversubscription >= 1 ? topo->fabric.oversubscription : 1;
-        inter_bw = topo->nics.count * topo->nics.bw_Bps / topo->gpus_per_node / over;
-        /* NIC to switch and switch to NIC, plus the fabric's own switching latency. */
-        net->inter_latency_ps = 2 * topo->nics.latency_ps + topo->fabric.latency_ps;
-    }
-
-    net->n_links = 2 * n_gpus * (net->multi_node ? 2 : 1);
-    net->links = sim_calloc((size_t)net->n_links, sizeof *net->links);
-    /* Names: "gpuN", "nodeN.fabric" for every GPU and node, and "network". */
-    int n_nodes = (n_gpus + topo->gpus_per_node - 1) / topo->gpus_per_node;
-    size_t name_len = 24;
-    net->names = sim_calloc((size_t)(n_gpus + n_nodes + 1), name_len);
-    for (int g = 0; g < n_gpus; g++)
-        snprintf(net->names + (size_t)g * name_len, name_len, "gpu%d", g);
-    for (int n = 0; n < n_nodes; n++)
-        snprintf(net->names + (size_t)(n_gpus + n) * name_len, name_len, "node%d.fabric", n);
-    const char *network = net->names + (size_t)(n_gpus + n_nodes) * name_len;
-    snprintf(net->names + (size_t)(n_gpus + n_nodes) * name_len, name_len, "network");
-
-    for (int g = 0; g < n_gpus; g++) {
-        const char *gpu = net->names + (size_t)g * name_len;
-        const char *fab = net->names + (size_t)(n_gpus + g / topo->gpus_per_node) * name_len;
-        net->links[2 * g].st = (hw_link_stats){
-            .src = gpu, .dst = fab, .cls = intra_class(topo->intra.kind), .bw_Bps = intra_bw};
-        net->links[2 * g + 1].st = (hw_link_stats){
-            .src = fab, .dst = gpu, .cls = intra_class(topo->intra.kind), .bw_Bps = intra_bw};
-        if (net->multi_node) {
-            net->links[2 * n_gpus + 2 * g].st =
-                (hw_link_stats){.src = gpu, .dst = network, .cls = "ib", .bw_Bps = inter_bw};
-            net->links[2 * n_gpus + 2 * g + 1].st =
-                (hw_link_stats){.src = network, .dst = gpu, .cls = "ib", .bw_Bps = inter_bw};
-        }
+    net->n_links = hw_topo_link_count(topo);
+    net->links = sim_calloc((size_t)net->n_links + 1, sizeof *net->links);
+    for (int i = 0; i < net->n_links; i++) {
+        const hw_link *l = hw_topo_link(topo, i);
+        net->links[i].st = (hw_link_stats){.src = hw_topo_device(topo, l->src)->name,
+                                           .dst = hw_topo_device(topo, l->dst)->name,
+                                           .cls = hw_link_class_name(l->cls),
+                                           .bw_Bps = l->bw_Bps};
+        net->links[i].heap_pos = -1;
     }
     return net;
 }
@@ -143,74 +109,46 @@ void hw_net_destroy(hw_net *net)
 {
     if (!net)
         return;
+    for (int i = 0; i < net->n_links; i++)
+        sim_free(net->links[i].members);
     sim_free(net->links);
-    sim_free(net->names);
     sim_free(net->flows);
-    sim_free(net->active);
+    sim_free(net->dirty);
+    sim_free(net->comp_links);
+    sim_free(net->comp_flows);
+    sim_free(net->heap);
     sim_free(net);
 }
 
-static int route(const hw_net *net, int src, int dst, int *out, sim_time *latency)
-{
-    if (src == dst) {
-        *latency = 0;
-        return 0;
-    }
-    if (src / net->gpus_per_node == dst / net->gpus_per_node) {
-        out[0] = 2 * src;
-        out[1] = 2 * dst + 1;
-        *latency = net->intra_latency_ps;
-        return 2;
-    }
-    out[0] = 2 * net->n_gpus + 2 * src;
-    out[1] = 2 * net->n_gpus + 2 * dst + 1;
-    *latency = net->inter_latency_ps;
-    return 2;
-}
-
-double hw_net_path_bw_Bps(const hw_net *net, int src, int dst)
-{
-    int r[NET_ROUTE_MAX];
-    sim_time lat;
-    int n = route(net, src, dst, r, &lat);
-    double bw = INFINITY;
-    for (int i = 0; i < n; i++)
-        bw = fmin(bw, net->links[r[i]].st.bw_Bps);
-    return bw;
-}
-
-sim_time hw_net_path_latency_ps(const hw_net *net, int src, int dst)
-{
-    int r[NET_ROUTE_MAX];
-    sim_time lat;
-    route(net, src, dst, r, &lat);
-    return lat;
-}
-
-static void schedule(hw_net *net, net_flow *f, int kind, sim_time t)
+static void schedule(hw_net *net, int32_t flow, int kind, sim_time t)
 {
     sim_event *ev = sim_eventq_alloc(net->q);
     ev->type = net->type;
     ev->a = kind;
-    ev->c = f ? (int64_t)(f - net->flows) : -1;
-    if (f)
-        f->ev = ev;
+    ev->c = flow;
+    if (flow >= 0)
+        net->flows[flow].ev = ev;
     sim_eventq_push(net->q, ev, t);
 }
 
-static void request_resolve(hw_net *net, sim_time now)
+static void mark_dirty(hw_net *net, int32_t l, sim_time now)
 {
-    if (net->resolve_pending)
-        return;
-    net->resolve_pending = true;
-    schedule(net, NULL, NET_EV_RESOLVE, now);
+    if (!net->links[l].dirty) {
+        net->links[l].dirty = true;
+        SIM_GROW(net->dirty, net->cap_dirty, net->n_dirty + 1);
+        net->dirty[net->n_dirty++] = l;
+    }
+    if (!net->resolve_pending) {
+        net->resolve_pending = true;
+        schedule(net, -1, NET_EV_RESOLVE, now);
+    }
 }
 
-void hw_net_start_flow(hw_net *net, sim_time now, int src, int dst, double bytes, uint64_t tag)
+void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, double bytes,
+                           uint64_t tag)
 {
-    SIM_ASSERT(src >= 0 && src < net->n_gpus && dst >= 0 && dst < net->n_gpus && bytes >= 0,
-               "flow %d -> %d of %g bytes", src, dst, bytes);
-    int id;
+    SIM_ASSERT(bytes >= 0 && isfinite(bytes), "flow of %g bytes", bytes);
+    int32_t id;
     if (net->free_head >= 0) {
         id = net->free_head;
         net->free_head = net->flows[id].next_free;
@@ -219,123 +157,250 @@ void hw_net_start_flow(hw_net *net, sim_time now, int src, int dst, double bytes
         id = net->n_flows++;
     }
     net_flow *f = &net->flows[id];
-    sim_time latency;
-    *f = (net_flow){.tag = tag, .state = FLOW_LATENT, .remaining = bytes, .last = now,
-                    .active_pos = -1, .next_free = -1};
-    f->n_route = route(net, src, dst, f->route, &latency);
-    schedule(net, f, NET_EV_ACTIVATE, now + latency);
-}
-
-/* Moves every active flow's progress up to `now`. */
-static void advance(hw_net *net, sim_time now)
-{
-    for (int i = 0; i < net->n_active; i++) {
-        net_flow *f = &net->flows[net->active[i]];
-        if (now == f->last)
-            continue;
-        double moved = f->rate * (double)(now - f->last) / (double)SIM_PS_PER_S;
-        if (moved > f->remaining)
-            moved = f->remaining;
-        f->remaining -= moved;
-        f->last = now;
-        for (int k = 0; k < f->n_route; k++)
-            net->links[f->route[k]].st.bytes += moved;
+    const hw_route *r = hw_topo_route(net->topo, src_dev, dst_dev);
+    *f = (net_flow){.tag = tag, .state = FLOW_LATENT, .route = r, .remaining = bytes,
+                    .last = now, .next_free = -1};
+    /* distinct links with their multiplicity */
+    for (int i = 0; i < r->n; i++) {
+        int k = 0;
+        while (k < f->n_links && f->link[k] != r->links[i])
+            k++;
+        if (k == f->n_links) {
+            f->link[f->n_links] = r->links[i];
+            f->weight[f->n_links++] = 0;
+        }
+        f->weight[k]++;
     }
+    schedule(net, id, NET_EV_ACTIVATE, now + r->latency_ps);
 }
 
-static void link_use(hw_net *net, net_flow *f, int delta, sim_time now)
+void hw_net_start_flow(hw_net *net, sim_time now, int src, int dst, double bytes, uint64_t tag)
 {
-    for (int k = 0; k < f->n_route; k++) {
-        net_link *l = &net->links[f->route[k]];
-        if (delta > 0 && l->n_active++ == 0)
-            l->busy_since = now;
-        if (delta < 0 && --l->n_active == 0)
-            l->st.busy_ps += now - l->busy_since;
-    }
+    hw_net_start_flow_dev(net, now, hw_topo_gpu_device(net->topo, src),
+                          hw_topo_gpu_device(net->topo, dst), bytes, tag);
 }
 
-static void release(hw_net *net, int id)
+/* Brings one flow's progress (and its links' byte counters) up to `now`. */
+static void advance(hw_net *net, net_flow *f, sim_time now)
+{
+    if (now == f->last)
+        return;
+    double moved = f->rate * (double)(now - f->last) / (double)SIM_PS_PER_S;
+    if (moved > f->remaining)
+        moved = f->remaining;
+    f->remaining -= moved;
+    f->last = now;
+    for (int k = 0; k < f->n_links; k++)
+        net->links[f->link[k]].st.bytes += moved * f->weight[k];
+}
+
+static void attach(hw_net *net, int32_t id, sim_time now)
 {
     net_flow *f = &net->flows[id];
-    f->state = FLOW_FREE;
-    f->next_free = net->free_head;
-    net->free_head = id;
+    for (int k = 0; k < f->n_links; k++) {
+        net_link *l = &net->links[f->link[k]];
+        if (l->n_members == l->cap_members) {
+            l->cap_members = l->cap_members ? 2 * l->cap_members : 4;
+            l->members = sim_realloc_array(l->members, (size_t)l->cap_members,
+                                           sizeof *l->members);
+        }
+        f->pos[k] = l->n_members;
+        l->members[l->n_members++] = (net_member){.flow = id, .weight = f->weight[k]};
+        if (l->n_active++ == 0)
+            l->busy_since = now;
+        mark_dirty(net, f->link[k], now);
+    }
 }
 
-static void finish_flow(hw_net *net, int id, sim_time now)
+static void detach(hw_net *net, int32_t id, sim_time now)
+{
+    net_flow *f = &net->flows[id];
+    for (int k = 0; k < f->n_links; k++) {
+        int32_t li = f->link[k];
+        net_link *l = &net->links[li];
+        int32_t pos = f->pos[k];
+        net_member last = l->members[--l->n_members];
+        if (pos != l->n_members) {
+            l->members[pos] = last;
+            /* tell the moved flow where its entry now is */
+            net_flow *g = &net->flows[last.flow];
+            for (int j = 0; j < g->n_links; j++)
+                if (g->link[j] == li)
+                    g->pos[j] = pos;
+        }
+        if (--l->n_active == 0)
+            l->st.busy_ps += now - l->busy_since;
+        mark_dirty(net, li, now);
+    }
+}
+
+static void finish_flow(hw_net *net, int32_t id, sim_time now)
 {
     net_flow *f = &net->flows[id];
     uint64_t tag = f->tag;
-    if (f->state == FLOW_ACTIVE) {
-        int pos = f->active_pos;
-        int last = net->active[--net->n_active];
-        net->active[pos] = last;
-        net->flows[last].active_pos = pos;
-        link_use(net, f, -1, now);
-        request_resolve(net, now);
-    }
-    release(net, id);
+    if (f->state == FLOW_ACTIVE)
+        detach(net, id, now);
+    f->state = FLOW_FREE;
+    f->next_free = net->free_head;
+    net->free_head = id;
     net->flows_done++;
     net->done(net->ctx, tag, now);
 }
 
-/* Progressive filling over the active flows, then reschedules completions. */
+/* ---- the solver ------------------------------------------------------------------------ */
+
+static bool heap_less(const hw_net *net, int32_t a, int32_t b)
+{
+    const net_link *la = &net->links[a], *lb = &net->links[b];
+    double sa = la->rem / la->wsum, sb = lb->rem / lb->wsum;
+    return sa < sb || (sa == sb && a < b);
+}
+
+static void heap_swap(hw_net *net, size_t i, size_t j)
+{
+    int32_t t = net->heap[i];
+    net->heap[i] = net->heap[j];
+    net->heap[j] = t;
+    net->links[net->heap[i]].heap_pos = (int32_t)i;
+    net->links[net->heap[j]].heap_pos = (int32_t)j;
+}
+
+static void heap_down(hw_net *net, size_t i, size_t n)
+{
+    for (;;) {
+        size_t l = 2 * i + 1, m = i;
+        if (l < n && heap_less(net, net->heap[l], net->heap[m]))
+            m = l;
+        if (l + 1 < n && heap_less(net, net->heap[l + 1], net->heap[m]))
+            m = l + 1;
+        if (m == i)
+            return;
+        heap_swap(net, i, m);
+        i = m;
+    }
+}
+
+static void heap_up(hw_net *net, size_t i)
+{
+    while (i > 0 && heap_less(net, net->heap[i], net->heap[(i - 1) / 2])) {
+        heap_swap(net, i, (i - 1) / 2);
+        i = (i - 1) / 2;
+    }
+}
+
+static void heap_remove(hw_net *net, size_t i, size_t *n)
+{
+    net->links[net->heap[i]].heap_pos = -1;
+    if (i == --*n)
+        return;
+    net->heap[i] = net->heap[*n];
+    net->links[net->heap[i]].heap_pos = (int32_t)i;
+    heap_down(net, i, *n);
+    heap_up(net, i);
+}
+
+/* Collects the component of the flow/link graph reachable from the dirty links. */
+static void collect_component(hw_net *net, size_t *n_links, size_t *n_flows)
+{
+    if (++net->stamp == 0)
+        net->stamp = 1;
+    uint32_t st = net->stamp;
+    size_t nl = 0, nf = 0;
+    for (size_t i = 0; i < net->n_dirty; i++) {
+        int32_t l = net->dirty[i];
+        net->links[l].dirty = false;
+        if (net->links[l].stamp == st)
+            continue;
+        net->links[l].stamp = st;
+        SIM_GROW(net->comp_links, net->cap_comp_links, nl + 1);
+        net->comp_links[nl++] = l;
+    }
+    net->n_dirty = 0;
+    for (size_t i = 0; i < nl; i++) {
+        net_link *l = &net->links[net->comp_links[i]];
+        for (int32_t m = 0; m < l->n_members; m++) {
+            net_flow *f = &net->flows[l->members[m].flow];
+            if (f->stamp == st)
+                continue;
+            f->stamp = st;
+            SIM_GROW(net->comp_flows, net->cap_comp_flows, nf + 1);
+            net->comp_flows[nf++] = l->members[m].flow;
+            for (int k = 0; k < f->n_links; k++) {
+                net_link *o = &net->links[f->link[k]];
+                if (o->stamp == st)
+                    continue;
+                o->stamp = st;
+                SIM_GROW(net->comp_links, net->cap_comp_links, nl + 1);
+                net->comp_links[nl++] = f->link[k];
+            }
+        }
+    }
+    *n_links = nl;
+    *n_flows = nf;
+}
+
 static void resolve(hw_net *net, sim_time now)
 {
+    size_t nl, nf;
+    collect_component(net, &nl, &nf);
     net->solves++;
-    for (int l = 0; l < net->n_links; l++) {
-        net->links[l].rem = net->links[l].st.bw_Bps;
-        net->links[l].n_unfixed = 0;
+    net->resolved += nf;
+    if (nf == 0)
+        return;
+    for (size_t i = 0; i < nf; i++) {
+        net_flow *f = &net->flows[net->comp_flows[i]];
+        advance(net, f, now);
+        f->fixed = false;
     }
-    for (int i = 0; i < net->n_active; i++) {
-        net_flow *f = &net->flows[net->active[i]];
-        f->fixed = 0;
-        for (int k = 0; k < f->n_route; k++)
-            net->links[f->route[k]].n_unfixed++;
-    }
-    int unfixed = net->n_active;
-    while (unfixed > 0) {
-        int best = -1;
-        double share = INFINITY;
-        for (int l = 0; l < net->n_links; l++) {
-            net_link *lk = &net->links[l];
-            if (lk->n_unfixed > 0 && lk->rem / lk->n_unfixed < share) {
-                share = lk->rem / lk->n_unfixed;
-                best = l;
-            }
+    SIM_GROW(net->heap, net->cap_heap, nl);
+    size_t hn = 0;
+    for (size_t i = 0; i < nl; i++) {
+        net_link *l = &net->links[net->comp_links[i]];
+        l->rem = l->st.bw_Bps;
+        l->wsum = 0;
+        for (int32_t m = 0; m < l->n_members; m++)
+            l->wsum += l->members[m].weight;
+        l->heap_pos = -1;
+        if (l->wsum > 0) {
+            net->heap[hn] = net->comp_links[i];
+            l->heap_pos = (int32_t)hn++;
         }
-        SIM_ASSERT(best >= 0, "%d unfixed flows cross no link", unfixed);
-        if (share < 0)
-            share = 0;
-        for (int i = 0; i < net->n_active; i++) {
-            net_flow *f = &net->flows[net->active[i]];
+    }
+    for (size_t i = hn / 2 + 1; i-- > 0;)
+        heap_down(net, i, hn);
+    while (hn > 0) {
+        int32_t li = net->heap[0];
+        net_link *l = &net->links[li];
+        double share = l->rem / l->wsum;
+        if (share <= 0)
+            share = l->st.bw_Bps * 1e-12; /* float residue on a saturated link */
+        heap_remove(net, 0, &hn);
+        for (int32_t m = 0; m < l->n_members; m++) {
+            net_flow *f = &net->flows[l->members[m].flow];
             if (f->fixed)
                 continue;
-            bool crosses = false;
-            for (int k = 0; k < f->n_route; k++)
-                crosses |= f->route[k] == best;
-            if (!crosses)
-                continue;
-            f->fixed = 1;
+            f->fixed = true;
+            double old = f->rate;
             f->rate = share;
-            unfixed--;
-            for (int k = 0; k < f->n_route; k++) {
-                net_link *lk = &net->links[f->route[k]];
-                lk->rem -= share;
-                lk->n_unfixed--;
+            for (int k = 0; k < f->n_links; k++) {
+                net_link *o = &net->links[f->link[k]];
+                o->rem -= share * f->weight[k];
+                o->wsum -= f->weight[k];
+                if (o->heap_pos < 0)
+                    continue;
+                if (o->wsum <= 0)
+                    heap_remove(net, (size_t)o->heap_pos, &hn);
+                else
+                    heap_down(net, (size_t)o->heap_pos, hn);
             }
+            /* reschedule the completion when the rate changed (or was never set) */
+            if (f->ev && old == f->rate)
+                continue;
+            double dt_ps = ceil(f->remaining / f->rate * (double)SIM_PS_PER_S);
+            if (f->ev)
+                sim_eventq_cancel(net->q, f->ev);
+            schedule(net, l->members[m].flow, NET_EV_COMPLETE, now + (sim_time)dt_ps);
         }
-    }
-    for (int i = 0; i < net->n_active; i++) {
-        net_flow *f = &net->flows[net->active[i]];
-        SIM_ASSERT(f->rate > 0, "flow with zero rate");
-        double dt_ps = ceil(f->remaining / f->rate * (double)SIM_PS_PER_S);
-        sim_time t = now + (sim_time)dt_ps;
-        if (f->ev && f->ev->time == t)
-            continue;
-        if (f->ev)
-            sim_eventq_cancel(net->q, f->ev);
-        schedule(net, f, NET_EV_COMPLETE, t);
     }
 }
 
@@ -344,33 +409,30 @@ void hw_net_handle(hw_net *net, sim_event *ev)
     SIM_ASSERT(ev->type == net->type, "event type %u", ev->type);
     sim_time now = ev->time;
     int kind = ev->a;
-    int id = (int)ev->c;
+    int32_t id = (int32_t)ev->c;
     sim_eventq_free(net->q, ev);
-    advance(net, now);
     switch (kind) {
     case NET_EV_ACTIVATE: {
         net_flow *f = &net->flows[id];
         f->ev = NULL;
         f->last = now;
-        if (f->n_route == 0 || f->remaining <= 0) {
+        if (f->n_links == 0 || f->remaining <= 0) {
             finish_flow(net, id, now);
             return;
         }
         f->state = FLOW_ACTIVE;
-        SIM_GROW(net->active, net->cap_active, (size_t)net->n_active + 1);
-        f->active_pos = net->n_active;
-        net->active[net->n_active++] = id;
-        link_use(net, f, +1, now);
-        request_resolve(net, now);
+        f->rate = 0;
+        attach(net, id, now);
         return;
     }
     case NET_EV_COMPLETE: {
         net_flow *f = &net->flows[id];
         f->ev = NULL;
-        /* Whatever rounding left is delivered now: the event was scheduled at the ceiling
-         * of the exact completion time. */
-        for (int k = 0; k < f->n_route; k++)
-            net->links[f->route[k]].st.bytes += f->remaining;
+        advance(net, f, now);
+        /* what rounding left is delivered now: the event sits at the ceiling of the exact
+         * completion time */
+        for (int k = 0; k < f->n_links; k++)
+            net->links[f->link[k]].st.bytes += f->remaining * f->weight[k];
         f->remaining = 0;
         finish_flow(net, id, now);
         return;
@@ -385,6 +447,9 @@ void hw_net_handle(hw_net *net, sim_event *ev)
 
 void hw_net_finish(hw_net *net, sim_time now)
 {
+    for (int32_t i = 0; i < net->n_flows; i++)
+        if (net->flows[i].state == FLOW_ACTIVE)
+            advance(net, &net->flows[i], now);
     for (int l = 0; l < net->n_links; l++) {
         net_link *lk = &net->links[l];
         if (lk->n_active > 0) {
@@ -405,12 +470,14 @@ const hw_link_stats *hw_net_link(const hw_net *net, int i)
     return &net->links[i].st;
 }
 
-uint64_t hw_net_flows_done(const hw_net *net)
+double hw_net_flow_rate(const hw_net *net, uint64_t tag)
 {
-    return net->flows_done;
+    for (int32_t i = 0; i < net->n_flows; i++)
+        if (net->flows[i].state == FLOW_ACTIVE && net->flows[i].tag == tag)
+            return net->flows[i].rate;
+    return -1;
 }
 
-uint64_t hw_net_solves(const hw_net *net)
-{
-    return net->solves;
-}
+uint64_t hw_net_flows_done(const hw_net *net) { return net->flows_done; }
+uint64_t hw_net_solves(const hw_net *net) { return net->solves; }
+uint64_t hw_net_flows_resolved(const hw_net *net) { return net->resolved; }

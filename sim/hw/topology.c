@@ -37,3 +37,19 @@ const char *hw_fabric_kind_name(hw_fabric_kind k)
     }
     return "?";
 }
+
+const char *hw_dev_kind_name(hw_dev_kind k)
+{
+    static const char *const names[HW_DEV_KIND_COUNT] = {
+        "gpu", "nvswitch", "pcie_switch", "cpu", "host_memory", "nic", "switch"};
+    SIM_ASSERT(k >= 0 && k < HW_DEV_KIND_COUNT, "device kind %d", (int)k);
+    return names[k];
+}
+
+const char *hw_link_class_name(hw_link_class c)
+{
+    static const char *const names[HW_LINK_CLASS_COUNT] = {"nvlink", "pcie", "ib", "ethernet",
+                                                           "cpu"};
+    SIM_ASSERT(c >= 0 && c < HW_LINK_CLASS_COUNT, "link class %d", (int)c);
+    return names[c];
+}

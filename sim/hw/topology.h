@@ -1,7 +1,7 @@
 /* Cluster description (parametric form of DESIGN.md §7) as the loader fills it.
  *
- * Issue 2 keeps the network a placeholder (see net.h): every GPU pair is joined by one
- * dedicated link per direction. Issue 3 turns this description into a device/link graph. */
+ * Two forms: parametric (a node template plus an inter-node fabric) and explicit (devices
+ * and links listed one by one). sim/hw/topo.h turns either into the device/link graph. */
 #ifndef SIM_HW_TOPOLOGY_H
 #define SIM_HW_TOPOLOGY_H
 
@@ -10,12 +10,60 @@
 #include "hw/gpu.h"
 
 typedef enum hw_intra_kind { HW_INTRA_NVSWITCH, HW_INTRA_NVLINK, HW_INTRA_PCIE } hw_intra_kind;
+typedef enum hw_nvlink_shape {
+    HW_NVLINK_MESH, /* every GPU pair joined directly (bridges, 4-GPU boards) */
+    HW_NVLINK_RING  /* each GPU joined to its two neighbours */
+} hw_nvlink_shape;
 typedef enum hw_fabric_kind {
     HW_FABRIC_NONE, /* single node */
     HW_FABRIC_FAT_TREE,
     HW_FABRIC_RAIL_OPTIMIZED,
     HW_FABRIC_SINGLE_SWITCH
 } hw_fabric_kind;
+
+/* Device and link kinds of the topology graph (also the explicit form's vocabulary). */
+typedef enum hw_dev_kind {
+    HW_DEV_GPU,
+    HW_DEV_NVSWITCH,
+    HW_DEV_PCIE_SWITCH,
+    HW_DEV_CPU,         /* a CPU socket and its PCIe root complex */
+    HW_DEV_HOST_MEMORY, /* one socket's DRAM */
+    HW_DEV_NIC,
+    HW_DEV_SWITCH,      /* a network switch */
+    HW_DEV_KIND_COUNT
+} hw_dev_kind;
+
+typedef enum hw_link_class {
+    HW_LINK_NVLINK,
+    HW_LINK_PCIE,
+    HW_LINK_IB,
+    HW_LINK_ETHERNET,
+    HW_LINK_CPU, /* socket interconnect (UPI/xGMI) and memory channels */
+    HW_LINK_CLASS_COUNT
+} hw_link_class;
+
+const char *hw_dev_kind_name(hw_dev_kind k);     /* "gpu", "nvswitch", "pcie_switch", "cpu",
+                                                    "host_memory", "nic", "switch" */
+const char *hw_link_class_name(hw_link_class c); /* "nvlink", "pcie", "ib", "ethernet", "cpu" */
+
+/* Explicit form: devices and links listed one by one (DESIGN.md §3). GPUs are numbered in
+ * the order they are listed. */
+#define HW_EXPLICIT_DEVICES_MAX 512
+#define HW_EXPLICIT_LINKS_MAX 2048
+typedef struct hw_dev_spec {
+    char name[48];
+    hw_dev_kind kind;
+    int node;      /* which node (server) the device belongs to; default 0 */
+    bool p2p;      /* gpu: PCIe peer-to-peer allowed (false: copies stage in host memory) */
+    double bw_Bps; /* host_memory: DRAM bandwidth shared by reads and writes */
+} hw_dev_spec;
+typedef struct hw_link_spec {
+    int src, dst;          /* device indices */
+    bool bidirectional;    /* true: one link per direction, each with bw_Bps */
+    double bw_Bps;         /* per direction */
+    sim_time latency_ps;
+    hw_link_class cls;
+} hw_link_spec;
 
 typedef struct hw_topology_spec {
     char name[64];
@@ -25,25 +73,42 @@ typedef struct hw_topology_spec {
     struct {
         hw_intra_kind kind;
         double bw_Bps;       /* per GPU, per direction; for pcie derived from gen/lanes if 0 */
-        sim_time latency_ps;
+        sim_time latency_ps; /* GPU to GPU through the intra-node fabric */
         bool sharp;          /* NVLink SHARP (in-switch reduction) */
         int pcie_gen;        /* intra kind pcie */
         int pcie_lanes;
         bool p2p;            /* PCIe peer-to-peer; false routes through host memory */
+        hw_nvlink_shape shape; /* intra kind nvlink */
     } intra;
     struct {
-        int gen, lanes;      /* GPU host link */
+        int gen, lanes;      /* each GPU's (and NIC's) host link */
+        int switches;        /* PCIe switches per node; 0 = GPUs on the root complexes */
+        int sockets;         /* CPU sockets per node (>= 1) */
+        int switch_lanes;    /* lanes of each switch's uplink to its socket */
+        sim_time latency_ps; /* per PCIe hop */
     } pcie;
+    struct {
+        double memory_bw_Bps;      /* DRAM bandwidth per socket (reads + writes) */
+        double socket_link_bw_Bps; /* between two sockets, per direction */
+        sim_time socket_link_latency_ps;
+    } host;
     struct {
         int count;           /* per node; 0 = none */
         double bw_Bps;       /* per NIC, per direction */
-        sim_time latency_ps;
+        sim_time latency_ps; /* NIC to its switch */
     } nics;
     struct {
         hw_fabric_kind kind;
-        double oversubscription; /* 1 = non-blocking; 2 = 2:1 */
-        sim_time latency_ps;
+        double oversubscription; /* 1 = non-blocking; 2 = 2:1 (leaf uplinks = downlinks / 2) */
+        sim_time latency_ps;     /* per switch-to-switch hop */
+        int radix;               /* switch ports; a leaf serves radix/2 NICs */
+        int levels;              /* fat-tree levels; 0 = as many as the size needs */
     } fabric;
+    /* explicit form (n_devices > 0 replaces nodes/node/fabric) */
+    int n_devices;
+    hw_dev_spec devices[HW_EXPLICIT_DEVICES_MAX];
+    int n_links;
+    hw_link_spec links[HW_EXPLICIT_LINKS_MAX];
 } hw_topology_spec;
 
 /* Per-direction usable bandwidth of a PCIe link of `gen` (1..6) and `lanes`, after line

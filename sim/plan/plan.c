@@ -19,7 +19,7 @@
 
 _Static_assert(TRACE_GROUP_CLASSES == PLAN_GROUP_COUNT, "trace and plan group classes");
 
-void plan_rank_coord(const plan_parallel *par, int gpus_per_node, int rank, plan_coord *out)
+void plan_rank_coord(const plan_parallel *par, int rank, plan_coord *out)
 {
     int deg[PLAN_GROUP_COUNT] = {par->dp, par->tp, par->pp, 1, par->cp};
     memset(out, 0, sizeof *out);
@@ -32,7 +32,6 @@ void plan_rank_coord(const plan_parallel *par, int gpus_per_node, int rank, plan
         rest /= deg[g];
     }
     out->c[PLAN_GROUP_EP] = out->c[PLAN_GROUP_DP] % par->ep;
-    out->node = rank / gpus_per_node;
 }
 
 /* ---- memory ------------------------------------------------------------------------ */
@@ -336,32 +335,43 @@ static void plan_trace(plan *p)
 int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *diag)
 {
     const plan_parallel *par = &sc->parallel;
+    hw_topo *topo = NULL;
+    int rc = hw_topo_create(&sc->topology, &topo, diag);
+    if (rc != 0)
+        return rc;
     int n = par->tp * par->cp * par->pp * par->dp;
-    int have = sc->topology.nodes * sc->topology.gpus_per_node;
+    int have = hw_topo_gpu_count(topo);
     if (n > have)
-        return sim_diag_error(diag, "scenario", 0, 0,
-                              "the parallel layout needs %d GPUs but topology '%s' has %d", n,
-                              sc->topology.name, have);
-    if (par->tp != 1 || par->pp != 1 || par->cp != 1 || par->ep != 1 || par->zero != 0)
-        return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
-                                   "only single-GPU and DDP plans are supported yet");
+        rc = sim_diag_error(diag, "scenario", 0, 0,
+                            "the parallel layout needs %d GPUs but topology '%s' has %d", n,
+                            sc->topology.name, have);
+    else if (par->tp != 1 || par->pp != 1 || par->cp != 1 || par->ep != 1 || par->zero != 0)
+        rc = sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
+                                 "only single-GPU and DDP plans are supported yet");
     int64_t gb = sc->training.global_batch;
     if (gb == 0)
         gb = sc->training.micro_batch * par->dp;
-    if (gb % (sc->training.micro_batch * par->dp) != 0)
-        return sim_diag_error(diag, "scenario", 0, 0,
-                              "global_batch %lld is not a multiple of micro_batch x dp = %lld",
-                              (long long)gb, (long long)(sc->training.micro_batch * par->dp));
+    if (rc == 0 && gb % (sc->training.micro_batch * par->dp) != 0)
+        rc = sim_diag_error(diag, "scenario", 0, 0,
+                            "global_batch %lld is not a multiple of micro_batch x dp = %lld",
+                            (long long)gb, (long long)(sc->training.micro_batch * par->dp));
+    if (rc != 0) {
+        hw_topo_destroy(topo);
+        return rc;
+    }
 
     plan *p = sim_calloc(1, sizeof *p);
     p->sc = sc;
     p->n_ranks = n;
     p->topology_gpus = have;
+    p->topo = topo;
     p->global_batch = gb;
     p->accum_steps = gb / (sc->training.micro_batch * par->dp);
     p->coords = sim_calloc((size_t)n, sizeof *p->coords);
-    for (int r = 0; r < n; r++)
-        plan_rank_coord(par, sc->topology.gpus_per_node, r, &p->coords[r]);
+    for (int r = 0; r < n; r++) {
+        plan_rank_coord(par, r, &p->coords[r]);
+        p->coords[r].node = hw_topo_device(topo, hw_topo_gpu_device(topo, r))->node;
+    }
     plan_memory(p);
     if (with_trace)
         plan_trace(p);
@@ -374,6 +384,7 @@ void plan_destroy(plan *p)
     if (!p)
         return;
     trace_destroy(p->trace);
+    hw_topo_destroy(p->topo);
     sim_free(p->coords);
     sim_free(p->mem);
     sim_free(p);

@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "hw/topo.h"
 #include "plan/memory.h"
 #include "plan/scenario.h"
 #include "trace/trace.h"
@@ -23,6 +24,7 @@ typedef struct plan {
     const plan_scenario *sc; /* borrowed; must outlive the plan */
     int n_ranks;             /* tp * cp * pp * dp */
     int topology_gpus;       /* GPUs the topology has (>= n_ranks) */
+    hw_topo *topo;           /* the cluster's graph; rank r runs on GPU r */
     plan_coord *coords;      /* per rank */
     int64_t global_batch;    /* resolved (0 in the scenario = micro_batch x dp) */
     int64_t accum_steps;     /* micro-batches per replica per step */
@@ -43,7 +45,8 @@ int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *
 void plan_destroy(plan *p);
 
 /* Computes rank `rank`'s coordinates under `order` (inner to outer) with the degrees of
- * `par`; ep is carved out of dp (ep coordinate = dp coordinate mod ep). Pure. */
-void plan_rank_coord(const plan_parallel *par, int gpus_per_node, int rank, plan_coord *out);
+ * `par`; ep is carved out of dp (ep coordinate = dp coordinate mod ep). The node is left
+ * 0: the topology knows it. Pure. */
+void plan_rank_coord(const plan_parallel *par, int rank, plan_coord *out);
 
 #endif

@@ -53,6 +53,7 @@ typedef struct replay_ctx {
     const replay_options *opt;
     replay_results *res;
     sim_eventq *q;
+    hw_topo *topo;
     hw_net *net;
     hw_gpu *gpu;
     rank_state *ranks;
@@ -488,7 +489,8 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         c.stream_names[TRACE_STREAM_COMM(g)] = plan_group_name((plan_group_class)g);
     c.q = sim_eventq_create();
     c.gpu = hw_gpu_create(&p->sc->topology.gpu);
-    c.net = hw_net_create(&p->sc->topology, p->n_ranks, c.q, EV_NET, on_flow_done, &c);
+    c.topo = p->topo;
+    c.net = hw_net_create(c.topo, c.q, EV_NET, on_flow_done, &c);
     c.ranks = sim_calloc((size_t)p->n_ranks, sizeof *c.ranks);
     for (int r = 0; r < p->n_ranks; r++)
         init_rank(&c, r);

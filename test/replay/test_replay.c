@@ -64,6 +64,7 @@ static plan *make_plan(const plan_scenario *sc, trace *t)
     p->mem = sim_calloc(2, sizeof *p->mem);
     p->capacity_bytes = sc->topology.gpu.memory_bytes;
     p->trace = t;
+    CHECK_INT_EQ(hw_topo_create(&sc->topology, &p->topo, NULL), 0);
     for (int r = 0; r < 2; r++)
         for (size_t i = 0; i < t->ranks[r].n_ops; i++)
             p->model_flops_per_step += t->ranks[r].ops[i].model_flops;
@@ -120,8 +121,12 @@ int main(void)
         CHECK_INT_EQ(res->n_timeline, 18);
         CHECK_NEAR(res->ranks[1].compute_s, sim_time_to_s(T_MATMUL_PS), 1e-12, 0);
         CHECK_NEAR(res->ranks[1].comm_s, sim_time_to_s(T_ALLREDUCE_PS), 1e-12, 0);
-        /* the up-link of GPU 0 carried 2 rounds x 0.5 GB per step, 3 steps */
-        CHECK_NEAR(res->links[0].bytes, 3e9, 1e-9, 0);
+        /* GPU 0's NVSwitch port carried 2 rounds x 0.5 GB per step, 3 steps */
+        double up = -1;
+        for (size_t i = 0; i < res->n_links; i++)
+            if (strcmp(res->links[i].src, "gpu0") == 0 && strcmp(res->links[i].dst, "n0.nvswitch") == 0)
+                up = res->links[i].bytes;
+        CHECK_NEAR(up, 3e9, 1e-9, 0);
         replay_results_destroy(res);
         plan_destroy(p);
     }

@@ -1,0 +1,710 @@
+/* The topology graph: builders, routing and bisection (see topo.h; rules and sources in
+ * docs/topologies.md). */
+#include "core/sim.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "hw/topo.h"
+
+#define ROUTE_CHUNK 1024
+
+struct hw_topo {
+    hw_device *dev;
+    size_t n_dev, cap_dev;
+    hw_link *link;
+    size_t n_link, cap_link;
+    int32_t *adj_first, *adj;   /* links that leave a device */
+    int32_t *radj_first, *radj; /* links that arrive at a device */
+    int n_gpus, n_nodes;
+    int32_t *gpu_dev;
+    size_t cap_gpu;
+    /* BFS scratch: dist[] valid where stamp[] == cur */
+    int32_t *dist, *queue;
+    uint32_t *stamp;
+    uint32_t cur;
+    /* route cache: open addressing on (src, dst) */
+    uint64_t *keys;
+    hw_route **vals;
+    size_t cache_cap, cache_n;
+    hw_route **chunks;
+    size_t n_chunks, cap_chunks, chunk_used;
+    uint64_t computed;
+};
+
+static bool forwards(hw_dev_kind k)
+{
+    return k == HW_DEV_NVSWITCH || k == HW_DEV_PCIE_SWITCH || k == HW_DEV_CPU ||
+           k == HW_DEV_NIC || k == HW_DEV_SWITCH;
+}
+
+/* ---- construction ------------------------------------------------------------------ */
+
+static int add_dev(hw_topo *t, hw_dev_kind kind, int node, const char *fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+static int add_dev(hw_topo *t, hw_dev_kind kind, int node, const char *fmt, ...)
+{
+    SIM_GROW(t->dev, t->cap_dev, t->n_dev + 1);
+    hw_device *d = &t->dev[t->n_dev];
+    *d = (hw_device){.kind = kind, .node = node, .gpu = -1, .nic_gpu = -1, .staging = -1,
+                     .p2p = true};
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(d->name, sizeof d->name, fmt, ap);
+    va_end(ap);
+    if (kind == HW_DEV_GPU) {
+        SIM_GROW(t->gpu_dev, t->cap_gpu, (size_t)t->n_gpus + 1);
+        d->gpu = t->n_gpus;
+        t->gpu_dev[t->n_gpus++] = (int32_t)t->n_dev;
+    }
+    if (node + 1 > t->n_nodes)
+        t->n_nodes = node + 1;
+    return (int)t->n_dev++;
+}
+
+/* A link in each direction, or one half-duplex link when either end is host memory. */
+static void add_link(hw_topo *t, int a, int b, double bw, sim_time lat, hw_link_class cls,
+                     bool both)
+{
+    SIM_ASSERT(a != b && bw > 0, "link %d -> %d of %g B/s", a, b, bw);
+    bool half = both && (t->dev[a].kind == HW_DEV_HOST_MEMORY ||
+                         t->dev[b].kind == HW_DEV_HOST_MEMORY);
+    int n = both && !half ? 2 : 1;
+    SIM_GROW(t->link, t->cap_link, t->n_link + (size_t)n);
+    t->link[t->n_link++] = (hw_link){.src = a, .dst = b, .bw_Bps = bw, .latency_ps = lat,
+                                     .cls = cls, .half_duplex = half};
+    if (n == 2)
+        t->link[t->n_link++] = (hw_link){.src = b, .dst = a, .bw_Bps = bw, .latency_ps = lat,
+                                         .cls = cls};
+}
+
+/* Builds a logical tree over `n` children whose uplinks carry cap[i]: groups of `d` under a
+ * parent until one switch is left (or `levels` levels exist, the last one joining all).
+ * Above the first level the tree is non-blocking: a parent's uplink carries the sum of its
+ * children's. This is a fat-tree with perfect ECMP collapsed into fat links. */
+static void build_tree(hw_topo *t, int32_t *kids, double *cap, int n, int d, int levels,
+                       int level, sim_time lat, const char *prefix)
+{
+    int32_t *parents = sim_calloc((size_t)n, sizeof *parents);
+    double *pcap = sim_calloc((size_t)n, sizeof *pcap);
+    while (n > 1) {
+        bool last = levels > 0 && level + 1 >= levels; /* the parents are the top level */
+        int group = last ? n : d;
+        int np = (n + group - 1) / group;
+        for (int p = 0; p < np; p++) {
+            parents[p] = add_dev(t, HW_DEV_SWITCH, -1, "%s.l%d.sw%d", prefix, level + 1, p);
+            pcap[p] = 0;
+        }
+        for (int i = 0; i < n; i++) {
+            int p = i / group;
+            add_link(t, kids[i], parents[p], cap[i], lat, HW_LINK_IB, true);
+            pcap[p] += cap[i];
+        }
+        memcpy(kids, parents, (size_t)np * sizeof *kids);
+        memcpy(cap, pcap, (size_t)np * sizeof *cap);
+        n = np;
+        level++;
+    }
+    sim_free(parents);
+    sim_free(pcap);
+}
+
+static void build_fabric(hw_topo *t, const hw_topology_spec *s, const int32_t *nics, int n_nics)
+{
+    const int K = s->nics.count, N = s->nodes;
+    const double bw = s->nics.bw_Bps, over = s->fabric.oversubscription >= 1
+                                                 ? s->fabric.oversubscription : 1;
+    const int d = (s->fabric.radix >= 4 ? s->fabric.radix : 64) / 2;
+    if (s->fabric.kind == HW_FABRIC_SINGLE_SWITCH) {
+        int sw = add_dev(t, HW_DEV_SWITCH, -1, "fabric.sw0");
+        for (int i = 0; i < n_nics; i++)
+            add_link(t, nics[i], sw, bw, s->nics.latency_ps, HW_LINK_IB, true);
+        return;
+    }
+    int32_t *leaves = sim_calloc((size_t)n_nics + 1, sizeof *leaves);
+    double *cap = sim_calloc((size_t)n_nics + 1, sizeof *cap);
+    int n_leaves = 0;
+    if (s->fabric.kind == HW_FABRIC_RAIL_OPTIMIZED) {
+        /* rail k of every group of d nodes shares one leaf */
+        int groups = (N + d - 1) / d;
+        for (int k = 0; k < K; k++)
+            for (int j = 0; j < groups; j++) {
+                int leaf = add_dev(t, HW_DEV_SWITCH, -1, "rail%d.leaf%d", k, j);
+                int members = 0;
+                for (int n = j * d; n < N && n < (j + 1) * d; n++, members++)
+                    add_link(t, nics[n * K + k], leaf, bw, s->nics.latency_ps, HW_LINK_IB, true);
+                leaves[n_leaves] = leaf;
+                cap[n_leaves++] = members * bw / over;
+            }
+    } else {
+        /* fat-tree: NICs in node order, d per leaf */
+        for (int j = 0; j * d < n_nics; j++) {
+            int leaf = add_dev(t, HW_DEV_SWITCH, -1, "fabric.l1.sw%d", j);
+            int members = 0;
+            for (int i = j * d; i < n_nics && i < (j + 1) * d; i++, members++)
+                add_link(t, nics[i], leaf, bw, s->nics.latency_ps, HW_LINK_IB, true);
+            leaves[n_leaves] = leaf;
+            cap[n_leaves++] = members * bw / over;
+        }
+    }
+    build_tree(t, leaves, cap, n_leaves, d, s->fabric.levels, 1, s->fabric.latency_ps,
+               s->fabric.kind == HW_FABRIC_RAIL_OPTIMIZED ? "spine" : "fabric");
+    sim_free(leaves);
+    sim_free(cap);
+}
+
+static void build_parametric(hw_topo *t, const hw_topology_spec *s)
+{
+    const int G = s->gpus_per_node, N = s->nodes, K = s->nics.count;
+    const int S = s->pcie.sockets >= 1 ? s->pcie.sockets : 1, W = s->pcie.switches;
+    const sim_time pl = s->pcie.latency_ps;
+    double gpu_bw = hw_pcie_bw_Bps(s->pcie.gen, s->pcie.lanes);
+    if (s->intra.kind == HW_INTRA_PCIE && s->intra.bw_Bps > 0)
+        gpu_bw = s->intra.bw_Bps;
+    if (gpu_bw <= 0)
+        gpu_bw = hw_pcie_bw_Bps(4, 16);
+    double sw_bw = hw_pcie_bw_Bps(s->pcie.gen ? s->pcie.gen : 4,
+                                  s->pcie.switch_lanes ? s->pcie.switch_lanes : 16);
+    /* defaults for fields a hand-built spec may leave at 0 (the loader sets the same ones,
+     * docs/topologies.md): 8-channel DDR4-3200 per socket, a 64 GB/s socket link */
+    double mem_bw = s->host.memory_bw_Bps > 0 ? s->host.memory_bw_Bps : 204.8e9;
+    double sock_bw = s->host.socket_link_bw_Bps > 0 ? s->host.socket_link_bw_Bps : 64e9;
+    int32_t *nics = sim_calloc((size_t)(N * K) + 1, sizeof *nics);
+    int32_t cpu[64], mem[64], sw[256], gpu[1024];
+    SIM_ASSERT(S <= 64 && W <= 256 && G <= 1024, "node too large: %d sockets %d switches %d "
+               "GPUs", S, W, G);
+    for (int n = 0; n < N; n++) {
+        for (int k = 0; k < S; k++) {
+            cpu[k] = add_dev(t, HW_DEV_CPU, n, "n%d.cpu%d", n, k);
+            mem[k] = add_dev(t, HW_DEV_HOST_MEMORY, n, "n%d.mem%d", n, k);
+            /* DRAM access latency ~0.1 us */
+            add_link(t, cpu[k], mem[k], mem_bw, SIM_PS_PER_US / 10, HW_LINK_CPU, true);
+            for (int j = 0; j < k; j++)
+                add_link(t, cpu[j], cpu[k], sock_bw,
+                         s->host.socket_link_latency_ps, HW_LINK_CPU, true);
+        }
+        for (int w = 0; w < W; w++) {
+            sw[w] = add_dev(t, HW_DEV_PCIE_SWITCH, n, "n%d.pcisw%d", n, w);
+            add_link(t, sw[w], cpu[w * S / W], sw_bw, pl, HW_LINK_PCIE, true);
+        }
+        bool p2p = s->intra.kind != HW_INTRA_PCIE || s->intra.p2p;
+        for (int i = 0; i < G; i++) {
+            gpu[i] = add_dev(t, HW_DEV_GPU, n, "gpu%d", n * G + i);
+            t->dev[gpu[i]].p2p = p2p;
+            int socket = W ? (i * W / G) * S / W : i * S / G;
+            t->dev[gpu[i]].staging = p2p ? -1 : mem[socket];
+            int attach = W ? sw[i * W / G] : cpu[i * S / G];
+            add_link(t, gpu[i], attach, gpu_bw, pl, HW_LINK_PCIE, true);
+        }
+        if (s->intra.kind == HW_INTRA_NVSWITCH && G > 1) {
+            int nvs = add_dev(t, HW_DEV_NVSWITCH, n, "n%d.nvswitch", n);
+            for (int i = 0; i < G; i++)
+                add_link(t, gpu[i], nvs, s->intra.bw_Bps, s->intra.latency_ps / 2,
+                         HW_LINK_NVLINK, true);
+        } else if (s->intra.kind == HW_INTRA_NVLINK && G > 1) {
+            if (s->intra.shape == HW_NVLINK_RING && G > 2) {
+                for (int i = 0; i < G; i++)
+                    add_link(t, gpu[i], gpu[(i + 1) % G], s->intra.bw_Bps / 2,
+                             s->intra.latency_ps, HW_LINK_NVLINK, true);
+            } else {
+                for (int i = 0; i < G; i++)
+                    for (int j = i + 1; j < G; j++)
+                        add_link(t, gpu[i], gpu[j], s->intra.bw_Bps / (G - 1),
+                                 s->intra.latency_ps, HW_LINK_NVLINK, true);
+            }
+        }
+        for (int k = 0; k < K; k++) {
+            int g = k * G / K; /* the first GPU of the NIC's share */
+            int nic = add_dev(t, HW_DEV_NIC, n, "n%d.nic%d", n, k);
+            t->dev[nic].nic_gpu = n * G + g;
+            int attach = W ? sw[g * W / G] : cpu[g * S / G];
+            add_link(t, nic, attach, hw_pcie_bw_Bps(s->pcie.gen ? s->pcie.gen : 4,
+                                                    s->pcie.lanes ? s->pcie.lanes : 16),
+                     pl, HW_LINK_PCIE, true);
+            nics[n * K + k] = nic;
+        }
+    }
+    if (K > 0 && s->fabric.kind != HW_FABRIC_NONE)
+        build_fabric(t, s, nics, N * K);
+    sim_free(nics);
+}
+
+static void build_explicit(hw_topo *t, const hw_topology_spec *s)
+{
+    for (int i = 0; i < s->n_devices; i++) {
+        const hw_dev_spec *d = &s->devices[i];
+        int id = add_dev(t, d->kind, d->node, "%s", d->name);
+        SIM_ASSERT(id == i, "device %d", i);
+        t->dev[id].p2p = d->kind != HW_DEV_GPU || d->p2p;
+    }
+    for (int i = 0; i < s->n_links; i++) {
+        const hw_link_spec *l = &s->links[i];
+        add_link(t, l->src, l->dst, l->bw_Bps, l->latency_ps, l->cls, l->bidirectional);
+    }
+}
+
+static int other_end(const hw_link *l, int u)
+{
+    return l->src == u ? l->dst : l->src;
+}
+
+static void build_adjacency(hw_topo *t)
+{
+    size_t n = t->n_dev;
+    t->adj_first = sim_calloc(n + 1, sizeof *t->adj_first);
+    t->radj_first = sim_calloc(n + 1, sizeof *t->radj_first);
+    for (size_t i = 0; i < t->n_link; i++) {
+        const hw_link *l = &t->link[i];
+        t->adj_first[l->src + 1]++;
+        t->radj_first[l->dst + 1]++;
+        if (l->half_duplex) {
+            t->adj_first[l->dst + 1]++;
+            t->radj_first[l->src + 1]++;
+        }
+    }
+    for (size_t i = 0; i < n; i++) {
+        t->adj_first[i + 1] += t->adj_first[i];
+        t->radj_first[i + 1] += t->radj_first[i];
+    }
+    t->adj = sim_calloc((size_t)t->adj_first[n] + 1, sizeof *t->adj);
+    t->radj = sim_calloc((size_t)t->radj_first[n] + 1, sizeof *t->radj);
+    int32_t *fa = sim_calloc(n + 1, sizeof *fa), *fr = sim_calloc(n + 1, sizeof *fr);
+    memcpy(fa, t->adj_first, (n + 1) * sizeof *fa);
+    memcpy(fr, t->radj_first, (n + 1) * sizeof *fr);
+    /* in link order, so candidate lists are sorted by link id */
+    for (size_t i = 0; i < t->n_link; i++) {
+        const hw_link *l = &t->link[i];
+        t->adj[fa[l->src]++] = (int32_t)i;
+        t->radj[fr[l->dst]++] = (int32_t)i;
+        if (l->half_duplex) {
+            t->adj[fa[l->dst]++] = (int32_t)i;
+            t->radj[fr[l->src]++] = (int32_t)i;
+        }
+    }
+    sim_free(fa);
+    sim_free(fr);
+    t->dist = sim_calloc(n, sizeof *t->dist);
+    t->queue = sim_calloc(n, sizeof *t->queue);
+    t->stamp = sim_calloc(n, sizeof *t->stamp);
+}
+
+/* ---- routing ------------------------------------------------------------------------ */
+
+/* Breadth-first search backwards from `dst` until `src` is labelled, through devices that
+ * forward traffic, over links of class `only` (or any class when only < 0). On return
+ * dist[] holds exact hop counts to dst for every device closer than src. */
+static bool bfs_to(hw_topo *t, int src, int dst, int only)
+{
+    if (++t->cur == 0) {
+        memset(t->stamp, 0, t->n_dev * sizeof *t->stamp);
+        t->cur = 1;
+    }
+    size_t head = 0, tail = 0;
+    t->stamp[dst] = t->cur;
+    t->dist[dst] = 0;
+    t->queue[tail++] = dst;
+    while (head < tail) {
+        int u = t->queue[head++];
+        if (u != dst && !forwards(t->dev[u].kind))
+            continue;
+        for (int32_t k = t->radj_first[u]; k < t->radj_first[u + 1]; k++) {
+            const hw_link *l = &t->link[t->radj[k]];
+            if (only >= 0 && (int)l->cls != only)
+                continue;
+            int v = other_end(l, u);
+            if (t->stamp[v] == t->cur)
+                continue;
+            t->stamp[v] = t->cur;
+            t->dist[v] = t->dist[u] + 1;
+            if (v == src)
+                return true;
+            t->queue[tail++] = v;
+        }
+    }
+    return false;
+}
+
+static uint64_t mix(uint64_t x)
+{
+    x ^= x >> 33;
+    x *= UINT64_C(0xff51afd7ed558ccd);
+    x ^= x >> 33;
+    x *= UINT64_C(0xc4ceb9fe1a85ec53);
+    x ^= x >> 33;
+    return x;
+}
+
+/* Appends the links of a shortest path src -> dst (after bfs_to) to `r`. `affine` is the GPU
+ * whose paired NIC wins among equal-cost next hops (-1 for none). */
+static bool walk(hw_topo *t, int src, int dst, int only, int affine_a, int affine_b,
+                 hw_route *r)
+{
+    int u = src;
+    for (int hop = 0; u != dst; hop++) {
+        int32_t cand[64];
+        int nc = 0, pick = -1;
+        for (int32_t k = t->adj_first[u]; k < t->adj_first[u + 1]; k++) {
+            int32_t li = t->adj[k];
+            const hw_link *l = &t->link[li];
+            if (only >= 0 && (int)l->cls != only)
+                continue;
+            int v = other_end(l, u);
+            if (t->stamp[v] != t->cur || t->dist[v] != t->dist[u] - 1)
+                continue;
+            if (v != dst && !forwards(t->dev[v].kind))
+                continue;
+            if (t->dev[v].kind == HW_DEV_NIC && t->dev[v].nic_gpu >= 0 &&
+                (t->dev[v].nic_gpu == affine_a || t->dev[v].nic_gpu == affine_b) && pick < 0)
+                pick = nc;
+            if (nc < (int)SIM_ARRAY_LEN(cand))
+                cand[nc++] = li;
+        }
+        SIM_ASSERT(nc > 0, "no next hop from %s towards %s", t->dev[u].name, t->dev[dst].name);
+        if (pick < 0)
+            pick = (int)(mix(((uint64_t)src << 40) ^ ((uint64_t)dst << 16) ^ (uint64_t)hop) %
+                         (uint64_t)nc);
+        if (r->n >= HW_ROUTE_MAX)
+            return false;
+        r->links[r->n++] = cand[pick];
+        r->latency_ps += t->link[cand[pick]].latency_ps;
+        u = other_end(&t->link[cand[pick]], u);
+    }
+    return true;
+}
+
+static bool path(hw_topo *t, int src, int dst, int only, int aff_a, int aff_b, hw_route *r)
+{
+    if (src == dst)
+        return true;
+    if (!bfs_to(t, src, dst, only))
+        return false;
+    return walk(t, src, dst, only, aff_a, aff_b, r);
+}
+
+/* Computes a route; false when none exists (or it is too long). */
+static bool compute_route(hw_topo *t, int s, int d, hw_route *r)
+{
+    *r = (hw_route){0};
+    if (s == d)
+        return true;
+    const hw_device *ds = &t->dev[s], *dd = &t->dev[d];
+    int ga = ds->kind == HW_DEV_GPU ? ds->gpu : -1, gb = dd->kind == HW_DEV_GPU ? dd->gpu : -1;
+    if (ga >= 0 && gb >= 0 && path(t, s, d, HW_LINK_NVLINK, -1, -1, r))
+        return true;
+    *r = (hw_route){0};
+    int via[2], nv = 0;
+    if (ga >= 0 && !ds->p2p && ds->staging >= 0)
+        via[nv++] = ds->staging;
+    if (gb >= 0 && !dd->p2p && dd->staging >= 0 && (nv == 0 || via[0] != dd->staging))
+        via[nv++] = dd->staging;
+    int from = s;
+    for (int i = 0; i <= nv; i++) {
+        int to = i < nv ? via[i] : d;
+        if (!path(t, from, to, -1, ga, gb, r))
+            return false;
+        from = to;
+    }
+    return true;
+}
+
+const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev)
+{
+    SIM_ASSERT(src_dev >= 0 && (size_t)src_dev < t->n_dev && dst_dev >= 0 &&
+               (size_t)dst_dev < t->n_dev, "route %d -> %d", src_dev, dst_dev);
+    uint64_t key = ((uint64_t)(uint32_t)src_dev << 32) | (uint32_t)dst_dev;
+    if (2 * (t->cache_n + 1) > t->cache_cap) {
+        size_t cap = t->cache_cap ? 2 * t->cache_cap : 1024;
+        uint64_t *keys = sim_calloc(cap, sizeof *keys);
+        hw_route **vals = sim_calloc(cap, sizeof *vals);
+        for (size_t i = 0; i < t->cache_cap; i++)
+            if (t->vals[i]) {
+                size_t h = mix(t->keys[i]) & (cap - 1);
+                while (vals[h])
+                    h = (h + 1) & (cap - 1);
+                keys[h] = t->keys[i];
+                vals[h] = t->vals[i];
+            }
+        sim_free(t->keys);
+        sim_free(t->vals);
+        t->keys = keys;
+        t->vals = vals;
+        t->cache_cap = cap;
+    }
+    size_t h = mix(key) & (t->cache_cap - 1);
+    while (t->vals[h]) {
+        if (t->keys[h] == key)
+            return t->vals[h];
+        h = (h + 1) & (t->cache_cap - 1);
+    }
+    if (t->n_chunks == 0 || t->chunk_used == ROUTE_CHUNK) {
+        SIM_GROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
+        t->chunks[t->n_chunks++] = sim_calloc(ROUTE_CHUNK, sizeof(hw_route));
+        t->chunk_used = 0;
+    }
+    hw_route *r = &t->chunks[t->n_chunks - 1][t->chunk_used++];
+    bool ok = compute_route(t, src_dev, dst_dev, r);
+    SIM_ASSERT(ok, "no route from %s to %s", t->dev[src_dev].name, t->dev[dst_dev].name);
+    t->computed++;
+    t->keys[h] = key;
+    t->vals[h] = r;
+    t->cache_n++;
+    return r;
+}
+
+const hw_route *hw_topo_route_gpus(hw_topo *t, int src_gpu, int dst_gpu)
+{
+    SIM_ASSERT(src_gpu >= 0 && src_gpu < t->n_gpus && dst_gpu >= 0 && dst_gpu < t->n_gpus,
+               "GPU route %d -> %d of %d", src_gpu, dst_gpu, t->n_gpus);
+    return hw_topo_route(t, t->gpu_dev[src_gpu], t->gpu_dev[dst_gpu]);
+}
+
+double hw_topo_route_bw_Bps(const hw_topo *t, const hw_route *r)
+{
+    double bw = INFINITY;
+    for (int i = 0; i < r->n; i++) {
+        int times = 0;
+        for (int j = 0; j < r->n; j++)
+            times += r->links[j] == r->links[i];
+        bw = fmin(bw, t->link[r->links[i]].bw_Bps / times);
+    }
+    return bw;
+}
+
+/* ---- validation and creation ---------------------------------------------------------- */
+
+/* The nearest host memory of a p2p: false GPU in the explicit form (lowest device index on
+ * ties). */
+static int nearest_memory(hw_topo *t, int g)
+{
+    int best = -1, best_d = INT32_MAX;
+    for (size_t m = 0; m < t->n_dev; m++) {
+        if (t->dev[m].kind != HW_DEV_HOST_MEMORY || !bfs_to(t, g, (int)m, -1))
+            continue;
+        if (t->dist[g] < best_d) {
+            best_d = t->dist[g];
+            best = (int)m;
+        }
+    }
+    return best;
+}
+
+int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
+{
+    hw_topo *t = sim_calloc(1, sizeof *t);
+    if (spec->n_devices > 0)
+        build_explicit(t, spec);
+    else
+        build_parametric(t, spec);
+    build_adjacency(t);
+    int rc = 0;
+    if (t->n_gpus == 0) {
+        rc = sim_diag_error(diag, "topology", 0, 0, "topology '%s' has no GPU", spec->name);
+        goto fail;
+    }
+    for (int g = 0; g < t->n_gpus; g++) {
+        hw_device *d = &t->dev[t->gpu_dev[g]];
+        if (!d->p2p && d->staging < 0) {
+            d->staging = nearest_memory(t, t->gpu_dev[g]);
+            if (d->staging < 0) {
+                rc = sim_diag_error(diag, "topology", 0, 0,
+                                    "GPU '%s' has p2p: false but no host_memory device it can "
+                                    "stage copies in", d->name);
+                goto fail;
+            }
+        }
+    }
+    /* Every GPU must reach GPU 0 and be reached from it, so every pair has a route. On
+     * large clusters (> 512 GPUs, only the regular parametric builder makes those) the
+     * pairs with GPU 1, the middle and the last GPU stand for the rest: they include the
+     * longest path of the fabric tree. */
+    for (int g = 1; g < t->n_gpus; g++) {
+        if (t->n_gpus > 512 && g != 1 && g != t->n_gpus / 2 && g != t->n_gpus - 1)
+            continue;
+        hw_route r;
+        if (!compute_route(t, t->gpu_dev[g], t->gpu_dev[0], &r) ||
+            !compute_route(t, t->gpu_dev[0], t->gpu_dev[g], &r)) {
+            rc = sim_diag_error(diag, "topology", 0, 0,
+                                "GPU '%s' cannot reach GPU '%s' (or the path exceeds %d links)",
+                                t->dev[t->gpu_dev[g]].name, t->dev[t->gpu_dev[0]].name,
+                                HW_ROUTE_MAX);
+            goto fail;
+        }
+    }
+    *out = t;
+    return 0;
+fail:
+    hw_topo_destroy(t);
+    return rc;
+}
+
+void hw_topo_destroy(hw_topo *t)
+{
+    if (!t)
+        return;
+    sim_free(t->dev);
+    sim_free(t->link);
+    sim_free(t->adj_first);
+    sim_free(t->adj);
+    sim_free(t->radj_first);
+    sim_free(t->radj);
+    sim_free(t->gpu_dev);
+    sim_free(t->dist);
+    sim_free(t->queue);
+    sim_free(t->stamp);
+    sim_free(t->keys);
+    sim_free(t->vals);
+    for (size_t i = 0; i < t->n_chunks; i++)
+        sim_free(t->chunks[i]);
+    sim_free(t->chunks);
+    sim_free(t);
+}
+
+int hw_topo_device_count(const hw_topo *t) { return (int)t->n_dev; }
+int hw_topo_link_count(const hw_topo *t) { return (int)t->n_link; }
+int hw_topo_gpu_count(const hw_topo *t) { return t->n_gpus; }
+int hw_topo_node_count(const hw_topo *t) { return t->n_nodes; }
+uint64_t hw_topo_routes_computed(const hw_topo *t) { return t->computed; }
+
+const hw_device *hw_topo_device(const hw_topo *t, int i)
+{
+    SIM_ASSERT(i >= 0 && (size_t)i < t->n_dev, "device %d of %zu", i, t->n_dev);
+    return &t->dev[i];
+}
+
+const hw_link *hw_topo_link(const hw_topo *t, int i)
+{
+    SIM_ASSERT(i >= 0 && (size_t)i < t->n_link, "link %d of %zu", i, t->n_link);
+    return &t->link[i];
+}
+
+int hw_topo_gpu_device(const hw_topo *t, int gpu)
+{
+    SIM_ASSERT(gpu >= 0 && gpu < t->n_gpus, "GPU %d of %d", gpu, t->n_gpus);
+    return t->gpu_dev[gpu];
+}
+
+int hw_topo_find(const hw_topo *t, const char *name)
+{
+    for (size_t i = 0; i < t->n_dev; i++)
+        if (strcmp(t->dev[i].name, name) == 0)
+            return (int)i;
+    return -1;
+}
+
+/* ---- bisection (Dinic's max flow) ------------------------------------------------------ */
+
+typedef struct arc {
+    int32_t to;
+    int32_t rev;
+    double cap;
+} arc;
+
+typedef struct flownet {
+    int n;
+    arc *arcs;
+    size_t n_arcs, cap_arcs;
+    int32_t *first, *next; /* adjacency as linked lists by arc index */
+    int32_t *level, *it, *queue;
+} flownet;
+
+static void fn_add(flownet *f, int a, int b, double cap)
+{
+    SIM_GROW(f->arcs, f->cap_arcs, f->n_arcs + 2);
+    size_t need = f->n_arcs + 2;
+    f->next = sim_realloc_array(f->next, need, sizeof *f->next);
+    f->arcs[f->n_arcs] = (arc){.to = b, .rev = (int32_t)f->n_arcs + 1, .cap = cap};
+    f->next[f->n_arcs] = f->first[a];
+    f->first[a] = (int32_t)f->n_arcs++;
+    f->arcs[f->n_arcs] = (arc){.to = a, .rev = (int32_t)f->n_arcs - 1, .cap = 0};
+    f->next[f->n_arcs] = f->first[b];
+    f->first[b] = (int32_t)f->n_arcs++;
+}
+
+static bool fn_bfs(flownet *f, int s, int sink)
+{
+    for (int i = 0; i < f->n; i++)
+        f->level[i] = -1;
+    size_t h = 0, tl = 0;
+    f->level[s] = 0;
+    f->queue[tl++] = s;
+    while (h < tl) {
+        int u = f->queue[h++];
+        for (int32_t e = f->first[u]; e >= 0; e = f->next[e])
+            if (f->arcs[e].cap > 1e-9 && f->level[f->arcs[e].to] < 0) {
+                f->level[f->arcs[e].to] = f->level[u] + 1;
+                f->queue[tl++] = f->arcs[e].to;
+            }
+    }
+    return f->level[sink] >= 0;
+}
+
+static double fn_dfs(flownet *f, int u, int sink, double pushed)
+{
+    if (u == sink)
+        return pushed;
+    for (; f->it[u] >= 0; f->it[u] = f->next[f->it[u]]) {
+        arc *a = &f->arcs[f->it[u]];
+        if (a->cap <= 1e-9 || f->level[a->to] != f->level[u] + 1)
+            continue;
+        double got = fn_dfs(f, a->to, sink, fmin(pushed, a->cap));
+        if (got > 0) {
+            a->cap -= got;
+            f->arcs[a->rev].cap += got;
+            return got;
+        }
+    }
+    return 0;
+}
+
+double hw_topo_bisection_Bps(const hw_topo *t)
+{
+    if (t->n_gpus < 2)
+        return 0;
+    flownet f = {.n = (int)t->n_dev + 2};
+    f.first = sim_calloc((size_t)f.n, sizeof *f.first);
+    for (int i = 0; i < f.n; i++)
+        f.first[i] = -1;
+    int S = f.n - 2, T = f.n - 1, half = t->n_gpus / 2;
+    /* a device may send if it forwards or is a first-half GPU, and receive if it forwards
+     * or is a second-half GPU: GPUs do not relay, host memory takes no part */
+    for (size_t i = 0; i < t->n_link; i++) {
+        const hw_link *l = &t->link[i];
+        for (int dir = 0; dir < (l->half_duplex ? 2 : 1); dir++) {
+            int a = dir ? l->dst : l->src, b = dir ? l->src : l->dst;
+            const hw_device *da = &t->dev[a], *db = &t->dev[b];
+            bool send = forwards(da->kind) || (da->kind == HW_DEV_GPU && da->gpu < half);
+            bool recv = forwards(db->kind) || (db->kind == HW_DEV_GPU && db->gpu >= half);
+            if (send && recv)
+                fn_add(&f, a, b, l->bw_Bps);
+        }
+    }
+    double big = 0;
+    for (size_t i = 0; i < t->n_link; i++)
+        big += t->link[i].bw_Bps;
+    for (int g = 0; g < t->n_gpus; g++) {
+        if (g < half)
+            fn_add(&f, S, t->gpu_dev[g], big);
+        else
+            fn_add(&f, t->gpu_dev[g], T, big);
+    }
+    f.level = sim_calloc((size_t)f.n, sizeof *f.level);
+    f.it = sim_calloc((size_t)f.n, sizeof *f.it);
+    f.queue = sim_calloc((size_t)f.n, sizeof *f.queue);
+    double flow = 0;
+    while (fn_bfs(&f, S, T)) {
+        memcpy(f.it, f.first, (size_t)f.n * sizeof *f.it);
+        double got;
+        while ((got = fn_dfs(&f, S, T, INFINITY)) > 0)
+            flow += got;
+    }
+    sim_free(f.arcs);
+    sim_free(f.next);
+    sim_free(f.first);
+    sim_free(f.level);
+    sim_free(f.it);
+    sim_free(f.queue);
+    return flow;
+}

@@ -1,0 +1,85 @@
+/* The topology graph: devices and directed links built from a hw_topology_spec (parametric
+ * or explicit form), and routes between devices.
+ *
+ * Links carry one direction each, except half-duplex links (the DRAM channel between a CPU
+ * socket and its host memory), whose one capacity is shared by both directions: a copy
+ * staged in host memory writes and then reads it, so its route crosses that link twice.
+ *
+ * Routing (docs/topologies.md):
+ * - GPU to GPU traffic takes NVLink when an all-NVLink path exists (NCCL's preference);
+ * - otherwise the shortest path in hops through devices that forward traffic (switches,
+ *   CPU sockets, NICs; never through another GPU or a host memory);
+ * - a GPU with p2p: false stages its traffic in host memory (device to host, then host to
+ *   device), as stock drivers do on consumer GPUs;
+ * - among equal-length paths the next hop is chosen by a hash of (source, destination,
+ *   hop), a deterministic ECMP; the NIC a GPU is paired with wins over other NICs.
+ * Routes are cached per (source, destination). */
+#ifndef SIM_HW_TOPO_H
+#define SIM_HW_TOPO_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core/error.h"
+#include "hw/topology.h"
+
+typedef struct hw_device {
+    char name[48];
+    hw_dev_kind kind;
+    int32_t node;
+    int32_t gpu;       /* GPU index for kind gpu, else -1 */
+    int32_t nic_gpu;   /* NIC: the GPU it is paired with (rail affinity), else -1 */
+    int32_t staging;   /* GPU with p2p false: the host memory device it stages in; else -1 */
+    bool p2p;
+} hw_device;
+
+typedef struct hw_link {
+    int32_t src, dst;  /* devices */
+    double bw_Bps;
+    sim_time latency_ps;
+    hw_link_class cls;
+    bool half_duplex;  /* one capacity for both directions */
+} hw_link;
+
+#define HW_ROUTE_MAX 48
+typedef struct hw_route {
+    int n;
+    int32_t links[HW_ROUTE_MAX]; /* in order; a link may appear twice (staged copies) */
+    sim_time latency_ps;         /* sum of the link latencies */
+} hw_route;
+
+typedef struct hw_topo hw_topo;
+
+/* Builds the graph for `spec`. Fails with SIM_EINVAL and `diag` (file "topology", no
+ * position) when a GPU cannot reach another one, a p2p: false GPU has no host memory to
+ * stage in, or a route would exceed HW_ROUTE_MAX links. Caller owns *out. */
+int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag);
+void hw_topo_destroy(hw_topo *t);
+
+int hw_topo_device_count(const hw_topo *t);
+int hw_topo_link_count(const hw_topo *t);
+int hw_topo_gpu_count(const hw_topo *t);
+int hw_topo_node_count(const hw_topo *t);
+const hw_device *hw_topo_device(const hw_topo *t, int i);
+const hw_link *hw_topo_link(const hw_topo *t, int i);
+int hw_topo_gpu_device(const hw_topo *t, int gpu);
+/* Device index by name, or -1. */
+int hw_topo_find(const hw_topo *t, const char *name);
+
+/* The route between two devices (cached; the pointer stays valid until the topology is
+ * destroyed). Asserts a route exists (hw_topo_create has checked every GPU pair it uses). */
+const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev);
+const hw_route *hw_topo_route_gpus(hw_topo *t, int src_gpu, int dst_gpu);
+
+/* Per-direction bandwidth a lone flow gets on the route (its narrowest link, halved on a
+ * half-duplex link crossed twice). */
+double hw_topo_route_bw_Bps(const hw_topo *t, const hw_route *r);
+
+/* Bisection bandwidth: the maximum flow from the first half of the GPUs (by index) to the
+ * second half, per direction (Dinic's algorithm on link capacities). */
+double hw_topo_bisection_Bps(const hw_topo *t);
+
+/* Routes computed so far (statistics). */
+uint64_t hw_topo_routes_computed(const hw_topo *t);
+
+#endif

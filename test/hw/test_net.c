@@ -1,0 +1,290 @@
+/* Flow-level network on topology graphs: exact max-min cases (derivations above each). */
+#include "core/sim.h"
+
+#include <string.h>
+
+#include "core/eventq.h"
+#include "hw/net.h"
+#include "test.h"
+
+typedef struct done_log {
+    int n;
+    uint64_t tag[64];
+    sim_time t[64];
+} done_log;
+
+static void on_done(void *ctx, uint64_t tag, sim_time now)
+{
+    done_log *d = ctx;
+    d->tag[d->n] = tag;
+    d->t[d->n] = now;
+    d->n++;
+}
+
+typedef struct bench {
+    hw_topo *topo;
+    sim_eventq *q;
+    hw_net *net;
+    done_log log;
+} bench;
+
+static void bench_init(bench *b, const hw_topology_spec *spec)
+{
+    memset(b, 0, sizeof *b);
+    sim_diag d = {0};
+    int rc = hw_topo_create(spec, &b->topo, &d);
+    if (rc)
+        fprintf(stderr, "topology: %s\n", d.msg);
+    SIM_ASSERT(rc == 0, "topology");
+    b->q = sim_eventq_create();
+    b->net = hw_net_create(b->topo, b->q, 7, on_done, &b->log);
+}
+
+/* Runs events up to and including time `until`. */
+static void run_until(bench *b, sim_time until)
+{
+    while (sim_eventq_size(b->q) > 0 && sim_eventq_peek_time(b->q) <= until)
+        hw_net_handle(b->net, sim_eventq_pop(b->q));
+}
+
+static void bench_clear(bench *b)
+{
+    hw_net_destroy(b->net);
+    sim_eventq_destroy(b->q);
+    hw_topo_destroy(b->topo);
+}
+
+static sim_time find_done(const bench *b, uint64_t tag)
+{
+    for (int i = 0; i < b->log.n; i++)
+        if (b->log.tag[i] == tag)
+            return b->log.t[i];
+    return -1;
+}
+
+static int dev(hw_topology_spec *s, const char *name, hw_dev_kind kind, int node)
+{
+    hw_dev_spec *d = &s->devices[s->n_devices];
+    snprintf(d->name, sizeof d->name, "%s", name);
+    d->kind = kind;
+    d->node = node;
+    d->p2p = true;
+    return s->n_devices++;
+}
+
+static void lnk(hw_topology_spec *s, int a, int b, double bw, bool both)
+{
+    s->links[s->n_links++] = (hw_link_spec){.src = a, .dst = b, .bidirectional = both,
+                                            .bw_Bps = bw, .latency_ps = 0, .cls = HW_LINK_PCIE};
+}
+
+#define GB 1e9
+
+int main(void)
+{
+    hw_topology_spec *s = sim_calloc(1, sizeof *s);
+
+    /* One flow on one link: two GPUs joined by a 10 GB/s link with 1 us latency; 1 GB takes
+     * 1 us + 100 ms exactly. */
+    {
+        memset(s, 0, sizeof *s);
+        int a = dev(s, "g0", HW_DEV_GPU, 0), b = dev(s, "g1", HW_DEV_GPU, 0);
+        lnk(s, a, b, 10 * GB, true);
+        s->links[0].latency_ps = SIM_PS_PER_US;
+        bench x;
+        bench_init(&x, s);
+        hw_net_start_flow(x.net, 0, 0, 1, 1 * GB, 1);
+        run_until(&x, SIM_TIME_NEVER - 1);
+        CHECK_INT_EQ(find_done(&x, 1), SIM_PS_PER_US + 100 * SIM_PS_PER_MS);
+        CHECK_NEAR(hw_net_link(x.net, 0)->bytes, 1 * GB, 1e-12, 0);
+        CHECK_INT_EQ(hw_net_link(x.net, 0)->busy_ps, 100 * SIM_PS_PER_MS);
+        bench_clear(&x);
+    }
+
+    /* Textbook max-min (Bertsekas & Gallager §6.5): link X (s0 -> s1) of 10 GB/s carries
+     * flows a (g0 -> g2) and b (g1 -> g3); link Y (s1 -> g3) of 4 GB/s carries b and c
+     * (g2 -> g3). Y offers 4/2 = 2 per flow, X 10/2 = 5: Y binds first, b = c = 2; X has
+     * 10 - 2 = 8 left for a. Access links are 100 GB/s, latency 0.
+     * Sizes a 8 GB, b 2 GB, c 1 GB. c ends at 1/2 = 0.5 s. Then Y gives b 4, X gives a 6:
+     * b has 2 - 1 = 1 GB left, ends at 0.5 + 1/4 = 0.75 s; a has 8 - 4 - 1.5 = 2.5 GB
+     * left at 0.75 s, then alone at 10 GB/s: ends at 1.0 s. */
+    {
+        memset(s, 0, sizeof *s);
+        int g0 = dev(s, "g0", HW_DEV_GPU, 0), g1 = dev(s, "g1", HW_DEV_GPU, 0),
+            g2 = dev(s, "g2", HW_DEV_GPU, 0), g3 = dev(s, "g3", HW_DEV_GPU, 0);
+        int s0 = dev(s, "s0", HW_DEV_SWITCH, 0), s1 = dev(s, "s1", HW_DEV_SWITCH, 0);
+        lnk(s, g0, s0, 100 * GB, true);
+        lnk(s, g1, s0, 100 * GB, true);
+        lnk(s, s0, s1, 10 * GB, true); /* X (and its reverse) */
+        lnk(s, s1, g2, 100 * GB, true);
+        lnk(s, s1, g3, 4 * GB, false); /* Y */
+        lnk(s, g3, s1, 100 * GB, false);
+        bench x;
+        bench_init(&x, s);
+        hw_net_start_flow(x.net, 0, 0, 2, 8 * GB, 'a');
+        hw_net_start_flow(x.net, 0, 1, 3, 2 * GB, 'b');
+        hw_net_start_flow(x.net, 0, 2, 3, 1 * GB, 'c');
+        run_until(&x, 0);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 'a'), 8 * GB, 1e-12, 0);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 'b'), 2 * GB, 1e-12, 0);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 'c'), 2 * GB, 1e-12, 0);
+        run_until(&x, SIM_PS_PER_S / 2);
+        CHECK_INT_EQ(find_done(&x, 'c'), SIM_PS_PER_S / 2);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 'a'), 6 * GB, 1e-12, 0);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 'b'), 4 * GB, 1e-12, 0);
+        run_until(&x, SIM_TIME_NEVER - 1);
+        CHECK_INT_EQ(find_done(&x, 'b'), 3 * SIM_PS_PER_S / 4);
+        CHECK_NEAR(find_done(&x, 'a'), SIM_PS_PER_S, 0, 2);
+        /* one solve for the three admissions, then one per completion */
+        CHECK_INT_EQ(hw_net_solves(x.net), 4);
+        bench_clear(&x);
+    }
+
+    /* Incremental re-solve: two pairs on separate direct links (g0 -> g1, g2 -> g3; every
+     * GPU also reaches a switch, so all pairs are routable). The four flows admitted
+     * together form two components of two flows: 4 flows solved. When flow 1 ends at
+     * 1 GB / 5 GB/s = 0.2 s, only its component (flow 2) is re-solved: 5 in all. */
+    {
+        memset(s, 0, sizeof *s);
+        int g0 = dev(s, "g0", HW_DEV_GPU, 0), g1 = dev(s, "g1", HW_DEV_GPU, 0),
+            g2 = dev(s, "g2", HW_DEV_GPU, 0), g3 = dev(s, "g3", HW_DEV_GPU, 0);
+        int sw = dev(s, "sw", HW_DEV_SWITCH, 0);
+        lnk(s, g0, g1, 10 * GB, true);
+        lnk(s, g2, g3, 10 * GB, true);
+        lnk(s, g0, sw, 1 * GB, true);
+        lnk(s, g1, sw, 1 * GB, true);
+        lnk(s, g2, sw, 1 * GB, true);
+        lnk(s, g3, sw, 1 * GB, true);
+        bench x;
+        bench_init(&x, s);
+        hw_net_start_flow(x.net, 0, 0, 1, 1 * GB, 1); /* 5 GB/s each on g0 -> g1 */
+        hw_net_start_flow(x.net, 0, 0, 1, 2 * GB, 2);
+        hw_net_start_flow(x.net, 0, 2, 3, 2 * GB, 3); /* 5 GB/s each on g2 -> g3 */
+        hw_net_start_flow(x.net, 0, 2, 3, 2 * GB, 4);
+        run_until(&x, 0);
+        CHECK_INT_EQ(hw_net_flows_resolved(x.net), 4);
+        /* flow 1 ends at 1/5 = 0.2 s; flow 2 then has 1 GB left at 10 GB/s: 0.3 s */
+        run_until(&x, SIM_PS_PER_S / 5);
+        CHECK_INT_EQ(hw_net_flows_resolved(x.net), 5);
+        run_until(&x, SIM_TIME_NEVER - 1);
+        CHECK_INT_EQ(find_done(&x, 2), 3 * SIM_PS_PER_S / 10);
+        CHECK_INT_EQ(find_done(&x, 3), 2 * SIM_PS_PER_S / 5); /* 2 GB at 5 GB/s */
+        bench_clear(&x);
+    }
+
+    /* 2x RTX 4090 on PCIe gen4 x16 without P2P, one socket with 89.6 GB/s of DRAM
+     * (dual-channel DDR5-5600). PCIe gen4 x16 = 16 GT/s x 16 x 128/130 / 8 = 31.508 GB/s.
+     * A copy gpu0 -> gpu1 is staged in host memory: it crosses the DRAM link twice (write
+     * then read), so alone it gets min(31.508, 89.6 / 2) = 31.508 GB/s. Two opposite copies
+     * weigh 4 on the DRAM link: 89.6 / 4 = 22.4 GB/s each. With p2p both go direct through
+     * the root complex and do not contend: 31.508 GB/s each. */
+    {
+        double pcie = 16e9 * 16 * 128.0 / 130.0 / 8;
+        memset(s, 0, sizeof *s);
+        s->nodes = 1;
+        s->gpus_per_node = 2;
+        s->intra.kind = HW_INTRA_PCIE;
+        s->intra.pcie_gen = 4;
+        s->intra.pcie_lanes = 16;
+        s->intra.p2p = false;
+        s->pcie.gen = 4;
+        s->pcie.lanes = 16;
+        s->pcie.sockets = 1;
+        s->host.memory_bw_Bps = 89.6 * GB;
+        bench x;
+        bench_init(&x, s);
+        const hw_route *r = hw_topo_route_gpus(x.topo, 0, 1);
+        CHECK_INT_EQ(r->n, 4); /* gpu0 -> cpu0, DRAM, DRAM, cpu0 -> gpu1 */
+        CHECK_INT_EQ(r->links[1], r->links[2]);
+        CHECK_NEAR(hw_topo_route_bw_Bps(x.topo, r), pcie, 1e-12, 0);
+        hw_net_start_flow(x.net, 0, 0, 1, 1 * GB, 1);
+        run_until(&x, SIM_PS_PER_US * 10);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 1), pcie, 1e-12, 0);
+        hw_net_start_flow(x.net, SIM_PS_PER_US * 10, 1, 0, 1 * GB, 2);
+        run_until(&x, SIM_PS_PER_US * 20);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 1), 22.4 * GB, 1e-12, 0);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 2), 22.4 * GB, 1e-12, 0);
+        bench_clear(&x);
+
+        s->intra.p2p = true;
+        bench_init(&x, s);
+        r = hw_topo_route_gpus(x.topo, 0, 1);
+        CHECK_INT_EQ(r->n, 2); /* gpu0 -> cpu0 -> gpu1 */
+        hw_net_start_flow(x.net, 0, 0, 1, 1 * GB, 1);
+        hw_net_start_flow(x.net, 0, 1, 0, 1 * GB, 2);
+        run_until(&x, SIM_PS_PER_US * 20);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 1), pcie, 1e-12, 0);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 2), pcie, 1e-12, 0);
+        bench_clear(&x);
+    }
+
+    /* DGX H100-like node: 8 GPUs on NVSwitch at 450 GB/s per direction. Eight flows
+     * i -> i+1 (mod 8) each use one GPU's up-port and another's down-port once: 450 GB/s
+     * each, not the PCIe path. */
+    hw_topology_spec dgx;
+    {
+        memset(s, 0, sizeof *s);
+        s->nodes = 4;
+        s->gpus_per_node = 8;
+        s->intra.kind = HW_INTRA_NVSWITCH;
+        s->intra.bw_Bps = 450 * GB;
+        s->intra.latency_ps = SIM_PS_PER_US;
+        s->pcie.gen = 5;
+        s->pcie.lanes = 16;
+        s->pcie.switches = 4;
+        s->pcie.sockets = 2;
+        s->nics.count = 8;
+        s->nics.bw_Bps = 50 * GB; /* 400 Gb/s */
+        s->nics.latency_ps = 2 * SIM_PS_PER_US;
+        s->fabric.kind = HW_FABRIC_RAIL_OPTIMIZED;
+        s->fabric.oversubscription = 1;
+        s->fabric.latency_ps = SIM_PS_PER_US;
+        s->fabric.radix = 4; /* a leaf serves 2 nodes: nodes {0,1} and {2,3} form 2 groups */
+        dgx = *s;
+        bench x;
+        bench_init(&x, s);
+        for (int i = 0; i < 8; i++)
+            hw_net_start_flow(x.net, 0, i, (i + 1) % 8, 1 * GB, (uint64_t)i);
+        run_until(&x, 2 * SIM_PS_PER_US);
+        for (int i = 0; i < 8; i++) {
+            CHECK_NEAR(hw_net_flow_rate(x.net, (uint64_t)i), 450 * GB, 1e-12, 0);
+            const hw_route *r = hw_topo_route_gpus(x.topo, i, (i + 1) % 8);
+            CHECK_INT_EQ(r->n, 2);
+            CHECK_INT_EQ(hw_topo_link(x.topo, r->links[0])->cls, HW_LINK_NVLINK);
+        }
+        /* 1 GB at 450 GB/s = 2.2222 ms after 1 us of latency (0.5 us per NVSwitch hop) */
+        run_until(&x, SIM_TIME_NEVER - 1);
+        CHECK_INT_EQ(find_done(&x, 0), SIM_PS_PER_US + INT64_C(2222222223));
+        bench_clear(&x);
+    }
+
+    /* Rail-optimized, 4 nodes, radix 4 (a leaf serves 2 nodes of one rail). GPU 0 of node 0
+     * -> GPU 0 of node 2, and GPU 0 of node 1 -> GPU 0 of node 3: both on rail 0, both
+     * leave leaf (rail 0, nodes 0-1) through its uplink of 2 x 50 GB/s / oversubscription.
+     * Non-blocking: 100 GB/s for two 50 GB/s flows, no contention, 50 GB/s each (NIC-bound).
+     * 2:1: the uplink carries 50 GB/s, shared: 25 GB/s each. Flows inside one group never
+     * reach the uplink: node 0 -> node 1 gets 50 GB/s either way. */
+    for (int over = 1; over <= 2; over++) {
+        *s = dgx;
+        s->fabric.oversubscription = over;
+        bench x;
+        bench_init(&x, s);
+        hw_net_start_flow(x.net, 0, 0, 16, 1 * GB, 1);
+        hw_net_start_flow(x.net, 0, 8, 24, 1 * GB, 2);
+        hw_net_start_flow(x.net, 0, 1, 9, 1 * GB, 3); /* rail 1, same group */
+        run_until(&x, 50 * SIM_PS_PER_US);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 1), 50 * GB / over, 1e-12, 0);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 2), 50 * GB / over, 1e-12, 0);
+        CHECK_NEAR(hw_net_flow_rate(x.net, 3), 50 * GB, 1e-12, 0);
+        /* the route uses GPU 0's own NIC (rail affinity) */
+        const hw_route *r = hw_topo_route_gpus(x.topo, 0, 16);
+        bool via_nic0 = false;
+        for (int i = 0; i < r->n; i++)
+            via_nic0 |= strcmp(hw_topo_device(x.topo, hw_topo_link(x.topo, r->links[i])->dst)->name,
+                               "n0.nic0") == 0;
+        CHECK(via_nic0);
+        bench_clear(&x);
+    }
+    sim_free(s);
+    return test_finish();
+}
