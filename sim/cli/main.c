@@ -7,13 +7,14 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cli/cli.h"
 #include "io/h5.h"
 #include "io/json.h"
 #include "io/load.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
 
-#define EXIT_INVALID 2
+#define EXIT_INVALID CLI_EXIT_INVALID
 
 typedef struct cli_args {
     const char *cmd;
@@ -36,8 +37,9 @@ static const char usage_main[] =
     "  run SCENARIO.yaml    simulate training steps; print a summary, --json, or -o OUT.h5\n"
     "  check SCENARIO.yaml  validate a scenario (exit 0 valid, 2 invalid)\n"
     "  mem SCENARIO.yaml    the per-GPU memory plan and OOM verdict, without replay\n"
+    "  topo TOPOLOGY.yaml   describe a topology: devices, links, bisection, routes\n"
     "\n"
-    "Coming with later issues: sweep, plan, bench-coll, trace, replay, export-perfetto, topo.\n"
+    "Coming with later issues: sweep, plan, bench-coll, trace, replay, export-perfetto.\n"
     "Run `stepsim COMMAND --help` for a command's options; docs/cli.md has the details.\n";
 
 static const char usage_run[] =
@@ -65,6 +67,17 @@ static const char usage_mem[] =
     "\n"
     "Prints the per-GPU memory plan (params, grads, optimizer, activations, buffers) and the\n"
     "OOM verdict without replaying the step.\n";
+
+int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint)
+{
+    if (arg)
+        fprintf(stderr, "%s: error: %s '%s'\n", what, msg, arg);
+    else
+        fprintf(stderr, "%s: error: %s\n", what, msg);
+    if (hint)
+        fprintf(stderr, "  %s\n", hint);
+    return CLI_EXIT_INVALID;
+}
 
 static int invalid(const char *what, const char *msg, const char *hint)
 {
@@ -321,11 +334,13 @@ int main(int argc, char **argv)
         printf("stepsim %s\n", STEPSIM_VERSION);
         return 0;
     }
+    if (strcmp(argv[1], "topo") == 0)
+        return cli_topo(argc, argv);
     cli_args a = {.cmd = argv[1]};
     if (!usage_of(a.cmd)) {
         char msg[256];
         snprintf(msg, sizeof msg, "unknown command '%s'", a.cmd);
-        return invalid("stepsim", msg, "commands: run, check, mem (see `stepsim --help`)");
+        return invalid("stepsim", msg, "commands: run, check, mem, topo (see `stepsim --help`)");
     }
     a.sets = sim_calloc((size_t)argc, sizeof *a.sets);
     int rc = parse_args(argc, argv, &a);

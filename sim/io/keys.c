@@ -1,7 +1,8 @@
 /* Key tables of the scenario format (DESIGN.md §7): scenario, training, parallel, simulation,
- * collectives, topology (parametric form), GPU catalog entry and model, plus the custom
- * readers for the keys that are structured lists. Defaults come from plan_scenario_defaults
- * and io__scenario_prefill (validate.c); docs/scenario-format.md documents every key. */
+ * collectives, topology (the explicit form's lists are read in explicit.c), GPU catalog entry
+ * and model, plus the custom readers for the keys that are structured lists. Defaults come
+ * from plan_scenario_defaults and io__scenario_prefill (validate.c); docs/scenario-format.md
+ * documents every key. */
 #include "core/sim.h"
 
 #include <stdio.h>
@@ -15,6 +16,9 @@ _Static_assert(sizeof(plan_coll_algo) == sizeof(int), "enum size");
 _Static_assert(sizeof(model_recompute) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_intra_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_fabric_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(hw_nvlink_shape) == sizeof(int), "enum size");
+_Static_assert(sizeof(hw_dev_kind) == sizeof(int), "enum size");
+_Static_assert(sizeof(hw_link_class) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_group_class) == sizeof(int), "enum size");
 _Static_assert(sizeof(sim_time) == sizeof(int64_t), "time size");
 
@@ -62,6 +66,22 @@ static const io_enum_name intra_names[] = {{"nvswitch", HW_INTRA_NVSWITCH},
                                            {"nvlink", HW_INTRA_NVLINK},
                                            {"pcie", HW_INTRA_PCIE},
                                            {NULL, 0}};
+static const io_enum_name shape_names[] = {
+    {"mesh", HW_NVLINK_MESH}, {"ring", HW_NVLINK_RING}, {NULL, 0}};
+const io_enum_name io__dev_kind_names[] = {{"gpu", HW_DEV_GPU},
+                                           {"nvswitch", HW_DEV_NVSWITCH},
+                                           {"pcie_switch", HW_DEV_PCIE_SWITCH},
+                                           {"cpu", HW_DEV_CPU},
+                                           {"host_memory", HW_DEV_HOST_MEMORY},
+                                           {"nic", HW_DEV_NIC},
+                                           {"switch", HW_DEV_SWITCH},
+                                           {NULL, 0}};
+const io_enum_name io__link_class_names[] = {{"nvlink", HW_LINK_NVLINK},
+                                             {"pcie", HW_LINK_PCIE},
+                                             {"ib", HW_LINK_IB},
+                                             {"ethernet", HW_LINK_ETHERNET},
+                                             {"cpu", HW_LINK_CPU},
+                                             {NULL, 0}};
 static const io_enum_name fabric_names[] = {{"fat-tree", HW_FABRIC_FAT_TREE},
                                             {"rail-optimized", HW_FABRIC_RAIL_OPTIMIZED},
                                             {"single-switch", HW_FABRIC_SINGLE_SWITCH},
@@ -106,8 +126,6 @@ static const io_notsup ns_symmetry = {.feature = "data-parallel symmetry",
 static const io_notsup ns_coll = {.feature = "collective algorithms other than auto and ring",
                                   .plural = true, .issue = "the collectives issue",
                                   .ok_mask = (1u << PLAN_COLL_AUTO) | (1u << PLAN_COLL_RING)};
-static const io_notsup ns_explicit = {.feature = "the explicit topology form (devices/links)",
-                                      .issue = "the topology-graph issue"};
 
 /* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
@@ -426,6 +444,7 @@ static const io_key intra_keys[] = {
     {.name = "lanes", .type = IO_K_INT, .offset = TO(intra.pcie_lanes),
      .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 32},
     {.name = "p2p", .type = IO_K_BOOL, .offset = TO(intra.p2p)},
+    {.name = "shape", .type = IO_K_ENUM, .offset = TO(intra.shape), .enums = shape_names},
 };
 MAP(intra_map, "intra", intra_keys);
 
@@ -434,8 +453,25 @@ static const io_key pcie_keys[] = {
      .min = 1, .max = 6},
     {.name = "lanes", .type = IO_K_INT, .offset = TO(pcie.lanes),
      .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 32},
+    {.name = "switches", .type = IO_K_INT, .offset = TO(pcie.switches),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 0, .max = 256},
+    {.name = "sockets", .type = IO_K_INT, .offset = TO(pcie.sockets),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 64},
+    {.name = "switch_lanes", .type = IO_K_INT, .offset = TO(pcie.switch_lanes),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 32},
+    {.name = "latency", .type = IO_K_TIME, .offset = TO(pcie.latency_ps), .flags = NONNEG},
 };
 MAP(pcie_map, "pcie", pcie_keys);
+
+static const io_key host_keys[] = {
+    {.name = "memory_bandwidth", .type = IO_K_QUANTITY, .offset = TO(host.memory_bw_Bps),
+     .unit = IO_UNIT_BANDWIDTH, .flags = POSITIVE},
+    {.name = "socket_link", .type = IO_K_QUANTITY, .offset = TO(host.socket_link_bw_Bps),
+     .unit = IO_UNIT_BANDWIDTH, .flags = POSITIVE},
+    {.name = "socket_link_latency", .type = IO_K_TIME, .offset = TO(host.socket_link_latency_ps),
+     .flags = NONNEG},
+};
+MAP(host_map, "host", host_keys);
 
 static const io_key nics_keys[] = {
     {.name = "count", .type = IO_K_INT, .offset = TO(nics.count),
@@ -451,6 +487,7 @@ static const io_key node_keys[] = {
      .flags = IO_KEY_REQUIRED | IO_KEY_MIN | IO_KEY_MAX, .min = 1, .max = 1024},
     {.name = "intra", .type = IO_K_MAP, .map = &intra_map},
     {.name = "pcie", .type = IO_K_MAP, .map = &pcie_map},
+    {.name = "host", .type = IO_K_MAP, .map = &host_map},
     {.name = "nics", .type = IO_K_MAP, .map = &nics_map},
 };
 MAP(node_map, "node", node_keys);
@@ -461,6 +498,10 @@ static const io_key fabric_keys[] = {
     {.name = "oversubscription", .type = IO_K_FLOAT, .offset = TO(fabric.oversubscription),
      .flags = AT_LEAST_1},
     {.name = "latency", .type = IO_K_TIME, .offset = TO(fabric.latency_ps), .flags = NONNEG},
+    {.name = "radix", .type = IO_K_INT, .offset = TO(fabric.radix),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 4, .max = 65536}, /* even: validate.c */
+    {.name = "levels", .type = IO_K_INT, .offset = TO(fabric.levels),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 0, .max = 16},
 };
 MAP(fabric_map, "fabric", fabric_keys);
 
@@ -470,12 +511,16 @@ static const io_key topology_keys[] = {
     {.name = "gpu", .type = IO_K_MAP, .offset = TO(gpu), .map = &gpu_map,
      .flags = IO_KEY_REQUIRED},
     {.name = "nodes", .type = IO_K_INT, .offset = TO(nodes), .flags = DEGREE},
-    {.name = "node", .type = IO_K_MAP, .map = &node_map, .flags = IO_KEY_REQUIRED},
+    /* required in the parametric form: io__topology_check */
+    {.name = "node", .type = IO_K_MAP, .map = &node_map},
     {.name = "fabric", .type = IO_K_MAP, .map = &fabric_map},
-    {.name = "devices", .type = IO_K_REJECT, .notsup = &ns_explicit},
-    {.name = "links", .type = IO_K_REJECT, .notsup = &ns_explicit},
+    {.name = "devices", .type = IO_K_CUSTOM, .fn = io__devices_fn},
+    {.name = "links", .type = IO_K_CUSTOM, .fn = io__links_fn},
 };
-MAP(topology_map, "topology", topology_keys);
+static const io_map topology_map = {.what = "topology",
+                                    .keys = topology_keys,
+                                    .n_keys = SIM_ARRAY_LEN(topology_keys),
+                                    .check = io__topology_check};
 
 #define MO(m) offsetof(model_spec, m)
 static const io_key moe_keys[] = {
@@ -540,4 +585,9 @@ MAP(scenario_map, "the scenario", scenario_keys);
 const io_map *io__scenario_schema(void)
 {
     return &scenario_map;
+}
+
+const io_map *io__topology_schema(void)
+{
+    return &topology_map;
 }

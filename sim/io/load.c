@@ -24,6 +24,7 @@ typedef struct loader {
     sim_diag *diag;
     io_input_file *inputs;
     size_t n_inputs, cap_inputs;
+    const char *base; /* dotted path of the tree's root in a scenario: "" or "topology" */
 } loader;
 
 typedef enum ref_kind { REF_TOPOLOGY, REF_MODEL, REF_GPU } ref_kind;
@@ -373,7 +374,10 @@ static int ref_slot(const char *path, ref_kind *kind)
 static int resolve_slot(loader *L, io_ypair *pair, const char *path)
 {
     ref_kind kind;
-    if (pair->value->kind == IO_YSCALAR && ref_slot(path, &kind))
+    char full[SET_DEPTH_MAX * 129 + 16];
+    snprintf(full, sizeof full, "%s%s%s", L->base ? L->base : "", L->base && L->base[0] ? "." : "",
+             path);
+    if (pair->value->kind == IO_YSCALAR && ref_slot(full, &kind))
         return resolve_ref(L, pair, kind);
     return 0;
 }
@@ -512,7 +516,7 @@ static void scenario_stem(const char *path, char *out, size_t size)
 int io_scenario_load(const char *path, const char *const *sets, size_t n_sets, plan_scenario *out,
                      io_scenario_info **info_out, sim_diag *diag)
 {
-    loader L = {.arena = io_yarena_create(), .diag = diag};
+    loader L = {.arena = io_yarena_create(), .diag = diag, .base = ""};
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     io_scenario_info *info = NULL;
     io_ynode *root = NULL;
@@ -562,6 +566,56 @@ fail:
         sim_free(L.inputs[i].path);
     sim_free(L.inputs);
     sim_free(sc);
+    io_yarena_destroy(L.arena);
+    return rc;
+}
+
+int io_topology_load(const char *path, const char *const *sets, size_t n_sets,
+                     hw_topology_spec *out, sim_diag *diag)
+{
+    loader L = {.arena = io_yarena_create(), .diag = diag, .base = "topology"};
+    hw_topology_spec *t = sim_calloc(1, sizeof *t);
+    io_ynode *troot = NULL;
+    int rc = load_file(&L, path, path, NULL, &troot);
+    if (rc)
+        goto fail;
+    if (troot->kind != IO_YMAP) {
+        rc = sim_diag_error(diag, path, troot->line, troot->col,
+                            "a topology must be a mapping of keys (name, gpu, nodes, node, fabric, "
+                            "or devices and links), not %s",
+                            io_ykind_name(troot->kind));
+        goto fail;
+    }
+    for (size_t i = 0; i < n_sets; i++)
+        if ((rc = apply_set(&L, troot, sets[i])))
+            goto fail;
+    io_ypair *gpu = io_ymap_find(troot, "gpu");
+    if (gpu && (rc = resolve_ref(&L, gpu, REF_GPU)))
+        goto fail;
+
+    /* The checks read a scenario's tree ("topology.node.intra", ...): wrap the file's mapping
+     * as `topology:` of a scenario. The wrapper has an origin of its own, so that a missing
+     * required key is reported in the file, at its first key, as for a referenced file. */
+    const io_yorigin *wo = io_yorigin_new(L.arena, path, ".", false);
+    io_ynode *root = io_ynode_new(L.arena, IO_YMAP, wo, 0, 0);
+    io_ynode *key = io_yscalar_new(L.arena, wo, 0, 0, "topology", false);
+    io_ymap_append(L.arena, root, key, troot);
+
+    io__topology_prefill(t);
+    io_schema_ctx ctx = {.diag = diag};
+    snprintf(ctx.path, sizeof ctx.path, "topology");
+    char stem[128];
+    scenario_stem(path, stem, sizeof stem);
+    if ((rc = io_schema_apply(io__topology_schema(), troot, key, t, &ctx)) ||
+        (rc = io__topology_finish(root, stem, t, &ctx)))
+        goto fail;
+    memcpy(out, t, sizeof *t);
+    rc = 0;
+fail:
+    for (size_t i = 0; i < L.n_inputs; i++)
+        sim_free(L.inputs[i].path);
+    sim_free(L.inputs);
+    sim_free(t);
     io_yarena_destroy(L.arena);
     return rc;
 }

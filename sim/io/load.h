@@ -44,6 +44,15 @@ typedef struct io_scenario_info {
 int io_scenario_load(const char *path, const char *const *sets, size_t n_sets, plan_scenario *out,
                      io_scenario_info **info_out, sim_diag *diag);
 
+/* Loads a topology file on its own (`stepsim topo`), with the overrides sets[0..n_sets)
+ * whose keys are relative to the topology ("nodes=64", "node.nics.count=4", "gpu.memory=40
+ * GiB"), into *out: the same keys, defaults and checks as a scenario's `topology`, and its
+ * `gpu` reference resolved the same way. Messages name keys as in a scenario
+ * ("topology.nodes: ..."). Returns 0, SIM_EINVAL, SIM_ENOENT or SIM_ENOTSUP with `diag`
+ * filled as io_scenario_load does; *out is left untouched on error. `diag` may be NULL. */
+int io_topology_load(const char *path, const char *const *sets, size_t n_sets,
+                     hw_topology_spec *out, sim_diag *diag);
+
 /* Frees an info and everything it owns. NULL is a no-op. */
 void io_scenario_info_destroy(io_scenario_info *info);
 

@@ -492,17 +492,21 @@ int io_schema_apply(const io_map *map, const io_ynode *node, const io_ynode *par
     }
     for (size_t i = 0; i < map->n_keys; i++) {
         const io_key *k = &map->keys[i];
-        if (!(k->flags & IO_KEY_REQUIRED) || io_ymap_find(node, k->name))
-            continue;
-        /* At the key naming the mapping, unless the mapping comes from another file (a
-         * referenced topology or model): then in that file, at its first key. */
-        const io_ynode *at =
-            parent_key && (parent_key->origin == node->origin || node->n == 0) ? parent_key : node;
-        if (ctx->path[0])
-            return io_schema_error(ctx, SIM_EINVAL, at, "missing required key '%s' in '%s'",
-                                   k->name, ctx->path);
-        return io_schema_error(ctx, SIM_EINVAL, at, "missing required key '%s' in %s", k->name,
-                               map->what);
+        if ((k->flags & IO_KEY_REQUIRED) && !io_ymap_find(node, k->name))
+            return io_schema_missing(ctx, map->what, node, parent_key, k->name);
     }
-    return 0;
+    return map->check ? map->check(node, parent_key, base, ctx) : 0;
+}
+
+int io_schema_missing(io_schema_ctx *ctx, const char *what, const io_ynode *node,
+                      const io_ynode *parent_key, const char *name)
+{
+    /* At the key naming the mapping, unless the mapping comes from another file (a
+     * referenced topology or model): then in that file, at its first key. */
+    const io_ynode *at =
+        parent_key && (parent_key->origin == node->origin || node->n == 0) ? parent_key : node;
+    if (ctx->path[0])
+        return io_schema_error(ctx, SIM_EINVAL, at, "missing required key '%s' in '%s'", name,
+                               ctx->path);
+    return io_schema_error(ctx, SIM_EINVAL, at, "missing required key '%s' in %s", name, what);
 }

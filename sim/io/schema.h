@@ -9,8 +9,9 @@
  *
  * Nested mappings fill either a member struct (offset = offsetof the member) or, for anonymous
  * member structs, the same struct (offset 0, child offsets relative to the parent's base).
- * Custom keys (lists with structure) get a function; tables use designated initializers and
- * functions of exactly the io_key_fn type (no casts). */
+ * Custom keys (lists with structure) get a function; a mapping whose rules involve several
+ * of its keys gets a check function, run after its keys are read. Tables use designated
+ * initializers and functions of exactly the io_key_fn / io_map_check_fn types (no casts). */
 #ifndef SIM_IO_SCHEMA_H
 #define SIM_IO_SCHEMA_H
 
@@ -91,10 +92,18 @@ struct io_key {
     const io_notsup *notsup;    /* NULL = every valid value is supported */
 };
 
+/* A check of a whole mapping, run by io_schema_apply after every key of `node` was read
+ * into `base` (for rules that involve several keys of one mapping, such as the topology's
+ * two forms). Same contract as io_schema_apply: returns 0 or a negative SIM_E* with
+ * ctx->diag filled; ctx->path is the mapping's path. */
+typedef int (*io_map_check_fn)(const io_ynode *node, const io_ynode *parent_key, void *base,
+                               io_schema_ctx *ctx);
+
 struct io_map {
     const char *what;           /* used when the path is empty: "the scenario" */
     const io_key *keys;
     size_t n_keys;
+    io_map_check_fn check;      /* NULL = none */
 };
 
 /* Fills `base` from mapping `node` by `map` (see the top of this file). `node` must be a
@@ -103,6 +112,13 @@ struct io_map {
  * return. Returns 0, SIM_EINVAL or SIM_ENOTSUP (ctx->diag filled). */
 int io_schema_apply(const io_map *map, const io_ynode *node, const io_ynode *parent_key,
                     void *base, io_schema_ctx *ctx);
+
+/* Reports that the mapping `node` (named by `parent_key`, NULL for a list item or the root)
+ * lacks the required key `name`, where io_schema_apply reports it: at the key naming the
+ * mapping when both come from the same file, else at the mapping. The message names the
+ * mapping by ctx->path, or by `what` when the path is empty. Returns SIM_EINVAL. */
+int io_schema_missing(io_schema_ctx *ctx, const char *what, const io_ynode *node,
+                      const io_ynode *parent_key, const char *name);
 
 /* Typed scalar readers for custom keys and cross-field checks; `what` names the value in the
  * message (usually ctx->path). Each returns 0 or SIM_EINVAL with the error at `n`. */

@@ -15,28 +15,50 @@ static const char *dtype_name(hw_dtype d)
     return d >= 0 && d < HW_DTYPE_COUNT ? names[d] : "?";
 }
 
-/* Sentinels for "not given" where 0 is a valid value. */
-#define UNSET_TIME ((sim_time)-1)
+/* Sentinel for "not given" where 0 is a valid value. */
+#define UNSET_TIME IO__UNSET_TIME
 
 /* Default latencies (docs/scenario-format.md): per hop, NCCL-like base latencies. */
 #define LAT_NVLINK_PS SIM_PS_PER_US       /* nvswitch, nvlink: 1 us */
-#define LAT_PCIE_PS (2 * SIM_PS_PER_US)   /* pcie: 2 us */
 #define LAT_NIC_PS (2 * SIM_PS_PER_US)    /* NIC: 2 us */
 #define LAT_FABRIC_PS SIM_PS_PER_US       /* fabric switch hop: 1 us */
 #define PCIE_GEN_DEFAULT 4
 #define PCIE_LANES_DEFAULT 16
 
-void io__scenario_prefill(plan_scenario *sc)
+/* Defaults of the node's PCIe tree and host (docs/scenario-format.md, docs/topologies.md). */
+#define PCIE_SOCKETS_DEFAULT 1
+#define PCIE_SWITCH_LANES_DEFAULT 16
+#define LAT_PCIE_HOP_PS (SIM_PS_PER_US / 2)      /* per PCIe hop: 0.5 us */
+#define HOST_MEMORY_BPS_DEFAULT 204.8e9          /* 8 channels x DDR4-3200 x 8 B = 204.8 GB/s */
+#define HOST_SOCKET_LINK_BPS_DEFAULT 64e9        /* per direction */
+#define LAT_SOCKET_LINK_PS (SIM_PS_PER_US / 2)   /* 0.5 us */
+#define FABRIC_RADIX_DEFAULT 64
+
+void io__topology_prefill(hw_topology_spec *t)
 {
-    hw_topology_spec *t = &sc->topology;
     t->nodes = 1;
     t->intra.kind = HW_INTRA_NVSWITCH;
     t->intra.latency_ps = UNSET_TIME;
     t->intra.p2p = true;
+    t->intra.shape = HW_NVLINK_MESH;
+    t->pcie.switches = 0;
+    t->pcie.sockets = PCIE_SOCKETS_DEFAULT;
+    t->pcie.switch_lanes = PCIE_SWITCH_LANES_DEFAULT;
+    t->pcie.latency_ps = LAT_PCIE_HOP_PS;
+    t->host.memory_bw_Bps = HOST_MEMORY_BPS_DEFAULT;
+    t->host.socket_link_bw_Bps = HOST_SOCKET_LINK_BPS_DEFAULT;
+    t->host.socket_link_latency_ps = LAT_SOCKET_LINK_PS;
     t->nics.latency_ps = UNSET_TIME;
     t->fabric.kind = HW_FABRIC_NONE;
     t->fabric.oversubscription = 1.0;
     t->fabric.latency_ps = UNSET_TIME;
+    t->fabric.radix = FABRIC_RADIX_DEFAULT;
+    t->fabric.levels = 0;
+}
+
+void io__scenario_prefill(plan_scenario *sc)
+{
+    io__topology_prefill(&sc->topology);
     model_spec *m = &sc->model;
     m->activation = MODEL_ACT_SWIGLU;
     m->norm = MODEL_NORM_RMSNORM;
@@ -88,46 +110,103 @@ static void default_name_from_file(const io_ynode *root, const char *path, const
     stem(p->value->origin->name, name, size);
 }
 
-static int check_topology(const io_ynode *root, plan_scenario *sc, io_schema_ctx *ctx)
+/* The PCIe generation and lanes of a pcie node are given once: in node.intra (the older
+ * spelling) or in node.pcie (each GPU's host link, which for kind pcie is the same link). A
+ * value given in one place fills the other; both given and different is an error at
+ * node.pcie. */
+static int unify_pcie(const io_ynode *root, hw_topology_spec *t, io_schema_ctx *ctx)
 {
-    hw_topology_spec *t = &sc->topology;
+    const char *keys[2] = {"gen", "lanes"};
+    int *intra_v[2] = {&t->intra.pcie_gen, &t->intra.pcie_lanes};
+    int *pcie_v[2] = {&t->pcie.gen, &t->pcie.lanes};
+    for (size_t i = 0; i < 2; i++) {
+        char ipath[64], ppath[64];
+        snprintf(ipath, sizeof ipath, "topology.node.intra.%s", keys[i]);
+        snprintf(ppath, sizeof ppath, "topology.node.pcie.%s", keys[i]);
+        int *iv = intra_v[i], *pv = pcie_v[i];
+        const io_ynode *ig = given(root, ipath), *pg = given(root, ppath);
+        if (ig && pg && *iv != *pv) {
+            io_schema_error(ctx, SIM_EINVAL, pg,
+                            "%s: %d differs from topology.node.intra.%s (%d); for kind pcie "
+                            "they describe the same link",
+                            ppath, *pv, keys[i], *iv);
+            sim_diag_hint(ctx->diag, "give it once, in node.pcie");
+            return SIM_EINVAL;
+        }
+        if (!ig && pg)
+            *iv = *pv;
+    }
+    return 0;
+}
+
+static int check_intra(const io_ynode *root, const io_ynode *intra, hw_topology_spec *t,
+                       io_schema_ctx *ctx)
+{
+    static const char *const pcie_only[] = {"gen", "lanes", "p2p"};
+    for (size_t i = 0; i < SIM_ARRAY_LEN(pcie_only); i++) {
+        const io_ypair *k = io_ymap_find(intra, pcie_only[i]);
+        if (k && t->intra.kind != HW_INTRA_PCIE)
+            return io_schema_error(ctx, SIM_EINVAL, k->key,
+                                   "topology.node.intra.%s applies only to kind pcie (this "
+                                   "link is %s)",
+                                   pcie_only[i], hw_intra_kind_name(t->intra.kind));
+    }
+    const io_ypair *shape = io_ymap_find(intra, "shape");
+    if (shape && !io_ynode_is_null(shape->value) && t->intra.kind != HW_INTRA_NVLINK)
+        return io_schema_error(ctx, SIM_EINVAL, shape->key,
+                               "topology.node.intra.shape applies only to kind nvlink (this "
+                               "link is %s)",
+                               hw_intra_kind_name(t->intra.kind));
+    const io_ypair *sharp = io_ymap_find(intra, "sharp");
+    if (sharp && t->intra.sharp && t->intra.kind != HW_INTRA_NVSWITCH)
+        return io_schema_error(ctx, SIM_EINVAL, sharp->value,
+                               "topology.node.intra.sharp: NVLink SHARP needs kind nvswitch "
+                               "(this link is %s)",
+                               hw_intra_kind_name(t->intra.kind));
+    if (t->intra.kind != HW_INTRA_PCIE) {
+        if (t->intra.bw_Bps == 0)
+            return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node.intra"),
+                                   "topology.node.intra: a %s link needs 'bandwidth'",
+                                   hw_intra_kind_name(t->intra.kind));
+        return 0;
+    }
+    const io_ypair *lat = io_ymap_find(intra, "latency");
+    if (lat && !io_ynode_is_null(lat->value)) {
+        io_schema_error(ctx, SIM_EINVAL, lat->key,
+                        "topology.node.intra.latency does not apply to kind pcie: a PCIe path "
+                        "takes the latency of each hop of the node's PCIe tree");
+        sim_diag_hint(ctx->diag, "set node.pcie.latency (per PCIe hop)");
+        return SIM_EINVAL;
+    }
+    int rc = unify_pcie(root, t, ctx);
+    if (rc)
+        return rc;
+    if (t->intra.pcie_lanes == 0)
+        t->intra.pcie_lanes = PCIE_LANES_DEFAULT;
+    if (t->intra.bw_Bps == 0 && t->intra.pcie_gen == 0)
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node.intra"),
+                               "topology.node.intra: a pcie link needs 'gen' (and 'lanes', "
+                               "default 16), here or in node.pcie, or 'bandwidth'");
+    return 0;
+}
+
+static int check_topology(const io_ynode *root, hw_topology_spec *t, io_schema_ctx *ctx)
+{
+    /* The explicit form (t->n_devices > 0) was checked with the topology mapping
+     * (io__topology_check); its parametric fields keep their defaults, filled below. */
+    bool parametric = t->n_devices == 0;
     const io_ynode *intra = given(root, "topology.node.intra");
-    if (!intra && t->gpus_per_node > 1)
+    if (parametric && !intra && t->gpus_per_node > 1)
         return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node"),
                                "topology.node: 'intra' is required when a node has more than "
                                "one GPU (%d)",
                                t->gpus_per_node);
-    if (intra) {
-        static const char *const pcie_only[] = {"gen", "lanes", "p2p"};
-        for (size_t i = 0; i < SIM_ARRAY_LEN(pcie_only); i++) {
-            const io_ypair *k = io_ymap_find(intra, pcie_only[i]);
-            if (k && t->intra.kind != HW_INTRA_PCIE)
-                return io_schema_error(ctx, SIM_EINVAL, k->key,
-                                       "topology.node.intra.%s applies only to kind pcie (this "
-                                       "link is %s)",
-                                       pcie_only[i], hw_intra_kind_name(t->intra.kind));
-        }
-        const io_ypair *sharp = io_ymap_find(intra, "sharp");
-        if (sharp && t->intra.sharp && t->intra.kind != HW_INTRA_NVSWITCH)
-            return io_schema_error(ctx, SIM_EINVAL, sharp->value,
-                                   "topology.node.intra.sharp: NVLink SHARP needs kind nvswitch "
-                                   "(this link is %s)",
-                                   hw_intra_kind_name(t->intra.kind));
-        if (t->intra.kind == HW_INTRA_PCIE) {
-            if (t->intra.pcie_lanes == 0)
-                t->intra.pcie_lanes = PCIE_LANES_DEFAULT;
-            if (t->intra.bw_Bps == 0 && t->intra.pcie_gen == 0)
-                return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node.intra"),
-                                       "topology.node.intra: a pcie link needs 'gen' (and "
-                                       "'lanes', default 16) or 'bandwidth'");
-        } else if (t->intra.bw_Bps == 0) {
-            return io_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node.intra"),
-                                   "topology.node.intra: a %s link needs 'bandwidth'",
-                                   hw_intra_kind_name(t->intra.kind));
-        }
-    }
+    int rc;
+    if (parametric && intra && (rc = check_intra(root, intra, t, ctx)))
+        return rc;
     if (t->intra.latency_ps == UNSET_TIME)
-        t->intra.latency_ps = t->intra.kind == HW_INTRA_PCIE ? LAT_PCIE_PS : LAT_NVLINK_PS;
+        /* kind pcie: unused, the PCIe tree's per-hop latency (pcie.latency) applies */
+        t->intra.latency_ps = t->intra.kind == HW_INTRA_PCIE ? 0 : LAT_NVLINK_PS;
     if (t->pcie.gen == 0)
         t->pcie.gen = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_gen) ? t->intra.pcie_gen
                                                                             : PCIE_GEN_DEFAULT;
@@ -139,7 +218,14 @@ static int check_topology(const io_ynode *root, plan_scenario *sc, io_schema_ctx
         t->nics.latency_ps = LAT_NIC_PS;
     if (t->fabric.latency_ps == UNSET_TIME)
         t->fabric.latency_ps = LAT_FABRIC_PS;
-    if (t->nodes > 1 && (t->fabric.kind == HW_FABRIC_NONE || t->nics.count == 0)) {
+    if (t->fabric.radix % 2 != 0) {
+        io_schema_error(ctx, SIM_EINVAL, locate(root, "topology.fabric.radix", "topology.fabric"),
+                        "topology.fabric.radix: must be even (got %d)", t->fabric.radix);
+        sim_diag_hint(ctx->diag, "a leaf switch uses half its ports for NICs and half for "
+                                 "uplinks");
+        return SIM_EINVAL;
+    }
+    if (parametric && t->nodes > 1 && (t->fabric.kind == HW_FABRIC_NONE || t->nics.count == 0)) {
         io_schema_error(ctx, SIM_EINVAL, locate(root, "topology.nodes", "topology"),
                         "topology.nodes: %d nodes need a network, but topology%s%s%s has no %s",
                         t->nodes, t->name[0] ? " '" : "", t->name, t->name[0] ? "'" : "",
@@ -201,12 +287,21 @@ static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx
     /* Degrees are at most 2^20 each, so the product fits in a double exactly. */
     double need = (double)p->dp * p->tp * p->pp * p->cp;
     double have = (double)t->nodes * t->gpus_per_node;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%d nodes x %d", t->nodes, t->gpus_per_node);
+    if (t->n_devices > 0) { /* explicit form: the GPUs listed */
+        int gpus = 0;
+        for (int i = 0; i < t->n_devices; i++)
+            gpus += t->devices[i].kind == HW_DEV_GPU;
+        have = gpus;
+        snprintf(shape, sizeof shape, "listed in topology.devices");
+    }
     if (need > have)
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.dp", "parallel"),
                                "parallel.dp: dp %d x tp %d x pp %d x cp %d needs %.0f GPUs but "
-                               "topology%s%s%s has %.0f (%d nodes x %d)",
+                               "topology%s%s%s has %.0f (%s)",
                                p->dp, p->tp, p->pp, p->cp, need, t->name[0] ? " '" : "", t->name,
-                               t->name[0] ? "'" : "", have, t->nodes, t->gpus_per_node);
+                               t->name[0] ? "'" : "", have, shape);
     if (p->dp % p->ep != 0)
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
                                "parallel.ep: %d does not divide dp (%d)", p->ep, p->dp);
@@ -258,21 +353,29 @@ static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx
     return 0;
 }
 
+int io__topology_finish(const io_ynode *root, const char *default_name, hw_topology_spec *t,
+                        io_schema_ctx *ctx)
+{
+    const io_ypair *topo = io_ypath_find(root, "topology");
+    default_name_from_file(root, "topology", root, t->name, sizeof t->name);
+    if (!t->name[0] && default_name)
+        snprintf(t->name, sizeof t->name, "%s", default_name);
+    if (topo)
+        default_name_from_file(root, "topology.gpu", topo->value, t->gpu.name,
+                               sizeof t->gpu.name);
+    return check_topology(root, t, ctx);
+}
+
 int io__scenario_finish(const io_ynode *root, const char *default_name, plan_scenario *sc,
                         io_schema_ctx *ctx)
 {
     if (!sc->name[0])
         snprintf(sc->name, sizeof sc->name, "%s", default_name);
-    const io_ypair *topo = io_ypath_find(root, "topology");
-    default_name_from_file(root, "topology", root, sc->topology.name, sizeof sc->topology.name);
-    if (topo)
-        default_name_from_file(root, "topology.gpu", topo->value, sc->topology.gpu.name,
-                               sizeof sc->topology.gpu.name);
     default_name_from_file(root, "model", root, sc->model.name, sizeof sc->model.name);
 
     int rc;
-    if ((rc = check_topology(root, sc, ctx)) || (rc = check_model(root, sc, ctx)) ||
-        (rc = check_training(root, sc, ctx)))
+    if ((rc = io__topology_finish(root, NULL, &sc->topology, ctx)) ||
+        (rc = check_model(root, sc, ctx)) || (rc = check_training(root, sc, ctx)))
         return rc;
     return 0;
 }

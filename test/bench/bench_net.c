@@ -3,7 +3,14 @@
  * pairs admitted at once, then run to completion. Prints routes/s, the admission solve
  * time, events, re-solves and the solver time per event.
  *
- *   bench_net [NODES] [FLOWS]      (defaults 1024 100000) */
+ * Two traffic patterns:
+ *   random  uniform random GPU pairs, 1 to 64 MiB each: the worst case for an exact
+ *           max-min solver (every flow couples to every other through shared NIC links,
+ *           and completions are spread in time, so most events re-solve a giant component);
+ *   rings   FLOWS / GPUS concurrent rings (GPU i sends 16 MiB to GPU i + stride), the
+ *           shape of collective rounds: equal sizes finish together and re-solve in batches.
+ *
+ *   bench_net [random|rings] [NODES] [FLOWS]      (defaults random 1024 100000) */
 #include "core/sim.h"
 
 #include <stdio.h>
@@ -30,8 +37,9 @@ static void on_done(void *ctx, uint64_t tag, sim_time now)
 
 int main(int argc, char **argv)
 {
-    int nodes = argc > 1 ? atoi(argv[1]) : 1024;
-    int flows = argc > 2 ? atoi(argv[2]) : 100000;
+    bool rings = argc > 1 && strcmp(argv[1], "rings") == 0;
+    int nodes = argc > 2 ? atoi(argv[2]) : 1024;
+    int flows = argc > 3 ? atoi(argv[3]) : 100000;
     hw_topology_spec *s = sim_calloc(1, sizeof *s);
     s->nodes = nodes;
     s->gpus_per_node = 8;
@@ -64,12 +72,21 @@ int main(int argc, char **argv)
     int gpus = hw_topo_gpu_count(topo);
     uint64_t x = 88172645463325252ULL; /* xorshift64, fixed seed */
     for (int i = 0; i < flows; i++) {
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        int a = (int)(x % (uint64_t)gpus);
-        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
-        int b = (int)(x % (uint64_t)gpus);
-        /* 1 to 64 MiB */
-        double bytes = (double)((x >> 20) % 64 + 1) * 1048576.0;
+        int a, b;
+        double bytes;
+        if (rings) {
+            /* ring k: stride 8k + 1 (k = 0 stays inside a node for 7 of 8 GPUs) */
+            int k = i / gpus;
+            a = i % gpus;
+            b = (a + 8 * k + 1) % gpus;
+            bytes = 16.0 * 1048576.0;
+        } else {
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            a = (int)(x % (uint64_t)gpus);
+            x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+            b = (int)(x % (uint64_t)gpus);
+            bytes = (double)((x >> 20) % 64 + 1) * 1048576.0; /* 1 to 64 MiB */
+        }
         hw_net_start_flow(net, 0, a, b, bytes, (uint64_t)i);
     }
     double t2 = now_s();
@@ -88,6 +105,7 @@ int main(int argc, char **argv)
     }
     double t3 = now_s();
     hw_net_finish(net, end);
+    printf("pattern: %s\n", rings ? "rings" : "random");
     printf("fat-tree: %d nodes, %d GPUs, %d devices, %d links (built in %.3f s)\n", nodes, gpus,
            hw_topo_device_count(topo), hw_topo_link_count(topo), t1 - t0);
     printf("routes: %llu computed in %.3f s (%.0f routes/s)\n",

@@ -252,6 +252,144 @@ static void test_by_name(void)
     unsetenv("STEPSIM_DATA_DIR");
 }
 
+
+/* ---------------------------------------------------------------------------------------- */
+/* Topology: the node template's PCIe tree, host and fabric keys; the explicit form          */
+
+static void test_topology_keys(void)
+{
+    plan_scenario sc;
+    sim_diag d = {0};
+    CHECK_INT_EQ(io_scenario_load("scenarios/pcie-tree.yaml", NULL, 0, &sc, NULL, &d), 0);
+    const hw_topology_spec *t = &sc.topology;
+    CHECK_INT_EQ(t->intra.kind, HW_INTRA_NVLINK);
+    CHECK_INT_EQ(t->intra.shape, HW_NVLINK_RING);
+    CHECK_INT_EQ(t->intra.latency_ps, 1000000);          /* nvlink default: 1 us */
+    CHECK_INT_EQ(t->pcie.gen, 5);
+    CHECK_INT_EQ(t->pcie.lanes, 8);
+    CHECK_INT_EQ(t->pcie.switches, 2);
+    CHECK_INT_EQ(t->pcie.sockets, 2);
+    CHECK_INT_EQ(t->pcie.switch_lanes, 32);
+    CHECK_INT_EQ(t->pcie.latency_ps, 250000);            /* 250 ns = 2.5e5 ps */
+    CHECK_NEAR(t->host.memory_bw_Bps, 3.072e11, 0, 0);   /* 307.2 GB/s */
+    CHECK_NEAR(t->host.socket_link_bw_Bps, 6.2e10, 0, 0); /* 62 GB/s */
+    CHECK_INT_EQ(t->host.socket_link_latency_ps, 300000); /* 0.3 us = 3e5 ps */
+    CHECK_INT_EQ(t->fabric.kind, HW_FABRIC_FAT_TREE);
+    CHECK_NEAR(t->fabric.oversubscription, 2, 0, 0);
+    CHECK_INT_EQ(t->fabric.radix, 32);
+    CHECK_INT_EQ(t->fabric.levels, 3);
+    CHECK_INT_EQ(t->n_devices, 0); /* parametric form */
+}
+
+static void check_explicit(const plan_scenario *sc)
+{
+    const hw_topology_spec *t = &sc->topology;
+    CHECK_STR_EQ(t->name, "test-explicit");
+    CHECK_INT_EQ(t->n_devices, 12);
+    CHECK_INT_EQ(t->n_links, 13);
+    if (t->n_devices != 12 || t->n_links != 13)
+        return;
+    /* devices in list order, with kinds and defaults (node 0, p2p true) */
+    static const hw_dev_kind kinds[12] = {
+        HW_DEV_CPU, HW_DEV_HOST_MEMORY, HW_DEV_NVSWITCH, HW_DEV_GPU, HW_DEV_GPU,
+        HW_DEV_PCIE_SWITCH, HW_DEV_NIC, HW_DEV_SWITCH, HW_DEV_CPU, HW_DEV_GPU, HW_DEV_NIC,
+        HW_DEV_SWITCH};
+    for (int i = 0; i < 12; i++)
+        CHECK_INT_EQ(t->devices[i].kind, kinds[i]);
+    CHECK_STR_EQ(t->devices[3].name, "gpu0");
+    CHECK_NEAR(t->devices[1].bw_Bps, 1e11, 0, 0); /* mem0: 100 GB/s */
+    CHECK(t->devices[3].p2p);                     /* default true */
+    CHECK(!t->devices[4].p2p);
+    CHECK_INT_EQ(t->devices[3].node, 0);          /* default 0 */
+    CHECK_INT_EQ(t->devices[9].node, 1);
+    /* three GPUs: gpu0, gpu1 on node 0 and gpu2 on node 1, so nodes = 1 + 1 = 2 and the
+     * fullest node has 2 */
+    CHECK_INT_EQ(t->nodes, 2);
+    CHECK_INT_EQ(t->gpus_per_node, 2);
+
+    const hw_link_spec *l = t->links;
+    /* 0: between [gpu0, nvs] = devices 3 and 2, both directions; an nvswitch end makes it
+     * nvlink, whose default latency is 0.5 us */
+    CHECK_INT_EQ(l[0].src, 3);
+    CHECK_INT_EQ(l[0].dst, 2);
+    CHECK(l[0].bidirectional);
+    CHECK_INT_EQ(l[0].cls, HW_LINK_NVLINK);
+    CHECK_INT_EQ(l[0].latency_ps, 500000);
+    CHECK_NEAR(l[0].bw_Bps, 4.5e11, 0, 0);
+    CHECK_INT_EQ(l[1].latency_ps, 1000000);       /* given: 1 us */
+    /* 2: from cpu0 (0) to mem0 (1), one direction; cpu-host_memory is class cpu, 0.2 us */
+    CHECK_INT_EQ(l[2].src, 0);
+    CHECK_INT_EQ(l[2].dst, 1);
+    CHECK(!l[2].bidirectional);
+    CHECK_INT_EQ(l[2].cls, HW_LINK_CPU);
+    CHECK_INT_EQ(l[2].latency_ps, 200000);
+    CHECK_INT_EQ(l[3].src, 1);                    /* the way back: mem0 -> cpu0 */
+    CHECK_INT_EQ(l[3].dst, 0);
+    /* 4: gpu-pcie_switch is none of the special pairs: pcie, 0.5 us */
+    CHECK_INT_EQ(l[4].cls, HW_LINK_PCIE);
+    CHECK_INT_EQ(l[4].latency_ps, 500000);
+    CHECK_INT_EQ(l[5].cls, HW_LINK_PCIE);         /* pcie_switch-cpu */
+    /* 6: nic-switch is ib, 1 us; 400 Gb/s = 5e10 B/s */
+    CHECK_INT_EQ(l[6].cls, HW_LINK_IB);
+    CHECK_INT_EQ(l[6].latency_ps, 1000000);
+    CHECK_NEAR(l[6].bw_Bps, 5e10, 0, 0);
+    CHECK_INT_EQ(l[7].cls, HW_LINK_IB);           /* switch-switch */
+    /* 8: class given: ethernet, whose default latency is 2 us */
+    CHECK_INT_EQ(l[8].cls, HW_LINK_ETHERNET);
+    CHECK_INT_EQ(l[8].latency_ps, 2000000);
+    CHECK_INT_EQ(l[9].cls, HW_LINK_CPU);          /* cpu-cpu */
+    CHECK_INT_EQ(l[10].cls, HW_LINK_PCIE);        /* gpu-cpu */
+    CHECK_INT_EQ(l[11].cls, HW_LINK_NVLINK);      /* gpu-gpu */
+    CHECK_INT_EQ(l[11].src, 9);                   /* gpu2 */
+    CHECK_INT_EQ(l[11].dst, 4);                   /* gpu1 */
+    CHECK_INT_EQ(l[12].cls, HW_LINK_PCIE);        /* nic-pcie_switch */
+
+    /* the parametric fields keep their defaults */
+    CHECK_INT_EQ(t->fabric.kind, HW_FABRIC_NONE);
+    CHECK_INT_EQ(t->nics.count, 0);
+    CHECK_INT_EQ(t->pcie.sockets, 1);
+    CHECK_INT_EQ(sc->parallel.dp, 3);
+}
+
+static void test_explicit_load(void)
+{
+    plan_scenario sc;
+    sim_diag d = {0};
+    io_scenario_info *info = NULL;
+    int rc = io_scenario_load("scenarios/explicit.yaml", NULL, 0, &sc, &info, &d);
+    CHECK_INT_EQ(rc, 0);
+    if (rc) {
+        sim_diag_print(&d, stderr);
+        return;
+    }
+    check_explicit(&sc);
+
+    /* the resolved text loads again to the same topology */
+    char path[4200];
+    snprintf(path, sizeof path, "%s/resolved-explicit.yaml", tmp_dir);
+    FILE *f = fopen(path, "wb");
+    CHECK(f != NULL);
+    if (f) {
+        fputs(info->resolved_yaml, f);
+        fclose(f);
+        plan_scenario again;
+        memset(&d, 0, sizeof d);
+        CHECK_INT_EQ(io_scenario_load(path, NULL, 0, &again, NULL, &d), 0);
+        check_explicit(&again);
+        remove(path);
+    }
+    io_scenario_info_destroy(info);
+
+    /* the layout check counts the GPUs listed (3), not nodes x gpus_per_node (2 x 2 = 4),
+     * and reports at the override that set dp */
+    const char *sets[] = {"parallel.dp=4"};
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_scenario_load("scenarios/explicit.yaml", sets, 1, &sc, NULL, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set parallel.dp=4", 0, 0);
+    CHECK_STR_HAS(d.msg, "needs 4 GPUs but topology 'test-explicit' has 3 (listed in "
+                         "topology.devices)");
+}
+
 /* ---------------------------------------------------------------------------------------- */
 
 static void test_file_errors(void)
@@ -459,12 +597,6 @@ static void test_not_supported(void)
                  SIM_ENOTSUP);
     CHECK_DIAG(d, "s.yaml", 5, 14);
 
-    /* the explicit topology form: at the key, "devices:" at 3:1 of the topology file */
-    write_file("topo-dev.yaml", "gpu: tg\nnode: {gpus: 1}\ndevices: []\n");
-    CHECK_INT_EQ(load("topology: topo-dev.yaml\nmodel: model.yaml\n", &sc, &d), SIM_ENOTSUP);
-    CHECK_DIAG(d, "topo-dev.yaml", 3, 1);
-    CHECK_STR_HAS(d.msg, "topology.devices: the explicit topology form (devices/links) is not "
-                         "supported yet");
 }
 
 static void test_cross_checks(void)
@@ -518,9 +650,471 @@ static void test_cross_checks(void)
     CHECK_INT_EQ(load("topology: topo-pcie.yaml\nmodel: model.yaml\n", &sc, &d), 0);
     CHECK_NEAR(sc.topology.intra.bw_Bps, 0, 0, 0); /* left to hw_pcie_bw_Bps(gen, lanes) */
     CHECK_INT_EQ(sc.topology.intra.pcie_lanes, 16);
-    CHECK_INT_EQ(sc.topology.intra.latency_ps, 2000000); /* pcie default: 2 us */
+    /* pcie: intra.latency is unused (0); each PCIe hop takes pcie.latency, default 0.5 us */
+    CHECK_INT_EQ(sc.topology.intra.latency_ps, 0);
+    CHECK_INT_EQ(sc.topology.pcie.latency_ps, 500000);
     CHECK(!sc.topology.intra.p2p);
     CHECK_INT_EQ(sc.topology.pcie.gen, 4); /* host link follows the intra PCIe generation */
+    CHECK_INT_EQ(sc.topology.pcie.lanes, 16); /* ... and its lanes (intra default 16) */
+}
+
+/* ---------------------------------------------------------------------------------------- */
+/* Topology keys in the kit: defaults, the pcie rules, errors, the explicit form's errors    */
+
+static void test_topology_defaults(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+    /* the kit (one nvswitch node) gives none of the newer keys */
+    CHECK_INT_EQ(load(REFS, &sc, &d), 0);
+    const hw_topology_spec *t = &sc.topology;
+    CHECK_INT_EQ(t->intra.shape, HW_NVLINK_MESH);
+    CHECK_INT_EQ(t->pcie.switches, 0);                    /* GPUs on the root complexes */
+    CHECK_INT_EQ(t->pcie.sockets, 1);
+    CHECK_INT_EQ(t->pcie.switch_lanes, 16);
+    CHECK_INT_EQ(t->pcie.latency_ps, 500000);             /* 0.5 us per PCIe hop */
+    CHECK_NEAR(t->host.memory_bw_Bps, 2.048e11, 0, 0);    /* 8 ch x 3200 MT/s x 8 B */
+    CHECK_NEAR(t->host.socket_link_bw_Bps, 6.4e10, 0, 0); /* 64 GB/s per direction */
+    CHECK_INT_EQ(t->host.socket_link_latency_ps, 500000); /* 0.5 us */
+    CHECK_INT_EQ(t->fabric.radix, 64);
+    CHECK_INT_EQ(t->fabric.levels, 0);                    /* as many as needed */
+    CHECK_NEAR(t->fabric.oversubscription, 1, 0, 0);
+    CHECK_INT_EQ(t->n_devices, 0);
+    CHECK_INT_EQ(t->n_links, 0);
+
+    /* the new keys through --set: a scalar, a new mapping, and a deep merge */
+    const char *s1[] = {"topology.node.pcie.switches=4", "topology.node.pcie.sockets=2",
+                        "topology.node.host={socket_link: 100 GB/s}",
+                        "topology.fabric={kind: fat-tree, radix: 48, levels: 2}",
+                        "topology.node.host.socket_link_latency=1 us"};
+    CHECK_INT_EQ(load_sets(REFS, s1, 5, &sc, &d), 0);
+    CHECK_INT_EQ(t->pcie.switches, 4);
+    CHECK_INT_EQ(t->pcie.sockets, 2);
+    CHECK_NEAR(t->host.socket_link_bw_Bps, 1e11, 0, 0);  /* 100 GB/s */
+    CHECK_NEAR(t->host.memory_bw_Bps, 2.048e11, 0, 0);   /* still the default */
+    CHECK_INT_EQ(t->host.socket_link_latency_ps, 1000000);
+    CHECK_INT_EQ(t->fabric.radix, 48);
+    CHECK_INT_EQ(t->fabric.levels, 2);
+    const char *s2[] = {"topology.node.intra={kind: nvlink, shape: ring}"};
+    CHECK_INT_EQ(load_sets(REFS, s2, 1, &sc, &d), 0);
+    CHECK_INT_EQ(t->intra.kind, HW_INTRA_NVLINK);
+    CHECK_INT_EQ(t->intra.shape, HW_NVLINK_RING);
+    CHECK_NEAR(t->intra.bw_Bps, 4.5e11, 0, 0);           /* kept from the kit */
+}
+
+static void test_topology_pcie_rules(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+    const hw_topology_spec *t = &sc.topology;
+    const char *refs = "topology: tp.yaml\nmodel: model.yaml\n";
+
+    /* node.pcie gives gen and lanes for a pcie intra that gives neither */
+    write_file("tp.yaml", "gpu: tg\nnode:\n  gpus: 2\n  intra: {kind: pcie, p2p: false}\n"
+                          "  pcie: {gen: 5, lanes: 8}\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), 0);
+    CHECK_INT_EQ(t->intra.pcie_gen, 5);
+    CHECK_INT_EQ(t->intra.pcie_lanes, 8);
+    CHECK_INT_EQ(t->pcie.gen, 5);
+
+    /* both give gen, and they differ: at node.pcie.gen's value, "  pcie: {gen: 5}" is 9
+     * characters up to the brace, "gen: " 5 more, so 5:15 */
+    write_file("tp.yaml", "gpu: tg\nnode:\n  gpus: 2\n  intra: {kind: pcie, gen: 4, p2p: false}\n"
+                          "  pcie: {gen: 5}\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "tp.yaml", 5, 15);
+    CHECK_STR_EQ(d.msg, "topology.node.pcie.gen: 5 differs from topology.node.intra.gen (4); "
+                        "for kind pcie they describe the same link");
+    /* the same for lanes: "  pcie: {lanes: 8}" puts 8 at 9 + 7 + 1 = column 17 */
+    write_file("tp.yaml", "gpu: tg\nnode:\n  gpus: 2\n  intra: {kind: pcie, gen: 4, lanes: 16}\n"
+                          "  pcie: {lanes: 8}\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "tp.yaml", 5, 17);
+    CHECK_STR_HAS(d.msg, "topology.node.pcie.lanes: 8 differs from topology.node.intra.lanes (16)");
+    /* equal values in both places are fine */
+    write_file("tp.yaml", "gpu: tg\nnode:\n  gpus: 2\n  intra: {kind: pcie, gen: 4}\n"
+                          "  pcie: {gen: 4, switches: 1}\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), 0);
+    CHECK_INT_EQ(t->pcie.switches, 1);
+
+    /* intra.latency means nothing for kind pcie: at the key; "  intra: {kind: pcie, gen: 4, "
+     * is 10 + 12 + 8 = 30 characters, so 'latency' is at 4:31 */
+    write_file("tp.yaml",
+               "gpu: tg\nnode:\n  gpus: 2\n  intra: {kind: pcie, gen: 4, latency: 2 us}\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "tp.yaml", 4, 31);
+    CHECK_STR_EQ(d.msg, "topology.node.intra.latency does not apply to kind pcie: a PCIe path "
+                        "takes the latency of each hop of the node's PCIe tree");
+    CHECK_STR_EQ(d.hints, "set node.pcie.latency (per PCIe hop)");
+    /* ... which is where it goes: "  pcie: {latency: 1 us}" */
+    write_file("tp.yaml", "gpu: tg\nnode:\n  gpus: 2\n  intra: {kind: pcie, gen: 4}\n"
+                          "  pcie: {latency: 1 us}\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), 0);
+    CHECK_INT_EQ(t->pcie.latency_ps, 1000000);
+
+    /* shape only with nvlink: "  intra: {kind: nvswitch, bandwidth: 450 GB/s, " is
+     * 10 + 16 + 21 = 47 characters, so 'shape' is at 4:48 */
+    write_file("tp.yaml", "gpu: tg\nnode:\n  gpus: 8\n"
+                          "  intra: {kind: nvswitch, bandwidth: 450 GB/s, shape: ring}\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "tp.yaml", 4, 48);
+    CHECK_STR_EQ(d.msg, "topology.node.intra.shape applies only to kind nvlink (this link is "
+                        "nvswitch)");
+    /* an unknown shape, with did-you-mean: "  intra: {kind: nvlink, bandwidth: 1 GB/s, shape: "
+     * is 10 + 14 + 19 + 7 = 50 characters, so 'rign' is at 4:51 */
+    write_file("tp.yaml", "gpu: tg\nnode:\n  gpus: 8\n"
+                          "  intra: {kind: nvlink, bandwidth: 1 GB/s, shape: rign}\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "tp.yaml", 4, 51);
+    CHECK_STR_EQ(d.msg, "topology.node.intra.shape: unknown value 'rign'; did you mean 'ring'?");
+
+    /* fabric.radix must be even and at least 4; levels at least 0 */
+    const char *r1[] = {"topology.fabric={kind: fat-tree, radix: 63}"};
+    CHECK_INT_EQ(load_sets(REFS, r1, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set topology.fabric={kind: fat-tree, radix: 63}", 0, 0);
+    CHECK_STR_EQ(d.msg, "topology.fabric.radix: must be even (got 63)");
+    const char *r2[] = {"topology.fabric={kind: fat-tree, radix: 2}"};
+    CHECK_INT_EQ(load_sets(REFS, r2, 1, &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "topology.fabric.radix: must be at least 4 and at most 65536 (got 2)");
+    const char *r3[] = {"topology.fabric={kind: fat-tree, levels: -1}"};
+    CHECK_INT_EQ(load_sets(REFS, r3, 1, &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "topology.fabric.levels: must be at least 0 and at most 16 (got -1)");
+    const char *r4[] = {"topology.node.pcie.sockets=0"};
+    CHECK_INT_EQ(load_sets(REFS, r4, 1, &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "topology.node.pcie.sockets: must be at least 1 and at most 64 (got 0)");
+    const char *r5[] = {"topology.node.host.memory_bandwidth=0 GB/s"};
+    CHECK_INT_EQ(load_sets(REFS, r5, 1, &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "topology.node.host.memory_bandwidth: must be positive (got 0 GB/s)");
+
+    /* the parametric form needs node: reported in the topology file at its first key (1:1) */
+    write_file("tp.yaml", "name: nonode\ngpu: tg\n");
+    CHECK_INT_EQ(load(refs, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "tp.yaml", 1, 1);
+    CHECK_STR_EQ(d.msg, "missing required key 'node' in 'topology'");
+}
+
+/* An explicit topology file "te.yaml": lines 1-2 are "gpu: tg" and "devices:", then
+ * DEVICES (one "  - {...}" per line), "links:", LINKS. */
+static int load_explicit(const char *devices, const char *links, plan_scenario *sc, sim_diag *d)
+{
+    char text[8192];
+    snprintf(text, sizeof text, "gpu: tg\ndevices:\n%slinks:\n%s", devices, links);
+    write_file("te.yaml", text);
+    return load("topology: te.yaml\nmodel: model.yaml\n", sc, d);
+}
+
+#define DEV2 "  - {name: cpu0, kind: cpu}\n  - {name: gpu0, kind: gpu}\n" /* lines 3-4 */
+
+static void test_explicit_errors(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+
+    /* the smallest explicit machine loads: one GPU on one CPU */
+    CHECK_INT_EQ(load_explicit(DEV2, "  - {between: [gpu0, cpu0], bandwidth: 1 GB/s}\n", &sc, &d),
+                 0);
+    CHECK_INT_EQ(sc.topology.n_devices, 2);
+    CHECK_INT_EQ(sc.topology.nodes, 1);
+    CHECK_INT_EQ(sc.topology.gpus_per_node, 1);
+    CHECK_INT_EQ(sc.topology.links[0].src, 1);
+    CHECK_INT_EQ(sc.topology.links[0].cls, HW_LINK_PCIE);
+
+    /* Links are on line 6; "  - {" is 5 characters, so a link's first key is at column 6. */
+
+    /* unknown device name, at the value: "between: " is 9 characters (6-14), "[" at 15,
+     * "gpu0, " 16-21, so the second name is at 6:22 */
+    CHECK_INT_EQ(load_explicit(DEV2, "  - {between: [gpu0, cpu9], bandwidth: 1 GB/s}\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 22);
+    CHECK_STR_EQ(d.msg, "topology.links[0].between[1]: unknown device 'cpu9'; did you mean "
+                        "'cpu0'?");
+    CHECK_STR_EQ(d.hints, "devices: cpu0, gpu0");
+    /* ... and in from/to: "from: " 6-11, so the name is at 6:12 */
+    CHECK_INT_EQ(load_explicit(DEV2, "  - {from: gpu, to: cpu0, bandwidth: 1 GB/s}\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 12);
+    CHECK_STR_EQ(d.msg, "topology.links[0].from: unknown device 'gpu'; did you mean 'gpu0'?");
+
+    /* both between and from/to: at the second of the two, 'from' after "[gpu0, cpu0], "
+     * (15-28), so 6:29 */
+    CHECK_INT_EQ(load_explicit(DEV2,
+                               "  - {between: [gpu0, cpu0], from: gpu0, to: cpu0, "
+                               "bandwidth: 1 GB/s}\n",
+                               &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 29);
+    CHECK_STR_EQ(d.msg, "topology.links[0]: a link has either 'between' (both directions) or "
+                        "'from' and 'to' (one direction), not both");
+
+    /* neither: at the link's mapping, whose '{' is at 6:5 */
+    CHECK_INT_EQ(load_explicit(DEV2, "  - {bandwidth: 1 GB/s}\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 5);
+    CHECK_STR_EQ(d.msg, "topology.links[0]: a link needs 'between: [a, b]' (both directions) or "
+                        "'from' and 'to' (one direction)");
+    /* from without to: at 'from' (6:6) */
+    CHECK_INT_EQ(load_explicit(DEV2, "  - {from: gpu0, bandwidth: 1 GB/s}\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 6);
+    CHECK_STR_EQ(d.msg, "topology.links[0]: 'from' needs 'to'");
+    /* between with one name: at the list, 6:15 */
+    CHECK_INT_EQ(load_explicit(DEV2, "  - {between: [gpu0], bandwidth: 1 GB/s}\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 15);
+    CHECK_STR_HAS(d.msg, "topology.links[0].between: expected two device names");
+    /* a link without bandwidth: at the link's mapping */
+    CHECK_INT_EQ(load_explicit(DEV2, "  - {between: [gpu0, cpu0]}\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 5);
+    CHECK_STR_EQ(d.msg, "missing required key 'bandwidth' in 'topology.links[0]'");
+    /* an unknown class: "between: [gpu0, cpu0], " is 6-28, "bandwidth: 1 GB/s, " 29-47,
+     * "class: " 48-54, so the value is at 6:55 */
+    CHECK_INT_EQ(load_explicit(DEV2,
+                               "  - {between: [gpu0, cpu0], bandwidth: 1 GB/s, class: pcei}\n",
+                               &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 55);
+    CHECK_STR_EQ(d.msg, "topology.links[0].class: unknown value 'pcei'; did you mean 'pcie'?");
+
+    /* a link from a device to itself: at the second end, "from: gpu0, to: " is 6-21, 6:22 */
+    CHECK_INT_EQ(load_explicit(DEV2, "  - {from: gpu0, to: gpu0, bandwidth: 1 GB/s}\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 22);
+    CHECK_STR_EQ(d.msg, "topology.links[0].to: a link from 'gpu0' to itself");
+
+    /* duplicate device name: the second 'cpu0' (line 4), after "  - {name: " at 4:12 */
+    CHECK_INT_EQ(load_explicit("  - {name: cpu0, kind: cpu}\n  - {name: cpu0, kind: gpu}\n",
+                               "  - {between: [cpu0, cpu0], bandwidth: 1 GB/s}\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 4, 12);
+    CHECK_STR_EQ(d.msg, "topology.devices[1].name: device 'cpu0' is listed twice (first as "
+                        "devices[0])");
+
+    /* host_memory without bandwidth: at the device's mapping, 3:5 */
+    CHECK_INT_EQ(load_explicit("  - {name: mem0, kind: host_memory}\n", "", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 3, 5);
+    CHECK_STR_HAS(d.msg, "topology.devices[0]: host_memory 'mem0' needs 'bandwidth'");
+    /* bandwidth on another kind: at the key, after "name: cpu0, kind: cpu, " (6-28), 3:29 */
+    CHECK_INT_EQ(load_explicit("  - {name: cpu0, kind: cpu, bandwidth: 1 GB/s}\n", "", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 3, 29);
+    CHECK_STR_EQ(d.msg, "topology.devices[0].bandwidth applies only to kind host_memory (this "
+                        "device is cpu)");
+    /* p2p on a non-GPU: at the key, 3:29 likewise */
+    CHECK_INT_EQ(load_explicit("  - {name: cpu0, kind: cpu, p2p: false}\n", "", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 3, 29);
+    CHECK_STR_EQ(d.msg, "topology.devices[0].p2p applies only to kind gpu (this device is cpu)");
+    /* unknown kind and unknown key, with did-you-mean */
+    CHECK_INT_EQ(load_explicit("  - {name: g, kind: gpuu}\n", "", &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "topology.devices[0].kind: unknown value 'gpuu'; did you mean 'gpu'?");
+    CHECK_INT_EQ(load_explicit("  - {name: g, kind: gpu, nod: 1}\n", "", &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "unknown key 'nod' in 'topology.devices[0]'; did you mean 'node'?");
+    /* a device without a name: at its mapping */
+    CHECK_INT_EQ(load_explicit("  - {kind: gpu}\n", "", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 3, 5);
+    CHECK_STR_EQ(d.msg, "missing required key 'name' in 'topology.devices[0]'");
+
+    /* a GPU on no link: at its device entry, gpu1 on line 5 */
+    CHECK_INT_EQ(load_explicit(DEV2 "  - {name: gpu1, kind: gpu}\n",
+                               "  - {between: [gpu0, cpu0], bandwidth: 1 GB/s}\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 5, 5);
+    CHECK_STR_EQ(d.msg, "topology.devices[2]: gpu 'gpu1' is not on any link");
+    /* no GPU at all: at the device list, whose first '-' is at 3:3 */
+    CHECK_INT_EQ(load_explicit("  - {name: cpu0, kind: cpu}\n", "", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 3, 3);
+    CHECK_STR_EQ(d.msg, "topology.devices: the explicit form needs at least one device of kind "
+                        "gpu");
+
+    /* p2p: false needs a host memory to stage in: at the value, after "  - {name: gpu0,
+     * kind: gpu, p2p: " (5 + 12 + 11 + 5 = 33 characters), 4:34 */
+    CHECK_INT_EQ(load_explicit("  - {name: cpu0, kind: cpu}\n"
+                               "  - {name: gpu0, kind: gpu, p2p: false}\n",
+                               "  - {between: [gpu0, cpu0], bandwidth: 1 GB/s}\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 4, 34);
+    CHECK_STR_HAS(d.msg, "topology.devices[1].p2p: gpu 'gpu0' stages its copies in host memory, "
+                         "but the topology lists no host_memory device");
+
+    /* the forms do not mix: at the second of the two, 'devices' after 'nodes' (3:1) */
+    write_file("te.yaml", "gpu: tg\nnodes: 2\ndevices:\n" DEV2
+                          "links: [{between: [gpu0, cpu0], bandwidth: 1 GB/s}]\n");
+    CHECK_INT_EQ(load("topology: te.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 3, 1);
+    CHECK_STR_EQ(d.msg, "topology.devices: the explicit form (devices, links) replaces nodes, "
+                        "node and fabric, but this topology also gives 'nodes'");
+    /* ... 'node' after 'links' (line 6) */
+    write_file("te.yaml", "gpu: tg\ndevices:\n" DEV2
+                          "links: [{between: [gpu0, cpu0], bandwidth: 1 GB/s}]\nnode: {gpus: 1}\n");
+    CHECK_INT_EQ(load("topology: te.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 6, 1);
+    CHECK_STR_HAS(d.msg, "topology.node: the explicit form (devices, links) replaces nodes");
+    /* ... and an override of nodes on an explicit topology, at the override */
+    load_explicit(DEV2, "  - {between: [gpu0, cpu0], bandwidth: 1 GB/s}\n", &sc, &d);
+    const char *s1[] = {"topology.nodes=4"};
+    CHECK_INT_EQ(load_sets("topology: te.yaml\nmodel: model.yaml\n", s1, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set topology.nodes=4", 0, 0);
+    CHECK_STR_HAS(d.msg, "topology.nodes: the explicit form (devices, links) replaces");
+
+    /* --set replaces the link list (a list is replaced, not merged) */
+    const char *s2[] = {"topology.links=[{from: gpu0, to: cpu0, bandwidth: 10 GB/s}]"};
+    CHECK_INT_EQ(load_sets("topology: te.yaml\nmodel: model.yaml\n", s2, 1, &sc, &d), 0);
+    CHECK_INT_EQ(sc.topology.n_links, 1);
+    CHECK(!sc.topology.links[0].bidirectional);
+    CHECK_NEAR(sc.topology.links[0].bw_Bps, 1e10, 0, 0);
+
+    /* at most HW_EXPLICIT_DEVICES_MAX devices: reported at the list (3:3) */
+    size_t cap = (size_t)(HW_EXPLICIT_DEVICES_MAX + 1) * 40 + 64, len = 0;
+    char *big = sim_calloc(cap, 1);
+    len += (size_t)snprintf(big + len, cap - len, "gpu: tg\ndevices:\n");
+    for (int i = 0; i <= HW_EXPLICIT_DEVICES_MAX; i++)
+        len += (size_t)snprintf(big + len, cap - len, "  - {name: d%d, kind: gpu}\n", i);
+    snprintf(big + len, cap - len, "links: []\n");
+    write_file("te.yaml", big);
+    sim_free(big);
+    CHECK_INT_EQ(load("topology: te.yaml\nmodel: model.yaml\n", &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "te.yaml", 3, 3);
+    CHECK_STR_EQ(d.msg, "topology.devices: at most 512 devices (HW_EXPLICIT_DEVICES_MAX), got 513");
+}
+
+/* The shipped library (topologies/ in the source tree) loads, with the figures its files
+ * cite (docs/topologies.md). */
+static void test_library(void)
+{
+    plan_scenario sc;
+    sim_diag d;
+    char text[8400];
+#define LOAD_LIB(file)                                                                       \
+    (snprintf(text, sizeof text, "topology: %s/../../../../topologies/%s\nmodel: model.yaml\n", \
+              data_dir, file),                                                               \
+     load(text, &sc, &d))
+    const hw_topology_spec *t = &sc.topology;
+
+    CHECK_INT_EQ(LOAD_LIB("dgx-a100.yaml"), 0);
+    CHECK_STR_EQ(t->gpu.name, "a100-sxm-80gb");
+    CHECK_INT_EQ(t->gpus_per_node, 8);
+    CHECK_NEAR(t->intra.bw_Bps, 3e11, 0, 0);             /* NVLink3: 12 x 25 GB/s */
+    CHECK(!t->intra.sharp);
+    CHECK_INT_EQ(t->pcie.switches, 4);
+    CHECK_INT_EQ(t->pcie.sockets, 2);
+    CHECK_NEAR(t->host.memory_bw_Bps, 2.048e11, 0, 0);   /* 8 x DDR4-3200 x 8 B */
+    CHECK_NEAR(t->host.socket_link_bw_Bps, 1.44e11, 0, 0); /* 4 x16 xGMI at 18 GT/s */
+    CHECK_NEAR(t->nics.bw_Bps, 2.5e10, 0, 0);            /* HDR 200 Gb/s / 8 */
+    CHECK_INT_EQ(t->fabric.kind, HW_FABRIC_FAT_TREE);
+    CHECK_INT_EQ(t->fabric.radix, 40);                   /* QM8790: 40 HDR ports */
+
+    CHECK_INT_EQ(LOAD_LIB("dgx-h100.yaml"), 0);
+    CHECK_INT_EQ(t->nodes, 4);
+    CHECK_NEAR(t->intra.bw_Bps, 4.5e11, 0, 0);           /* NVLink4: 18 x 25 GB/s */
+    CHECK(t->intra.sharp);
+    CHECK_INT_EQ(t->pcie.gen, 5);
+    CHECK_INT_EQ(t->pcie.switches, 8);                   /* one per ConnectX-7 */
+    CHECK_NEAR(t->host.memory_bw_Bps, 3.072e11, 0, 0);   /* 8 x DDR5-4800 x 8 B */
+    CHECK_NEAR(t->host.socket_link_bw_Bps, 1.28e11, 0, 0); /* 4 UPI x 16 GT/s x 2 B */
+    CHECK_NEAR(t->nics.bw_Bps, 5e10, 0, 0);              /* NDR 400 Gb/s / 8 */
+    CHECK_INT_EQ(t->fabric.kind, HW_FABRIC_RAIL_OPTIMIZED);
+    CHECK_INT_EQ(t->fabric.radix, 64);                   /* QM9700: 64 NDR ports */
+
+    CHECK_INT_EQ(LOAD_LIB("hgx-h200.yaml"), 0);
+    CHECK_STR_EQ(t->gpu.name, "h200-sxm");
+    CHECK_INT_EQ(t->nodes * t->gpus_per_node, 32);
+    CHECK_NEAR(t->intra.bw_Bps, 4.5e11, 0, 0);
+
+    CHECK_INT_EQ(LOAD_LIB("gb200-nvl72.yaml"), 0);
+    CHECK_INT_EQ(t->gpus_per_node, 72);
+    CHECK_NEAR(t->intra.bw_Bps, 9e11, 0, 0);             /* 1.8 TB/s bidirectional / 2 */
+    CHECK_INT_EQ(t->pcie.sockets, 36);                   /* 36 Grace, two GPUs each */
+    CHECK_NEAR(t->host.memory_bw_Bps, 5.12e11, 0, 0);
+
+    CHECK_INT_EQ(LOAD_LIB("2x-rtx4090-pcie.yaml"), 0);
+    CHECK_INT_EQ(t->intra.kind, HW_INTRA_PCIE);
+    CHECK(!t->intra.p2p);
+    CHECK_INT_EQ(t->pcie.gen, 4);
+    CHECK_INT_EQ(t->pcie.lanes, 16);
+    CHECK_INT_EQ(t->pcie.sockets, 1);
+    CHECK_NEAR(t->host.memory_bw_Bps, 8.96e10, 0, 0);    /* 2 x DDR5-5600 x 8 B */
+
+    CHECK_INT_EQ(LOAD_LIB("8x-rtx4090-pcie.yaml"), 0);
+    CHECK_INT_EQ(t->gpus_per_node, 8);
+    CHECK(!t->intra.p2p);
+    CHECK_INT_EQ(t->pcie.switches, 0);
+    CHECK_INT_EQ(t->pcie.sockets, 2);
+
+    CHECK_INT_EQ(LOAD_LIB("2x-rtx3090-nvlink.yaml"), 0);
+    CHECK_INT_EQ(t->intra.kind, HW_INTRA_NVLINK);
+    CHECK_NEAR(t->intra.bw_Bps, 5.625e10, 0, 0);         /* 4 x 14.0625 GB/s */
+    CHECK_INT_EQ(t->intra.shape, HW_NVLINK_MESH);
+    CHECK_NEAR(t->host.memory_bw_Bps, 5.12e10, 0, 0);    /* 2 x DDR4-3200 x 8 B */
+
+    CHECK_INT_EQ(LOAD_LIB("8x-l40s-pcie.yaml"), 0);
+    CHECK_STR_EQ(t->gpu.name, "l40s");
+    CHECK(t->intra.p2p);
+    CHECK_INT_EQ(t->pcie.switches, 4);
+    CHECK_INT_EQ(t->pcie.switch_lanes, 32);
+
+    CHECK_INT_EQ(LOAD_LIB("examples/2x-rtx4090-explicit.yaml"), 0);
+    CHECK_STR_EQ(t->gpu.name, "rtx-4090");
+    CHECK_INT_EQ(t->n_devices, 4);
+    CHECK_INT_EQ(t->n_links, 3);
+    CHECK_INT_EQ(t->nodes, 1);
+    CHECK_INT_EQ(t->gpus_per_node, 2);
+    CHECK(!t->devices[2].p2p);
+    CHECK_NEAR(t->links[0].bw_Bps, 3.15077e10, 0, 0);    /* hw_pcie_bw_Bps(4, 16), 6 digits */
+    CHECK_INT_EQ(t->links[1].latency_ps, 500000);        /* pcie default */
+    CHECK_INT_EQ(t->links[2].cls, HW_LINK_CPU);          /* cpu-host_memory, inferred */
+    CHECK_INT_EQ(t->links[2].latency_ps, 100000);        /* given: 0.1 us */
+    CHECK(t->links[2].bidirectional);                    /* between: half-duplex in the graph */
+#undef LOAD_LIB
+}
+
+/* A topology file on its own (stepsim topo): overrides relative to the topology. */
+static void test_topology_load(void)
+{
+    hw_topology_spec *t = sim_calloc(1, sizeof *t);
+    sim_diag d = {0};
+    char path[4200];
+    snprintf(path, sizeof path, "%s/../../../../topologies/dgx-h100.yaml", data_dir);
+    const char *s1[] = {"nodes=64", "node.nics.count=4", "gpu.memory=40 GiB"};
+    CHECK_INT_EQ(io_topology_load(path, s1, 3, t, &d), 0);
+    CHECK_STR_EQ(t->name, "dgx-h100");
+    CHECK_STR_EQ(t->gpu.name, "h100-sxm"); /* the GPU file's stem, as in a scenario */
+    CHECK_INT_EQ(t->nodes, 64);
+    CHECK_INT_EQ(t->nics.count, 4);
+    CHECK_INT_EQ(t->gpu.memory_bytes, INT64_C(42949672960)); /* 40 x 2^30 */
+    CHECK_INT_EQ(t->pcie.switches, 8);
+
+    /* the kit's topology, its GPU by catalog name next to it (gpus/tg.yaml), a name given */
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_topology_load("topo.yaml", NULL, 0, t, &d), 0);
+    CHECK_STR_EQ(t->name, "kit");
+    CHECK_INT_EQ(t->gpus_per_node, 8);
+    /* an explicit topology; its name defaults to the file's stem */
+    write_file("te.yaml", "gpu: tg\ndevices:\n" DEV2
+                          "links:\n  - {between: [gpu0, cpu0], bandwidth: 1 GB/s}\n");
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_topology_load("te.yaml", NULL, 0, t, &d), 0);
+    CHECK_STR_EQ(t->name, "te");
+    CHECK_INT_EQ(t->n_devices, 2);
+
+    /* errors: in an override (no position), in the file, a missing file */
+    const char *b1[] = {"nodes=0"};
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_topology_load("topo.yaml", b1, 1, t, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set nodes=0", 0, 0);
+    CHECK_STR_EQ(d.msg, "topology.nodes: must be at least 1 and at most 1048576 (got 0)");
+    const char *b2[] = {"node.intra.bandwith=1 GB/s"};
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_topology_load("topo.yaml", b2, 1, t, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "unknown key 'bandwith' in 'topology.node.intra'; did you mean "
+                        "'bandwidth'?");
+    /* a missing required key: in the file, at its first key (1:1) */
+    write_file("tp.yaml", "name: nonode\ngpu: tg\n");
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_topology_load("tp.yaml", NULL, 0, t, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "tp.yaml", 1, 1);
+    CHECK_STR_EQ(d.msg, "missing required key 'node' in 'topology'");
+    memset(&d, 0, sizeof d);
+    CHECK_INT_EQ(io_topology_load("nope.yaml", NULL, 0, t, &d), SIM_ENOENT);
+    CHECK_DIAG(d, "nope.yaml", 0, 0);
+    sim_free(t);
 }
 
 static void test_set(void)
@@ -644,6 +1238,8 @@ int main(void)
     unsetenv("STEPSIM_DATA_DIR");
     test_full_load();
     test_by_name();
+    test_topology_keys();
+    test_explicit_load();
 
     if (chdir(tmp_dir) != 0) {
         perror(tmp_dir);
@@ -654,6 +1250,11 @@ int main(void)
     test_schema_errors();
     test_not_supported();
     test_cross_checks();
+    test_topology_defaults();
+    test_topology_pcie_rules();
+    test_explicit_errors();
+    test_library();
+    test_topology_load();
     test_set();
 
     for (int i = n_written - 1; i >= 0; i--)

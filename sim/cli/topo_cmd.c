@@ -1,0 +1,163 @@
+/* `stepsim topo T.yaml`: describes a topology — devices and links by class, per-GPU
+ * injection bandwidth, bisection bandwidth, and routes between named GPUs. */
+#include "core/sim.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "hw/topo.h"
+#include "io/load.h"
+
+static const char usage_topo[] =
+    "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]...\n"
+    "\n"
+    "Builds the topology graph and prints its devices and links by class, the bandwidth a\n"
+    "GPU can inject inside its node and into the network, the bisection bandwidth (the first\n"
+    "half of the GPUs to the second), and the route, latency and bottleneck between GPUs.\n"
+    "\n"
+    "  --set KEY=VALUE  override a topology key (nodes=64, node.nics.count=4, ...)\n"
+    "  --route A B      show the route from A to B (device names like gpu3, or GPU indices)\n";
+
+static void print_bw(double bps)
+{
+    printf("%.4g GB/s", bps / 1e9);
+}
+
+static int find_gpu(const hw_topo *t, const char *arg)
+{
+    char *end;
+    long g = strtol(arg, &end, 10);
+    if (*arg && *end == '\0')
+        return g >= 0 && g < hw_topo_gpu_count(t) ? hw_topo_gpu_device(t, (int)g) : -1;
+    return hw_topo_find(t, arg);
+}
+
+static void print_route(hw_topo *t, int a, int b)
+{
+    const hw_route *r = hw_topo_route(t, a, b);
+    printf("route %s -> %s: %d link(s), latency %.3g us, alone ", hw_topo_device(t, a)->name,
+           hw_topo_device(t, b)->name, r->n, sim_time_to_s(r->latency_ps) * 1e6);
+    double bw = hw_topo_route_bw_Bps(t, r);
+    print_bw(bw);
+    printf("\n  %s", hw_topo_device(t, a)->name);
+    int u = a;
+    for (int i = 0; i < r->n; i++) {
+        const hw_link *l = hw_topo_link(t, r->links[i]);
+        u = l->src == u ? l->dst : l->src;
+        printf(" -[%s ", hw_link_class_name(l->cls));
+        print_bw(l->bw_Bps);
+        printf("%s]-> %s", l->half_duplex ? " half-duplex" : "", hw_topo_device(t, u)->name);
+    }
+    printf("\n");
+}
+
+int cli_topo(int argc, char **argv)
+{
+    const char *path = NULL;
+    const char **sets = sim_calloc((size_t)argc, sizeof *sets);
+    const char **routes = sim_calloc((size_t)argc, sizeof *routes);
+    size_t n_sets = 0, n_routes = 0;
+    int rc = 0;
+    for (int i = 2; i < argc && rc == 0; i++) {
+        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
+            fputs(usage_topo, stdout);
+            rc = -1;
+        } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
+            sets[n_sets++] = argv[++i];
+        } else if (strcmp(argv[i], "--route") == 0 && i + 2 < argc) {
+            routes[n_routes++] = argv[++i];
+            routes[n_routes++] = argv[++i];
+        } else if (argv[i][0] == '-') {
+            rc = cli_invalid("stepsim", "unknown option or missing value", argv[i],
+                             "see `stepsim topo --help`");
+        } else if (!path) {
+            path = argv[i];
+        } else {
+            rc = cli_invalid("stepsim", "unexpected argument", argv[i],
+                             "see `stepsim topo --help`");
+        }
+    }
+    if (rc == 0 && !path)
+        rc = cli_invalid("stepsim", "missing TOPOLOGY.yaml", NULL, "see `stepsim topo --help`");
+    hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
+    hw_topo *t = NULL;
+    if (rc == 0) {
+        sim_diag diag = {0};
+        if (io_topology_load(path, sets, n_sets, spec, &diag) != 0 ||
+            hw_topo_create(spec, &t, &diag) != 0) {
+            if (diag.line == 0 && strcmp(diag.file, "topology") == 0)
+                snprintf(diag.file, sizeof diag.file, "%s", path);
+            sim_diag_print(&diag, stderr);
+            rc = CLI_EXIT_INVALID;
+        }
+    }
+    for (size_t i = 0; rc == 0 && i < n_routes; i++)
+        if (find_gpu(t, routes[i]) < 0)
+            rc = cli_invalid("--route", "no such GPU or device", routes[i],
+                             "name a device (gpu0, n1.nic3) or give a GPU index");
+    if (rc == 0) {
+        int gpus = hw_topo_gpu_count(t);
+        printf("topology %s: %d node(s), %d GPU(s) %s\n", spec->name, hw_topo_node_count(t), gpus,
+               spec->gpu.name);
+        int kinds[HW_DEV_KIND_COUNT] = {0};
+        for (int i = 0; i < hw_topo_device_count(t); i++)
+            kinds[hw_topo_device(t, i)->kind]++;
+        printf("devices:");
+        for (int k = 0; k < HW_DEV_KIND_COUNT; k++)
+            if (kinds[k])
+                printf(" %d %s", kinds[k], hw_dev_kind_name((hw_dev_kind)k));
+        printf("\nlinks (one per direction; half-duplex links count once):\n");
+        for (int c = 0; c < HW_LINK_CLASS_COUNT; c++) {
+            int n = 0;
+            double lo = 0, hi = 0;
+            for (int i = 0; i < hw_topo_link_count(t); i++) {
+                const hw_link *l = hw_topo_link(t, i);
+                if ((int)l->cls != c)
+                    continue;
+                lo = n ? SIM_MIN(lo, l->bw_Bps) : l->bw_Bps;
+                hi = n ? SIM_MAX(hi, l->bw_Bps) : l->bw_Bps;
+                n++;
+            }
+            if (!n)
+                continue;
+            printf("  %-8s %6d  ", hw_link_class_name((hw_link_class)c), n);
+            print_bw(lo);
+            if (hi > lo) {
+                printf(" .. ");
+                print_bw(hi);
+            }
+            printf("\n");
+        }
+        /* injection: what GPU 0 gets alone towards a GPU of its node and of the next node */
+        int g0 = hw_topo_gpu_device(t, 0);
+        printf("per-GPU injection (GPU 0, alone):");
+        for (int g = 1; g < gpus; g++) {
+            int d = hw_topo_gpu_device(t, g);
+            if (hw_topo_device(t, d)->node == hw_topo_device(t, g0)->node) {
+                printf(" intra-node ");
+                print_bw(hw_topo_route_bw_Bps(t, hw_topo_route(t, g0, d)));
+                break;
+            }
+        }
+        for (int g = 1; g < gpus; g++) {
+            int d = hw_topo_gpu_device(t, g);
+            if (hw_topo_device(t, d)->node != hw_topo_device(t, g0)->node) {
+                printf(", network ");
+                print_bw(hw_topo_route_bw_Bps(t, hw_topo_route(t, g0, d)));
+                break;
+            }
+        }
+        printf("\nbisection (GPUs 0-%d to %d-%d): ", gpus / 2 - 1, gpus / 2, gpus - 1);
+        print_bw(hw_topo_bisection_Bps(t));
+        printf("\n");
+        for (size_t i = 0; i < n_routes; i += 2)
+            print_route(t, find_gpu(t, routes[i]), find_gpu(t, routes[i + 1]));
+    }
+    hw_topo_destroy(t);
+    sim_free(spec);
+    sim_free(sets);
+    sim_free(routes);
+    return rc < 0 ? 0 : rc;
+}
