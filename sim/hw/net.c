@@ -13,12 +13,19 @@
  * reachable from the links it touched. Flows elsewhere keep their rates and their scheduled
  * completions.
  *
+ * Removals only: when a batch of changes only removes flows, the slowest removed flow's
+ * rate θ bounds what can change. Progressive filling with and without the removed flows is
+ * identical below level θ (every link a removed flow crossed saturates at θ or above, or it
+ * would have been fixed lower), so flows with rate < θ keep theirs: they are frozen, and
+ * their bandwidth is simply taken out of the links they share with the re-solved flows.
+ *
  * Between re-solves every rate is constant: a flow stores its remaining bytes at the time of
  * its last rate change and is advanced lazily; its completion is scheduled at
  * now + ceil(remaining / rate) picoseconds. */
 #include "core/sim.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "hw/net.h"
@@ -75,6 +82,7 @@ struct hw_net {
     int32_t *dirty;
     size_t n_dirty, cap_dirty;
     bool resolve_pending;
+    double theta;       /* flows slower than this keep their rates (removals-only batch) */
     /* solver scratch */
     uint32_t stamp;
     int32_t *comp_links, *comp_flows, *heap;
@@ -92,6 +100,7 @@ hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow
     net->done = done;
     net->ctx = ctx;
     net->free_head = -1;
+    net->theta = INFINITY;
     net->n_links = hw_topo_link_count(topo);
     net->links = sim_calloc((size_t)net->n_links + 1, sizeof *net->links);
     for (int i = 0; i < net->n_links; i++) {
@@ -197,6 +206,7 @@ static void advance(hw_net *net, net_flow *f, sim_time now)
 static void attach(hw_net *net, int32_t id, sim_time now)
 {
     net_flow *f = &net->flows[id];
+    net->theta = 0; /* an addition can lower anybody's rate */
     for (int k = 0; k < f->n_links; k++) {
         net_link *l = &net->links[f->link[k]];
         if (l->n_members == l->cap_members) {
@@ -215,6 +225,7 @@ static void attach(hw_net *net, int32_t id, sim_time now)
 static void detach(hw_net *net, int32_t id, sim_time now)
 {
     net_flow *f = &net->flows[id];
+    net->theta = fmin(net->theta, f->rate);
     for (int k = 0; k < f->n_links; k++) {
         int32_t li = f->link[k];
         net_link *l = &net->links[li];
@@ -320,7 +331,7 @@ static void collect_component(hw_net *net, size_t *n_links, size_t *n_flows)
         net_link *l = &net->links[net->comp_links[i]];
         for (int32_t m = 0; m < l->n_members; m++) {
             net_flow *f = &net->flows[l->members[m].flow];
-            if (f->stamp == st)
+            if (f->stamp == st || f->rate < net->theta)
                 continue;
             f->stamp = st;
             SIM_GROW(net->comp_flows, net->cap_comp_flows, nf + 1);
@@ -343,6 +354,7 @@ static void resolve(hw_net *net, sim_time now)
 {
     size_t nl, nf;
     collect_component(net, &nl, &nf);
+    net->theta = INFINITY;
     net->solves++;
     net->resolved += nf;
     if (nf == 0)
@@ -354,12 +366,18 @@ static void resolve(hw_net *net, sim_time now)
     }
     SIM_GROW(net->heap, net->cap_heap, nl);
     size_t hn = 0;
+    uint32_t st = net->stamp;
     for (size_t i = 0; i < nl; i++) {
         net_link *l = &net->links[net->comp_links[i]];
         l->rem = l->st.bw_Bps;
         l->wsum = 0;
-        for (int32_t m = 0; m < l->n_members; m++)
-            l->wsum += l->members[m].weight;
+        for (int32_t m = 0; m < l->n_members; m++) {
+            const net_flow *f = &net->flows[l->members[m].flow];
+            if (f->stamp == st)
+                l->wsum += l->members[m].weight;
+            else
+                l->rem -= f->rate * l->members[m].weight; /* frozen */
+        }
         l->heap_pos = -1;
         if (l->wsum > 0) {
             net->heap[hn] = net->comp_links[i];
@@ -377,7 +395,7 @@ static void resolve(hw_net *net, sim_time now)
         heap_remove(net, 0, &hn);
         for (int32_t m = 0; m < l->n_members; m++) {
             net_flow *f = &net->flows[l->members[m].flow];
-            if (f->fixed)
+            if (f->fixed || f->stamp != net->stamp)
                 continue;
             f->fixed = true;
             double old = f->rate;
@@ -481,3 +499,68 @@ double hw_net_flow_rate(const hw_net *net, uint64_t tag)
 uint64_t hw_net_flows_done(const hw_net *net) { return net->flows_done; }
 uint64_t hw_net_solves(const hw_net *net) { return net->solves; }
 uint64_t hw_net_flows_resolved(const hw_net *net) { return net->resolved; }
+
+/* Naive progressive filling over every active flow, from scratch, compared with the
+ * incremental rates. */
+int hw_net__check(const hw_net *net)
+{
+    if (net->resolve_pending)
+        return 0; /* rates are defined once the pending re-solve has run */
+    size_t nf = 0;
+    int32_t *ids = sim_calloc((size_t)net->n_flows + 1, sizeof *ids);
+    for (int32_t i = 0; i < net->n_flows; i++)
+        if (net->flows[i].state == FLOW_ACTIVE)
+            ids[nf++] = i;
+    double *rem = sim_calloc((size_t)net->n_links + 1, sizeof *rem);
+    double *w = sim_calloc((size_t)net->n_links + 1, sizeof *w);
+    double *rate = sim_calloc(nf + 1, sizeof *rate);
+    bool *fixed = sim_calloc(nf + 1, sizeof *fixed);
+    for (int l = 0; l < net->n_links; l++)
+        rem[l] = net->links[l].st.bw_Bps;
+    for (size_t i = 0; i < nf; i++) {
+        const net_flow *f = &net->flows[ids[i]];
+        for (int k = 0; k < f->n_links; k++)
+            w[f->link[k]] += f->weight[k];
+    }
+    for (size_t left = nf; left > 0;) {
+        int best = -1;
+        double share = INFINITY;
+        for (int l = 0; l < net->n_links; l++)
+            if (w[l] > 0 && rem[l] / w[l] < share) {
+                share = rem[l] / w[l];
+                best = l;
+            }
+        SIM_ASSERT(best >= 0, "unfixed flows on no link");
+        for (size_t i = 0; i < nf; i++) {
+            const net_flow *f = &net->flows[ids[i]];
+            bool on = false;
+            for (int k = 0; k < f->n_links; k++)
+                on |= f->link[k] == best;
+            if (fixed[i] || !on)
+                continue;
+            fixed[i] = true;
+            rate[i] = share;
+            left--;
+            for (int k = 0; k < f->n_links; k++) {
+                rem[f->link[k]] -= share * f->weight[k];
+                w[f->link[k]] -= f->weight[k];
+            }
+        }
+    }
+    int rc = 0;
+    for (size_t i = 0; i < nf && rc == 0; i++) {
+        double have = net->flows[ids[i]].rate;
+        if (fabs(have - rate[i]) > 1e-9 * rate[i]) {
+            fprintf(stderr, "hw_net__check: flow %d (tag %llu) has rate %.17g, max-min gives "
+                            "%.17g\n", ids[i], (unsigned long long)net->flows[ids[i]].tag, have,
+                    rate[i]);
+            rc = -1;
+        }
+    }
+    sim_free(ids);
+    sim_free(rem);
+    sim_free(w);
+    sim_free(rate);
+    sim_free(fixed);
+    return rc;
+}

@@ -60,4 +60,10 @@ uint64_t hw_net_flows_done(const hw_net *net);
 uint64_t hw_net_solves(const hw_net *net);
 uint64_t hw_net_flows_resolved(const hw_net *net);
 
+/* Recomputes max-min rates of every active flow from scratch (naive progressive filling)
+ * and compares them with the incremental ones. Returns 0, or -1 after printing the first
+ * flow whose rate differs by more than 1e-9 relative; returns 0 without checking while a
+ * re-solve is pending (rates are defined only after it). For tests and debugging. */
+int hw_net__check(const hw_net *net);
+
 #endif

@@ -3,7 +3,7 @@
 
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
-MODE: acceptance | errors | determinism | contract | shipped
+MODE: acceptance | errors | determinism | contract | shipped | topo
 Each expected number is derived in a comment next to it."""
 import json, os, subprocess, sys, tempfile
 
@@ -219,8 +219,44 @@ def shipped():
           "Qwen3-4B DDP on 24 GB is OOM, bound by model states: %s" % m)
 
 
+def topo():
+    topos = os.path.join(root, "topologies")
+    # 2x RTX 4090 without P2P: the only GPU-to-GPU path is PCIe gen4 x16 through the root
+    # complex, 16 GT/s x 16 x 128/130 / 8 = 31.51 GB/s, which is also the bisection.
+    rc, out, err = run("topo", os.path.join(topos, "2x-rtx4090-pcie.yaml"), "--route", "gpu0", "gpu1")
+    check(rc == 0, "topo 2x4090: " + err)
+    check("bisection (GPUs 0-0 to 1-1): 31.51 GB/s" in out, "2x4090 bisection: " + out)
+    # the staged route: gpu0 -> cpu0, the DRAM link twice (half-duplex), cpu0 -> gpu1
+    check("route gpu0 -> gpu1: 4 link(s)" in out and "half-duplex" in out, "staged route: " + out)
+    # DGX H100, 4 nodes (the file's default), rail-optimized non-blocking: the bisection is
+    # the NICs of half the cluster, 16 x 400 Gb/s = 16 x 50 GB/s = 800 GB/s; GPU to GPU in a
+    # node goes over NVSwitch at 450 GB/s.
+    rc, out, err = run("topo", os.path.join(topos, "dgx-h100.yaml"), "--route", "0", "1")
+    check(rc == 0, "topo dgx-h100: " + err)
+    check("bisection (GPUs 0-15 to 16-31): 800 GB/s" in out, "dgx-h100 bisection: " + out)
+    check("gpu0 -[nvlink 450 GB/s]-> n0.nvswitch -[nvlink 450 GB/s]-> gpu1" in out,
+          "NVSwitch route: " + out)
+    # --set reaches topology keys directly: 8 nodes double the bisection to 1600 GB/s
+    rc, out, err = run("topo", os.path.join(topos, "dgx-h100.yaml"), "--set", "nodes=8")
+    check(rc == 0 and "bisection (GPUs 0-31 to 32-63): 1600 GB/s" in out, "nodes=8: " + out + err)
+    # every shipped topology builds
+    for dirpath, _, files in os.walk(topos):
+        if os.path.basename(dirpath) == "gpus":
+            continue
+        for name in files:
+            if name.endswith(".yaml"):
+                rc, out, err = run("topo", os.path.join(dirpath, name))
+                check(rc == 0, "topo %s: %s" % (name, err.strip()))
+    # bad input: one error line, exit 2
+    for args in (["topo", os.path.join(data, "no-such.yaml")],
+                 ["topo", os.path.join(topos, "dgx-h100.yaml"), "--route", "gpu0", "gpu999"],
+                 ["topo", os.path.join(topos, "dgx-h100.yaml"), "--set", "nodes=zero"]):
+        rc, out, err = run(*args)
+        check(rc == 2 and one_error_line(err), "%s: exit 2 with one error line: %d %s" % (args, rc, err))
+
+
 {"acceptance": acceptance, "errors": errors, "determinism": determinism,
- "contract": contract, "shipped": shipped}[mode]()
+ "contract": contract, "shipped": shipped, "topo": topo}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
