@@ -8,7 +8,8 @@
  * CLI_EXIT_INVALID. */
 int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint);
 
-/* `stepsim topo`: returns the exit code. */
+/* `stepsim topo` and `stepsim bench-coll`: return the exit code. */
 int cli_topo(int argc, char **argv);
+int cli_bench_coll(int argc, char **argv);
 
 #endif

@@ -38,8 +38,9 @@ static const char usage_main[] =
     "  check SCENARIO.yaml  validate a scenario (exit 0 valid, 2 invalid)\n"
     "  mem SCENARIO.yaml    the per-GPU memory plan and OOM verdict, without replay\n"
     "  topo TOPOLOGY.yaml   describe a topology: devices, links, bisection, routes\n"
+    "  bench-coll ...       time a collective over sizes, like nccl-tests\n"
     "\n"
-    "Coming with later issues: sweep, plan, bench-coll, trace, replay, export-perfetto.\n"
+    "Coming with later issues: sweep, plan, trace, replay, export-perfetto.\n"
     "Run `stepsim COMMAND --help` for a command's options; docs/cli.md has the details.\n";
 
 static const char usage_run[] =
@@ -336,11 +337,13 @@ int main(int argc, char **argv)
     }
     if (strcmp(argv[1], "topo") == 0)
         return cli_topo(argc, argv);
+    if (strcmp(argv[1], "bench-coll") == 0)
+        return cli_bench_coll(argc, argv);
     cli_args a = {.cmd = argv[1]};
     if (!usage_of(a.cmd)) {
         char msg[256];
         snprintf(msg, sizeof msg, "unknown command '%s'", a.cmd);
-        return invalid("stepsim", msg, "commands: run, check, mem, topo (see `stepsim --help`)");
+        return invalid("stepsim", msg, "commands: run, check, mem, topo, bench-coll (see `stepsim --help`)");
     }
     a.sets = sim_calloc((size_t)argc, sizeof *a.sets);
     int rc = parse_args(argc, argv, &a);

@@ -1,7 +1,10 @@
-/* Ring schedules of collective operations (see coll.h for the algorithm and its cost). */
+/* Collective operations: names, nccl-tests factors, schedule containers and the registry of
+ * algorithms (see coll.h). */
 #include "core/sim.h"
 
-#include "coll/coll.h"
+#include <string.h>
+
+#include "coll/coll-internal.h"
 
 const char *coll_op_name(coll_op op)
 {
@@ -10,6 +13,70 @@ const char *coll_op_name(coll_op op)
         "reduce",     "all_to_all", "send_recv"};
     SIM_ASSERT(op >= 0 && op < COLL_OP_COUNT, "op %d", (int)op);
     return names[op];
+}
+
+int coll_op_parse(const char *name)
+{
+    static const struct {
+        const char *name;
+        coll_op op;
+    } alias[] = {{"allreduce", COLL_ALL_REDUCE},      {"allgather", COLL_ALL_GATHER},
+                 {"reducescatter", COLL_REDUCE_SCATTER}, {"alltoall", COLL_ALL_TO_ALL},
+                 {"sendrecv", COLL_SEND_RECV}};
+    for (int op = 0; op < COLL_OP_COUNT; op++)
+        if (strcmp(name, coll_op_name((coll_op)op)) == 0)
+            return op;
+    for (size_t i = 0; i < SIM_ARRAY_LEN(alias); i++)
+        if (strcmp(name, alias[i].name) == 0)
+            return (int)alias[i].op;
+    return -1;
+}
+
+double coll_busbw_factor(coll_op op, int n)
+{
+    switch (op) {
+    case COLL_ALL_REDUCE:
+        return 2.0 * (n - 1) / n;
+    case COLL_ALL_GATHER:
+    case COLL_REDUCE_SCATTER:
+    case COLL_ALL_TO_ALL:
+        return (double)(n - 1) / n;
+    case COLL_BROADCAST:
+    case COLL_REDUCE:
+    case COLL_SEND_RECV:
+    case COLL_OP_COUNT:
+        break;
+    }
+    return 1.0;
+}
+
+static const coll_algo_ops *const registry[COLL_ALGO_COUNT] = {
+    [COLL_ALGO_RING] = &coll__ring_ops,
+    [COLL_ALGO_TREE] = &coll__tree_ops,
+    [COLL_ALGO_HD] = &coll__hd_ops,
+    [COLL_ALGO_DIRECT] = &coll__direct_ops,
+    [COLL_ALGO_PAIRWISE] = &coll__pairwise_ops,
+    [COLL_ALGO_HIERARCHICAL] = &coll__hierarchical_ops,
+    [COLL_ALGO_NVLS] = &coll__nvls_ops,
+};
+
+const coll_algo_ops *coll_algo_get(coll_algo a)
+{
+    SIM_ASSERT(a >= 0 && a < COLL_ALGO_COUNT, "algorithm %d", (int)a);
+    return registry[a];
+}
+
+const char *coll_algo_name(coll_algo a)
+{
+    return coll_algo_get(a)->name;
+}
+
+int coll_algo_parse(const char *name)
+{
+    for (int a = 0; a < COLL_ALGO_COUNT; a++)
+        if (strcmp(name, registry[a]->name) == 0)
+            return a;
+    return -1;
 }
 
 void coll_schedule_init(coll_schedule *s)
@@ -24,7 +91,15 @@ void coll_schedule_clear(coll_schedule *s)
     *s = (coll_schedule){0};
 }
 
-static void begin_round(coll_schedule *s)
+void coll_schedule_reset(coll_schedule *s)
+{
+    s->n_rounds = 0;
+    s->n_xfers = 0;
+    SIM_GROW(s->round_first, s->cap_rounds, 1);
+    s->round_first[0] = 0;
+}
+
+void coll_schedule_round(coll_schedule *s)
 {
     SIM_GROW(s->round_first, s->cap_rounds, (size_t)s->n_rounds + 2);
     s->round_first[s->n_rounds] = s->n_xfers;
@@ -32,58 +107,14 @@ static void begin_round(coll_schedule *s)
     s->round_first[s->n_rounds] = s->n_xfers;
 }
 
-static void add_xfer(coll_schedule *s, int src, int dst, double bytes)
+void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes)
 {
+    SIM_ASSERT(s->n_rounds > 0, "transfer outside a round");
+    if (bytes <= 0 || src == dst)
+        return;
     SIM_GROW(s->xfers, s->cap_xfers, s->n_xfers + 1);
     s->xfers[s->n_xfers++] = (coll_xfer){.src = src, .dst = dst, .bytes = bytes};
     s->round_first[s->n_rounds] = s->n_xfers;
-}
-
-/* `rounds` rounds in which every member sends `bytes` to its ring successor. */
-static void ring_rounds(coll_schedule *s, int n, int rounds, double bytes)
-{
-    for (int r = 0; r < rounds; r++) {
-        begin_round(s);
-        for (int m = 0; m < n; m++)
-            add_xfer(s, m, (m + 1) % n, bytes);
-    }
-}
-
-int coll_ring_build(coll_schedule *s, coll_op op, int n, double bytes, int root)
-{
-    SIM_ASSERT(n >= 1 && bytes >= 0, "n=%d bytes=%g", n, bytes);
-    s->n_rounds = 0;
-    s->n_xfers = 0;
-    SIM_GROW(s->round_first, s->cap_rounds, 1);
-    s->round_first[0] = 0;
-    if (n == 1)
-        return 0;
-    switch (op) {
-    case COLL_ALL_REDUCE:
-        ring_rounds(s, n, 2 * (n - 1), bytes / n);
-        return 0;
-    case COLL_ALL_GATHER:
-    case COLL_REDUCE_SCATTER:
-        ring_rounds(s, n, n - 1, bytes / n);
-        return 0;
-    case COLL_BROADCAST:
-        SIM_ASSERT(root >= 0 && root < n, "root %d of %d", root, n);
-        for (int k = 0; k < n - 1; k++) {
-            begin_round(s);
-            add_xfer(s, (root + k) % n, (root + k + 1) % n, bytes);
-        }
-        return 0;
-    case COLL_SEND_RECV:
-        SIM_ASSERT(n == 2, "send_recv over %d members", n);
-        begin_round(s);
-        add_xfer(s, 0, 1, bytes);
-        return 0;
-    case COLL_REDUCE:
-    case COLL_ALL_TO_ALL:
-    case COLL_OP_COUNT:
-        break;
-    }
-    return SIM_ENOTSUP;
 }
 
 double coll_schedule_bytes_sent(const coll_schedule *s, int m)
@@ -93,4 +124,31 @@ double coll_schedule_bytes_sent(const coll_schedule *s, int m)
         if (s->xfers[i].src == m)
             sum += s->xfers[i].bytes;
     return sum;
+}
+
+int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, double bytes,
+               int root, int chunks)
+{
+    SIM_ASSERT(g->n >= 1 && bytes >= 0, "n=%d bytes=%g", g->n, bytes);
+    coll_schedule_reset(s);
+    if (g->n == 1)
+        return 0;
+    const coll_algo_ops *ops = coll_algo_get(a);
+    if (!ops->supports(op, g))
+        return SIM_ENOTSUP;
+    ops->build(s, op, g, bytes, root, chunks < 1 ? 1 : chunks);
+    return 0;
+}
+
+int coll__log2(int n)
+{
+    int k = 0;
+    while ((2 << k) <= n)
+        k++;
+    return k;
+}
+
+bool coll__pow2(int n)
+{
+    return n > 0 && (n & (n - 1)) == 0;
 }

@@ -1,22 +1,28 @@
-/* Collective operations as schedules of point-to-point transfers.
+/* Collective operations as schedules of point-to-point transfers (DESIGN.md §3).
  *
- * A schedule is a list of rounds; every transfer of a round starts together and the next
- * round starts when the whole round has finished (a synchronous-round model; chunked
- * pipelining arrives with the collectives library). Members are numbered 0..n-1 in group
- * (ring) order; the replay maps them to ranks.
+ * A schedule is a list of rounds; the transfers of a round start together and the next
+ * round starts when the whole round has finished (each round also pays the protocol's
+ * per-step latency, see exec.h). Members are numbered 0..n-1 in group order; a transfer
+ * may also go to or come from the group's NVSwitch (COLL_SWITCH) for in-switch reduction.
  *
- * Issue 2 provides the ring algorithm only (Patarasuk & Yuan 2009; NCCL's ring):
- *   all_reduce     2(n-1) rounds, each member sends B/n to its successor
- *                  (reduce-scatter then all-gather); per member 2(n-1)/n x B sent.
- *   all_gather     n-1 rounds of B/n (B = the gathered output size, nccl-tests' convention)
- *   reduce_scatter n-1 rounds of B/n (B = the input size)
- *   broadcast      n-1 rounds of B along the ring from the root (unpipelined)
- *   send_recv      one transfer of B from member 0 to member 1
- * On an ideal ring of per-direction bandwidth W and latency a, all_reduce takes
- * 2(n-1)(a + B/(nW)). */
+ * Every algorithm lives in its own file behind coll_algo_ops and is registered in the
+ * table of coll.c. Size conventions follow nccl-tests: `bytes` is the buffer an all_reduce,
+ * broadcast or reduce works on, the gathered output of an all_gather, the input of a
+ * reduce_scatter, the whole send buffer of an all_to_all (each member sends bytes/n to
+ * every member), the message of a send_recv.
+ *
+ * Costs on an ideal uniform topology (per-direction bandwidth B per GPU, latency α per
+ * step), S = bytes, as the tests check:
+ *   ring all_reduce        2(n-1)·α + 2(n-1)/n · S/B
+ *   ring all_gather / reduce_scatter   (n-1)·α + (n-1)/n · S/B
+ *   halving-doubling all_reduce        2·log2(n)·α + 2(n-1)/n · S/B   (n a power of two)
+ *   double binary tree all_reduce      latency 2·log2(n)·α-ish: grows with log2(n)
+ *   direct all_to_all      α + (n-1)/n · S/B
+ *   pairwise all_to_all    (n-1)·α + (n-1)/n · S/B */
 #ifndef SIM_COLL_COLL_H
 #define SIM_COLL_COLL_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -32,9 +38,31 @@ typedef enum coll_op {
 } coll_op;
 
 const char *coll_op_name(coll_op op); /* "all_reduce", ... */
+/* Parses an operation name (also nccl-tests' "allreduce" spellings); -1 if unknown. */
+int coll_op_parse(const char *name);
+/* nccl-tests' bus-bandwidth factor: busbw = algbw x factor (all_reduce 2(n-1)/n;
+ * all_gather, reduce_scatter, all_to_all (n-1)/n; others 1). */
+double coll_busbw_factor(coll_op op, int n);
+
+typedef enum coll_algo {
+    COLL_ALGO_RING,
+    COLL_ALGO_TREE,         /* double binary tree */
+    COLL_ALGO_HD,           /* recursive halving-doubling (Rabenseifner for all_reduce) */
+    COLL_ALGO_DIRECT,       /* all_to_all: everyone to everyone at once */
+    COLL_ALGO_PAIRWISE,     /* all_to_all: n-1 rounds of shifted pairs */
+    COLL_ALGO_HIERARCHICAL, /* intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather */
+    COLL_ALGO_NVLS,         /* NVLink SHARP: reduction in the NVSwitch */
+    COLL_ALGO_COUNT
+} coll_algo;
+
+const char *coll_algo_name(coll_algo a); /* "ring", "tree", "hd", "direct", "pairwise",
+                                            "hierarchical", "nvls" */
+int coll_algo_parse(const char *name);   /* -1 if unknown */
+
+#define COLL_SWITCH (-1) /* transfer end point: the group's NVSwitch */
 
 typedef struct coll_xfer {
-    int32_t src, dst; /* group members */
+    int32_t src, dst; /* members, or COLL_SWITCH */
     double bytes;
 } coll_xfer;
 
@@ -48,14 +76,40 @@ typedef struct coll_schedule {
 
 void coll_schedule_init(coll_schedule *s);
 void coll_schedule_clear(coll_schedule *s);
+/* Empties the schedule (keeps its memory). */
+void coll_schedule_reset(coll_schedule *s);
+/* Opens a new round; transfers added next belong to it. */
+void coll_schedule_round(coll_schedule *s);
+/* Adds a transfer to the current round (skips zero-byte transfers and src == dst). */
+void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes);
 
-/* Builds the ring schedule of `op` over `n` members for a buffer of `bytes` (nccl-tests'
- * size convention above); `root` is used by broadcast/reduce. Replaces the schedule's
- * contents. Returns 0, or SIM_ENOTSUP for an operation the ring does not implement yet.
- * n == 1 gives an empty schedule (a local no-op). */
-int coll_ring_build(coll_schedule *s, coll_op op, int n, double bytes, int root);
-
-/* Bytes member `m` sends in schedule `s` (its payload into the network). */
+/* Bytes member `m` sends in the schedule (its payload into the network). */
 double coll_schedule_bytes_sent(const coll_schedule *s, int m);
+
+/* What an algorithm may know about the group. */
+typedef struct coll_group {
+    int n;               /* members */
+    const int32_t *node; /* node of each member (hierarchical) */
+    bool nvls;           /* every member sits on one NVSwitch that reduces (NVLink SHARP) */
+} coll_group;
+
+typedef struct coll_algo_ops {
+    const char *name;
+    /* Whether the algorithm implements `op` on group `g`. */
+    bool (*supports)(coll_op op, const coll_group *g);
+    /* Replaces `s` with the schedule of `op` on `bytes` (root for broadcast/reduce;
+     * `chunks` >= 1 pipelining chunks where the algorithm pipelines). Only called when
+     * supports() said yes. Cannot fail. */
+    void (*build)(coll_schedule *s, coll_op op, const coll_group *g, double bytes, int root,
+                  int chunks);
+} coll_algo_ops;
+
+/* The registered implementation of `a`. */
+const coll_algo_ops *coll_algo_get(coll_algo a);
+
+/* Builds `op` with algorithm `a`. Returns 0, or SIM_ENOTSUP when `a` does not implement
+ * `op` on this group (n == 1 always gives an empty schedule). */
+int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, double bytes,
+               int root, int chunks);
 
 #endif

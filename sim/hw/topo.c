@@ -594,6 +594,25 @@ int hw_topo_find(const hw_topo *t, const char *name)
     return -1;
 }
 
+int hw_topo_common_nvswitch(const hw_topo *t, const int32_t *gpus, int n)
+{
+    int sw = -1;
+    for (int i = 0; i < n; i++) {
+        int g = t->gpu_dev[gpus[i]], found = -1;
+        for (int32_t k = t->adj_first[g]; k < t->adj_first[g + 1]; k++) {
+            int v = other_end(&t->link[t->adj[k]], g);
+            if (t->dev[v].kind == HW_DEV_NVSWITCH && (sw < 0 || v == sw)) {
+                found = v;
+                break;
+            }
+        }
+        if (found < 0)
+            return -1;
+        sw = found;
+    }
+    return sw;
+}
+
 /* ---- bisection (Dinic's max flow) ------------------------------------------------------ */
 
 typedef struct arc {

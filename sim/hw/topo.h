@@ -79,6 +79,9 @@ double hw_topo_route_bw_Bps(const hw_topo *t, const hw_route *r);
  * second half, per direction (Dinic's algorithm on link capacities). */
 double hw_topo_bisection_Bps(const hw_topo *t);
 
+/* The NVSwitch every GPU of `gpus` is directly linked to, or -1 (for NVLink SHARP). */
+int hw_topo_common_nvswitch(const hw_topo *t, const int32_t *gpus, int n);
+
 /* Routes computed so far (statistics). */
 uint64_t hw_topo_routes_computed(const hw_topo *t);
 

@@ -53,3 +53,60 @@ const char *hw_link_class_name(hw_link_class c)
     SIM_ASSERT(c >= 0 && c < HW_LINK_CLASS_COUNT, "link class %d", (int)c);
     return names[c];
 }
+
+const char *hw_proto_name(hw_proto p)
+{
+    static const char *const names[HW_PROTO_COUNT] = {"ll", "ll128", "simple"};
+    SIM_ASSERT(p >= 0 && p < HW_PROTO_COUNT, "protocol %d", (int)p);
+    return names[p];
+}
+
+void hw_protocols_defaults(hw_protocols *p)
+{
+    /* Sources and reasoning: docs/collectives.md, "Protocols". Latencies per step follow
+     * NCCL's tuning model (src/graph/tuning.cc: per-hop hardware latency of a ring step on
+     * NVLink LL 0.47 us, LL128 1.9 us, Simple 3.4 us; base latency of a few us per
+     * collective); the Simple efficiency on NVLink, 0.80, is the ratio nccl-tests reaches
+     * on NVSwitch machines (H100 370 / 450 GB/s, A100 232 / 300 GB/s, nccl_busbw.csv);
+     * LL carries 4 payload bytes per 8-byte store and polls flags (NCCL models it at 1/4
+     * of the link), LL128 120 of 128 bytes of each line. PCIe, network and CPU figures are
+     * estimates until calibrated (docs/calibration.md). */
+    enum { NV = HW_LINK_NVLINK, PC = HW_LINK_PCIE, IB = HW_LINK_IB, ET = HW_LINK_ETHERNET,
+           CP = HW_LINK_CPU };
+    const sim_time us = SIM_PS_PER_US;
+    *p = (hw_protocols){0};
+    hw_proto_params *simple = &p->proto[HW_PROTO_SIMPLE];
+    simple->enabled = true;
+    simple->base_ps = 8 * us;
+    simple->step_ps[NV] = simple->step_ps[CP] = 3 * us;
+    simple->step_ps[PC] = 4 * us;
+    simple->step_ps[IB] = simple->step_ps[ET] = 6 * us;
+    simple->efficiency[NV] = 0.80;
+    simple->efficiency[PC] = simple->efficiency[CP] = 0.80;
+    simple->efficiency[IB] = simple->efficiency[ET] = 0.92;
+    simple->chunk_bytes = 512 * 1024;
+
+    hw_proto_params *ll128 = &p->proto[HW_PROTO_LL128];
+    *ll128 = *simple;
+    ll128->base_ps = 6 * us;
+    for (int c = 0; c < HW_LINK_CLASS_COUNT; c++) {
+        ll128->efficiency[c] = simple->efficiency[c] * 120.0 / 128.0;
+        ll128->step_ps[c] = simple->step_ps[c] / 2;
+    }
+    ll128->chunk_bytes = 128 * 1024;
+
+    hw_proto_params *ll = &p->proto[HW_PROTO_LL];
+    *ll = *simple;
+    ll->base_ps = 4 * us;
+    for (int c = 0; c < HW_LINK_CLASS_COUNT; c++) {
+        ll->efficiency[c] = 0.25;
+        ll->step_ps[c] = simple->step_ps[c] / 6;
+    }
+    ll->chunk_bytes = 16 * 1024;
+
+    /* NVLink SHARP: NVIDIA reports 480 GB/s busbw for 8x H100 all_reduce (nccl_busbw.csv);
+     * the NVLS schedule moves S(1 + 1/n) each way per GPU, so busbw = 2(n-1)/(n+1) x 450 x e:
+     * e = 480 / 700 = 0.686 — the throughput of the switch's multimem reductions. */
+    p->nvls_efficiency = 0.686;
+    p->nvls_step_ps = 2 * us;
+}

@@ -46,6 +46,30 @@ const char *hw_dev_kind_name(hw_dev_kind k);     /* "gpu", "nvswitch", "pcie_swi
                                                     "host_memory", "nic", "switch" */
 const char *hw_link_class_name(hw_link_class c); /* "nvlink", "pcie", "ib", "ethernet", "cpu" */
 
+/* NCCL's protocols (docs/collectives.md): how much of a link's bandwidth carries payload and
+ * what each step (round) of a collective costs in latency, per link class. LL stores 8-byte
+ * words of which 4 are a flag; LL128 stores 128-byte lines with an 8-byte flag; Simple
+ * moves large chunks with memory fences. NVLS is NVLink SHARP's reduction in the switch. */
+typedef enum hw_proto { HW_PROTO_LL, HW_PROTO_LL128, HW_PROTO_SIMPLE, HW_PROTO_COUNT } hw_proto;
+const char *hw_proto_name(hw_proto p); /* "ll", "ll128", "simple" */
+
+typedef struct hw_proto_params {
+    bool enabled;                           /* false: never chosen on this machine */
+    sim_time base_ps;                       /* once per collective (launch and set-up) */
+    sim_time step_ps[HW_LINK_CLASS_COUNT];  /* per round, on top of the route's latency */
+    double efficiency[HW_LINK_CLASS_COUNT]; /* payload share of a link's bandwidth, (0, 1] */
+    int64_t chunk_bytes;                    /* pipelining grain of broadcast/reduce/tree */
+} hw_proto_params;
+
+typedef struct hw_protocols {
+    hw_proto_params proto[HW_PROTO_COUNT];
+    double nvls_efficiency; /* payload share of NVLink bandwidth with in-switch reduction */
+    sim_time nvls_step_ps;  /* per NVLS round */
+} hw_protocols;
+
+/* The defaults of docs/collectives.md (NCCL's tuning model and nccl-tests measurements). */
+void hw_protocols_defaults(hw_protocols *p);
+
 /* Explicit form: devices and links listed one by one (DESIGN.md §3). GPUs are numbered in
  * the order they are listed. */
 #define HW_EXPLICIT_DEVICES_MAX 512
@@ -104,6 +128,7 @@ typedef struct hw_topology_spec {
         int radix;               /* switch ports; a leaf serves radix/2 NICs */
         int levels;              /* fat-tree levels; 0 = as many as the size needs */
     } fabric;
+    hw_protocols protocols;
     /* explicit form (n_devices > 0 replaces nodes/node/fabric) */
     int n_devices;
     hw_dev_spec devices[HW_EXPLICIT_DEVICES_MAX];

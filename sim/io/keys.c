@@ -61,6 +61,7 @@ static const io_enum_name coll_names[] = {{"auto", PLAN_COLL_AUTO},
                                           {"direct", PLAN_COLL_DIRECT},
                                           {"hierarchical", PLAN_COLL_HIERARCHICAL},
                                           {"nvls", PLAN_COLL_NVLS},
+                                          {"pairwise", PLAN_COLL_PAIRWISE},
                                           {NULL, 0}};
 static const io_enum_name intra_names[] = {{"nvswitch", HW_INTRA_NVSWITCH},
                                            {"nvlink", HW_INTRA_NVLINK},
@@ -123,10 +124,6 @@ static const io_notsup ns_jitter = {.feature = "compute jitter",
                                     .issue = "the variability issue"};
 static const io_notsup ns_symmetry = {.feature = "data-parallel symmetry",
                                       .issue = "the large-scale issue"};
-static const io_notsup ns_coll = {.feature = "collective algorithms other than auto and ring",
-                                  .plural = true, .issue = "the collectives issue",
-                                  .ok_mask = (1u << PLAN_COLL_AUTO) | (1u << PLAN_COLL_RING)};
-
 /* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
 
@@ -386,16 +383,11 @@ MAP(simulation_map, "simulation", simulation_keys);
 
 #define COLL(g) (size_t)(g) * sizeof(plan_coll_algo)
 static const io_key collectives_keys[] = {
-    {.name = "dp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_DP), .enums = coll_names,
-     .notsup = &ns_coll},
-    {.name = "tp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_TP), .enums = coll_names,
-     .notsup = &ns_coll},
-    {.name = "pp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_PP), .enums = coll_names,
-     .notsup = &ns_coll},
-    {.name = "ep", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_EP), .enums = coll_names,
-     .notsup = &ns_coll},
-    {.name = "cp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_CP), .enums = coll_names,
-     .notsup = &ns_coll},
+    {.name = "dp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_DP), .enums = coll_names},
+    {.name = "tp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_TP), .enums = coll_names},
+    {.name = "pp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_PP), .enums = coll_names},
+    {.name = "ep", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_EP), .enums = coll_names},
+    {.name = "cp", .type = IO_K_ENUM, .offset = COLL(PLAN_GROUP_CP), .enums = coll_names},
 };
 MAP(collectives_map, "collectives", collectives_keys);
 
@@ -505,6 +497,43 @@ static const io_key fabric_keys[] = {
 };
 MAP(fabric_map, "fabric", fabric_keys);
 
+/* NCCL protocol model (docs/collectives.md): offsets relative to hw_proto_params */
+#define PP(m) offsetof(hw_proto_params, m)
+#define PER_CLASS(field, kind, flags_)                                                       \
+    {.name = "nvlink", .type = kind, .offset = PP(field) + HW_LINK_NVLINK * SZ(field), flags_}, \
+    {.name = "pcie", .type = kind, .offset = PP(field) + HW_LINK_PCIE * SZ(field), flags_},     \
+    {.name = "ib", .type = kind, .offset = PP(field) + HW_LINK_IB * SZ(field), flags_},         \
+    {.name = "ethernet", .type = kind, .offset = PP(field) + HW_LINK_ETHERNET * SZ(field),      \
+     flags_},                                                                                 \
+    {.name = "cpu", .type = kind, .offset = PP(field) + HW_LINK_CPU * SZ(field), flags_}
+#define SZ(field) sizeof(((hw_proto_params *)0)->field[0])
+#define EFFICIENCY .flags = IO_KEY_MIN_EXCL | IO_KEY_MAX, .min = 0, .max = 1
+static const io_key step_keys[] = {PER_CLASS(step_ps, IO_K_TIME, .flags = NONNEG)};
+MAP(step_map, "step", step_keys);
+static const io_key efficiency_keys[] = {PER_CLASS(efficiency, IO_K_FLOAT, EFFICIENCY)};
+MAP(efficiency_map, "efficiency", efficiency_keys);
+static const io_key proto_keys[] = {
+    {.name = "enabled", .type = IO_K_BOOL, .offset = PP(enabled)},
+    {.name = "base", .type = IO_K_TIME, .offset = PP(base_ps), .flags = NONNEG},
+    {.name = "step", .type = IO_K_MAP, .map = &step_map},
+    {.name = "efficiency", .type = IO_K_MAP, .map = &efficiency_map},
+    {.name = "chunk", .type = IO_K_BYTES, .offset = PP(chunk_bytes), .flags = POSITIVE},
+};
+MAP(proto_map, "protocol", proto_keys);
+#define PR(m) offsetof(hw_protocols, m)
+static const io_key nvls_keys[] = {
+    {.name = "efficiency", .type = IO_K_FLOAT, .offset = PR(nvls_efficiency), EFFICIENCY},
+    {.name = "step", .type = IO_K_TIME, .offset = PR(nvls_step_ps), .flags = NONNEG},
+};
+MAP(nvls_map, "nvls", nvls_keys);
+static const io_key protocols_keys[] = {
+    {.name = "ll", .type = IO_K_MAP, .offset = PR(proto[HW_PROTO_LL]), .map = &proto_map},
+    {.name = "ll128", .type = IO_K_MAP, .offset = PR(proto[HW_PROTO_LL128]), .map = &proto_map},
+    {.name = "simple", .type = IO_K_MAP, .offset = PR(proto[HW_PROTO_SIMPLE]), .map = &proto_map},
+    {.name = "nvls", .type = IO_K_MAP, .map = &nvls_map},
+};
+MAP(protocols_map, "protocols", protocols_keys);
+
 static const io_key topology_keys[] = {
     {.name = "name", .type = IO_K_STRING, .offset = TO(name),
      .size = sizeof(((hw_topology_spec *)0)->name)},
@@ -514,6 +543,7 @@ static const io_key topology_keys[] = {
     /* required in the parametric form: io__topology_check */
     {.name = "node", .type = IO_K_MAP, .map = &node_map},
     {.name = "fabric", .type = IO_K_MAP, .map = &fabric_map},
+    {.name = "protocols", .type = IO_K_MAP, .offset = TO(protocols), .map = &protocols_map},
     {.name = "devices", .type = IO_K_CUSTOM, .fn = io__devices_fn},
     {.name = "links", .type = IO_K_CUSTOM, .fn = io__links_fn},
 };

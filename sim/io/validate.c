@@ -54,6 +54,7 @@ void io__topology_prefill(hw_topology_spec *t)
     t->fabric.latency_ps = UNSET_TIME;
     t->fabric.radix = FABRIC_RADIX_DEFAULT;
     t->fabric.levels = 0;
+    hw_protocols_defaults(&t->protocols);
 }
 
 void io__scenario_prefill(plan_scenario *sc)

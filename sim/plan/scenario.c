@@ -16,7 +16,7 @@ const char *plan_group_name(plan_group_class g)
 const char *plan_coll_algo_name(plan_coll_algo a)
 {
     static const char *const names[PLAN_COLL_ALGO_COUNT] = {
-        "auto", "ring", "tree", "hd", "direct", "hierarchical", "nvls"};
+        "auto", "ring", "tree", "hd", "direct", "hierarchical", "nvls", "pairwise"};
     SIM_ASSERT(a >= 0 && a < PLAN_COLL_ALGO_COUNT, "algo %d", (int)a);
     return names[a];
 }

@@ -40,6 +40,7 @@ typedef enum plan_coll_algo {
     PLAN_COLL_DIRECT,
     PLAN_COLL_HIERARCHICAL,
     PLAN_COLL_NVLS,
+    PLAN_COLL_PAIRWISE, /* all_to_all in n-1 shifted rounds */
     PLAN_COLL_ALGO_COUNT
 } plan_coll_algo;
 

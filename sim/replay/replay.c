@@ -6,19 +6,38 @@
 #include <string.h>
 #include <time.h>
 
+#include "coll/select.h"
 #include "core/eventq.h"
 #include "hw/net.h"
 #include "replay/replay.h"
 
 enum { EV_OP_DONE = 1, EV_NET = 2 };
 
-typedef struct coll_state {
+/* One schedule per distinct (group, operation, size, root, algorithm): every DDP bucket of
+ * the same size shares it. */
+typedef struct sched_entry {
+    uint32_t group;
+    uint8_t op;
+    int8_t algo;
+    int32_t root;
+    double bytes;
     coll_schedule sched;
+    coll_choice choice;
+} sched_entry;
+
+typedef struct coll_state {
+    const sched_entry *plan;
+    coll_exec exec;
     int arrived;
-    int round;
-    size_t outstanding;
     uint32_t *member_op; /* op index of the collective on each member rank */
 } coll_state;
+
+/* Per process group: what collective algorithms need to know. */
+typedef struct group_info {
+    coll_group g;
+    int32_t *node;
+    int switch_dev;
+} group_info;
 
 /* A compute op of the reported step, with the idle gap that preceded it. */
 typedef struct busy_iv {
@@ -58,6 +77,9 @@ typedef struct replay_ctx {
     hw_gpu *gpu;
     rank_state *ranks;
     coll_state *colls;
+    group_info *groups;
+    sched_entry *scheds;
+    size_t n_scheds, cap_scheds;
     int steps;
     const char *stream_names[TRACE_STREAMS];
 } replay_ctx;
@@ -80,19 +102,6 @@ static void push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t)
     sim_eventq_push(c->q, ev, t);
 }
 
-static void start_round(replay_ctx *c, uint32_t ci, sim_time now)
-{
-    coll_state *cs = &c->colls[ci];
-    const trace_group *g = &c->t->groups[c->t->colls[ci].group];
-    size_t first = cs->sched.round_first[cs->round];
-    size_t last = cs->sched.round_first[cs->round + 1];
-    cs->outstanding = last - first;
-    for (size_t i = first; i < last; i++) {
-        const coll_xfer *x = &cs->sched.xfers[i];
-        hw_net_start_flow(c->net, now, g->ranks[x->src], g->ranks[x->dst], x->bytes, ci);
-    }
-}
-
 static void finish_coll(replay_ctx *c, uint32_t ci, sim_time now)
 {
     coll_state *cs = &c->colls[ci];
@@ -106,13 +115,7 @@ static void on_flow_done(void *ctx, uint64_t tag, sim_time now)
 {
     replay_ctx *c = ctx;
     uint32_t ci = (uint32_t)tag;
-    coll_state *cs = &c->colls[ci];
-    SIM_ASSERT(cs->outstanding > 0, "collective %u: unexpected flow completion", ci);
-    if (--cs->outstanding > 0)
-        return;
-    if (++cs->round < cs->sched.n_rounds)
-        start_round(c, ci, now);
-    else
+    if (coll_exec_flow_done(&c->colls[ci].exec, c->topo, c->net, now, tag))
         finish_coll(c, ci, now);
 }
 
@@ -153,11 +156,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     const trace_group *g = &c->t->groups[c->t->colls[o->coll].group];
     if (++cs->arrived < g->n)
         return;
-    cs->round = 0;
-    if (cs->sched.n_rounds == 0)
+    if (coll_exec_start(&cs->exec, c->topo, c->net, now, o->coll))
         finish_coll(c, o->coll, now);
-    else
-        start_round(c, o->coll, now);
 }
 
 static void try_start(replay_ctx *c, int rank, int s, sim_time now)
@@ -234,7 +234,7 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
             int m = 0;
             while (g->ranks[m] != rank)
                 m++;
-            rs->comm_sent[g->cls] += coll_schedule_bytes_sent(&c->colls[o->coll].sched, m);
+            rs->comm_sent[g->cls] += coll_schedule_bytes_sent(&c->colls[o->coll].plan->sched, m);
             rs->comm_busy_ps += (double)(now - rs->start[op]);
         }
     }
@@ -302,18 +302,86 @@ static void clear_rank(rank_state *rs)
     sim_free(rs->ivs);
 }
 
+/* plan_coll_algo -> coll_algo; -1 = auto */
+static int algo_of(int plan_algo)
+{
+    static const int map[PLAN_COLL_ALGO_COUNT] = {
+        [PLAN_COLL_AUTO] = -1,           [PLAN_COLL_RING] = COLL_ALGO_RING,
+        [PLAN_COLL_TREE] = COLL_ALGO_TREE, [PLAN_COLL_HD] = COLL_ALGO_HD,
+        [PLAN_COLL_DIRECT] = COLL_ALGO_DIRECT, [PLAN_COLL_HIERARCHICAL] = COLL_ALGO_HIERARCHICAL,
+        [PLAN_COLL_NVLS] = COLL_ALGO_NVLS, [PLAN_COLL_PAIRWISE] = COLL_ALGO_PAIRWISE};
+    SIM_ASSERT(plan_algo >= 0 && plan_algo < PLAN_COLL_ALGO_COUNT, "algo %d", plan_algo);
+    return map[plan_algo];
+}
+
+static void init_groups(replay_ctx *c)
+{
+    const trace *t = c->t;
+    bool sharp = c->p->sc->topology.intra.sharp;
+    c->groups = sim_calloc(t->n_groups ? t->n_groups : 1, sizeof *c->groups);
+    for (size_t i = 0; i < t->n_groups; i++) {
+        const trace_group *tg = &t->groups[i];
+        group_info *gi = &c->groups[i];
+        gi->node = sim_calloc((size_t)tg->n, sizeof *gi->node);
+        for (int m = 0; m < tg->n; m++)
+            gi->node[m] = hw_topo_device(c->topo, hw_topo_gpu_device(c->topo, tg->ranks[m]))->node;
+        gi->switch_dev = sharp ? hw_topo_common_nvswitch(c->topo, tg->ranks, tg->n) : -1;
+        gi->g = (coll_group){.n = tg->n, .node = gi->node, .nvls = gi->switch_dev >= 0};
+    }
+}
+
+/* The shared schedule of a collective instance, chosen (auto) or built (fixed algorithm).
+ * A fixed algorithm that cannot do the operation on this group falls back to auto; the
+ * loader has checked the names, not every group shape. */
+static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
+{
+    int algo = algo_of(tc->algo);
+    for (size_t i = 0; i < c->n_scheds; i++) {
+        const sched_entry *e = &c->scheds[i];
+        if (e->group == tc->group && e->op == tc->op && e->algo == algo && e->root == tc->root &&
+            e->bytes == tc->bytes)
+            return e;
+    }
+    SIM_GROW(c->scheds, c->cap_scheds, c->n_scheds + 1);
+    sched_entry *e = &c->scheds[c->n_scheds++];
+    *e = (sched_entry){.group = tc->group, .op = tc->op, .algo = (int8_t)algo,
+                       .root = tc->root, .bytes = tc->bytes};
+    coll_schedule_init(&e->sched);
+    const group_info *gi = &c->groups[tc->group];
+    coll_target target = {.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
+                          .group = &gi->g, .gpu = c->t->groups[tc->group].ranks,
+                          .switch_dev = gi->switch_dev};
+    int rc = coll_select(&target, (coll_op)tc->op, tc->bytes, tc->root, algo, -1, &e->choice,
+                         &e->sched);
+    if (rc != 0)
+        rc = coll_select(&target, (coll_op)tc->op, tc->bytes, tc->root, -1, -1, &e->choice,
+                         &e->sched);
+    SIM_ASSERT(rc == 0, "no algorithm implements %s on a group of %d",
+               coll_op_name((coll_op)tc->op), gi->g.n);
+    return e;
+}
+
 static void init_colls(replay_ctx *c)
 {
     const trace *t = c->t;
+    init_groups(c);
     c->colls = sim_calloc(t->n_colls ? t->n_colls : 1, sizeof *c->colls);
     for (size_t i = 0; i < t->n_colls; i++) {
         coll_state *cs = &c->colls[i];
         const trace_coll *tc = &t->colls[i];
         const trace_group *g = &t->groups[tc->group];
-        coll_schedule_init(&cs->sched);
-        int rc = coll_ring_build(&cs->sched, (coll_op)tc->op, g->n, tc->bytes, tc->root);
-        SIM_ASSERT(rc == 0, "collective %s has no ring schedule", coll_op_name((coll_op)tc->op));
+        /* scheds may move while growing: resolve the pointer after all are built */
+        cs->plan = (const sched_entry *)(uintptr_t)(schedule_for(c, tc) - c->scheds);
         cs->member_op = sim_calloc((size_t)g->n, sizeof *cs->member_op);
+    }
+    for (size_t i = 0; i < t->n_colls; i++) {
+        coll_state *cs = &c->colls[i];
+        cs->plan = &c->scheds[(uintptr_t)cs->plan];
+        const group_info *gi = &c->groups[t->colls[i].group];
+        cs->exec = (coll_exec){.sched = &cs->plan->sched, .gpu = t->groups[t->colls[i].group].ranks,
+                               .switch_dev = gi->switch_dev, .proto = cs->plan->choice.proto,
+                               .nvls = cs->plan->choice.algo == COLL_ALGO_NVLS,
+                               .protocols = &c->p->sc->topology.protocols};
     }
     for (int r = 0; r < t->n_ranks; r++) {
         const trace_rank *tr = &t->ranks[r];
@@ -527,11 +595,15 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     for (int r = 0; r < p->n_ranks; r++)
         clear_rank(&c.ranks[r]);
     sim_free(c.ranks);
-    for (size_t i = 0; i < c.t->n_colls; i++) {
-        coll_schedule_clear(&c.colls[i].sched);
+    for (size_t i = 0; i < c.t->n_colls; i++)
         sim_free(c.colls[i].member_op);
-    }
     sim_free(c.colls);
+    for (size_t i = 0; i < c.n_scheds; i++)
+        coll_schedule_clear(&c.scheds[i].sched);
+    sim_free(c.scheds);
+    for (size_t i = 0; i < c.t->n_groups; i++)
+        sim_free(c.groups[i].node);
+    sim_free(c.groups);
     hw_net_destroy(c.net);
     hw_gpu_destroy(c.gpu);
     sim_eventq_destroy(c.q);

@@ -583,13 +583,34 @@ static void test_not_supported(void)
     /* the default value is fine */
     CHECK_INT_EQ(load(REFS "parallel:\n  tp: 1\n  zero: 0\n  sp: false\n", &sc, &d), 0);
 
-    /* collectives: auto and ring are supported; "collectives: {dp: tree}" puts tree at 3:19 */
+    /* collectives: every algorithm name loads (the collectives issue built them all);
+     * "collectives: {dp: rings}" puts the bad name at 3:19 */
     CHECK_INT_EQ(load(REFS "collectives: {dp: ring, tp: auto}\n", &sc, &d), 0);
     CHECK_INT_EQ(sc.collectives[PLAN_GROUP_DP], PLAN_COLL_RING);
-    CHECK_INT_EQ(load(REFS "collectives: {dp: tree}\n", &sc, &d), SIM_ENOTSUP);
+    CHECK_INT_EQ(load(REFS "collectives: {dp: tree, tp: nvls, ep: pairwise}\n", &sc, &d), 0);
+    CHECK_INT_EQ(sc.collectives[PLAN_GROUP_DP], PLAN_COLL_TREE);
+    CHECK_INT_EQ(sc.collectives[PLAN_GROUP_EP], PLAN_COLL_PAIRWISE);
+    CHECK_INT_EQ(load(REFS "collectives: {dp: rings}\n", &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "s.yaml", 3, 19);
-    CHECK_STR_HAS(d.msg, "`collectives.dp: tree`: collective algorithms other than auto and "
-                         "ring are not supported yet");
+    CHECK_STR_HAS(d.msg, "rings");
+
+    /* protocols: defaults (docs/collectives.md), and an override of one class */
+    CHECK_NEAR(sc.topology.protocols.proto[HW_PROTO_SIMPLE].efficiency[HW_LINK_NVLINK], 0.80, 0,
+               0);
+    {
+        const char *sets[] = {"topology.protocols.simple.efficiency.nvlink=0.9",
+                              "topology.protocols.ll128.enabled=false"};
+        CHECK_INT_EQ(load_sets(REFS, sets, 2, &sc, &d), 0);
+        CHECK_NEAR(sc.topology.protocols.proto[HW_PROTO_SIMPLE].efficiency[HW_LINK_NVLINK], 0.9,
+                   0, 0);
+        CHECK(!sc.topology.protocols.proto[HW_PROTO_LL128].enabled);
+        /* other classes keep their defaults: the network's Simple efficiency is 0.92 */
+        CHECK_NEAR(sc.topology.protocols.proto[HW_PROTO_SIMPLE].efficiency[HW_LINK_IB], 0.92, 0,
+                   0);
+        /* an efficiency above 1 is refused */
+        const char *bad[] = {"topology.protocols.simple.efficiency.nvlink=1.5"};
+        CHECK_INT_EQ(load_sets(REFS, bad, 1, &sc, &d), SIM_EINVAL);
+    }
 
     /* MoE model: "  experts: 8" at 5:14 of an inline model */
     CHECK_INT_EQ(load("topology: topo.yaml\nmodel:\n  layers: 2\n  moe:\n    experts: 8\n",

@@ -30,6 +30,17 @@ static void scenario(plan_scenario *sc, int steps)
     g->matmul_eff.n = 1;
     g->matmul_eff.x[0] = 1e9;
     g->matmul_eff.y[0] = 0.5;
+    /* ideal collectives: every protocol at full link bandwidth with no latency of its own,
+     * so a ring round costs exactly route latency + bytes / bandwidth */
+    hw_protocols_defaults(&t->protocols);
+    for (int p = 0; p < HW_PROTO_COUNT; p++) {
+        t->protocols.proto[p].base_ps = 0;
+        for (int c = 0; c < HW_LINK_CLASS_COUNT; c++) {
+            t->protocols.proto[p].step_ps[c] = 0;
+            t->protocols.proto[p].efficiency[c] = 1;
+        }
+    }
+    sc->collectives[PLAN_GROUP_DP] = PLAN_COLL_RING;
     sc->simulation.steps = steps;
     sc->training.global_batch = 2;
 }

@@ -1,0 +1,19 @@
+/* The algorithm implementations registered in coll.c (one file each). */
+#ifndef SIM_COLL_COLL_INTERNAL_H
+#define SIM_COLL_COLL_INTERNAL_H
+
+#include "coll/coll.h"
+
+extern const coll_algo_ops coll__ring_ops;
+extern const coll_algo_ops coll__tree_ops;
+extern const coll_algo_ops coll__hd_ops;
+extern const coll_algo_ops coll__direct_ops;
+extern const coll_algo_ops coll__pairwise_ops;
+extern const coll_algo_ops coll__hierarchical_ops;
+extern const coll_algo_ops coll__nvls_ops;
+
+/* floor(log2(n)) and whether n is a power of two. */
+int coll__log2(int n);
+bool coll__pow2(int n);
+
+#endif

@@ -1,0 +1,86 @@
+/* Execution of collective schedules on the flow-level network (see exec.h). */
+#include "core/sim.h"
+
+#include "coll/exec.h"
+
+static int device_of(const coll_exec *x, hw_topo *topo, int member)
+{
+    if (member == COLL_SWITCH) {
+        SIM_ASSERT(x->switch_dev >= 0, "NVLS transfer without an NVSwitch");
+        return x->switch_dev;
+    }
+    return hw_topo_gpu_device(topo, x->gpu[member]);
+}
+
+static hw_link_class route_class(hw_topo *topo, const hw_route *r)
+{
+    hw_link_class cls = HW_LINK_NVLINK;
+    double bw = -1;
+    for (int i = 0; i < r->n; i++) {
+        const hw_link *l = hw_topo_link(topo, r->links[i]);
+        if (bw < 0 || l->bw_Bps < bw) {
+            bw = l->bw_Bps;
+            cls = l->cls;
+        }
+    }
+    return cls;
+}
+
+void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf, sim_time *lat_ps,
+                         double *wire_bytes, const hw_route **route)
+{
+    const hw_route *r = hw_topo_route(topo, device_of(x, topo, xf->src),
+                                      device_of(x, topo, xf->dst));
+    const hw_protocols *p = x->protocols;
+    if (xf->src == COLL_SWITCH || xf->dst == COLL_SWITCH) {
+        *lat_ps = p->nvls_step_ps;
+        *wire_bytes = xf->bytes / p->nvls_efficiency;
+    } else {
+        hw_link_class c = route_class(topo, r);
+        const hw_proto_params *pp = &p->proto[x->proto];
+        *lat_ps = pp->step_ps[c];
+        *wire_bytes = xf->bytes / pp->efficiency[c];
+    }
+    *route = r;
+}
+
+/* Starts the first non-empty round from x->round on; true when none is left. */
+static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uint64_t tag)
+{
+    const coll_schedule *s = x->sched;
+    for (; x->round < s->n_rounds; x->round++) {
+        size_t first = s->round_first[x->round], last = s->round_first[x->round + 1];
+        if (first == last)
+            continue;
+        x->outstanding = last - first;
+        for (size_t i = first; i < last; i++) {
+            const coll_xfer *xf = &s->xfers[i];
+            sim_time lat;
+            double wire;
+            const hw_route *r;
+            coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
+            hw_net_start_flow_dev(net, now + lat, device_of(x, topo, xf->src),
+                                  device_of(x, topo, xf->dst), wire, tag);
+        }
+        return false;
+    }
+    return true;
+}
+
+bool coll_exec_start(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uint64_t tag)
+{
+    x->round = 0;
+    x->outstanding = 0;
+    if (x->sched->n_rounds == 0)
+        return true;
+    return start_round(x, topo, net, now + x->protocols->proto[x->proto].base_ps, tag);
+}
+
+bool coll_exec_flow_done(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uint64_t tag)
+{
+    SIM_ASSERT(x->outstanding > 0, "collective: unexpected flow completion");
+    if (--x->outstanding > 0)
+        return false;
+    x->round++;
+    return start_round(x, topo, net, now, tag);
+}

@@ -1,0 +1,43 @@
+/* Runs a collective schedule as flows on the network, with NCCL's protocol costs.
+ *
+ * Round r starts when round r-1 has finished (round 0 after the protocol's base latency);
+ * each transfer of a round starts after the protocol's per-step latency for the class of
+ * its route (the class of the route's narrowest link) and carries bytes / efficiency on
+ * the wire, efficiency being the protocol's payload share for that class. Transfers to or
+ * from COLL_SWITCH go to the group's NVSwitch at the NVLS efficiency. */
+#ifndef SIM_COLL_EXEC_H
+#define SIM_COLL_EXEC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "coll/coll.h"
+#include "hw/net.h"
+
+typedef struct coll_exec {
+    /* set by the caller */
+    const coll_schedule *sched; /* borrowed */
+    const int32_t *gpu;         /* GPU of each member (borrowed) */
+    int switch_dev;             /* device of COLL_SWITCH transfers, -1 if none */
+    hw_proto proto;
+    bool nvls;                  /* NVLS efficiency for switch transfers */
+    const hw_protocols *protocols; /* borrowed */
+    /* state */
+    int round;
+    size_t outstanding;
+} coll_exec;
+
+/* Starts the collective at `now`; flows carry `tag`. Returns true when there is nothing to
+ * do (no rounds), i.e. the collective is complete at `now`. */
+bool coll_exec_start(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uint64_t tag);
+
+/* Called for each finished flow of this collective; returns true when the collective is
+ * complete (the last flow of the last round ended at `now`). */
+bool coll_exec_flow_done(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uint64_t tag);
+
+/* The class, effective latency and payload bandwidth of one transfer (used by the selector's
+ * estimate too). */
+void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf, sim_time *lat_ps,
+                         double *wire_bytes, const hw_route **route);
+
+#endif

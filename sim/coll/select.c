@@ -1,0 +1,94 @@
+/* Algorithm and protocol selection by isolated cost estimates (see select.h). */
+#include "core/sim.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "coll/select.h"
+
+int coll_chunks(const hw_protocols *prot, hw_proto p, double bytes)
+{
+    double c = ceil(bytes / (double)prot->proto[p].chunk_bytes);
+    return c < 1 ? 1 : c > 64 ? 64 : (int)c;
+}
+
+double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedule *s)
+{
+    if (s->n_rounds == 0)
+        return 0;
+    int nl = hw_topo_link_count(t->topo);
+    double *load = sim_calloc((size_t)nl, sizeof *load);
+    int32_t *touched = NULL;
+    size_t n_touched = 0, cap_touched = 0;
+    double total = sim_time_to_s(x->protocols->proto[x->proto].base_ps);
+    for (int r = 0; r < s->n_rounds; r++) {
+        sim_time lat_max = 0;
+        for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
+            sim_time lat;
+            double wire;
+            const hw_route *route;
+            coll_exec_xfer_cost(x, t->topo, &s->xfers[i], &lat, &wire, &route);
+            lat += route->latency_ps;
+            lat_max = SIM_MAX(lat_max, lat);
+            for (int k = 0; k < route->n; k++) {
+                int32_t l = route->links[k];
+                if (load[l] == 0) {
+                    SIM_GROW(touched, cap_touched, n_touched + 1);
+                    touched[n_touched++] = l;
+                }
+                load[l] += wire;
+            }
+        }
+        double worst = 0;
+        for (size_t i = 0; i < n_touched; i++) {
+            int32_t l = touched[i];
+            worst = fmax(worst, load[l] / hw_topo_link(t->topo, l)->bw_Bps);
+            load[l] = 0;
+        }
+        n_touched = 0;
+        total += sim_time_to_s(lat_max) + worst;
+    }
+    sim_free(load);
+    sim_free(touched);
+    return total;
+}
+
+int coll_select(const coll_target *t, coll_op op, double bytes, int root, int algo, int proto,
+                coll_choice *out, coll_schedule *sched)
+{
+    coll_schedule tmp;
+    coll_schedule_init(&tmp);
+    bool found = false;
+    coll_choice best = {0};
+    for (int a = 0; a < COLL_ALGO_COUNT; a++) {
+        if (algo >= 0 && a != algo)
+            continue;
+        if (a == COLL_ALGO_NVLS && t->switch_dev < 0)
+            continue;
+        for (int p = 0; p < HW_PROTO_COUNT; p++) {
+            if ((proto >= 0 && p != proto) || (proto < 0 && !t->protocols->proto[p].enabled))
+                continue;
+            if (a == COLL_ALGO_NVLS && p != HW_PROTO_SIMPLE && proto < 0)
+                continue; /* NVLS has its own transport: costed once, with Simple's launch */
+            int chunks = coll_chunks(t->protocols, (hw_proto)p, bytes);
+            if (coll_build(&tmp, (coll_algo)a, op, t->group, bytes, root, chunks) != 0)
+                break; /* the algorithm does not do this operation here */
+            coll_exec x = {.sched = &tmp, .gpu = t->gpu, .switch_dev = t->switch_dev,
+                           .proto = (hw_proto)p, .nvls = a == COLL_ALGO_NVLS,
+                           .protocols = t->protocols};
+            double est = coll_estimate(t, &x, &tmp);
+            if (!found || est < best.est_s) {
+                best = (coll_choice){.algo = (coll_algo)a, .proto = (hw_proto)p,
+                                     .chunks = chunks, .est_s = est};
+                found = true;
+            }
+        }
+    }
+    coll_schedule_clear(&tmp);
+    if (!found)
+        return SIM_ENOTSUP;
+    *out = best;
+    if (sched)
+        coll_build(sched, best.algo, op, t->group, bytes, root, best.chunks);
+    return 0;
+}

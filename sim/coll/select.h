@@ -1,0 +1,41 @@
+/* Choice of algorithm and protocol for a collective (`auto`), as NCCL's tuner does: every
+ * candidate (algorithm, protocol) is costed in isolation on the real topology and the
+ * fastest wins (ties: the lower algorithm, then protocol, index). The cost of a schedule is
+ * the protocol's base latency plus, round after round, the longest per-step latency of the
+ * round plus the wire bytes of its most loaded link divided by that link's bandwidth — the
+ * exact time of a round whose transfers are alike, and a close estimate otherwise.
+ * docs/collectives.md explains the reasoning and what NCCL does. */
+#ifndef SIM_COLL_SELECT_H
+#define SIM_COLL_SELECT_H
+
+#include "coll/exec.h"
+
+typedef struct coll_choice {
+    coll_algo algo;
+    hw_proto proto;
+    int chunks;
+    double est_s;
+} coll_choice;
+
+typedef struct coll_target {
+    hw_topo *topo;                 /* borrowed; its route cache fills */
+    const hw_protocols *protocols; /* borrowed */
+    const coll_group *group;
+    const int32_t *gpu;            /* GPU of each member */
+    int switch_dev;                /* NVSwitch of an NVLS-capable group, else -1 */
+} coll_target;
+
+/* The estimated time of schedule `s` run with exec settings `x` (protocol, NVLS). */
+double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedule *s);
+
+/* Pipelining chunks for `bytes` under protocol `p`: ceil(bytes / chunk_bytes), 1..64. */
+int coll_chunks(const hw_protocols *prot, hw_proto p, double bytes);
+
+/* Chooses for `op` on `bytes` (root for rooted operations). `algo` >= 0 fixes the
+ * algorithm, `proto` >= 0 the protocol. On success fills `out` and, if `sched` is not NULL,
+ * builds the chosen schedule into it. Returns 0, or SIM_ENOTSUP when the fixed algorithm
+ * does not implement `op` on this group. */
+int coll_select(const coll_target *t, coll_op op, double bytes, int root, int algo, int proto,
+                coll_choice *out, coll_schedule *sched);
+
+#endif

@@ -1,0 +1,184 @@
+/* Double binary tree (Sanders, Speck & Träff, "Two-tree algorithms for full bandwidth
+ * broadcast, reduction and scan", Parallel Computing 35(12), 2009; NCCL 2.4's "Tree"
+ * algorithm, NVIDIA blog "Massively Scale Your Deep Learning Training with NCCL 2.4", 2019,
+ * and NCCL src/graph/trees.cc).
+ *
+ * Shapes, as NCCL builds them (ncclGetBtree / ncclGetDtree): tree A over positions 0..n-1 is
+ * rooted at 0; a position p > 0 with lowest set bit b has parent (p ^ b) | 2b, or p ^ b when
+ * that is >= n. The root has a single child, so every odd position is a leaf and every even
+ * one interior. Tree B is A mirrored (member i of B sits where n-1-i sits in A) when n is
+ * even, and A shifted by one (member i of B sits where i-1 mod n sits in A) when n is odd.
+ * Mirrored, the leaves of B are the interior members of A, so every member is interior in
+ * exactly one tree. Shifted (odd n) that cannot hold: NCCL's shape has (n+1)/2 interior
+ * members, two trees need n+1 interior slots, and member 0 is interior in both.
+ * The height H of both trees is ceil(log2 n) (n >= 2).
+ *
+ * Each tree carries half of the data, split into C = `chunks` chunks of S/(2C); a round
+ * moves at most one chunk over each tree edge and direction, and a member forwards a chunk
+ * in the round after it has everything it needs (ASAP), so both trees run in the same rounds:
+ *   reduce up:      member m sends chunk c to its parent in round height(m) + c, i.e. once
+ *                   its children (height <= height(m) - 1) have sent theirs. A member's two
+ *                   children send to it in the same round and share its ingress port.
+ *   broadcast down: parent p sends chunk c to each child in round D + depth(p) + c.
+ * all_reduce  = reduce up then broadcast down, overlapped as NCCL's tree kernel overlaps them
+ *               (the root starts sending chunk c down as soon as it is reduced, D = H):
+ *               2H + C - 1 rounds. Over the whole operation every member sends and receives
+ *               S/2 per tree edge it touches: 2S for a member interior in one tree with two
+ *               children there, less for the roots. In the steady state an interior member
+ *               moves 4 chunks each way per round (two children's reduce chunks plus its
+ *               parent's broadcast chunk in its interior tree, one broadcast chunk in the other),
+ *               so on an ideal star T <= (2H + C - 1)·(α + 2S/(C·B)). That tends to 2S/B
+ *               for C >> H (full bandwidth, close to the ring's 2(n-1)/n·S/B, which is
+ *               Sanders et al.'s point), and its latency term at C = 1, 2·ceil(log2 n)·α,
+ *               grows with log2(n) where the ring's 2(n-1)·α grows with n.
+ * broadcast   = broadcast down both trees, each with half the data (D = 0): H + C - 1 rounds.
+ * reduce      = reduce up both trees, each with half the data: H + C - 1 rounds.
+ *               For both, the trees are re-rooted at `root`: A is rotated by root; in B the
+ *               roles of B's root position (n-1 mirrored, 1 shifted) and position 0 are swapped,
+ *               then B is rotated the same way. The root has one child in each tree and sends
+ *               (receives) S in all; a member moves at most two chunks each way per round, so
+ *               T <= (H + C - 1)·(α + S/(C·B)), tending to S/B for C >> H.
+ * NCCL uses trees for all_reduce only (broadcast/reduce run on rings); the rooted variants
+ * are this simulator's use of the same two trees, as Sanders et al. do for broadcast.
+ * NCCL builds the tree across nodes with chains inside a node; here it spans the members
+ * directly, so on a multi-node group its edges follow the group order. */
+#include "core/sim.h"
+
+#include "coll/coll-internal.h"
+
+typedef struct tree_shape {
+    int32_t *parent; /* member's parent, -1 at the root */
+    int32_t *depth;  /* edges from the root */
+    int32_t *height; /* edges on the longest path down to a leaf below the member */
+    int root;        /* member at the root */
+} tree_shape;
+
+/* Parent of position p in NCCL's binary tree of n positions rooted at 0 (ncclGetBtree). */
+static int btree_parent(int n, int p)
+{
+    if (p == 0)
+        return -1;
+    int bit = p & -p;
+    int up = (p ^ bit) | (bit << 1);
+    return up >= n ? p ^ bit : up;
+}
+
+/* Parent of position p in tree B (ncclGetDtree): mirrored for even n, shifted for odd n. */
+static int dtree_parent(int n, int p)
+{
+    if (n % 2 == 0) {
+        int u = btree_parent(n, n - 1 - p);
+        return u < 0 ? -1 : n - 1 - u;
+    }
+    int u = btree_parent(n, (p - 1 + n) % n);
+    return u < 0 ? -1 : (u + 1) % n;
+}
+
+/* Member holding position p of tree `which`: with `root` < 0, p itself; re-rooted, B first
+ * swaps position 0 with its root position, then both trees rotate by `root`. */
+static int member_of(int n, int p, int which, int pos_root, int root)
+{
+    if (root < 0)
+        return p;
+    if (which == 1)
+        p = p == 0 ? pos_root : p == pos_root ? 0 : p;
+    return (p + root) % n;
+}
+
+/* Builds tree `which` (0 = A, 1 = B) over members. With `root` < 0 the trees keep NCCL's
+ * positions (all_reduce); otherwise they are re-rooted at member `root` as explained above. */
+static void shape_init(tree_shape *t, int n, int which, int root)
+{
+    t->parent = sim_calloc((size_t)n, sizeof(*t->parent));
+    t->depth = sim_calloc((size_t)n, sizeof(*t->depth));
+    t->height = sim_calloc((size_t)n, sizeof(*t->height));
+
+    int pos_root = which == 0 ? 0 : (n % 2 == 0 ? n - 1 : 1);
+    for (int p = 0; p < n; p++) {
+        int up = which == 0 ? btree_parent(n, p) : dtree_parent(n, p);
+        int m = member_of(n, p, which, pos_root, root);
+        t->parent[m] = up < 0 ? -1 : member_of(n, up, which, pos_root, root);
+        if (up < 0)
+            t->root = m;
+    }
+
+    /* Depth by walking up (at most ceil(log2 n) steps). The same walk reaches each ancestor
+     * at distance d from m, and an ancestor's height is its largest such distance. */
+    for (int m = 0; m < n; m++) {
+        int d = 0;
+        for (int cur = m; t->parent[cur] >= 0; cur = t->parent[cur]) {
+            d++;
+            SIM_ASSERT(d < n, "tree over %d members has a cycle at member %d", n, m);
+            t->height[t->parent[cur]] = SIM_MAX(t->height[t->parent[cur]], d);
+        }
+        t->depth[m] = d;
+    }
+}
+
+static void shape_clear(tree_shape *t)
+{
+    sim_free(t->parent);
+    sim_free(t->depth);
+    sim_free(t->height);
+}
+
+static bool tree_supports(coll_op op, const coll_group *g)
+{
+    (void)g;
+    return op == COLL_ALL_REDUCE || op == COLL_BROADCAST || op == COLL_REDUCE;
+}
+
+static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
+                       int root, int chunks)
+{
+    int n = g->n;
+    SIM_ASSERT(op == COLL_ALL_REDUCE || (root >= 0 && root < n), "root %d of %d", root, n);
+    bool up = op == COLL_ALL_REDUCE || op == COLL_REDUCE;
+    bool down = op == COLL_ALL_REDUCE || op == COLL_BROADCAST;
+    tree_shape t[2];
+    for (int k = 0; k < 2; k++)
+        shape_init(&t[k], n, k, op == COLL_ALL_REDUCE ? -1 : root);
+
+    /* first round of the broadcast phase, per tree; and the number of rounds: one past the
+     * last round in which any edge still carries a chunk */
+    int down_first[2], rounds = 0;
+    for (int k = 0; k < 2; k++) {
+        down_first[k] = up && down ? t[k].height[t[k].root] : 0;
+        for (int m = 0; m < n; m++) {
+            int p = t[k].parent[m];
+            if (p < 0)
+                continue;
+            if (up)
+                rounds = SIM_MAX(rounds, t[k].height[m] + chunks);
+            if (down)
+                rounds = SIM_MAX(rounds, down_first[k] + t[k].depth[p] + chunks);
+        }
+    }
+
+    double piece = bytes / 2.0 / chunks;
+    for (int r = 0; r < rounds; r++) {
+        coll_schedule_round(s);
+        for (int k = 0; k < 2; k++) {
+            for (int m = 0; m < n; m++) {
+                int p = t[k].parent[m];
+                if (p < 0)
+                    continue;
+                int c_up = r - t[k].height[m];
+                if (up && c_up >= 0 && c_up < chunks)
+                    coll_schedule_add(s, m, p, piece);
+                int c_down = r - down_first[k] - t[k].depth[p];
+                if (down && c_down >= 0 && c_down < chunks)
+                    coll_schedule_add(s, p, m, piece);
+            }
+        }
+    }
+
+    for (int k = 0; k < 2; k++)
+        shape_clear(&t[k]);
+}
+
+const coll_algo_ops coll__tree_ops = {
+    .name = "tree",
+    .supports = tree_supports,
+    .build = tree_build,
+};

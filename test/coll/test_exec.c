@@ -1,0 +1,160 @@
+/* Collectives executed as flows on the network: the closed forms, in picoseconds. */
+#include "core/sim.h"
+
+#include <string.h>
+
+#include "coll/select.h"
+#include "test.h"
+
+static void on_done(void *ctx, uint64_t tag, sim_time now)
+{
+    (void)tag;
+    (void)now;
+    ++*(int *)ctx;
+}
+
+/* One node of n GPUs on an NVSwitch at 100 GB/s per direction, 0.5 us per hop (1 us GPU to
+ * GPU); ideal protocols: efficiency 1, no base or step latency. So α = 1 us per round. */
+static void ideal(hw_topology_spec *s, int n, bool sharp)
+{
+    memset(s, 0, sizeof *s);
+    s->nodes = 1;
+    s->gpus_per_node = n;
+    s->intra.kind = HW_INTRA_NVSWITCH;
+    s->intra.bw_Bps = 100e9;
+    s->intra.latency_ps = SIM_PS_PER_US;
+    s->intra.sharp = sharp;
+    s->pcie.gen = 5;
+    s->pcie.lanes = 16;
+    hw_protocols_defaults(&s->protocols);
+    for (int p = 0; p < HW_PROTO_COUNT; p++) {
+        s->protocols.proto[p].base_ps = 0;
+        for (int c = 0; c < HW_LINK_CLASS_COUNT; c++) {
+            s->protocols.proto[p].step_ps[c] = 0;
+            s->protocols.proto[p].efficiency[c] = 1;
+        }
+    }
+    s->protocols.nvls_efficiency = 1;
+    s->protocols.nvls_step_ps = 0;
+}
+
+typedef struct rig {
+    hw_topology_spec spec;
+    hw_topo *topo;
+    int32_t gpu[64], node[64];
+    coll_group g;
+    coll_target t;
+} rig;
+
+static void rig_init(rig *r, int n, bool sharp)
+{
+    ideal(&r->spec, n, sharp);
+    SIM_ASSERT(hw_topo_create(&r->spec, &r->topo, NULL) == 0, "topology");
+    for (int i = 0; i < n; i++) {
+        r->gpu[i] = i;
+        r->node[i] = 0;
+    }
+    int sw = sharp ? hw_topo_common_nvswitch(r->topo, r->gpu, n) : -1;
+    r->g = (coll_group){.n = n, .node = r->node, .nvls = sw >= 0};
+    r->t = (coll_target){.topo = r->topo, .protocols = &r->spec.protocols, .group = &r->g,
+                         .gpu = r->gpu, .switch_dev = sw};
+}
+
+/* Runs `algo` (with `chunks`) under Simple and returns the time in ps. */
+static sim_time run(rig *r, coll_algo algo, coll_op op, double bytes, int chunks)
+{
+    coll_schedule s;
+    coll_schedule_init(&s);
+    SIM_ASSERT(coll_build(&s, algo, op, &r->g, bytes, 0, chunks) == 0, "build");
+    sim_eventq *q = sim_eventq_create();
+    int flows = 0, seen = 0;
+    hw_net *net = hw_net_create(r->topo, q, 1, on_done, &flows);
+    coll_exec x = {.sched = &s, .gpu = r->gpu, .switch_dev = r->t.switch_dev,
+                   .proto = HW_PROTO_SIMPLE, .nvls = algo == COLL_ALGO_NVLS,
+                   .protocols = &r->spec.protocols};
+    bool done = coll_exec_start(&x, r->topo, net, 0, 0);
+    sim_time end = 0;
+    sim_event *ev;
+    while (!done && (ev = sim_eventq_pop(q)) != NULL) {
+        end = ev->time;
+        hw_net_handle(net, ev);
+        while (seen < flows && !done) {
+            seen++;
+            done = coll_exec_flow_done(&x, r->topo, net, end, 0);
+        }
+    }
+    /* the isolated estimate of the selector agrees with the replay on these uniform rounds */
+    double est = coll_estimate(&r->t, &x, &s);
+    CHECK_NEAR(est, sim_time_to_s(end), 1e-9, 2e-12 * s.n_rounds);
+    hw_net_destroy(net);
+    sim_eventq_destroy(q);
+    coll_schedule_clear(&s);
+    return end;
+}
+
+int main(void)
+{
+    rig *r = sim_calloc(1, sizeof *r);
+    const sim_time us = SIM_PS_PER_US, ms = SIM_PS_PER_MS;
+
+    /* Ring all_reduce, n = 8, S = 800 MB: 2(n-1) = 14 rounds of S/n = 100 MB at 100 GB/s
+     * (1 ms) plus α = 1 us: 14 x 1.001 ms = 14.014 ms
+     * = 2(n-1)/n · S/B + 2(n-1)·α = 14 ms + 14 us. */
+    rig_init(r, 8, false);
+    CHECK_INT_EQ(run(r, COLL_ALGO_RING, COLL_ALL_REDUCE, 800e6, 1), 14 * ms + 14 * us);
+    /* Ring all_gather, S = 800 MB (the gathered output): 7 rounds of 100 MB:
+     * (n-1)/n · S/B + (n-1)·α = 7 ms + 7 us. */
+    CHECK_INT_EQ(run(r, COLL_ALGO_RING, COLL_ALL_GATHER, 800e6, 1), 7 * ms + 7 * us);
+    /* Halving-doubling all_reduce: exchanges of S/2, S/4, S/8 then back: 2 x 700 MB at
+     * 100 GB/s = 14 ms, plus 2·log2(8) = 6 rounds of 1 us. */
+    CHECK_INT_EQ(run(r, COLL_ALGO_HD, COLL_ALL_REDUCE, 800e6, 1), 14 * ms + 6 * us);
+    /* Direct all_to_all: one round; each GPU sends 7 x 100 MB at once through its 100 GB/s
+     * port: (n-1)/n · S/B + α = 7 ms + 1 us. Pairwise: 7 rounds of 100 MB: 7 ms + 7 us. */
+    CHECK_INT_EQ(run(r, COLL_ALGO_DIRECT, COLL_ALL_TO_ALL, 800e6, 1), 7 * ms + 1 * us);
+    CHECK_INT_EQ(run(r, COLL_ALGO_PAIRWISE, COLL_ALL_TO_ALL, 800e6, 1), 7 * ms + 7 * us);
+    /* Tree latency grows with log2(n): a 64-byte all_reduce takes 2·ceil(log2 n) rounds of
+     * α at one chunk: 4 us on 4 GPUs, 6 us on 8, plus a few ns of bandwidth (each round
+     * moves at most 64 B into a port: 0.64 ns at 100 GB/s). */
+    sim_time t8 = run(r, COLL_ALGO_TREE, COLL_ALL_REDUCE, 64, 1);
+    CHECK_NEAR(t8, 6 * us, 0, 6 * 640);
+    hw_topo_destroy(r->topo);
+    rig_init(r, 4, false);
+    sim_time t4 = run(r, COLL_ALGO_TREE, COLL_ALL_REDUCE, 64, 1);
+    CHECK_NEAR(t4, 4 * us, 0, 4 * 640);
+    CHECK(t8 > t4);
+    hw_topo_destroy(r->topo);
+
+    /* NVLS, n = 8, S = 800 MB, C chunks: each GPU moves S(1 + 1/n) = 900 MB each way, fully
+     * overlapped except the pipeline's first and last rounds: (C+1)·α +
+     * (2 + (C-1)(1 + 1/n)) · S/(C·B), where α is one hop GPU-switch, 0.5 us.
+     * C = 8: 9 x 0.5 us + (2 + 7.875) x 1 ms = 9.875 ms + 4.5 us. */
+    rig_init(r, 8, true);
+    CHECK(r->g.nvls);
+    CHECK_NEAR(run(r, COLL_ALGO_NVLS, COLL_ALL_REDUCE, 800e6, 8), 9875 * us + 4500 * 1000, 0, 8);
+
+    /* auto with the default protocols: 1 GB is bandwidth-bound and NVLS (S(1 + 1/n) per
+     * direction against the ring's 2(n-1)/n · S) wins on a SHARP switch. */
+    hw_protocols_defaults(&r->spec.protocols);
+    coll_choice ch;
+    CHECK_INT_EQ(coll_select(&r->t, COLL_ALL_REDUCE, 1e9, 0, -1, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_NVLS);
+    /* without SHARP, 1 GB goes ring or halving-doubling under Simple */
+    CHECK_INT_EQ(coll_select(&r->t, COLL_ALL_REDUCE, 1e9, 0, COLL_ALGO_RING, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.proto, HW_PROTO_SIMPLE);
+    /* a fixed algorithm that cannot do the operation is refused */
+    CHECK_INT_EQ(coll_select(&r->t, COLL_ALL_GATHER, 1e9, 0, COLL_ALGO_NVLS, -1, &ch, NULL),
+                 SIM_ENOTSUP);
+    hw_topo_destroy(r->topo);
+
+    /* Without SHARP, a 64-byte all_reduce is latency-bound: LL, whose rounds cost 0.5 us of
+     * protocol step against Simple's 3 us and whose launch costs 4 us against 8 us, wins
+     * with a log2(n)-round algorithm (tree or hd: 6 rounds, not the ring's 14). */
+    rig_init(r, 8, false);
+    hw_protocols_defaults(&r->spec.protocols);
+    CHECK_INT_EQ(coll_select(&r->t, COLL_ALL_REDUCE, 64, 0, -1, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.proto, HW_PROTO_LL);
+    CHECK(ch.algo == COLL_ALGO_TREE || ch.algo == COLL_ALGO_HD);
+    hw_topo_destroy(r->topo);
+    sim_free(r);
+    return test_finish();
+}
