@@ -28,16 +28,19 @@ typedef struct plan {
     plan_coord *coords;      /* per rank */
     int64_t global_batch;    /* resolved (0 in the scenario = micro_batch x dp) */
     int64_t accum_steps;     /* micro-batches per replica per step */
-    plan_mem *mem;           /* per rank */
+    plan_mem *mem;           /* per rank: persistent bytes (trace base) at t = 0 */
+    plan_mem *peak;          /* per rank: the split at the peak of a program-order walk */
     int64_t capacity_bytes;  /* the GPU catalog's usable memory */
-    bool oom;
-    const char *binding_constraint; /* static string or NULL (see docs/memory.md) */
+    bool oom;                /* the walk's verdict (the replay re-judges on its timeline) */
+    char binding_constraint[256]; /* "" when it fits (see plan_mem_verdict) */
     trace *trace;            /* NULL when not requested */
     double model_flops_per_step;    /* all ranks together, Megatron convention */
     double hardware_flops_per_step; /* with recompute */
 } plan;
 
-/* Lays out ranks, plans memory and, when `with_trace`, generates the trace of one step.
+/* Lays out ranks, generates the trace of one step with its memory events, and judges the
+ * memory by walking each rank's ops in program order (`stepsim mem`; the replay tracks the
+ * same events in simulated time). `with_trace` false frees the trace once judged.
  * `sc` must come from the loader (validated). On success *out owns a new plan. Returns 0,
  * or SIM_EINVAL / SIM_ENOTSUP with `diag` set (file "scenario", no position) for
  * combinations the loader cannot see. */

@@ -3,7 +3,6 @@
 
 #include <string.h>
 
-#include "plan/memory.h"
 #include "plan/scenario.h"
 
 const char *plan_group_name(plan_group_class g)
@@ -19,14 +18,6 @@ const char *plan_coll_algo_name(plan_coll_algo a)
         "auto", "ring", "tree", "hd", "direct", "hierarchical", "nvls", "pairwise"};
     SIM_ASSERT(a >= 0 && a < PLAN_COLL_ALGO_COUNT, "algo %d", (int)a);
     return names[a];
-}
-
-const char *plan_mem_cat_name(plan_mem_cat c)
-{
-    static const char *const names[PLAN_MEM_COUNT] = {"params",      "grads",   "optimizer",
-                                                      "activations", "buffers", "other"};
-    SIM_ASSERT(c >= 0 && c < PLAN_MEM_COUNT, "category %d", (int)c);
-    return names[c];
 }
 
 void plan_scenario_defaults(plan_scenario *sc)

@@ -29,6 +29,7 @@ void trace_destroy(trace *t)
     for (int r = 0; r < t->n_ranks; r++) {
         sim_free(t->ranks[r].ops);
         sim_free(t->ranks[r].deps);
+        sim_free(t->ranks[r].mem);
     }
     sim_free(t->ranks);
     for (size_t g = 0; g < t->n_groups; g++)
@@ -122,11 +123,27 @@ uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *de
     *o = *op;
     o->dep_first = (uint32_t)r->n_deps;
     o->n_deps = (uint32_t)n_deps;
+    o->mem_first = (uint32_t)r->n_mem;
+    o->n_mem = 0;
     for (size_t i = 0; i < n_deps; i++) {
         SIM_ASSERT(deps[i] < idx, "rank %d op %u depends on later op %u", rank, idx, deps[i]);
         r->deps[r->n_deps++] = deps[i];
     }
     return idx;
+}
+
+void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool at_end)
+{
+    SIM_ASSERT(rank >= 0 && rank < t->n_ranks && cat >= 0 && cat < TRACE_MEM_CATS,
+               "rank %d category %d", rank, cat);
+    trace_rank *r = &t->ranks[rank];
+    SIM_ASSERT(op < r->n_ops && r->ops[op].mem_first + r->ops[op].n_mem == r->n_mem,
+               "memory events of op %u must be added before the next op", op);
+    if (bytes == 0)
+        return;
+    SIM_GROW(r->mem, r->cap_mem, r->n_mem + 1);
+    r->mem[r->n_mem++] = (trace_mem){.bytes = bytes, .cat = (uint8_t)cat, .at_end = at_end};
+    r->ops[op].n_mem++;
 }
 
 int trace__check(const trace *t)
@@ -165,6 +182,18 @@ int trace__check(const trace *t)
             }
             seen[o->coll]++;
         }
+    }
+    for (int rk = 0; rk < t->n_ranks && rc == 0; rk++) {
+        int64_t sum[TRACE_MEM_CATS] = {0};
+        const trace_rank *r = &t->ranks[rk];
+        for (size_t i = 0; i < r->n_mem; i++)
+            sum[r->mem[i].cat] += r->mem[i].bytes;
+        for (int c = 0; c < TRACE_MEM_CATS; c++)
+            if (sum[c] != 0) {
+                fprintf(stderr, "trace: rank %d leaks %lld bytes of memory category %d per step\n",
+                        rk, (long long)sum[c], c);
+                rc = -1;
+            }
     }
     for (size_t c = 0; c < t->n_colls && rc == 0; c++)
         if (seen[c] != (size_t)t->groups[t->colls[c].group].n) {

@@ -10,7 +10,11 @@
  *   member rank of its group: the instance starts when all members have reached it, and
  *   ends for all of them together. Each member rank has exactly one op per instance.
  * - One step of the trace is replayed `steps` times; each rank starts step k+1 when all of
- *   its own ops of step k have finished. */
+ *   its own ops of step k have finished.
+ * - Memory: each rank starts with its persistent bytes per category (`base_mem`, e.g. the
+ *   model states its strategy keeps) and ops carry memory events — bytes allocated (> 0) or
+ *   released (< 0) in a category when the op starts or ends. A step must release what it
+ *   allocates, so every step starts from the same level. */
 #ifndef SIM_TRACE_TRACE_H
 #define SIM_TRACE_TRACE_H
 
@@ -39,6 +43,16 @@ const char *trace_phase_name(trace_phase p); /* "fwd", "bwd", "opt", "comm" */
 #define TRACE_STREAM_COMM(cls) (1 + (cls))
 #define TRACE_STREAMS (1 + TRACE_GROUP_CLASSES)
 
+/* Memory categories: the plan's plan_mem_cat values (params, grads, optimizer, activations,
+ * buffers, other), which it checks match. */
+#define TRACE_MEM_CATS 6
+
+typedef struct trace_mem {
+    int64_t bytes;  /* > 0 allocated, < 0 released */
+    uint8_t cat;
+    uint8_t at_end; /* 0: when the op starts; 1: when it ends */
+} trace_mem;
+
 #define TRACE_NO_LAYER (-1)
 #define TRACE_NO_MICROBATCH (-1)
 #define TRACE_MEASURED_NONE (-1)
@@ -54,6 +68,7 @@ typedef struct trace_op {
     int32_t microbatch;
     uint32_t name;   /* id in the trace's name table */
     uint32_t dep_first, n_deps; /* into the rank's deps[] */
+    uint32_t mem_first, n_mem;  /* into the rank's mem[] */
     uint32_t coll;   /* collective instance (TRACE_OP_COLL) */
     double flops, model_flops, bytes;
     sim_time duration_ps; /* >= 0: a measured duration that replaces the roofline */
@@ -64,6 +79,9 @@ typedef struct trace_rank {
     size_t n_ops, cap_ops;
     uint32_t *deps;
     size_t n_deps, cap_deps;
+    trace_mem *mem;
+    size_t n_mem, cap_mem;
+    int64_t base_mem[TRACE_MEM_CATS]; /* persistent bytes per category */
 } trace_rank;
 
 typedef struct trace_group {
@@ -111,6 +129,10 @@ uint32_t trace_add_coll(trace *t, coll_op op, int algo, uint32_t group, double b
  * (indices of earlier ops of the same rank); returns the new op's index. */
 uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *deps,
                       size_t n_deps);
+
+/* Attaches a memory event to op `op` of `rank` (events of one op must be added before the
+ * rank's next op). */
+void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool at_end);
 
 /* Checks the invariants listed above (deps point backwards, every collective instance has
  * exactly one op on each member rank and on no other, streams in range). Returns 0 or -1
