@@ -110,7 +110,6 @@ static const io_notsup ns_pp = {.feature = "pipeline parallelism",
 static const io_notsup ns_ep = {.feature = "expert parallelism", .issue = "the MoE issue"};
 static const io_notsup ns_cp = {.feature = "context parallelism",
                                 .issue = "the context-parallel issue"};
-static const io_notsup ns_zero = {.feature = "ZeRO/FSDP sharding", .issue = "the sharding issue"};
 static const io_notsup ns_offload = {.feature = "optimizer offload",
                                      .issue = "the offload issue"};
 static const io_notsup ns_finetune = {.feature = "LoRA/QLoRA fine-tuning",
@@ -357,7 +356,7 @@ static const io_key parallel_keys[] = {
     {.name = "cp", .type = IO_K_INT, .offset = PA(cp), .flags = DEGREE, .notsup = &ns_cp},
     {.name = "sp", .type = IO_K_BOOL, .offset = PA(sp), .notsup = &ns_sp},
     {.name = "zero", .type = IO_K_INT, .offset = PA(zero), .flags = IO_KEY_MIN | IO_KEY_MAX,
-     .min = 0, .max = 3, .notsup = &ns_zero},
+     .min = 0, .max = 3},
     {.name = "fsdp", .type = IO_K_MAP, .map = &fsdp_map},
     {.name = "ddp", .type = IO_K_MAP, .map = &ddp_map},
     {.name = "pipeline", .type = IO_K_MAP, .map = &pipeline_map},

@@ -63,6 +63,8 @@ typedef struct rank_state {
     busy_iv *ivs;          /* compute intervals of the last step */
     size_t n_ivs, cap_ivs;
     double comm_busy_ps;   /* last step */
+    plan_mem level, peak;  /* bytes in use now, and the split at this rank's peak */
+    int8_t tail_cause;     /* last step: cause of the op that ended the rank's step */
     double comm_sent[REPLAY_COMM_COUNT]; /* bytes sent in the last step */
 } rank_state;
 
@@ -119,12 +121,43 @@ static void on_flow_done(void *ctx, uint64_t tag, sim_time now)
         finish_coll(c, ci, now);
 }
 
+static void add_memory_row(replay_results *r, int rank, sim_time t, int cat, int64_t bytes)
+{
+    SIM_GROW(r->memory, r->cap_memory, r->n_memory + 1);
+    r->memory[r->n_memory++] = (replay_memory_row){
+        .rank = rank, .t_s = sim_time_to_s(t), .category = plan_mem_cat_name((plan_mem_cat)cat),
+        .bytes = bytes};
+}
+
+/* Applies op `op`'s memory events of one side (start or end). */
+static void apply_mem(replay_ctx *c, int rank, uint32_t op, int at_end, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    const trace_op *o = &rs->tr->ops[op];
+    if (o->n_mem == 0)
+        return;
+    bool changed = false;
+    for (uint32_t k = 0; k < o->n_mem; k++) {
+        const trace_mem *e = &rs->tr->mem[o->mem_first + k];
+        if (e->at_end != at_end)
+            continue;
+        rs->level.bytes[e->cat] += e->bytes;
+        rs->level.total += e->bytes;
+        changed = true;
+        if (c->opt->timeline)
+            add_memory_row(c->res, rank, now, e->cat, rs->level.bytes[e->cat]);
+    }
+    if (changed && rs->level.total > rs->peak.total)
+        rs->peak = rs->level;
+}
+
 static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     const trace_op *o = &rs->tr->ops[op];
     rs->busy[o->stream] = true;
     rs->start[op] = now;
+    apply_mem(c, rank, op, 0, now);
     if (o->kind == TRACE_OP_COMPUTE) {
         if (rs->step == c->steps - 1) {
             /* Attribute the idle gap before this op to the dependency that finished last. */
@@ -219,6 +252,7 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
     rank_state *rs = &c->ranks[rank];
     const trace_op *o = &rs->tr->ops[op];
     rs->end[op] = now;
+    apply_mem(c, rank, op, 1, now);
     rs->busy[o->stream] = false;
     rs->stream_free[o->stream] = now;
     rs->head[o->stream]++;
@@ -247,6 +281,10 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
             try_start(c, rank, rs->tr->ops[s].stream, now);
     }
     if (rs->done_ops == rs->tr->n_ops) {
+        /* idle time after the rank's last compute op waits for whatever ended its step */
+        rs->tail_cause = o->kind == TRACE_OP_COLL
+                             ? (int8_t)cause_of_group(c->t->groups[c->t->colls[o->coll].group].cls)
+                             : REPLAY_CAUSE_OTHER;
         rs->step_end[rs->step] = now;
         if (++rs->step < c->steps)
             begin_step(c, rank, now);
@@ -398,35 +436,34 @@ static void init_colls(replay_ctx *c)
 
 /* ---- results ----------------------------------------------------------------------- */
 
-static void fill_memory(const plan *p, replay_results *r)
+/* The summary's memory keys from per-rank peaks (the replay's timeline, or the plan's
+ * program-order walk for `stepsim mem`): the worst rank (lowest on ties), its split at that
+ * instant, the verdict. Also the initial rows of the memory table. */
+static void fill_memory(const plan *p, const plan_mem *peaks, replay_results *r)
 {
     replay_summary *s = &r->summary;
-    int peak_rank = 0;
+    int worst = 0;
     for (int k = 1; k < p->n_ranks; k++)
-        if (p->mem[k].total > p->mem[peak_rank].total)
-            peak_rank = k;
-    s->peak_mem_bytes = p->mem[peak_rank].total;
-    memcpy(s->mem_bytes, p->mem[peak_rank].bytes, sizeof s->mem_bytes);
+        if (peaks[k].total > peaks[worst].total)
+            worst = k;
+    s->peak_mem_bytes = peaks[worst].total;
+    memcpy(s->mem_bytes, peaks[worst].bytes, sizeof s->mem_bytes);
     s->capacity_bytes = p->capacity_bytes;
-    s->binding_constraint = p->binding_constraint;
-    s->status = p->oom ? REPLAY_STATUS_OOM : REPLAY_STATUS_OK;
+    char why[256];
+    bool oom = plan_mem_verdict(&peaks[worst], p->capacity_bytes, why, sizeof why);
+    s->binding_constraint = oom ? replay_results_intern(r, why) : NULL;
+    s->status = oom ? REPLAY_STATUS_OOM : REPLAY_STATUS_OK;
     s->gpus = p->n_ranks;
     snprintf(s->name, sizeof s->name, "%s", p->sc->name);
     s->steps = p->sc->simulation.steps;
-
-    r->n_memory = 0;
-    for (int k = 0; k < p->n_ranks; k++)
-        for (int cat = 0; cat < PLAN_MEM_COUNT; cat++) {
-            SIM_GROW(r->memory, r->cap_memory, r->n_memory + 1);
-            r->memory[r->n_memory++] = (replay_memory_row){
-                .rank = k, .t_s = 0, .category = plan_mem_cat_name((plan_mem_cat)cat),
-                .bytes = p->mem[k].bytes[cat]};
-        }
 }
 
 void replay_memory_only(const plan *p, replay_results *out)
 {
-    fill_memory(p, out);
+    fill_memory(p, p->peak, out);
+    for (int k = 0; k < p->n_ranks; k++)
+        for (int cat = 0; cat < PLAN_MEM_COUNT; cat++)
+            add_memory_row(out, k, 0, cat, p->mem[k].bytes[cat]);
 }
 
 static void add_bubble(replay_results *r, int rank, int step, sim_time a, sim_time b, int cause,
@@ -503,7 +540,10 @@ static void summarize(replay_ctx *c)
                        SIM_MIN(iv->start, w1), iv->cause, rank_idle);
             cursor = SIM_MAX(cursor, b);
         }
-        add_bubble(r, rk, steps, cursor, w1, REPLAY_CAUSE_OTHER, rank_idle);
+        /* until the rank ends its own step: what ended it; after that: waiting for others */
+        sim_time own = SIM_MIN(SIM_MAX(rs->step_end[steps - 1], cursor), w1);
+        add_bubble(r, rk, steps, cursor, own, rs->tail_cause, rank_idle);
+        add_bubble(r, rk, steps, own, w1, REPLAY_CAUSE_OTHER, rank_idle);
         double idle = 0;
         for (int k = 0; k < REPLAY_CAUSE_COUNT; k++) {
             idle += rank_idle[k];
@@ -517,8 +557,8 @@ static void summarize(replay_ctx *c)
             .pp = pc->c[PLAN_GROUP_PP], .ep = pc->c[PLAN_GROUP_EP], .cp = pc->c[PLAN_GROUP_CP],
             .compute_s = busy / SIM_PS_PER_S, .comm_s = rs->comm_busy_ps / SIM_PS_PER_S,
             .idle_s = idle / SIM_PS_PER_S, .bubble_s = idle / SIM_PS_PER_S,
-            .peak_mem_bytes = p->mem[rk].total};
-        memcpy(row->mem, p->mem[rk].bytes, sizeof row->mem);
+            .peak_mem_bytes = rs->peak.total};
+        memcpy(row->mem, rs->peak.bytes, sizeof row->mem);
         for (int g = 0; g < REPLAY_COMM_COUNT; g++)
             s->comm_bytes_per_gpu[g] += rs->comm_sent[g] / p->n_ranks;
     }
@@ -563,6 +603,11 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     for (int r = 0; r < p->n_ranks; r++)
         init_rank(&c, r);
     init_colls(&c);
+    for (int r = 0; r < p->n_ranks; r++) {
+        c.ranks[r].level = c.ranks[r].peak = p->mem[r];
+        for (int cat = 0; cat < PLAN_MEM_COUNT; cat++)
+            add_memory_row(out, r, 0, cat, p->mem[r].bytes[cat]);
+    }
     for (int r = 0; r < p->n_ranks; r++)
         begin_step(&c, r, 0);
 
@@ -586,7 +631,11 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         SIM_ASSERT(c.ranks[r].step == c.steps, "rank %d stalled in step %d (deadlock in the "
                    "trace)", r, c.ranks[r].step + 1);
 
-    fill_memory(p, out);
+    plan_mem *peaks = sim_calloc((size_t)p->n_ranks, sizeof *peaks);
+    for (int r = 0; r < p->n_ranks; r++)
+        peaks[r] = c.ranks[r].peak;
+    fill_memory(p, peaks, out);
+    sim_free(peaks);
     summarize(&c);
     out->events = sim_eventq_pushed(c.q);
     clock_gettime(CLOCK_MONOTONIC, &t1);

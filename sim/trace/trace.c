@@ -123,7 +123,7 @@ uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *de
     *o = *op;
     o->dep_first = (uint32_t)r->n_deps;
     o->n_deps = (uint32_t)n_deps;
-    o->mem_first = (uint32_t)r->n_mem;
+    o->mem_first = 0;
     o->n_mem = 0;
     for (size_t i = 0; i < n_deps; i++) {
         SIM_ASSERT(deps[i] < idx, "rank %d op %u depends on later op %u", rank, idx, deps[i]);
@@ -137,13 +137,38 @@ void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool
     SIM_ASSERT(rank >= 0 && rank < t->n_ranks && cat >= 0 && cat < TRACE_MEM_CATS,
                "rank %d category %d", rank, cat);
     trace_rank *r = &t->ranks[rank];
-    SIM_ASSERT(op < r->n_ops && r->ops[op].mem_first + r->ops[op].n_mem == r->n_mem,
-               "memory events of op %u must be added before the next op", op);
+    SIM_ASSERT(op < r->n_ops, "memory event for op %u of %zu", op, r->n_ops);
     if (bytes == 0)
         return;
     SIM_GROW(r->mem, r->cap_mem, r->n_mem + 1);
-    r->mem[r->n_mem++] = (trace_mem){.bytes = bytes, .cat = (uint8_t)cat, .at_end = at_end};
-    r->ops[op].n_mem++;
+    r->mem[r->n_mem++] = (trace_mem){.bytes = bytes, .op = op, .cat = (uint8_t)cat,
+                                     .at_end = at_end};
+}
+
+void trace_finish(trace *t)
+{
+    for (int rk = 0; rk < t->n_ranks; rk++) {
+        trace_rank *r = &t->ranks[rk];
+        for (size_t i = 0; i < r->n_ops; i++)
+            r->ops[i].n_mem = 0;
+        for (size_t i = 0; i < r->n_mem; i++)
+            r->ops[r->mem[i].op].n_mem++;
+        uint32_t pos = 0;
+        for (size_t i = 0; i < r->n_ops; i++) {
+            r->ops[i].mem_first = pos;
+            pos += r->ops[i].n_mem;
+        }
+        trace_mem *sorted = sim_calloc(r->n_mem + 1, sizeof *sorted);
+        uint32_t *fill = sim_calloc(r->n_ops + 1, sizeof *fill);
+        for (size_t i = 0; i < r->n_mem; i++) {
+            const trace_mem *e = &r->mem[i];
+            sorted[r->ops[e->op].mem_first + fill[e->op]++] = *e;
+        }
+        sim_free(fill);
+        sim_free(r->mem);
+        r->mem = sorted;
+        r->cap_mem = r->n_mem + 1;
+    }
 }
 
 int trace__check(const trace *t)

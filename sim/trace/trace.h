@@ -49,6 +49,7 @@ const char *trace_phase_name(trace_phase p); /* "fwd", "bwd", "opt", "comm" */
 
 typedef struct trace_mem {
     int64_t bytes;  /* > 0 allocated, < 0 released */
+    uint32_t op;    /* the op it belongs to */
     uint8_t cat;
     uint8_t at_end; /* 0: when the op starts; 1: when it ends */
 } trace_mem;
@@ -68,7 +69,7 @@ typedef struct trace_op {
     int32_t microbatch;
     uint32_t name;   /* id in the trace's name table */
     uint32_t dep_first, n_deps; /* into the rank's deps[] */
-    uint32_t mem_first, n_mem;  /* into the rank's mem[] */
+    uint32_t mem_first, n_mem;  /* into the rank's mem[] (valid after trace_finish) */
     uint32_t coll;   /* collective instance (TRACE_OP_COLL) */
     double flops, model_flops, bytes;
     sim_time duration_ps; /* >= 0: a measured duration that replaces the roofline */
@@ -130,9 +131,12 @@ uint32_t trace_add_coll(trace *t, coll_op op, int algo, uint32_t group, double b
 uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *deps,
                       size_t n_deps);
 
-/* Attaches a memory event to op `op` of `rank` (events of one op must be added before the
- * rank's next op). */
+/* Attaches a memory event to op `op` of `rank` (any existing op, in any order). */
 void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool at_end);
+
+/* Indexes the memory events by op (stable: events of one op keep the order they were added
+ * in). Call once the trace is complete, before replaying or checking it. */
+void trace_finish(trace *t);
 
 /* Checks the invariants listed above (deps point backwards, every collective instance has
  * exactly one op on each member rank and on no other, streams in range). Returns 0 or -1

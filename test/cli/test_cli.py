@@ -215,7 +215,7 @@ def shipped():
     check(0 < flag.get("mfu", 0) < 1, "flagship MFU in (0, 1)")
     rc, out, err = run("mem", os.path.join(sc, "qwen3-4b-2x4090-ddp.yaml"), "--json")
     m = json.loads(out) if rc == 0 else {}
-    check(m.get("status") == "oom" and m.get("binding_constraint") == "model_states",
+    check(m.get("status") == "oom" and (m.get("binding_constraint") or "").startswith("model states"),
           "Qwen3-4B DDP on 24 GB is OOM, bound by model states: %s" % m)
 
 

@@ -74,6 +74,7 @@ static plan *make_plan(const plan_scenario *sc, trace *t)
     p->accum_steps = 1;
     p->mem = sim_calloc(2, sizeof *p->mem);
     p->capacity_bytes = sc->topology.gpu.memory_bytes;
+    trace_finish(t);
     p->trace = t;
     CHECK_INT_EQ(hw_topo_create(&sc->topology, &p->topo, NULL), 0);
     for (int r = 0; r < 2; r++)
@@ -109,6 +110,7 @@ int main(void)
             op = compute(t, "optimizer", 0, HW_OP_VECTOR);
             trace_add_op(t, r, &op, &b, 1);
         }
+        trace_finish(t);
         CHECK_INT_EQ(trace__check(t), 0);
         plan *p = make_plan(&sc, t);
         replay_results *res = replay_results_create();

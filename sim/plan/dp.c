@@ -1,0 +1,532 @@
+/* Traces of the data-parallel family: single GPU, DDP, ZeRO-1/2, ZeRO-3 / FSDP full shard
+ * and hybrid shard (docs/strategies.md). Each rank runs A = global_batch / (micro_batch x dp)
+ * micro-batches of forward and backward over units — the embedding, each layer, the head —
+ * then the optimizer.
+ *
+ * DDP      gradients all-reduced in buckets of parallel.ddp.bucket bytes, filled in backward
+ *          order on the last micro-batch only (no_sync before), each issued as its last
+ *          gradient appears (overlap) or after backward; optimizer on all parameters.
+ *          Per GPU per step: 2 x 2P(n-1)/n bytes sent (ring all-reduce of 2P).
+ * ZeRO-1   (Megatron's distributed optimizer) the same buckets reduce-scattered, the optimizer
+ *          updates the rank's 1/n shard, then the 16-bit parameters are all-gathered in
+ *          buckets. 2P(n-1)/n + 2P(n-1)/n sent. Gradients stay whole.
+ * ZeRO-2   as ZeRO-1, but gradients are sharded: buckets are reduce-scattered on every
+ *          micro-batch (DeepSpeed reduces at each micro-step) and a bucket's whole gradients
+ *          live only until its reduce-scatter ends.
+ * ZeRO-3 / FSDP full shard: before each unit's forward its parameters are all-gathered
+ *          (2 P_u), and again before its backward unless reshard_after_forward is false; the
+ *          unit's gradients are reduce-scattered right after its backward. Prefetch k: the
+ *          gather of unit i may start once unit i-k-1 has finished (at most k+1 gathered units
+ *          in flight), so with k >= 1 the gather of the next unit overlaps this unit's compute.
+ *          Every micro-batch gathers and reduce-scatters again, as PyTorch FSDP does without
+ *          no_sync. Per GPU per step with A = 1: 3 x 2P(n-1)/n.
+ * Hybrid   FSDP's HYBRID_SHARD: shard inside a node (gathers and reduce-scatters over the
+ *          node's ranks), then all-reduce each gradient shard across nodes.
+ *
+ * Memory events: a unit's stored activations are allocated when its forward ends and freed
+ * when its backward ends (full recompute rebuilds the rest of the layer's activations for
+ * the length of its backward); FSDP's gathered parameters and unsharded gradients, and
+ * ZeRO-2's bucket gradients, are buffers that live from their gather (or production) to
+ * their release. */
+#include "core/sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "plan/plan-internal.h"
+
+_Static_assert(TRACE_MEM_CATS == PLAN_MEM_COUNT, "trace and plan memory categories");
+
+typedef struct unit {
+    model_block blk;
+    int layer;          /* TRACE_NO_LAYER for embedding and head */
+    int64_t params;     /* parameters the unit owns (gathered by FSDP) */
+    double act;         /* activation bytes kept for backward, per micro-batch */
+    double act_extra;   /* full recompute: bytes rebuilt for the backward */
+} unit;
+
+typedef struct span {
+    uint32_t first, last; /* ops of one unit's forward or backward on the compute stream */
+} span;
+
+typedef struct coll_seq {
+    uint32_t *ids;   /* collective instances of one group, in emission order */
+    size_t n, cap;
+} coll_seq;
+
+typedef struct gen {
+    plan *p;
+    const plan_scenario *sc;
+    trace *t;
+    model_shape sh;
+    int rank;
+    int zero;
+    int64_t A;          /* micro-batches per step */
+    int n;              /* ranks sharing a shard (the dp group, or the node for hybrid) */
+    bool hybrid;
+    uint32_t g_shard, g_rep; /* process groups of this rank (g_rep: hybrid only) */
+    coll_seq *seq;      /* per group */
+    int *seq_pos;       /* per group: instances used so far by this rank */
+    unit *units;
+    int n_units;
+    double wbytes, gbytes; /* bytes per parameter: 16-bit weights, gradients */
+    /* bucketing (ZeRO <= 2) */
+    double fill;
+    double *deferred;   /* bucket sizes waiting for the end of backward (overlap: false) */
+    size_t n_deferred, cap_deferred;
+    bool have_last_coll;
+    uint32_t last_coll;
+    double model_flops, hardware_flops;
+} gen;
+
+/* ---- helpers ------------------------------------------------------------------------ */
+
+static int64_t ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* The instance for this rank's next collective on `group` (shared by all its members). */
+static uint32_t coll_next(gen *g, uint32_t group, coll_op op, double bytes)
+{
+    coll_seq *s = &g->seq[group];
+    size_t k = (size_t)g->seq_pos[group]++;
+    if (k == s->n) {
+        SIM_GROW(s->ids, s->cap, s->n + 1);
+        s->ids[s->n++] = trace_add_coll(g->t, op, g->sc->collectives[PLAN_GROUP_DP], group, bytes, 0);
+    }
+    SIM_ASSERT(g->t->colls[s->ids[k]].op == op && g->t->colls[s->ids[k]].bytes == bytes,
+               "rank %d diverges from its group's collective sequence", g->rank);
+    return s->ids[k];
+}
+
+static uint32_t add_coll_op(gen *g, uint32_t group, coll_op op, double bytes, const char *name,
+                            int layer, int mb, const uint32_t *deps, size_t n_deps)
+{
+    trace_op o = {
+        .kind = TRACE_OP_COLL,
+        .stream = TRACE_STREAM_COMM(PLAN_GROUP_DP),
+        .phase = TRACE_PHASE_COMM,
+        .layer = layer,
+        .microbatch = mb,
+        .name = trace_intern(g->t, name),
+        .coll = coll_next(g, group, op, bytes),
+        .bytes = bytes,
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    uint32_t idx = trace_add_op(g->t, g->rank, &o, deps, n_deps);
+    g->last_coll = idx;
+    g->have_last_coll = true;
+    return idx;
+}
+
+static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int layer, int mb,
+                            bool recompute, const uint32_t *deps, size_t n_deps)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", recompute ? "recompute." : "", mo->name);
+    trace_op op = {
+        .kind = TRACE_OP_COMPUTE,
+        .stream = TRACE_STREAM_COMPUTE,
+        .phase = (uint8_t)phase,
+        .cls = (uint8_t)mo->cls,
+        .dtype = (uint8_t)g->sh.dtype,
+        .recompute = recompute,
+        .layer = layer,
+        .microbatch = mb,
+        .name = trace_intern(g->t, name),
+        .flops = mo->flops,
+        .model_flops = mo->model_flops,
+        .bytes = mo->bytes,
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    if (!recompute)
+        g->model_flops += mo->model_flops;
+    g->hardware_flops += mo->model_flops;
+    return trace_add_op(g->t, g->rank, &op, deps, n_deps);
+}
+
+/* ---- gradient buckets (DDP, ZeRO-1/2) ------------------------------------------------ */
+
+static void bucket_coll(gen *g, double bytes, uint32_t dep, int mb)
+{
+    char name[40];
+    snprintf(name, sizeof name, "grad_bucket");
+    coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
+    uint32_t c = add_coll_op(g, g->g_shard, op, bytes, name, TRACE_NO_LAYER, mb, &dep, 1);
+    if (g->zero == 2) /* the bucket's whole gradients are released once reduce-scattered */
+        trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);
+}
+
+/* A weight-gradient kernel produced `params` gradients: fill the open bucket. */
+static void bucket_grads(gen *g, uint32_t op, int64_t params, int mb)
+{
+    double bytes = (double)params * g->gbytes;
+    if (g->zero == 2)
+        trace_add_mem(g->t, g->rank, op, PLAN_MEM_BUFFERS, (int64_t)bytes, true);
+    g->fill += bytes;
+    if (g->fill < (double)g->sc->parallel.ddp.bucket_bytes)
+        return;
+    if (g->sc->parallel.ddp.overlap) {
+        bucket_coll(g, g->fill, op, mb);
+    } else {
+        SIM_GROW(g->deferred, g->cap_deferred, g->n_deferred + 1);
+        g->deferred[g->n_deferred++] = g->fill;
+    }
+    g->fill = 0;
+}
+
+static void bucket_flush(gen *g, uint32_t last_bwd, int mb)
+{
+    for (size_t b = 0; b < g->n_deferred; b++)
+        bucket_coll(g, g->deferred[b], last_bwd, mb);
+    g->n_deferred = 0;
+    if (g->fill > 0)
+        bucket_coll(g, g->fill, last_bwd, mb);
+    g->fill = 0;
+}
+
+/* ---- forward and backward of one unit ------------------------------------------------ */
+
+static span emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t n_deps)
+{
+    model_op_list ops;
+    model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
+    span s = {0};
+    for (int i = 0; i < ops.n; i++) {
+        uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_FWD, u->layer, mb, false,
+                                   i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
+        if (i == 0)
+            s.first = idx;
+        s.last = idx;
+    }
+    trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
+    return s;
+}
+
+static span emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_t *deps,
+                     size_t n_deps)
+{
+    model_op_list ops;
+    span s = {0};
+    bool first = true;
+    model_recompute rc = g->sc->training.recompute;
+    if (u->blk == MODEL_BLOCK_LAYER && rc != MODEL_RECOMPUTE_NONE) {
+        model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
+        for (int i = 0; i < ops.n; i++) {
+            if (rc == MODEL_RECOMPUTE_SELECTIVE && !ops.op[i].attn_core)
+                continue;
+            uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, true,
+                                       first ? deps : NULL, first ? n_deps : 0);
+            if (first) {
+                s.first = idx;
+                trace_add_mem(g->t, g->rank, idx, PLAN_MEM_ACTIVATIONS, (int64_t)u->act_extra,
+                              false);
+            }
+            first = false;
+        }
+    }
+    model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
+    for (int i = 0; i < ops.n; i++) {
+        uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, false,
+                                   first ? deps : NULL, first ? n_deps : 0);
+        if (first)
+            s.first = idx;
+        first = false;
+        s.last = idx;
+        if (bucketing && ops.op[i].grad_params > 0)
+            bucket_grads(g, idx, ops.op[i].grad_params, mb);
+    }
+    trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);
+    if (s.first != s.last || u->act_extra > 0)
+        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act_extra, true);
+    return s;
+}
+
+/* Gradient bytes the unit's backward produces (its owned parameters; a tied LM head's
+ * gradient belongs to the embedding). */
+static double unit_grad_bytes(const gen *g, const unit *u)
+{
+    model_op_list ops;
+    model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
+    double p = 0;
+    for (int i = 0; i < ops.n; i++)
+        p += (double)ops.op[i].grad_params;
+    return p * g->gbytes;
+}
+
+/* ---- one rank ------------------------------------------------------------------------ */
+
+static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
+{
+    const plan_training *t = &g->sc->training;
+    double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
+    double sb = t->optimizer_state == PLAN_STATE_FP32 ? 4
+              : t->optimizer_state == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
+    /* per parameter: read the gradient twice (global-norm clipping, then the update), read
+     * and write the 16-bit weights, the fp32 master copy and every optimizer state */
+    double per = 2.0 * g->gbytes + 2.0 * g->wbytes + 2.0 * states * sb +
+                 (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0);
+    double flops_per = t->optimizer == PLAN_OPT_ADAM ? 12 : 4;
+    int shard = g->zero >= 1 ? g->n : 1;
+    uint32_t last = 0;
+    for (int i = 0; i < g->n_units; i++) {
+        const unit *u = &g->units[i];
+        double params = (double)ceil_div(u->params, shard);
+        trace_op op = {
+            .kind = TRACE_OP_COMPUTE,
+            .stream = TRACE_STREAM_COMPUTE,
+            .phase = TRACE_PHASE_OPT,
+            .cls = HW_OP_VECTOR,
+            .dtype = HW_DTYPE_FP32,
+            .layer = u->layer,
+            .microbatch = TRACE_NO_MICROBATCH,
+            .name = trace_intern(g->t, u->blk == MODEL_BLOCK_EMBED   ? "optimizer.embed"
+                                       : u->blk == MODEL_BLOCK_HEAD ? "optimizer.head"
+                                                                    : "optimizer.layer"),
+            .flops = flops_per * params,
+            .bytes = per * params,
+            .duration_ps = TRACE_MEASURED_NONE,
+        };
+        last = trace_add_op(g->t, g->rank, &op, i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
+    }
+    return last;
+}
+
+static void gen_bucketed(gen *g)
+{
+    uint32_t last_bwd = 0;
+    for (int64_t mb = 0; mb < g->A; mb++) {
+        int m = (int)mb;
+        bool bucketing = g->n > 1 && (g->zero == 2 || mb == g->A - 1);
+        for (int i = 0; i < g->n_units; i++)
+            emit_fwd(g, &g->units[i], m, NULL, 0);
+        for (int i = g->n_units - 1; i >= 0; i--)
+            last_bwd = emit_bwd(g, &g->units[i], m, bucketing, NULL, 0).last;
+        if (bucketing)
+            bucket_flush(g, last_bwd, m);
+    }
+    uint32_t deps[2] = {last_bwd, 0};
+    size_t nd = 1;
+    if (g->have_last_coll)
+        deps[nd++] = g->last_coll;
+    uint32_t opt = emit_optimizer(g, deps, nd);
+    if (g->zero >= 1 && g->n > 1) {
+        /* gather the updated 16-bit parameters, in buckets of the same size */
+        double total = 0;
+        for (int i = 0; i < g->n_units; i++)
+            total += (double)g->units[i].params * g->wbytes;
+        double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
+        for (double done = 0; done < total; done += bucket)
+            add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
+                        "param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
+    }
+}
+
+static void gen_fsdp(gen *g)
+{
+    const plan_parallel *par = &g->sc->parallel;
+    int U = g->n_units, k = par->fsdp.prefetch;
+    bool reshard = par->fsdp.reshard_after_forward;
+    uint32_t *ag = sim_calloc((size_t)U, sizeof *ag);
+    span *fwd = sim_calloc((size_t)U, sizeof *fwd), *bwd = sim_calloc((size_t)U, sizeof *bwd);
+    uint32_t last = 0;
+    for (int64_t mb = 0; mb < g->A; mb++) {
+        int m = (int)mb;
+        /* forward: the gather of unit i waits for unit i-k-1's forward (k + 1 in flight) */
+        int issued = 0;
+        for (int f = 0; f < U; f++) {
+            while (issued < U && issued <= f + k) {
+                const unit *u = &g->units[issued];
+                uint32_t dep = issued - k - 1 >= 0 ? fwd[issued - k - 1].last : 0;
+                ag[issued] = add_coll_op(g, g->g_shard, COLL_ALL_GATHER, (double)u->params * g->wbytes,
+                                         "fsdp.gather", u->layer, m, &dep, issued - k - 1 >= 0);
+                trace_add_mem(g->t, g->rank, ag[issued], PLAN_MEM_BUFFERS,
+                              (int64_t)((double)u->params * g->wbytes), false);
+                issued++;
+            }
+            fwd[f] = emit_fwd(g, &g->units[f], m, &ag[f], 1);
+            if (reshard)
+                trace_add_mem(g->t, g->rank, fwd[f].last, PLAN_MEM_BUFFERS,
+                              -(int64_t)((double)g->units[f].params * g->wbytes), true);
+        }
+        /* backward in reverse unit order: b-th backward is unit U-1-b */
+        issued = 0;
+        for (int b = 0; b < U; b++) {
+            int ui = U - 1 - b;
+            const unit *u = &g->units[ui];
+            if (reshard) { /* the same window over the backward order */
+                while (issued < U && issued <= b + k) {
+                    const unit *v = &g->units[U - 1 - issued];
+                    uint32_t dep = issued - k - 1 >= 0 ? bwd[U - 1 - (issued - k - 1)].last : 0;
+                    ag[U - 1 - issued] = add_coll_op(
+                        g, g->g_shard, COLL_ALL_GATHER, (double)v->params * g->wbytes,
+                        "fsdp.gather", v->layer, m, &dep, issued - k - 1 >= 0);
+                    trace_add_mem(g->t, g->rank, ag[U - 1 - issued], PLAN_MEM_BUFFERS,
+                                  (int64_t)((double)v->params * g->wbytes), false);
+                    issued++;
+                }
+            }
+            bwd[ui] = emit_bwd(g, u, m, false, reshard ? &ag[ui] : NULL, reshard ? 1 : 0);
+            double gb = unit_grad_bytes(g, u);
+            /* unsharded gradients live from the unit's backward to its reduce-scatter */
+            trace_add_mem(g->t, g->rank, bwd[ui].first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
+            trace_add_mem(g->t, g->rank, bwd[ui].last, PLAN_MEM_BUFFERS,
+                          -(int64_t)((double)u->params * g->wbytes), true);
+            uint32_t rs = add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, gb, "fsdp.reduce_scatter",
+                                      u->layer, m, &bwd[ui].last, 1);
+            trace_add_mem(g->t, g->rank, rs, PLAN_MEM_BUFFERS, -(int64_t)gb, true);
+            last = bwd[ui].last;
+            if (g->hybrid)
+                add_coll_op(g, g->g_rep, COLL_ALL_REDUCE, gb / g->n, "hsdp.all_reduce",
+                            u->layer, m, &rs, 1);
+        }
+    }
+    uint32_t deps[2] = {last, g->last_coll};
+    emit_optimizer(g, deps, g->have_last_coll ? 2 : 1);
+    sim_free(ag);
+    sim_free(fwd);
+    sim_free(bwd);
+}
+
+/* ---- set-up -------------------------------------------------------------------------- */
+
+static double state_bytes(plan_state_dtype d)
+{
+    return d == PLAN_STATE_FP32 ? 4 : d == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
+}
+
+/* Persistent bytes per rank: model states sharded per the strategy, DDP buckets, framework. */
+static void persistent(gen *g, plan_mem *m)
+{
+    const plan_training *t = &g->sc->training;
+    model_params mp;
+    model_count_params(&g->sc->model, &mp);
+    int64_t P = mp.total;
+    double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
+    double K = states * state_bytes(t->optimizer_state) +
+               (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
+    int64_t Pn = ceil_div(P, g->n);
+    memset(m, 0, sizeof *m);
+    m->bytes[PLAN_MEM_PARAMS] = (int64_t)((double)(g->zero == 3 ? Pn : P) * g->wbytes);
+    m->bytes[PLAN_MEM_GRADS] = (int64_t)((double)(g->zero >= 2 ? Pn : P) * g->gbytes);
+    m->bytes[PLAN_MEM_OPTIMIZER] = (int64_t)((double)(g->zero >= 1 ? Pn : P) * K + 0.5);
+    /* DDP and ZeRO-1 fill buckets while the previous is reduced: two buckets in flight;
+     * gradients are otherwise viewed in place (gradient_as_bucket_view, Megatron's buffer) */
+    if (g->n > 1 && g->zero <= 1)
+        m->bytes[PLAN_MEM_BUFFERS] =
+            (int64_t)SIM_MIN(2.0 * (double)g->sc->parallel.ddp.bucket_bytes, (double)P * g->gbytes);
+    m->bytes[PLAN_MEM_OTHER] = PLAN_FRAMEWORK_BYTES + (g->p->n_ranks > 1 ? PLAN_NCCL_BUFFER_BYTES : 0);
+    for (int c = 0; c < PLAN_MEM_COUNT; c++)
+        m->total += m->bytes[c];
+}
+
+static void build_units(gen *g)
+{
+    const plan_scenario *sc = g->sc;
+    model_params mp;
+    model_count_params(&sc->model, &mp);
+    int L = sc->model.layers;
+    g->n_units = L + 2;
+    g->units = sim_calloc((size_t)g->n_units, sizeof *g->units);
+    double layer_act = model_layer_activation_bytes(&sc->model, &g->sh, sc->training.recompute);
+    double extra = sc->training.recompute == MODEL_RECOMPUTE_FULL
+                       ? model_layer_activation_bytes(&sc->model, &g->sh, MODEL_RECOMPUTE_NONE) -
+                             layer_act
+                       : 0;
+    g->units[0] = (unit){.blk = MODEL_BLOCK_EMBED, .layer = TRACE_NO_LAYER,
+                         .params = mp.embedding,
+                         .act = model_embed_activation_bytes(&sc->model, &g->sh)};
+    for (int l = 0; l < L; l++)
+        g->units[1 + l] = (unit){.blk = MODEL_BLOCK_LAYER, .layer = l, .params = mp.per_layer,
+                                 .act = layer_act, .act_extra = extra};
+    g->units[L + 1] = (unit){.blk = MODEL_BLOCK_HEAD, .layer = TRACE_NO_LAYER,
+                             .params = mp.final_norm + mp.head,
+                             .act = model_head_activation_bytes(&sc->model, &g->sh)};
+}
+
+int plan__dp_trace(plan *p, sim_diag *diag)
+{
+    const plan_scenario *sc = p->sc;
+    gen g = {.p = p, .sc = sc, .zero = sc->parallel.zero, .A = p->accum_steps};
+    g.sh = (model_shape){.micro_batch = sc->training.micro_batch,
+                         .seq_len = sc->training.seq_len,
+                         .tp = sc->parallel.tp,
+                         .sp = sc->parallel.sp,
+                         .dtype = sc->training.precision,
+                         .flash_attention = sc->training.flash_attention};
+    g.wbytes = sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);
+    g.gbytes = hw_dtype_bytes(sc->training.grad_dtype);
+    int n = p->n_ranks;
+    g.hybrid = g.zero == 3 && sc->parallel.fsdp.hybrid_shard && n > 1;
+    if (g.hybrid && p->coords[n - 1].node == p->coords[0].node)
+        g.hybrid = false; /* one node: hybrid shard is full shard */
+
+    /* process groups: one dp group, or per node shard groups and cross-node replica groups */
+    int per_node = n, nodes = 1;
+    if (g.hybrid) {
+        per_node = 0;
+        while (per_node < n && p->coords[per_node].node == p->coords[0].node)
+            per_node++;
+        nodes = n / per_node;
+        for (int r = 0; r < n; r++)
+            if (n % per_node != 0 || p->coords[r].node != p->coords[r - r % per_node].node)
+                return sim_diag_error(diag, "scenario", 0, 0,
+                                      "hybrid_shard needs the same number of ranks on every "
+                                      "node (rank %d breaks the pattern)", r);
+    }
+    g.n = g.hybrid ? per_node : n;
+    g.t = trace_create(n);
+    int32_t *members = sim_calloc((size_t)n, sizeof *members);
+    uint32_t *shard_of = sim_calloc((size_t)n, sizeof *shard_of);
+    uint32_t *rep_of = sim_calloc((size_t)n, sizeof *rep_of);
+    for (int s = 0; s < nodes; s++) {
+        for (int i = 0; i < g.n; i++)
+            members[i] = s * g.n + i;
+        uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, g.n, members);
+        for (int i = 0; i < g.n; i++)
+            shard_of[s * g.n + i] = gid;
+    }
+    if (g.hybrid)
+        for (int i = 0; i < g.n; i++) {
+            for (int s = 0; s < nodes; s++)
+                members[s] = s * g.n + i;
+            uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, nodes, members);
+            for (int s = 0; s < nodes; s++)
+                rep_of[s * g.n + i] = gid;
+        }
+    g.seq = sim_calloc(g.t->n_groups, sizeof *g.seq);
+    g.seq_pos = sim_calloc(g.t->n_groups, sizeof *g.seq_pos);
+    build_units(&g);
+    p->mem = sim_calloc((size_t)n, sizeof *p->mem);
+    for (int r = 0; r < n; r++) {
+        g.rank = r;
+        g.g_shard = shard_of[r];
+        g.g_rep = rep_of[r];
+        g.have_last_coll = false;
+        g.fill = 0;
+        g.n_deferred = 0;
+        memset(g.seq_pos, 0, g.t->n_groups * sizeof *g.seq_pos);
+        persistent(&g, &p->mem[r]);
+        memcpy(g.t->ranks[r].base_mem, p->mem[r].bytes, sizeof g.t->ranks[r].base_mem);
+        if (g.zero == 3 && n > 1)
+            gen_fsdp(&g);
+        else
+            gen_bucketed(&g);
+    }
+    trace_finish(g.t);
+    p->trace = g.t;
+    p->model_flops_per_step = g.model_flops;
+    p->hardware_flops_per_step = g.hardware_flops;
+    for (size_t i = 0; i < g.t->n_groups; i++)
+        sim_free(g.seq[i].ids);
+    sim_free(g.seq);
+    sim_free(g.seq_pos);
+    sim_free(g.units);
+    sim_free(g.deferred);
+    sim_free(members);
+    sim_free(shard_of);
+    sim_free(rep_of);
+    SIM_ASSERT(trace__check(p->trace) == 0, "generated trace is inconsistent");
+    return 0;
+}
