@@ -38,11 +38,12 @@ int plan_mem_verdict(const plan_mem *m, int64_t capacity, char *why, size_t size
     for (int i = 1; i < 3; i++)
         if (v[i] > v[k])
             k = i;
+    const double GiB = 1024.0 * 1024.0 * 1024.0;
     if (v[k] > capacity)
-        snprintf(why, size, "%s %.1f GB > %.1f GB: %s", items[k].what, v[k] / 1e9,
-                 capacity / 1e9, items[k].remedy);
+        snprintf(why, size, "%s %.1f GiB > %.1f GiB: %s", items[k].what, v[k] / GiB,
+                 capacity / GiB, items[k].remedy);
     else
-        snprintf(why, size, "%s %.1f GB bring the peak to %.1f GB > %.1f GB: %s", items[k].what,
-                 v[k] / 1e9, m->total / 1e9, capacity / 1e9, items[k].remedy);
+        snprintf(why, size, "%s %.1f GiB bring the peak to %.1f GiB > %.1f GiB: %s",
+                 items[k].what, v[k] / GiB, m->total / GiB, capacity / GiB, items[k].remedy);
     return 1;
 }

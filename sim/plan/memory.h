@@ -26,7 +26,7 @@ typedef struct plan_mem {
 } plan_mem;
 
 /* The verdict on a peak: whether it exceeds `capacity`, and if so which line item broke the
- * budget and what relieves it, cheapest remedy first, e.g. "model states 64.3 GB > 23.7 GB:
+ * budget and what relieves it, cheapest remedy first, e.g. "model states 60.0 GiB > 23.7 GiB:
  * shard them over more GPUs (ZeRO-3/FSDP), use 8-bit or bf16 optimizer states, offload the
  * optimizer to the CPU, or fine-tune with LoRA". Writes "" when it fits. Returns 1 if OOM. */
 int plan_mem_verdict(const plan_mem *at_peak, int64_t capacity, char *why, size_t why_size);
