@@ -46,6 +46,8 @@ typedef struct hw_gpu_spec {
     hw_curve matmul_eff;             /* x = FLOP of one GEMM */
     hw_curve memory_eff;             /* x = bytes moved by one kernel */
     sim_time launch_overhead_ps;     /* per kernel */
+    double comm_interference;        /* compute slowdown while NCCL kernels run: a kernel that
+                                        starts then takes (1 + this) times as long */
 } hw_gpu_spec;
 
 typedef enum hw_op_class {

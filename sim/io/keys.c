@@ -419,6 +419,8 @@ static const io_key gpu_keys[] = {
      .unit = IO_UNIT_BYTES, .fn = curve_fn},
     {.name = "launch_overhead", .type = IO_K_TIME, .offset = GPU(launch_overhead_ps),
      .flags = NONNEG},
+    {.name = "comm_interference", .type = IO_K_FLOAT, .offset = GPU(comm_interference),
+     .flags = IO_KEY_MIN | IO_KEY_MAX, .min = 0, .max = 1},
 };
 MAP(gpu_map, "gpu", gpu_keys);
 

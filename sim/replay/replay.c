@@ -182,6 +182,16 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                          ? o->duration_ps
                          : hw_gpu_op_time(c->gpu, (hw_op_class)o->cls, (hw_dtype)o->dtype,
                                           o->flops, o->bytes);
+        /* NCCL kernels occupy SMs: a kernel that starts while communication runs on this
+         * GPU is slowed by the catalog's interference factor (docs/calibration.md) */
+        double slow = c->p->sc->topology.gpu.comm_interference;
+        if (slow > 0 && o->duration_ps < 0) {
+            bool comm = false;
+            for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+                comm |= rs->busy[TRACE_STREAM_COMM(g)];
+            if (comm)
+                d = (sim_time)((double)d * (1 + slow) + 0.5);
+        }
         push_op_done(c, rank, op, now + d);
         return;
     }
