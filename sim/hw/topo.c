@@ -594,6 +594,21 @@ int hw_topo_find(const hw_topo *t, const char *name)
     return -1;
 }
 
+int hw_topo_host_memory(hw_topo *t, int gpu)
+{
+    int d = hw_topo_gpu_device(t, gpu);
+    if (t->dev[d].staging < 0)
+        t->dev[d].staging = nearest_memory(t, d);
+    return t->dev[d].staging;
+}
+
+double hw_topo_memory_bw_Bps(const hw_topo *t, int mem_dev)
+{
+    for (int32_t k = t->adj_first[mem_dev]; k < t->adj_first[mem_dev + 1]; k++)
+        return t->link[t->adj[k]].bw_Bps;
+    return 0;
+}
+
 int hw_topo_common_nvswitch(const hw_topo *t, const int32_t *gpus, int n)
 {
     int sw = -1;

@@ -79,6 +79,11 @@ double hw_topo_route_bw_Bps(const hw_topo *t, const hw_route *r);
  * second half, per direction (Dinic's algorithm on link capacities). */
 double hw_topo_bisection_Bps(const hw_topo *t);
 
+/* The host memory GPU `gpu` stages copies in (its staging memory, or the nearest one), -1 if
+ * none is reachable; and that memory's DRAM bandwidth (its link to the CPU). */
+int hw_topo_host_memory(hw_topo *t, int gpu);
+double hw_topo_memory_bw_Bps(const hw_topo *t, int mem_dev);
+
 /* The NVSwitch every GPU of `gpus` is directly linked to, or -1 (for NVLink SHARP). */
 int hw_topo_common_nvswitch(const hw_topo *t, const int32_t *gpus, int n);
 

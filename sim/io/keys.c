@@ -110,8 +110,6 @@ static const io_notsup ns_pp = {.feature = "pipeline parallelism",
 static const io_notsup ns_ep = {.feature = "expert parallelism", .issue = "the MoE issue"};
 static const io_notsup ns_cp = {.feature = "context parallelism",
                                 .issue = "the context-parallel issue"};
-static const io_notsup ns_offload = {.feature = "optimizer offload",
-                                     .issue = "the offload issue"};
 static const io_notsup ns_finetune = {.feature = "LoRA/QLoRA fine-tuning",
                                       .issue = "the fine-tuning issue"};
 static const io_notsup ns_skew = {.feature = "MoE routing skew", .issue = "the MoE issue"};
@@ -344,7 +342,7 @@ MAP(pipeline_map, "pipeline", pipeline_keys);
 
 static const io_key offload_keys[] = {
     {.name = "optimizer", .type = IO_K_ENUM, .offset = PA(offload.optimizer),
-     .enums = offload_names, .notsup = &ns_offload},
+     .enums = offload_names},
 };
 MAP(offload_map, "offload", offload_keys);
 

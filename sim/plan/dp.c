@@ -23,6 +23,13 @@
  * Hybrid   FSDP's HYBRID_SHARD: shard inside a node (gathers and reduce-scatters over the
  *          node's ranks), then all-reduce each gradient shard across nodes.
  *
+ * Offload (offload.optimizer: cpu, as ZeRO-Offload): the optimizer states and fp32 master
+ *          weights live in host memory. After the gradient reduction each unit's gradient
+ *          shard is copied to host memory (a flow through the PCIe tree), updated by CPU Adam
+ *          — a host-memory-bound pass whose time is the bytes it touches over the socket's
+ *          DRAM bandwidth, shared by the ranks that stage there — and its 16-bit parameters
+ *          copied back.
+ *
  * Memory events: a unit's stored activations are allocated when its forward ends and freed
  * when its backward ends (full recompute rebuilds the rest of the layer's activations for
  * the length of its backward); FSDP's gathered parameters and unsharded gradients, and
@@ -76,6 +83,7 @@ typedef struct gen {
     size_t n_deferred, cap_deferred;
     bool have_last_coll;
     uint32_t last_coll;
+    int *mem_sharers;   /* per rank: ranks staging in the same host memory (offload) */
     double model_flops, hardware_flops;
 } gen;
 
@@ -293,6 +301,70 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
     return last;
 }
 
+static uint32_t add_offload_op(gen *g, trace_op_kind kind, const char *name, int layer,
+                               bool to_host, double bytes, sim_time duration, uint32_t dep,
+                               bool have_dep)
+{
+    trace_op op = {
+        .kind = (uint8_t)kind,
+        .stream = kind == TRACE_OP_HOST ? TRACE_STREAM_HOST : TRACE_STREAM_OFFLOAD,
+        .phase = TRACE_PHASE_OPT,
+        .to_host = to_host,
+        .layer = layer,
+        .microbatch = TRACE_NO_MICROBATCH,
+        .name = trace_intern(g->t, name),
+        .bytes = bytes,
+        .duration_ps = kind == TRACE_OP_HOST ? duration : TRACE_MEASURED_NONE,
+    };
+    return trace_add_op(g->t, g->rank, &op, have_dep ? &dep : NULL, have_dep);
+}
+
+/* ZeRO-Offload's step: per unit, gradients to host, CPU Adam, parameters back. */
+static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
+{
+    const plan_training *t = &g->sc->training;
+    int shard = g->zero >= 1 ? g->n : 1;
+    double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
+    double sb = t->optimizer_state == PLAN_STATE_FP32 ? 4
+              : t->optimizer_state == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
+    /* host DRAM bytes per parameter: read the gradient, read and write the master copy and
+     * every state, write the 16-bit parameter to send back */
+    double per = g->gbytes + 2.0 * states * sb + (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0) +
+                 g->wbytes;
+    hw_topo *topo = g->p->topo;
+    int mem = hw_topo_host_memory(topo, g->rank);
+    double bw = hw_topo_memory_bw_Bps(topo, mem) / g->mem_sharers[g->rank];
+    uint32_t *d2h = sim_calloc((size_t)g->n_units, sizeof *d2h);
+    uint32_t *cpu = sim_calloc((size_t)g->n_units, sizeof *cpu);
+    uint32_t last = 0;
+    for (int i = 0; i < g->n_units; i++) {
+        double params = (double)ceil_div(g->units[i].params, shard);
+        uint32_t dep = n_deps ? deps[n_deps - 1] : 0;
+        d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer, true,
+                                params * g->gbytes, 0, dep, n_deps > 0);
+    }
+    for (int i = 0; i < g->n_units; i++) {
+        double params = (double)ceil_div(g->units[i].params, shard);
+        cpu[i] = add_offload_op(g, TRACE_OP_HOST, "cpu_adam", g->units[i].layer, false, 0,
+                                sim_time_from_s(params * per / bw), d2h[i], true);
+    }
+    for (int i = 0; i < g->n_units; i++) {
+        double params = (double)ceil_div(g->units[i].params, shard);
+        last = add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer, false,
+                              params * g->wbytes, 0, cpu[i], true);
+    }
+    sim_free(d2h);
+    sim_free(cpu);
+    return last;
+}
+
+static uint32_t emit_step(gen *g, const uint32_t *deps, size_t n_deps)
+{
+    if (g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU)
+        return emit_offload_step(g, deps, n_deps);
+    return emit_optimizer(g, deps, n_deps);
+}
+
 static void gen_bucketed(gen *g)
 {
     uint32_t last_bwd = 0;
@@ -310,7 +382,7 @@ static void gen_bucketed(gen *g)
     size_t nd = 1;
     if (g->have_last_coll)
         deps[nd++] = g->last_coll;
-    uint32_t opt = emit_optimizer(g, deps, nd);
+    uint32_t opt = emit_step(g, deps, nd);
     if (g->zero >= 1 && g->n > 1) {
         /* gather the updated 16-bit parameters, in buckets of the same size */
         double total = 0;
@@ -383,7 +455,7 @@ static void gen_fsdp(gen *g)
         }
     }
     uint32_t deps[2] = {last, g->last_coll};
-    emit_optimizer(g, deps, g->have_last_coll ? 2 : 1);
+    emit_step(g, deps, g->have_last_coll ? 2 : 1);
     sim_free(ag);
     sim_free(fwd);
     sim_free(bwd);
@@ -410,7 +482,9 @@ static void persistent(gen *g, plan_mem *m)
     memset(m, 0, sizeof *m);
     m->bytes[PLAN_MEM_PARAMS] = (int64_t)((double)(g->zero == 3 ? Pn : P) * g->wbytes);
     m->bytes[PLAN_MEM_GRADS] = (int64_t)((double)(g->zero >= 2 ? Pn : P) * g->gbytes);
-    m->bytes[PLAN_MEM_OPTIMIZER] = (int64_t)((double)(g->zero >= 1 ? Pn : P) * K + 0.5);
+    m->bytes[PLAN_MEM_OPTIMIZER] = g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU
+                                       ? 0 /* states and master weights in host memory */
+                                       : (int64_t)((double)(g->zero >= 1 ? Pn : P) * K + 0.5);
     /* DDP and ZeRO-1 fill buckets while the previous is reduced: two buckets in flight;
      * gradients are otherwise viewed in place (gradient_as_bucket_view, Megatron's buffer) */
     if (g->n > 1 && g->zero <= 1)
@@ -495,6 +569,24 @@ int plan__dp_trace(plan *p, sim_diag *diag)
             for (int s = 0; s < nodes; s++)
                 rep_of[s * g.n + i] = gid;
         }
+    g.mem_sharers = sim_calloc((size_t)n, sizeof *g.mem_sharers);
+    if (sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU) {
+        for (int r = 0; r < n; r++) {
+            int mem = hw_topo_host_memory(p->topo, r);
+            if (mem < 0) {
+                sim_free(g.mem_sharers);
+                trace_destroy(g.t);
+                sim_free(members);
+                sim_free(shard_of);
+                sim_free(rep_of);
+                return sim_diag_error(diag, "scenario", 0, 0,
+                                      "offload.optimizer: cpu needs host memory, and GPU %d "
+                                      "reaches none in topology '%s'", r, sc->topology.name);
+            }
+            for (int q = 0; q < n; q++)
+                g.mem_sharers[r] += hw_topo_host_memory(p->topo, q) == mem;
+        }
+    }
     g.seq = sim_calloc(g.t->n_groups, sizeof *g.seq);
     g.seq_pos = sim_calloc(g.t->n_groups, sizeof *g.seq_pos);
     build_units(&g);
@@ -524,6 +616,7 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     sim_free(g.seq_pos);
     sim_free(g.units);
     sim_free(g.deferred);
+    sim_free(g.mem_sharers);
     sim_free(members);
     sim_free(shard_of);
     sim_free(rep_of);

@@ -13,6 +13,9 @@
 
 enum { EV_OP_DONE = 1, EV_NET = 2 };
 
+/* Flow tags: a collective's index, or a copy's (rank, op) with the top bit set. */
+#define COPY_TAG (UINT64_C(1) << 63)
+
 /* One schedule per distinct (group, operation, size, root, algorithm): every DDP bucket of
  * the same size shares it. */
 typedef struct sched_entry {
@@ -116,6 +119,10 @@ static void finish_coll(replay_ctx *c, uint32_t ci, sim_time now)
 static void on_flow_done(void *ctx, uint64_t tag, sim_time now)
 {
     replay_ctx *c = ctx;
+    if (tag & COPY_TAG) {
+        push_op_done(c, (int)((tag >> 32) & 0x7fffffff), (uint32_t)tag, now);
+        return;
+    }
     uint32_t ci = (uint32_t)tag;
     if (coll_exec_flow_done(&c->colls[ci].exec, c->topo, c->net, now, tag))
         finish_coll(c, ci, now);
@@ -170,7 +177,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                     const trace_op *dop = &rs->tr->ops[dep];
                     cause = dop->kind == TRACE_OP_COLL
                                 ? (int8_t)cause_of_group(c->t->groups[c->t->colls[dop->coll].group].cls)
-                                : REPLAY_CAUSE_OTHER;
+                            : dop->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
+                                                            : REPLAY_CAUSE_OFFLOAD;
                 }
             }
             SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
@@ -193,6 +201,18 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                 d = (sim_time)((double)d * (1 + slow) + 0.5);
         }
         push_op_done(c, rank, op, now + d);
+        return;
+    }
+    if (o->kind == TRACE_OP_HOST) {
+        push_op_done(c, rank, op, now + o->duration_ps);
+        return;
+    }
+    if (o->kind == TRACE_OP_COPY) {
+        int gpu = hw_topo_gpu_device(c->topo, rank), mem = hw_topo_host_memory(c->topo, rank);
+        SIM_ASSERT(mem >= 0, "rank %d has no host memory to offload to", rank);
+        uint64_t tag = COPY_TAG | ((uint64_t)rank << 32) | op;
+        hw_net_start_flow_dev(c->net, now, o->to_host ? gpu : mem, o->to_host ? mem : gpu,
+                              o->bytes, tag);
         return;
     }
     coll_state *cs = &c->colls[o->coll];
@@ -240,10 +260,14 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time end)
     replay_timeline_row *row = &r->timeline[r->n_timeline++];
     bool coll = o->kind == TRACE_OP_COLL;
     const trace_coll *tc = coll ? &c->t->colls[o->coll] : NULL;
+    const char *kind = coll                          ? coll_op_name((coll_op)tc->op)
+                       : o->kind == TRACE_OP_COPY    ? (o->to_host ? "copy_d2h" : "copy_h2d")
+                       : o->kind == TRACE_OP_HOST    ? "host"
+                                                     : "compute";
     *row = (replay_timeline_row){
         .rank = rank,
         .stream = c->stream_names[o->stream],
-        .kind = coll ? coll_op_name((coll_op)tc->op) : "compute",
+        .kind = kind,
         .name = trace_name(c->t, o->name),
         .layer = o->layer,
         .microbatch = o->microbatch,
@@ -253,7 +277,7 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time end)
         .start_s = sim_time_to_s(rs->start[op]),
         .end_s = sim_time_to_s(end),
         .bytes = coll ? tc->bytes : o->bytes,
-        .flops = coll ? 0 : o->flops,
+        .flops = o->kind == TRACE_OP_COMPUTE ? o->flops : 0,
     };
 }
 
@@ -272,7 +296,9 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
     if (rs->step == c->steps - 1) {
         if (o->kind == TRACE_OP_COMPUTE) {
             rs->ivs[rs->n_ivs - 1].end = now;
-        } else {
+        } else if (o->kind == TRACE_OP_COPY) {
+            rs->comm_sent[REPLAY_COMM_OFFLOAD] += o->bytes;
+        } else if (o->kind == TRACE_OP_COLL) {
             const trace_coll *tc = &c->t->colls[o->coll];
             const trace_group *g = &c->t->groups[tc->group];
             int m = 0;
@@ -294,7 +320,8 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
         /* idle time after the rank's last compute op waits for whatever ended its step */
         rs->tail_cause = o->kind == TRACE_OP_COLL
                              ? (int8_t)cause_of_group(c->t->groups[c->t->colls[o->coll].group].cls)
-                             : REPLAY_CAUSE_OTHER;
+                         : o->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
+                                                       : REPLAY_CAUSE_OFFLOAD;
         rs->step_end[rs->step] = now;
         if (++rs->step < c->steps)
             begin_step(c, rank, now);
@@ -605,6 +632,8 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     c.stream_names[TRACE_STREAM_COMPUTE] = "compute";
     for (int g = 0; g < PLAN_GROUP_COUNT; g++)
         c.stream_names[TRACE_STREAM_COMM(g)] = plan_group_name((plan_group_class)g);
+    c.stream_names[TRACE_STREAM_OFFLOAD] = "offload";
+    c.stream_names[TRACE_STREAM_HOST] = "host";
     c.q = sim_eventq_create();
     c.gpu = hw_gpu_create(&p->sc->topology.gpu);
     c.topo = p->topo;

@@ -25,7 +25,12 @@
 #include "core/time.h"
 #include "hw/gpu.h"
 
-typedef enum trace_op_kind { TRACE_OP_COMPUTE, TRACE_OP_COLL } trace_op_kind;
+typedef enum trace_op_kind {
+    TRACE_OP_COMPUTE,
+    TRACE_OP_COLL,
+    TRACE_OP_COPY, /* between the rank's GPU and its host memory (offload), as a flow */
+    TRACE_OP_HOST  /* CPU work (e.g. CPU Adam) with a duration set by the plan */
+} trace_op_kind;
 typedef enum trace_phase {
     TRACE_PHASE_FWD,
     TRACE_PHASE_BWD,
@@ -41,7 +46,9 @@ const char *trace_phase_name(trace_phase p); /* "fwd", "bwd", "opt", "comm" */
 #define TRACE_GROUP_CLASSES 5
 #define TRACE_STREAM_COMPUTE 0
 #define TRACE_STREAM_COMM(cls) (1 + (cls))
-#define TRACE_STREAMS (1 + TRACE_GROUP_CLASSES)
+#define TRACE_STREAM_OFFLOAD (1 + TRACE_GROUP_CLASSES) /* copies to and from host memory */
+#define TRACE_STREAM_HOST (2 + TRACE_GROUP_CLASSES)    /* the rank's CPU thread */
+#define TRACE_STREAMS (3 + TRACE_GROUP_CLASSES)
 
 /* Memory categories: the plan's plan_mem_cat values (params, grads, optimizer, activations,
  * buffers, other), which it checks match. */
@@ -65,6 +72,7 @@ typedef struct trace_op {
     uint8_t cls;     /* hw_op_class (compute ops) */
     uint8_t dtype;   /* hw_dtype (compute ops) */
     uint8_t recompute; /* 1: re-executes forward work for backward (hardware FLOPs only) */
+    uint8_t to_host;   /* TRACE_OP_COPY: 1 device to host, 0 host to device */
     int32_t layer;
     int32_t microbatch;
     uint32_t name;   /* id in the trace's name table */

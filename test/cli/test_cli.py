@@ -379,6 +379,21 @@ def dp():
                 level[x["category"]] = x["bytes"]
                 peak = max(peak, sum(level.values()))
             check(peak == ranks[r]["peak_mem_bytes"], "rank %d: timeline peak %d vs %d" % (r, peak, ranks[r]["peak_mem_bytes"]))
+    # CPU offload (FSDP over 2 GPUs): each rank copies its gradient shard to host memory and
+    # its updated 16-bit shard back: P/2 x 2 B + P/2 x 2 B = 2P bytes (every unit's parameter
+    # count is even, so the shards are exactly P/2); no optimizer state stays on the GPU.
+    # CPU Adam reads the bf16 gradient (2), reads and writes the fp32 master (8) and both
+    # fp32 moments (16), writes the bf16 parameter (2): 28 B per parameter over the socket's
+    # DRAM (204.8 GB/s default) shared by the 2 ranks staging there:
+    #   (P/2) x 28 / 102.4e9 = 285.4 us of host work per step, all of it on the critical path.
+    off = run_json(ddp, "--set", "parallel.zero=3", "--set", "parallel.offload.optimizer=cpu")
+    near(off.get("comm_bytes_per_gpu", {}).get("offload", 0), 2 * P, 1e-12, "offload bytes = 2P")
+    check(off.get("mem_bytes", {}).get("optimizer", -1) == 0, "optimizer states off the GPU")
+    base = run_json(ddp, "--set", "parallel.zero=3")
+    check(off.get("step_time_s", 0) > base.get("step_time_s", 1) + (P / 2) * 28 / 102.4e9,
+          "offload adds at least the CPU Adam time: %s vs %s" % (off.get("step_time_s"), base.get("step_time_s")))
+    check(off.get("bubble_by_cause", {}).get("offload", 0) > 0, "idle time waiting on offload")
+
     # FSDP prefetch overlaps the next unit's gather with this unit's compute: on the
     # 10 GB/s pair no prefetch can only be slower.
     slow = run_json(ddp, "--set", "parallel.zero=3", "--set", "parallel.fsdp.prefetch=0")
