@@ -110,8 +110,6 @@ static const io_notsup ns_pp = {.feature = "pipeline parallelism",
 static const io_notsup ns_ep = {.feature = "expert parallelism", .issue = "the MoE issue"};
 static const io_notsup ns_cp = {.feature = "context parallelism",
                                 .issue = "the context-parallel issue"};
-static const io_notsup ns_finetune = {.feature = "LoRA/QLoRA fine-tuning",
-                                      .issue = "the fine-tuning issue"};
 static const io_notsup ns_skew = {.feature = "MoE routing skew", .issue = "the MoE issue"};
 static const io_notsup ns_moe = {.feature = "mixture-of-experts models", .plural = true,
                                  .issue = "the MoE issue"};
@@ -291,8 +289,7 @@ static int curve_fn(const io_key *key, const io_ynode *v, void *base, io_schema_
 
 #define TR(m) offsetof(plan_training, m)
 static const io_key finetune_keys[] = {
-    {.name = "method", .type = IO_K_ENUM, .offset = TR(finetune.method), .enums = finetune_names,
-     .notsup = &ns_finetune},
+    {.name = "method", .type = IO_K_ENUM, .offset = TR(finetune.method), .enums = finetune_names},
     {.name = "rank", .type = IO_K_INT, .offset = TR(finetune.rank), .flags = DEGREE},
     {.name = "targets", .type = IO_K_CUSTOM, .fn = targets_fn},
 };

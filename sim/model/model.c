@@ -15,7 +15,14 @@
  * GEMMs write bf16). Its backward is two kernels of the same FLOPs, "<name>.dgrad" (input
  * gradient) and "<name>.wgrad" (weight gradient, carrying grad_params). Model FLOPs
  * (Megatron's MFU convention) count matmuls only, causal attention as the full s^2 and
- * backward as twice forward (Narayanan et al. 2021 §5.1; Korthikanti et al. 2022 App. A). */
+ * backward as twice forward (Narayanan et al. 2021 §5.1; Korthikanti et al. 2022 App. A).
+ *
+ * Fine-tuning (docs/models.md "Fine-tuning: LoRA and QLoRA"). LoRA (Hu et al. 2021) adds
+ * y += (x A) B beside a frozen W (in x out) with A (in x r), B (r x out): forward two GEMMs
+ * "<t>.lora_a", "<t>.lora_b"; backward dgrad and wgrad of each; the frozen base keeps its
+ * dgrad (the input gradient must flow) and loses its wgrad. QLoRA (Dettmers et al. 2023)
+ * stores the frozen layer matrices in NF4 and dequantises them to 16 bits before every use
+ * ("<gemm>.dequant" before the forward GEMM, "<gemm>.dgrad.dequant" before the dgrad). */
 #include "core/sim.h"
 
 #include "model/model.h"
@@ -35,6 +42,38 @@
 #define FP32_BYTES 4.0
 /* Token ids are int64 in PyTorch/Megatron. */
 #define TOKEN_ID_BYTES 8.0
+/* Dequantising one NF4 weight: a 16-entry codebook lookup, then a multiply by its block's
+ * scale (the double-quantised scale's own dequantisation is once per 64 weights). */
+#define FLOPS_DEQUANT 2.0
+/* The dequantised copy is 16-bit (bf16/fp16: QLoRA's compute dtype). */
+#define DEQUANT_OUT_BYTES 2.0
+
+/* LoRA targets, in forward order; bit i of model_ft.targets is target i. */
+enum { T_Q, T_K, T_V, T_O, T_GATE, T_UP, T_DOWN, N_TARGETS };
+_Static_assert(MODEL_TARGET_Q == 1 << T_Q && MODEL_TARGET_K == 1 << T_K &&
+                   MODEL_TARGET_V == 1 << T_V && MODEL_TARGET_O == 1 << T_O &&
+                   MODEL_TARGET_GATE == 1 << T_GATE && MODEL_TARGET_UP == 1 << T_UP &&
+                   MODEL_TARGET_DOWN == 1 << T_DOWN &&
+                   MODEL_TARGET_ALL == (1 << N_TARGETS) - 1,
+               "MODEL_TARGET_* bits follow the T_* order");
+
+/* Kernel names of one target's adapter (model_op.name must be a static string). */
+typedef struct lora_names {
+    const char *a, *b, *b_dgrad, *b_wgrad, *a_dgrad, *a_wgrad;
+} lora_names;
+#define LORA_NAMES(t)                                                                      \
+    {.a = t ".lora_a", .b = t ".lora_b", .b_dgrad = t ".lora_b.dgrad",                     \
+     .b_wgrad = t ".lora_b.wgrad", .a_dgrad = t ".lora_a.dgrad", .a_wgrad = t ".lora_a.wgrad"}
+static const lora_names lora_names_of[N_TARGETS] = {
+    [T_Q] = LORA_NAMES("q"),
+    [T_K] = LORA_NAMES("k"),
+    [T_V] = LORA_NAMES("v"),
+    [T_O] = LORA_NAMES("o"),
+    [T_GATE] = LORA_NAMES("gate"),
+    [T_UP] = LORA_NAMES("up"),
+    [T_DOWN] = LORA_NAMES("down"),
+};
+#undef LORA_NAMES
 
 /* The spec with defaults resolved and the per-rank shape, in doubles for the formulas and
  * exact integers for parameter counts. */
@@ -49,6 +88,11 @@ typedef struct dims {
     double e;           /* bytes of a GEMM operand (compute dtype) */
     double ea;          /* bytes of an activation element (>= 2: fp8 GEMMs keep bf16 I/O) */
     bool flash;
+    /* fine-tuning */
+    bool frozen;        /* LoRA/QLoRA: base weights get no gradients */
+    bool qlora;         /* base layer matrices stored in NF4, dequantised before use */
+    int64_t r;          /* adapter rank (0 for full training) */
+    unsigned targets;   /* MODEL_TARGET_* bits (0 for full training) */
 } dims;
 
 static int64_t ceil_div(int64_t x, int64_t y)
@@ -102,6 +146,33 @@ static void shape_dims(const model_spec *m, const model_shape *sh, dims *o)
     o->e = hw_dtype_bytes(sh->dtype);
     o->ea = SIM_MAX(2.0, o->e);
     o->flash = sh->flash_attention;
+    const model_ft *ft = &sh->ft;
+    SIM_ASSERT(ft->method == MODEL_FT_FULL || ft->method == MODEL_FT_LORA ||
+                   ft->method == MODEL_FT_QLORA,
+               "fine-tuning method %d", (int)ft->method);
+    o->frozen = ft->method != MODEL_FT_FULL;
+    o->qlora = ft->method == MODEL_FT_QLORA;
+    SIM_ASSERT(!o->frozen || ft->rank > 0, "LoRA rank %d not validated", ft->rank);
+    o->r = o->frozen ? ft->rank : 0;
+    o->targets = o->frozen ? ft->targets & MODEL_TARGET_ALL : 0;
+}
+
+/* Whether target i is in the bit set and the model has that matrix (a GELU MLP has no
+ * gate: the bit then does nothing). */
+static bool has_target(const dims *D, unsigned targets, int i)
+{
+    return ((targets >> i) & 1u) && (i != T_GATE || D->swiglu);
+}
+
+/* in x out of LoRA target i's base matrix, given the query, key/value and MLP widths (per
+ * rank or whole). Under TP the adapter follows its base matrix's split: column-parallel q,
+ * k, v, gate, up split `out` (B is sharded, A whole on every rank); row-parallel o, down
+ * split `in` (A sharded, B whole). */
+static void target_shape(const dims *D, int i, int64_t q, int64_t kv, int64_t f, int64_t *in,
+                         int64_t *out)
+{
+    *in = i == T_O ? q : i == T_DOWN ? f : D->h;
+    *out = i == T_Q ? q : i == T_K || i == T_V ? kv : i == T_GATE || i == T_UP ? f : D->h;
 }
 
 /* ---- op list construction ------------------------------------------------------------ */
@@ -134,14 +205,97 @@ static void gemm_fwd(model_op_list *l, const dims *D, const char *name, double m
     push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * D->e + m * n * D->ea, 0);
 }
 
-/* Backward of that GEMM: dX = dY @ W^T, then dW = X^T @ dY (the weight gradient is the
- * later kernel so that a gradient bucket closes as soon as it is complete). */
+/* Input gradient of that GEMM, dX = dY @ W^T. With `accumulate` the result is added into
+ * an existing dX (GEMM beta = 1: the LoRA branch's dgrad adds to the base's), which reads
+ * it as well. */
+static void gemm_dgrad(model_op_list *l, const dims *D, const char *name, double m, double k,
+                       double n, bool accumulate)
+{
+    double f = 2 * m * k * n;
+    push(l, name, HW_OP_MATMUL, f, f,
+         (m * n + k * n) * D->e + (accumulate ? 2 : 1) * m * k * D->ea, 0);
+}
+
+/* Weight gradient of that GEMM, dW = X^T @ dY. */
+static void gemm_wgrad(model_op_list *l, const dims *D, const char *name, double m, double k,
+                       double n, int64_t grad_params)
+{
+    double f = 2 * m * k * n;
+    push(l, name, HW_OP_MATMUL, f, f, (m * k + m * n) * D->e + k * n * D->ea, grad_params);
+}
+
+/* Backward of that GEMM: dgrad, then wgrad (the weight gradient is the later kernel so that
+ * a gradient bucket closes as soon as it is complete). */
 static void gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
                      double m, double k, double n, int64_t grad_params)
 {
-    double f = 2 * m * k * n;
-    push(l, dgrad, HW_OP_MATMUL, f, f, (m * n + k * n) * D->e + m * k * D->ea, 0);
-    push(l, wgrad, HW_OP_MATMUL, f, f, (m * k + m * n) * D->e + k * n * D->ea, grad_params);
+    gemm_dgrad(l, D, dgrad, m, k, n, false);
+    gemm_wgrad(l, D, wgrad, m, k, n, grad_params);
+}
+
+/* QLoRA: reads a k x n NF4 weight shard with its scales, writes it in 16 bits. */
+static void dequant_op(model_op_list *l, const char *name, double k, double n)
+{
+    double P = k * n;
+    vec(l, name, FLOPS_DEQUANT * P, P * (model_qlora_weight_bytes() + DEQUANT_OUT_BYTES), 0);
+}
+
+/* A layer's base GEMM (m x k) @ (k x n) in forward, dequantised first under QLoRA. */
+static void base_fwd(model_op_list *l, const dims *D, const char *name, const char *dequant,
+                     double m, double k, double n)
+{
+    if (D->qlora)
+        dequant_op(l, dequant, k, n);
+    gemm_fwd(l, D, name, m, k, n);
+}
+
+/* Its backward: the dgrad always (dequantised first under QLoRA), the wgrad only when the
+ * weight is trained. */
+static void base_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
+                     const char *dequant, double m, double k, double n, int64_t grad_params)
+{
+    if (D->qlora)
+        dequant_op(l, dequant, k, n);
+    gemm_dgrad(l, D, dgrad, m, k, n, false);
+    if (!D->frozen)
+        gemm_wgrad(l, D, wgrad, m, k, n, grad_params);
+}
+
+/* Forward of the adapters of targets first..last (one base GEMM's), on T tokens:
+ * x A (T x in @ in x r), then (x A) B (T x r @ r x out) added into the base output by the
+ * GEMM's epilogue (beta = 1: it reads that output too; the alpha/r scale is folded in). */
+static void lora_fwd(model_op_list *l, const dims *D, int first, int last)
+{
+    double T = D->T, r = (double)D->r;
+    for (int i = first; i <= last; i++) {
+        if (!has_target(D, D->targets, i))
+            continue;
+        int64_t in, out;
+        target_shape(D, i, D->a_r * D->d, D->kv_r * D->d, D->f_r, &in, &out);
+        double o = (double)out, fl = 2 * T * r * o;
+        gemm_fwd(l, D, lora_names_of[i].a, T, (double)in, r);
+        push(l, lora_names_of[i].b, HW_OP_MATMUL, fl, fl,
+             (T * r + r * o) * D->e + 2 * T * o * D->ea, 0);
+    }
+}
+
+/* Backward of those adapters, last target first: B's dgrad d(xA) = dY B^T and wgrad
+ * dB = (xA)^T dY, then A's dgrad (added into the base dgrad's dX) and wgrad dA = x^T d(xA).
+ * Every parameter of the adapter gets its gradient here: r x out in B's wgrad, in x r in
+ * A's. */
+static void lora_bwd(model_op_list *l, const dims *D, int first, int last)
+{
+    double T = D->T, r = (double)D->r;
+    for (int i = last; i >= first; i--) {
+        if (!has_target(D, D->targets, i))
+            continue;
+        int64_t in, out;
+        target_shape(D, i, D->a_r * D->d, D->kv_r * D->d, D->f_r, &in, &out);
+        const lora_names *n = &lora_names_of[i];
+        gemm_bwd(l, D, n->b_dgrad, n->b_wgrad, T, r, (double)out, D->r * out);
+        gemm_dgrad(l, D, n->a_dgrad, T, (double)in, r, true);
+        gemm_wgrad(l, D, n->a_wgrad, T, (double)in, r, in * D->r);
+    }
 }
 
 static double norm_flops(const model_spec *m)
@@ -150,13 +304,16 @@ static double norm_flops(const model_spec *m)
 }
 
 /* Norm over `tokens` x h: reads x and the weights, writes y. Backward reads x and dy,
- * writes dx and the weight gradient (its grad_params: the norm is replicated over TP). */
+ * writes dx and the weight gradient (its grad_params: the norm is replicated over TP); a
+ * frozen norm (LoRA) still computes dx but writes no weight gradient. */
 static void norm_op(model_op_list *l, const model_spec *m, const dims *D, const char *name,
                     double tokens, model_phase ph)
 {
     double X = tokens * (double)D->h, P = (double)D->norm_params;
     if (ph == MODEL_PHASE_FWD)
         vec(l, name, norm_flops(m) * X, (2 * X + P) * D->ea, 0);
+    else if (D->frozen)
+        vec(l, name, 2 * norm_flops(m) * X, (3 * X + P) * D->ea, 0);
     else
         vec(l, name, 2 * norm_flops(m) * X, (3 * X + 2 * P) * D->ea, D->norm_params);
 }
@@ -192,6 +349,8 @@ static void embed_ops(const dims *D, model_phase ph, model_op_list *l)
                 (2 * Th + D->s * (double)D->h) * D->ea + (D->dropout ? Th : 0), 0);
         return;
     }
+    if (D->frozen)
+        return; /* LoRA: the embedding (and position table) is frozen; nothing to do */
     if (D->learned_pos)
         /* Sum of the T position gradients into the table (replicated over TP): reads dY,
          * zero-fills and writes the table's gradient (at least the s rows touched). Its
@@ -276,23 +435,27 @@ static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
     double qk = T * (q + kv); /* elements of Q and K */
 
     norm_op(l, m, D, "norm1", D->Tn, MODEL_PHASE_FWD);
-    gemm_fwd(l, D, "qkv", T, h, q + 2 * kv);
+    base_fwd(l, D, "qkv", "qkv.dequant", T, h, q + 2 * kv);
+    lora_fwd(l, D, T_Q, T_V);
     if (D->qk_norm)
         vec(l, "qk_norm", FLOPS_RMSNORM * qk, (2 * qk + 2 * (double)D->d) * D->ea, 0);
     if (m->position == MODEL_POS_ROPE)
         vec(l, "rope", FLOPS_ROPE * qk, 2 * qk * D->ea, 0);
     attention_fwd(D, l);
-    gemm_fwd(l, D, "proj", T, q, h);
+    base_fwd(l, D, "proj", "proj.dequant", T, q, h);
+    lora_fwd(l, D, T_O, T_O);
     residual_op(l, D, "residual1");
     norm_op(l, m, D, "norm2", D->Tn, MODEL_PHASE_FWD);
-    gemm_fwd(l, D, "mlp_up", T, h, up);
+    base_fwd(l, D, "mlp_up", "mlp_up.dequant", T, h, up);
+    lora_fwd(l, D, T_GATE, T_UP);
     /* GELU reads its f-wide input; SwiGLU reads gate and up (2f) and writes f. */
     double X = T * f;
     if (D->swiglu)
         vec(l, "act", FLOPS_SWIGLU * X, 3 * X * D->ea, 0);
     else
         vec(l, "act", (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 2 * X * D->ea, 0);
-    gemm_fwd(l, D, "mlp_down", T, f, h);
+    base_fwd(l, D, "mlp_down", "mlp_down.dequant", T, f, h);
+    lora_fwd(l, D, T_DOWN, T_DOWN);
     residual_op(l, D, "residual2");
 }
 
@@ -308,7 +471,9 @@ static void layer_bwd(const model_spec *m, const dims *D, model_op_list *l)
     residual_op(l, D, "residual2.bwd");
     /* Row-parallel biases (proj, mlp_down) are replicated over TP: h each; column-parallel
      * ones are split with their weight. */
-    gemm_bwd(l, D, "mlp_down.dgrad", "mlp_down.wgrad", T, f, h, D->f_r * hi + b * hi);
+    base_bwd(l, D, "mlp_down.dgrad", "mlp_down.wgrad", "mlp_down.dgrad.dequant", T, f, h,
+             D->f_r * hi + b * hi);
+    lora_bwd(l, D, T_DOWN, T_DOWN);
     double X = T * f;
     if (D->swiglu)
         /* reads gate, up and dY; writes dgate and dup */
@@ -316,19 +481,25 @@ static void layer_bwd(const model_spec *m, const dims *D, model_op_list *l)
     else
         /* reads x and dY; writes dx */
         vec(l, "act.bwd", 2 * (FLOPS_GELU + (double)b) * X, 3 * X * D->ea, 0);
-    gemm_bwd(l, D, "mlp_up.dgrad", "mlp_up.wgrad", T, h, up, hi * D->up_r + b * D->up_r);
+    base_bwd(l, D, "mlp_up.dgrad", "mlp_up.wgrad", "mlp_up.dgrad.dequant", T, h, up,
+             hi * D->up_r + b * D->up_r);
+    lora_bwd(l, D, T_GATE, T_UP);
     norm_op(l, m, D, "norm2.bwd", D->Tn, MODEL_PHASE_BWD);
     residual_op(l, D, "residual1.bwd");
-    gemm_bwd(l, D, "proj.dgrad", "proj.wgrad", T, q, h, qi * hi + b * hi);
+    base_bwd(l, D, "proj.dgrad", "proj.wgrad", "proj.dgrad.dequant", T, q, h,
+             qi * hi + b * hi);
+    lora_bwd(l, D, T_O, T_O);
     attention_bwd(D, l);
     if (m->position == MODEL_POS_ROPE)
         /* rotation by -theta: same traffic as forward */
         vec(l, "rope.bwd", FLOPS_ROPE * qk, 2 * qk * D->ea, 0);
     if (D->qk_norm)
-        vec(l, "qk_norm.bwd", 2 * FLOPS_RMSNORM * qk, (3 * qk + 4 * (double)D->d) * D->ea,
-            2 * D->d);
-    gemm_bwd(l, D, "qkv.dgrad", "qkv.wgrad", T, h, q + 2 * kv,
+        /* frozen (LoRA): reads the two d-weight vectors, writes no gradient for them */
+        vec(l, "qk_norm.bwd", 2 * FLOPS_RMSNORM * qk,
+            (3 * qk + (D->frozen ? 2 : 4) * (double)D->d) * D->ea, D->frozen ? 0 : 2 * D->d);
+    base_bwd(l, D, "qkv.dgrad", "qkv.wgrad", "qkv.dgrad.dequant", T, h, q + 2 * kv,
              hi * (qi + 2 * kvi) + b * (qi + 2 * kvi));
+    lora_bwd(l, D, T_Q, T_V);
     norm_op(l, m, D, "norm1.bwd", D->Tn, MODEL_PHASE_BWD);
 }
 
@@ -346,9 +517,13 @@ static void head_ops(const model_spec *m, const dims *D, model_phase ph, model_o
         vec(l, "loss", FLOPS_SOFTMAX * X, X * (D->ea + 4 * FP32_BYTES), 0);
         return;
     }
-    /* dlogits = softmax - onehot: reads the fp32 softmax, writes the gradient. */
+    /* dlogits = softmax - onehot: reads the fp32 softmax, writes the gradient. The LM head
+     * is never quantised (bitsandbytes keeps the output layer in 16 bits), and under LoRA
+     * it is frozen: dgrad only. */
     vec(l, "loss.bwd", 2 * X, X * (FP32_BYTES + D->ea), 0);
-    gemm_bwd(l, D, "lm_head.dgrad", "lm_head.wgrad", T, h, V, head_grads);
+    gemm_dgrad(l, D, "lm_head.dgrad", T, h, V, false);
+    if (!D->frozen)
+        gemm_wgrad(l, D, "lm_head.wgrad", T, h, V, head_grads);
     norm_op(l, m, D, "final_norm.bwd", D->Tn, MODEL_PHASE_BWD);
 }
 
@@ -390,6 +565,42 @@ void model_count_params(const model_spec *m, model_params *out)
     out->head = D.tied ? 0 : D.vocab * h;
     out->total = out->embedding + (int64_t)m->layers * out->per_layer + out->final_norm +
                  out->head;
+}
+
+void model_count_lora_params(const model_spec *m, const model_ft *ft, int64_t *per_layer_out)
+{
+    dims D;
+    spec_dims(m, &D);
+    *per_layer_out = 0;
+    if (ft->method == MODEL_FT_FULL)
+        return;
+    SIM_ASSERT(ft->rank > 0, "LoRA rank %d not validated", ft->rank);
+    int64_t r = ft->rank;
+    for (int i = 0; i < N_TARGETS; i++) {
+        if (!has_target(&D, ft->targets, i))
+            continue;
+        int64_t in, out;
+        target_shape(&D, i, D.heads * D.d, D.kv_heads * D.d, D.ffn, &in, &out);
+        *per_layer_out += r * (in + out);
+    }
+}
+
+int64_t model_layer_matrix_params(const model_spec *m)
+{
+    dims D;
+    spec_dims(m, &D);
+    int64_t q = D.heads * D.d, kv = D.kv_heads * D.d;
+    int64_t up = D.swiglu ? 2 * D.ffn : D.ffn;
+    return D.h * (q + 2 * kv) + q * D.h + D.h * up + D.ffn * D.h;
+}
+
+/* NF4 (Dettmers et al. 2023 §3): 4 bits per weight, blocks of 64 weights. Their absmax
+ * constants are double-quantised: 8-bit per block, plus one fp32 second-level constant per
+ * 256 blocks, so 8/64 + 32/(64*256) = 0.126953125 bits per weight (the paper's "0.127").
+ * In bytes: 1/2 + 1/64 + 1/4096 = 2113/4096, exact in binary. */
+double model_qlora_weight_bytes(void)
+{
+    return 0.5 + 8.0 / (64 * 8) + 32.0 / (64.0 * 256 * 8);
 }
 
 /* ---- activations --------------------------------------------------------------------- */
@@ -434,6 +645,12 @@ double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
         x += ea * T * f + ea * T * f;     /* GELU input, down input */
     if (D.dropout)
         x += Tn_h;                 /* residual dropout mask */
+    /* LoRA: each adapter's input is the base GEMM's input, kept above; B's wgrad needs the
+     * r-wide x A, one per target (replicated over TP: A or B is whole on every rank). The
+     * QLoRA dequantised weights are transient, not kept. */
+    for (int i = 0; i < N_TARGETS; i++)
+        if (has_target(&D, D.targets, i))
+            x += ea * T * (double)D.r;
     return x;
 }
 
@@ -441,7 +658,10 @@ double model_embed_activation_bytes(const model_spec *m, const model_shape *sh)
 {
     dims D;
     shape_dims(m, sh, &D);
-    /* The gather's backward needs only the token ids; embedding dropout keeps its mask. */
+    /* The gather's backward needs only the token ids; embedding dropout keeps its mask. A
+     * frozen embedding has no backward. */
+    if (D.frozen)
+        return 0;
     return TOKEN_ID_BYTES * D.T + (D.dropout ? D.Tn * (double)D.h : 0);
 }
 

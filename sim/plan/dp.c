@@ -37,6 +37,7 @@
  * their release. */
 #include "core/sim.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -47,13 +48,17 @@ _Static_assert(TRACE_MEM_CATS == PLAN_MEM_COUNT, "trace and plan memory categori
 typedef struct unit {
     model_block blk;
     int layer;          /* TRACE_NO_LAYER for embedding and head */
-    int64_t params;     /* parameters the unit owns (gathered by FSDP) */
+    int64_t params;     /* parameters the unit owns */
+    int64_t trainable;  /* of which trained (all, or the LoRA adapters) */
+    double weight_bytes; /* its weights as stored (16-bit; QLoRA's frozen matrices in NF4) */
     double act;         /* activation bytes kept for backward, per micro-batch */
     double act_extra;   /* full recompute: bytes rebuilt for the backward */
+    bool has_bwd;       /* false for a frozen unit whose backward is empty (LoRA embedding) */
 } unit;
 
 typedef struct span {
     uint32_t first, last; /* ops of one unit's forward or backward on the compute stream */
+    bool any;             /* false when the unit had no kernel */
 } span;
 
 typedef struct coll_seq {
@@ -207,8 +212,10 @@ static span emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t
         if (i == 0)
             s.first = idx;
         s.last = idx;
+        s.any = true;
     }
-    trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
+    if (s.any)
+        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
     return s;
 }
 
@@ -232,6 +239,8 @@ static span emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32
                               false);
             }
             first = false;
+            s.last = idx;
+            s.any = true;
         }
     }
     model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
@@ -242,12 +251,14 @@ static span emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32
             s.first = idx;
         first = false;
         s.last = idx;
+        s.any = true;
         if (bucketing && ops.op[i].grad_params > 0)
             bucket_grads(g, idx, ops.op[i].grad_params, mb);
     }
-    trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);
-    if (s.first != s.last || u->act_extra > 0)
+    if (s.any) {
+        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act_extra, true);
+    }
     return s;
 }
 
@@ -278,9 +289,12 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
     double flops_per = t->optimizer == PLAN_OPT_ADAM ? 12 : 4;
     int shard = g->zero >= 1 ? g->n : 1;
     uint32_t last = 0;
+    bool first = true;
     for (int i = 0; i < g->n_units; i++) {
         const unit *u = &g->units[i];
-        double params = (double)ceil_div(u->params, shard);
+        if (u->trainable == 0)
+            continue;
+        double params = (double)ceil_div(u->trainable, shard);
         trace_op op = {
             .kind = TRACE_OP_COMPUTE,
             .stream = TRACE_STREAM_COMPUTE,
@@ -296,7 +310,8 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
             .bytes = per * params,
             .duration_ps = TRACE_MEASURED_NONE,
         };
-        last = trace_add_op(g->t, g->rank, &op, i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
+        last = trace_add_op(g->t, g->rank, &op, first ? deps : NULL, first ? n_deps : 0);
+        first = false;
     }
     return last;
 }
@@ -338,18 +353,18 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     uint32_t *cpu = sim_calloc((size_t)g->n_units, sizeof *cpu);
     uint32_t last = 0;
     for (int i = 0; i < g->n_units; i++) {
-        double params = (double)ceil_div(g->units[i].params, shard);
+        double params = (double)ceil_div(g->units[i].trainable, shard);
         uint32_t dep = n_deps ? deps[n_deps - 1] : 0;
         d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer, true,
                                 params * g->gbytes, 0, dep, n_deps > 0);
     }
     for (int i = 0; i < g->n_units; i++) {
-        double params = (double)ceil_div(g->units[i].params, shard);
+        double params = (double)ceil_div(g->units[i].trainable, shard);
         cpu[i] = add_offload_op(g, TRACE_OP_HOST, "cpu_adam", g->units[i].layer, false, 0,
                                 sim_time_from_s(params * per / bw), d2h[i], true);
     }
     for (int i = 0; i < g->n_units; i++) {
-        double params = (double)ceil_div(g->units[i].params, shard);
+        double params = (double)ceil_div(g->units[i].trainable, shard);
         last = add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer, false,
                               params * g->wbytes, 0, cpu[i], true);
     }
@@ -373,8 +388,11 @@ static void gen_bucketed(gen *g)
         bool bucketing = g->n > 1 && (g->zero == 2 || mb == g->A - 1);
         for (int i = 0; i < g->n_units; i++)
             emit_fwd(g, &g->units[i], m, NULL, 0);
-        for (int i = g->n_units - 1; i >= 0; i--)
-            last_bwd = emit_bwd(g, &g->units[i], m, bucketing, NULL, 0).last;
+        for (int i = g->n_units - 1; i >= 0; i--) {
+            span b = emit_bwd(g, &g->units[i], m, bucketing, NULL, 0);
+            if (b.any)
+                last_bwd = b.last;
+        }
         if (bucketing)
             bucket_flush(g, last_bwd, m);
     }
@@ -385,9 +403,9 @@ static void gen_bucketed(gen *g)
     uint32_t opt = emit_step(g, deps, nd);
     if (g->zero >= 1 && g->n > 1) {
         /* gather the updated 16-bit parameters, in buckets of the same size */
-        double total = 0;
+        double total = 0; /* frozen weights never change: only trained ones are gathered */
         for (int i = 0; i < g->n_units; i++)
-            total += (double)g->units[i].params * g->wbytes;
+            total += (double)g->units[i].trainable * g->wbytes;
         double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
         for (double done = 0; done < total; done += bucket)
             add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
@@ -411,18 +429,19 @@ static void gen_fsdp(gen *g)
             while (issued < U && issued <= f + k) {
                 const unit *u = &g->units[issued];
                 uint32_t dep = issued - k - 1 >= 0 ? fwd[issued - k - 1].last : 0;
-                ag[issued] = add_coll_op(g, g->g_shard, COLL_ALL_GATHER, (double)u->params * g->wbytes,
+                ag[issued] = add_coll_op(g, g->g_shard, COLL_ALL_GATHER, u->weight_bytes,
                                          "fsdp.gather", u->layer, m, &dep, issued - k - 1 >= 0);
                 trace_add_mem(g->t, g->rank, ag[issued], PLAN_MEM_BUFFERS,
-                              (int64_t)((double)u->params * g->wbytes), false);
+                              (int64_t)u->weight_bytes, false);
                 issued++;
             }
             fwd[f] = emit_fwd(g, &g->units[f], m, &ag[f], 1);
-            if (reshard)
+            if (reshard || !g->units[f].has_bwd)
                 trace_add_mem(g->t, g->rank, fwd[f].last, PLAN_MEM_BUFFERS,
-                              -(int64_t)((double)g->units[f].params * g->wbytes), true);
+                              -(int64_t)g->units[f].weight_bytes, true);
         }
-        /* backward in reverse unit order: b-th backward is unit U-1-b */
+        /* backward in reverse unit order: b-th backward is unit U-1-b (frozen units whose
+         * backward is empty take part in neither gathers nor reductions) */
         issued = 0;
         for (int b = 0; b < U; b++) {
             int ui = U - 1 - b;
@@ -430,25 +449,35 @@ static void gen_fsdp(gen *g)
             if (reshard) { /* the same window over the backward order */
                 while (issued < U && issued <= b + k) {
                     const unit *v = &g->units[U - 1 - issued];
-                    uint32_t dep = issued - k - 1 >= 0 ? bwd[U - 1 - (issued - k - 1)].last : 0;
-                    ag[U - 1 - issued] = add_coll_op(
-                        g, g->g_shard, COLL_ALL_GATHER, (double)v->params * g->wbytes,
-                        "fsdp.gather", v->layer, m, &dep, issued - k - 1 >= 0);
-                    trace_add_mem(g->t, g->rank, ag[U - 1 - issued], PLAN_MEM_BUFFERS,
-                                  (int64_t)((double)v->params * g->wbytes), false);
+                    if (v->has_bwd) {
+                        int prev = issued - k - 1;
+                        uint32_t dep = prev >= 0 && bwd[U - 1 - prev].any ? bwd[U - 1 - prev].last : 0;
+                        bool have = prev >= 0 && bwd[U - 1 - prev].any;
+                        ag[U - 1 - issued] = add_coll_op(g, g->g_shard, COLL_ALL_GATHER,
+                                                         v->weight_bytes, "fsdp.gather", v->layer,
+                                                         m, &dep, have);
+                        trace_add_mem(g->t, g->rank, ag[U - 1 - issued], PLAN_MEM_BUFFERS,
+                                      (int64_t)v->weight_bytes, false);
+                    }
                     issued++;
                 }
             }
+            if (!u->has_bwd) {
+                bwd[ui] = (span){0};
+                continue;
+            }
             bwd[ui] = emit_bwd(g, u, m, false, reshard ? &ag[ui] : NULL, reshard ? 1 : 0);
             double gb = unit_grad_bytes(g, u);
+            trace_add_mem(g->t, g->rank, bwd[ui].last, PLAN_MEM_BUFFERS,
+                          -(int64_t)u->weight_bytes, true);
+            last = bwd[ui].last;
+            if (gb <= 0)
+                continue;
             /* unsharded gradients live from the unit's backward to its reduce-scatter */
             trace_add_mem(g->t, g->rank, bwd[ui].first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
-            trace_add_mem(g->t, g->rank, bwd[ui].last, PLAN_MEM_BUFFERS,
-                          -(int64_t)((double)u->params * g->wbytes), true);
             uint32_t rs = add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, gb, "fsdp.reduce_scatter",
                                       u->layer, m, &bwd[ui].last, 1);
             trace_add_mem(g->t, g->rank, rs, PLAN_MEM_BUFFERS, -(int64_t)gb, true);
-            last = bwd[ui].last;
             if (g->hybrid)
                 add_coll_op(g, g->g_rep, COLL_ALL_REDUCE, gb / g->n, "hsdp.all_reduce",
                             u->layer, m, &rs, 1);
@@ -468,31 +497,58 @@ static double state_bytes(plan_state_dtype d)
     return d == PLAN_STATE_FP32 ? 4 : d == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
 }
 
-/* Persistent bytes per rank: model states sharded per the strategy, DDP buckets, framework. */
+/* Persistent bytes per rank: model states sharded per the strategy, DDP buckets, framework.
+ * Frozen weights (LoRA/QLoRA) have no gradients, master copies or optimizer states. */
 static void persistent(gen *g, plan_mem *m)
 {
     const plan_training *t = &g->sc->training;
-    model_params mp;
-    model_count_params(&g->sc->model, &mp);
-    int64_t P = mp.total;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
     double K = states * state_bytes(t->optimizer_state) +
                (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
-    int64_t Pn = ceil_div(P, g->n);
+    double weights = 0, trained = 0;
+    for (int i = 0; i < g->n_units; i++) {
+        weights += g->units[i].weight_bytes;
+        trained += (double)g->units[i].trainable;
+    }
+    int n = g->n;
     memset(m, 0, sizeof *m);
-    m->bytes[PLAN_MEM_PARAMS] = (int64_t)((double)(g->zero == 3 ? Pn : P) * g->wbytes);
-    m->bytes[PLAN_MEM_GRADS] = (int64_t)((double)(g->zero >= 2 ? Pn : P) * g->gbytes);
-    m->bytes[PLAN_MEM_OPTIMIZER] = g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU
-                                       ? 0 /* states and master weights in host memory */
-                                       : (int64_t)((double)(g->zero >= 1 ? Pn : P) * K + 0.5);
+    m->bytes[PLAN_MEM_PARAMS] = (int64_t)ceil(g->zero == 3 ? weights / n : weights);
+    m->bytes[PLAN_MEM_GRADS] = (int64_t)((double)(g->zero >= 2 ? ceil_div((int64_t)trained, n)
+                                                               : (int64_t)trained) * g->gbytes);
+    m->bytes[PLAN_MEM_OPTIMIZER] =
+        g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU
+            ? 0 /* states and master weights in host memory */
+            : (int64_t)((double)(g->zero >= 1 ? ceil_div((int64_t)trained, n) : (int64_t)trained) * K +
+                        0.5);
     /* DDP and ZeRO-1 fill buckets while the previous is reduced: two buckets in flight;
      * gradients are otherwise viewed in place (gradient_as_bucket_view, Megatron's buffer) */
     if (g->n > 1 && g->zero <= 1)
         m->bytes[PLAN_MEM_BUFFERS] =
-            (int64_t)SIM_MIN(2.0 * (double)g->sc->parallel.ddp.bucket_bytes, (double)P * g->gbytes);
+            (int64_t)SIM_MIN(2.0 * (double)g->sc->parallel.ddp.bucket_bytes, trained * g->gbytes);
     m->bytes[PLAN_MEM_OTHER] = PLAN_FRAMEWORK_BYTES + (g->p->n_ranks > 1 ? PLAN_NCCL_BUFFER_BYTES : 0);
     for (int c = 0; c < PLAN_MEM_COUNT; c++)
         m->total += m->bytes[c];
+}
+
+/* training.finetune -> the model's fine-tuning description (no targets listed = all seven) */
+static model_ft finetune_of(const plan_training *t)
+{
+    static const struct {
+        const char *name;
+        unsigned bit;
+    } bits[] = {{"q", MODEL_TARGET_Q},       {"k", MODEL_TARGET_K},   {"v", MODEL_TARGET_V},
+                {"o", MODEL_TARGET_O},       {"gate", MODEL_TARGET_GATE},
+                {"up", MODEL_TARGET_UP},     {"down", MODEL_TARGET_DOWN}};
+    model_ft ft = {.method = t->finetune.method == PLAN_FT_LORA    ? MODEL_FT_LORA
+                             : t->finetune.method == PLAN_FT_QLORA ? MODEL_FT_QLORA
+                                                                   : MODEL_FT_FULL,
+                   .rank = t->finetune.rank,
+                   .targets = t->finetune.n_targets ? 0 : MODEL_TARGET_ALL};
+    for (int i = 0; i < t->finetune.n_targets; i++)
+        for (size_t b = 0; b < SIM_ARRAY_LEN(bits); b++)
+            if (strcmp(t->finetune.targets[i], bits[b].name) == 0)
+                ft.targets |= bits[b].bit;
+    return ft;
 }
 
 static void build_units(gen *g)
@@ -508,15 +564,36 @@ static void build_units(gen *g)
                        ? model_layer_activation_bytes(&sc->model, &g->sh, MODEL_RECOMPUTE_NONE) -
                              layer_act
                        : 0;
+    const model_ft *ft = &g->sh.ft;
+    int64_t adapters = 0;
+    model_count_lora_params(&sc->model, ft, &adapters);
+    /* a layer's weights as stored: 16-bit, or NF4 for QLoRA's linear matrices */
+    double layer_bytes = (double)mp.per_layer * g->wbytes;
+    if (ft->method == MODEL_FT_QLORA) {
+        int64_t mat = model_layer_matrix_params(&sc->model);
+        layer_bytes = (double)mat * model_qlora_weight_bytes() + (double)(mp.per_layer - mat) * 2;
+    }
+    bool full = ft->method == MODEL_FT_FULL;
     g->units[0] = (unit){.blk = MODEL_BLOCK_EMBED, .layer = TRACE_NO_LAYER,
-                         .params = mp.embedding,
+                         .params = mp.embedding, .trainable = full ? mp.embedding : 0,
+                         .weight_bytes = (double)mp.embedding * g->wbytes,
                          .act = model_embed_activation_bytes(&sc->model, &g->sh)};
     for (int l = 0; l < L; l++)
-        g->units[1 + l] = (unit){.blk = MODEL_BLOCK_LAYER, .layer = l, .params = mp.per_layer,
+        g->units[1 + l] = (unit){.blk = MODEL_BLOCK_LAYER, .layer = l,
+                                 .params = mp.per_layer + adapters,
+                                 .trainable = full ? mp.per_layer : adapters,
+                                 .weight_bytes = layer_bytes + (double)adapters * g->wbytes,
                                  .act = layer_act, .act_extra = extra};
     g->units[L + 1] = (unit){.blk = MODEL_BLOCK_HEAD, .layer = TRACE_NO_LAYER,
                              .params = mp.final_norm + mp.head,
+                             .trainable = full ? mp.final_norm + mp.head : 0,
+                             .weight_bytes = (double)(mp.final_norm + mp.head) * g->wbytes,
                              .act = model_head_activation_bytes(&sc->model, &g->sh)};
+    for (int i = 0; i < g->n_units; i++) {
+        model_op_list ops;
+        model_block_ops(&sc->model, &g->sh, g->units[i].blk, MODEL_PHASE_BWD, &ops);
+        g->units[i].has_bwd = ops.n > 0;
+    }
 }
 
 int plan__dp_trace(plan *p, sim_diag *diag)
@@ -528,7 +605,8 @@ int plan__dp_trace(plan *p, sim_diag *diag)
                          .tp = sc->parallel.tp,
                          .sp = sc->parallel.sp,
                          .dtype = sc->training.precision,
-                         .flash_attention = sc->training.flash_attention};
+                         .flash_attention = sc->training.flash_attention,
+                         .ft = finetune_of(&sc->training)};
     g.wbytes = sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);
     g.gbytes = hw_dtype_bytes(sc->training.grad_dtype);
     int n = p->n_ranks;

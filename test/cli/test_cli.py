@@ -394,6 +394,30 @@ def dp():
           "offload adds at least the CPU Adam time: %s vs %s" % (off.get("step_time_s"), base.get("step_time_s")))
     check(off.get("bubble_by_cause", {}).get("offload", 0) > 0, "idle time waiting on offload")
 
+    # LoRA (rank 16, all targets) on tiny-gpt: per layer q, k, v, o each r(h + h) = 16 x 512,
+    # no gate (GELU), up r(h + 4h) = 16 x 1280, down the same: 16 x (4 x 512 + 2 x 1280)
+    # = 73,728; two layers: 147,456 trainable parameters. Frozen base: no gradients or
+    # optimizer states; grads 2 B each = 294,912; Adam with fp32 master: 12 B = 1,769,472;
+    # weights: the 16-bit base 2P plus the adapters 2 x 147,456. DDP all-reduces only the
+    # adapters' gradients: 2(n-1)/n x 294,912 = 294,912 bytes sent per GPU on 2 GPUs.
+    A = 2 * 16 * (4 * 512 + 2 * 1280)
+    lora = run_json(ddp, "--set", "training.finetune={method: lora, rank: 16}")
+    m = lora.get("mem_bytes", {})
+    check(m.get("grads") == 2 * A and m.get("optimizer") == 12 * A and m.get("params") == 2 * P + 2 * A,
+          "LoRA model states: %s" % m)
+    near(lora.get("comm_bytes_per_gpu", {}).get("dp", 0), 2 * A, 1e-12, "LoRA reduces only adapter grads")
+    # QLoRA stores each layer's linear matrices (12h^2 = 786,432 weights) in NF4 with double
+    # quantisation, 2113/4096 B per weight (QLoRA paper: 4 bits + 8/64 + 32/(64 x 256) bits):
+    # 405,700.5 B per layer; norms, embedding and head stay 16-bit:
+    #   2P - 2 x 786,432 x (2 - 2113/4096) + 2A
+    q = run_json(ddp, "--set", "training.finetune={method: qlora, rank: 16}")
+    want = 2 * P - 2 * 786432 * (2 - 2113 / 4096) + 2 * A
+    near(q.get("mem_bytes", {}).get("params", 0), want, 1e-9, "QLoRA weights")
+    # LoRA's backward skips the frozen weight gradients: the step is shorter than full
+    # fine-tuning's (same forward, no base wgrad GEMMs).
+    full = run_json(ddp)
+    check(lora.get("step_time_s", 1) < full.get("step_time_s", 0), "LoRA step shorter than full")
+
     # FSDP prefetch overlaps the next unit's gather with this unit's compute: on the
     # 10 GB/s pair no prefetch can only be slower.
     slow = run_json(ddp, "--set", "parallel.zero=3", "--set", "parallel.fsdp.prefetch=0")

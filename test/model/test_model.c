@@ -2,7 +2,8 @@
  * published models, per-GEMM shapes, model FLOPs against Korthikanti et al. 2022 App. A and
  * Narayanan et al. 2021 Eq. 3, gradient accounting, and activation bytes against
  * Korthikanti et al. 2022 Table 2 (shared/validation/activation_memory.md) and its
- * generalisation to flash attention, GQA, SwiGLU and qk-norm (docs/models.md). */
+ * generalisation to flash attention, GQA, SwiGLU and qk-norm (docs/models.md); LoRA
+ * (Hu et al. 2021) and QLoRA (Dettmers et al. 2023) adapters, frozen bases and NF4 storage. */
 #include "core/sim.h"
 
 #include "model/model.h"
@@ -523,6 +524,348 @@ static void test_generalised_activations(void)
     CHECK_NEAR(model_embed_activation_bytes(&g, &sh), 2048.0 * (8 + 12288), 0, 0);
 }
 
+/* ---- fine-tuning: LoRA and QLoRA ---------------------------------------------------------- */
+
+static model_shape ft_shape(int64_t b, int64_t s, int tp, bool sp, bool flash,
+                            model_ft_method method, int rank, unsigned targets)
+{
+    model_shape sh = shape(b, s, tp, sp, flash);
+    sh.ft = (model_ft){.method = method, .rank = rank, .targets = targets};
+    return sh;
+}
+
+static bool has_op(const model_op_list *l, const char *name)
+{
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->op[i].name, name) == 0)
+            return true;
+    return false;
+}
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n >= k && strcmp(s + n - k, suffix) == 0;
+}
+
+static double sum_flops(const model_op_list *l, bool model)
+{
+    double x = 0;
+    for (int i = 0; i < l->n; i++)
+        x += model ? l->op[i].model_flops : l->op[i].flops;
+    return x;
+}
+
+static void test_lora_params(void)
+{
+    /* Llama-3.1-8B, r = 16 on all seven matrices (Hu et al. 2021: r x (in + out) per
+     * adapted W): q 16 (4096 + 4096) = 131,072; k and v 16 (4096 + 1024) = 81,920 each;
+     * o 131,072; gate and up 16 (4096 + 14336) = 294,912 each; down 16 (14336 + 4096) =
+     * 294,912. Per layer 16 x (8192 + 5120 + 5120 + 8192 + 3 x 18432) = 16 x 81,920 =
+     * 1,310,720; x 32 layers = 41,943,040 (the usual "~42M trainable" of Llama-8B r = 16
+     * all-linear). */
+    model_spec m = llama31_8b();
+    model_ft ft = {.method = MODEL_FT_LORA, .rank = 16, .targets = MODEL_TARGET_ALL};
+    int64_t per = -1;
+    model_count_lora_params(&m, &ft, &per);
+    CHECK_INT_EQ(per, 1310720);
+    CHECK_INT_EQ(per * m.layers, 41943040);
+    /* QLoRA trains the same adapters */
+    ft.method = MODEL_FT_QLORA;
+    model_count_lora_params(&m, &ft, &per);
+    CHECK_INT_EQ(per, 1310720);
+    /* PEFT's default Llama targets, q_proj and v_proj: 131,072 + 81,920 = 212,992 */
+    ft.targets = MODEL_TARGET_Q | MODEL_TARGET_V;
+    model_count_lora_params(&m, &ft, &per);
+    CHECK_INT_EQ(per, 212992);
+    /* full training has no adapters */
+    ft = (model_ft){.method = MODEL_FT_FULL, .rank = 16, .targets = MODEL_TARGET_ALL};
+    model_count_lora_params(&m, &ft, &per);
+    CHECK_INT_EQ(per, 0);
+
+    /* GPT-3 175B (GELU, f = 4h, MHA), r = 8, all targets: q, k, v, o 8 (h + h) each, up
+     * 8 (h + 4h), down 8 (4h + h), no gate: 8 x 18h = 1,769,472 for h = 12288. A gate
+     * target alone adapts nothing. */
+    model_spec g = gpt(96, 12288, 96, 50257, 2048);
+    ft = (model_ft){.method = MODEL_FT_LORA, .rank = 8, .targets = MODEL_TARGET_ALL};
+    model_count_lora_params(&g, &ft, &per);
+    CHECK_INT_EQ(per, 1769472);
+    ft.targets = MODEL_TARGET_GATE;
+    model_count_lora_params(&g, &ft, &per);
+    CHECK_INT_EQ(per, 0);
+
+    /* What QLoRA quantises: the layer's linear matrices. Llama-8B 218,112,000 - 2 x 4096
+     * norm weights = 218,103,808; GPT-3 12h^2 = 1,811,939,328 (its 13h biases and norms
+     * stay 16-bit). */
+    CHECK_INT_EQ(model_layer_matrix_params(&m), 218103808);
+    CHECK_INT_EQ(model_layer_matrix_params(&g), INT64_C(1811939328));
+
+    /* NF4 with double quantisation (Dettmers et al. 2023 §3, "Double Quantization"):
+     * 4 bits + 8/64 + 32/(64 x 256) = 4.126953125 bits = 2113/4096 bytes per weight. */
+    CHECK_NEAR(model_qlora_weight_bytes(), 0.515869140625, 0, 0);
+    CHECK_NEAR(model_qlora_weight_bytes(), (4 + 8.0 / 64 + 32.0 / (64 * 256)) / 8, 0, 0);
+    /* Llama-8B's 32 layers in NF4: 32 x 218,103,808 x 2113/4096 = 3,600,416,768 bytes
+     * (the embedding and LM head stay 16-bit: 2 x 525,336,576 x 2 more). */
+    CHECK_NEAR(32.0 * (double)model_layer_matrix_params(&m) * model_qlora_weight_bytes(),
+               3600416768.0, 0, 0);
+}
+
+static void test_lora_kernels(void)
+{
+    /* Llama-3.1-8B, b = 2, s = 4096 (T = 8192), t = 1, flash, LoRA r = 16 on all seven
+     * matrices, against the same shape fully trained. */
+    model_spec m = llama31_8b();
+    model_shape full = shape(2, 4096, 1, false, true);
+    model_shape sh = ft_shape(2, 4096, 1, false, true, MODEL_FT_LORA, 16, MODEL_TARGET_ALL);
+    model_op_list l, lf;
+
+    /* Forward: each base GEMM is followed by its adapters' x A and (x A) B. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    static const char *const fwd[] = {
+        "norm1", "qkv", "q.lora_a", "q.lora_b", "k.lora_a", "k.lora_b", "v.lora_a",
+        "v.lora_b", "rope", "attn", "proj", "o.lora_a", "o.lora_b", "residual1", "norm2",
+        "mlp_up", "gate.lora_a", "gate.lora_b", "up.lora_a", "up.lora_b", "act", "mlp_down",
+        "down.lora_a", "down.lora_b", "residual2"};
+    CHECK_INT_EQ(l.n, (int)SIM_ARRAY_LEN(fwd));
+    for (int i = 0; i < l.n && i < (int)SIM_ARRAY_LEN(fwd); i++)
+        CHECK_STR_EQ(l.op[i].name, fwd[i]);
+    /* q.lora_a: (8192 x 4096) @ (4096 x 16): 2 x 8192 x 4096 x 16 = 1,073,741,824 FLOPs,
+     * counted as model FLOPs too; bytes (8192 x 4096 + 4096 x 16) x 2 + 8192 x 16 x 2 =
+     * 67,502,080. q.lora_b: (8192 x 16) @ (16 x 4096), the same FLOPs; reads x A and B,
+     * and its epilogue adds into the q output (read and write 8192 x 4096): (131,072 +
+     * 65,536) x 2 + 2 x 8192 x 4096 x 2 = 134,610,944. */
+    const model_op *op = find(&l, "q.lora_a");
+    CHECK(op->cls == HW_OP_MATMUL);
+    CHECK_NEAR(op->flops, 1073741824.0, 0, 0);
+    CHECK_NEAR(op->model_flops, op->flops, 0, 0);
+    CHECK_NEAR(op->bytes, 67502080.0, 0, 0);
+    op = find(&l, "q.lora_b");
+    CHECK_NEAR(op->flops, 1073741824.0, 0, 0);
+    CHECK_NEAR(op->bytes, 134610944.0, 0, 0);
+    /* k's B is 16 x 1024: 2 x 8192 x 16 x 1024 = 268,435,456 */
+    CHECK_NEAR(find(&l, "k.lora_b")->flops, 268435456.0, 0, 0);
+    /* The base kernels are those of full training, unchanged; the adapters add
+     * 2 T r (in + out) per target = 2 x 8192 x 16 x 81,920 = 21,474,836,480 FLOPs. */
+    model_block_ops(&m, &full, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &lf);
+    for (int i = 0; i < lf.n; i++) {
+        const model_op *b = find(&l, lf.op[i].name);
+        CHECK(b && b->flops == lf.op[i].flops && b->bytes == lf.op[i].bytes);
+    }
+    const double lora_fwd = 21474836480.0;
+    CHECK_NEAR(sum_flops(&l, false) - sum_flops(&lf, false), lora_fwd, 1e-12, 0);
+    CHECK_NEAR(sum_flops(&l, true) - sum_flops(&lf, true), lora_fwd, 1e-12, 0);
+
+    /* Backward: base dgrads only (no base wgrad), each followed by its adapters' B then A
+     * kernels, last target first. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    static const char *const bwd[] = {
+        "residual2.bwd", "mlp_down.dgrad", "down.lora_b.dgrad", "down.lora_b.wgrad",
+        "down.lora_a.dgrad", "down.lora_a.wgrad", "act.bwd", "mlp_up.dgrad",
+        "up.lora_b.dgrad", "up.lora_b.wgrad", "up.lora_a.dgrad", "up.lora_a.wgrad",
+        "gate.lora_b.dgrad", "gate.lora_b.wgrad", "gate.lora_a.dgrad", "gate.lora_a.wgrad",
+        "norm2.bwd", "residual1.bwd", "proj.dgrad", "o.lora_b.dgrad", "o.lora_b.wgrad",
+        "o.lora_a.dgrad", "o.lora_a.wgrad", "attn.bwd", "rope.bwd", "qkv.dgrad",
+        "v.lora_b.dgrad", "v.lora_b.wgrad", "v.lora_a.dgrad", "v.lora_a.wgrad",
+        "k.lora_b.dgrad", "k.lora_b.wgrad", "k.lora_a.dgrad", "k.lora_a.wgrad",
+        "q.lora_b.dgrad", "q.lora_b.wgrad", "q.lora_a.dgrad", "q.lora_a.wgrad", "norm1.bwd"};
+    CHECK_INT_EQ(l.n, (int)SIM_ARRAY_LEN(bwd));
+    for (int i = 0; i < l.n && i < (int)SIM_ARRAY_LEN(bwd); i++)
+        CHECK_STR_EQ(l.op[i].name, bwd[i]);
+    /* Every gradient comes from an adapter's wgrad: B's r x out, A's in x r (down: B
+     * 16 x 4096 = 65,536, A 14336 x 16 = 229,376); their sum is the layer's 1,310,720. No
+     * other kernel carries gradients (the norms are frozen) and no base wgrad runs. */
+    int64_t grads = 0;
+    for (int i = 0; i < l.n; i++) {
+        grads += l.op[i].grad_params;
+        if (ends_with(l.op[i].name, ".wgrad"))
+            CHECK(strstr(l.op[i].name, ".lora_") != NULL);
+        else
+            CHECK_INT_EQ(l.op[i].grad_params, 0);
+    }
+    CHECK_INT_EQ(grads, 1310720);
+    CHECK_INT_EQ(find(&l, "down.lora_b.wgrad")->grad_params, 65536);
+    CHECK_INT_EQ(find(&l, "down.lora_a.wgrad")->grad_params, 229376);
+    /* A's dgrad adds x's LoRA gradient into the base dgrad's (reads and writes T x in):
+     * down.lora_a.dgrad (8192 x 16) @ (16 x 14336): bytes (8192 x 16 + 14336 x 16) x 2 +
+     * 2 x 8192 x 14336 x 2 = 470,482,944; its wgrad (x^T d(xA)) reads x and d(xA), writes
+     * A: (8192 x 14336 + 8192 x 16) x 2 + 14336 x 16 x 2 = 235,601,920. */
+    CHECK_NEAR(find(&l, "down.lora_a.dgrad")->bytes, 470482944.0, 0, 0);
+    CHECK_NEAR(find(&l, "down.lora_a.wgrad")->bytes, 235601920.0, 0, 0);
+    /* A frozen RMSNorm's backward still computes dx but writes no weight gradient:
+     * (3 x 8192 x 4096 + 4096) x 2 = 201,334,784 bytes instead of + 2 x 4096 weights. */
+    CHECK_NEAR(find(&l, "norm1.bwd")->bytes, 201334784.0, 0, 0);
+
+    /* Backward FLOPs: full training's minus the four base wgrads (they equal the base
+     * forward GEMMs, G = 2 T (h (q + 2kv) + q h + 2 h f + f h) = 3,573,412,790,272) plus
+     * the adapters' dgrad and wgrad (2 x 21,474,836,480). In model FLOPs the backward is
+     * then G (dgrads) + 2 x 549,755,813,888 (attention) + 2 x 21,474,836,480 =
+     * 4,715,874,091,008: about forward + adapters, not twice the forward. */
+    const double G = 3573412790272.0, attn = 549755813888.0;
+    model_block_ops(&m, &full, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &lf);
+    CHECK_NEAR(sum_flops(&l, false), sum_flops(&lf, false) - G + 2 * lora_fwd, 1e-12, 0);
+    CHECK_NEAR(sum_flops(&l, true), G + 2 * attn + 2 * lora_fwd, 1e-12, 0);
+    CHECK_NEAR(sum_flops(&l, true), 4715874091008.0, 1e-12, 0);
+
+    /* Head: the LM head keeps its dgrad, loses its wgrad; the final norm is frozen. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(l.n, 3);
+    CHECK(has_op(&l, "lm_head.dgrad") && !has_op(&l, "lm_head.wgrad"));
+    CHECK_INT_EQ(find(&l, "final_norm.bwd")->grad_params, 0);
+    /* Embedding: its forward gather still runs; its backward is empty, and it keeps no
+     * activations for one. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_FWD, &l);
+    CHECK_INT_EQ(l.n, 1);
+    model_block_ops(&m, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(l.n, 0);
+    CHECK_NEAR(model_embed_activation_bytes(&m, &sh), 0, 0, 0);
+
+    /* Whole step: the gradients are the 32 layers' adapters, 41,943,040; model FLOPs are
+     * full training's minus 32 base wgrads and the LM head's (2 x 8192 x 4096 x 128256 =
+     * 8,607,114,461,184), plus 32 x 3 x the adapters' forward. */
+    totals tl = step_totals(&m, &sh), tfull = step_totals(&m, &full);
+    CHECK_INT_EQ(tl.grad_params, 41943040);
+    CHECK_NEAR(tl.model_flops,
+               tfull.model_flops - 32 * G - 8607114461184.0 + 32 * 3 * lora_fwd, 1e-12, 0);
+
+    /* Method FULL ignores rank and targets: the kernels are exactly full training's. */
+    model_shape f2 = ft_shape(2, 4096, 1, false, true, MODEL_FT_FULL, 16, MODEL_TARGET_ALL);
+    for (int ph = MODEL_PHASE_FWD; ph <= MODEL_PHASE_BWD; ph++) {
+        model_block_ops(&m, &f2, MODEL_BLOCK_LAYER, (model_phase)ph, &l);
+        model_block_ops(&m, &full, MODEL_BLOCK_LAYER, (model_phase)ph, &lf);
+        CHECK_INT_EQ(l.n, lf.n);
+        for (int i = 0; i < l.n && i < lf.n; i++)
+            CHECK(strcmp(l.op[i].name, lf.op[i].name) == 0 && l.op[i].flops == lf.op[i].flops &&
+                  l.op[i].bytes == lf.op[i].bytes &&
+                  l.op[i].grad_params == lf.op[i].grad_params);
+    }
+
+    /* A GELU model has no gate: a gate-only LoRA adds no kernel, and the frozen layer's
+     * backward produces no gradient at all. */
+    model_spec g = gpt(2, 1024, 16, 1000, 128);
+    sh = ft_shape(1, 128, 1, false, true, MODEL_FT_LORA, 8, MODEL_TARGET_GATE);
+    model_block_ops(&g, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    model_shape gf = shape(1, 128, 1, false, true);
+    model_block_ops(&g, &gf, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &lf);
+    CHECK_INT_EQ(l.n, lf.n);
+    CHECK(!has_op(&l, "gate.lora_a"));
+    totals tg = step_totals(&g, &sh);
+    CHECK_INT_EQ(tg.grad_params, 0);
+
+    /* TP t = 2: adapters split as their base matrix. Column-parallel q, k, v, gate, up
+     * shard B's columns and keep A whole (4096 x 16 = 65,536 each); row-parallel o, down
+     * shard A's rows and keep B whole (16 x 4096 = 65,536 each). Per rank: 7 x 65,536
+     * whole + q B 16 x 2048 + k, v B 16 x 512 each + o A 2048 x 16 + gate, up B and down A
+     * 16 x 7168 each = 458,752 + 32,768 + 16,384 + 32,768 + 344,064 = 884,736. */
+    sh = ft_shape(1, 2048, 2, false, true, MODEL_FT_LORA, 16, MODEL_TARGET_ALL);
+    totals t2 = {0};
+    add_block(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, 1, &t2);
+    CHECK_INT_EQ(t2.grad_params, 884736);
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    /* x A with the whole A is the same on both ranks: 2 x 2048 x 4096 x 16; B on 2048
+     * columns: 2 x 2048 x 16 x 2048. */
+    CHECK_NEAR(find(&l, "q.lora_a")->flops, 2.0 * 2048 * 4096 * 16, 0, 0);
+    CHECK_NEAR(find(&l, "q.lora_b")->flops, 2.0 * 2048 * 16 * 2048, 0, 0);
+}
+
+static void test_qlora_kernels(void)
+{
+    /* Llama-3.1-8B, b = 2, s = 4096, QLoRA r = 16 on all targets: the LoRA kernels plus a
+     * dequantisation before every base GEMM (forward) and base dgrad (backward). It reads
+     * the NF4 weights with their scales (2113/4096 bytes each) and writes them in bf16:
+     * 2.515869140625 bytes and 2 FLOPs per weight. qkv: 4096 x 6144 = 25,165,824 weights,
+     * 63,313,920 bytes; proj 16,777,216 -> 42,209,280; mlp_up 4096 x 28672 = 117,440,512
+     * -> 295,464,960; mlp_down 58,720,256 -> 147,732,480. */
+    model_spec m = llama31_8b();
+    model_shape lora = ft_shape(2, 4096, 1, false, true, MODEL_FT_LORA, 16, MODEL_TARGET_ALL);
+    model_shape sh = ft_shape(2, 4096, 1, false, true, MODEL_FT_QLORA, 16, MODEL_TARGET_ALL);
+    static const struct {
+        const char *gemm, *fwd, *bwd, *dgrad;
+        double weights, bytes;
+    } dq[] = {
+        {"qkv", "qkv.dequant", "qkv.dgrad.dequant", "qkv.dgrad", 25165824, 63313920},
+        {"proj", "proj.dequant", "proj.dgrad.dequant", "proj.dgrad", 16777216, 42209280},
+        {"mlp_up", "mlp_up.dequant", "mlp_up.dgrad.dequant", "mlp_up.dgrad", 117440512,
+         295464960},
+        {"mlp_down", "mlp_down.dequant", "mlp_down.dgrad.dequant", "mlp_down.dgrad",
+         58720256, 147732480},
+    };
+    model_op_list l, ll;
+    for (int ph = MODEL_PHASE_FWD; ph <= MODEL_PHASE_BWD; ph++) {
+        model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, (model_phase)ph, &l);
+        model_block_ops(&m, &lora, MODEL_BLOCK_LAYER, (model_phase)ph, &ll);
+        /* exactly the LoRA layer plus four dequantisations, each right before its GEMM */
+        CHECK_INT_EQ(l.n, ll.n + 4);
+        for (size_t i = 0; i < SIM_ARRAY_LEN(dq); i++) {
+            const char *name = ph == MODEL_PHASE_FWD ? dq[i].fwd : dq[i].bwd;
+            const char *next = ph == MODEL_PHASE_FWD ? dq[i].gemm : dq[i].dgrad;
+            const model_op *op = find(&l, name);
+            if (!op)
+                continue;
+            CHECK(op->cls == HW_OP_VECTOR);
+            CHECK_NEAR(op->bytes, dq[i].bytes, 0, 0);
+            CHECK_NEAR(op->bytes, dq[i].weights * (model_qlora_weight_bytes() + 2), 0, 0);
+            CHECK_NEAR(op->flops, 2 * dq[i].weights, 0, 0);
+            CHECK(op + 1 == find(&l, next));
+        }
+        /* everything else is the LoRA kernel, unchanged (the GEMMs read bf16 weights) */
+        for (int i = 0; i < ll.n; i++) {
+            const model_op *op = find(&l, ll.op[i].name);
+            CHECK(op && op->flops == ll.op[i].flops && op->bytes == ll.op[i].bytes &&
+                  op->grad_params == ll.op[i].grad_params);
+        }
+    }
+    /* The LM head stays bf16 (bitsandbytes does not quantise the output layer): no
+     * dequantisation in the head. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
+    model_block_ops(&m, &lora, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &ll);
+    CHECK_INT_EQ(l.n, ll.n);
+
+    /* The largest layer: Qwen3-4B (qk-norm), unfused attention, QLoRA on all targets.
+     * Full training runs 14 forward kernels (norm1, qkv, qk_norm, rope, 3 attention, proj,
+     * residual1, norm2, mlp_up, act, mlp_down, residual2) and 18 backward (the same with
+     * dgrad + wgrad per GEMM and the 3 attention backward kernels). QLoRA forward: 14 + 4
+     * dequantisations + 7 x 2 adapter GEMMs = 32; backward: 18 - 4 base wgrads + 4
+     * dequantisations + 7 x 4 adapter kernels = 46, within MODEL_OPS_MAX. */
+    model_spec q = qwen3_4b();
+    sh = ft_shape(1, 2048, 1, false, false, MODEL_FT_QLORA, 64, MODEL_TARGET_ALL);
+    model_block_ops(&q, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_INT_EQ(l.n, 32);
+    model_block_ops(&q, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(l.n, 46);
+    CHECK(l.n <= MODEL_OPS_MAX);
+    /* frozen q_norm/k_norm: no gradients */
+    CHECK_INT_EQ(find(&l, "qk_norm.bwd")->grad_params, 0);
+}
+
+static void test_lora_activations(void)
+{
+    /* Llama-3.1-8B, b = 1, s = 4096, flash, r = 16 on all seven targets. The adapters'
+     * inputs are the base GEMMs' inputs, already kept; each keeps its x A for B's wgrad:
+     * 7 x 16 x 2 = 224 bytes per token on top of full training's 139,392:
+     * 139,616 x 4096 = 571,867,136. QLoRA keeps the same (dequantised weights are
+     * transient). */
+    model_spec m = llama31_8b();
+    model_shape sh = ft_shape(1, 4096, 1, false, true, MODEL_FT_LORA, 16, MODEL_TARGET_ALL);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 571867136.0, 0, 0);
+    sh.ft.method = MODEL_FT_QLORA;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 571867136.0, 0, 0);
+    /* selective recompute: (139,264 + 224) x 4096; full recompute keeps the layer input
+     * only (8192 per token): the adapters' x A is recomputed with the layer */
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_SELECTIVE),
+               (139264.0 + 224) * 4096, 0, 0);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL), 8192.0 * 4096, 0,
+               0);
+    /* q and v only: + 2 x 16 x 2 = 64 per token */
+    sh.ft.targets = MODEL_TARGET_Q | MODEL_TARGET_V;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE),
+               (139392.0 + 64) * 4096, 0, 0);
+    /* TP 2 + SP: the base terms halve (69,696 per token), x A does not (A or B is whole
+     * on every rank, so x A is T x r on each): 69,696 + 224 = 69,920 per token. */
+    sh = ft_shape(1, 4096, 2, true, true, MODEL_FT_LORA, 16, MODEL_TARGET_ALL);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 69920.0 * 4096, 0,
+               0);
+}
+
 int main(void)
 {
     test_params();
@@ -532,5 +875,9 @@ int main(void)
     test_grad_params();
     test_korthikanti();
     test_generalised_activations();
+    test_lora_params();
+    test_lora_kernels();
+    test_qlora_kernels();
+    test_lora_activations();
     return test_finish();
 }
