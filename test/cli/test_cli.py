@@ -418,6 +418,31 @@ def dp():
     full = run_json(ddp)
     check(lora.get("step_time_s", 1) < full.get("step_time_s", 0), "LoRA step shorter than full")
 
+    # Hybrid shard on 2 nodes x 2 GPUs (A = 1): gathers and reduce-scatters inside the node
+    # (n = 2): 3 x 2P x 1/2 = 3P; then the gradient shards (2P / 2 = P bytes) all-reduced
+    # across the 2 nodes: 2 x 1/2 x P = P. Total 4P per GPU, against full shard over 4:
+    # 3 x 2P x 3/4 = 4.5P.
+    two = ["--set", "topology=%s" % os.path.join(data, "ideal-2x2.yaml"), "--set", "parallel.dp=4",
+           "--set", "training.global_batch=8", "--set", "parallel.zero=3"]
+    hyb = run_json(ddp, *two, "--set", "parallel.fsdp.hybrid_shard=true")
+    near(hyb.get("comm_bytes_per_gpu", {}).get("dp", 0), 4 * P, 1e-9, "hybrid shard: 4P per GPU")
+    # hybrid shards the model states over the node (2), full shard over all 4 GPUs
+    check(hyb.get("mem_bytes", {}).get("optimizer") == 12 * P // 2, "hybrid: optimizer over 2")
+    fs = run_json(ddp, *two)
+    near(fs.get("comm_bytes_per_gpu", {}).get("dp", 0), 4.5 * P, 1e-9, "full shard over 4: 4.5P")
+    # Compute interference: with overlap off no kernel runs beside a collective, so the
+    # factor changes nothing; with overlap on, kernels overlapped by bucket all-reduces are
+    # stretched and the step can only grow.
+    base = run_json(ddp)
+    slowed = run_json(ddp, "--set", "topology.gpu.comm_interference=0.5")
+    check(slowed.get("step_time_s") == base.get("step_time_s"), "no overlap, no interference")
+    ov = ["--set", "parallel.ddp={bucket: 1 MiB, overlap: true}"]
+    base = run_json(ddp, *ov)
+    slowed = run_json(ddp, *ov, "--set", "topology.gpu.comm_interference=0.5")
+    check(slowed.get("step_time_s", 0) >= base.get("step_time_s", 1), "interference slows overlap")
+    check(slowed.get("exposed_comm_s", {}).get("dp", 1) < base.get("exposed_comm_s", {}).get("dp", 0),
+          "slower overlapped compute hides more communication")
+
     # FSDP prefetch overlaps the next unit's gather with this unit's compute: on the
     # 10 GB/s pair no prefetch can only be slower.
     slow = run_json(ddp, "--set", "parallel.zero=3", "--set", "parallel.fsdp.prefetch=0")
