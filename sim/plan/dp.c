@@ -94,6 +94,13 @@ typedef struct gen {
 
 /* ---- helpers ------------------------------------------------------------------------ */
 
+/* Bytes of one optimizer state per parameter: fp32 4, bf16 2, int8 1 plus an fp32 scale per
+ * 2048-element block (8-bit Adam). */
+static double state_bytes(plan_state_dtype d)
+{
+    return d == PLAN_STATE_FP32 ? 4 : d == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
+}
+
 static int64_t ceil_div(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;
@@ -280,8 +287,7 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
-    double sb = t->optimizer_state == PLAN_STATE_FP32 ? 4
-              : t->optimizer_state == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
+    double sb = state_bytes(t->optimizer_state);
     /* per parameter: read the gradient twice (global-norm clipping, then the update), read
      * and write the 16-bit weights, the fp32 master copy and every optimizer state */
     double per = 2.0 * g->gbytes + 2.0 * g->wbytes + 2.0 * states * sb +
@@ -340,8 +346,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     const plan_training *t = &g->sc->training;
     int shard = g->zero >= 1 ? g->n : 1;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
-    double sb = t->optimizer_state == PLAN_STATE_FP32 ? 4
-              : t->optimizer_state == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
+    double sb = state_bytes(t->optimizer_state);
     /* host DRAM bytes per parameter: read the gradient, read and write the master copy and
      * every state, write the 16-bit parameter to send back */
     double per = g->gbytes + 2.0 * states * sb + (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0) +
@@ -491,11 +496,6 @@ static void gen_fsdp(gen *g)
 }
 
 /* ---- set-up -------------------------------------------------------------------------- */
-
-static double state_bytes(plan_state_dtype d)
-{
-    return d == PLAN_STATE_FP32 ? 4 : d == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
-}
 
 /* Persistent bytes per rank: model states sharded per the strategy, DDP buckets, framework.
  * Frozen weights (LoRA/QLoRA) have no gradients, master copies or optimizer states. */
