@@ -99,10 +99,6 @@ static const io_enum_name attention_names[] = {
 /* ---------------------------------------------------------------------------------------- */
 /* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
 
-static const io_notsup ns_tp = {.feature = "tensor parallelism",
-                                .issue = "the model-parallel issue"};
-static const io_notsup ns_sp = {.feature = "sequence parallelism",
-                                .issue = "the model-parallel issue"};
 static const io_notsup ns_tp_overlap = {.feature = "overlapping TP communication",
                                         .issue = "the model-parallel issue"};
 static const io_notsup ns_pp = {.feature = "pipeline parallelism",
@@ -345,11 +341,11 @@ MAP(offload_map, "offload", offload_keys);
 
 static const io_key parallel_keys[] = {
     {.name = "dp", .type = IO_K_INT, .offset = PA(dp), .flags = DEGREE},
-    {.name = "tp", .type = IO_K_INT, .offset = PA(tp), .flags = DEGREE, .notsup = &ns_tp},
+    {.name = "tp", .type = IO_K_INT, .offset = PA(tp), .flags = DEGREE},
     {.name = "pp", .type = IO_K_INT, .offset = PA(pp), .flags = DEGREE, .notsup = &ns_pp},
     {.name = "ep", .type = IO_K_INT, .offset = PA(ep), .flags = DEGREE, .notsup = &ns_ep},
     {.name = "cp", .type = IO_K_INT, .offset = PA(cp), .flags = DEGREE, .notsup = &ns_cp},
-    {.name = "sp", .type = IO_K_BOOL, .offset = PA(sp), .notsup = &ns_sp},
+    {.name = "sp", .type = IO_K_BOOL, .offset = PA(sp)},
     {.name = "zero", .type = IO_K_INT, .offset = PA(zero), .flags = IO_KEY_MIN | IO_KEY_MAX,
      .min = 0, .max = 3},
     {.name = "fsdp", .type = IO_K_MAP, .map = &fsdp_map},

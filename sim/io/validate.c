@@ -306,6 +306,29 @@ static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx
     if (p->dp % p->ep != 0)
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
                                "parallel.ep: %d does not divide dp (%d)", p->ep, p->dp);
+    /* Megatron splits attention heads and the MLP's hidden dimension over the TP group; KV
+     * heads are split too, or replicated when there are fewer of them than TP ranks. */
+    const model_spec *m = &sc->model;
+    if (p->tp > 1) {
+        const char *what = NULL;
+        int value = 0;
+        if (m->heads % p->tp != 0)
+            what = "model.heads", value = m->heads;
+        else if (m->ffn % p->tp != 0)
+            what = "model.ffn", value = m->ffn;
+        else if (m->kv_heads % p->tp != 0 && p->tp % m->kv_heads != 0)
+            what = "model.kv_heads", value = m->kv_heads;
+        if (what) {
+            io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.tp", "parallel"),
+                            "parallel.tp: %d does not split %s (%d) evenly", p->tp, what, value);
+            sim_diag_hint(ctx->diag, "choose a tp that divides the number of heads and the ffn "
+                                     "size (kv_heads may also be a divisor of tp)");
+            return SIM_EINVAL;
+        }
+    }
+    if (p->sp && p->tp == 1)
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.sp", "parallel"),
+                               "parallel.sp: sequence parallelism needs tp > 1");
 
     if (tr->global_batch > 0) {
         /* micro_batch and dp are bounded (int64 and 2^20): compare in double to avoid overflow */

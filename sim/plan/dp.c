@@ -69,6 +69,7 @@ typedef struct coll_seq {
 typedef struct gen {
     plan *p;
     const plan_scenario *sc;
+    model_spec model;   /* the scenario's model, vocabulary padded as Megatron pads it */
     trace *t;
     model_shape sh;
     int rank;
@@ -77,6 +78,13 @@ typedef struct gen {
     int n;              /* ranks sharing a shard (the dp group, or the node for hybrid) */
     bool hybrid;
     uint32_t g_shard, g_rep; /* process groups of this rank (g_rep: hybrid only) */
+    uint32_t g_tp;           /* this rank's tensor-parallel group */
+    int tp;
+    bool sp;
+    bool have_pending;       /* a TP collective the next compute kernel must wait for */
+    uint32_t pending;
+    uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
+    bool have_compute;
     coll_seq *seq;      /* per group */
     int *seq_pos;       /* per group: instances used so far by this rank */
     unit *units;
@@ -113,7 +121,8 @@ static uint32_t coll_next(gen *g, uint32_t group, coll_op op, double bytes)
     size_t k = (size_t)g->seq_pos[group]++;
     if (k == s->n) {
         SIM_GROW(s->ids, s->cap, s->n + 1);
-        s->ids[s->n++] = trace_add_coll(g->t, op, g->sc->collectives[PLAN_GROUP_DP], group, bytes, 0);
+        s->ids[s->n++] = trace_add_coll(g->t, op, g->sc->collectives[g->t->groups[group].cls],
+                                        group, bytes, 0);
     }
     SIM_ASSERT(g->t->colls[s->ids[k]].op == op && g->t->colls[s->ids[k]].bytes == bytes,
                "rank %d diverges from its group's collective sequence", g->rank);
@@ -123,9 +132,10 @@ static uint32_t coll_next(gen *g, uint32_t group, coll_op op, double bytes)
 static uint32_t add_coll_op(gen *g, uint32_t group, coll_op op, double bytes, const char *name,
                             int layer, int mb, const uint32_t *deps, size_t n_deps)
 {
+    int cls = g->t->groups[group].cls;
     trace_op o = {
         .kind = TRACE_OP_COLL,
-        .stream = TRACE_STREAM_COMM(PLAN_GROUP_DP),
+        .stream = (uint8_t)TRACE_STREAM_COMM(cls),
         .phase = TRACE_PHASE_COMM,
         .layer = layer,
         .microbatch = mb,
@@ -135,8 +145,10 @@ static uint32_t add_coll_op(gen *g, uint32_t group, coll_op op, double bytes, co
         .duration_ps = TRACE_MEASURED_NONE,
     };
     uint32_t idx = trace_add_op(g->t, g->rank, &o, deps, n_deps);
-    g->last_coll = idx;
-    g->have_last_coll = true;
+    if (cls == PLAN_GROUP_DP) {
+        g->last_coll = idx;
+        g->have_last_coll = true;
+    }
     return idx;
 }
 
@@ -163,7 +175,87 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
     if (!recompute)
         g->model_flops += mo->model_flops;
     g->hardware_flops += mo->model_flops;
-    return trace_add_op(g->t, g->rank, &op, deps, n_deps);
+    uint32_t all[8];
+    size_t n = 0;
+    for (size_t i = 0; i < n_deps && n < 7; i++)
+        all[n++] = deps[i];
+    if (g->have_pending) {
+        all[n++] = g->pending;
+        g->have_pending = false;
+    }
+    uint32_t idx = trace_add_op(g->t, g->rank, &op, all, n);
+    g->last_compute = idx;
+    g->have_compute = true;
+    return idx;
+}
+
+/* ---- tensor and sequence parallelism (Megatron) ----------------------------------------
+ *
+ * Megatron's f and g operators around the column- (QKV, MLP up) and row-parallel (output
+ * projection, MLP down) GEMMs. Without SP: an all-reduce of the b·s·h activations after each
+ * row-parallel GEMM in forward and after each column-parallel GEMM's input gradient in
+ * backward (4 per layer per micro-batch). With SP the activations outside those GEMMs are
+ * split along the sequence: an all-gather before each column-parallel GEMM and a
+ * reduce-scatter after each row-parallel one in forward, mirrored in backward (8 per layer,
+ * the same bytes: each moves (t-1)/t of 2bsh). Vocabulary-parallel embedding: an all-reduce
+ * (SP: reduce-scatter) of its output; the LM head gathers its input under SP, reduces its
+ * input gradient; the vocabulary-parallel cross-entropy all-reduces three fp32 values per
+ * token (max logit, target logit, sum of exponentials). Per GPU per layer per micro-batch:
+ * 16·b·s·h·(t-1)/t bytes, forward plus backward (Korthikanti et al. 2022 §4.2.2). */
+typedef struct tp_point {
+    const char *kernel;
+    model_phase phase;
+    bool before;   /* the collective comes before the kernel (else after) */
+    bool sp;       /* applies with sequence parallelism (else without) */
+    coll_op op;
+    bool loss;     /* the cross-entropy's 3 fp32 per token, not 2bsh */
+} tp_point;
+
+static const tp_point tp_points[] = {
+    /* without sequence parallelism */
+    {"embed", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
+    {"proj", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
+    {"mlp_down", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
+    {"loss", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, true},
+    {"lm_head.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
+    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
+    {"qkv.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
+    /* with sequence parallelism */
+    {"embed", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"qkv", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
+    {"proj", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"mlp_up", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
+    {"mlp_down", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"lm_head", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
+    {"loss", MODEL_PHASE_FWD, false, true, COLL_ALL_REDUCE, true},
+    {"lm_head.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"mlp_down.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
+    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"proj.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
+    {"qkv.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"embed.wgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
+};
+
+/* Emits the TP collective at kernel `name` (before or after it), if any: it waits for the
+ * latest compute kernel and the next compute kernel waits for it. */
+static void tp_collective(gen *g, const char *name, model_phase ph, bool before, int layer,
+                          int mb)
+{
+    if (g->tp <= 1)
+        return;
+    for (size_t i = 0; i < SIM_ARRAY_LEN(tp_points); i++) {
+        const tp_point *t = &tp_points[i];
+        if (t->phase != ph || t->before != before || t->sp != g->sp || strcmp(t->kernel, name))
+            continue;
+        double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len;
+        double bytes = t->loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
+        char cname[48];
+        snprintf(cname, sizeof cname, "tp.%s", name);
+        uint32_t dep = g->last_compute;
+        g->pending = add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &dep,
+                                 g->have_compute);
+        g->have_pending = true;
+    }
 }
 
 /* ---- gradient buckets (DDP, ZeRO-1/2) ------------------------------------------------ */
@@ -211,15 +303,17 @@ static void bucket_flush(gen *g, uint32_t last_bwd, int mb)
 static span emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t n_deps)
 {
     model_op_list ops;
-    model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
+    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
     span s = {0};
     for (int i = 0; i < ops.n; i++) {
+        tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, true, u->layer, mb);
         uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_FWD, u->layer, mb, false,
                                    i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
         if (i == 0)
             s.first = idx;
         s.last = idx;
         s.any = true;
+        tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, false, u->layer, mb);
     }
     if (s.any)
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
@@ -234,12 +328,16 @@ static span emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32
     bool first = true;
     model_recompute rc = g->sc->training.recompute;
     if (u->blk == MODEL_BLOCK_LAYER && rc != MODEL_RECOMPUTE_NONE) {
-        model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
+        model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
         for (int i = 0; i < ops.n; i++) {
             if (rc == MODEL_RECOMPUTE_SELECTIVE && !ops.op[i].attn_core)
                 continue;
+            /* the recomputed forward repeats its TP collectives (Megatron checkpoints the
+             * whole layer, f and g operators included) */
+            tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, true, u->layer, mb);
             uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, true,
                                        first ? deps : NULL, first ? n_deps : 0);
+            tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, false, u->layer, mb);
             if (first) {
                 s.first = idx;
                 trace_add_mem(g->t, g->rank, idx, PLAN_MEM_ACTIVATIONS, (int64_t)u->act_extra,
@@ -250,8 +348,9 @@ static span emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32
             s.any = true;
         }
     }
-    model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
+    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
     for (int i = 0; i < ops.n; i++) {
+        tp_collective(g, ops.op[i].name, MODEL_PHASE_BWD, true, u->layer, mb);
         uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, false,
                                    first ? deps : NULL, first ? n_deps : 0);
         if (first)
@@ -261,6 +360,7 @@ static span emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32
         s.any = true;
         if (bucketing && ops.op[i].grad_params > 0)
             bucket_grads(g, idx, ops.op[i].grad_params, mb);
+        tp_collective(g, ops.op[i].name, MODEL_PHASE_BWD, false, u->layer, mb);
     }
     if (s.any) {
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);
@@ -274,7 +374,7 @@ static span emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32
 static double unit_grad_bytes(const gen *g, const unit *u)
 {
     model_op_list ops;
-    model_block_ops(&g->sc->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
+    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
     double p = 0;
     for (int i = 0; i < ops.n; i++)
         p += (double)ops.op[i].grad_params;
@@ -551,47 +651,67 @@ static model_ft finetune_of(const plan_training *t)
     return ft;
 }
 
+/* Parameters whose gradients a block's backward produces on this rank under `ft`. */
+static int64_t block_grad_params(const gen *g, model_block blk, model_ft ft)
+{
+    model_shape sh = g->sh;
+    sh.ft = ft;
+    model_op_list ops;
+    model_block_ops(&g->model, &sh, blk, MODEL_PHASE_BWD, &ops);
+    int64_t n = 0;
+    for (int i = 0; i < ops.n; i++)
+        n += ops.op[i].grad_params;
+    return n;
+}
+
+/* Units with this rank's share of parameters: what its full-training backward would produce
+ * gradients for (TP splits, tied embeddings and replicated norms included), the trained part
+ * under the scenario's fine-tuning, and the bytes its weights take as stored. */
 static void build_units(gen *g)
 {
     const plan_scenario *sc = g->sc;
-    model_params mp;
-    model_count_params(&sc->model, &mp);
-    int L = sc->model.layers;
+    int L = g->model.layers;
     g->n_units = L + 2;
     g->units = sim_calloc((size_t)g->n_units, sizeof *g->units);
-    double layer_act = model_layer_activation_bytes(&sc->model, &g->sh, sc->training.recompute);
+    double layer_act = model_layer_activation_bytes(&g->model, &g->sh, sc->training.recompute);
     double extra = sc->training.recompute == MODEL_RECOMPUTE_FULL
-                       ? model_layer_activation_bytes(&sc->model, &g->sh, MODEL_RECOMPUTE_NONE) -
+                       ? model_layer_activation_bytes(&g->model, &g->sh, MODEL_RECOMPUTE_NONE) -
                              layer_act
                        : 0;
-    const model_ft *ft = &g->sh.ft;
-    int64_t adapters = 0;
-    model_count_lora_params(&sc->model, ft, &adapters);
-    /* a layer's weights as stored: 16-bit, or NF4 for QLoRA's linear matrices */
-    double layer_bytes = (double)mp.per_layer * g->wbytes;
-    if (ft->method == MODEL_FT_QLORA) {
-        int64_t mat = model_layer_matrix_params(&sc->model);
-        layer_bytes = (double)mat * model_qlora_weight_bytes() + (double)(mp.per_layer - mat) * 2;
+    const model_ft full = {.method = MODEL_FT_FULL};
+    model_params mp;
+    model_count_params(&g->model, &mp);
+    int64_t norms = mp.per_layer - model_layer_matrix_params(&g->model); /* replicated */
+    static const model_block blocks[3] = {MODEL_BLOCK_EMBED, MODEL_BLOCK_LAYER, MODEL_BLOCK_HEAD};
+    for (int b = 0; b < 3; b++) {
+        int64_t params = block_grad_params(g, blocks[b], full);
+        int64_t trained = block_grad_params(g, blocks[b], g->sh.ft);
+        double bytes = (double)params * g->wbytes;
+        if (g->sh.ft.method == MODEL_FT_QLORA && blocks[b] == MODEL_BLOCK_LAYER)
+            bytes = (double)(params - norms) * model_qlora_weight_bytes() + (double)norms * 2;
+        if (g->sh.ft.method != MODEL_FT_FULL) /* the adapters are stored besides */
+            bytes += (double)trained * g->wbytes;
+        unit u = {.blk = blocks[b], .layer = TRACE_NO_LAYER,
+                  .params = params + (g->sh.ft.method != MODEL_FT_FULL ? trained : 0),
+                  .trainable = trained, .weight_bytes = bytes};
+        if (blocks[b] == MODEL_BLOCK_EMBED) {
+            u.act = model_embed_activation_bytes(&g->model, &g->sh);
+            g->units[0] = u;
+        } else if (blocks[b] == MODEL_BLOCK_HEAD) {
+            u.act = model_head_activation_bytes(&g->model, &g->sh);
+            g->units[L + 1] = u;
+        } else {
+            u.act = layer_act;
+            u.act_extra = extra;
+            for (int l = 0; l < L; l++) {
+                u.layer = l;
+                g->units[1 + l] = u;
+            }
+        }
     }
-    bool full = ft->method == MODEL_FT_FULL;
-    g->units[0] = (unit){.blk = MODEL_BLOCK_EMBED, .layer = TRACE_NO_LAYER,
-                         .params = mp.embedding, .trainable = full ? mp.embedding : 0,
-                         .weight_bytes = (double)mp.embedding * g->wbytes,
-                         .act = model_embed_activation_bytes(&sc->model, &g->sh)};
-    for (int l = 0; l < L; l++)
-        g->units[1 + l] = (unit){.blk = MODEL_BLOCK_LAYER, .layer = l,
-                                 .params = mp.per_layer + adapters,
-                                 .trainable = full ? mp.per_layer : adapters,
-                                 .weight_bytes = layer_bytes + (double)adapters * g->wbytes,
-                                 .act = layer_act, .act_extra = extra};
-    g->units[L + 1] = (unit){.blk = MODEL_BLOCK_HEAD, .layer = TRACE_NO_LAYER,
-                             .params = mp.final_norm + mp.head,
-                             .trainable = full ? mp.final_norm + mp.head : 0,
-                             .weight_bytes = (double)(mp.final_norm + mp.head) * g->wbytes,
-                             .act = model_head_activation_bytes(&sc->model, &g->sh)};
     for (int i = 0; i < g->n_units; i++) {
         model_op_list ops;
-        model_block_ops(&sc->model, &g->sh, g->units[i].blk, MODEL_PHASE_BWD, &ops);
+        model_block_ops(&g->model, &g->sh, g->units[i].blk, MODEL_PHASE_BWD, &ops);
         g->units[i].has_bwd = ops.n > 0;
     }
 }
@@ -599,7 +719,13 @@ static void build_units(gen *g)
 int plan__dp_trace(plan *p, sim_diag *diag)
 {
     const plan_scenario *sc = p->sc;
-    gen g = {.p = p, .sc = sc, .zero = sc->parallel.zero, .A = p->accum_steps};
+    gen g = {.p = p, .sc = sc, .zero = sc->parallel.zero, .A = p->accum_steps,
+             .model = sc->model, .tp = sc->parallel.tp, .sp = sc->parallel.sp};
+    /* Megatron pads the vocabulary to a multiple of 128 x tp (make-vocab-size-divisible-by) */
+    if (g.tp > 1) {
+        int64_t unit = 128 * (int64_t)g.tp;
+        g.model.vocab = (g.model.vocab + unit - 1) / unit * unit;
+    }
     g.sh = (model_shape){.micro_batch = sc->training.micro_batch,
                          .seq_len = sc->training.seq_len,
                          .tp = sc->parallel.tp,
@@ -609,44 +735,65 @@ int plan__dp_trace(plan *p, sim_diag *diag)
                          .ft = finetune_of(&sc->training)};
     g.wbytes = sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);
     g.gbytes = hw_dtype_bytes(sc->training.grad_dtype);
-    int n = p->n_ranks;
-    g.hybrid = g.zero == 3 && sc->parallel.fsdp.hybrid_shard && n > 1;
+    int n = p->n_ranks, dp = sc->parallel.dp, tp = g.tp;
+    g.hybrid = g.zero == 3 && sc->parallel.fsdp.hybrid_shard && dp > 1;
+    if (g.hybrid && tp > 1)
+        return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
+                                   "hybrid_shard with tensor parallelism is not supported yet");
     if (g.hybrid && p->coords[n - 1].node == p->coords[0].node)
         g.hybrid = false; /* one node: hybrid shard is full shard */
 
-    /* process groups: one dp group, or per node shard groups and cross-node replica groups */
-    int per_node = n, nodes = 1;
+    /* rank of each (tp, dp) coordinate */
+    int32_t *rank_of = sim_calloc((size_t)n, sizeof *rank_of);
+    for (int r = 0; r < n; r++)
+        rank_of[p->coords[r].c[PLAN_GROUP_TP] * dp + p->coords[r].c[PLAN_GROUP_DP]] = r;
+
+    /* data-parallel groups: one per tp coordinate (or, under hybrid shard, per node) */
+    int per_node = dp, nodes = 1;
     if (g.hybrid) {
         per_node = 0;
         while (per_node < n && p->coords[per_node].node == p->coords[0].node)
             per_node++;
         nodes = n / per_node;
         for (int r = 0; r < n; r++)
-            if (n % per_node != 0 || p->coords[r].node != p->coords[r - r % per_node].node)
+            if (n % per_node != 0 || p->coords[r].node != p->coords[r - r % per_node].node) {
+                sim_free(rank_of);
                 return sim_diag_error(diag, "scenario", 0, 0,
                                       "hybrid_shard needs the same number of ranks on every "
                                       "node (rank %d breaks the pattern)", r);
+            }
     }
-    g.n = g.hybrid ? per_node : n;
+    g.n = per_node;
     g.t = trace_create(n);
-    int32_t *members = sim_calloc((size_t)n, sizeof *members);
+    int32_t *members = sim_calloc((size_t)(n + 1), sizeof *members);
     uint32_t *shard_of = sim_calloc((size_t)n, sizeof *shard_of);
     uint32_t *rep_of = sim_calloc((size_t)n, sizeof *rep_of);
-    for (int s = 0; s < nodes; s++) {
-        for (int i = 0; i < g.n; i++)
-            members[i] = s * g.n + i;
-        uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, g.n, members);
-        for (int i = 0; i < g.n; i++)
-            shard_of[s * g.n + i] = gid;
-    }
+    uint32_t *tp_of = sim_calloc((size_t)n, sizeof *tp_of);
+    for (int t = 0; t < tp; t++)
+        for (int s = 0; s < nodes; s++) {
+            for (int i = 0; i < g.n; i++)
+                members[i] = rank_of[t * dp + s * g.n + i];
+            uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, g.n, members);
+            for (int i = 0; i < g.n; i++)
+                shard_of[members[i]] = gid;
+        }
     if (g.hybrid)
         for (int i = 0; i < g.n; i++) {
             for (int s = 0; s < nodes; s++)
-                members[s] = s * g.n + i;
+                members[s] = rank_of[s * g.n + i];
             uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, nodes, members);
             for (int s = 0; s < nodes; s++)
-                rep_of[s * g.n + i] = gid;
+                rep_of[members[s]] = gid;
         }
+    if (tp > 1)
+        for (int d = 0; d < dp; d++) {
+            for (int t = 0; t < tp; t++)
+                members[t] = rank_of[t * dp + d];
+            uint32_t gid = trace_add_group(g.t, PLAN_GROUP_TP, tp, members);
+            for (int t = 0; t < tp; t++)
+                tp_of[members[t]] = gid;
+        }
+    sim_free(rank_of);
     g.mem_sharers = sim_calloc((size_t)n, sizeof *g.mem_sharers);
     if (sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU) {
         for (int r = 0; r < n; r++) {
@@ -657,6 +804,7 @@ int plan__dp_trace(plan *p, sim_diag *diag)
                 sim_free(members);
                 sim_free(shard_of);
                 sim_free(rep_of);
+                sim_free(tp_of);
                 return sim_diag_error(diag, "scenario", 0, 0,
                                       "offload.optimizer: cpu needs host memory, and GPU %d "
                                       "reaches none in topology '%s'", r, sc->topology.name);
@@ -673,13 +821,16 @@ int plan__dp_trace(plan *p, sim_diag *diag)
         g.rank = r;
         g.g_shard = shard_of[r];
         g.g_rep = rep_of[r];
+        g.g_tp = tp_of[r];
         g.have_last_coll = false;
+        g.have_pending = false;
+        g.have_compute = false;
         g.fill = 0;
         g.n_deferred = 0;
         memset(g.seq_pos, 0, g.t->n_groups * sizeof *g.seq_pos);
         persistent(&g, &p->mem[r]);
         memcpy(g.t->ranks[r].base_mem, p->mem[r].bytes, sizeof g.t->ranks[r].base_mem);
-        if (g.zero == 3 && n > 1)
+        if (g.zero == 3 && g.n > 1)
             gen_fsdp(&g);
         else
             gen_bucketed(&g);
@@ -698,6 +849,7 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     sim_free(members);
     sim_free(shard_of);
     sim_free(rep_of);
+    sim_free(tp_of);
     SIM_ASSERT(trace__check(p->trace) == 0, "generated trace is inconsistent");
     return 0;
 }

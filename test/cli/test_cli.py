@@ -3,7 +3,7 @@
 
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
-MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp
+MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp
 Each expected number is derived in a comment next to it."""
 import json, os, subprocess, sys, tempfile
 
@@ -451,8 +451,47 @@ def dp():
           % (fast.get("step_time_s"), slow.get("step_time_s")))
 
 
+def tp():
+    ddp = os.path.join(data, "ddp.yaml")
+    P = 2 * (12 * 256**2 + 4 * 256) + 2 * 1000 * 256 + 2 * 256
+    # tiny-gpt on 2 GPUs with tp = 2 (dp = 1), one micro-batch of b = 2, s = 512, h = 256:
+    # 2bsh = 524,288 bytes of 16-bit activations. Each layer sends 16·b·s·h·(t-1)/t =
+    # 2,097,152 bytes per micro-batch, forward plus backward (4 all-reduces of 2bsh, each
+    # 2(t-1)/t of it), 4,194,304 for 2 layers. Besides: the vocabulary-parallel embedding's
+    # all-reduce and the LM head's input-gradient all-reduce, 524,288 each, and the
+    # cross-entropy's 3 fp32 per token (12 x 1024 = 12,288). Total 5,255,168. With sequence
+    # parallelism every all-reduce becomes an all-gather plus a reduce-scatter of (t-1)/t
+    # each: the same bytes (Korthikanti et al. 2022 §4.2.2).
+    base = ["--set", "parallel.dp=1", "--set", "parallel.tp=2", "--set", "training.global_batch=2"]
+    want = 2 * 16 * 2 * 512 * 256 // 2 + 2 * 524288 + 12 * 1024
+    check(want == 5255168, "hand-derived TP bytes")
+    for sp in ("false", "true"):
+        d = run_json(ddp, *base, "--set", "parallel.sp=%s" % sp)
+        check(d.get("comm_bytes_per_gpu", {}).get("tp") == want, "sp=%s: tp bytes %s vs %d"
+              % (sp, d.get("comm_bytes_per_gpu", {}).get("tp"), want))
+        check(d.get("comm_bytes_per_gpu", {}).get("dp") == 0, "no dp traffic with dp = 1")
+    # Full recompute re-runs each layer's forward with its 2 all-reduces: + 2 x 2 x 524,288.
+    d = run_json(ddp, *base, "--set", "training.recompute=full")
+    check(d.get("comm_bytes_per_gpu", {}).get("tp") == want + 2 * 2 * 524288, "recompute repeats TP")
+    # Each rank holds its share: layer matrices (12h^2) split in 2, norms (4h) replicated;
+    # the vocabulary padded to a multiple of 128 x tp = 256, i.e. 1,024 rows, split in 2:
+    # 512 x 256 for the embedding and for the head; the final norm (2h) replicated:
+    # 2 x (393,216 + 1,024) + 2 x 131,072 + 512 = 1,051,136 parameters, 2 bytes each.
+    d = run_json(ddp, *base)
+    m = d.get("mem_bytes", {})
+    check(m.get("params") == 2 * (2 * (12 * 256**2 // 2 + 4 * 256) + 2 * 512 * 256 + 512),
+          "TP params per rank: %s" % m.get("params"))
+    # The exposed TP communication is a bubble cause of its own
+    check(d.get("exposed_comm_s", {}).get("tp", 0) > 0 and d.get("bubble_by_cause", {}).get("tp", 0) > 0,
+          "exposed TP communication")
+    # tp that does not divide the heads is refused at parallel.tp
+    rc, out, err = run("check", ddp, "--set", "parallel.tp=3", "--set", "parallel.dp=1",
+                       "--set", "topology.node.gpus=3")
+    check(rc == 2 and "parallel.tp" in err, "tp = 3 with 4 heads refused: " + err)
+
+
 {"acceptance": acceptance, "errors": errors, "determinism": determinism,
- "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp}[mode]()
+ "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
