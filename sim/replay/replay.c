@@ -32,6 +32,7 @@ typedef struct coll_state {
     const sched_entry *plan;
     coll_exec exec;
     int arrived;
+    sim_time launched; /* when the last member arrived and the transfer began */
     uint32_t *member_op; /* op index of the collective on each member rank */
 } coll_state;
 
@@ -46,7 +47,9 @@ typedef struct group_info {
 typedef struct busy_iv {
     sim_time start, end;
     sim_time gap_start; /* when the stream became free before this op */
+    sim_time split;     /* the gap is `early` until here, then `cause` */
     int8_t cause;       /* replay_cause of that gap */
+    int8_t early;
 } busy_iv;
 
 typedef struct rank_state {
@@ -162,29 +165,40 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     const trace_op *o = &rs->tr->ops[op];
-    rs->busy[o->stream] = true;
+    if (o->stream != TRACE_STREAM_ASYNC)
+        rs->busy[o->stream] = true;
     rs->start[op] = now;
     apply_mem(c, rank, op, 0, now);
     if (o->kind == TRACE_OP_COMPUTE) {
         if (rs->step == c->steps - 1) {
-            /* Attribute the idle gap before this op to the dependency that finished last. */
-            int8_t cause = REPLAY_CAUSE_OTHER;
-            sim_time latest = -1;
+            /* Attribute the idle gap before this op to the dependency that finished last.
+             * A pipeline transfer splits it: waiting for the other stage to produce is the
+             * pipeline bubble, the transfer itself is pp time. */
+            int8_t cause = REPLAY_CAUSE_OTHER, early = REPLAY_CAUSE_OTHER;
+            sim_time latest = -1, split = rs->stream_free[o->stream];
             for (uint32_t d = 0; d < o->n_deps; d++) {
                 uint32_t dep = rs->tr->deps[o->dep_first + d];
-                if (rs->end[dep] > latest) {
-                    latest = rs->end[dep];
-                    const trace_op *dop = &rs->tr->ops[dep];
-                    cause = dop->kind == TRACE_OP_COLL
-                                ? (int8_t)cause_of_group(c->t->groups[c->t->colls[dop->coll].group].cls)
-                            : dop->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
-                                                            : REPLAY_CAUSE_OFFLOAD;
+                if (rs->end[dep] <= latest)
+                    continue;
+                latest = rs->end[dep];
+                const trace_op *dop = &rs->tr->ops[dep];
+                split = rs->stream_free[o->stream];
+                if (dop->kind == TRACE_OP_COLL) {
+                    int cls = c->t->groups[c->t->colls[dop->coll].group].cls;
+                    cause = (int8_t)cause_of_group(cls);
+                    if (cls == PLAN_GROUP_PP) {
+                        early = REPLAY_CAUSE_PIPELINE;
+                        split = SIM_MAX(split, c->colls[dop->coll].launched);
+                    }
+                } else {
+                    cause = dop->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
+                                                          : REPLAY_CAUSE_OFFLOAD;
                 }
             }
             SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
             rs->ivs[rs->n_ivs++] = (busy_iv){.start = now, .end = -1,
                                              .gap_start = rs->stream_free[o->stream],
-                                             .cause = cause};
+                                             .split = split, .cause = cause, .early = early};
         }
         sim_time d = o->duration_ps >= 0
                          ? o->duration_ps
@@ -219,6 +233,7 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     const trace_group *g = &c->t->groups[c->t->colls[o->coll].group];
     if (++cs->arrived < g->n)
         return;
+    cs->launched = now;
     if (coll_exec_start(&cs->exec, c->topo, c->net, now, o->coll))
         finish_coll(c, o->coll, now);
 }
@@ -226,11 +241,24 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
 static void try_start(replay_ctx *c, int rank, int s, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
+    if (s == TRACE_STREAM_ASYNC)
+        return; /* started one by one as their dependencies finish */
     if (rs->busy[s] || rs->head[s] == rs->stream_first[s + 1])
         return;
     uint32_t op = rs->stream_ops[rs->head[s]];
     if (rs->pending[op] == 0)
         start_op(c, rank, op, now);
+}
+
+/* An op whose last dependency just finished (or that has none): a stream op starts if it
+ * heads its stream, an async op starts now. */
+static void ready(replay_ctx *c, int rank, uint32_t op, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    if (rs->tr->ops[op].stream == TRACE_STREAM_ASYNC)
+        start_op(c, rank, op, now);
+    else
+        try_start(c, rank, rs->tr->ops[op].stream, now);
 }
 
 static void begin_step(replay_ctx *c, int rank, sim_time now)
@@ -249,6 +277,10 @@ static void begin_step(replay_ctx *c, int rank, sim_time now)
     rs->done_ops = 0;
     for (int s = 0; s < TRACE_STREAMS; s++)
         try_start(c, rank, s, now);
+    for (uint32_t k = rs->stream_first[TRACE_STREAM_ASYNC]; k < rs->stream_first[TRACE_STREAM_ASYNC + 1];
+         k++)
+        if (rs->pending[rs->stream_ops[k]] == 0)
+            start_op(c, rank, rs->stream_ops[k], now);
 }
 
 static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time end)
@@ -287,9 +319,12 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
     const trace_op *o = &rs->tr->ops[op];
     rs->end[op] = now;
     apply_mem(c, rank, op, 1, now);
-    rs->busy[o->stream] = false;
-    rs->stream_free[o->stream] = now;
-    rs->head[o->stream]++;
+    bool async = o->stream == TRACE_STREAM_ASYNC;
+    if (!async) {
+        rs->busy[o->stream] = false;
+        rs->stream_free[o->stream] = now;
+        rs->head[o->stream]++;
+    }
     rs->done_ops++;
     if (c->opt->timeline)
         record_timeline(c, rank, op, now);
@@ -310,11 +345,12 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
     }
     for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++)
         rs->pending[rs->succ[k]]--;
-    try_start(c, rank, o->stream, now);
+    if (!async)
+        try_start(c, rank, o->stream, now);
     for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++) {
         uint32_t s = rs->succ[k];
         if (rs->pending[s] == 0)
-            try_start(c, rank, rs->tr->ops[s].stream, now);
+            ready(c, rank, s, now);
     }
     if (rs->done_ops == rs->tr->n_ops) {
         /* idle time after the rank's last compute op waits for whatever ended its step */
@@ -572,15 +608,22 @@ static void summarize(replay_ctx *c)
             /* idle time before the stream was released for this op (e.g. the rank had
              * not started the step yet), then the gap waiting for this op's dependency */
             add_bubble(r, rk, steps, cursor, SIM_MIN(SIM_MAX(iv->gap_start, w0), w1),
-                       REPLAY_CAUSE_OTHER, rank_idle);
-            add_bubble(r, rk, steps, SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0)),
-                       SIM_MIN(iv->start, w1), iv->cause, rank_idle);
+                       c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
+                       rank_idle);
+            sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
+            sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), SIM_MIN(iv->start, w1));
+            add_bubble(r, rk, steps, g0, split, iv->early, rank_idle);
+            add_bubble(r, rk, steps, SIM_MAX(g0, split), SIM_MIN(iv->start, w1), iv->cause,
+                       rank_idle);
             cursor = SIM_MAX(cursor, b);
         }
         /* until the rank ends its own step: what ended it; after that: waiting for others */
         sim_time own = SIM_MIN(SIM_MAX(rs->step_end[steps - 1], cursor), w1);
         add_bubble(r, rk, steps, cursor, own, rs->tail_cause, rank_idle);
-        add_bubble(r, rk, steps, own, w1, REPLAY_CAUSE_OTHER, rank_idle);
+        /* after the rank's own step: waiting for the others (a pipeline's drain) */
+        add_bubble(r, rk, steps, own, w1,
+                   c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
+                   rank_idle);
         double idle = 0;
         for (int k = 0; k < REPLAY_CAUSE_COUNT; k++) {
             idle += rank_idle[k];
@@ -634,6 +677,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         c.stream_names[TRACE_STREAM_COMM(g)] = plan_group_name((plan_group_class)g);
     c.stream_names[TRACE_STREAM_OFFLOAD] = "offload";
     c.stream_names[TRACE_STREAM_HOST] = "host";
+    c.stream_names[TRACE_STREAM_ASYNC] = "p2p";
     c.q = sim_eventq_create();
     c.gpu = hw_gpu_create(&p->sc->topology.gpu);
     c.topo = p->topo;

@@ -48,7 +48,10 @@ const char *trace_phase_name(trace_phase p); /* "fwd", "bwd", "opt", "comm" */
 #define TRACE_STREAM_COMM(cls) (1 + (cls))
 #define TRACE_STREAM_OFFLOAD (1 + TRACE_GROUP_CLASSES) /* copies to and from host memory */
 #define TRACE_STREAM_HOST (2 + TRACE_GROUP_CLASSES)    /* the rank's CPU thread */
-#define TRACE_STREAMS (3 + TRACE_GROUP_CLASSES)
+/* Point-to-point transfers (pipeline sends and receives): not ordered among themselves —
+ * each starts as soon as its dependencies allow, as batched isend/irecv do. */
+#define TRACE_STREAM_ASYNC (3 + TRACE_GROUP_CLASSES)
+#define TRACE_STREAMS (4 + TRACE_GROUP_CLASSES)
 
 /* Memory categories: the plan's plan_mem_cat values (params, grads, optimizer, activations,
  * buffers, other), which it checks match. */
