@@ -101,8 +101,6 @@ static const io_enum_name attention_names[] = {
 
 static const io_notsup ns_tp_overlap = {.feature = "overlapping TP communication",
                                         .issue = "the model-parallel issue"};
-static const io_notsup ns_pp = {.feature = "pipeline parallelism",
-                                .issue = "the pipeline-parallel issue"};
 static const io_notsup ns_ep = {.feature = "expert parallelism", .issue = "the MoE issue"};
 static const io_notsup ns_cp = {.feature = "context parallelism",
                                 .issue = "the context-parallel issue"};
@@ -342,7 +340,7 @@ MAP(offload_map, "offload", offload_keys);
 static const io_key parallel_keys[] = {
     {.name = "dp", .type = IO_K_INT, .offset = PA(dp), .flags = DEGREE},
     {.name = "tp", .type = IO_K_INT, .offset = PA(tp), .flags = DEGREE},
-    {.name = "pp", .type = IO_K_INT, .offset = PA(pp), .flags = DEGREE, .notsup = &ns_pp},
+    {.name = "pp", .type = IO_K_INT, .offset = PA(pp), .flags = DEGREE},
     {.name = "ep", .type = IO_K_INT, .offset = PA(ep), .flags = DEGREE, .notsup = &ns_ep},
     {.name = "cp", .type = IO_K_INT, .offset = PA(cp), .flags = DEGREE, .notsup = &ns_cp},
     {.name = "sp", .type = IO_K_BOOL, .offset = PA(sp)},

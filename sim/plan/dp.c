@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/pipeline.h"
 #include "plan/plan-internal.h"
 
 _Static_assert(TRACE_MEM_CATS == PLAN_MEM_COUNT, "trace and plan memory categories");
@@ -85,6 +86,11 @@ typedef struct gen {
     uint32_t pending;
     uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
     bool have_compute;
+    /* pipeline */
+    int pp, vstages, stage, chunks; /* chunks = pp x vstages */
+    int *chunk_first;        /* first unit of each chunk; chunk_first[chunks] = n_units */
+    bool *mine;              /* units held by this rank's stage */
+    uint32_t *pp_fwd, *pp_bwd; /* this rank's p2p groups per chunk boundary, by direction */
     coll_seq *seq;      /* per group */
     int *seq_pos;       /* per group: instances used so far by this rank */
     unit *units;
@@ -398,7 +404,7 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
     bool first = true;
     for (int i = 0; i < g->n_units; i++) {
         const unit *u = &g->units[i];
-        if (u->trainable == 0)
+        if (u->trainable == 0 || !g->mine[i])
             continue;
         double params = (double)ceil_div(u->trainable, shard);
         trace_op op = {
@@ -458,17 +464,23 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     uint32_t *cpu = sim_calloc((size_t)g->n_units, sizeof *cpu);
     uint32_t last = 0;
     for (int i = 0; i < g->n_units; i++) {
+        if (!g->mine[i])
+            continue;
         double params = (double)ceil_div(g->units[i].trainable, shard);
         uint32_t dep = n_deps ? deps[n_deps - 1] : 0;
         d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer, true,
                                 params * g->gbytes, 0, dep, n_deps > 0);
     }
     for (int i = 0; i < g->n_units; i++) {
+        if (!g->mine[i])
+            continue;
         double params = (double)ceil_div(g->units[i].trainable, shard);
         cpu[i] = add_offload_op(g, TRACE_OP_HOST, "cpu_adam", g->units[i].layer, false, 0,
                                 sim_time_from_s(params * per / bw), d2h[i], true);
     }
     for (int i = 0; i < g->n_units; i++) {
+        if (!g->mine[i])
+            continue;
         double params = (double)ceil_div(g->units[i].trainable, shard);
         last = add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer, false,
                               params * g->wbytes, 0, cpu[i], true);
@@ -510,12 +522,115 @@ static void gen_bucketed(gen *g)
         /* gather the updated 16-bit parameters, in buckets of the same size */
         double total = 0; /* frozen weights never change: only trained ones are gathered */
         for (int i = 0; i < g->n_units; i++)
-            total += (double)g->units[i].trainable * g->wbytes;
+            if (g->mine[i])
+                total += (double)g->units[i].trainable * g->wbytes;
         double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
         for (double done = 0; done < total; done += bucket)
             add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
                         "param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
     }
+}
+
+/* A pipeline transfer of one micro-batch's activations (or their gradients) across a chunk
+ * boundary: both ranks post it on their async stream; the receiver's next kernel waits. */
+static uint32_t add_p2p(gen *g, uint32_t group, const char *name, int mb, bool have_dep,
+                        uint32_t dep)
+{
+    double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len * g->model.hidden * 2.0;
+    if (g->tp > 1) /* Megatron's scatter/gather: each TP rank sends its 1/t slice */
+        bytes /= g->tp;
+    trace_op o = {
+        .kind = TRACE_OP_COLL,
+        .stream = TRACE_STREAM_ASYNC,
+        .phase = TRACE_PHASE_COMM,
+        .layer = TRACE_NO_LAYER,
+        .microbatch = mb,
+        .name = trace_intern(g->t, name),
+        .coll = coll_next(g, group, COLL_SEND_RECV, bytes),
+        .bytes = bytes,
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    return trace_add_op(g->t, g->rank, &o, have_dep ? &dep : NULL, have_dep);
+}
+
+/* Pipeline parallelism: the stage runs its schedule's forward and backward actions on its
+ * chunks, receiving activations (gradients) from the previous (next) chunk's stage and
+ * sending them on; gradients are bucketed on each chunk's last backward. */
+static void gen_pipeline(gen *g)
+{
+    const plan_parallel *par = &g->sc->parallel;
+    int p = g->pp, v = g->vstages, m = (int)g->A;
+    plan_pp_action *acts = sim_calloc((size_t)(2 * m * v), sizeof *acts);
+    plan_pp_schedule(par->pipeline.schedule, p, v, m, g->stage, acts);
+    /* each virtual chunk's last backward in this stage's order carries the reduction */
+    int *last_bwd_of = sim_calloc((size_t)v, sizeof *last_bwd_of);
+    for (int i = 0; i < 2 * m * v; i++)
+        if (!acts[i].fwd)
+            last_bwd_of[acts[i].vchunk] = i;
+    uint32_t last_bwd = 0;
+    for (int i = 0; i < 2 * m * v; i++) {
+        const plan_pp_action *a = &acts[i];
+        int c = a->vchunk * p + g->stage;
+        int u0 = g->chunk_first[c], u1 = g->chunk_first[c + 1];
+        uint32_t recv = 0, dep;
+        bool have_recv = false;
+        if (a->fwd) {
+            if (c > 0) {
+                recv = add_p2p(g, g->pp_fwd[c - 1], "pp.recv_activation", a->mb, false, 0);
+                have_recv = true;
+            }
+            span last = {0};
+            for (int u = u0; u < u1; u++) {
+                span sp = emit_fwd(g, &g->units[u], a->mb, have_recv && u == u0 ? &recv : NULL,
+                                   have_recv && u == u0);
+                if (sp.any)
+                    last = sp;
+            }
+            if (c < g->chunks - 1) {
+                dep = last.last;
+                add_p2p(g, g->pp_fwd[c], "pp.send_activation", a->mb, last.any, dep);
+            }
+        } else {
+            if (c < g->chunks - 1) {
+                recv = add_p2p(g, g->pp_bwd[c], "pp.recv_gradient", a->mb, false, 0);
+                have_recv = true;
+            }
+            bool bucketing = g->n > 1 && (g->zero == 2 || i == last_bwd_of[a->vchunk]);
+            span last = {0};
+            bool first = true;
+            for (int u = u1 - 1; u >= u0; u--) {
+                span sp = emit_bwd(g, &g->units[u], a->mb, bucketing,
+                                   have_recv && first ? &recv : NULL, have_recv && first);
+                if (sp.any) {
+                    last = sp;
+                    first = false;
+                }
+            }
+            if (last.any)
+                last_bwd = last.last;
+            if (bucketing)
+                bucket_flush(g, last_bwd, a->mb);
+            if (c > 0)
+                add_p2p(g, g->pp_bwd[c - 1], "pp.send_gradient", a->mb, last.any, last.last);
+        }
+    }
+    uint32_t deps[2] = {last_bwd, 0};
+    size_t nd = 1;
+    if (g->have_last_coll)
+        deps[nd++] = g->last_coll;
+    uint32_t opt = emit_step(g, deps, nd);
+    if (g->zero >= 1 && g->n > 1) {
+        double total = 0;
+        for (int i = 0; i < g->n_units; i++)
+            if (g->mine[i])
+                total += (double)g->units[i].trainable * g->wbytes;
+        double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
+        for (double done = 0; done < total; done += bucket)
+            add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
+                        "param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
+    }
+    sim_free(acts);
+    sim_free(last_bwd_of);
 }
 
 static void gen_fsdp(gen *g)
@@ -607,6 +722,8 @@ static void persistent(gen *g, plan_mem *m)
                (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
     double weights = 0, trained = 0;
     for (int i = 0; i < g->n_units; i++) {
+        if (!g->mine[i])
+            continue;
         weights += g->units[i].weight_bytes;
         trained += (double)g->units[i].trainable;
     }
@@ -735,7 +852,22 @@ int plan__dp_trace(plan *p, sim_diag *diag)
                          .ft = finetune_of(&sc->training)};
     g.wbytes = sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);
     g.gbytes = hw_dtype_bytes(sc->training.grad_dtype);
-    int n = p->n_ranks, dp = sc->parallel.dp, tp = g.tp;
+    int n = p->n_ranks, dp = sc->parallel.dp, tp = g.tp, pp = sc->parallel.pp;
+    g.pp = pp;
+    g.vstages = pp > 1 ? sc->parallel.pipeline.virtual_stages : 1;
+    g.chunks = pp * g.vstages;
+    if (pp > 1 && g.zero == 3)
+        return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
+                                   "FSDP/ZeRO-3 with pipeline parallelism is not supported yet");
+    if (g.chunks > sc->model.layers)
+        return sim_diag_error(diag, "scenario", 0, 0,
+                              "%d pipeline chunks (pp %d x virtual_stages %d) for %d layers",
+                              g.chunks, pp, g.vstages, sc->model.layers);
+    if (pp > 1 && g.vstages > 1 && sc->parallel.pipeline.schedule == PLAN_SCHED_INTERLEAVED &&
+        g.A % pp != 0)
+        return sim_diag_error(diag, "scenario", 0, 0,
+                              "the interleaved schedule needs the micro-batches per pipeline "
+                              "(%lld) to be a multiple of pp (%d)", (long long)g.A, pp);
     g.hybrid = g.zero == 3 && sc->parallel.fsdp.hybrid_shard && dp > 1;
     if (g.hybrid && tp > 1)
         return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
@@ -743,10 +875,26 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     if (g.hybrid && p->coords[n - 1].node == p->coords[0].node)
         g.hybrid = false; /* one node: hybrid shard is full shard */
 
-    /* rank of each (tp, dp) coordinate */
+    g.mem_sharers = sim_calloc((size_t)n, sizeof *g.mem_sharers);
+    if (sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU) {
+        for (int r = 0; r < n; r++) {
+            int mem = hw_topo_host_memory(p->topo, r);
+            if (mem < 0) {
+                sim_free(g.mem_sharers);
+                return sim_diag_error(diag, "scenario", 0, 0,
+                                      "offload.optimizer: cpu needs host memory, and GPU %d "
+                                      "reaches none in topology '%s'", r, sc->topology.name);
+            }
+            for (int q = 0; q < n; q++)
+                g.mem_sharers[r] += hw_topo_host_memory(p->topo, q) == mem;
+        }
+    }
+    /* rank of each (pp, tp, dp) coordinate */
     int32_t *rank_of = sim_calloc((size_t)n, sizeof *rank_of);
+#define RANK_OF(s, t, d) rank_of[((s) * tp + (t)) * dp + (d)]
     for (int r = 0; r < n; r++)
-        rank_of[p->coords[r].c[PLAN_GROUP_TP] * dp + p->coords[r].c[PLAN_GROUP_DP]] = r;
+        RANK_OF(p->coords[r].c[PLAN_GROUP_PP], p->coords[r].c[PLAN_GROUP_TP],
+                p->coords[r].c[PLAN_GROUP_DP]) = r;
 
     /* data-parallel groups: one per tp coordinate (or, under hybrid shard, per node) */
     int per_node = dp, nodes = 1;
@@ -769,59 +917,79 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     uint32_t *shard_of = sim_calloc((size_t)n, sizeof *shard_of);
     uint32_t *rep_of = sim_calloc((size_t)n, sizeof *rep_of);
     uint32_t *tp_of = sim_calloc((size_t)n, sizeof *tp_of);
-    for (int t = 0; t < tp; t++)
-        for (int s = 0; s < nodes; s++) {
-            for (int i = 0; i < g.n; i++)
-                members[i] = rank_of[t * dp + s * g.n + i];
-            uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, g.n, members);
-            for (int i = 0; i < g.n; i++)
-                shard_of[members[i]] = gid;
-        }
-    if (g.hybrid)
+    for (int st = 0; st < pp; st++)
+        for (int t = 0; t < tp; t++)
+            for (int s = 0; s < nodes; s++) {
+                for (int i = 0; i < g.n; i++)
+                    members[i] = RANK_OF(st, t, s * g.n + i);
+                uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, g.n, members);
+                for (int i = 0; i < g.n; i++)
+                    shard_of[members[i]] = gid;
+            }
+    if (g.hybrid) /* tp = pp = 1 here */
         for (int i = 0; i < g.n; i++) {
             for (int s = 0; s < nodes; s++)
-                members[s] = rank_of[s * g.n + i];
+                members[s] = RANK_OF(0, 0, s * g.n + i);
             uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, nodes, members);
             for (int s = 0; s < nodes; s++)
                 rep_of[members[s]] = gid;
         }
     if (tp > 1)
-        for (int d = 0; d < dp; d++) {
-            for (int t = 0; t < tp; t++)
-                members[t] = rank_of[t * dp + d];
-            uint32_t gid = trace_add_group(g.t, PLAN_GROUP_TP, tp, members);
-            for (int t = 0; t < tp; t++)
-                tp_of[members[t]] = gid;
-        }
-    sim_free(rank_of);
-    g.mem_sharers = sim_calloc((size_t)n, sizeof *g.mem_sharers);
-    if (sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU) {
-        for (int r = 0; r < n; r++) {
-            int mem = hw_topo_host_memory(p->topo, r);
-            if (mem < 0) {
-                sim_free(g.mem_sharers);
-                trace_destroy(g.t);
-                sim_free(members);
-                sim_free(shard_of);
-                sim_free(rep_of);
-                sim_free(tp_of);
-                return sim_diag_error(diag, "scenario", 0, 0,
-                                      "offload.optimizer: cpu needs host memory, and GPU %d "
-                                      "reaches none in topology '%s'", r, sc->topology.name);
+        for (int st = 0; st < pp; st++)
+            for (int d = 0; d < dp; d++) {
+                for (int t = 0; t < tp; t++)
+                    members[t] = RANK_OF(st, t, d);
+                uint32_t gid = trace_add_group(g.t, PLAN_GROUP_TP, tp, members);
+                for (int t = 0; t < tp; t++)
+                    tp_of[members[t]] = gid;
             }
-            for (int q = 0; q < n; q++)
-                g.mem_sharers[r] += hw_topo_host_memory(p->topo, q) == mem;
-        }
-    }
+    /* pipeline: a pair of ranks per chunk boundary and direction, for each (tp, dp) */
+    int C = g.chunks;
+    uint32_t *pp_fwd = sim_calloc((size_t)n * (size_t)C, sizeof *pp_fwd);
+    uint32_t *pp_bwd = sim_calloc((size_t)n * (size_t)C, sizeof *pp_bwd);
+    for (int b = 0; b + 1 < C; b++)
+        for (int t = 0; t < tp; t++)
+            for (int d = 0; d < dp; d++) {
+                int32_t a = RANK_OF(b % pp, t, d), z = RANK_OF((b + 1) % pp, t, d);
+                int32_t fwd[2] = {a, z}, bwd[2] = {z, a};
+                uint32_t gf = trace_add_group(g.t, PLAN_GROUP_PP, 2, fwd);
+                uint32_t gb = trace_add_group(g.t, PLAN_GROUP_PP, 2, bwd);
+                pp_fwd[(size_t)a * C + b] = pp_fwd[(size_t)z * C + b] = gf;
+                pp_bwd[(size_t)a * C + b] = pp_bwd[(size_t)z * C + b] = gb;
+            }
+#undef RANK_OF
+    sim_free(rank_of);
     g.seq = sim_calloc(g.t->n_groups, sizeof *g.seq);
     g.seq_pos = sim_calloc(g.t->n_groups, sizeof *g.seq_pos);
     build_units(&g);
+    /* chunks of units: embedding with chunk 0, head with the last */
+    g.chunk_first = sim_calloc((size_t)C + 1, sizeof *g.chunk_first);
+    int *layers = sim_calloc((size_t)C, sizeof *layers);
+    if (sc->parallel.pipeline.n_stage_layers == C)
+        for (int c = 0; c < C; c++)
+            layers[c] = sc->parallel.pipeline.stage_layers[c];
+    else
+        plan_pp_partition(sc->model.layers, C, layers);
+    g.chunk_first[0] = 0;
+    for (int c = 0; c < C; c++)
+        g.chunk_first[c + 1] = g.chunk_first[c] + layers[c] + (c == 0 ? 1 : 0);
+    g.chunk_first[C] = g.n_units; /* the head joins the last chunk */
+    sim_free(layers);
+    g.mine = sim_calloc((size_t)g.n_units, sizeof *g.mine);
     p->mem = sim_calloc((size_t)n, sizeof *p->mem);
     for (int r = 0; r < n; r++) {
         g.rank = r;
         g.g_shard = shard_of[r];
         g.g_rep = rep_of[r];
         g.g_tp = tp_of[r];
+        g.stage = p->coords[r].c[PLAN_GROUP_PP];
+        g.pp_fwd = &pp_fwd[(size_t)r * C];
+        g.pp_bwd = &pp_bwd[(size_t)r * C];
+        for (int u = 0; u < g.n_units; u++)
+            g.mine[u] = false;
+        for (int c = g.stage; c < C; c += pp)
+            for (int u = g.chunk_first[c]; u < g.chunk_first[c + 1]; u++)
+                g.mine[u] = true;
         g.have_last_coll = false;
         g.have_pending = false;
         g.have_compute = false;
@@ -830,7 +998,9 @@ int plan__dp_trace(plan *p, sim_diag *diag)
         memset(g.seq_pos, 0, g.t->n_groups * sizeof *g.seq_pos);
         persistent(&g, &p->mem[r]);
         memcpy(g.t->ranks[r].base_mem, p->mem[r].bytes, sizeof g.t->ranks[r].base_mem);
-        if (g.zero == 3 && g.n > 1)
+        if (pp > 1)
+            gen_pipeline(&g);
+        else if (g.zero == 3 && g.n > 1)
             gen_fsdp(&g);
         else
             gen_bucketed(&g);
@@ -850,6 +1020,10 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     sim_free(shard_of);
     sim_free(rep_of);
     sim_free(tp_of);
+    sim_free(pp_fwd);
+    sim_free(pp_bwd);
+    sim_free(g.chunk_first);
+    sim_free(g.mine);
     SIM_ASSERT(trace__check(p->trace) == 0, "generated trace is inconsistent");
     return 0;
 }

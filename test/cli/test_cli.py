@@ -3,7 +3,7 @@
 
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
-MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp
+MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp
 Each expected number is derived in a comment next to it."""
 import json, os, subprocess, sys, tempfile
 
@@ -490,8 +490,52 @@ def tp():
     check(rc == 2 and "parallel.tp" in err, "tp = 3 with 4 heads refused: " + err)
 
 
+def pp():
+    pipe = os.path.join(data, "pipe.yaml")
+    # Uniform stages, free communication (pipe.yaml): every stage spends the same time per
+    # micro-batch, so GPipe and 1F1B idle (p-1)/(m+p-1) of the step and the interleaved
+    # schedule with v chunks per stage (p-1)/(v·m+p-1) (Narayanan et al. 2021; the
+    # embedding and an 8-word LM head make the ends heavier by < 0.1%).
+    cases = [("gpipe", 2, 4, 1), ("gpipe", 4, 8, 1), ("1f1b", 2, 4, 1), ("1f1b", 4, 8, 1),
+             ("1f1b", 4, 4, 1), ("interleaved", 2, 4, 2), ("interleaved", 4, 8, 2)]
+    for sched, p, m, v in cases:
+        d = run_json(pipe, "--set", "parallel.pp=%d" % p, "--set", "training.global_batch=%d" % m,
+                     "--set", "parallel.pipeline={schedule: %s, virtual_stages: %d}" % (sched, v))
+        want = (p - 1) / (v * m + p - 1)
+        near(d.get("bubble_fraction", 0), want, 2e-3, "%s p=%d m=%d v=%d bubble" % (sched, p, m, v))
+        near(d.get("bubble_by_cause", {}).get("pipeline", 0), want, 2e-3,
+             "%s p=%d m=%d v=%d: the idle time is pipeline fill and drain" % (sched, p, m, v))
+    # Activations in flight on the first stage: GPipe keeps all m micro-batches, 1F1B p.
+    # With p = 2 and m = 8 the first stage's peak activation bytes differ by m / p = 4 (its
+    # four layers per micro-batch are alike and its embedding keeps nothing); read from the
+    # HDF5 ranks table, which gives every rank's split at its own peak.
+    import h5py
+    acts = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for sched in ("gpipe", "1f1b"):
+            h5 = os.path.join(tmp, sched + ".h5")
+            rc, out, err = run("run", pipe, "-o", h5, "--set", "parallel.pp=2",
+                               "--set", "training.global_batch=8",
+                               "--set", "parallel.pipeline.schedule=%s" % sched)
+            check(rc == 0, "run %s: %s" % (sched, err))
+            if rc == 0:
+                ranks = h5py.File(h5, "r")["/runs/pipe/ranks"][:]
+                acts[sched] = int(ranks[0]["activations"])
+    near(acts.get("gpipe", 0) / max(acts.get("1f1b", 1), 1), 8 / 2, 1e-9,
+         "first stage: GPipe holds m, 1F1B p micro-batches")
+    # Each stage sends one activation (forward) or gradient (backward) of 2·b·s·h bytes per
+    # micro-batch: stage 0 sends m activations, stage 1 m gradients: m x 2 x 1024 x 1024
+    # bytes per GPU on average.
+    d = run_json(pipe, "--set", "parallel.pp=2", "--set", "training.global_batch=8")
+    check(d.get("comm_bytes_per_gpu", {}).get("pp") == 8 * 2 * 1024 * 1024, "pp bytes per GPU")
+    # stage_layers auto: 126 layers on 16 stages give the first and last stage 7, the others
+    # 8 (14 x 8 + 2 x 7 = 126), as Llama 3.1 405B is split
+    rc, out, err = run("check", pipe, "--set", "model.layers=126", "--set", "parallel.pp=8")
+    check(rc == 0, "126 layers on 8 stages: " + err)
+
+
 {"acceptance": acceptance, "errors": errors, "determinism": determinism,
- "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp}[mode]()
+ "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)

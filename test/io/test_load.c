@@ -575,11 +575,11 @@ static void test_not_supported(void)
     plan_scenario sc;
     sim_diag d;
 
-    /* "  pp: 2" at 4:7 */
-    CHECK_INT_EQ(load(REFS "parallel:\n  pp: 2\n", &sc, &d), SIM_ENOTSUP);
+    /* "  cp: 2" at 4:7 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  cp: 2\n", &sc, &d), SIM_ENOTSUP);
     CHECK_DIAG(d, "s.yaml", 4, 7);
-    CHECK_STR_EQ(d.msg, "`parallel.pp: 2`: pipeline parallelism is not supported yet (coming with "
-                        "the pipeline-parallel issue)");
+    CHECK_STR_EQ(d.msg, "`parallel.cp: 2`: context parallelism is not supported yet (coming with "
+                        "the context-parallel issue)");
     /* tensor parallelism loads; sequence parallelism without it is refused at sp's value */
     CHECK_INT_EQ(load(REFS "parallel:\n  tp: 1\n  sp: true\n", &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "s.yaml", 5, 7);
@@ -1227,9 +1227,9 @@ static void test_set(void)
     CHECK_INT_EQ(load_sets(REFS, v2, 1, &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "--set topology.gpu.memory=40", 0, 0);
     CHECK_STR_HAS(d.msg, "missing unit in '40'");
-    const char *v3[] = {"parallel.pp=2"};
+    const char *v3[] = {"parallel.cp=2"};
     CHECK_INT_EQ(load_sets(REFS, v3, 1, &sc, &d), SIM_ENOTSUP);
-    CHECK_DIAG(d, "--set parallel.pp=2", 0, 0);
+    CHECK_DIAG(d, "--set parallel.cp=2", 0, 0);
     const char *v4[] = {"parallel.dp=[1, 2"};
     CHECK_INT_EQ(load_sets(REFS, v4, 1, &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "--set parallel.dp=[1, 2", 0, 0);
