@@ -30,6 +30,13 @@
  *          DRAM bandwidth, shared by the ranks that stage there — and its 16-bit parameters
  *          copied back.
  *
+ * Pipeline (pp > 1, with DDP or ZeRO-1/2): the units are cut into pp x virtual_stages chunks
+ *          (plan/pipeline.c); each stage runs its schedule's forward and backward actions,
+ *          receiving activations (gradients) from the previous (next) chunk's stage over an
+ *          async point-to-point stream, and reduces each chunk's gradients after its last
+ *          backward. Tensor parallelism's collectives are emitted with the kernels
+ *          (plan/emit.c).
+ *
  * Memory events: a unit's stored activations are allocated when its forward ends and freed
  * when its backward ends (full recompute rebuilds the rest of the layer's activations for
  * the length of its backward); FSDP's gathered parameters and unsharded gradients, and
@@ -41,351 +48,10 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "plan/gen-internal.h"
 #include "plan/pipeline.h"
-#include "plan/plan-internal.h"
 
 _Static_assert(TRACE_MEM_CATS == PLAN_MEM_COUNT, "trace and plan memory categories");
-
-typedef struct unit {
-    model_block blk;
-    int layer;          /* TRACE_NO_LAYER for embedding and head */
-    int64_t params;     /* parameters the unit owns */
-    int64_t trainable;  /* of which trained (all, or the LoRA adapters) */
-    double weight_bytes; /* its weights as stored (16-bit; QLoRA's frozen matrices in NF4) */
-    double act;         /* activation bytes kept for backward, per micro-batch */
-    double act_extra;   /* full recompute: bytes rebuilt for the backward */
-    bool has_bwd;       /* false for a frozen unit whose backward is empty (LoRA embedding) */
-} unit;
-
-typedef struct span {
-    uint32_t first, last; /* ops of one unit's forward or backward on the compute stream */
-    bool any;             /* false when the unit had no kernel */
-} span;
-
-typedef struct coll_seq {
-    uint32_t *ids;   /* collective instances of one group, in emission order */
-    size_t n, cap;
-} coll_seq;
-
-typedef struct gen {
-    plan *p;
-    const plan_scenario *sc;
-    model_spec model;   /* the scenario's model, vocabulary padded as Megatron pads it */
-    trace *t;
-    model_shape sh;
-    int rank;
-    int zero;
-    int64_t A;          /* micro-batches per step */
-    int n;              /* ranks sharing a shard (the dp group, or the node for hybrid) */
-    bool hybrid;
-    uint32_t g_shard, g_rep; /* process groups of this rank (g_rep: hybrid only) */
-    uint32_t g_tp;           /* this rank's tensor-parallel group */
-    int tp;
-    bool sp;
-    bool have_pending;       /* a TP collective the next compute kernel must wait for */
-    uint32_t pending;
-    uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
-    bool have_compute;
-    /* pipeline */
-    int pp, vstages, stage, chunks; /* chunks = pp x vstages */
-    int *chunk_first;        /* first unit of each chunk; chunk_first[chunks] = n_units */
-    bool *mine;              /* units held by this rank's stage */
-    uint32_t *pp_fwd, *pp_bwd; /* this rank's p2p groups per chunk boundary, by direction */
-    coll_seq *seq;      /* per group */
-    int *seq_pos;       /* per group: instances used so far by this rank */
-    unit *units;
-    int n_units;
-    double wbytes, gbytes; /* bytes per parameter: 16-bit weights, gradients */
-    /* bucketing (ZeRO <= 2) */
-    double fill;
-    double *deferred;   /* bucket sizes waiting for the end of backward (overlap: false) */
-    size_t n_deferred, cap_deferred;
-    bool have_last_coll;
-    uint32_t last_coll;
-    int *mem_sharers;   /* per rank: ranks staging in the same host memory (offload) */
-    double model_flops, hardware_flops;
-} gen;
-
-/* ---- helpers ------------------------------------------------------------------------ */
-
-/* Bytes of one optimizer state per parameter: fp32 4, bf16 2, int8 1 plus an fp32 scale per
- * 2048-element block (8-bit Adam). */
-static double state_bytes(plan_state_dtype d)
-{
-    return d == PLAN_STATE_FP32 ? 4 : d == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
-}
-
-static int64_t ceil_div(int64_t a, int64_t b)
-{
-    return (a + b - 1) / b;
-}
-
-/* The instance for this rank's next collective on `group` (shared by all its members). */
-static uint32_t coll_next(gen *g, uint32_t group, coll_op op, double bytes)
-{
-    coll_seq *s = &g->seq[group];
-    size_t k = (size_t)g->seq_pos[group]++;
-    if (k == s->n) {
-        SIM_GROW(s->ids, s->cap, s->n + 1);
-        s->ids[s->n++] = trace_add_coll(g->t, op, g->sc->collectives[g->t->groups[group].cls],
-                                        group, bytes, 0);
-    }
-    SIM_ASSERT(g->t->colls[s->ids[k]].op == op && g->t->colls[s->ids[k]].bytes == bytes,
-               "rank %d diverges from its group's collective sequence", g->rank);
-    return s->ids[k];
-}
-
-static uint32_t add_coll_op(gen *g, uint32_t group, coll_op op, double bytes, const char *name,
-                            int layer, int mb, const uint32_t *deps, size_t n_deps)
-{
-    int cls = g->t->groups[group].cls;
-    trace_op o = {
-        .kind = TRACE_OP_COLL,
-        .stream = (uint8_t)TRACE_STREAM_COMM(cls),
-        .phase = TRACE_PHASE_COMM,
-        .layer = layer,
-        .microbatch = mb,
-        .name = trace_intern(g->t, name),
-        .coll = coll_next(g, group, op, bytes),
-        .bytes = bytes,
-        .duration_ps = TRACE_MEASURED_NONE,
-    };
-    uint32_t idx = trace_add_op(g->t, g->rank, &o, deps, n_deps);
-    if (cls == PLAN_GROUP_DP) {
-        g->last_coll = idx;
-        g->have_last_coll = true;
-    }
-    return idx;
-}
-
-static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int layer, int mb,
-                            bool recompute, const uint32_t *deps, size_t n_deps)
-{
-    char name[96];
-    snprintf(name, sizeof name, "%s%s", recompute ? "recompute." : "", mo->name);
-    trace_op op = {
-        .kind = TRACE_OP_COMPUTE,
-        .stream = TRACE_STREAM_COMPUTE,
-        .phase = (uint8_t)phase,
-        .cls = (uint8_t)mo->cls,
-        .dtype = (uint8_t)g->sh.dtype,
-        .recompute = recompute,
-        .layer = layer,
-        .microbatch = mb,
-        .name = trace_intern(g->t, name),
-        .flops = mo->flops,
-        .model_flops = mo->model_flops,
-        .bytes = mo->bytes,
-        .duration_ps = TRACE_MEASURED_NONE,
-    };
-    if (!recompute)
-        g->model_flops += mo->model_flops;
-    g->hardware_flops += mo->model_flops;
-    uint32_t all[8];
-    size_t n = 0;
-    for (size_t i = 0; i < n_deps && n < 7; i++)
-        all[n++] = deps[i];
-    if (g->have_pending) {
-        all[n++] = g->pending;
-        g->have_pending = false;
-    }
-    uint32_t idx = trace_add_op(g->t, g->rank, &op, all, n);
-    g->last_compute = idx;
-    g->have_compute = true;
-    return idx;
-}
-
-/* ---- tensor and sequence parallelism (Megatron) ----------------------------------------
- *
- * Megatron's f and g operators around the column- (QKV, MLP up) and row-parallel (output
- * projection, MLP down) GEMMs. Without SP: an all-reduce of the b·s·h activations after each
- * row-parallel GEMM in forward and after each column-parallel GEMM's input gradient in
- * backward (4 per layer per micro-batch). With SP the activations outside those GEMMs are
- * split along the sequence: an all-gather before each column-parallel GEMM and a
- * reduce-scatter after each row-parallel one in forward, mirrored in backward (8 per layer,
- * the same bytes: each moves (t-1)/t of 2bsh). Vocabulary-parallel embedding: an all-reduce
- * (SP: reduce-scatter) of its output; the LM head gathers its input under SP, reduces its
- * input gradient; the vocabulary-parallel cross-entropy all-reduces three fp32 values per
- * token (max logit, target logit, sum of exponentials). Per GPU per layer per micro-batch:
- * 16·b·s·h·(t-1)/t bytes, forward plus backward (Korthikanti et al. 2022 §4.2.2). */
-typedef struct tp_point {
-    const char *kernel;
-    model_phase phase;
-    bool before;   /* the collective comes before the kernel (else after) */
-    bool sp;       /* applies with sequence parallelism (else without) */
-    coll_op op;
-    bool loss;     /* the cross-entropy's 3 fp32 per token, not 2bsh */
-} tp_point;
-
-static const tp_point tp_points[] = {
-    /* without sequence parallelism */
-    {"embed", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
-    {"proj", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
-    {"mlp_down", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
-    {"loss", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, true},
-    {"lm_head.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
-    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
-    {"qkv.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
-    /* with sequence parallelism */
-    {"embed", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"qkv", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
-    {"proj", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"mlp_up", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
-    {"mlp_down", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"lm_head", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
-    {"loss", MODEL_PHASE_FWD, false, true, COLL_ALL_REDUCE, true},
-    {"lm_head.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"mlp_down.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
-    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"proj.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
-    {"qkv.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"embed.wgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
-};
-
-/* Emits the TP collective at kernel `name` (before or after it), if any: it waits for the
- * latest compute kernel and the next compute kernel waits for it. */
-static void tp_collective(gen *g, const char *name, model_phase ph, bool before, int layer,
-                          int mb)
-{
-    if (g->tp <= 1)
-        return;
-    for (size_t i = 0; i < SIM_ARRAY_LEN(tp_points); i++) {
-        const tp_point *t = &tp_points[i];
-        if (t->phase != ph || t->before != before || t->sp != g->sp || strcmp(t->kernel, name))
-            continue;
-        double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len;
-        double bytes = t->loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
-        char cname[48];
-        snprintf(cname, sizeof cname, "tp.%s", name);
-        uint32_t dep = g->last_compute;
-        g->pending = add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &dep,
-                                 g->have_compute);
-        g->have_pending = true;
-    }
-}
-
-/* ---- gradient buckets (DDP, ZeRO-1/2) ------------------------------------------------ */
-
-static void bucket_coll(gen *g, double bytes, uint32_t dep, int mb)
-{
-    char name[40];
-    snprintf(name, sizeof name, "grad_bucket");
-    coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
-    uint32_t c = add_coll_op(g, g->g_shard, op, bytes, name, TRACE_NO_LAYER, mb, &dep, 1);
-    if (g->zero == 2) /* the bucket's whole gradients are released once reduce-scattered */
-        trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);
-}
-
-/* A weight-gradient kernel produced `params` gradients: fill the open bucket. */
-static void bucket_grads(gen *g, uint32_t op, int64_t params, int mb)
-{
-    double bytes = (double)params * g->gbytes;
-    if (g->zero == 2)
-        trace_add_mem(g->t, g->rank, op, PLAN_MEM_BUFFERS, (int64_t)bytes, true);
-    g->fill += bytes;
-    if (g->fill < (double)g->sc->parallel.ddp.bucket_bytes)
-        return;
-    if (g->sc->parallel.ddp.overlap) {
-        bucket_coll(g, g->fill, op, mb);
-    } else {
-        SIM_GROW(g->deferred, g->cap_deferred, g->n_deferred + 1);
-        g->deferred[g->n_deferred++] = g->fill;
-    }
-    g->fill = 0;
-}
-
-static void bucket_flush(gen *g, uint32_t last_bwd, int mb)
-{
-    for (size_t b = 0; b < g->n_deferred; b++)
-        bucket_coll(g, g->deferred[b], last_bwd, mb);
-    g->n_deferred = 0;
-    if (g->fill > 0)
-        bucket_coll(g, g->fill, last_bwd, mb);
-    g->fill = 0;
-}
-
-/* ---- forward and backward of one unit ------------------------------------------------ */
-
-static span emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t n_deps)
-{
-    model_op_list ops;
-    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
-    span s = {0};
-    for (int i = 0; i < ops.n; i++) {
-        tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, true, u->layer, mb);
-        uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_FWD, u->layer, mb, false,
-                                   i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
-        if (i == 0)
-            s.first = idx;
-        s.last = idx;
-        s.any = true;
-        tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, false, u->layer, mb);
-    }
-    if (s.any)
-        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
-    return s;
-}
-
-static span emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_t *deps,
-                     size_t n_deps)
-{
-    model_op_list ops;
-    span s = {0};
-    bool first = true;
-    model_recompute rc = g->sc->training.recompute;
-    if (u->blk == MODEL_BLOCK_LAYER && rc != MODEL_RECOMPUTE_NONE) {
-        model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
-        for (int i = 0; i < ops.n; i++) {
-            if (rc == MODEL_RECOMPUTE_SELECTIVE && !ops.op[i].attn_core)
-                continue;
-            /* the recomputed forward repeats its TP collectives (Megatron checkpoints the
-             * whole layer, f and g operators included) */
-            tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, true, u->layer, mb);
-            uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, true,
-                                       first ? deps : NULL, first ? n_deps : 0);
-            tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, false, u->layer, mb);
-            if (first) {
-                s.first = idx;
-                trace_add_mem(g->t, g->rank, idx, PLAN_MEM_ACTIVATIONS, (int64_t)u->act_extra,
-                              false);
-            }
-            first = false;
-            s.last = idx;
-            s.any = true;
-        }
-    }
-    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
-    for (int i = 0; i < ops.n; i++) {
-        tp_collective(g, ops.op[i].name, MODEL_PHASE_BWD, true, u->layer, mb);
-        uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, false,
-                                   first ? deps : NULL, first ? n_deps : 0);
-        if (first)
-            s.first = idx;
-        first = false;
-        s.last = idx;
-        s.any = true;
-        if (bucketing && ops.op[i].grad_params > 0)
-            bucket_grads(g, idx, ops.op[i].grad_params, mb);
-        tp_collective(g, ops.op[i].name, MODEL_PHASE_BWD, false, u->layer, mb);
-    }
-    if (s.any) {
-        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);
-        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act_extra, true);
-    }
-    return s;
-}
-
-/* Gradient bytes the unit's backward produces (its owned parameters; a tied LM head's
- * gradient belongs to the embedding). */
-static double unit_grad_bytes(const gen *g, const unit *u)
-{
-    model_op_list ops;
-    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
-    double p = 0;
-    for (int i = 0; i < ops.n; i++)
-        p += (double)ops.op[i].grad_params;
-    return p * g->gbytes;
-}
 
 /* ---- one rank ------------------------------------------------------------------------ */
 
@@ -393,7 +59,7 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
-    double sb = state_bytes(t->optimizer_state);
+    double sb = plan__state_bytes(t->optimizer_state);
     /* per parameter: read the gradient twice (global-norm clipping, then the update), read
      * and write the 16-bit weights, the fp32 master copy and every optimizer state */
     double per = 2.0 * g->gbytes + 2.0 * g->wbytes + 2.0 * states * sb +
@@ -406,7 +72,7 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
         const unit *u = &g->units[i];
         if (u->trainable == 0 || !g->mine[i])
             continue;
-        double params = (double)ceil_div(u->trainable, shard);
+        double params = (double)plan__ceil_div(u->trainable, shard);
         trace_op op = {
             .kind = TRACE_OP_COMPUTE,
             .stream = TRACE_STREAM_COMPUTE,
@@ -452,7 +118,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     const plan_training *t = &g->sc->training;
     int shard = g->zero >= 1 ? g->n : 1;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
-    double sb = state_bytes(t->optimizer_state);
+    double sb = plan__state_bytes(t->optimizer_state);
     /* host DRAM bytes per parameter: read the gradient, read and write the master copy and
      * every state, write the 16-bit parameter to send back */
     double per = g->gbytes + 2.0 * states * sb + (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0) +
@@ -466,7 +132,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = (double)ceil_div(g->units[i].trainable, shard);
+        double params = (double)plan__ceil_div(g->units[i].trainable, shard);
         uint32_t dep = n_deps ? deps[n_deps - 1] : 0;
         d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer, true,
                                 params * g->gbytes, 0, dep, n_deps > 0);
@@ -474,14 +140,14 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = (double)ceil_div(g->units[i].trainable, shard);
+        double params = (double)plan__ceil_div(g->units[i].trainable, shard);
         cpu[i] = add_offload_op(g, TRACE_OP_HOST, "cpu_adam", g->units[i].layer, false, 0,
                                 sim_time_from_s(params * per / bw), d2h[i], true);
     }
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = (double)ceil_div(g->units[i].trainable, shard);
+        double params = (double)plan__ceil_div(g->units[i].trainable, shard);
         last = add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer, false,
                               params * g->wbytes, 0, cpu[i], true);
     }
@@ -504,14 +170,14 @@ static void gen_bucketed(gen *g)
         int m = (int)mb;
         bool bucketing = g->n > 1 && (g->zero == 2 || mb == g->A - 1);
         for (int i = 0; i < g->n_units; i++)
-            emit_fwd(g, &g->units[i], m, NULL, 0);
+            plan__emit_fwd(g, &g->units[i], m, NULL, 0);
         for (int i = g->n_units - 1; i >= 0; i--) {
-            span b = emit_bwd(g, &g->units[i], m, bucketing, NULL, 0);
+            span b = plan__emit_bwd(g, &g->units[i], m, bucketing, NULL, 0);
             if (b.any)
                 last_bwd = b.last;
         }
         if (bucketing)
-            bucket_flush(g, last_bwd, m);
+            plan__bucket_flush(g, last_bwd, m);
     }
     uint32_t deps[2] = {last_bwd, 0};
     size_t nd = 1;
@@ -526,7 +192,7 @@ static void gen_bucketed(gen *g)
                 total += (double)g->units[i].trainable * g->wbytes;
         double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
         for (double done = 0; done < total; done += bucket)
-            add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
+            plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
                         "param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
     }
 }
@@ -546,7 +212,7 @@ static uint32_t add_p2p(gen *g, uint32_t group, const char *name, int mb, bool h
         .layer = TRACE_NO_LAYER,
         .microbatch = mb,
         .name = trace_intern(g->t, name),
-        .coll = coll_next(g, group, COLL_SEND_RECV, bytes),
+        .coll = plan__coll_next(g, group, COLL_SEND_RECV, bytes),
         .bytes = bytes,
         .duration_ps = TRACE_MEASURED_NONE,
     };
@@ -581,7 +247,7 @@ static void gen_pipeline(gen *g)
             }
             span last = {0};
             for (int u = u0; u < u1; u++) {
-                span sp = emit_fwd(g, &g->units[u], a->mb, have_recv && u == u0 ? &recv : NULL,
+                span sp = plan__emit_fwd(g, &g->units[u], a->mb, have_recv && u == u0 ? &recv : NULL,
                                    have_recv && u == u0);
                 if (sp.any)
                     last = sp;
@@ -599,7 +265,7 @@ static void gen_pipeline(gen *g)
             span last = {0};
             bool first = true;
             for (int u = u1 - 1; u >= u0; u--) {
-                span sp = emit_bwd(g, &g->units[u], a->mb, bucketing,
+                span sp = plan__emit_bwd(g, &g->units[u], a->mb, bucketing,
                                    have_recv && first ? &recv : NULL, have_recv && first);
                 if (sp.any) {
                     last = sp;
@@ -609,7 +275,7 @@ static void gen_pipeline(gen *g)
             if (last.any)
                 last_bwd = last.last;
             if (bucketing)
-                bucket_flush(g, last_bwd, a->mb);
+                plan__bucket_flush(g, last_bwd, a->mb);
             if (c > 0)
                 add_p2p(g, g->pp_bwd[c - 1], "pp.send_gradient", a->mb, last.any, last.last);
         }
@@ -626,7 +292,7 @@ static void gen_pipeline(gen *g)
                 total += (double)g->units[i].trainable * g->wbytes;
         double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
         for (double done = 0; done < total; done += bucket)
-            add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
+            plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
                         "param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
     }
     sim_free(acts);
@@ -649,13 +315,13 @@ static void gen_fsdp(gen *g)
             while (issued < U && issued <= f + k) {
                 const unit *u = &g->units[issued];
                 uint32_t dep = issued - k - 1 >= 0 ? fwd[issued - k - 1].last : 0;
-                ag[issued] = add_coll_op(g, g->g_shard, COLL_ALL_GATHER, u->weight_bytes,
+                ag[issued] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, u->weight_bytes,
                                          "fsdp.gather", u->layer, m, &dep, issued - k - 1 >= 0);
                 trace_add_mem(g->t, g->rank, ag[issued], PLAN_MEM_BUFFERS,
                               (int64_t)u->weight_bytes, false);
                 issued++;
             }
-            fwd[f] = emit_fwd(g, &g->units[f], m, &ag[f], 1);
+            fwd[f] = plan__emit_fwd(g, &g->units[f], m, &ag[f], 1);
             if (reshard || !g->units[f].has_bwd)
                 trace_add_mem(g->t, g->rank, fwd[f].last, PLAN_MEM_BUFFERS,
                               -(int64_t)g->units[f].weight_bytes, true);
@@ -673,7 +339,7 @@ static void gen_fsdp(gen *g)
                         int prev = issued - k - 1;
                         uint32_t dep = prev >= 0 && bwd[U - 1 - prev].any ? bwd[U - 1 - prev].last : 0;
                         bool have = prev >= 0 && bwd[U - 1 - prev].any;
-                        ag[U - 1 - issued] = add_coll_op(g, g->g_shard, COLL_ALL_GATHER,
+                        ag[U - 1 - issued] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER,
                                                          v->weight_bytes, "fsdp.gather", v->layer,
                                                          m, &dep, have);
                         trace_add_mem(g->t, g->rank, ag[U - 1 - issued], PLAN_MEM_BUFFERS,
@@ -686,8 +352,8 @@ static void gen_fsdp(gen *g)
                 bwd[ui] = (span){0};
                 continue;
             }
-            bwd[ui] = emit_bwd(g, u, m, false, reshard ? &ag[ui] : NULL, reshard ? 1 : 0);
-            double gb = unit_grad_bytes(g, u);
+            bwd[ui] = plan__emit_bwd(g, u, m, false, reshard ? &ag[ui] : NULL, reshard ? 1 : 0);
+            double gb = plan__unit_grad_bytes(g, u);
             trace_add_mem(g->t, g->rank, bwd[ui].last, PLAN_MEM_BUFFERS,
                           -(int64_t)u->weight_bytes, true);
             last = bwd[ui].last;
@@ -695,11 +361,11 @@ static void gen_fsdp(gen *g)
                 continue;
             /* unsharded gradients live from the unit's backward to its reduce-scatter */
             trace_add_mem(g->t, g->rank, bwd[ui].first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
-            uint32_t rs = add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, gb, "fsdp.reduce_scatter",
+            uint32_t rs = plan__add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, gb, "fsdp.reduce_scatter",
                                       u->layer, m, &bwd[ui].last, 1);
             trace_add_mem(g->t, g->rank, rs, PLAN_MEM_BUFFERS, -(int64_t)gb, true);
             if (g->hybrid)
-                add_coll_op(g, g->g_rep, COLL_ALL_REDUCE, gb / g->n, "hsdp.all_reduce",
+                plan__add_coll_op(g, g->g_rep, COLL_ALL_REDUCE, gb / g->n, "hsdp.all_reduce",
                             u->layer, m, &rs, 1);
         }
     }
@@ -718,7 +384,7 @@ static void persistent(gen *g, plan_mem *m)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
-    double K = states * state_bytes(t->optimizer_state) +
+    double K = states * plan__state_bytes(t->optimizer_state) +
                (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
     double weights = 0, trained = 0;
     for (int i = 0; i < g->n_units; i++) {
@@ -730,12 +396,12 @@ static void persistent(gen *g, plan_mem *m)
     int n = g->n;
     memset(m, 0, sizeof *m);
     m->bytes[PLAN_MEM_PARAMS] = (int64_t)ceil(g->zero == 3 ? weights / n : weights);
-    m->bytes[PLAN_MEM_GRADS] = (int64_t)((double)(g->zero >= 2 ? ceil_div((int64_t)trained, n)
+    m->bytes[PLAN_MEM_GRADS] = (int64_t)((double)(g->zero >= 2 ? plan__ceil_div((int64_t)trained, n)
                                                                : (int64_t)trained) * g->gbytes);
     m->bytes[PLAN_MEM_OPTIMIZER] =
         g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU
             ? 0 /* states and master weights in host memory */
-            : (int64_t)((double)(g->zero >= 1 ? ceil_div((int64_t)trained, n) : (int64_t)trained) * K +
+            : (int64_t)((double)(g->zero >= 1 ? plan__ceil_div((int64_t)trained, n) : (int64_t)trained) * K +
                         0.5);
     /* DDP and ZeRO-1 fill buckets while the previous is reduced: two buckets in flight;
      * gradients are otherwise viewed in place (gradient_as_bucket_view, Megatron's buffer) */

@@ -1,0 +1,283 @@
+/* Emitting kernels and collectives into the trace: compute kernels with their memory events,
+ * collectives shared by a group's members, Megatron's tensor-parallel collectives, and
+ * gradient buckets (see plan/dp.c for the strategies that drive them). */
+#include "core/sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "plan/gen-internal.h"
+
+
+double plan__state_bytes(plan_state_dtype d)
+{
+    return d == PLAN_STATE_FP32 ? 4 : d == PLAN_STATE_BF16 ? 2 : 1 + 4.0 / 2048;
+}
+
+
+uint32_t plan__coll_next(gen *g, uint32_t group, coll_op op, double bytes)
+{
+    coll_seq *s = &g->seq[group];
+    size_t k = (size_t)g->seq_pos[group]++;
+    if (k == s->n) {
+        SIM_GROW(s->ids, s->cap, s->n + 1);
+        s->ids[s->n++] = trace_add_coll(g->t, op, g->sc->collectives[g->t->groups[group].cls],
+                                        group, bytes, 0);
+    }
+    SIM_ASSERT(g->t->colls[s->ids[k]].op == op && g->t->colls[s->ids[k]].bytes == bytes,
+               "rank %d diverges from its group's collective sequence", g->rank);
+    return s->ids[k];
+}
+
+uint32_t plan__add_coll_op(gen *g, uint32_t group, coll_op op, double bytes, const char *name,
+                            int layer, int mb, const uint32_t *deps, size_t n_deps)
+{
+    int cls = g->t->groups[group].cls;
+    trace_op o = {
+        .kind = TRACE_OP_COLL,
+        .stream = (uint8_t)TRACE_STREAM_COMM(cls),
+        .phase = TRACE_PHASE_COMM,
+        .layer = layer,
+        .microbatch = mb,
+        .name = trace_intern(g->t, name),
+        .coll = plan__coll_next(g, group, op, bytes),
+        .bytes = bytes,
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    uint32_t idx = trace_add_op(g->t, g->rank, &o, deps, n_deps);
+    if (cls == PLAN_GROUP_DP) {
+        g->last_coll = idx;
+        g->have_last_coll = true;
+    }
+    return idx;
+}
+
+static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int layer, int mb,
+                            bool recompute, const uint32_t *deps, size_t n_deps)
+{
+    char name[96];
+    snprintf(name, sizeof name, "%s%s", recompute ? "recompute." : "", mo->name);
+    trace_op op = {
+        .kind = TRACE_OP_COMPUTE,
+        .stream = TRACE_STREAM_COMPUTE,
+        .phase = (uint8_t)phase,
+        .cls = (uint8_t)mo->cls,
+        .dtype = (uint8_t)g->sh.dtype,
+        .recompute = recompute,
+        .layer = layer,
+        .microbatch = mb,
+        .name = trace_intern(g->t, name),
+        .flops = mo->flops,
+        .model_flops = mo->model_flops,
+        .bytes = mo->bytes,
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    if (!recompute)
+        g->model_flops += mo->model_flops;
+    g->hardware_flops += mo->model_flops;
+    uint32_t all[8];
+    size_t n = 0;
+    for (size_t i = 0; i < n_deps && n < 7; i++)
+        all[n++] = deps[i];
+    if (g->have_pending) {
+        all[n++] = g->pending;
+        g->have_pending = false;
+    }
+    uint32_t idx = trace_add_op(g->t, g->rank, &op, all, n);
+    g->last_compute = idx;
+    g->have_compute = true;
+    return idx;
+}
+
+/* ---- tensor and sequence parallelism (Megatron) ----------------------------------------
+ *
+ * Megatron's f and g operators around the column- (QKV, MLP up) and row-parallel (output
+ * projection, MLP down) GEMMs. Without SP: an all-reduce of the b·s·h activations after each
+ * row-parallel GEMM in forward and after each column-parallel GEMM's input gradient in
+ * backward (4 per layer per micro-batch). With SP the activations outside those GEMMs are
+ * split along the sequence: an all-gather before each column-parallel GEMM and a
+ * reduce-scatter after each row-parallel one in forward, mirrored in backward (8 per layer,
+ * the same bytes: each moves (t-1)/t of 2bsh). Vocabulary-parallel embedding: an all-reduce
+ * (SP: reduce-scatter) of its output; the LM head gathers its input under SP, reduces its
+ * input gradient; the vocabulary-parallel cross-entropy all-reduces three fp32 values per
+ * token (max logit, target logit, sum of exponentials). Per GPU per layer per micro-batch:
+ * 16·b·s·h·(t-1)/t bytes, forward plus backward (Korthikanti et al. 2022 §4.2.2). */
+typedef struct tp_point {
+    const char *kernel;
+    model_phase phase;
+    bool before;   /* the collective comes before the kernel (else after) */
+    bool sp;       /* applies with sequence parallelism (else without) */
+    coll_op op;
+    bool loss;     /* the cross-entropy's 3 fp32 per token, not 2bsh */
+} tp_point;
+
+static const tp_point tp_points[] = {
+    /* without sequence parallelism */
+    {"embed", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
+    {"proj", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
+    {"mlp_down", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
+    {"loss", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, true},
+    {"lm_head.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
+    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
+    {"qkv.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
+    /* with sequence parallelism */
+    {"embed", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"qkv", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
+    {"proj", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"mlp_up", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
+    {"mlp_down", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"lm_head", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
+    {"loss", MODEL_PHASE_FWD, false, true, COLL_ALL_REDUCE, true},
+    {"lm_head.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"mlp_down.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
+    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"proj.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
+    {"qkv.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
+    {"embed.wgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
+};
+
+/* Emits the TP collective at kernel `name` (before or after it), if any: it waits for the
+ * latest compute kernel and the next compute kernel waits for it. */
+static void tp_collective(gen *g, const char *name, model_phase ph, bool before, int layer,
+                          int mb)
+{
+    if (g->tp <= 1)
+        return;
+    for (size_t i = 0; i < SIM_ARRAY_LEN(tp_points); i++) {
+        const tp_point *t = &tp_points[i];
+        if (t->phase != ph || t->before != before || t->sp != g->sp || strcmp(t->kernel, name))
+            continue;
+        double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len;
+        double bytes = t->loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
+        char cname[48];
+        snprintf(cname, sizeof cname, "tp.%s", name);
+        uint32_t dep = g->last_compute;
+        g->pending = plan__add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &dep,
+                                 g->have_compute);
+        g->have_pending = true;
+    }
+}
+
+/* ---- gradient buckets (DDP, ZeRO-1/2) ------------------------------------------------ */
+
+static void bucket_coll(gen *g, double bytes, uint32_t dep, int mb)
+{
+    char name[40];
+    snprintf(name, sizeof name, "grad_bucket");
+    coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
+    uint32_t c = plan__add_coll_op(g, g->g_shard, op, bytes, name, TRACE_NO_LAYER, mb, &dep, 1);
+    if (g->zero == 2) /* the bucket's whole gradients are released once reduce-scattered */
+        trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);
+}
+
+/* A weight-gradient kernel produced `params` gradients: fill the open bucket. */
+static void bucket_grads(gen *g, uint32_t op, int64_t params, int mb)
+{
+    double bytes = (double)params * g->gbytes;
+    if (g->zero == 2)
+        trace_add_mem(g->t, g->rank, op, PLAN_MEM_BUFFERS, (int64_t)bytes, true);
+    g->fill += bytes;
+    if (g->fill < (double)g->sc->parallel.ddp.bucket_bytes)
+        return;
+    if (g->sc->parallel.ddp.overlap) {
+        bucket_coll(g, g->fill, op, mb);
+    } else {
+        SIM_GROW(g->deferred, g->cap_deferred, g->n_deferred + 1);
+        g->deferred[g->n_deferred++] = g->fill;
+    }
+    g->fill = 0;
+}
+
+void plan__bucket_flush(gen *g, uint32_t last_bwd, int mb)
+{
+    for (size_t b = 0; b < g->n_deferred; b++)
+        bucket_coll(g, g->deferred[b], last_bwd, mb);
+    g->n_deferred = 0;
+    if (g->fill > 0)
+        bucket_coll(g, g->fill, last_bwd, mb);
+    g->fill = 0;
+}
+
+/* ---- forward and backward of one unit ------------------------------------------------ */
+
+span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t n_deps)
+{
+    model_op_list ops;
+    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
+    span s = {0};
+    for (int i = 0; i < ops.n; i++) {
+        tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, true, u->layer, mb);
+        uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_FWD, u->layer, mb, false,
+                                   i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
+        if (i == 0)
+            s.first = idx;
+        s.last = idx;
+        s.any = true;
+        tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, false, u->layer, mb);
+    }
+    if (s.any)
+        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
+    return s;
+}
+
+span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_t *deps,
+                     size_t n_deps)
+{
+    model_op_list ops;
+    span s = {0};
+    bool first = true;
+    model_recompute rc = g->sc->training.recompute;
+    if (u->blk == MODEL_BLOCK_LAYER && rc != MODEL_RECOMPUTE_NONE) {
+        model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
+        for (int i = 0; i < ops.n; i++) {
+            if (rc == MODEL_RECOMPUTE_SELECTIVE && !ops.op[i].attn_core)
+                continue;
+            /* the recomputed forward repeats its TP collectives (Megatron checkpoints the
+             * whole layer, f and g operators included) */
+            tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, true, u->layer, mb);
+            uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, true,
+                                       first ? deps : NULL, first ? n_deps : 0);
+            tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, false, u->layer, mb);
+            if (first) {
+                s.first = idx;
+                trace_add_mem(g->t, g->rank, idx, PLAN_MEM_ACTIVATIONS, (int64_t)u->act_extra,
+                              false);
+            }
+            first = false;
+            s.last = idx;
+            s.any = true;
+        }
+    }
+    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
+    for (int i = 0; i < ops.n; i++) {
+        tp_collective(g, ops.op[i].name, MODEL_PHASE_BWD, true, u->layer, mb);
+        uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, false,
+                                   first ? deps : NULL, first ? n_deps : 0);
+        if (first)
+            s.first = idx;
+        first = false;
+        s.last = idx;
+        s.any = true;
+        if (bucketing && ops.op[i].grad_params > 0)
+            bucket_grads(g, idx, ops.op[i].grad_params, mb);
+        tp_collective(g, ops.op[i].name, MODEL_PHASE_BWD, false, u->layer, mb);
+    }
+    if (s.any) {
+        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);
+        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act_extra, true);
+    }
+    return s;
+}
+
+/* Gradient bytes the unit's backward produces (its owned parameters; a tied LM head's
+ * gradient belongs to the embedding). */
+double plan__unit_grad_bytes(const gen *g, const unit *u)
+{
+    model_op_list ops;
+    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
+    double p = 0;
+    for (int i = 0; i < ops.n; i++)
+        p += (double)ops.op[i].grad_params;
+    return p * g->gbytes;
+}
+

@@ -1,0 +1,92 @@
+/* The state of the trace generator, shared by plan/emit.c (kernels, collectives, buckets,
+ * tensor-parallel collectives) and plan/dp.c (strategies and set-up). */
+#ifndef SIM_PLAN_GEN_INTERNAL_H
+#define SIM_PLAN_GEN_INTERNAL_H
+
+#include "plan/plan-internal.h"
+
+typedef struct unit {
+    model_block blk;
+    int layer;          /* TRACE_NO_LAYER for embedding and head */
+    int64_t params;     /* parameters the unit owns */
+    int64_t trainable;  /* of which trained (all, or the LoRA adapters) */
+    double weight_bytes; /* its weights as stored (16-bit; QLoRA's frozen matrices in NF4) */
+    double act;         /* activation bytes kept for backward, per micro-batch */
+    double act_extra;   /* full recompute: bytes rebuilt for the backward */
+    bool has_bwd;       /* false for a frozen unit whose backward is empty (LoRA embedding) */
+} unit;
+
+typedef struct span {
+    uint32_t first, last; /* ops of one unit's forward or backward on the compute stream */
+    bool any;             /* false when the unit had no kernel */
+} span;
+
+typedef struct coll_seq {
+    uint32_t *ids;   /* collective instances of one group, in emission order */
+    size_t n, cap;
+} coll_seq;
+
+typedef struct gen {
+    plan *p;
+    const plan_scenario *sc;
+    model_spec model;   /* the scenario's model, vocabulary padded as Megatron pads it */
+    trace *t;
+    model_shape sh;
+    int rank;
+    int zero;
+    int64_t A;          /* micro-batches per step */
+    int n;              /* ranks sharing a shard (the dp group, or the node for hybrid) */
+    bool hybrid;
+    uint32_t g_shard, g_rep; /* process groups of this rank (g_rep: hybrid only) */
+    uint32_t g_tp;           /* this rank's tensor-parallel group */
+    int tp;
+    bool sp;
+    bool have_pending;       /* a TP collective the next compute kernel must wait for */
+    uint32_t pending;
+    uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
+    bool have_compute;
+    /* pipeline */
+    int pp, vstages, stage, chunks; /* chunks = pp x vstages */
+    int *chunk_first;        /* first unit of each chunk; chunk_first[chunks] = n_units */
+    bool *mine;              /* units held by this rank's stage */
+    uint32_t *pp_fwd, *pp_bwd; /* this rank's p2p groups per chunk boundary, by direction */
+    coll_seq *seq;      /* per group */
+    int *seq_pos;       /* per group: instances used so far by this rank */
+    unit *units;
+    int n_units;
+    double wbytes, gbytes; /* bytes per parameter: 16-bit weights, gradients */
+    /* bucketing (ZeRO <= 2) */
+    double fill;
+    double *deferred;   /* bucket sizes waiting for the end of backward (overlap: false) */
+    size_t n_deferred, cap_deferred;
+    bool have_last_coll;
+    uint32_t last_coll;
+    int *mem_sharers;   /* per rank: ranks staging in the same host memory (offload) */
+    double model_flops, hardware_flops;
+} gen;
+static inline int64_t plan__ceil_div(int64_t a, int64_t b)
+{
+    return (a + b - 1) / b;
+}
+
+/* Bytes of one optimizer state per parameter: fp32 4, bf16 2, int8 1 plus an fp32 scale per
+ * 2048-element block (8-bit Adam). */
+double plan__state_bytes(plan_state_dtype d);
+
+/* The instance for this rank's next collective on `group` (shared by all its members). */
+uint32_t plan__coll_next(gen *g, uint32_t group, coll_op op, double bytes);
+/* A collective op on the stream of its group's class. */
+uint32_t plan__add_coll_op(gen *g, uint32_t group, coll_op op, double bytes, const char *name,
+                           int layer, int mb, const uint32_t *deps, size_t n_deps);
+/* The forward (backward) kernels of one unit for micro-batch `mb`, with activation memory
+ * events, TP collectives and (backward) gradient bucketing; the first kernel waits for
+ * `deps`. */
+span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t n_deps);
+span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_t *deps,
+                    size_t n_deps);
+/* Issues the open and deferred gradient buckets after `last_bwd`. */
+void plan__bucket_flush(gen *g, uint32_t last_bwd, int mb);
+/* Gradient bytes the unit's backward produces on this rank. */
+double plan__unit_grad_bytes(const gen *g, const unit *u);
+
+#endif
