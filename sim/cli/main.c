@@ -245,6 +245,8 @@ static int job_load(const cli_args *a, bool with_trace, cli_job *j)
         sim_diag_print(&diag, stderr);
         return EXIT_INVALID;
     }
+    if (j->p->warning[0])
+        fprintf(stderr, "%s: warning: %s\n", a->scenario, j->p->warning);
     return 0;
 }
 

@@ -99,8 +99,6 @@ static const io_enum_name attention_names[] = {
 /* ---------------------------------------------------------------------------------------- */
 /* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
 
-static const io_notsup ns_tp_overlap = {.feature = "overlapping TP communication",
-                                        .issue = "the model-parallel issue"};
 static const io_notsup ns_ep = {.feature = "expert parallelism", .issue = "the MoE issue"};
 static const io_notsup ns_cp = {.feature = "context parallelism",
                                 .issue = "the context-parallel issue"};
@@ -349,8 +347,7 @@ static const io_key parallel_keys[] = {
     {.name = "fsdp", .type = IO_K_MAP, .map = &fsdp_map},
     {.name = "ddp", .type = IO_K_MAP, .map = &ddp_map},
     {.name = "pipeline", .type = IO_K_MAP, .map = &pipeline_map},
-    {.name = "tp_comm_overlap", .type = IO_K_BOOL, .offset = PA(tp_comm_overlap),
-     .notsup = &ns_tp_overlap},
+    {.name = "tp_comm_overlap", .type = IO_K_BOOL, .offset = PA(tp_comm_overlap)},
     {.name = "offload", .type = IO_K_MAP, .map = &offload_map},
     {.name = "order", .type = IO_K_CUSTOM, .fn = order_fn},
 };

@@ -329,6 +329,14 @@ static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx
     if (p->sp && p->tp == 1)
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.sp", "parallel"),
                                "parallel.sp: sequence parallelism needs tp > 1");
+    if (p->tp_comm_overlap && !p->sp) {
+        io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.tp_comm_overlap", "parallel"),
+                        "parallel.tp_comm_overlap: overlapping TP communication needs "
+                        "sequence parallelism (sp: true)");
+        sim_diag_hint(ctx->diag, "Megatron's userbuffers overlap the all-gathers and "
+                                 "reduce-scatters of sequence parallelism with their GEMMs");
+        return SIM_EINVAL;
+    }
 
     if (tr->global_batch > 0) {
         /* micro_batch and dp are bounded (int64 and 2^20): compare in double to avoid overflow */

@@ -605,6 +605,13 @@ int plan__dp_trace(plan *p, sim_diag *diag)
             for (int d = 0; d < dp; d++) {
                 for (int t = 0; t < tp; t++)
                     members[t] = RANK_OF(st, t, d);
+                if (!p->warning[0] && p->coords[members[0]].node != p->coords[members[tp - 1]].node)
+                    snprintf(p->warning, sizeof p->warning,
+                             "tensor-parallel group of ranks %d..%d spans nodes %d and %d: its "
+                             "collectives cross the inter-node network (put tp first in "
+                             "parallel.order, or use tp <= GPUs per node)",
+                             members[0], members[tp - 1], p->coords[members[0]].node,
+                             p->coords[members[tp - 1]].node);
                 uint32_t gid = trace_add_group(g.t, PLAN_GROUP_TP, tp, members);
                 for (int t = 0; t < tp; t++)
                     tp_of[members[t]] = gid;

@@ -138,24 +138,95 @@ static const tp_point tp_points[] = {
 
 /* Emits the TP collective at kernel `name` (before or after it), if any: it waits for the
  * latest compute kernel and the next compute kernel waits for it. */
-static void tp_collective(gen *g, const char *name, model_phase ph, bool before, int layer,
-                          int mb)
+static const tp_point *tp_find(const gen *g, const char *name, model_phase ph, bool before)
 {
     if (g->tp <= 1)
-        return;
+        return NULL;
     for (size_t i = 0; i < SIM_ARRAY_LEN(tp_points); i++) {
         const tp_point *t = &tp_points[i];
-        if (t->phase != ph || t->before != before || t->sp != g->sp || strcmp(t->kernel, name))
-            continue;
-        double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len;
-        double bytes = t->loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
-        char cname[48];
-        snprintf(cname, sizeof cname, "tp.%s", name);
-        uint32_t dep = g->last_compute;
-        g->pending = plan__add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &dep,
-                                 g->have_compute);
-        g->have_pending = true;
+        if (t->phase == ph && t->before == before && t->sp == g->sp && !strcmp(t->kernel, name))
+            return t;
     }
+    return NULL;
+}
+
+static double tp_bytes(const gen *g, const tp_point *t)
+{
+    double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len;
+    return t->loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
+}
+
+/* Emits TP collective `t` (if any): it waits for the latest compute kernel and the next
+ * compute kernel waits for it. */
+static void tp_collective(gen *g, const tp_point *t, const char *name, int layer, int mb)
+{
+    if (!t)
+        return;
+    char cname[48];
+    snprintf(cname, sizeof cname, "tp.%s", name);
+    uint32_t dep = g->last_compute;
+    g->pending = plan__add_coll_op(g, g->g_tp, t->op, tp_bytes(g, t), cname, layer, mb, &dep,
+                                   g->have_compute);
+    g->have_pending = true;
+}
+
+/* Megatron's TP communication overlap (userbuffers, with SP): the all-gather feeding a
+ * column-parallel GEMM and the reduce-scatter after a row-parallel GEMM are cut into
+ * TP_OVERLAP_CHUNKS pieces pipelined with as many pieces of the GEMM: GEMM piece i waits for
+ * gather piece i (or reduce-scatter piece i waits for GEMM piece i), while the next pieces
+ * of communication and computation proceed side by side. */
+#define TP_OVERLAP_CHUNKS 4
+
+static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, trace_phase phase,
+                                int layer, int mb, bool recompute, const uint32_t *deps,
+                                size_t n_deps)
+{
+    model_op piece = *mo;
+    piece.flops /= TP_OVERLAP_CHUNKS;
+    piece.model_flops /= TP_OVERLAP_CHUNKS;
+    piece.bytes /= TP_OVERLAP_CHUNKS;
+    double bytes = tp_bytes(g, t) / TP_OVERLAP_CHUNKS;
+    char cname[48];
+    snprintf(cname, sizeof cname, "tp.%s", mo->name);
+    uint32_t idx = 0;
+    for (int i = 0; i < TP_OVERLAP_CHUNKS; i++) {
+        if (t->before) {
+            uint32_t dep = g->last_compute;
+            uint32_t c = plan__add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &dep,
+                                           i == 0 && g->have_compute);
+            g->pending = c;
+            g->have_pending = true;
+            idx = add_compute(g, &piece, phase, layer, mb, recompute, i == 0 ? deps : NULL,
+                              i == 0 ? n_deps : 0);
+        } else {
+            idx = add_compute(g, &piece, phase, layer, mb, recompute, i == 0 ? deps : NULL,
+                              i == 0 ? n_deps : 0);
+            g->have_pending = false;
+            g->pending = plan__add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &idx, 1);
+        }
+    }
+    if (!t->before)
+        g->have_pending = true; /* the next kernel waits for the last piece */
+    return idx;
+}
+
+/* One kernel with the TP collectives around it (overlapped with it when configured). */
+static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model_phase mph,
+                            int layer, int mb, bool recompute, const uint32_t *deps,
+                            size_t n_deps)
+{
+    const tp_point *before = tp_find(g, mo->name, mph, true);
+    const tp_point *after = tp_find(g, mo->name, mph, false);
+    if (g->sc->parallel.tp_comm_overlap && mo->cls == HW_OP_MATMUL) {
+        if (before && before->op == COLL_ALL_GATHER && !after)
+            return emit_overlapped(g, mo, before, phase, layer, mb, recompute, deps, n_deps);
+        if (after && after->op == COLL_REDUCE_SCATTER && !before)
+            return emit_overlapped(g, mo, after, phase, layer, mb, recompute, deps, n_deps);
+    }
+    tp_collective(g, before, mo->name, layer, mb);
+    uint32_t idx = add_compute(g, mo, phase, layer, mb, recompute, deps, n_deps);
+    tp_collective(g, after, mo->name, layer, mb);
+    return idx;
 }
 
 /* ---- gradient buckets (DDP, ZeRO-1/2) ------------------------------------------------ */
@@ -206,14 +277,12 @@ span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t 
     model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
     span s = {0};
     for (int i = 0; i < ops.n; i++) {
-        tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, true, u->layer, mb);
-        uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_FWD, u->layer, mb, false,
-                                   i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
+        uint32_t idx = emit_kernel(g, &ops.op[i], TRACE_PHASE_FWD, MODEL_PHASE_FWD, u->layer, mb,
+                                   false, i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
         if (i == 0)
             s.first = idx;
         s.last = idx;
         s.any = true;
-        tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, false, u->layer, mb);
     }
     if (s.any)
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
@@ -234,10 +303,8 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
                 continue;
             /* the recomputed forward repeats its TP collectives (Megatron checkpoints the
              * whole layer, f and g operators included) */
-            tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, true, u->layer, mb);
-            uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, true,
-                                       first ? deps : NULL, first ? n_deps : 0);
-            tp_collective(g, ops.op[i].name, MODEL_PHASE_FWD, false, u->layer, mb);
+            uint32_t idx = emit_kernel(g, &ops.op[i], TRACE_PHASE_BWD, MODEL_PHASE_FWD, u->layer,
+                                       mb, true, first ? deps : NULL, first ? n_deps : 0);
             if (first) {
                 s.first = idx;
                 trace_add_mem(g->t, g->rank, idx, PLAN_MEM_ACTIVATIONS, (int64_t)u->act_extra,
@@ -250,9 +317,8 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
     }
     model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
     for (int i = 0; i < ops.n; i++) {
-        tp_collective(g, ops.op[i].name, MODEL_PHASE_BWD, true, u->layer, mb);
-        uint32_t idx = add_compute(g, &ops.op[i], TRACE_PHASE_BWD, u->layer, mb, false,
-                                   first ? deps : NULL, first ? n_deps : 0);
+        uint32_t idx = emit_kernel(g, &ops.op[i], TRACE_PHASE_BWD, MODEL_PHASE_BWD, u->layer, mb,
+                                   false, first ? deps : NULL, first ? n_deps : 0);
         if (first)
             s.first = idx;
         first = false;
@@ -260,7 +326,6 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
         s.any = true;
         if (bucketing && ops.op[i].grad_params > 0)
             bucket_grads(g, idx, ops.op[i].grad_params, mb);
-        tp_collective(g, ops.op[i].name, MODEL_PHASE_BWD, false, u->layer, mb);
     }
     if (s.any) {
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);

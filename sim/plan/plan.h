@@ -33,6 +33,7 @@ typedef struct plan {
     int64_t capacity_bytes;  /* the GPU catalog's usable memory */
     bool oom;                /* the walk's verdict (the replay re-judges on its timeline) */
     char binding_constraint[256]; /* "" when it fits (see plan_mem_verdict) */
+    char warning[256];       /* "" or advice the CLI prints on stderr (e.g. TP across nodes) */
     trace *trace;            /* NULL when not requested */
     double model_flops_per_step;    /* all ranks together, Megatron convention */
     double hardware_flops_per_step; /* with recompute */

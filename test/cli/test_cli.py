@@ -484,6 +484,18 @@ def tp():
     # The exposed TP communication is a bubble cause of its own
     check(d.get("exposed_comm_s", {}).get("tp", 0) > 0 and d.get("bubble_by_cause", {}).get("tp", 0) > 0,
           "exposed TP communication")
+    # TP communication overlap (userbuffers, with SP): the same bytes, cut into pieces that
+    # run beside the GEMM pieces they feed, so less of it is exposed and the step is shorter.
+    sp = base + ["--set", "parallel.sp=true"]
+    plain = run_json(ddp, *sp)
+    over = run_json(ddp, *sp, "--set", "parallel.tp_comm_overlap=true")
+    check(over.get("comm_bytes_per_gpu", {}).get("tp") == want, "overlap keeps the bytes")
+    check(over.get("exposed_comm_s", {}).get("tp", 1) < plain.get("exposed_comm_s", {}).get("tp", 0),
+          "overlap exposes less TP time: %s vs %s" % (over.get("exposed_comm_s"), plain.get("exposed_comm_s")))
+    check(over.get("step_time_s", 1) < plain.get("step_time_s", 0), "overlap shortens the step")
+    rc, out, err = run("check", ddp, *base, "--set", "parallel.tp_comm_overlap=true")
+    check(rc == 2 and "parallel.tp_comm_overlap" in err and "sequence parallelism" in err,
+          "overlap without SP refused: " + err)
     # tp that does not divide the heads is refused at parallel.tp
     rc, out, err = run("check", ddp, "--set", "parallel.tp=3", "--set", "parallel.dp=1",
                        "--set", "topology.node.gpus=3")
