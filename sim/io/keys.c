@@ -99,12 +99,8 @@ static const io_enum_name attention_names[] = {
 /* ---------------------------------------------------------------------------------------- */
 /* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
 
-static const io_notsup ns_ep = {.feature = "expert parallelism", .issue = "the MoE issue"};
 static const io_notsup ns_cp = {.feature = "context parallelism",
                                 .issue = "the context-parallel issue"};
-static const io_notsup ns_skew = {.feature = "MoE routing skew", .issue = "the MoE issue"};
-static const io_notsup ns_moe = {.feature = "mixture-of-experts models", .plural = true,
-                                 .issue = "the MoE issue"};
 static const io_notsup ns_mla = {.feature = "multi-head latent attention",
                                  .issue = "the MLA issue"};
 static const io_notsup ns_jitter = {.feature = "compute jitter",
@@ -302,7 +298,7 @@ static const io_key training_keys[] = {
     {.name = "flash_attention", .type = IO_K_BOOL, .offset = TR(flash_attention)},
     {.name = "finetune", .type = IO_K_MAP, .map = &finetune_map}, /* anonymous struct: offset 0 */
     {.name = "moe_routing_skew", .type = IO_K_FLOAT, .offset = TR(moe_routing_skew),
-     .flags = NONNEG, .notsup = &ns_skew},
+     .flags = NONNEG},
 };
 MAP(training_map, "training", training_keys);
 
@@ -339,7 +335,7 @@ static const io_key parallel_keys[] = {
     {.name = "dp", .type = IO_K_INT, .offset = PA(dp), .flags = DEGREE},
     {.name = "tp", .type = IO_K_INT, .offset = PA(tp), .flags = DEGREE},
     {.name = "pp", .type = IO_K_INT, .offset = PA(pp), .flags = DEGREE},
-    {.name = "ep", .type = IO_K_INT, .offset = PA(ep), .flags = DEGREE, .notsup = &ns_ep},
+    {.name = "ep", .type = IO_K_INT, .offset = PA(ep), .flags = DEGREE},
     {.name = "cp", .type = IO_K_INT, .offset = PA(cp), .flags = DEGREE, .notsup = &ns_cp},
     {.name = "sp", .type = IO_K_BOOL, .offset = PA(sp)},
     {.name = "zero", .type = IO_K_INT, .offset = PA(zero), .flags = IO_KEY_MIN | IO_KEY_MAX,
@@ -541,8 +537,7 @@ static const io_map topology_map = {.what = "topology",
 
 #define MO(m) offsetof(model_spec, m)
 static const io_key moe_keys[] = {
-    {.name = "experts", .type = IO_K_INT, .offset = MO(moe.experts), .flags = NONNEG,
-     .notsup = &ns_moe},
+    {.name = "experts", .type = IO_K_INT, .offset = MO(moe.experts), .flags = NONNEG},
     {.name = "top_k", .type = IO_K_INT, .offset = MO(moe.top_k), .flags = DEGREE},
     {.name = "expert_ffn", .type = IO_K_INT, .offset = MO(moe.expert_ffn), .flags = POSITIVE},
     {.name = "shared_experts", .type = IO_K_INT, .offset = MO(moe.shared_experts), .flags = NONNEG},

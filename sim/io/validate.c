@@ -326,6 +326,29 @@ static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx
             return SIM_EINVAL;
         }
     }
+    model_spec *mm = &sc->model;
+    if (mm->moe.experts > 0) {
+        if (mm->moe.top_k < 1 || mm->moe.top_k > mm->moe.experts)
+            return io_schema_error(ctx, SIM_EINVAL, locate(root, "model.moe.top_k", "model.moe"),
+                                   "model.moe.top_k: must be from 1 to experts (%d), got %d",
+                                   mm->moe.experts, mm->moe.top_k);
+        if (mm->moe.expert_ffn == 0)
+            mm->moe.expert_ffn = mm->ffn; /* default: the dense MLP's size */
+        if (tr->finetune.method != PLAN_FT_FULL)
+            return io_schema_error(ctx, SIM_EINVAL,
+                                   locate(root, "training.finetune.method", "training"),
+                                   "training.finetune.method: LoRA/QLoRA on mixture-of-experts "
+                                   "models is not supported yet");
+        if (mm->moe.dense_layers >= mm->layers)
+            return io_schema_error(ctx, SIM_EINVAL,
+                                   locate(root, "model.moe.dense_layers", "model.moe"),
+                                   "model.moe.dense_layers: %d leaves no MoE layer of %d",
+                                   mm->moe.dense_layers, mm->layers);
+    }
+    if (p->ep > 1 && (mm->moe.experts == 0 || mm->moe.experts % p->ep != 0))
+        return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
+                               "parallel.ep: %d must divide the number of experts (%d)", p->ep,
+                               mm->moe.experts);
     if (p->sp && p->tp == 1)
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.sp", "parallel"),
                                "parallel.sp: sequence parallelism needs tp > 1");

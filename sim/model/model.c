@@ -22,7 +22,15 @@
  * "<t>.lora_a", "<t>.lora_b"; backward dgrad and wgrad of each; the frozen base keeps its
  * dgrad (the input gradient must flow) and loses its wgrad. QLoRA (Dettmers et al. 2023)
  * stores the frozen layer matrices in NF4 and dequantises them to 16 bits before every use
- * ("<gemm>.dequant" before the forward GEMM, "<gemm>.dgrad.dequant" before the dgrad). */
+ * ("<gemm>.dequant" before the forward GEMM, "<gemm>.dgrad.dequant" before the dgrad).
+ *
+ * Mixture of experts (docs/models.md "Mixture of experts"; Fedus et al. 2021, Jiang et al.
+ * 2024, DeepSeek-AI 2024). A MoE layer replaces the MLP by a router GEMM (T x h x E), a
+ * softmax/top-k gate, a permutation of the T tokens into T·K expert-ordered rows, each local
+ * expert's MLP on the rows routed to it (f_e split by t like the dense MLP), the weighted
+ * un-permutation of the T·K returned rows back into T, and optional shared experts (a dense
+ * MLP of shared·f_e on all T tokens). Experts count the FLOPs of the tokens they process:
+ * per token, only top_k experts' parameters are active. */
 #include "core/sim.h"
 
 #include "model/model.h"
@@ -93,6 +101,11 @@ typedef struct dims {
     bool qlora;         /* base layer matrices stored in NF4, dequantised before use */
     int64_t r;          /* adapter rank (0 for full training) */
     unsigned targets;   /* MODEL_TARGET_* bits (0 for full training) */
+    /* mixture of experts (moe.experts > 0) */
+    int64_t E, K;       /* routed experts, top_k */
+    int64_t fe, fs;     /* expert_ffn, shared_experts x expert_ffn (0: no shared experts) */
+    int64_t fe_r, upe_r, fs_r, ups_r; /* per rank: f_e/t and its up width, the same shared */
+    int64_t ep, n_local; /* expert-parallel degree, experts on this rank (E/ep) */
 } dims;
 
 static int64_t ceil_div(int64_t x, int64_t y)
@@ -105,7 +118,14 @@ static void spec_dims(const model_spec *m, dims *o)
     SIM_ASSERT(m->layers > 0 && m->hidden > 0 && m->heads > 0 && m->ffn > 0 && m->vocab > 0,
                "model %s not validated: layers=%d hidden=%d heads=%d ffn=%d vocab=%lld",
                m->name, m->layers, m->hidden, m->heads, m->ffn, (long long)m->vocab);
-    SIM_ASSERT(m->moe.experts == 0, "model %s: MoE layers are not modelled yet", m->name);
+    SIM_ASSERT(m->moe.experts == 0 ||
+                   (m->moe.top_k >= 1 && m->moe.top_k <= m->moe.experts &&
+                    m->moe.expert_ffn > 0 && m->moe.shared_experts >= 0 &&
+                    m->moe.dense_layers >= 0),
+               "model %s: moe not validated: experts=%d top_k=%d expert_ffn=%d shared=%d "
+               "dense_layers=%d",
+               m->name, m->moe.experts, m->moe.top_k, m->moe.expert_ffn,
+               m->moe.shared_experts, m->moe.dense_layers);
     SIM_ASSERT(m->attention.kind == MODEL_ATTN_MHA, "model %s: MLA is not modelled yet",
                m->name);
     o->h = m->hidden;
@@ -125,6 +145,10 @@ static void spec_dims(const model_spec *m, dims *o)
     o->tied = m->tied_embeddings;
     /* RMSNorm has a weight, LayerNorm a weight and a bias. */
     o->norm_params = m->norm == MODEL_NORM_LAYERNORM ? 2 * o->h : o->h;
+    o->E = m->moe.experts;
+    o->K = o->E > 0 ? m->moe.top_k : 0;
+    o->fe = o->E > 0 ? m->moe.expert_ffn : 0;
+    o->fs = o->E > 0 ? (int64_t)m->moe.shared_experts * o->fe : 0;
 }
 
 static void shape_dims(const model_spec *m, const model_shape *sh, dims *o)
@@ -155,6 +179,45 @@ static void shape_dims(const model_spec *m, const model_shape *sh, dims *o)
     SIM_ASSERT(!o->frozen || ft->rank > 0, "LoRA rank %d not validated", ft->rank);
     o->r = o->frozen ? ft->rank : 0;
     o->targets = o->frozen ? ft->targets & MODEL_TARGET_ALL : 0;
+    o->fe_r = ceil_div(o->fe, t);
+    o->upe_r = o->swiglu ? 2 * o->fe_r : o->fe_r;
+    o->fs_r = ceil_div(o->fs, t);
+    o->ups_r = o->swiglu ? 2 * o->fs_r : o->fs_r;
+    o->ep = sh->ep > 1 ? sh->ep : 1;
+    SIM_ASSERT(o->E == 0 || o->E % o->ep == 0, "ep=%lld does not divide %lld experts",
+               (long long)o->ep, (long long)o->E);
+    o->n_local = o->E / o->ep;
+}
+
+/* The dims of a MoE layer: the shape's, with fine-tuning switched off (MoE layers are fully
+ * trained; LoRA on experts is not modelled) and the routed load checked. */
+static void moe_dims(const model_spec *m, const model_shape *sh, dims *o)
+{
+    model_shape full = *sh;
+    full.ft = (model_ft){0};
+    shape_dims(m, &full, o);
+    SIM_ASSERT(o->E > 0, "model %s: a MoE layer of a dense model", m->name);
+    SIM_ASSERT(o->n_local <= MODEL_MOE_LOCAL_MAX, "%lld local experts, at most %d",
+               (long long)o->n_local, MODEL_MOE_LOCAL_MAX);
+    if (sh->moe) {
+        SIM_ASSERT(sh->moe->n_local == o->n_local && sh->moe->tokens,
+                   "moe load: n_local=%d, experts/ep=%lld", sh->moe->n_local,
+                   (long long)o->n_local);
+        for (int e = 0; e < sh->moe->n_local; e++)
+            SIM_ASSERT(sh->moe->tokens[e] >= 0, "moe load: expert %d has %g tokens", e,
+                       sh->moe->tokens[e]);
+    }
+}
+
+/* Tokens local expert e processes: the given load, or uniform routing. Uniform: the EP
+ * group's ep·T tokens make ep·T·K (token, expert) assignments spread evenly over the E
+ * experts, so each expert gets T·K·ep/E and this rank's n_local = E/ep experts together
+ * T·K — the expert work per rank does not depend on ep. */
+static double moe_tokens(const model_shape *sh, const dims *D, int e)
+{
+    if (sh->moe)
+        return sh->moe->tokens[e];
+    return D->T * (double)D->K * (double)D->ep / (double)D->E;
 }
 
 /* Whether target i is in the bit set and the model has that matrix (a GELU MLP has no
@@ -427,11 +490,31 @@ static void attention_bwd(const dims *D, model_op_list *l)
     op->attn_core = true;
 }
 
-static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
+/* The MLP activation on X = tokens x (f/t) elements: GELU reads its f-wide input; SwiGLU
+ * reads gate and up (2f) and writes f. Backward: SwiGLU reads gate, up and dY, writes dgate
+ * and dup; GELU reads x and dY, writes dx. */
+static void act_fwd(model_op_list *l, const dims *D, const char *name, double X)
+{
+    if (D->swiglu)
+        vec(l, name, FLOPS_SWIGLU * X, 3 * X * D->ea, 0);
+    else
+        vec(l, name, (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 2 * X * D->ea, 0);
+}
+
+static void act_bwd(model_op_list *l, const dims *D, const char *name, double X)
+{
+    if (D->swiglu)
+        vec(l, name, 2 * FLOPS_SWIGLU * X, 5 * X * D->ea, 0);
+    else
+        vec(l, name, 2 * (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 3 * X * D->ea, 0);
+}
+
+/* A layer's forward up to its MLP (norm1 ... residual1, norm2): shared by the dense and the
+ * MoE layer. */
+static void layer_attn_fwd(const model_spec *m, const dims *D, model_op_list *l)
 {
     double T = D->T, h = (double)D->h;
     double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
-    double f = (double)D->f_r, up = (double)D->up_r;
     double qk = T * (q + kv); /* elements of Q and K */
 
     norm_op(l, m, D, "norm1", D->Tn, MODEL_PHASE_FWD);
@@ -446,44 +529,32 @@ static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
     lora_fwd(l, D, T_O, T_O);
     residual_op(l, D, "residual1");
     norm_op(l, m, D, "norm2", D->Tn, MODEL_PHASE_FWD);
+}
+
+static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
+{
+    double T = D->T, h = (double)D->h;
+    double f = (double)D->f_r, up = (double)D->up_r;
+
+    layer_attn_fwd(m, D, l);
     base_fwd(l, D, "mlp_up", "mlp_up.dequant", T, h, up);
     lora_fwd(l, D, T_GATE, T_UP);
-    /* GELU reads its f-wide input; SwiGLU reads gate and up (2f) and writes f. */
-    double X = T * f;
-    if (D->swiglu)
-        vec(l, "act", FLOPS_SWIGLU * X, 3 * X * D->ea, 0);
-    else
-        vec(l, "act", (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 2 * X * D->ea, 0);
+    act_fwd(l, D, "act", T * f);
     base_fwd(l, D, "mlp_down", "mlp_down.dequant", T, f, h);
     lora_fwd(l, D, T_DOWN, T_DOWN);
     residual_op(l, D, "residual2");
 }
 
-static void layer_bwd(const model_spec *m, const dims *D, model_op_list *l)
+/* A layer's backward from its MLP's input gradient on (norm2.bwd ... norm1.bwd): shared by
+ * the dense and the MoE layer. */
+static void layer_attn_bwd(const model_spec *m, const dims *D, model_op_list *l)
 {
     double T = D->T, h = (double)D->h;
     int64_t hi = D->h, qi = D->a_r * D->d, kvi = D->kv_r * D->d;
     double q = (double)qi, kv = (double)kvi;
-    double f = (double)D->f_r, up = (double)D->up_r;
     double qk = T * (q + kv);
     int64_t b = D->bias ? 1 : 0;
 
-    residual_op(l, D, "residual2.bwd");
-    /* Row-parallel biases (proj, mlp_down) are replicated over TP: h each; column-parallel
-     * ones are split with their weight. */
-    base_bwd(l, D, "mlp_down.dgrad", "mlp_down.wgrad", "mlp_down.dgrad.dequant", T, f, h,
-             D->f_r * hi + b * hi);
-    lora_bwd(l, D, T_DOWN, T_DOWN);
-    double X = T * f;
-    if (D->swiglu)
-        /* reads gate, up and dY; writes dgate and dup */
-        vec(l, "act.bwd", 2 * FLOPS_SWIGLU * X, 5 * X * D->ea, 0);
-    else
-        /* reads x and dY; writes dx */
-        vec(l, "act.bwd", 2 * (FLOPS_GELU + (double)b) * X, 3 * X * D->ea, 0);
-    base_bwd(l, D, "mlp_up.dgrad", "mlp_up.wgrad", "mlp_up.dgrad.dequant", T, h, up,
-             hi * D->up_r + b * D->up_r);
-    lora_bwd(l, D, T_GATE, T_UP);
     norm_op(l, m, D, "norm2.bwd", D->Tn, MODEL_PHASE_BWD);
     residual_op(l, D, "residual1.bwd");
     base_bwd(l, D, "proj.dgrad", "proj.wgrad", "proj.dgrad.dequant", T, q, h,
@@ -501,6 +572,114 @@ static void layer_bwd(const model_spec *m, const dims *D, model_op_list *l)
              hi * (qi + 2 * kvi) + b * (qi + 2 * kvi));
     lora_bwd(l, D, T_Q, T_V);
     norm_op(l, m, D, "norm1.bwd", D->Tn, MODEL_PHASE_BWD);
+}
+
+static void layer_bwd(const model_spec *m, const dims *D, model_op_list *l)
+{
+    double T = D->T, h = (double)D->h;
+    int64_t hi = D->h;
+    double f = (double)D->f_r, up = (double)D->up_r;
+    int64_t b = D->bias ? 1 : 0;
+
+    residual_op(l, D, "residual2.bwd");
+    /* Row-parallel biases (proj, mlp_down) are replicated over TP: h each; column-parallel
+     * ones are split with their weight. */
+    base_bwd(l, D, "mlp_down.dgrad", "mlp_down.wgrad", "mlp_down.dgrad.dequant", T, f, h,
+             D->f_r * hi + b * hi);
+    lora_bwd(l, D, T_DOWN, T_DOWN);
+    act_bwd(l, D, "act.bwd", T * f);
+    base_bwd(l, D, "mlp_up.dgrad", "mlp_up.wgrad", "mlp_up.dgrad.dequant", T, h, up,
+             hi * D->up_r + b * D->up_r);
+    lora_bwd(l, D, T_GATE, T_UP);
+    layer_attn_bwd(m, D, l);
+}
+
+/* ---- mixture of experts ------------------------------------------------------------- */
+
+/* Forward of a MoE layer. Every kernel outside the experts sees the rank's T tokens (after
+ * the SP all-gather, like the dense MLP's GEMMs); expert e sees the tok_e rows routed to it
+ * from the whole EP group. Expert and shared-expert biases (models with `bias`) are folded
+ * into their GEMMs as in the dense MLP; the router has no bias. */
+static void moe_fwd(const model_spec *m, const model_shape *sh, const dims *D,
+                    model_op_list *l)
+{
+    double T = D->T, h = (double)D->h, E = (double)D->E, K = (double)D->K, ea = D->ea;
+    double TK = T * K; /* (token, expert) assignments of this rank's tokens */
+
+    layer_attn_fwd(m, D, l);
+    /* Router logits (T x h) @ (h x E), replicated over TP. */
+    gemm_fwd(l, D, "moe.router", T, h, E);
+    /* Softmax over the E logits and top-K selection: reads the logits, writes the fp32
+     * probabilities, the K chosen experts (int64, as torch.topk) and their fp32 weights. */
+    vec(l, "moe.gate", (FLOPS_SOFTMAX + K) * T * E,
+        T * E * (ea + FP32_BYTES) + TK * (TOKEN_ID_BYTES + FP32_BYTES), 0);
+    /* Gathers each token's row once per chosen expert into expert order (the dispatch
+     * send buffer): reads T rows and the indices, writes T·K rows. */
+    vec(l, "moe.permute", 0, T * h * ea + TK * TOKEN_ID_BYTES + TK * h * ea, 0);
+    for (int e = 0; e < (int)D->n_local; e++) {
+        double tok = moe_tokens(sh, D, e);
+        gemm_fwd(l, D, "moe.expert_up", tok, h, (double)D->upe_r);
+        act_fwd(l, D, "moe.expert_act", tok * (double)D->fe_r);
+        gemm_fwd(l, D, "moe.expert_down", tok, (double)D->fe_r, h);
+    }
+    /* Weighted sum of each token's K returned rows: reads the T·K rows and their weights,
+     * writes T rows; a multiply-add per element. */
+    vec(l, "moe.unpermute", 2 * TK * h, TK * h * ea + TK * FP32_BYTES + T * h * ea, 0);
+    if (D->fs > 0) {
+        /* Shared experts: one dense MLP of shared·f_e on all T tokens. Its down GEMM adds
+         * into the routed output in its epilogue (beta = 1: reads T x h more). */
+        double fs = (double)D->fs_r;
+        gemm_fwd(l, D, "moe.shared_up", T, h, (double)D->ups_r);
+        act_fwd(l, D, "moe.shared_act", T * fs);
+        double fl = 2 * T * fs * h;
+        push(l, "moe.shared_down", HW_OP_MATMUL, fl, fl,
+             (T * fs + fs * h) * D->e + 2 * T * h * ea, 0);
+    }
+    residual_op(l, D, "residual2");
+}
+
+/* Backward of a MoE layer: the forward reversed, experts last-first. */
+static void moe_bwd(const model_spec *m, const model_shape *sh, const dims *D,
+                    model_op_list *l)
+{
+    double T = D->T, h = (double)D->h, E = (double)D->E, K = (double)D->K, ea = D->ea;
+    double TK = T * K;
+    int64_t hi = D->h, b = D->bias ? 1 : 0;
+
+    residual_op(l, D, "residual2.bwd");
+    if (D->fs > 0) {
+        double fs = (double)D->fs_r;
+        gemm_bwd(l, D, "moe.shared_down.dgrad", "moe.shared_down.wgrad", T, fs, h,
+                 D->fs_r * hi + b * hi);
+        act_bwd(l, D, "moe.shared_act.bwd", T * fs);
+        gemm_bwd(l, D, "moe.shared_up.dgrad", "moe.shared_up.wgrad", T, h,
+                 (double)D->ups_r, hi * D->ups_r + b * D->ups_r);
+    }
+    /* d(row k of token i) = w_ik · dY_i and dw_ik = <dY_i, row k>: reads dY, the kept
+     * returned rows and the weights; writes the rows' gradient and the weights'. */
+    vec(l, "moe.unpermute.bwd", 3 * TK * h,
+        T * h * ea + 2 * TK * h * ea + 2 * TK * FP32_BYTES, 0);
+    for (int e = (int)D->n_local - 1; e >= 0; e--) {
+        double tok = moe_tokens(sh, D, e);
+        gemm_bwd(l, D, "moe.expert_down.dgrad", "moe.expert_down.wgrad", tok,
+                 (double)D->fe_r, h, D->fe_r * hi + b * hi);
+        act_bwd(l, D, "moe.expert_act.bwd", tok * (double)D->fe_r);
+        gemm_bwd(l, D, "moe.expert_up.dgrad", "moe.expert_up.wgrad", tok, h,
+                 (double)D->upe_r, hi * D->upe_r + b * D->upe_r);
+    }
+    /* Scatter-add of the T·K row gradients back to their T tokens; with shared experts it
+     * adds onto their dgrad's output (reads it as well). */
+    vec(l, "moe.permute.bwd", TK * h,
+        TK * h * ea + TK * TOKEN_ID_BYTES + (D->fs > 0 ? 2 : 1) * T * h * ea, 0);
+    /* Softmax backward through the top-K selection: reads the weights' gradient with the
+     * indices and the fp32 probabilities, writes the logits' gradient. */
+    vec(l, "moe.gate.bwd", 2 * FLOPS_SOFTMAX * T * E,
+        TK * (FP32_BYTES + TOKEN_ID_BYTES) + T * E * (FP32_BYTES + ea), 0);
+    /* The router's input gradient adds into the tokens' (beta = 1); its weight gradient is
+     * the whole h x E matrix on every TP rank, as a replicated norm's. */
+    gemm_dgrad(l, D, "moe.router.dgrad", T, h, E, true);
+    gemm_wgrad(l, D, "moe.router.wgrad", T, h, E, hi * D->E);
+    layer_attn_bwd(m, D, l);
 }
 
 /* Softmax cross-entropy on the T x V/t logits, as Megatron's (unfused) vocab-parallel cross
@@ -531,10 +710,19 @@ void model_block_ops(const model_spec *m, const model_shape *sh, model_block blk
                      model_phase phase, model_op_list *out)
 {
     dims D;
-    shape_dims(m, sh, &D);
+    if (blk == MODEL_BLOCK_MOE)
+        moe_dims(m, sh, &D);
+    else
+        shape_dims(m, sh, &D);
     out->n = 0;
     switch (blk) {
     case MODEL_BLOCK_EMBED: embed_ops(&D, phase, out); break;
+    case MODEL_BLOCK_MOE:
+        if (phase == MODEL_PHASE_FWD)
+            moe_fwd(m, sh, &D, out);
+        else
+            moe_bwd(m, sh, &D, out);
+        break;
     case MODEL_BLOCK_LAYER:
         if (phase == MODEL_PHASE_FWD)
             layer_fwd(m, &D, out);
@@ -547,24 +735,62 @@ void model_block_ops(const model_spec *m, const model_shape *sh, model_block blk
 
 /* ---- parameters ---------------------------------------------------------------------- */
 
+/* A layer without its MLP: norms, qkv, q/k norms, proj. */
+static int64_t attn_part_params(const dims *D)
+{
+    int64_t h = D->h, q = D->heads * D->d, kv = D->kv_heads * D->d;
+    int64_t b = D->bias ? 1 : 0;
+    return 2 * D->norm_params                     /* norm1, norm2 */
+           + h * (q + 2 * kv) + b * (q + 2 * kv)  /* qkv */
+           + (D->qk_norm ? 2 * D->d : 0)          /* q_norm, k_norm */
+           + q * h + b * h;                       /* proj */
+}
+
+/* An MLP of width f: up (gate + up with SwiGLU) and down, with their biases. */
+static int64_t mlp_params(const dims *D, int64_t f)
+{
+    int64_t h = D->h, up = D->swiglu ? 2 * f : f, b = D->bias ? 1 : 0;
+    return h * up + b * up + f * h + b * h;
+}
+
+void model_count_moe_params(const model_spec *m, int64_t *dense_part_per_moe_layer,
+                            int64_t *per_expert, int64_t *router, int64_t *shared)
+{
+    dims D;
+    spec_dims(m, &D);
+    if (dense_part_per_moe_layer)
+        *dense_part_per_moe_layer = attn_part_params(&D);
+    if (per_expert)
+        *per_expert = D.E > 0 ? mlp_params(&D, D.fe) : 0;
+    if (router)
+        *router = D.h * D.E;
+    if (shared)
+        *shared = D.fs > 0 ? mlp_params(&D, D.fs) : 0;
+}
+
 void model_count_params(const model_spec *m, model_params *out)
 {
     dims D;
     spec_dims(m, &D);
-    int64_t h = D.h, q = D.heads * D.d, kv = D.kv_heads * D.d;
-    int64_t up = D.swiglu ? 2 * D.ffn : D.ffn;
-    int64_t b = D.bias ? 1 : 0;
+    int64_t h = D.h;
     out->embedding = D.vocab * h + D.pos_rows * h;
-    out->per_layer = 2 * D.norm_params                     /* norm1, norm2 */
-                     + h * (q + 2 * kv) + b * (q + 2 * kv) /* qkv */
-                     + (D.qk_norm ? 2 * D.d : 0)           /* q_norm, k_norm */
-                     + q * h + b * h                       /* proj */
-                     + h * up + b * up                     /* mlp_up (gate + up) */
-                     + D.ffn * h + b * h;                  /* mlp_down */
+    out->per_layer = attn_part_params(&D) + mlp_params(&D, D.ffn);
     out->final_norm = D.norm_params;
     out->head = D.tied ? 0 : D.vocab * h;
-    out->total = out->embedding + (int64_t)m->layers * out->per_layer + out->final_norm +
-                 out->head;
+    int64_t dense_layers = m->layers, moe_layers = 0, moe_active = 0;
+    out->per_moe_layer = 0;
+    if (D.E > 0) {
+        int64_t attn, expert, router, shared;
+        model_count_moe_params(m, &attn, &expert, &router, &shared);
+        dense_layers = SIM_MIN((int64_t)m->moe.dense_layers, (int64_t)m->layers);
+        moe_layers = m->layers - dense_layers;
+        out->per_moe_layer = attn + D.E * expert + router + shared;
+        moe_active = attn + D.K * expert + router + shared;
+    }
+    int64_t rest = out->embedding + out->final_norm + out->head +
+                   dense_layers * out->per_layer;
+    out->total = rest + moe_layers * out->per_moe_layer;
+    out->active = rest + moe_layers * moe_active;
 }
 
 void model_count_lora_params(const model_spec *m, const model_ft *ft, int64_t *per_layer_out)
@@ -605,44 +831,60 @@ double model_qlora_weight_bytes(void)
 
 /* ---- activations --------------------------------------------------------------------- */
 
-double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
-                                    model_recompute rc)
+/* What a layer keeps up to its MLP's input: the attention block and norm2's input. Not for
+ * full recompute. */
+static double attn_activation_bytes(const dims *D, model_recompute rc)
 {
-    dims D;
-    shape_dims(m, sh, &D);
-    double T = D.T, h = (double)D.h, ea = D.ea;
-    double q = (double)(D.a_r * D.d), kv = (double)(D.kv_r * D.d), f = (double)D.f_r;
-    double Tn_h = D.Tn * h; /* one token-by-hidden tensor of a replicated (or SP) kernel */
-
-    if (rc == MODEL_RECOMPUTE_FULL)
-        return ea * Tn_h; /* only the layer input (sequence-sharded with SP) */
-
+    double T = D->T, h = (double)D->h, ea = D->ea;
+    double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
+    double Tn_h = D->Tn * h; /* one token-by-hidden tensor of a replicated (or SP) kernel */
     double x = 0;
     /* attention block */
     x += ea * Tn_h;                /* norm1 input */
     x += ea * Tn_h;                /* QKV GEMM input (SP keeps the shard, re-gathers) */
     x += ea * T * (q + 2 * kv);    /* Q, K (after RoPE) and V: attention inputs */
-    if (D.qk_norm)
+    if (D->qk_norm)
         x += ea * T * (q + kv);    /* q_norm/k_norm inputs */
     if (rc != MODEL_RECOMPUTE_SELECTIVE) {
-        double S = D.b * (double)D.a_r * D.s * D.s;
-        if (D.flash)
-            x += FP32_BYTES * D.b * (double)D.a_r * D.s; /* logsumexp per head and token */
+        double S = D->b * (double)D->a_r * D->s * D->s;
+        if (D->flash)
+            x += FP32_BYTES * D->b * (double)D->a_r * D->s; /* logsumexp per head and token */
         else
             /* softmax output; with dropout also its 1-byte mask and the dropped copy that
              * PV reads (Korthikanti's 5as^2b at 16 bits) */
-            x += ea * S + (D.dropout ? (1 + ea) * S : 0);
+            x += ea * S + (D->dropout ? (1 + ea) * S : 0);
     }
     x += ea * T * q;               /* attention output = proj input (FlashAttention's O) */
-    if (D.dropout)
+    if (D->dropout)
         x += Tn_h;                 /* residual dropout mask, 1 byte */
-    /* MLP block */
     x += ea * Tn_h;                /* norm2 input */
+    return x;
+}
+
+/* An MLP's intermediates on `tokens` rows of width f (per rank): SwiGLU keeps gate and up
+ * (the activation's inputs) and the down GEMM's input; GELU its input and the down input. */
+static double mlp_activation_bytes(const dims *D, double tokens, double f)
+{
+    return D->ea * tokens * (D->swiglu ? 3 * f : 2 * f);
+}
+
+double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
+                                    model_recompute rc)
+{
+    dims D;
+    shape_dims(m, sh, &D);
+    double T = D.T, h = (double)D.h, ea = D.ea, f = (double)D.f_r;
+    double Tn_h = D.Tn * h;
+
+    if (rc == MODEL_RECOMPUTE_FULL)
+        return ea * Tn_h; /* only the layer input (sequence-sharded with SP) */
+
+    double x = 0;
+    /* attention block, norm2 input */
+    x += attn_activation_bytes(&D, rc);
+    /* MLP block */
     x += ea * Tn_h;                /* mlp_up input */
-    if (D.swiglu)
-        x += ea * T * 2 * f + ea * T * f; /* gate and up (activation input), down input */
-    else
-        x += ea * T * f + ea * T * f;     /* GELU input, down input */
+    x += mlp_activation_bytes(&D, T, f); /* gate and up or GELU input; down input */
     if (D.dropout)
         x += Tn_h;                 /* residual dropout mask */
     /* LoRA: each adapter's input is the base GEMM's input, kept above; B's wgrad needs the
@@ -651,6 +893,42 @@ double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
     for (int i = 0; i < N_TARGETS; i++)
         if (has_target(&D, D.targets, i))
             x += ea * T * (double)D.r;
+    return x;
+}
+
+double model_moe_layer_activation_bytes(const model_spec *m, const model_shape *sh,
+                                        model_recompute rc, double local_tokens)
+{
+    dims D;
+    moe_dims(m, sh, &D);
+    double T = D.T, h = (double)D.h, ea = D.ea, K = (double)D.K;
+    double Tn_h = D.Tn * h;
+
+    if (rc == MODEL_RECOMPUTE_FULL)
+        return ea * Tn_h; /* only the layer input (sequence-sharded with SP) */
+    if (local_tokens < 0) {
+        local_tokens = 0;
+        for (int e = 0; e < (int)D.n_local; e++)
+            local_tokens += moe_tokens(sh, &D, e);
+    }
+
+    double x = 0;
+    /* attention block, norm2 input */
+    x += attn_activation_bytes(&D, rc);
+    /* router, gate, permutation */
+    x += ea * Tn_h;                     /* router input = norm2 output (also the permute's and
+                                           the shared experts' input; SP: shard, re-gathered) */
+    x += FP32_BYTES * T * (double)D.E;  /* fp32 router probabilities: softmax backward */
+    x += T * K * (TOKEN_ID_BYTES + FP32_BYTES); /* chosen experts and their weights */
+    x += ea * T * K * h;                /* returned expert rows: the weights' gradient */
+    /* this rank's experts: each dispatched row's input (up wgrad) and its intermediates */
+    x += ea * h * local_tokens;
+    x += mlp_activation_bytes(&D, local_tokens, (double)D.fe_r);
+    /* shared experts: a dense MLP of shared·f_e on the T tokens */
+    if (D.fs > 0)
+        x += mlp_activation_bytes(&D, T, (double)D.fs_r);
+    if (D.dropout)
+        x += Tn_h;                      /* residual dropout mask */
     return x;
 }
 

@@ -1,10 +1,10 @@
 /* Decoder-transformer description and its per-block operations.
  *
  * model_spec is what the loader fills from a model file. model_block_ops turns one block
- * (embedding, one transformer layer, or the head: final norm + LM head + loss) into the
- * kernels it runs for one micro-batch in forward or backward, with FLOPs, HBM bytes and the
- * parameters whose gradients each backward kernel produces. Formulas and sources:
- * docs/models.md. */
+ * (embedding, one transformer layer — dense, or with a mixture-of-experts MLP — or the head:
+ * final norm + LM head + loss) into the kernels it runs for one micro-batch in forward or
+ * backward, with FLOPs, HBM bytes and the parameters whose gradients each backward kernel
+ * produces. Formulas and sources: docs/models.md. */
 #ifndef SIM_MODEL_MODEL_H
 #define SIM_MODEL_MODEL_H
 
@@ -74,6 +74,19 @@ typedef struct model_ft {
     unsigned targets;       /* MODEL_TARGET_* bits */
 } model_ft;
 
+/* Routed load of one MoE layer on one rank for one micro-batch: what the planner draws (or
+ * takes as uniform) and hands to model_block_ops. Owned by the caller; model_block_ops only
+ * reads it during the call. */
+typedef struct model_moe_load {
+    int n_local;            /* experts held by this rank (experts / ep) */
+    const double *tokens;   /* tokens each local expert processes in this micro-batch
+                               (routed to it from every rank of the EP group), n_local
+                               entries, each >= 0 */
+} model_moe_load;
+
+/* Most experts one rank may hold (DeepSeek-V3's 256 routed experts without EP). */
+#define MODEL_MOE_LOCAL_MAX 256
+
 /* The per-micro-batch shape the ops are generated for. */
 typedef struct model_shape {
     int64_t micro_batch; /* b */
@@ -83,9 +96,22 @@ typedef struct model_shape {
     hw_dtype dtype;      /* compute dtype */
     bool flash_attention;
     model_ft ft;         /* fine-tuning method; zero-initialised = full training */
+    int ep;              /* expert-parallel degree (0 or 1: no EP); must divide moe.experts */
+    const model_moe_load *moe; /* MoE layers' routed load; NULL = uniform routing: each of the
+                                  experts/ep local experts processes T·top_k·ep/experts
+                                  tokens, T = b·s the rank's own tokens (docs/models.md) */
 } model_shape;
 
-typedef enum model_block { MODEL_BLOCK_EMBED, MODEL_BLOCK_LAYER, MODEL_BLOCK_HEAD } model_block;
+/* MODEL_BLOCK_LAYER is a dense transformer layer (the only kind in a dense model, and the
+ * first moe.dense_layers layers of a MoE model); MODEL_BLOCK_MOE is a transformer layer whose
+ * MLP is a mixture of experts (layer index >= moe.dense_layers of a model with
+ * moe.experts > 0). Which layer is which is the caller's choice. */
+typedef enum model_block {
+    MODEL_BLOCK_EMBED,
+    MODEL_BLOCK_LAYER,
+    MODEL_BLOCK_HEAD,
+    MODEL_BLOCK_MOE
+} model_block;
 typedef enum model_phase { MODEL_PHASE_FWD, MODEL_PHASE_BWD } model_phase;
 
 typedef struct model_op {
@@ -100,8 +126,10 @@ typedef struct model_op {
                                 recompute re-runs in backward */
 } model_op;
 
-/* A QLoRA layer's backward with all seven targets runs 46 kernels (docs/models.md). */
-#define MODEL_OPS_MAX 64
+/* A QLoRA layer's backward with all seven targets runs 46 kernels; a MoE layer's backward
+ * runs 5 per local expert plus at most 23 (docs/models.md), so MODEL_MOE_LOCAL_MAX experts
+ * fit. A list is about 75 KB: callers keep one or two on the stack. */
+#define MODEL_OPS_MAX (5 * MODEL_MOE_LOCAL_MAX + 64)
 typedef struct model_op_list {
     int n;
     model_op op[MODEL_OPS_MAX];
@@ -112,7 +140,26 @@ typedef struct model_op_list {
  * rank's share). With sh->ft.method LORA or QLORA the base weights are frozen: backward has
  * no base weight-gradient kernels (the embedding's backward is then empty, out->n == 0),
  * and the adapters' kernels are added; QLORA adds a "<gemm>.dequant" kernel before each base
- * GEMM and each base dgrad. Cannot fail; asserts the spec and shape were validated. */
+ * GEMM and each base dgrad.
+ *
+ * MODEL_BLOCK_MOE (a model with moe.experts > 0) runs the dense layer's attention part, then
+ * forward:  "moe.router", "moe.gate", "moe.permute", for each local expert e = 0..n-1
+ *           "moe.expert_up", "moe.expert_act", "moe.expert_down", then "moe.unpermute",
+ *           [with shared experts "moe.shared_up", "moe.shared_act", "moe.shared_down"],
+ *           "residual2";
+ * backward: "residual2.bwd", [shared: "moe.shared_down.dgrad", ".wgrad",
+ *           "moe.shared_act.bwd", "moe.shared_up.dgrad", ".wgrad"], "moe.unpermute.bwd",
+ *           for e = n-1..0 "moe.expert_down.dgrad", "moe.expert_down.wgrad",
+ *           "moe.expert_act.bwd", "moe.expert_up.dgrad", "moe.expert_up.wgrad", then
+ *           "moe.permute.bwd", "moe.gate.bwd", "moe.router.dgrad", "moe.router.wgrad",
+ *           and the attention part's backward from "norm2.bwd".
+ * The expert kernels are contiguous: the dispatch all-to-all belongs right before the first
+ * "moe.expert_up", the combine right after the last "moe.expert_down"; in backward the
+ * combine's gradient before the first "moe.expert_down.dgrad", the dispatch's gradient after
+ * the last "moe.expert_up.wgrad". Expert token counts come from sh->moe (or are uniform).
+ * MoE layers ignore sh->ft: they are always fully trained (LoRA on MoE is not modelled).
+ * Cannot fail; asserts the spec and shape were validated (and, for MoE, that
+ * sh->moe->n_local == experts / ep <= MODEL_MOE_LOCAL_MAX). */
 void model_block_ops(const model_spec *m, const model_shape *sh, model_block blk,
                      model_phase phase, model_op_list *out);
 
@@ -122,10 +169,24 @@ typedef struct model_params {
     int64_t final_norm;
     int64_t head;       /* LM head; 0 when tied to the embedding */
     int64_t total;
+    int64_t per_moe_layer; /* one MoE layer, all experts (0 for a dense model) */
+    int64_t active;        /* parameters one token uses: total, with top_k routed experts
+                              per MoE layer instead of all (= total for a dense model) */
 } model_params;
 
-/* Parameter counts of the whole (unsharded) model. Cannot fail. */
+/* Parameter counts of the whole (unsharded) model: per_layer is one dense layer (an MLP of
+ * `ffn`); a MoE model has min(moe.dense_layers, layers) of those and MoE layers for the rest.
+ * Cannot fail. */
 void model_count_params(const model_spec *m, model_params *out);
+
+/* Parameters of one MoE layer, unsharded, in parts (docs/models.md "Mixture of experts"):
+ * the attention part and both norms (what a dense layer has besides its MLP), one routed
+ * expert's MLP (gate/up and down of expert_ffn, with biases when the model has them), the
+ * router (hidden x experts, no bias) and all shared experts together (one MLP of
+ * shared_experts x expert_ffn). per_moe_layer = dense_part + experts x per_expert + router +
+ * shared. Any pointer may be NULL. For a dense model the last three are 0. Cannot fail. */
+void model_count_moe_params(const model_spec *m, int64_t *dense_part_per_moe_layer,
+                            int64_t *per_expert, int64_t *router, int64_t *shared);
 
 /* Writes to *per_layer_out the trainable adapter parameters of one transformer layer
  * (unsharded): r x (in + out) for each targeted matrix, 0 for MODEL_FT_FULL. The embedding
@@ -157,6 +218,17 @@ typedef enum model_recompute {
  * (e_a b s r bytes per target). Cannot fail. */
 double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
                                     model_recompute rc);
+
+/* Activation bytes one MoE layer keeps for backward, per micro-batch, on one rank: the dense
+ * layer's attention part, the router input and fp32 router probabilities, the routing
+ * choices, the expert outputs the combine's weighting needs, the shared experts (as a dense
+ * MLP), and what this rank's experts keep for `local_tokens` (token, expert) assignments:
+ * each dispatched token's input row and its MLP intermediates (docs/models.md). Pass
+ * local_tokens < 0 to take the sum of sh->moe->tokens, or with sh->moe NULL the uniform
+ * T·top_k. Selective recompute drops only the attention-score terms; full keeps only the
+ * layer input. MoE layers ignore sh->ft (no adapters). Cannot fail; asserts a MoE spec. */
+double model_moe_layer_activation_bytes(const model_spec *m, const model_shape *sh,
+                                        model_recompute rc, double local_tokens);
 
 /* Activation bytes kept by the embedding and by the head (final norm input, logits for the
  * loss) per micro-batch. A frozen embedding (LoRA, QLoRA) keeps nothing. */

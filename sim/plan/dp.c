@@ -48,6 +48,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include <gsl/gsl_randist.h>
+#include <gsl/gsl_rng.h>
+
 #include "plan/gen-internal.h"
 #include "plan/pipeline.h"
 
@@ -163,6 +166,30 @@ static uint32_t emit_step(gen *g, const uint32_t *deps, size_t n_deps)
     return emit_optimizer(g, deps, n_deps);
 }
 
+/* ZeRO-1/2: after the sharded update, gather the updated 16-bit parameters in buckets —
+ * dense ones over the data-parallel group, experts' over the expert-DP group. Frozen weights
+ * never change: only trained ones are gathered. */
+static void emit_param_gather(gen *g, uint32_t opt)
+{
+    if (g->zero < 1)
+        return;
+    double dense = 0, expert = 0;
+    for (int i = 0; i < g->n_units; i++)
+        if (g->mine[i]) {
+            dense += (double)(g->units[i].trainable - g->units[i].trainable_expert) * g->wbytes;
+            expert += (double)g->units[i].trainable_expert * g->wbytes;
+        }
+    double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
+    if (g->n > 1)
+        for (double done = 0; done < dense; done += bucket)
+            plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, dense - done),
+                              "param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
+    if (g->n_edp > 1)
+        for (double done = 0; done < expert; done += bucket)
+            plan__add_coll_op(g, g->g_edp, COLL_ALL_GATHER, SIM_MIN(bucket, expert - done),
+                              "expert_param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
+}
+
 static void gen_bucketed(gen *g)
 {
     uint32_t last_bwd = 0;
@@ -184,17 +211,7 @@ static void gen_bucketed(gen *g)
     if (g->have_last_coll)
         deps[nd++] = g->last_coll;
     uint32_t opt = emit_step(g, deps, nd);
-    if (g->zero >= 1 && g->n > 1) {
-        /* gather the updated 16-bit parameters, in buckets of the same size */
-        double total = 0; /* frozen weights never change: only trained ones are gathered */
-        for (int i = 0; i < g->n_units; i++)
-            if (g->mine[i])
-                total += (double)g->units[i].trainable * g->wbytes;
-        double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
-        for (double done = 0; done < total; done += bucket)
-            plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
-                        "param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
-    }
+    emit_param_gather(g, opt);
 }
 
 /* A pipeline transfer of one micro-batch's activations (or their gradients) across a chunk
@@ -285,16 +302,7 @@ static void gen_pipeline(gen *g)
     if (g->have_last_coll)
         deps[nd++] = g->last_coll;
     uint32_t opt = emit_step(g, deps, nd);
-    if (g->zero >= 1 && g->n > 1) {
-        double total = 0;
-        for (int i = 0; i < g->n_units; i++)
-            if (g->mine[i])
-                total += (double)g->units[i].trainable * g->wbytes;
-        double bucket = (double)g->sc->parallel.ddp.bucket_bytes;
-        for (double done = 0; done < total; done += bucket)
-            plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, SIM_MIN(bucket, total - done),
-                        "param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, &opt, 1);
-    }
+    emit_param_gather(g, opt);
     sim_free(acts);
     sim_free(last_bwd_of);
 }
@@ -386,23 +394,25 @@ static void persistent(gen *g, plan_mem *m)
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
     double K = states * plan__state_bytes(t->optimizer_state) +
                (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
-    double weights = 0, trained = 0;
+    double weights = 0;
+    int64_t dense = 0, expert = 0;
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
         weights += g->units[i].weight_bytes;
-        trained += (double)g->units[i].trainable;
+        dense += g->units[i].trainable - g->units[i].trainable_expert;
+        expert += g->units[i].trainable_expert;
     }
-    int n = g->n;
+    int n = g->n, ne = g->n_edp; /* experts are shared by fewer ranks */
+    double trained = (double)(dense + expert);
+    double sharded = (double)(plan__ceil_div(dense, n) + plan__ceil_div(expert, ne));
     memset(m, 0, sizeof *m);
     m->bytes[PLAN_MEM_PARAMS] = (int64_t)ceil(g->zero == 3 ? weights / n : weights);
-    m->bytes[PLAN_MEM_GRADS] = (int64_t)((double)(g->zero >= 2 ? plan__ceil_div((int64_t)trained, n)
-                                                               : (int64_t)trained) * g->gbytes);
+    m->bytes[PLAN_MEM_GRADS] = (int64_t)((g->zero >= 2 ? sharded : trained) * g->gbytes);
     m->bytes[PLAN_MEM_OPTIMIZER] =
         g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU
             ? 0 /* states and master weights in host memory */
-            : (int64_t)((double)(g->zero >= 1 ? plan__ceil_div((int64_t)trained, n) : (int64_t)trained) * K +
-                        0.5);
+            : (int64_t)((g->zero >= 1 ? sharded : trained) * K + 0.5);
     /* DDP and ZeRO-1 fill buckets while the previous is reduced: two buckets in flight;
      * gradients are otherwise viewed in place (gradient_as_bucket_view, Megatron's buffer) */
     if (g->n > 1 && g->zero <= 1)
@@ -434,8 +444,9 @@ static model_ft finetune_of(const plan_training *t)
     return ft;
 }
 
-/* Parameters whose gradients a block's backward produces on this rank under `ft`. */
-static int64_t block_grad_params(const gen *g, model_block blk, model_ft ft)
+/* Parameters whose gradients a block's backward produces on this rank under `ft` (only the
+ * experts' with `experts_only`). */
+static int64_t block_grad_params(const gen *g, model_block blk, model_ft ft, bool experts_only)
 {
     model_shape sh = g->sh;
     sh.ft = ft;
@@ -443,7 +454,8 @@ static int64_t block_grad_params(const gen *g, model_block blk, model_ft ft)
     model_block_ops(&g->model, &sh, blk, MODEL_PHASE_BWD, &ops);
     int64_t n = 0;
     for (int i = 0; i < ops.n; i++)
-        n += ops.op[i].grad_params;
+        if (!experts_only || strncmp(ops.op[i].name, "moe.expert", 10) == 0)
+            n += ops.op[i].grad_params;
     return n;
 }
 
@@ -465,10 +477,12 @@ static void build_units(gen *g)
     model_params mp;
     model_count_params(&g->model, &mp);
     int64_t norms = mp.per_layer - model_layer_matrix_params(&g->model); /* replicated */
-    static const model_block blocks[3] = {MODEL_BLOCK_EMBED, MODEL_BLOCK_LAYER, MODEL_BLOCK_HEAD};
-    for (int b = 0; b < 3; b++) {
-        int64_t params = block_grad_params(g, blocks[b], full);
-        int64_t trained = block_grad_params(g, blocks[b], g->sh.ft);
+    bool moe = g->model.moe.experts > 0;
+    static const model_block blocks[4] = {MODEL_BLOCK_EMBED, MODEL_BLOCK_LAYER, MODEL_BLOCK_HEAD,
+                                          MODEL_BLOCK_MOE};
+    for (int b = 0; b < (moe ? 4 : 3); b++) {
+        int64_t params = block_grad_params(g, blocks[b], full, false);
+        int64_t trained = block_grad_params(g, blocks[b], g->sh.ft, false);
         double bytes = (double)params * g->wbytes;
         if (g->sh.ft.method == MODEL_FT_QLORA && blocks[b] == MODEL_BLOCK_LAYER)
             bytes = (double)(params - norms) * model_qlora_weight_bytes() + (double)norms * 2;
@@ -476,7 +490,10 @@ static void build_units(gen *g)
             bytes += (double)trained * g->wbytes;
         unit u = {.blk = blocks[b], .layer = TRACE_NO_LAYER,
                   .params = params + (g->sh.ft.method != MODEL_FT_FULL ? trained : 0),
-                  .trainable = trained, .weight_bytes = bytes};
+                  .trainable = trained,
+                  .trainable_expert = blocks[b] == MODEL_BLOCK_MOE
+                                          ? block_grad_params(g, blocks[b], g->sh.ft, true) : 0,
+                  .weight_bytes = bytes};
         if (blocks[b] == MODEL_BLOCK_EMBED) {
             u.act = model_embed_activation_bytes(&g->model, &g->sh);
             g->units[0] = u;
@@ -484,9 +501,24 @@ static void build_units(gen *g)
             u.act = model_head_activation_bytes(&g->model, &g->sh);
             g->units[L + 1] = u;
         } else {
-            u.act = layer_act;
-            u.act_extra = extra;
+            /* MoE layers: activation bytes for the expected (uniform) routing: the rank's
+             * experts process T·top_k tokens */
+            bool is_moe = blocks[b] == MODEL_BLOCK_MOE;
+            double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len *
+                            (moe ? g->model.moe.top_k : 0);
+            u.act = is_moe ? model_moe_layer_activation_bytes(&g->model, &g->sh,
+                                                              sc->training.recompute, tokens)
+                           : layer_act;
+            u.act_extra = is_moe ? model_moe_layer_activation_bytes(&g->model, &g->sh,
+                                                                    MODEL_RECOMPUTE_NONE, tokens) -
+                                       u.act
+                                 : extra;
+            if (sc->training.recompute != MODEL_RECOMPUTE_FULL)
+                u.act_extra = 0;
             for (int l = 0; l < L; l++) {
+                bool layer_moe = moe && l >= g->model.moe.dense_layers;
+                if (layer_moe != is_moe)
+                    continue;
                 u.layer = l;
                 g->units[1 + l] = u;
             }
@@ -497,6 +529,48 @@ static void build_units(gen *g)
         model_block_ops(&g->model, &g->sh, g->units[i].blk, MODEL_PHASE_BWD, &ops);
         g->units[i].has_bwd = ops.n > 0;
     }
+}
+
+/* Tokens each of this rank's experts processes, per MoE layer and micro-batch: the EP group's
+ * ep·T tokens each pick top_k experts, drawn as one multinomial over the experts (GSL,
+ * seeded from the scenario seed, the layer, the micro-batch and the EP group, so every
+ * TP/PP rank of a group sees the same routing and results never depend on run order).
+ * training.moe_routing_skew s sets the popularity: expert at rank j of a per-layer random
+ * order gets weight (j+1)^-s; s = 0 is uniform. */
+static void route_tokens(gen *g, int ep_block, int ep_coord)
+{
+    const plan_scenario *sc = g->sc;
+    int E = g->model.moe.experts, L = g->model.layers;
+    double T = (double)g->sh.micro_batch * (double)g->sh.seq_len;
+    unsigned int N = (unsigned int)(T * g->ep * g->model.moe.top_k);
+    double *prob = sim_calloc((size_t)E, sizeof *prob);
+    unsigned int *count = sim_calloc((size_t)E, sizeof *count);
+    size_t *order = sim_calloc((size_t)E, sizeof *order);
+    gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
+    for (int l = 0; l < L; l++) {
+        if (l < g->model.moe.dense_layers)
+            continue;
+        /* the layer's popularity order */
+        gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * 1000003u + (uint64_t)l * 7919u + 1u));
+        for (int e = 0; e < E; e++)
+            order[e] = (size_t)e;
+        gsl_ran_shuffle(rng, order, (size_t)E, sizeof *order);
+        for (int j = 0; j < E; j++)
+            prob[order[j]] = pow(j + 1.0, -sc->training.moe_routing_skew);
+        for (int64_t mb = 0; mb < g->A; mb++) {
+            gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * 2654435761u +
+                                             (uint64_t)l * 40503u + (uint64_t)mb * 69069u +
+                                             (uint64_t)ep_block * 2246822519u + 7u));
+            gsl_ran_multinomial(rng, (size_t)E, N, prob, count);
+            for (int k = 0; k < g->n_local; k++)
+                g->route[((size_t)l * (size_t)g->A + (size_t)mb) * (size_t)g->n_local + (size_t)k] =
+                    count[ep_coord * g->n_local + k];
+        }
+    }
+    gsl_rng_free(rng);
+    sim_free(prob);
+    sim_free(count);
+    sim_free(order);
 }
 
 int plan__dp_trace(plan *p, sim_diag *diag)
@@ -534,6 +608,14 @@ int plan__dp_trace(plan *p, sim_diag *diag)
         return sim_diag_error(diag, "scenario", 0, 0,
                               "the interleaved schedule needs the micro-batches per pipeline "
                               "(%lld) to be a multiple of pp (%d)", (long long)g.A, pp);
+    g.ep = sc->parallel.ep;
+    g.n_edp = dp / g.ep;
+    g.n_local = g.model.moe.experts > 0 ? g.model.moe.experts / g.ep : 0;
+    g.sh.ep = g.ep;
+    if (g.model.moe.experts > 0 && g.zero == 3)
+        return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
+                                   "FSDP/ZeRO-3 with mixture-of-experts models is not supported "
+                                   "yet");
     g.hybrid = g.zero == 3 && sc->parallel.fsdp.hybrid_shard && dp > 1;
     if (g.hybrid && tp > 1)
         return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
@@ -616,6 +698,29 @@ int plan__dp_trace(plan *p, sim_diag *diag)
                 for (int t = 0; t < tp; t++)
                     tp_of[members[t]] = gid;
             }
+    /* experts: EP groups of ep consecutive dp ranks, expert-DP groups of the ranks holding the
+     * same experts (same ep coordinate) */
+    uint32_t *ep_of = sim_calloc((size_t)n, sizeof *ep_of);
+    uint32_t *edp_of = sim_calloc((size_t)n, sizeof *edp_of);
+    if (g.ep > 1)
+        for (int st = 0; st < pp; st++)
+            for (int t = 0; t < tp; t++) {
+                for (int k = 0; k < dp / g.ep; k++) {
+                    for (int e = 0; e < g.ep; e++)
+                        members[e] = RANK_OF(st, t, k * g.ep + e);
+                    uint32_t gid = trace_add_group(g.t, PLAN_GROUP_EP, g.ep, members);
+                    for (int e = 0; e < g.ep; e++)
+                        ep_of[members[e]] = gid;
+                }
+                if (g.n_edp > 1)
+                    for (int e = 0; e < g.ep; e++) {
+                        for (int k = 0; k < g.n_edp; k++)
+                            members[k] = RANK_OF(st, t, k * g.ep + e);
+                        uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, g.n_edp, members);
+                        for (int k = 0; k < g.n_edp; k++)
+                            edp_of[members[k]] = gid;
+                    }
+            }
     /* pipeline: a pair of ranks per chunk boundary and direction, for each (tp, dp) */
     int C = g.chunks;
     uint32_t *pp_fwd = sim_calloc((size_t)n * (size_t)C, sizeof *pp_fwd);
@@ -649,6 +754,8 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     g.chunk_first[C] = g.n_units; /* the head joins the last chunk */
     sim_free(layers);
     g.mine = sim_calloc((size_t)g.n_units, sizeof *g.mine);
+    g.route = sim_calloc((size_t)g.model.layers * (size_t)g.A * (size_t)(g.n_local + 1),
+                         sizeof *g.route);
     p->mem = sim_calloc((size_t)n, sizeof *p->mem);
     for (int r = 0; r < n; r++) {
         g.rank = r;
@@ -656,6 +763,10 @@ int plan__dp_trace(plan *p, sim_diag *diag)
         g.g_rep = rep_of[r];
         g.g_tp = tp_of[r];
         g.stage = p->coords[r].c[PLAN_GROUP_PP];
+        g.g_ep = ep_of[r];
+        g.g_edp = edp_of[r];
+        if (g.n_local > 0)
+            route_tokens(&g, p->coords[r].c[PLAN_GROUP_DP] / g.ep, p->coords[r].c[PLAN_GROUP_EP]);
         g.pp_fwd = &pp_fwd[(size_t)r * C];
         g.pp_bwd = &pp_bwd[(size_t)r * C];
         for (int u = 0; u < g.n_units; u++)
@@ -695,6 +806,9 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     sim_free(tp_of);
     sim_free(pp_fwd);
     sim_free(pp_bwd);
+    sim_free(ep_of);
+    sim_free(edp_of);
+    sim_free(g.route);
     sim_free(g.chunk_first);
     sim_free(g.mine);
     SIM_ASSERT(trace__check(p->trace) == 0, "generated trace is inconsistent");

@@ -229,6 +229,39 @@ static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model
     return idx;
 }
 
+/* ---- experts ------------------------------------------------------------------------- */
+
+void plan__moe_shape(gen *g, const unit *u, int mb)
+{
+    if (u->blk != MODEL_BLOCK_MOE) {
+        g->sh.moe = NULL;
+        return;
+    }
+    g->load.n_local = g->n_local;
+    g->load.tokens = &g->route[((size_t)u->layer * (size_t)g->A + (size_t)mb) * (size_t)g->n_local];
+    g->sh.moe = &g->load;
+}
+
+static bool is_expert(const char *name)
+{
+    return strncmp(name, "moe.expert", 10) == 0;
+}
+
+/* The all-to-all that moves the tokens (or their gradients) between the EP group's ranks:
+ * every rank sends each of its T tokens to top_k experts, (ep-1)/ep of them remote:
+ * T·top_k·h·2 bytes of buffer, nccl-tests' all_to_all size. */
+static void ep_all_to_all(gen *g, const char *name, int layer, int mb)
+{
+    if (g->ep <= 1)
+        return;
+    double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len * g->model.moe.top_k *
+                   g->model.hidden * 2.0;
+    uint32_t dep = g->last_compute;
+    g->pending = plan__add_coll_op(g, g->g_ep, COLL_ALL_TO_ALL, bytes, name, layer, mb, &dep,
+                                   g->have_compute);
+    g->have_pending = true;
+}
+
 /* ---- gradient buckets (DDP, ZeRO-1/2) ------------------------------------------------ */
 
 static void bucket_coll(gen *g, double bytes, uint32_t dep, int mb)
@@ -271,21 +304,63 @@ void plan__bucket_flush(gen *g, uint32_t last_bwd, int mb)
 
 /* ---- forward and backward of one unit ------------------------------------------------ */
 
+/* Kernels of one pass over a unit with the expert all-to-alls around its expert kernels
+ * (`before`/`after` name them); returns the span, fills *exp_bytes with the expert gradient
+ * bytes its weight-gradient kernels produced. */
+static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, trace_phase phase,
+                      model_phase mph, bool recompute, bool bucketing, const char *before,
+                      const char *after, const uint32_t *deps, size_t n_deps, bool first_deps,
+                      double *exp_bytes)
+{
+    int first_exp = -1, last_exp = -1;
+    for (int i = 0; i < ops->n; i++)
+        if (is_expert(ops->op[i].name)) {
+            last_exp = i;
+            if (first_exp < 0)
+                first_exp = i;
+        }
+    span s = {0};
+    bool first = first_deps;
+    for (int i = 0; i < ops->n; i++) {
+        const model_op *mo = &ops->op[i];
+        if (recompute && g->sc->training.recompute == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
+            continue;
+        if (i == first_exp)
+            ep_all_to_all(g, before, u->layer, mb);
+        uint32_t idx = emit_kernel(g, mo, phase, mph, u->layer, mb, recompute,
+                                   first ? deps : NULL, first ? n_deps : 0);
+        if (!s.any)
+            s.first = idx;
+        first = false;
+        s.last = idx;
+        s.any = true;
+        if (bucketing && mo->grad_params > 0) {
+            if (is_expert(mo->name) && g->ep > 1) {
+                double bytes = (double)mo->grad_params * g->gbytes;
+                *exp_bytes += bytes;
+                if (g->zero == 2)
+                    trace_add_mem(g->t, g->rank, idx, PLAN_MEM_BUFFERS, (int64_t)bytes, true);
+            } else {
+                bucket_grads(g, idx, mo->grad_params, mb);
+            }
+        }
+        if (i == last_exp)
+            ep_all_to_all(g, after, u->layer, mb);
+    }
+    return s;
+}
+
 span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t n_deps)
 {
     model_op_list ops;
+    double exp_bytes = 0;
+    plan__moe_shape(g, u, mb);
     model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
-    span s = {0};
-    for (int i = 0; i < ops.n; i++) {
-        uint32_t idx = emit_kernel(g, &ops.op[i], TRACE_PHASE_FWD, MODEL_PHASE_FWD, u->layer, mb,
-                                   false, i == 0 ? deps : NULL, i == 0 ? n_deps : 0);
-        if (i == 0)
-            s.first = idx;
-        s.last = idx;
-        s.any = true;
-    }
+    span s = emit_pass(g, u, mb, &ops, TRACE_PHASE_FWD, MODEL_PHASE_FWD, false, false,
+                       "ep.dispatch", "ep.combine", deps, n_deps, true, &exp_bytes);
     if (s.any)
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
+    g->sh.moe = NULL;
     return s;
 }
 
@@ -294,43 +369,44 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
 {
     model_op_list ops;
     span s = {0};
-    bool first = true;
+    double exp_bytes = 0;
+    plan__moe_shape(g, u, mb);
     model_recompute rc = g->sc->training.recompute;
-    if (u->blk == MODEL_BLOCK_LAYER && rc != MODEL_RECOMPUTE_NONE) {
+    bool layer = u->blk == MODEL_BLOCK_LAYER || u->blk == MODEL_BLOCK_MOE;
+    if (layer && rc != MODEL_RECOMPUTE_NONE) {
+        /* the recomputed forward repeats its collectives (Megatron checkpoints the whole
+         * layer, f and g operators and token dispatch included) */
         model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
-        for (int i = 0; i < ops.n; i++) {
-            if (rc == MODEL_RECOMPUTE_SELECTIVE && !ops.op[i].attn_core)
-                continue;
-            /* the recomputed forward repeats its TP collectives (Megatron checkpoints the
-             * whole layer, f and g operators included) */
-            uint32_t idx = emit_kernel(g, &ops.op[i], TRACE_PHASE_BWD, MODEL_PHASE_FWD, u->layer,
-                                       mb, true, first ? deps : NULL, first ? n_deps : 0);
-            if (first) {
-                s.first = idx;
-                trace_add_mem(g->t, g->rank, idx, PLAN_MEM_ACTIVATIONS, (int64_t)u->act_extra,
-                              false);
-            }
-            first = false;
-            s.last = idx;
-            s.any = true;
-        }
+        s = emit_pass(g, u, mb, &ops, TRACE_PHASE_BWD, MODEL_PHASE_FWD, true, false,
+                      "ep.dispatch", "ep.combine", deps, n_deps, true, &exp_bytes);
+        if (s.any)
+            trace_add_mem(g->t, g->rank, s.first, PLAN_MEM_ACTIVATIONS, (int64_t)u->act_extra,
+                          false);
     }
     model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
-    for (int i = 0; i < ops.n; i++) {
-        uint32_t idx = emit_kernel(g, &ops.op[i], TRACE_PHASE_BWD, MODEL_PHASE_BWD, u->layer, mb,
-                                   false, first ? deps : NULL, first ? n_deps : 0);
-        if (first)
-            s.first = idx;
-        first = false;
-        s.last = idx;
+    span b = emit_pass(g, u, mb, &ops, TRACE_PHASE_BWD, MODEL_PHASE_BWD, false, bucketing,
+                       "ep.combine_grad", "ep.dispatch_grad", deps, n_deps, !s.any, &exp_bytes);
+    if (b.any) {
+        if (!s.any)
+            s.first = b.first;
+        s.last = b.last;
         s.any = true;
-        if (bucketing && ops.op[i].grad_params > 0)
-            bucket_grads(g, idx, ops.op[i].grad_params, mb);
     }
     if (s.any) {
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act_extra, true);
     }
+    /* expert gradients are reduced over the ranks that hold the same experts */
+    if (exp_bytes > 0 && g->n_edp > 1) {
+        coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
+        uint32_t c = plan__add_coll_op(g, g->g_edp, op, exp_bytes, "expert_grads", u->layer, mb,
+                                       &s.last, 1);
+        if (g->zero == 2)
+            trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)exp_bytes, true);
+    } else if (exp_bytes > 0 && g->zero == 2) {
+        trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_BUFFERS, -(int64_t)exp_bytes, true);
+    }
+    g->sh.moe = NULL;
     return s;
 }
 

@@ -10,6 +10,7 @@ typedef struct unit {
     int layer;          /* TRACE_NO_LAYER for embedding and head */
     int64_t params;     /* parameters the unit owns */
     int64_t trainable;  /* of which trained (all, or the LoRA adapters) */
+    int64_t trainable_expert; /* of which experts' (reduced and sharded over expert-DP) */
     double weight_bytes; /* its weights as stored (16-bit; QLoRA's frozen matrices in NF4) */
     double act;         /* activation bytes kept for backward, per micro-batch */
     double act_extra;   /* full recompute: bytes rebuilt for the backward */
@@ -50,6 +51,12 @@ typedef struct gen {
     int *chunk_first;        /* first unit of each chunk; chunk_first[chunks] = n_units */
     bool *mine;              /* units held by this rank's stage */
     uint32_t *pp_fwd, *pp_bwd; /* this rank's p2p groups per chunk boundary, by direction */
+    /* experts */
+    int ep, n_edp;           /* expert-parallel degree; ranks sharing an expert (dp / ep) */
+    uint32_t g_ep, g_edp;    /* this rank's EP group and expert-data-parallel group */
+    double *route;           /* tokens per local expert: [layer][micro-batch][local expert] */
+    int n_local;             /* experts per rank */
+    model_moe_load load;     /* the load of the unit being emitted */
     coll_seq *seq;      /* per group */
     int *seq_pos;       /* per group: instances used so far by this rank */
     unit *units;
@@ -84,6 +91,9 @@ uint32_t plan__add_coll_op(gen *g, uint32_t group, coll_op op, double bytes, con
 span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t n_deps);
 span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_t *deps,
                     size_t n_deps);
+/* Points the shape at the expert load of (layer, micro-batch) for a MoE unit, or clears it. */
+void plan__moe_shape(gen *g, const unit *u, int mb);
+
 /* Issues the open and deferred gradient buckets after `last_bwd`. */
 void plan__bucket_flush(gen *g, uint32_t last_bwd, int mb);
 /* Gradient bytes the unit's backward produces on this rank. */

@@ -3,7 +3,7 @@
 
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
-MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp
+MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
 Each expected number is derived in a comment next to it."""
 import json, os, subprocess, sys, tempfile
 
@@ -548,8 +548,55 @@ def pp():
     check(rc == 0, "126 layers on 8 stages: " + err)
 
 
+def moe():
+    ddp = os.path.join(data, "ddp.yaml")
+    moe = ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.ep=2"]
+    # All-to-all volume with uniform routing (tiny-moe, dp 2 = ep 2, b 2, s 512, one
+    # micro-batch): each rank's T = 1,024 tokens go to top_k = 2 experts, a buffer of
+    # T·k·h·2 = 1,048,576 bytes of which (ep-1)/ep = 1/2 leaves the rank: 524,288 bytes per
+    # dispatch; the combine mirrors it, and backward sends both back: 4 x 524,288 per layer,
+    # x 2 layers = 4,194,304 bytes per GPU per step.
+    d = run_json(ddp, *moe, "--set", "training.recompute=none")
+    check(d.get("comm_bytes_per_gpu", {}).get("ep") == 4194304, "ep bytes: %s" % d.get("comm_bytes_per_gpu"))
+    # Routing statistics from the expert kernels' FLOPs in the timeline: an expert's up
+    # projection on n tokens is 2·n·h·ffn = 2n x 256 x 512 FLOP. With skew 0 each expert
+    # receives on average N/E = (ep·T·k)/E = 2 x 1024 x 2 / 4 = 1,024 tokens, with multinomial
+    # variance N·p(1-p) = 4096 x 1/4 x 3/4 = 768.
+    import h5py
+    counts = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for skew in (0.0, 0.5, 1.0, 2.0):
+            h5 = os.path.join(tmp, "m.h5")
+            rc, out, err = run("run", ddp, *moe, "-o", h5, "--json", "--steps", "1",
+                               "--set", "training.global_batch=64",
+                               "--set", "training.moe_routing_skew=%g" % skew)
+            check(rc == 0, "run skew %g: %s" % (skew, err))
+            if rc:
+                continue
+            tl = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+            n = [r["flops"] / (2 * 256 * 512) for r in tl if r["name"] == b"moe.expert_up"]
+            counts[skew] = (n, json.loads(out))
+    n0 = counts[0.0][0]
+    mean = sum(n0) / len(n0)
+    var = sum((x - mean) ** 2 for x in n0) / (len(n0) - 1)
+    near(mean, 1024, 1e-9, "uniform routing: mean tokens per expert")
+    # 128 draws: the sample variance is within 3 standard errors (sqrt(2/127) = 12.5%)
+    near(var, 768, 0.38, "uniform routing: multinomial variance")
+    busiest = [max(counts[s][0]) for s in (0.0, 0.5, 1.0, 2.0)]
+    check(all(a < b for a, b in zip(busiest, busiest[1:])), "busiest expert grows with skew: %s" % busiest)
+    steps = [counts[s][1]["step_time_s"] for s in (0.0, 0.5, 1.0, 2.0)]
+    ep_idle = [counts[s][1]["bubble_by_cause"]["ep"] for s in (0.0, 0.5, 1.0, 2.0)]
+    check(steps[-1] > steps[0], "skew slows the step: %s" % steps)
+    check(ep_idle[-1] > ep_idle[0], "the extra idle time is ep: %s" % ep_idle)
+    # Model states: each rank holds half the experts (ep = 2), and the expert gradients are
+    # reduced over dp / ep = 1 rank, i.e. not at all; the dense part over both.
+    rc, out, err = run("check", ddp, *moe, "--set", "parallel.ep=3")
+    check(rc == 2 and "parallel.ep" in err, "ep must divide the experts: " + err)
+
+
 {"acceptance": acceptance, "errors": errors, "determinism": determinism,
- "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp}[mode]()
+ "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
+ "moe": moe}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)

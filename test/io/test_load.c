@@ -615,11 +615,14 @@ static void test_not_supported(void)
         CHECK_INT_EQ(load_sets(REFS, bad, 1, &sc, &d), SIM_EINVAL);
     }
 
-    /* MoE model: "  experts: 8" at 5:14 of an inline model */
-    CHECK_INT_EQ(load("topology: topo.yaml\nmodel:\n  layers: 2\n  moe:\n    experts: 8\n",
+    /* MoE model: "    top_k: 9" names more experts per token than the 8 there are; the
+     * error points at the 9 (line 10, column 12) */
+    CHECK_INT_EQ(load("topology: topo.yaml\nmodel:\n  layers: 2\n  hidden: 256\n  heads: 4\n"
+                      "  ffn: 8\n  vocab: 8\n  moe:\n    experts: 8\n    top_k: 9\n",
                       &sc, &d),
-                 SIM_ENOTSUP);
-    CHECK_DIAG(d, "s.yaml", 5, 14);
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 10, 12);
+    CHECK_STR_HAS(d.msg, "must be from 1 to experts (8), got 9");
 
 }
 

@@ -3,7 +3,9 @@
  * Narayanan et al. 2021 Eq. 3, gradient accounting, and activation bytes against
  * Korthikanti et al. 2022 Table 2 (shared/validation/activation_memory.md) and its
  * generalisation to flash attention, GQA, SwiGLU and qk-norm (docs/models.md); LoRA
- * (Hu et al. 2021) and QLoRA (Dettmers et al. 2023) adapters, frozen bases and NF4 storage. */
+ * (Hu et al. 2021) and QLoRA (Dettmers et al. 2023) adapters, frozen bases and NF4 storage;
+ * mixture-of-experts layers (Mixtral 8x7B, Jiang et al. 2024; Qwen3-30B-A3B): parameter
+ * counts, kernels, FLOPs under uniform and skewed routing, gradients under EP, activations. */
 #include "core/sim.h"
 
 #include "model/model.h"
@@ -42,6 +44,31 @@ static model_spec gpt(int layers, int hidden, int heads, int64_t vocab, int max_
                         .norm = MODEL_NORM_LAYERNORM, .position = MODEL_POS_LEARNED,
                         .dropout = 0.1, .tied_embeddings = true, .max_seq_len = max_seq,
                         .bias = true};
+}
+
+/* mistralai/Mixtral-8x7B-v0.1 config.json: hidden 4096, intermediate 14336, 32 layers, 32
+ * heads of 128, 8 KV heads, vocab 32000, untied, RMSNorm, RoPE, 8 local experts, 2 per
+ * token, no biases; every layer is MoE. The dense ffn (the loader requires one) is the
+ * expert's. */
+static model_spec mixtral_8x7b(void)
+{
+    return (model_spec){.name = "mixtral-8x7b", .layers = 32, .hidden = 4096, .heads = 32,
+                        .kv_heads = 8, .head_dim = 128, .ffn = 14336, .vocab = 32000,
+                        .activation = MODEL_ACT_SWIGLU, .norm = MODEL_NORM_RMSNORM,
+                        .position = MODEL_POS_ROPE,
+                        .moe = {.experts = 8, .top_k = 2, .expert_ffn = 14336}};
+}
+
+/* Qwen/Qwen3-30B-A3B config.json: hidden 2048, 48 layers, 32 heads of 128, 4 KV heads, vocab
+ * 151936, untied, qk-norm, 128 experts of moe_intermediate_size 768, 8 per token (the dense
+ * intermediate_size 6144 is unused: every layer is MoE). */
+static model_spec qwen3_30b_a3b(void)
+{
+    return (model_spec){.name = "qwen3-30b-a3b", .layers = 48, .hidden = 2048, .heads = 32,
+                        .kv_heads = 4, .head_dim = 128, .ffn = 6144, .vocab = 151936,
+                        .activation = MODEL_ACT_SWIGLU, .norm = MODEL_NORM_RMSNORM,
+                        .position = MODEL_POS_ROPE, .qk_norm = true,
+                        .moe = {.experts = 128, .top_k = 8, .expert_ffn = 768}};
 }
 
 static model_shape shape(int64_t b, int64_t s, int tp, bool sp, bool flash)
@@ -866,6 +893,427 @@ static void test_lora_activations(void)
                0);
 }
 
+/* ---- mixture of experts ----------------------------------------------------------------- */
+
+static void test_moe_params(void)
+{
+    /* Mixtral 8x7B. Attention part of a layer: q 4096 x 4096 = 16,777,216; k, v
+     * 2 x 4096 x 1024 = 8,388,608; o 16,777,216; two RMSNorms 8,192: 41,951,232. One expert
+     * (SwiGLU: w1, w3 4096 x 14336 and w2 14336 x 4096) 3 x 58,720,256 = 176,160,768; the
+     * router 4096 x 8 = 32,768. A MoE layer: 41,951,232 + 8 x 176,160,768 + 32,768 =
+     * 1,451,270,144. Embedding and untied head 2 x 32000 x 4096 = 262,144,000; final norm
+     * 4,096. Total 32 x 1,451,270,144 + 262,144,000 + 4,096 = 46,702,792,704: the published
+     * "46.7B" (Jiang et al. 2024). */
+    model_spec m = mixtral_8x7b();
+    model_params p;
+    int64_t attn = -1, expert = -1, router = -1, shared = -1;
+    model_count_moe_params(&m, &attn, &expert, &router, &shared);
+    CHECK_INT_EQ(attn, 41951232);
+    CHECK_INT_EQ(expert, 176160768);
+    CHECK_INT_EQ(router, 32768);
+    CHECK_INT_EQ(shared, 0);
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_moe_layer, INT64_C(1451270144));
+    CHECK_INT_EQ(p.embedding, 131072000);
+    CHECK_INT_EQ(p.head, 131072000);
+    CHECK_INT_EQ(p.total, INT64_C(46702792704));
+    /* Active per token: 2 of the 8 experts, 41,951,232 + 2 x 176,160,768 + 32,768 =
+     * 394,305,536 per layer; 32 x that + 262,148,096 = 12,879,925,248: the published
+     * "12.9B active". */
+    CHECK_INT_EQ(p.active, INT64_C(12879925248));
+    /* per_layer stays one dense layer (attention + an MLP of ffn 14336: Llama-3.1-8B's
+     * 218,112,000); with every layer MoE it enters no total. */
+    CHECK_INT_EQ(p.per_layer, 218112000);
+    /* NULL pointers are allowed */
+    model_count_moe_params(&m, NULL, &expert, NULL, NULL);
+    CHECK_INT_EQ(expert, 176160768);
+
+    /* dense_layers = 1 (layer 0 dense, DeepSeek-V3's first_k_dense_replace): one MoE layer
+     * replaced by a dense one, 46,702,792,704 - 1,451,270,144 + 218,112,000 =
+     * 45,469,634,560; active 12,879,925,248 - 394,305,536 + 218,112,000 = 12,703,731,712. */
+    m.moe.dense_layers = 1;
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.total, INT64_C(45469634560));
+    CHECK_INT_EQ(p.active, INT64_C(12703731712));
+
+    /* One shared expert (DeepSeek-V3 style): an MLP of 1 x 14336 more per MoE layer,
+     * active for every token: + 176,160,768 x 32 to both counts. */
+    m.moe.dense_layers = 0, m.moe.shared_experts = 1;
+    model_count_moe_params(&m, NULL, NULL, NULL, &shared);
+    CHECK_INT_EQ(shared, 176160768);
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.total, INT64_C(46702792704) + 32 * INT64_C(176160768));
+    CHECK_INT_EQ(p.active, INT64_C(12879925248) + 32 * INT64_C(176160768));
+
+    /* Qwen3-30B-A3B. Attention part: q 2048 x 4096 = 8,388,608; k, v 2 x 2048 x 512 =
+     * 2,097,152; o 8,388,608; norms 4,096; q/k norms 256: 18,878,720. Expert 3 x 2048 x 768
+     * = 4,718,592; router 2048 x 128 = 262,144. MoE layer 18,878,720 + 128 x 4,718,592 +
+     * 262,144 = 623,120,640; total 48 x that + 2 x 151936 x 2048 + 2048 = 30,532,122,624
+     * ("30.5B", model card); active 48 x (18,878,720 + 8 x 4,718,592 + 262,144) +
+     * 622,331,904 = 48 x 56,889,600 + 622,331,904 = 3,353,032,704 ("3.3B activated"). */
+    m = qwen3_30b_a3b();
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_moe_layer, 623120640);
+    CHECK_INT_EQ(p.total, INT64_C(30532122624));
+    CHECK_INT_EQ(p.active, INT64_C(3353032704));
+
+    /* A dense model: no MoE part, active = total. */
+    m = llama31_8b();
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_moe_layer, 0);
+    CHECK_INT_EQ(p.active, p.total);
+    model_count_moe_params(&m, &attn, &expert, &router, &shared);
+    CHECK_INT_EQ(attn + 3 * INT64_C(4096) * 14336, p.per_layer);
+    CHECK_INT_EQ(expert + router + shared, 0);
+}
+
+static double sum_model_flops(const model_op_list *l, const char *prefix)
+{
+    double x = 0;
+    for (int i = 0; i < l->n; i++)
+        if (!prefix || strncmp(l->op[i].name, prefix, strlen(prefix)) == 0)
+            x += l->op[i].model_flops;
+    return x;
+}
+
+static int64_t sum_grads(const model_op_list *l)
+{
+    int64_t x = 0;
+    for (int i = 0; i < l->n; i++)
+        x += l->op[i].grad_params;
+    return x;
+}
+
+static void check_names(const model_op_list *l, const char *const *names, int n)
+{
+    CHECK_INT_EQ(l->n, n);
+    for (int i = 0; i < l->n && i < n; i++)
+        CHECK_STR_EQ(l->op[i].name, names[i]);
+}
+
+static void test_moe_kernels(void)
+{
+    /* Mixtral 8x7B, b = 1, s = 4096 (T = 4096), t = 1, no EP, flash, uniform routing:
+     * each of the 8 experts gets T x 2 / 8 = 1024 tokens. */
+    model_spec m = mixtral_8x7b();
+    model_shape sh = shape(1, 4096, 1, false, true);
+    model_op_list l;
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_FWD, &l);
+    {
+        static const char *const fwd[] = {
+            "norm1", "qkv", "rope", "attn", "proj", "residual1", "norm2", "moe.router",
+            "moe.gate", "moe.permute",
+            "moe.expert_up", "moe.expert_act", "moe.expert_down", /* expert 0 */
+            "moe.expert_up", "moe.expert_act", "moe.expert_down",
+            "moe.expert_up", "moe.expert_act", "moe.expert_down",
+            "moe.expert_up", "moe.expert_act", "moe.expert_down",
+            "moe.expert_up", "moe.expert_act", "moe.expert_down",
+            "moe.expert_up", "moe.expert_act", "moe.expert_down",
+            "moe.expert_up", "moe.expert_act", "moe.expert_down",
+            "moe.expert_up", "moe.expert_act", "moe.expert_down", /* expert 7 */
+            "moe.unpermute", "residual2"};
+        check_names(&l, fwd, (int)SIM_ARRAY_LEN(fwd));
+    }
+    /* Model FLOPs: attention qkv 2 x 4096 x 4096 x 6144 = 206,158,430,208 + attention
+     * 4 x 4096^2 x 4096 = 274,877,906,944 + proj 2 x 4096^3 = 137,438,953,472 =
+     * 618,475,290,624; router 2 T h E = 2 x 4096 x 4096 x 8 = 268,435,456; experts
+     * top_k x T x (3 x 2 h f) = 2 x 4096 x 6 x 4096 x 14336 = 2,886,218,022,912 (the 8
+     * experts' 1024 tokens each: each token pays for its 2 experts only). Sum
+     * 3,504,961,748,992. */
+    CHECK_NEAR(sum_model_flops(&l, NULL), 3504961748992.0, 0, 0);
+    CHECK_NEAR(sum_model_flops(&l, "moe.router"), 268435456.0, 0, 0);
+    CHECK_NEAR(sum_model_flops(&l, "moe.expert"), 2886218022912.0, 0, 0);
+    /* The same as a dense layer whose MLP is top_k experts wide (ffn 2 x 14336), plus the
+     * router. */
+    model_spec dense = llama31_8b();
+    dense.ffn = 2 * 14336;
+    model_op_list ld;
+    model_block_ops(&dense, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &ld);
+    CHECK_NEAR(sum_model_flops(&l, NULL), sum_model_flops(&ld, NULL) + 268435456.0, 1e-15, 0);
+    /* One expert_up: (1024 x 4096) @ (4096 x 2 x 14336): 2 x 1024 x 4096 x 28672 =
+     * 240,518,168,576 FLOPs; bytes (1024 x 4096 + 4096 x 28672) x 2 + 1024 x 28672 x 2 =
+     * 301,989,888. Its SwiGLU: 3 x 1024 x 14336 x 2 = 88,080,384 bytes. */
+    const model_op *op = find(&l, "moe.expert_up");
+    CHECK(op->cls == HW_OP_MATMUL);
+    CHECK_NEAR(op->flops, 240518168576.0, 0, 0);
+    CHECK_NEAR(op->bytes, 301989888.0, 0, 0);
+    CHECK_NEAR(find(&l, "moe.expert_act")->bytes, 88080384.0, 0, 0);
+    /* Gate: softmax + top-2 on 4096 x 8 logits, (5 + 2) FLOPs each = 229,376; reads the
+     * bf16 logits, writes fp32 probabilities (4096 x 8 x 6 = 196,608) and the int64 index and
+     * fp32 weight of each of the 8192 choices (8192 x 12 = 98,304): 294,912 bytes. */
+    op = find(&l, "moe.gate");
+    CHECK(op->cls == HW_OP_VECTOR);
+    CHECK_NEAR(op->flops, 229376.0, 0, 0);
+    CHECK_NEAR(op->bytes, 294912.0, 0, 0);
+    /* Permute: reads T x h x 2 = 33,554,432 and 8192 indices (65,536), writes 8192 rows
+     * (67,108,864): 100,728,832 bytes. Unpermute: reads 8192 rows and fp32 weights
+     * (67,108,864 + 32,768), writes T rows (33,554,432), 2 x 8192 x 4096 FLOPs. */
+    CHECK_NEAR(find(&l, "moe.permute")->bytes, 100728832.0, 0, 0);
+    CHECK_NEAR(find(&l, "moe.unpermute")->bytes, 100696064.0, 0, 0);
+    CHECK_NEAR(find(&l, "moe.unpermute")->flops, 2.0 * 8192 * 4096, 0, 0);
+
+    /* Backward: reversed, experts last-first; model FLOPs twice the forward's. With
+     * ep = 1 every expert's gradients are on this rank: grad_params = the layer's
+     * 1,451,270,144 parameters. 5 kernels per expert and 15 others (residual2, unpermute,
+     * permute, gate, router x 2, norm2, residual1, proj x 2, attn, rope, qkv x 2, norm1). */
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(sum_model_flops(&l, NULL), 2 * 3504961748992.0, 0, 0);
+    CHECK_INT_EQ(sum_grads(&l), INT64_C(1451270144));
+    CHECK_INT_EQ(l.n, 5 * 8 + 15);
+
+    /* EP 4: two local experts; uniform routing gives each T x top_k x ep / E = 4096 tokens
+     * (the EP group's 4 T tokens make 8 T (token, expert) assignments spread over 8
+     * experts), so the rank's two experts still process top_k x T = 8192 rows: FLOPs do
+     * not depend on ep. */
+    sh.ep = 4;
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_FWD, &l);
+    CHECK_INT_EQ(l.n, 10 + 3 * 2 + 2);
+    CHECK_NEAR(find(&l, "moe.expert_up")->flops, 2.0 * 4096 * 4096 * 28672, 0, 0);
+    CHECK_NEAR(sum_model_flops(&l, NULL), 3504961748992.0, 0, 0);
+    /* Backward order with 2 local experts: the combine's gradient goes before
+     * moe.expert_down.dgrad of expert 1, the dispatch's after moe.expert_up.wgrad of
+     * expert 0. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    {
+        static const char *const bwd[] = {
+            "residual2.bwd", "moe.unpermute.bwd",
+            "moe.expert_down.dgrad", "moe.expert_down.wgrad", "moe.expert_act.bwd",
+            "moe.expert_up.dgrad", "moe.expert_up.wgrad", /* expert 1 */
+            "moe.expert_down.dgrad", "moe.expert_down.wgrad", "moe.expert_act.bwd",
+            "moe.expert_up.dgrad", "moe.expert_up.wgrad", /* expert 0 */
+            "moe.permute.bwd", "moe.gate.bwd", "moe.router.dgrad", "moe.router.wgrad",
+            "norm2.bwd", "residual1.bwd", "proj.dgrad", "proj.wgrad", "attn.bwd", "rope.bwd",
+            "qkv.dgrad", "qkv.wgrad", "norm1.bwd"};
+        check_names(&l, bwd, (int)SIM_ARRAY_LEN(bwd));
+    }
+    /* Gradients on this rank: attention and norms 41,951,232 + router 32,768 + its
+     * 2 experts 2 x 176,160,768 = 394,305,536. */
+    CHECK_INT_EQ(sum_grads(&l), 394305536);
+    CHECK_INT_EQ(find(&l, "moe.expert_up.wgrad")->grad_params, 4096 * 28672);
+    CHECK_INT_EQ(find(&l, "moe.expert_down.wgrad")->grad_params, 14336 * 4096);
+    CHECK_INT_EQ(find(&l, "moe.router.wgrad")->grad_params, 32768);
+    /* TP 2 on top: attention 4096 x 6144 / 2 + 4096 x 4096 / 2 + norms 8,192 =
+     * 20,979,712; router whole 32,768; experts split like the MLP, 176,160,768 for the
+     * two halves: 197,173,248. The router is not split (2 T h E on every rank), the
+     * experts' GEMMs are. */
+    sh.tp = 2;
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(sum_grads(&l), 197173248);
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "moe.router")->flops, 268435456.0, 0, 0);
+    CHECK_NEAR(find(&l, "moe.expert_up")->flops, 2.0 * 4096 * 4096 * 14336, 0, 0);
+
+    /* Skewed load, ep = 4: this rank's experts get 3000 and 500 tokens (from the 4 ranks'
+     * routing). Expert FLOPs follow the counts: 2 x 3000 x 4096 x 28672 for expert 0's up,
+     * 2 x 500 x 14336 x 4096 for expert 1's down; the experts' model FLOPs total
+     * 3500 x 6 x 4096 x 14336 = 1,233,125,376,000 and the layer 618,475,290,624 +
+     * 268,435,456 + that = 1,851,869,102,080. */
+    const double tokens[2] = {3000, 500};
+    model_moe_load load = {.n_local = 2, .tokens = tokens};
+    sh = shape(1, 4096, 1, false, true);
+    sh.ep = 4, sh.moe = &load;
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_FWD, &l);
+    const model_op *up0 = find(&l, "moe.expert_up");
+    CHECK_NEAR(up0->flops, 2.0 * 3000 * 4096 * 28672, 0, 0);
+    CHECK_STR_EQ(up0[3].name, "moe.expert_up");
+    CHECK_NEAR(up0[3].flops, 2.0 * 500 * 4096 * 28672, 0, 0);
+    CHECK_NEAR(up0[5].flops, 2.0 * 500 * 14336 * 4096, 0, 0);
+    CHECK_NEAR(sum_model_flops(&l, "moe.expert"), 1233125376000.0, 0, 0);
+    CHECK_NEAR(sum_model_flops(&l, NULL), 1851869102080.0, 0, 0);
+    /* The router, gate and permutations see the rank's own T tokens whatever the load. */
+    CHECK_NEAR(find(&l, "moe.router")->flops, 268435456.0, 0, 0);
+    /* Backward: expert 1 (500 tokens) first. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    op = find(&l, "moe.expert_down.dgrad");
+    CHECK_NEAR(op->flops, 2.0 * 500 * 14336 * 4096, 0, 0);
+    CHECK_NEAR(op[5].flops, 2.0 * 3000 * 14336 * 4096, 0, 0);
+    CHECK_NEAR(sum_model_flops(&l, NULL), 2 * 1851869102080.0, 0, 0);
+    /* An expert with no tokens keeps its kernels (0 FLOPs) and its gradients (zeros). */
+    const double idle[2] = {0, 4000};
+    load.tokens = idle;
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(l.n, 25);
+    CHECK_INT_EQ(sum_grads(&l), 394305536);
+    CHECK_NEAR(l.op[7].flops, 0, 0, 0); /* expert 0's down dgrad */
+
+    /* Shared experts: one, after the unpermutation, on all T tokens (here ep = 1,
+     * uniform). shared_up (4096 x 4096) @ (4096 x 28672); the layer's gradients gain its
+     * 176,160,768. */
+    m.moe.shared_experts = 1;
+    sh = shape(1, 4096, 1, false, true);
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_FWD, &l);
+    CHECK_INT_EQ(l.n, 36 + 3);
+    op = find(&l, "moe.unpermute");
+    CHECK_STR_EQ(op[1].name, "moe.shared_up");
+    CHECK_STR_EQ(op[2].name, "moe.shared_act");
+    CHECK_STR_EQ(op[3].name, "moe.shared_down");
+    CHECK_STR_EQ(op[4].name, "residual2");
+    CHECK_NEAR(op[1].flops, 2.0 * 4096 * 4096 * 28672, 0, 0);
+    /* shared_down adds into the routed output (reads it, writes the sum):
+     * (4096 x 14336 + 14336 x 4096) x 2 + 2 x 4096 x 4096 x 2 = 234,881,024 + 67,108,864 =
+     * 301,989,888 bytes */
+    CHECK_NEAR(op[3].bytes, 301989888.0, 0, 0);
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    {
+        static const char *const head[] = {
+            "residual2.bwd", "moe.shared_down.dgrad", "moe.shared_down.wgrad",
+            "moe.shared_act.bwd", "moe.shared_up.dgrad", "moe.shared_up.wgrad",
+            "moe.unpermute.bwd", "moe.expert_down.dgrad"};
+        for (size_t i = 0; i < SIM_ARRAY_LEN(head); i++)
+            CHECK_STR_EQ(l.op[i].name, head[i]);
+    }
+    CHECK_INT_EQ(sum_grads(&l), INT64_C(1451270144) + 176160768);
+    /* with ep = 4: 394,305,536 + 176,160,768 = 570,466,304 */
+    sh.ep = 4;
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(sum_grads(&l), 570466304);
+
+    /* The dense block of a MoE model is the dense layer (the caller picks the first
+     * dense_layers layers): Mixtral's is exactly Llama-3.1-8B's layer. */
+    m = mixtral_8x7b();
+    model_spec llama = llama31_8b();
+    sh = shape(1, 4096, 1, false, true);
+    for (int ph = MODEL_PHASE_FWD; ph <= MODEL_PHASE_BWD; ph++) {
+        model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, (model_phase)ph, &l);
+        model_block_ops(&llama, &sh, MODEL_BLOCK_LAYER, (model_phase)ph, &ld);
+        CHECK_INT_EQ(l.n, ld.n);
+        for (int i = 0; i < l.n && i < ld.n; i++)
+            CHECK(strcmp(l.op[i].name, ld.op[i].name) == 0 && l.op[i].flops == ld.op[i].flops &&
+                  l.op[i].bytes == ld.op[i].bytes &&
+                  l.op[i].grad_params == ld.op[i].grad_params);
+    }
+
+    /* MoE layers ignore LoRA: with ft = LoRA the MoE block is the fully trained one. */
+    model_shape lo = sh;
+    lo.ft = (model_ft){.method = MODEL_FT_QLORA, .rank = 16, .targets = MODEL_TARGET_ALL};
+    model_block_ops(&m, &lo, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &ld);
+    CHECK_INT_EQ(l.n, ld.n);
+    CHECK_INT_EQ(sum_grads(&l), sum_grads(&ld));
+}
+
+/* Gradients and model FLOPs of a whole MoE model's step: embedding, dense_layers dense
+ * layers, the rest MoE, head. */
+static void moe_step(const model_spec *m, const model_shape *sh, int64_t *grads,
+                     double *model_flops)
+{
+    model_op_list l;
+    *grads = 0, *model_flops = 0;
+    int dense = SIM_MIN(m->moe.dense_layers, m->layers);
+    for (int ph = MODEL_PHASE_FWD; ph <= MODEL_PHASE_BWD; ph++) {
+        static const model_block blocks[] = {MODEL_BLOCK_EMBED, MODEL_BLOCK_LAYER,
+                                             MODEL_BLOCK_MOE, MODEL_BLOCK_HEAD};
+        for (size_t b = 0; b < SIM_ARRAY_LEN(blocks); b++) {
+            int64_t times = blocks[b] == MODEL_BLOCK_LAYER ? dense
+                            : blocks[b] == MODEL_BLOCK_MOE ? m->layers - dense
+                                                           : 1;
+            model_block_ops(m, sh, blocks[b], (model_phase)ph, &l);
+            for (int i = 0; i < l.n; i++) {
+                *grads += times * l.op[i].grad_params;
+                *model_flops += (double)times * l.op[i].model_flops;
+                if (l.op[i].cls == HW_OP_VECTOR)
+                    CHECK(l.op[i].model_flops == 0);
+                if (ph == MODEL_PHASE_FWD)
+                    CHECK_INT_EQ(l.op[i].grad_params, 0);
+            }
+        }
+    }
+}
+
+static void test_moe_step(void)
+{
+    /* Without EP and TP one rank produces every gradient once: the step's grad_params are
+     * model_count_params' total, with dense layers, shared experts or neither. */
+    model_spec specs[4] = {mixtral_8x7b(), mixtral_8x7b(), mixtral_8x7b(), qwen3_30b_a3b()};
+    specs[1].moe.dense_layers = 3;
+    specs[2].moe.shared_experts = 2, specs[2].moe.dense_layers = 1;
+    for (size_t i = 0; i < SIM_ARRAY_LEN(specs); i++) {
+        model_params p;
+        model_count_params(&specs[i], &p);
+        model_shape sh = shape(1, 2048, 1, false, true);
+        int64_t g;
+        double f;
+        moe_step(&specs[i], &sh, &g, &f);
+        CHECK_INT_EQ(g, p.total);
+    }
+    /* Model FLOPs of Mixtral's step, uniform routing, b = 1, s = 4096: 3 x (32 x
+     * 3,504,961,748,992 + LM head 2 x 4096 x 4096 x 32000) = 3 x (112,158,775,967,744 +
+     * 1,073,741,824,000) = 339,697,553,375,232 — about 6 x 12.9B active x 4096 tokens
+     * (3.17e14) plus attention. */
+    model_spec m = mixtral_8x7b();
+    model_shape sh = shape(1, 4096, 1, false, true);
+    int64_t g;
+    double f;
+    moe_step(&m, &sh, &g, &f);
+    CHECK_NEAR(f, 339697553375232.0, 1e-15, 0);
+
+    /* Qwen3-30B-A3B without EP: 128 local experts, 5 x 128 + 16 = 656 backward kernels
+     * (residual2, unpermute, permute, gate, router x 2, norm2, residual1, proj x 2, attn,
+     * rope, qk_norm, qkv x 2, norm1), within MODEL_OPS_MAX; forward 3 x 128 + 13 (norm1,
+     * qkv, qk_norm, rope, attn, proj, residual1, norm2, router, gate, permute, unpermute,
+     * residual2) = 397. */
+    model_spec q = qwen3_30b_a3b();
+    model_op_list l;
+    model_block_ops(&q, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(l.n, 656);
+    model_block_ops(&q, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_FWD, &l);
+    CHECK_INT_EQ(l.n, 397);
+    /* MODEL_MOE_LOCAL_MAX = 256 local experts, unfused attention and shared experts: the
+     * longest list, 5 x 256 + 23 backward kernels (the 16 above, 2 more attention kernels,
+     * 5 shared-expert kernels). */
+    q.moe.experts = 256, q.moe.shared_experts = 1;
+    sh.flash_attention = false;
+    model_block_ops(&q, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(l.n, 5 * 256 + 23);
+    CHECK(l.n <= MODEL_OPS_MAX);
+}
+
+static void test_moe_activations(void)
+{
+    /* Mixtral, b = 1, s = 4096, flash, t = 1, ep = 1, uniform. Per token: the attention
+     * part as Llama-3.1-8B's (norm1 input 8192, QKV input 8192, Q, K, V 12,288, logsumexp
+     * 128, proj input 8192, norm2 input 8192) = 45,184; router input 8192; fp32
+     * probabilities 4 x 8 = 32; 2 choices x (8 + 4) = 24; the 2 returned expert rows
+     * 2 x 2 x 4096 = 16,384; the rank's experts process T x 2 rows: per token 2 input rows
+     * 2 x 2 x 4096 = 16,384 and their SwiGLU intermediates 2 x 3 x 2 x 14336 = 172,032.
+     * Total 258,232 per token, x 4096 = 1,057,718,272. */
+    model_spec m = mixtral_8x7b();
+    model_shape sh = shape(1, 4096, 1, false, true);
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE, -1),
+               1057718272.0, 0, 0);
+    /* the same with the local tokens given: 2 T = 8192 */
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE, 8192),
+               1057718272.0, 0, 0);
+    /* selective drops the logsumexp (128 per token); full keeps the 8192-byte input */
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_SELECTIVE, -1),
+               258104.0 * 4096, 0, 0);
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL, -1),
+               8192.0 * 4096, 0, 0);
+    /* Skewed load on ep = 4: 3000 + 500 rows instead of 8192, each 2 x 4096 (input) +
+     * 3 x 2 x 14336 (intermediates) = 94,208 bytes: 4692 rows fewer, 442,023,936 fewer. */
+    const double tokens[2] = {3000, 500};
+    model_moe_load load = {.n_local = 2, .tokens = tokens};
+    sh.ep = 4, sh.moe = &load;
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE, -1),
+               1057718272.0 - 4692.0 * 94208, 0, 0);
+    /* an explicit local_tokens overrides the load (the planner's peak rank, say) */
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE, 8192),
+               1057718272.0, 0, 0);
+    /* One shared expert: a dense SwiGLU MLP of 14336 on the T tokens, 3 x 2 x 14336 =
+     * 86,016 per token more (its input is the router's, already kept). */
+    m.moe.shared_experts = 1;
+    sh = shape(1, 4096, 1, false, true);
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE, -1),
+               (258232.0 + 86016) * 4096, 0, 0);
+    /* TP 2 + SP, no shared: the attention part halves (22,592), the router input too
+     * (4096); probabilities, choices and returned rows (16,440) and the expert input rows
+     * (16,384) do not; expert intermediates halve (86,016): 145,528 per token. */
+    m.moe.shared_experts = 0;
+    sh = shape(1, 4096, 2, true, true);
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE, -1),
+               145528.0 * 4096, 0, 0);
+}
+
 int main(void)
 {
     test_params();
@@ -879,5 +1327,9 @@ int main(void)
     test_lora_kernels();
     test_qlora_kernels();
     test_lora_activations();
+    test_moe_params();
+    test_moe_kernels();
+    test_moe_step();
+    test_moe_activations();
     return test_finish();
 }
