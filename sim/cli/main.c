@@ -194,6 +194,9 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
                 fprintf(f, "  %-2s traffic      %.4g GB sent per GPU, %.4g s exposed\n",
                         plan_group_name((plan_group_class)g), s->comm_bytes_per_gpu[g] / 1e9,
                         s->exposed_comm_s[g]);
+        if (s->moe)
+            fprintf(f, "  experts         busiest %.3g x the mean load, %.2f%% of assignments dropped\n",
+                    s->moe_load_max_over_mean, 100 * s->moe_dropped_fraction);
     }
     fprintf(f, "  memory (peak)   ");
     print_bytes(f, (double)s->peak_mem_bytes);

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -332,6 +333,7 @@ typedef struct h5_summary_row {
     double bubble_by_cause[REPLAY_CAUSE_COUNT];
     double exposed_comm_s[PLAN_GROUP_COUNT];
     double comm_bytes_per_gpu[REPLAY_COMM_COUNT];
+    double moe_dropped_fraction, moe_load_max_over_mean; /* NaN for dense models */
     int64_t peak_mem_bytes;
     int64_t mem_bytes[PLAN_MEM_COUNT];
     int64_t capacity_bytes;
@@ -386,6 +388,11 @@ static void summary_cols_init(h5_summary_cols *sc)
         summary_col(sc, "comm_bytes_per_gpu",
                     g == REPLAY_COMM_OFFLOAD ? "offload" : plan_group_name((plan_group_class)g),
                     COL_F64, offsetof(R, comm_bytes_per_gpu) + (size_t)g * sizeof(double), "B");
+    /* JSON has the moe object only for MoE models; the table, shared by a sweep's runs,
+     * always has the columns and NaN where they do not apply */
+    summary_col(sc, "moe", "dropped_fraction", COL_F64, offsetof(R, moe_dropped_fraction), "1");
+    summary_col(sc, "moe", "load_max_over_mean", COL_F64, offsetof(R, moe_load_max_over_mean),
+                "1");
     summary_col(sc, NULL, "peak_mem_bytes", COL_I64, offsetof(R, peak_mem_bytes), "B");
     for (int c = 0; c < PLAN_MEM_COUNT; c++)
         summary_col(sc, "mem_bytes", plan_mem_cat_name((plan_mem_cat)c), COL_I64,
@@ -412,6 +419,8 @@ static void summary_row_fill(h5_summary_row *row, const replay_summary *s)
     memcpy(row->bubble_by_cause, s->bubble_by_cause, sizeof row->bubble_by_cause);
     memcpy(row->exposed_comm_s, s->exposed_comm_s, sizeof row->exposed_comm_s);
     memcpy(row->comm_bytes_per_gpu, s->comm_bytes_per_gpu, sizeof row->comm_bytes_per_gpu);
+    row->moe_dropped_fraction = s->moe ? s->moe_dropped_fraction : NAN;
+    row->moe_load_max_over_mean = s->moe ? s->moe_load_max_over_mean : NAN;
     row->peak_mem_bytes = s->peak_mem_bytes;
     memcpy(row->mem_bytes, s->mem_bytes, sizeof row->mem_bytes);
     row->capacity_bytes = s->capacity_bytes;

@@ -183,6 +183,17 @@ void io_json_write_run(FILE *out, const replay_results *r)
     }
     fputs("},", out);
 
+    if (s->moe) {
+        json_key(out, "moe");
+        fputc('{', out);
+        json_key(out, "dropped_fraction");
+        json_double(out, "moe.dropped_fraction", s->moe_dropped_fraction);
+        fputc(',', out);
+        json_key(out, "load_max_over_mean");
+        json_double(out, "moe.load_max_over_mean", s->moe_load_max_over_mean);
+        fputs("},", out);
+    }
+
     json_mem(out, s);
     fputs("}\n", out);
 }

@@ -299,6 +299,8 @@ static const io_key training_keys[] = {
     {.name = "finetune", .type = IO_K_MAP, .map = &finetune_map}, /* anonymous struct: offset 0 */
     {.name = "moe_routing_skew", .type = IO_K_FLOAT, .offset = TR(moe_routing_skew),
      .flags = NONNEG},
+    {.name = "moe_capacity_factor", .type = IO_K_FLOAT, .offset = TR(moe_capacity_factor),
+     .flags = NONNEG},
 };
 MAP(training_map, "training", training_keys);
 

@@ -345,6 +345,14 @@ static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx
                                    "model.moe.dense_layers: %d leaves no MoE layer of %d",
                                    mm->moe.dense_layers, mm->layers);
     }
+    if (mm->moe.experts == 0 && (tr->moe_capacity_factor > 0 || tr->moe_routing_skew > 0)) {
+        bool cf = tr->moe_capacity_factor > 0;
+        const char *key = cf ? "training.moe_capacity_factor" : "training.moe_routing_skew";
+        io_schema_error(ctx, SIM_EINVAL, locate(root, key, "training"),
+                        "%s: the model has no experts (model.moe.experts is 0)", key);
+        sim_diag_hint(ctx->diag, "routing settings apply to mixture-of-experts models only");
+        return SIM_EINVAL;
+    }
     if (p->ep > 1 && (mm->moe.experts == 0 || mm->moe.experts % p->ep != 0))
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
                                "parallel.ep: %d must divide the number of experts (%d)", p->ep,

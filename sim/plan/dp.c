@@ -536,15 +536,25 @@ static void build_units(gen *g)
  * seeded from the scenario seed, the layer, the micro-batch and the EP group, so every
  * TP/PP rank of a group sees the same routing and results never depend on run order).
  * training.moe_routing_skew s sets the popularity: expert at rank j of a per-layer random
- * order gets weight (j+1)^-s; s = 0 is uniform. */
+ * order gets weight (j+1)^-s; s = 0 is uniform.
+ *
+ * With training.moe_capacity_factor c > 0 each source rank's T·top_k assignments are drawn
+ * on their own (a sum of multinomials with equal weights is the group multinomial), and
+ * each expert keeps at most ceil(c·T·top_k/E) of them from that rank, Megatron's capacity
+ * (computed on the rank's local tokens, before the dispatch); the rest are dropped: not
+ * sent, not computed. g->sent holds the assignments a rank dispatches, averaged over the
+ * group (the all-to-all is modelled with equal buffers on every rank). */
 static void route_tokens(gen *g, int ep_block, int ep_coord)
 {
     const plan_scenario *sc = g->sc;
-    int E = g->model.moe.experts, L = g->model.layers;
+    int E = g->model.moe.experts, L = g->model.layers, k = g->model.moe.top_k;
     double T = (double)g->sh.micro_batch * (double)g->sh.seq_len;
-    unsigned int N = (unsigned int)(T * g->ep * g->model.moe.top_k);
+    double cf = sc->training.moe_capacity_factor;
+    unsigned int per_rank = (unsigned int)(T * k);
+    unsigned int cap = cf > 0 ? (unsigned int)ceil(cf * T * k / E) : per_rank;
     double *prob = sim_calloc((size_t)E, sizeof *prob);
     unsigned int *count = sim_calloc((size_t)E, sizeof *count);
+    unsigned int *one = sim_calloc((size_t)E, sizeof *one);
     size_t *order = sim_calloc((size_t)E, sizeof *order);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
     for (int l = 0; l < L; l++) {
@@ -561,15 +571,36 @@ static void route_tokens(gen *g, int ep_block, int ep_coord)
             gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * 2654435761u +
                                              (uint64_t)l * 40503u + (uint64_t)mb * 69069u +
                                              (uint64_t)ep_block * 2246822519u + 7u));
-            gsl_ran_multinomial(rng, (size_t)E, N, prob, count);
-            for (int k = 0; k < g->n_local; k++)
-                g->route[((size_t)l * (size_t)g->A + (size_t)mb) * (size_t)g->n_local + (size_t)k] =
-                    count[ep_coord * g->n_local + k];
+            double kept = 0;
+            if (cf > 0) {
+                memset(count, 0, (size_t)E * sizeof *count);
+                for (int src = 0; src < g->ep; src++) {
+                    gsl_ran_multinomial(rng, (size_t)E, per_rank, prob, one);
+                    for (int e = 0; e < E; e++)
+                        count[e] += one[e] < cap ? one[e] : cap;
+                }
+            } else {
+                gsl_ran_multinomial(rng, (size_t)E, per_rank * (unsigned int)g->ep, prob, count);
+            }
+            unsigned int busiest = 0;
+            for (int e = 0; e < E; e++) {
+                kept += count[e];
+                busiest = count[e] > busiest ? count[e] : busiest;
+            }
+            size_t at = (size_t)l * (size_t)g->A + (size_t)mb;
+            g->sent[at] = kept / g->ep;
+            for (int e = 0; e < g->n_local; e++)
+                g->route[at * (size_t)g->n_local + (size_t)e] = count[ep_coord * g->n_local + e];
+            g->moe_assigned += (double)per_rank * g->ep;
+            g->moe_dropped += (double)per_rank * g->ep - kept;
+            g->moe_imbalance_sum += kept > 0 ? busiest / (kept / E) : 1.0;
+            g->moe_draws += 1;
         }
     }
     gsl_rng_free(rng);
     sim_free(prob);
     sim_free(count);
+    sim_free(one);
     sim_free(order);
 }
 
@@ -756,6 +787,7 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     g.mine = sim_calloc((size_t)g.n_units, sizeof *g.mine);
     g.route = sim_calloc((size_t)g.model.layers * (size_t)g.A * (size_t)(g.n_local + 1),
                          sizeof *g.route);
+    g.sent = sim_calloc((size_t)g.model.layers * (size_t)g.A, sizeof *g.sent);
     p->mem = sim_calloc((size_t)n, sizeof *p->mem);
     for (int r = 0; r < n; r++) {
         g.rank = r;
@@ -793,6 +825,11 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     p->trace = g.t;
     p->model_flops_per_step = g.model_flops;
     p->hardware_flops_per_step = g.hardware_flops;
+    p->moe = g.n_local > 0;
+    if (g.moe_draws > 0) {
+        p->moe_dropped_fraction = g.moe_dropped / g.moe_assigned;
+        p->moe_load_max_over_mean = g.moe_imbalance_sum / g.moe_draws;
+    }
     for (size_t i = 0; i < g.t->n_groups; i++)
         sim_free(g.seq[i].ids);
     sim_free(g.seq);
@@ -809,6 +846,7 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     sim_free(ep_of);
     sim_free(edp_of);
     sim_free(g.route);
+    sim_free(g.sent);
     sim_free(g.chunk_first);
     sim_free(g.mine);
     SIM_ASSERT(trace__check(p->trace) == 0, "generated trace is inconsistent");

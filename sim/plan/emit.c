@@ -249,13 +249,13 @@ static bool is_expert(const char *name)
 
 /* The all-to-all that moves the tokens (or their gradients) between the EP group's ranks:
  * every rank sends each of its T tokens to top_k experts, (ep-1)/ep of them remote:
- * T·top_k·h·2 bytes of buffer, nccl-tests' all_to_all size. */
+ * T·top_k·h·2 bytes of buffer, nccl-tests' all_to_all size; tokens dropped at an expert's
+ * capacity are not sent (g->sent, the group's mean assignments per rank). */
 static void ep_all_to_all(gen *g, const char *name, int layer, int mb)
 {
     if (g->ep <= 1)
         return;
-    double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len * g->model.moe.top_k *
-                   g->model.hidden * 2.0;
+    double bytes = g->sent[(size_t)layer * (size_t)g->A + (size_t)mb] * g->model.hidden * 2.0;
     uint32_t dep = g->last_compute;
     g->pending = plan__add_coll_op(g, g->g_ep, COLL_ALL_TO_ALL, bytes, name, layer, mb, &dep,
                                    g->have_compute);

@@ -55,6 +55,8 @@ typedef struct gen {
     int ep, n_edp;           /* expert-parallel degree; ranks sharing an expert (dp / ep) */
     uint32_t g_ep, g_edp;    /* this rank's EP group and expert-data-parallel group */
     double *route;           /* tokens per local expert: [layer][micro-batch][local expert] */
+    double *sent;            /* assignments each rank dispatches: [layer][micro-batch] */
+    double moe_assigned, moe_dropped, moe_imbalance_sum, moe_draws; /* statistics */
     int n_local;             /* experts per rank */
     model_moe_load load;     /* the load of the unit being emitted */
     coll_seq *seq;      /* per group */

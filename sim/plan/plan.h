@@ -37,6 +37,10 @@ typedef struct plan {
     trace *trace;            /* NULL when not requested */
     double model_flops_per_step;    /* all ranks together, Megatron convention */
     double hardware_flops_per_step; /* with recompute */
+    /* routing statistics of a MoE model over every EP group, MoE layer and micro-batch */
+    bool moe;
+    double moe_dropped_fraction;   /* token-expert assignments dropped at capacity */
+    double moe_load_max_over_mean; /* busiest expert / mean expert, averaged over draws */
 } plan;
 
 /* Lays out ranks, generates the trace of one step with its memory events, and judges the

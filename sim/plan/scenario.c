@@ -37,6 +37,7 @@ void plan_scenario_defaults(plan_scenario *sc)
     t->finetune.method = PLAN_FT_FULL;
     t->finetune.rank = 16;
     t->moe_routing_skew = 0.0;
+    t->moe_capacity_factor = 0.0;
 
     plan_parallel *p = &sc->parallel;
     p->dp = p->tp = p->pp = p->ep = p->cp = 1;

@@ -588,6 +588,9 @@ static void summarize(replay_ctx *c)
     s->tflops_per_gpu = p->model_flops_per_step / s->step_time_s / p->n_ranks / 1e12;
     s->mfu = p->model_flops_per_step / (s->step_time_s * p->n_ranks * peak);
     s->hfu = p->hardware_flops_per_step / (s->step_time_s * p->n_ranks * peak);
+    s->moe = p->moe;
+    s->moe_dropped_fraction = p->moe_dropped_fraction;
+    s->moe_load_max_over_mean = p->moe_load_max_over_mean;
 
     /* the last step's window, per rank: busy compute intervals, gaps and their causes */
     sim_time w0 = steps > 1 ? end[steps - 2] : 0, w1 = end[steps - 1];

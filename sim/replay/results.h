@@ -60,6 +60,9 @@ typedef struct replay_summary {
     int64_t mem_bytes[PLAN_MEM_COUNT];
     int64_t capacity_bytes;
     const char *binding_constraint; /* static string or NULL */
+    bool moe;                       /* a MoE model: the two routing statistics below are set */
+    double moe_dropped_fraction;    /* token-expert assignments dropped at capacity */
+    double moe_load_max_over_mean;  /* busiest expert / mean, averaged over layers, micro-batches */
 } replay_summary;
 
 typedef struct replay_rank_row {

@@ -588,8 +588,39 @@ def moe():
     ep_idle = [counts[s][1]["bubble_by_cause"]["ep"] for s in (0.0, 0.5, 1.0, 2.0)]
     check(steps[-1] > steps[0], "skew slows the step: %s" % steps)
     check(ep_idle[-1] > ep_idle[0], "the extra idle time is ep: %s" % ep_idle)
-    # Model states: each rank holds half the experts (ep = 2), and the expert gradients are
-    # reduced over dp / ep = 1 rank, i.e. not at all; the dense part over both.
+    # The uniform draw's busiest expert carries more than the mean, and nothing is dropped
+    # without a capacity
+    d0 = counts[0.0][1]
+    check(d0.get("moe", {}).get("dropped_fraction") == 0, "dropless: %s" % d0.get("moe"))
+    check(d0.get("moe", {}).get("load_max_over_mean", 0) > 1, "busiest > mean: %s" % d0.get("moe"))
+    # Capacity factor 1 with uniform routing: each source rank's T·k = 2,048 assignments go to
+    # E = 4 experts, X ~ Binomial(2048, 1/4) per expert, mean 512 = the capacity
+    # ceil(1.0 x 2048 / 4); the dropped share is E[(X - 512)+] / 512, and for a near-normal X
+    # E[(X - mu)+] = sigma / sqrt(2 pi) with sigma = sqrt(2048 x 1/4 x 3/4) = 19.60: 7.82
+    # tokens, 1.527%. 16 micro-batches x 2 layers x 2 sources x 4 experts = 256 samples of
+    # (X - mu)+, whose sd is sigma·sqrt(1/2 - 1/(2 pi)) = 0.58 sigma: a standard error of
+    # 0.036 sigma against a mean of 0.399 sigma (9%), so 30% is three standard errors.
+    rc, out, err = run("run", ddp, *moe, "--json", "--steps", "1", "--set",
+                       "training.global_batch=64", "--set", "training.moe_capacity_factor=1",
+                       "--set", "training.recompute=none")
+    check(rc == 0, "capacity factor 1: " + err)
+    if rc == 0:
+        dc = json.loads(out)
+        f = dc["moe"]["dropped_fraction"]
+        near(f, 0.01527, 0.30, "dropped share at capacity factor 1")
+        # Dropped tokens are not sent: 16 micro-batches of the dropless 4,194,304 bytes,
+        # scaled by the kept share (every draw has the same 4,096 assignments, so the
+        # overall share applies exactly)
+        near(dc["comm_bytes_per_gpu"]["ep"], 16 * 4194304 * (1 - f), 1e-9,
+             "a2a bytes shrink by the dropped share")
+    # A generous capacity (8 x the mean: 4,096 >= all 2,048 of a rank's assignments) drops
+    # nothing
+    d8 = run_json(ddp, *moe, "--set", "training.moe_capacity_factor=8")
+    check(d8["moe"]["dropped_fraction"] == 0, "capacity 8 drops nothing: %s" % d8["moe"])
+    # Routing settings on a dense model are refused
+    rc, out, err = run("check", ddp, "--set", "training.moe_capacity_factor=1.25")
+    check(rc == 2 and "has no experts" in err, "capacity factor needs experts: " + err)
+    # ep must divide the experts (4)
     rc, out, err = run("check", ddp, *moe, "--set", "parallel.ep=3")
     check(rc == 2 and "parallel.ep" in err, "ep must divide the experts: " + err)
 
