@@ -101,8 +101,6 @@ static const io_enum_name attention_names[] = {
 
 static const io_notsup ns_cp = {.feature = "context parallelism",
                                 .issue = "the context-parallel issue"};
-static const io_notsup ns_mla = {.feature = "multi-head latent attention",
-                                 .issue = "the MLA issue"};
 static const io_notsup ns_jitter = {.feature = "compute jitter",
                                     .issue = "the variability issue"};
 static const io_notsup ns_symmetry = {.feature = "data-parallel symmetry",
@@ -548,8 +546,7 @@ static const io_key moe_keys[] = {
 MAP(moe_map, "moe", moe_keys);
 
 static const io_key attention_keys[] = {
-    {.name = "kind", .type = IO_K_ENUM, .offset = MO(attention.kind), .enums = attention_names,
-     .notsup = &ns_mla},
+    {.name = "kind", .type = IO_K_ENUM, .offset = MO(attention.kind), .enums = attention_names},
     {.name = "q_lora_rank", .type = IO_K_INT, .offset = MO(attention.q_lora_rank), .flags = NONNEG},
     {.name = "kv_lora_rank", .type = IO_K_INT, .offset = MO(attention.kv_lora_rank),
      .flags = NONNEG},

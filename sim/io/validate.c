@@ -253,6 +253,34 @@ static int check_model(const io_ynode *root, plan_scenario *sc, io_schema_ctx *c
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "model.kv_heads", "model"),
                                "model.kv_heads: heads (%d) must be a multiple of kv_heads (%d)",
                                m->heads, m->kv_heads);
+    if (m->attention.kind == MODEL_ATTN_MLA) {
+        /* MLA: head_dim is qk_nope_head_dim, unrelated to hidden / heads (DeepSeek-V3: 128,
+         * not 56), so it must be given; the key/value latent is what MLA is */
+        const char *missing = m->head_dim == 0                  ? "model.head_dim"
+                              : m->attention.kv_lora_rank == 0  ? "model.attention.kv_lora_rank"
+                              : m->attention.v_head_dim == 0    ? "model.attention.v_head_dim"
+                                                                : NULL;
+        if (missing) {
+            io_schema_error(ctx, SIM_EINVAL, locate(root, "model.attention.kind", "model"),
+                            "model.attention.kind: mla needs %s > 0", missing);
+            sim_diag_hint(ctx->diag, "MLA's shape comes from the model's config.json: head_dim "
+                                     "= qk_nope_head_dim, kv_lora_rank, v_head_dim "
+                                     "(workloads/deepseek-v3.yaml)");
+            return SIM_EINVAL;
+        }
+        if (m->qk_norm)
+            return io_schema_error(ctx, SIM_EINVAL, locate(root, "model.qk_norm", "model"),
+                                   "model.qk_norm: per-head q/k norms do not apply to MLA "
+                                   "(it normalises its latents)");
+        for (int i = 0; i < sc->training.finetune.n_targets; i++) {
+            const char *t = sc->training.finetune.targets[i];
+            if (t[1] == '\0' && (t[0] == 'q' || t[0] == 'k' || t[0] == 'v'))
+                return io_schema_error(ctx, SIM_EINVAL,
+                                       locate(root, "training.finetune.targets", "training"),
+                                       "training.finetune.targets: '%s': MLA has no %s "
+                                       "projection; adapt o and the MLP", t, t);
+        }
+    }
     if (m->head_dim == 0) {
         if (m->hidden % m->heads != 0) {
             io_schema_error(ctx, SIM_EINVAL, locate(root, "model.heads", "model"),

@@ -1,10 +1,11 @@
 /* Decoder-transformer description and its per-block operations.
  *
  * model_spec is what the loader fills from a model file. model_block_ops turns one block
- * (embedding, one transformer layer — dense, or with a mixture-of-experts MLP — or the head:
- * final norm + LM head + loss) into the kernels it runs for one micro-batch in forward or
- * backward, with FLOPs, HBM bytes and the parameters whose gradients each backward kernel
- * produces. Formulas and sources: docs/models.md. */
+ * (embedding, one transformer layer — dense, or with a mixture-of-experts MLP; with MHA/GQA
+ * or multi-head latent attention — or the head: final norm + LM head + loss) into the
+ * kernels it runs for one micro-batch in forward or backward, with FLOPs, HBM bytes and the
+ * parameters whose gradients each backward kernel produces. Formulas and sources:
+ * docs/models.md. */
 #ifndef SIM_MODEL_MODEL_H
 #define SIM_MODEL_MODEL_H
 
@@ -40,6 +41,11 @@ typedef struct model_spec {
         int shared_experts;
         int dense_layers;
     } moe;
+    /* MLA (DeepSeek-V2/V3; docs/models.md "Multi-head latent attention"): head_dim is the
+     * query/key non-rotary part (qk_nope_head_dim), kv_heads is not used (every head has its
+     * own key and value). kv_lora_rank > 0 (the loader must check it with kind MLA);
+     * q_lora_rank 0 = no query compression; qk_rope_head_dim may be 0; v_head_dim 0 =
+     * head_dim. qk_norm must be false with MLA. All ignored with MHA. */
     struct {
         model_attention_kind kind;
         int q_lora_rank, kv_lora_rank, qk_rope_head_dim, v_head_dim;
@@ -56,7 +62,9 @@ typedef struct model_spec {
 typedef enum model_ft_method { MODEL_FT_FULL, MODEL_FT_LORA, MODEL_FT_QLORA } model_ft_method;
 
 /* Target matrices of the adapters, a bit set. q, k and v are separate targets although the
- * base QKV GEMM is fused; gate and up likewise (a gate target does nothing in a GELU MLP). */
+ * base QKV GEMM is fused; gate and up likewise (a gate target does nothing in a GELU MLP).
+ * MLA layers have no q, k or v matrix: those bits adapt nothing there (only o and the MLP
+ * are adapted; the loader should reject explicit q/k/v targets on an MLA model). */
 enum {
     MODEL_TARGET_Q = 1,
     MODEL_TARGET_K = 2,
@@ -127,8 +135,9 @@ typedef struct model_op {
 } model_op;
 
 /* A QLoRA layer's backward with all seven targets runs 46 kernels; a MoE layer's backward
- * runs 5 per local expert plus at most 23 (docs/models.md), so MODEL_MOE_LOCAL_MAX experts
- * fit. A list is about 75 KB: callers keep one or two on the stack. */
+ * runs 5 per local expert plus at most 23 with MHA, 28 with MLA (docs/models.md), so
+ * MODEL_MOE_LOCAL_MAX experts fit. A list is about 75 KB: callers keep one or two on the
+ * stack. */
 #define MODEL_OPS_MAX (5 * MODEL_MOE_LOCAL_MAX + 64)
 typedef struct model_op_list {
     int n;
@@ -142,6 +151,16 @@ typedef struct model_op_list {
  * and the adapters' kernels are added; QLORA adds a "<gemm>.dequant" kernel before each base
  * GEMM and each base dgrad.
  *
+ * An MLA layer (attention.kind MODEL_ATTN_MLA) runs, instead of MHA's "qkv" ... "proj":
+ * forward  "qkv" (the fused down projections q_a and kv_a: h -> q_lora_rank + kv_lora_rank
+ *          + qk_rope_head_dim, replicated over TP; without query compression q's a/t heads
+ *          and kv_a), ["attn.q_a_norm"], "attn.kv_a_norm", ["attn.q_b"], "attn.kv_b",
+ *          "rope", the attention core, "proj" (o);
+ * backward "proj.dgrad", ".wgrad", the core's backward, "rope.bwd", "attn.kv_b.dgrad",
+ *          ".wgrad", ["attn.q_b.dgrad", ".wgrad"], "attn.kv_a_norm.bwd",
+ *          ["attn.q_a_norm.bwd"], "qkv.dgrad", "qkv.wgrad" — bracketed kernels only with
+ *          q_lora_rank > 0. The names the planner keys its TP collectives on ("qkv",
+ *          "qkv.dgrad", "proj", "proj.dgrad") keep their MHA roles.
  * MODEL_BLOCK_MOE (a model with moe.experts > 0) runs the dense layer's attention part, then
  * forward:  "moe.router", "moe.gate", "moe.permute", for each local expert e = 0..n-1
  *           "moe.expert_up", "moe.expert_act", "moe.expert_down", then "moe.unpermute",
@@ -189,7 +208,8 @@ void model_count_moe_params(const model_spec *m, int64_t *dense_part_per_moe_lay
                             int64_t *per_expert, int64_t *router, int64_t *shared);
 
 /* Writes to *per_layer_out the trainable adapter parameters of one transformer layer
- * (unsharded): r x (in + out) for each targeted matrix, 0 for MODEL_FT_FULL. The embedding
+ * (unsharded): r x (in + out) for each targeted matrix (MLA: o and the MLP only), 0 for
+ * MODEL_FT_FULL. The embedding
  * and the head carry no adapters. Memory accounting for the planner (docs/models.md): the
  * frozen base weights cost 2 bytes per parameter (the layers' linear matrices
  * model_qlora_weight_bytes() under QLoRA) and have no gradients, master copies or optimizer
@@ -197,8 +217,9 @@ void model_count_moe_params(const model_spec *m, int64_t *dense_part_per_moe_lay
  * parameter. Cannot fail; asserts ft->rank > 0 when the method is not FULL. */
 void model_count_lora_params(const model_spec *m, const model_ft *ft, int64_t *per_layer_out);
 
-/* Weights of one layer's linear matrices (q, k, v, o, gate, up, down; no biases, no norms),
- * unsharded: the part of model_params.per_layer that QLoRA stores in 4 bits. Cannot fail. */
+/* Weights of one layer's linear matrices (q, k, v, o, gate, up, down; MLA: q_a or q, kv_a,
+ * q_b, kv_b, o; no biases, no norms), unsharded: the part of model_params.per_layer that
+ * QLoRA stores in 4 bits. Cannot fail. */
 int64_t model_layer_matrix_params(const model_spec *m);
 
 /* Bytes per frozen base parameter in QLoRA storage: NF4 (4 bits) with one 8-bit absmax per
@@ -213,9 +234,9 @@ typedef enum model_recompute {
 } model_recompute;
 
 /* Activation bytes one transformer layer keeps for backward, per micro-batch, on one rank
- * (Korthikanti et al. 2022 Table 2 generalised to GQA, SwiGLU, RMSNorm, flash attention and
- * dropout; derivation in docs/models.md). LoRA adds each adapter's r-wide intermediate x A
- * (e_a b s r bytes per target). Cannot fail. */
+ * (Korthikanti et al. 2022 Table 2 generalised to GQA, MLA, SwiGLU, RMSNorm, flash
+ * attention and dropout; derivation in docs/models.md). LoRA adds each adapter's r-wide
+ * intermediate x A (e_a b s r bytes per target). Cannot fail. */
 double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
                                     model_recompute rc);
 

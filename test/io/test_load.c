@@ -624,6 +624,23 @@ static void test_not_supported(void)
     CHECK_DIAG(d, "s.yaml", 10, 12);
     CHECK_STR_HAS(d.msg, "must be from 1 to experts (8), got 9");
 
+    /* MLA without head_dim (qk_nope_head_dim is not hidden / heads): reported at the
+     * "mla" of "  attention: {kind: mla, kv_lora_rank: 64, v_head_dim: 64}", line 8
+     * column 21 */
+    CHECK_INT_EQ(load("topology: topo.yaml\nmodel:\n  layers: 2\n  hidden: 256\n  heads: 4\n"
+                      "  ffn: 8\n  vocab: 8\n"
+                      "  attention: {kind: mla, kv_lora_rank: 64, v_head_dim: 64}\n",
+                      &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 8, 21);
+    CHECK_STR_HAS(d.msg, "mla needs model.head_dim > 0");
+    /* with head_dim it loads */
+    CHECK_INT_EQ(load("topology: topo.yaml\nmodel:\n  layers: 2\n  hidden: 256\n  heads: 4\n"
+                      "  ffn: 8\n  vocab: 8\n  head_dim: 32\n"
+                      "  attention: {kind: mla, kv_lora_rank: 64, v_head_dim: 64}\n",
+                      &sc, &d),
+                 0);
+
 }
 
 static void test_cross_checks(void)

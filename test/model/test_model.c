@@ -5,7 +5,9 @@
  * generalisation to flash attention, GQA, SwiGLU and qk-norm (docs/models.md); LoRA
  * (Hu et al. 2021) and QLoRA (Dettmers et al. 2023) adapters, frozen bases and NF4 storage;
  * mixture-of-experts layers (Mixtral 8x7B, Jiang et al. 2024; Qwen3-30B-A3B): parameter
- * counts, kernels, FLOPs under uniform and skewed routing, gradients under EP, activations. */
+ * counts, kernels, FLOPs under uniform and skewed routing, gradients under EP, activations;
+ * multi-head latent attention (DeepSeek-V3 technical report, arXiv:2412.19437: 671B total,
+ * 37B activated): projections, TP split, gradients, LoRA, activations. */
 #include "core/sim.h"
 
 #include "model/model.h"
@@ -1314,6 +1316,359 @@ static void test_moe_activations(void)
                145528.0 * 4096, 0, 0);
 }
 
+/* ---- multi-head latent attention ---------------------------------------------------------- */
+
+/* deepseek-ai/DeepSeek-V3 config.json: 61 layers, hidden 7168, 128 heads, q_lora_rank 1536,
+ * kv_lora_rank 512, qk_nope_head_dim 128 (head_dim), qk_rope_head_dim 64, v_head_dim 128,
+ * vocab 129280, untied, RMSNorm, RoPE, SwiGLU; intermediate_size 18432 for the first 3
+ * (dense) layers, then 256 routed experts of 2048 (8 per token) and 1 shared expert. */
+static model_spec deepseek_v3(void)
+{
+    return (model_spec){.name = "deepseek-v3", .layers = 61, .hidden = 7168, .heads = 128,
+                        .head_dim = 128, .ffn = 18432, .vocab = 129280,
+                        .activation = MODEL_ACT_SWIGLU, .norm = MODEL_NORM_RMSNORM,
+                        .position = MODEL_POS_ROPE,
+                        .attention = {.kind = MODEL_ATTN_MLA, .q_lora_rank = 1536,
+                                      .kv_lora_rank = 512, .qk_rope_head_dim = 64,
+                                      .v_head_dim = 128},
+                        .moe = {.experts = 256, .top_k = 8, .expert_ffn = 2048,
+                                .shared_experts = 1, .dense_layers = 3}};
+}
+
+/* A small MLA model to count by hand: h 64, 4 heads, head_dim (qk_nope) 8, qk_rope 4,
+ * v_head_dim 6, q_lora_rank 16, kv_lora_rank 12, SwiGLU ffn 128, vocab 100, 2 layers. */
+static model_spec small_mla(void)
+{
+    return (model_spec){.name = "small-mla", .layers = 2, .hidden = 64, .heads = 4,
+                        .head_dim = 8, .ffn = 128, .vocab = 100,
+                        .activation = MODEL_ACT_SWIGLU, .norm = MODEL_NORM_RMSNORM,
+                        .position = MODEL_POS_ROPE,
+                        .attention = {.kind = MODEL_ATTN_MLA, .q_lora_rank = 16,
+                                      .kv_lora_rank = 12, .qk_rope_head_dim = 4,
+                                      .v_head_dim = 6}};
+}
+
+static void test_mla_params(void)
+{
+    /* small_mla. The fused down projection q_a + kv_a: 64 x (16 + 12 + 4) = 2,048; q_a norm
+     * 16; q_b 16 x 4 heads x (8 + 4) = 768; kv_a norm 12; kv_b 12 x 4 x (8 + 6) = 672; o
+     * (4 x 6) x 64 = 1,536; norm1, norm2 2 x 64 = 128: attention part 5,180. MLP
+     * 3 x 64 x 128 = 24,576: per layer 29,756. Embedding and head 2 x 100 x 64 = 12,800,
+     * final norm 64: total 12,864 + 2 x 29,756 = 72,376. */
+    model_spec m = small_mla();
+    model_params p;
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_layer, 29756);
+    CHECK_INT_EQ(p.total, 72376);
+    CHECK_INT_EQ(p.active, p.total);
+    int64_t attn = 0;
+    model_count_moe_params(&m, &attn, NULL, NULL, NULL);
+    CHECK_INT_EQ(attn, 5180);
+    /* the linear matrices (QLoRA's part): 2,048 + 768 + 672 + 1,536 + 24,576 = 29,600; the
+     * rest, 156 = two 64-wide norms and the 16- and 12-wide latent norms, are the norms */
+    CHECK_INT_EQ(model_layer_matrix_params(&m), 29600);
+
+    /* Without query compression (q_lora_rank 0) q is h x a(d + dr) = 64 x 48 = 3,072 in the
+     * fused GEMM beside kv_a's 64 x 16 = 1,024; no q_b, no q_a norm: 128 + 4,096 + 12 + 672
+     * + 1,536 = 6,444. */
+    m.attention.q_lora_rank = 0;
+    model_count_moe_params(&m, &attn, NULL, NULL, NULL);
+    CHECK_INT_EQ(attn, 6444);
+    /* v_head_dim 0 defaults to head_dim 8: kv_b 12 x 4 x 16 = 768, o 32 x 64 = 2,048:
+     * 5,180 - 672 - 1,536 + 768 + 2,048 = 5,788. */
+    m = small_mla();
+    m.attention.v_head_dim = 0;
+    model_count_moe_params(&m, &attn, NULL, NULL, NULL);
+    CHECK_INT_EQ(attn, 5788);
+    /* LayerNorm: every norm gets a bias, 64 + 64 + 16 + 12 = 156 more; linear biases: only
+     * o has one (Megatron-Core's MLA), 64 more. */
+    m = small_mla();
+    m.norm = MODEL_NORM_LAYERNORM;
+    model_count_moe_params(&m, &attn, NULL, NULL, NULL);
+    CHECK_INT_EQ(attn, 5180 + 156);
+    m.norm = MODEL_NORM_RMSNORM, m.bias = true;
+    model_count_moe_params(&m, &attn, NULL, NULL, NULL);
+    CHECK_INT_EQ(attn, 5180 + 64);
+
+    /* DeepSeek-V3. Attention part: q_a + kv_a 7168 x (1536 + 512 + 64) = 15,138,816; q_b
+     * 1536 x 128 x 192 = 37,748,736; kv_b 512 x 128 x 256 = 16,777,216; o 16384 x 7168 =
+     * 117,440,512; latent norms 1,536 + 512; norm1, norm2 14,336: 187,121,664. Dense layer
+     * + 3 x 7168 x 18432 = 396,361,728: 583,483,392. MoE layer: + 256 experts x 3 x 7168 x
+     * 2048 (44,040,192 each) + router 7168 x 256 = 1,835,008 + shared 44,040,192:
+     * 187,121,664 + 11,274,289,152 + 1,835,008 + 44,040,192 = 11,507,286,016. Embedding and
+     * head 2 x 129280 x 7168 = 1,853,358,080, final norm 7,168. Total 1,853,365,248 +
+     * 3 x 583,483,392 + 58 x 11,507,286,016 = 671,026,404,352. Active: 8 experts instead of
+     * 256 in each MoE layer, 58 x 248 x 44,040,192 = 633,492,121,728 fewer:
+     * 37,552,282,624. */
+    m = deepseek_v3();
+    int64_t expert, router, shared;
+    model_count_moe_params(&m, &attn, &expert, &router, &shared);
+    CHECK_INT_EQ(attn, 187121664);
+    CHECK_INT_EQ(expert, 44040192);
+    CHECK_INT_EQ(router, 1835008);
+    CHECK_INT_EQ(shared, 44040192);
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_layer, 583483392);
+    CHECK_INT_EQ(p.per_moe_layer, INT64_C(11507286016));
+    CHECK_INT_EQ(p.total, INT64_C(671026404352));
+    CHECK_INT_EQ(p.active, INT64_C(37552282624));
+    /* Against the published "671B total, 37B activated" (DeepSeek-V3 technical report,
+     * abstract; the 671B are the main model, the 14B MTP module aside). Both figures are
+     * rounded to the billion, so each is good to +-0.5B. The total, 671.03B, is within it.
+     * The report does not say how it counts the 0.93B input embedding, which a token only
+     * reads one row of: counted in full our active figure is 37.55B, 0.55B above; without
+     * it 36.63B, within 37 +- 0.5B. The check takes the latter, and bounds the former by
+     * the embedding's size. */
+    CHECK_NEAR((double)p.total, 671e9, 0, 0.5e9);
+    CHECK_NEAR((double)(p.active - p.embedding), 37e9, 0, 0.5e9);
+    CHECK_NEAR((double)p.active, 37e9, 0, 0.5e9 + (double)p.embedding);
+}
+
+static void test_mla_kernels(void)
+{
+    /* One dense DeepSeek-V3 layer, b = 1, s = 4096 (T = 4096), t = 1, flash. */
+    model_spec m = deepseek_v3();
+    model_shape sh = shape(1, 4096, 1, false, true);
+    model_op_list l;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    static const char *const fwd[] = {
+        "norm1", "qkv", "attn.q_a_norm", "attn.kv_a_norm", "attn.q_b", "attn.kv_b", "rope",
+        "attn", "proj", "residual1", "norm2", "mlp_up", "act", "mlp_down", "residual2"};
+    check_names(&l, fwd, (int)SIM_ARRAY_LEN(fwd));
+
+    /* Projections, 2 m k n each:
+     *   qkv (q_a + kv_a)  2 x 4096 x 7168 x (1536 + 512 + 64)   =   124,017,180,672
+     *   attn.q_b          2 x 4096 x 1536 x (128 x 192)         =   309,237,645,312
+     *   attn.kv_b         2 x 4096 x 512 x (128 x 256)          =   137,438,953,472
+     *   proj (o)          2 x 4096 x (128 x 128) x 7168         =   962,072,674,304 */
+    CHECK_NEAR(find(&l, "qkv")->flops, 124017180672.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.q_b")->flops, 309237645312.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.kv_b")->flops, 137438953472.0, 0, 0);
+    CHECK_NEAR(find(&l, "proj")->flops, 962072674304.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.kv_b")->model_flops, 137438953472.0, 0, 0);
+    /* GEMM bytes: (T x h + h x 2112 + T x 2112) x 2 = 106,299,392 */
+    CHECK_NEAR(find(&l, "qkv")->bytes, 106299392.0, 0, 0);
+    /* Latent norms: RMSNorm over T x 1536 reads x and 1536 weights, writes y:
+     * (2 x 4096 x 1536 + 1536) x 2 = 25,168,896 bytes, 4 FLOPs per element. */
+    const model_op *op = find(&l, "attn.q_a_norm");
+    CHECK(op->cls == HW_OP_VECTOR && !op->attn_core);
+    CHECK_NEAR(op->bytes, 25168896.0, 0, 0);
+    CHECK_NEAR(op->flops, 4.0 * 4096 * 1536, 0, 0);
+    CHECK_NEAR(find(&l, "attn.kv_a_norm")->bytes, (2.0 * 4096 * 512 + 512) * 2, 0, 0);
+    /* Attention core, scores of query/key dim 192, values of 128: the full QK^T and PV are
+     * 2 s^2 a (192 + 128) = 2 x 4096^2 x 128 x 320 = 1,374,389,534,720 model FLOPs; causal
+     * flash executes half, 687,194,767,360. It reads Q, K (128 x 192 each), V and writes O
+     * (128 x 128 each) per token, 2 bytes, and the fp32 logsumexp per head:
+     * 4096 x (2 x 24576 + 2 x 16384) x 2 + 4 x 128 x 4096 = 673,185,792 bytes. */
+    op = find(&l, "attn");
+    CHECK(op->attn_core);
+    CHECK_NEAR(op->model_flops, 1374389534720.0, 0, 0);
+    CHECK_NEAR(op->flops, 687194767360.0, 0, 0);
+    CHECK_NEAR(op->bytes, 673185792.0, 0, 0);
+    /* RoPE of the 128 query heads' 64 rotary dims and the shared 64-dim key, 3 FLOPs each:
+     * 3 x 4096 x (128 x 64 + 64) = 101,449,728. Bytes, fused with assembling the inputs:
+     * q in and Q out 2 x 128 x 192, kv_b's output 128 x 256 and k_rope 64 in, K and V
+     * 128 x (192 + 128) out = 122,944 elements per token: 2 x 4096 x 122,944 = 1,007,157,248. */
+    op = find(&l, "rope");
+    CHECK_NEAR(op->flops, 101449728.0, 0, 0);
+    CHECK_NEAR(op->bytes, 1007157248.0, 0, 0);
+    /* A layer's forward model FLOPs: the four projections 1,532,766,453,760, the MLP
+     * 2 x 4096 x 7168 x 36864 + 2 x 4096 x 18432 x 7168 = 3,246,995,275,776, attention
+     * 1,374,389,534,720: 6,154,151,264,256. */
+    CHECK_NEAR(sum_model_flops(&l, NULL), 6154151264256.0, 0, 0);
+
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    static const char *const bwd[] = {
+        "residual2.bwd", "mlp_down.dgrad", "mlp_down.wgrad", "act.bwd", "mlp_up.dgrad",
+        "mlp_up.wgrad", "norm2.bwd", "residual1.bwd", "proj.dgrad", "proj.wgrad", "attn.bwd",
+        "rope.bwd", "attn.kv_b.dgrad", "attn.kv_b.wgrad", "attn.q_b.dgrad", "attn.q_b.wgrad",
+        "attn.kv_a_norm.bwd", "attn.q_a_norm.bwd", "qkv.dgrad", "qkv.wgrad", "norm1.bwd"};
+    check_names(&l, bwd, (int)SIM_ARRAY_LEN(bwd));
+    /* Backward is twice the forward in model FLOPs (every matmul), so 12,308,302,528,512. */
+    CHECK_NEAR(sum_model_flops(&l, NULL), 2 * 6154151264256.0, 0, 0);
+    /* FlashAttention-2's five backward matmuls: S, dQ, dK of the scores' size, dP, dV of the
+     * context's: causal half of 2 s^2 a (3 x 192 + 2 x 128) = 4096^2 x 128 x 832 =
+     * 1,786,706,395,136 executed FLOPs (2.6 x the forward's, not MHA's 2.5: dqk != dv). */
+    op = find(&l, "attn.bwd");
+    CHECK_NEAR(op->flops, 1786706395136.0, 0, 0);
+    CHECK_NEAR(op->model_flops, 2 * 1374389534720.0, 0, 0);
+    CHECK(op->attn_core);
+    /* rope.bwd also sums the 128 heads' key-rope gradients: + 4096 x 128 x 64 */
+    CHECK_NEAR(find(&l, "rope.bwd")->flops, 101449728.0 + 4096.0 * 128 * 64, 0, 0);
+    /* each weight gradient is its matrix; the latent norms' wgrads are their weights */
+    CHECK_INT_EQ(find(&l, "qkv.wgrad")->grad_params, 15138816);
+    CHECK_INT_EQ(find(&l, "attn.q_b.wgrad")->grad_params, 37748736);
+    CHECK_INT_EQ(find(&l, "attn.kv_b.wgrad")->grad_params, 16777216);
+    CHECK_INT_EQ(find(&l, "proj.wgrad")->grad_params, 117440512);
+    CHECK_INT_EQ(find(&l, "attn.q_a_norm.bwd")->grad_params, 1536);
+    CHECK_INT_EQ(find(&l, "attn.kv_a_norm.bwd")->grad_params, 512);
+    CHECK_INT_EQ(sum_grads(&l), 583483392); /* the dense layer's parameters */
+    /* selective recompute re-runs only the attention core */
+    for (int i = 0; i < l.n; i++)
+        CHECK(l.op[i].attn_core == (strcmp(l.op[i].name, "attn.bwd") == 0));
+
+    /* Unfused attention, s = 1024: scores 2 x 1024^2 x 128 x 192 = 51,539,607,552 and
+     * context 2 x 1024^2 x 128 x 128 = 34,359,738,368, executed in full; backward twice
+     * each. */
+    sh = shape(1, 1024, 1, false, false);
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "attn.scores")->flops, 51539607552.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.context")->flops, 34359738368.0, 0, 0);
+    CHECK(find(&l, "rope") + 1 == find(&l, "attn.scores"));
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "attn.scores.bwd")->flops, 2 * 51539607552.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.context.bwd")->model_flops, 2 * 34359738368.0, 0, 0);
+}
+
+static void test_mla_tp(void)
+{
+    /* DeepSeek-V3, b = 1, s = 4096, t = 8: the per-head projections and the heads split by 8
+     * (16 heads per rank), the down projections and latent norms do not. */
+    model_spec m = deepseek_v3();
+    model_shape sh = shape(1, 4096, 8, false, true);
+    model_op_list l;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "qkv")->flops, 124017180672.0, 0, 0);       /* replicated */
+    CHECK_NEAR(find(&l, "attn.q_b")->flops, 309237645312.0 / 8, 0, 0);
+    CHECK_NEAR(find(&l, "attn.kv_b")->flops, 137438953472.0 / 8, 0, 0);
+    CHECK_NEAR(find(&l, "proj")->flops, 962072674304.0 / 8, 0, 0);
+    CHECK_NEAR(find(&l, "attn")->flops, 687194767360.0 / 8, 0, 0);
+    CHECK_NEAR(find(&l, "attn.q_a_norm")->bytes, 25168896.0, 0, 0); /* replicated */
+    /* Per-rank gradients: q_a + kv_a 15,138,816 and the latent norms 2,048 whole; q_b
+     * 4,718,592, kv_b 2,097,152 and o 14,680,064 (an eighth each); norm1, norm2 14,336;
+     * the MLP 396,361,728 / 8 = 49,545,216: 86,196,224. */
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(find(&l, "qkv.wgrad")->grad_params, 15138816);
+    CHECK_INT_EQ(find(&l, "attn.q_b.wgrad")->grad_params, 4718592);
+    CHECK_INT_EQ(find(&l, "attn.kv_b.wgrad")->grad_params, 2097152);
+    CHECK_INT_EQ(find(&l, "proj.wgrad")->grad_params, 14680064);
+    CHECK_INT_EQ(sum_grads(&l), 86196224);
+    /* With SP the h-wide norms run on T/8 tokens; the GEMMs, the down projection
+     * included, see all T (after the all-gather the planner puts before "qkv"). */
+    sh.sp = true;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "norm1")->bytes, (2.0 * 512 * 7168 + 7168) * 2, 0, 0);
+    CHECK_NEAR(find(&l, "qkv")->flops, 124017180672.0, 0, 0);
+    /* Without query compression the fused GEMM carries the rank's 16 query heads of 192
+     * and kv_a's 512 + 64 whole: 3,648 columns, 2 x 4096 x 7168 x 3648 FLOPs; its wgrad
+     * 7168 x 3648 = 26,148,864 parameters. */
+    m.attention.q_lora_rank = 0;
+    sh.sp = false;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    static const char *const fwd[] = {"norm1", "qkv", "attn.kv_a_norm", "attn.kv_b", "rope",
+                                      "attn", "proj", "residual1", "norm2", "mlp_up", "act",
+                                      "mlp_down", "residual2"};
+    check_names(&l, fwd, (int)SIM_ARRAY_LEN(fwd));
+    CHECK_NEAR(find(&l, "qkv")->flops, 2.0 * 4096 * 7168 * 3648, 0, 0);
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(find(&l, "qkv.wgrad")->grad_params, 26148864);
+    CHECK(!has_op(&l, "attn.q_b.wgrad") && !has_op(&l, "attn.q_a_norm.bwd"));
+}
+
+static void test_mla_step(void)
+{
+    /* One rank without TP or EP produces every gradient once: DeepSeek-V3's step sums to
+     * its 671,026,404,352 parameters, the small dense MLA model's to 72,376. */
+    model_spec m = deepseek_v3();
+    model_shape sh = shape(1, 2048, 1, false, true);
+    int64_t g;
+    double f;
+    moe_step(&m, &sh, &g, &f);
+    CHECK_INT_EQ(g, INT64_C(671026404352));
+    model_spec s = small_mla();
+    CHECK_INT_EQ(step_totals(&s, &sh).grad_params, 72376);
+
+    /* MODEL_OPS_MAX: a MoE layer with MLA, unfused attention, a shared expert and 256 local
+     * experts runs 5 x 256 + 28 backward kernels: residual2, 5 shared-expert kernels,
+     * unpermute, permute, gate, router x 2 (11), and the MLA attention part: norm2,
+     * residual1, proj x 2, 3 attention kernels, rope, kv_b x 2, q_b x 2, 2 latent norms,
+     * qkv x 2, norm1 (17). */
+    sh.flash_attention = false;
+    model_op_list l;
+    model_block_ops(&m, &sh, MODEL_BLOCK_MOE, MODEL_PHASE_BWD, &l);
+    CHECK_INT_EQ(l.n, 5 * 256 + 28);
+    CHECK(l.n <= MODEL_OPS_MAX);
+}
+
+static void test_mla_lora(void)
+{
+    /* LoRA on the small dense MLA model, r = 2, all seven targets: MLA has no q, k or v
+     * matrix, so o (24 -> 64) and the MLP are adapted: 2 x [(24 + 64) + (64 + 128) gate
+     * + (64 + 128) up + (128 + 64) down] = 2 x 664 = 1,328 per layer. */
+    model_spec m = small_mla();
+    model_ft ft = {.method = MODEL_FT_LORA, .rank = 2, .targets = MODEL_TARGET_ALL};
+    int64_t per_layer = -1;
+    model_count_lora_params(&m, &ft, &per_layer);
+    CHECK_INT_EQ(per_layer, 1328);
+    model_shape sh = ft_shape(1, 64, 1, false, true, ft.method, ft.rank, ft.targets);
+    model_op_list l;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK(!has_op(&l, "q.lora_a") && !has_op(&l, "k.lora_a") && !has_op(&l, "v.lora_a"));
+    CHECK(find(&l, "proj") + 1 == find(&l, "o.lora_a"));
+    /* frozen base: the step's gradients are the adapters' alone, 2 layers x 1,328 */
+    CHECK_INT_EQ(step_totals(&m, &sh).grad_params, 2 * 1328);
+    /* QLoRA dequantises every base GEMM of the layer before its forward and its dgrad:
+     * qkv, attn.q_b, attn.kv_b, proj, mlp_up, mlp_down. */
+    ft.method = MODEL_FT_QLORA;
+    sh = ft_shape(1, 64, 1, false, true, ft.method, ft.rank, ft.targets);
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    static const char *const deq[] = {"qkv.dequant", "attn.q_b.dequant", "attn.kv_b.dequant",
+                                      "proj.dequant", "mlp_up.dequant", "mlp_down.dequant"};
+    int n = 0;
+    for (int i = 0; i < l.n; i++)
+        n += ends_with(l.op[i].name, ".dequant");
+    CHECK_INT_EQ(n, 6);
+    for (size_t i = 0; i < SIM_ARRAY_LEN(deq); i++)
+        CHECK(has_op(&l, deq[i]));
+    /* the dequantised weights are QLoRA's matrices: the layer's 29,600 */
+    double P = 0;
+    for (int i = 0; i < l.n; i++)
+        if (ends_with(l.op[i].name, ".dequant"))
+            P += l.op[i].flops / 2;
+    CHECK_NEAR(P, 29600.0, 0, 0);
+}
+
+static void test_mla_activations(void)
+{
+    /* A dense DeepSeek-V3 layer, b = 1, s = 4096, flash, t = 1, bytes per token:
+     * norm1 and qkv inputs 2 x 2 x 7168 = 28,672; q_a_norm and q_b inputs 2 x 2 x 1536 =
+     * 6,144; kv_a_norm and kv_b inputs 2 x 2 x 512 = 2,048; Q, K, V 2 x 128 x (192 + 192
+     * + 128) = 131,072; logsumexp 4 x 128 = 512; attention output 2 x 128 x 128 = 32,768;
+     * norm2 input 14,336: attention part 215,552. MLP: mlp_up input 14,336, SwiGLU
+     * 3 x 2 x 18432 = 110,592. Total 340,480 per token, x 4096 = 1,394,606,080. */
+    model_spec m = deepseek_v3();
+    model_shape sh = shape(1, 4096, 1, false, true);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE),
+               340480.0 * 4096, 0, 0);
+    /* selective drops the logsumexp; full keeps the 14,336-byte layer input */
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_SELECTIVE),
+               (340480.0 - 512) * 4096, 0, 0);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL), 14336.0 * 4096,
+               0, 0);
+    /* t = 8, no SP: the h-wide tensors (3 x 14,336 + mlp_up's 14,336) and the latents
+     * (8,192) stay whole; Q, K, V (16,384), logsumexp (64), output (4,096) and the SwiGLU
+     * intermediates (13,824) split: 99,904 per token. */
+    sh = shape(1, 4096, 8, false, true);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 99904.0 * 4096,
+               0, 0);
+    /* With SP the four h-wide tensors split too (4 x 1,792): 49,728 per token. */
+    sh.sp = true;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 49728.0 * 4096,
+               0, 0);
+    /* Unfused attention at s = 1024 keeps the softmax output, 2 x 128 heads x 1024 per
+     * token, instead of the logsumexp (no dropout). */
+    sh = shape(1, 1024, 1, false, false);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE),
+               (340480.0 - 512 + 2.0 * 128 * 1024) * 1024, 0, 0);
+    /* A MoE layer, uniform routing, t = 1: the attention part 215,552; router input 14,336;
+     * fp32 probabilities 4 x 256 = 1,024; 8 choices x 12 = 96; 8 returned rows 8 x 14,336 =
+     * 114,688; 8 dispatched rows 114,688; their SwiGLU intermediates 8 x 3 x 2 x 2048 =
+     * 98,304; the shared expert's 3 x 2 x 2048 = 12,288: 570,976 per token. */
+    sh = shape(1, 4096, 1, false, true);
+    CHECK_NEAR(model_moe_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE, -1),
+               570976.0 * 4096, 0, 0);
+}
+
 int main(void)
 {
     test_params();
@@ -1331,5 +1686,11 @@ int main(void)
     test_moe_kernels();
     test_moe_step();
     test_moe_activations();
+    test_mla_params();
+    test_mla_kernels();
+    test_mla_tp();
+    test_mla_step();
+    test_mla_lora();
+    test_mla_activations();
     return test_finish();
 }
