@@ -46,6 +46,10 @@ int io__scenario_finish(const io_ynode *root, const char *default_name, plan_sce
 /* Names of device kinds and link classes in the explicit form (keys.c), terminated by
  * {NULL}. */
 extern const io_enum_name io__dev_kind_names[];
+
+/* The file stem of a path ("topologies/dgx-h100.yaml" -> "dgx-h100") into buf (size > 0),
+ * truncated to fit: the default name of a scenario, topology or model. Pure. */
+void io__file_stem(const char *path, char *buf, size_t size);
 extern const io_enum_name io__link_class_names[];
 
 /* The explicit topology form (explicit.c). io__devices_fn and io__links_fn are the custom

@@ -501,18 +501,6 @@ void io_scenario_info_destroy(io_scenario_info *info)
     sim_free(info);
 }
 
-static void scenario_stem(const char *path, char *out, size_t size)
-{
-    const char *base = strrchr(path, '/');
-    base = base ? base + 1 : path;
-    size_t len = strlen(base);
-    if (len > 5 && strcmp(base + len - 5, ".yaml") == 0)
-        len -= 5;
-    else if (len > 4 && strcmp(base + len - 4, ".yml") == 0)
-        len -= 4;
-    snprintf(out, size, "%.*s", (int)len, base);
-}
-
 int io_scenario_load(const char *path, const char *const *sets, size_t n_sets, plan_scenario *out,
                      io_scenario_info **info_out, sim_diag *diag)
 {
@@ -540,7 +528,7 @@ int io_scenario_load(const char *path, const char *const *sets, size_t n_sets, p
     io__scenario_prefill(sc);
     io_schema_ctx ctx = {.diag = diag};
     char stem[128];
-    scenario_stem(path, stem, sizeof stem);
+    io__file_stem(path, stem, sizeof stem);
     if ((rc = io_schema_apply(io__scenario_schema(), root, NULL, sc, &ctx)) ||
         (rc = io__scenario_finish(root, stem, sc, &ctx)))
         goto fail;
@@ -605,7 +593,7 @@ int io_topology_load(const char *path, const char *const *sets, size_t n_sets,
     io_schema_ctx ctx = {.diag = diag};
     snprintf(ctx.path, sizeof ctx.path, "topology");
     char stem[128];
-    scenario_stem(path, stem, sizeof stem);
+    io__file_stem(path, stem, sizeof stem);
     if ((rc = io_schema_apply(io__topology_schema(), troot, key, t, &ctx)) ||
         (rc = io__topology_finish(root, stem, t, &ctx)))
         goto fail;

@@ -85,8 +85,9 @@ static const io_ynode *locate(const io_ynode *root, const char *value_path, cons
     return k ? k->key : root;
 }
 
-/* The file stem of an origin ("topologies/dgx-h100.yaml" -> "dgx-h100") into buf. */
-static void stem(const char *path, char *buf, size_t size)
+/* The file stem of a path ("topologies/dgx-h100.yaml" -> "dgx-h100") into buf, truncated to
+ * fit. */
+void io__file_stem(const char *path, char *buf, size_t size)
 {
     const char *base = strrchr(path, '/');
     base = base ? base + 1 : path;
@@ -108,7 +109,7 @@ static void default_name_from_file(const io_ynode *root, const char *path, const
     const io_ypair *p = io_ypath_find(root, path);
     if (name[0] || !p || p->value->origin == parent->origin || p->value->origin->is_set)
         return;
-    stem(p->value->origin->name, name, size);
+    io__file_stem(p->value->origin->name, name, size);
 }
 
 /* The PCIe generation and lanes of a pcie node are given once: in node.intra (the older
