@@ -271,13 +271,26 @@ static int write_h5(const cli_args *a, const cli_job *j, const replay_results *r
     return 0;
 }
 
+/* A progress line on stderr for replays that take a while (every 15 s of wall time). */
+static void print_progress(void *ud, const replay_progress *at)
+{
+    const char *name = ud;
+    fprintf(stderr, "stepsim: %s: %d of %d step(s) done on every GPU, %.4g s simulated, "
+                    "%.3g M events, %.0f s wall\n",
+            name, at->steps_done, at->steps, at->simulated_s, (double)at->events / 1e6,
+            at->wall_s);
+}
+
 static int cmd_run(const cli_args *a)
 {
     cli_job *j = sim_calloc(1, sizeof *j);
     int rc = job_load(a, true, j);
     if (rc == 0) {
         replay_results *res = replay_results_create();
-        replay_options opt = {.timeline = j->sc.simulation.timeline};
+        replay_options opt = {.timeline = j->sc.simulation.timeline,
+                              .progress = print_progress,
+                              .progress_ud = j->sc.name,
+                              .progress_every_s = 15};
         replay_run(j->p, &opt, res);
         if (a->out)
             rc = write_h5(a, j, res);

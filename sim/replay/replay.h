@@ -16,8 +16,22 @@
 #include "plan/plan.h"
 #include "replay/results.h"
 
+/* Where a long replay stands, for a progress line. */
+typedef struct replay_progress {
+    int steps_done;        /* steps every rank has finished */
+    int steps;             /* steps to simulate */
+    double simulated_s;    /* simulated time reached */
+    unsigned long long events;
+    double wall_s;         /* since replay_run began */
+} replay_progress;
+
 typedef struct replay_options {
     bool timeline; /* record one row per executed op, every step */
+    /* Called about every progress_every_s of wall time (not at all when NULL); it must not
+     * touch the plan. Results never depend on it. */
+    void (*progress)(void *ud, const replay_progress *at);
+    void *progress_ud;
+    double progress_every_s;
 } replay_options;
 
 /* Replays `p` (which must carry a trace) for sc->simulation.steps steps and fills `out`
