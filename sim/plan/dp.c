@@ -544,7 +544,7 @@ static void build_units(gen *g)
  * (computed on the rank's local tokens, before the dispatch); the rest are dropped: not
  * sent, not computed. g->sent holds the assignments a rank dispatches, averaged over the
  * group (the all-to-all is modelled with equal buffers on every rank). */
-static void route_tokens(gen *g, int ep_block, int ep_coord)
+static void draw_block(gen *g, int ep_block)
 {
     const plan_scenario *sc = g->sc;
     int E = g->model.moe.experts, L = g->model.layers, k = g->model.moe.top_k;
@@ -552,8 +552,10 @@ static void route_tokens(gen *g, int ep_block, int ep_coord)
     double cf = sc->training.moe_capacity_factor;
     unsigned int per_rank = (unsigned int)(T * k);
     unsigned int cap = cf > 0 ? (unsigned int)ceil(cf * T * k / E) : per_rank;
+    size_t per_block = (size_t)L * (size_t)g->A;
+    unsigned int *counts = &g->moe_counts[(size_t)ep_block * per_block * (size_t)E];
+    double *sent = &g->moe_sent[(size_t)ep_block * per_block];
     double *prob = sim_calloc((size_t)E, sizeof *prob);
-    unsigned int *count = sim_calloc((size_t)E, sizeof *count);
     unsigned int *one = sim_calloc((size_t)E, sizeof *one);
     size_t *order = sim_calloc((size_t)E, sizeof *order);
     gsl_rng *rng = gsl_rng_alloc(gsl_rng_mt19937);
@@ -568,12 +570,13 @@ static void route_tokens(gen *g, int ep_block, int ep_coord)
         for (int j = 0; j < E; j++)
             prob[order[j]] = pow(j + 1.0, -sc->training.moe_routing_skew);
         for (int64_t mb = 0; mb < g->A; mb++) {
+            size_t at = (size_t)l * (size_t)g->A + (size_t)mb;
+            unsigned int *count = &counts[at * (size_t)E];
             gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * 2654435761u +
                                              (uint64_t)l * 40503u + (uint64_t)mb * 69069u +
                                              (uint64_t)ep_block * 2246822519u + 7u));
             double kept = 0;
             if (cf > 0) {
-                memset(count, 0, (size_t)E * sizeof *count);
                 for (int src = 0; src < g->ep; src++) {
                     gsl_ran_multinomial(rng, (size_t)E, per_rank, prob, one);
                     for (int e = 0; e < E; e++)
@@ -587,10 +590,7 @@ static void route_tokens(gen *g, int ep_block, int ep_coord)
                 kept += count[e];
                 busiest = count[e] > busiest ? count[e] : busiest;
             }
-            size_t at = (size_t)l * (size_t)g->A + (size_t)mb;
-            g->sent[at] = kept / g->ep;
-            for (int e = 0; e < g->n_local; e++)
-                g->route[at * (size_t)g->n_local + (size_t)e] = count[ep_coord * g->n_local + e];
+            sent[at] = kept / g->ep;
             g->moe_assigned += (double)per_rank * g->ep;
             g->moe_dropped += (double)per_rank * g->ep - kept;
             g->moe_imbalance_sum += kept > 0 ? busiest / (kept / E) : 1.0;
@@ -599,9 +599,26 @@ static void route_tokens(gen *g, int ep_block, int ep_coord)
     }
     gsl_rng_free(rng);
     sim_free(prob);
-    sim_free(count);
     sim_free(one);
     sim_free(order);
+}
+
+/* Points the rank at its EP group's routing, drawn on the group's first rank: every TP, PP
+ * and EP rank of a group shares one draw. */
+static void route_tokens(gen *g, int ep_block, int ep_coord)
+{
+    if (!g->moe_drawn[ep_block]) {
+        draw_block(g, ep_block);
+        g->moe_drawn[ep_block] = true;
+    }
+    int E = g->model.moe.experts;
+    size_t per_block = (size_t)g->model.layers * (size_t)g->A;
+    const unsigned int *counts = &g->moe_counts[(size_t)ep_block * per_block * (size_t)E];
+    g->sent = &g->moe_sent[(size_t)ep_block * per_block];
+    for (size_t at = 0; at < per_block; at++)
+        for (int e = 0; e < g->n_local; e++)
+            g->route[at * (size_t)g->n_local + (size_t)e] =
+                counts[at * (size_t)E + (size_t)(ep_coord * g->n_local + e)];
 }
 
 int plan__dp_trace(plan *p, sim_diag *diag)
@@ -785,9 +802,13 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     g.chunk_first[C] = g.n_units; /* the head joins the last chunk */
     sim_free(layers);
     g.mine = sim_calloc((size_t)g.n_units, sizeof *g.mine);
-    g.route = sim_calloc((size_t)g.model.layers * (size_t)g.A * (size_t)(g.n_local + 1),
-                         sizeof *g.route);
-    g.sent = sim_calloc((size_t)g.model.layers * (size_t)g.A, sizeof *g.sent);
+    size_t per_block = (size_t)g.model.layers * (size_t)g.A;
+    int n_blocks = g.n_local > 0 ? dp / g.ep : 0;
+    g.route = sim_calloc(per_block * (size_t)g.n_local, sizeof *g.route);
+    g.moe_drawn = sim_calloc((size_t)n_blocks, sizeof *g.moe_drawn);
+    g.moe_counts = sim_calloc((size_t)n_blocks * per_block * (size_t)g.model.moe.experts,
+                              sizeof *g.moe_counts);
+    g.moe_sent = sim_calloc((size_t)n_blocks * per_block, sizeof *g.moe_sent);
     p->mem = sim_calloc((size_t)n, sizeof *p->mem);
     for (int r = 0; r < n; r++) {
         g.rank = r;
@@ -846,7 +867,9 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     sim_free(ep_of);
     sim_free(edp_of);
     sim_free(g.route);
-    sim_free(g.sent);
+    sim_free(g.moe_drawn);
+    sim_free(g.moe_counts);
+    sim_free(g.moe_sent);
     sim_free(g.chunk_first);
     sim_free(g.mine);
     SIM_ASSERT(trace__check(p->trace) == 0, "generated trace is inconsistent");

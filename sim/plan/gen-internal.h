@@ -56,6 +56,11 @@ typedef struct gen {
     uint32_t g_ep, g_edp;    /* this rank's EP group and expert-data-parallel group */
     double *route;           /* tokens per local expert: [layer][micro-batch][local expert] */
     double *sent;            /* assignments each rank dispatches: [layer][micro-batch] */
+    /* per EP group (dp / ep of them), drawn once: counts [block][layer][micro-batch][expert],
+     * assignments dispatched per rank [block][layer][micro-batch] */
+    bool *moe_drawn;
+    unsigned int *moe_counts;
+    double *moe_sent;
     double moe_assigned, moe_dropped, moe_imbalance_sum, moe_draws; /* statistics */
     int n_local;             /* experts per rank */
     model_moe_load load;     /* the load of the unit being emitted */
