@@ -10,7 +10,7 @@ const char *coll_op_name(coll_op op)
 {
     static const char *const names[COLL_OP_COUNT] = {
         "all_reduce", "all_gather", "reduce_scatter", "broadcast",
-        "reduce",     "all_to_all", "send_recv"};
+        "reduce",     "all_to_all", "send_recv", "ring_shift"};
     SIM_ASSERT(op >= 0 && op < COLL_OP_COUNT, "op %d", (int)op);
     return names[op];
 }
@@ -44,6 +44,7 @@ double coll_busbw_factor(coll_op op, int n)
     case COLL_BROADCAST:
     case COLL_REDUCE:
     case COLL_SEND_RECV:
+    case COLL_RING_SHIFT:
     case COLL_OP_COUNT:
         break;
     }

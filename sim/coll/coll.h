@@ -9,7 +9,8 @@
  * table of coll.c. Size conventions follow nccl-tests: `bytes` is the buffer an all_reduce,
  * broadcast or reduce works on, the gathered output of an all_gather, the input of a
  * reduce_scatter, the whole send buffer of an all_to_all (each member sends bytes/n to
- * every member), the message of a send_recv.
+ * every member), the message of a send_recv, the message each member passes to its
+ * successor in a ring_shift (one step of ring attention: member i sends to i+1 mod n).
  *
  * Costs on an ideal uniform topology (per-direction bandwidth B per GPU, latency α per
  * step), S = bytes, as the tests check:
@@ -18,7 +19,8 @@
  *   halving-doubling all_reduce        2·log2(n)·α + 2(n-1)/n · S/B   (n a power of two)
  *   double binary tree all_reduce      latency 2·log2(n)·α-ish: grows with log2(n)
  *   direct all_to_all      α + (n-1)/n · S/B
- *   pairwise all_to_all    (n-1)·α + (n-1)/n · S/B */
+ *   pairwise all_to_all    (n-1)·α + (n-1)/n · S/B
+ *   ring_shift             α + S/B */
 #ifndef SIM_COLL_COLL_H
 #define SIM_COLL_COLL_H
 
@@ -34,6 +36,7 @@ typedef enum coll_op {
     COLL_REDUCE,
     COLL_ALL_TO_ALL,
     COLL_SEND_RECV,
+    COLL_RING_SHIFT,
     COLL_OP_COUNT
 } coll_op;
 

@@ -41,6 +41,7 @@ static bool hd_supports(coll_op op, const coll_group *g)
     case COLL_REDUCE:
     case COLL_ALL_TO_ALL:
     case COLL_SEND_RECV:
+    case COLL_RING_SHIFT:
     case COLL_OP_COUNT:
         break;
     }
@@ -107,6 +108,7 @@ static void hd_build(coll_schedule *s, coll_op op, const coll_group *g, double b
     case COLL_REDUCE:
     case COLL_ALL_TO_ALL:
     case COLL_SEND_RECV:
+    case COLL_RING_SHIFT:
     case COLL_OP_COUNT:
         SIM_ASSERT(0, "hd %s", coll_op_name(op));
     }

@@ -156,6 +156,7 @@ static void hier_build(coll_schedule *s, coll_op op, const coll_group *g, double
     case COLL_REDUCE:
     case COLL_ALL_TO_ALL:
     case COLL_SEND_RECV:
+    case COLL_RING_SHIFT:
     case COLL_OP_COUNT:
         SIM_ASSERT(0, "hierarchical %s", coll_op_name(op));
     }

@@ -5,7 +5,8 @@
  * all_gather / reduce_scatter: n-1 such rounds. all_to_all is not a ring operation.
  * broadcast / reduce: a chain from (to) the root, pipelined in `chunks` pieces: with C
  * chunks, n-2+C rounds of S/C, so large messages approach S/B and small ones (n-1)·α.
- * send_recv: one transfer from member 0 to member 1. */
+ * send_recv: one transfer from member 0 to member 1.
+ * ring_shift: one round in which every member sends S to its successor: α + S/B. */
 #include "core/sim.h"
 
 #include "coll/coll-internal.h"
@@ -65,6 +66,9 @@ static void ring_build(coll_schedule *s, coll_op op, const coll_group *g, double
     case COLL_SEND_RECV:
         coll_schedule_round(s);
         coll_schedule_add(s, 0, 1, bytes);
+        return;
+    case COLL_RING_SHIFT:
+        ring_rounds(s, n, 1, bytes);
         return;
     case COLL_ALL_TO_ALL:
     case COLL_OP_COUNT:

@@ -41,7 +41,10 @@ typedef struct dims {
     int64_t dv, dr, ql, kl;
     /* per rank */
     int64_t a_r, kv_r, f_r, up_r, v_r;
-    double b, s, T, Tn; /* Tn: tokens of the replicated-or-SP kernels (T/t with sp) */
+    double b, s, T, Tn; /* s: the rank's sequence (s/cp), T = b·s its tokens, Tn those of
+                           the replicated-or-SP kernels (T/t with sp) */
+    double ctx;         /* the whole sequence the attention spans (= s without CP) */
+    int64_t cp;         /* context-parallel degree (1: none) */
     double e;           /* bytes of a GEMM operand (compute dtype) */
     double ea;          /* bytes of an activation element (>= 2: fp8 GEMMs keep bf16 I/O) */
     bool flash;

@@ -123,8 +123,13 @@ void model__shape_dims(const model_spec *m, const model_shape *sh, dims *o)
     o->f_r = model__ceil_div(o->ffn, t);
     o->up_r = o->swiglu ? 2 * o->f_r : o->f_r; /* SwiGLU: gate and up fused, 2f columns */
     o->v_r = model__ceil_div(o->vocab, t);
+    o->cp = sh->cp > 1 ? sh->cp : 1;
+    SIM_ASSERT(sh->seq_len % o->cp == 0 && (o->cp == 1 || sh->flash_attention),
+               "cp=%lld with s=%lld flash=%d not validated", (long long)o->cp,
+               (long long)sh->seq_len, (int)sh->flash_attention);
     o->b = (double)sh->micro_batch;
-    o->s = (double)sh->seq_len;
+    o->ctx = (double)sh->seq_len;
+    o->s = o->ctx / (double)o->cp;
     o->T = o->b * o->s;
     o->Tn = sh->sp ? o->T / (double)t : o->T;
     o->e = hw_dtype_bytes(sh->dtype);
@@ -370,24 +375,37 @@ static void embed_ops(const dims *D, model_phase ph, model_op_list *l)
 }
 
 /* The attention core on this rank's a_r query heads. Per token, Q has a_r·dqk elements, K
- * kvh·dqk, V kvh·dvh and the output O a_r·dvh; QK^T over the full s x s is 2·b·s²·a_r·dqk
- * FLOPs, PV 2·b·s²·a_r·dvh (MHA: dqk = dvh = d, together Korthikanti's 4·b·s²·a·d/t). */
+ * kvh·dqk, V kvh·dvh and the output O a_r·dvh; QK^T of the rank's s queries over the whole
+ * context ctx is 2·b·s·ctx·a_r·dqk FLOPs, PV 2·b·s·ctx·a_r·dvh (MHA without CP: dqk = dvh =
+ * d, s = ctx, together Korthikanti's 4·b·s²·a·d/t).
+ *
+ * Context parallelism (cp = c > 1, Megatron's ring attention with causal load balancing):
+ * the sequence is cut into 2c chunks and rank i holds chunks i and 2c-1-i, so every ring
+ * step sees the same unmasked work: with chunks of m tokens, step 1 (its own K/V) computes
+ * its two diagonal blocks (m²/2 each) and chunk 2c-1-i against chunk i (m²), and each
+ * other step one of its chunks against both received chunks or both against one: 2m² pairs
+ * a step, c steps, 2c·m² = (s·ctx)/2 in all — the causal half of the rank's share. Each
+ * step is one flash kernel of 1/c of that work; steps after the first also merge their
+ * partial output into the running one by the logsumexps (read both outputs, write one). */
 void model__attn_core_fwd(const dims *D, double dqk, double dvh, double kvh, model_op_list *l)
 {
     double a = (double)D->a_r;
     double q = a * dqk, k = kvh * dqk, v = kvh * dvh, o = a * dvh;
-    double full_s = 2 * D->b * D->s * D->s * q;  /* QK^T over the full s x s */
-    double full_pv = 2 * D->b * D->s * D->s * o; /* PV over the full s x s */
+    double full_s = 2 * D->b * D->s * D->ctx * q;  /* QK^T over the whole context */
+    double full_pv = 2 * D->b * D->s * D->ctx * o; /* PV over the whole context */
     double full = full_s + full_pv;
     if (D->flash) {
         /* FlashAttention-2 with a causal mask skips the tiles above the diagonal: it
          * executes half of the full matmul FLOPs (Dao 2023 §3.1). Ideal I/O: Q, K, V in,
          * O and the fp32 logsumexp per (head, token) out. */
-        model_op *op = model__push(l, "attn", HW_OP_MATMUL, full / 2, full,
-                                   D->T * (q + k + v + o) * D->ea +
-                                       FP32_BYTES * D->b * a * D->s,
-                                   0);
-        op->attn_core = true;
+        double c = (double)D->cp, lse = FP32_BYTES * D->b * a * D->s;
+        for (int j = 0; j < D->cp; j++) {
+            double merge = j > 0 ? 3 * D->T * o * D->ea + 3 * lse : 0;
+            model_op *op = model__push(l, "attn", HW_OP_MATMUL, full / 2 / c, full / c,
+                                       D->T * (q + k + v + o) * D->ea + lse + merge, 0);
+            op->attn_core = true;
+            op->cp_step = D->cp > 1 ? j + 1 : 0;
+        }
         return;
     }
     /* Unfused attention (Megatron's core attention): scores S = QK^T for the full s x s,
@@ -409,21 +427,28 @@ void model__attn_core_bwd(const dims *D, double dqk, double dvh, double kvh, mod
 {
     double a = (double)D->a_r;
     double q = a * dqk, k = kvh * dqk, v = kvh * dvh, o = a * dvh;
-    double full_s = 2 * D->b * D->s * D->s * q;
-    double full_pv = 2 * D->b * D->s * D->s * o;
+    double full_s = 2 * D->b * D->s * D->ctx * q;
+    double full_pv = 2 * D->b * D->s * D->ctx * o;
     double full = full_s + full_pv;
     if (D->flash) {
         /* FlashAttention-2 backward recomputes S and P and runs five matmuls: S, dQ = dS K
          * and dK = dS^T Q of QK^T's size, dP = dO V^T and dV = P^T dO of PV's — 2.5 x the
          * executed forward when dqk = dvh, causal half included. Reads Q, K, V, O, dO and
          * the logsumexp; writes dQ, dK, dV; the fp32 row sums D = rowsum(dO * O) are
-         * written and read once. */
-        model_op *op = model__push(l, "attn.bwd", HW_OP_MATMUL, (3 * full_s + 2 * full_pv) / 2,
-                                   2 * full,
-                                   D->T * (2 * q + 2 * k + 2 * v + 2 * o) * D->ea +
-                                       3 * FP32_BYTES * D->b * a * D->s,
-                                   0);
-        op->attn_core = true;
+         * written and read once. Under CP, c steps of 1/c each (as the forward); after the
+         * first, a step adds its dK, dV share into the block's running gradient that came
+         * with it around the ring (read it, write the sum). */
+        double c = (double)D->cp;
+        for (int j = 0; j < D->cp; j++) {
+            double acc = j > 0 ? 2 * D->T * (k + v) * D->ea : 0;
+            model_op *op = model__push(l, "attn.bwd", HW_OP_MATMUL,
+                                       (3 * full_s + 2 * full_pv) / 2 / c, 2 * full / c,
+                                       D->T * (2 * q + 2 * k + 2 * v + 2 * o) * D->ea +
+                                           3 * FP32_BYTES * D->b * a * D->s + acc,
+                                       0);
+            op->attn_core = true;
+            op->cp_step = D->cp > 1 ? j + 1 : 0;
+        }
         return;
     }
     double S = D->b * a * D->s * D->s;
@@ -684,6 +709,17 @@ int64_t model_layer_matrix_params(const model_spec *m)
 double model_qlora_weight_bytes(void)
 {
     return 0.5 + 8.0 / (64 * 8) + 32.0 / (64.0 * 256 * 8);
+}
+
+double model_cp_kv_bytes(const model_spec *m, const model_shape *sh)
+{
+    dims D;
+    model__shape_dims(m, sh, &D);
+    if (D.cp == 1)
+        return 0;
+    double kvh = D.mla ? (double)D.a_r : (double)D.kv_r;
+    double dqk = (double)(D.mla ? D.d + D.dr : D.d), dvh = (double)D.dv;
+    return D.T * kvh * (dqk + dvh) * D.ea;
 }
 
 /* ---- activations --------------------------------------------------------------------- */

@@ -105,6 +105,10 @@ typedef struct model_shape {
     bool flash_attention;
     model_ft ft;         /* fine-tuning method; zero-initialised = full training */
     int ep;              /* expert-parallel degree (0 or 1: no EP); must divide moe.experts */
+    int cp;              /* context-parallel degree c (0 or 1: none): each rank holds s/c of
+                            the sequence (two load-balanced chunks of s/2c), every per-token
+                            kernel works on b·s/c tokens, and the attention core is c ring
+                            steps (flash attention only; c must divide s) */
     const model_moe_load *moe; /* MoE layers' routed load; NULL = uniform routing: each of the
                                   experts/ep local experts processes T·top_k·ep/experts
                                   tokens, T = b·s the rank's own tokens (docs/models.md) */
@@ -132,6 +136,9 @@ typedef struct model_op {
     int64_t grad_params;     /* > 0 for a weight-gradient kernel: gradients it produces */
     bool attn_core;          /* part of the attention core (QK^T, softmax, PV): what selective
                                 recompute re-runs in backward */
+    int cp_step;             /* with sh->cp = c > 1: 1..c for the attention core's ring steps
+                                (step k works on the K/V block of the rank k-1 places back in
+                                the ring); 0 for every other kernel */
 } model_op;
 
 /* A QLoRA layer's backward with all seven targets runs 46 kernels; a MoE layer's backward
@@ -239,6 +246,13 @@ typedef enum model_recompute {
  * intermediate x A (e_a b s r bytes per target). Cannot fail. */
 double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
                                     model_recompute rc);
+
+/* Context parallelism (sh->cp = c > 1): bytes of the K/V block one rank holds for one layer
+ * and micro-batch, what each ring-attention step passes to the next rank: b·(s/c) tokens of
+ * kv heads x (key dim + value dim) activations (MHA/GQA: kv_heads/t heads of 2·head_dim; MLA:
+ * a/t heads of qk_nope + qk_rope + v_head_dim, keys and values as the attention consumes
+ * them). 0 without CP. Cannot fail. */
+double model_cp_kv_bytes(const model_spec *m, const model_shape *sh);
 
 /* Activation bytes one MoE layer keeps for backward, per micro-batch, on one rank: the dense
  * layer's attention part, the router input and fp32 router probabilities, the routing

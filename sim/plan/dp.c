@@ -625,7 +625,8 @@ int plan__dp_trace(plan *p, sim_diag *diag)
 {
     const plan_scenario *sc = p->sc;
     gen g = {.p = p, .sc = sc, .zero = sc->parallel.zero, .A = p->accum_steps,
-             .model = sc->model, .tp = sc->parallel.tp, .sp = sc->parallel.sp};
+             .model = sc->model, .tp = sc->parallel.tp, .sp = sc->parallel.sp,
+             .cp = sc->parallel.cp};
     /* Megatron pads the vocabulary to a multiple of 128 x tp (make-vocab-size-divisible-by) */
     if (g.tp > 1) {
         int64_t unit = 128 * (int64_t)g.tp;
@@ -635,12 +636,13 @@ int plan__dp_trace(plan *p, sim_diag *diag)
                          .seq_len = sc->training.seq_len,
                          .tp = sc->parallel.tp,
                          .sp = sc->parallel.sp,
+                         .cp = sc->parallel.cp,
                          .dtype = sc->training.precision,
                          .flash_attention = sc->training.flash_attention,
                          .ft = finetune_of(&sc->training)};
     g.wbytes = sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);
     g.gbytes = hw_dtype_bytes(sc->training.grad_dtype);
-    int n = p->n_ranks, dp = sc->parallel.dp, tp = g.tp, pp = sc->parallel.pp;
+    int n = p->n_ranks, dp = sc->parallel.dp, pp = sc->parallel.pp;
     g.pp = pp;
     g.vstages = pp > 1 ? sc->parallel.pipeline.virtual_stages : 1;
     g.chunks = pp * g.vstages;
@@ -657,19 +659,19 @@ int plan__dp_trace(plan *p, sim_diag *diag)
                               "the interleaved schedule needs the micro-batches per pipeline "
                               "(%lld) to be a multiple of pp (%d)", (long long)g.A, pp);
     g.ep = sc->parallel.ep;
-    g.n_edp = dp / g.ep;
     g.n_local = g.model.moe.experts > 0 ? g.model.moe.experts / g.ep : 0;
     g.sh.ep = g.ep;
     if (g.model.moe.experts > 0 && g.zero == 3)
         return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
                                    "FSDP/ZeRO-3 with mixture-of-experts models is not supported "
                                    "yet");
-    g.hybrid = g.zero == 3 && sc->parallel.fsdp.hybrid_shard && dp > 1;
-    if (g.hybrid && tp > 1)
-        return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
-                                   "hybrid_shard with tensor parallelism is not supported yet");
-    if (g.hybrid && p->coords[n - 1].node == p->coords[0].node)
-        g.hybrid = false; /* one node: hybrid shard is full shard */
+    g.hybrid = g.zero == 3 && sc->parallel.fsdp.hybrid_shard && dp * g.cp > 1;
+    int rc = plan__groups_create(&g, diag);
+    if (rc != 0) {
+        trace_destroy(g.t);
+        plan__groups_destroy(&g);
+        return rc;
+    }
 
     g.mem_sharers = sim_calloc((size_t)n, sizeof *g.mem_sharers);
     if (sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU) {
@@ -677,6 +679,8 @@ int plan__dp_trace(plan *p, sim_diag *diag)
             int mem = hw_topo_host_memory(p->topo, r);
             if (mem < 0) {
                 sim_free(g.mem_sharers);
+                trace_destroy(g.t);
+                plan__groups_destroy(&g);
                 return sim_diag_error(diag, "scenario", 0, 0,
                                       "offload.optimizer: cpu needs host memory, and GPU %d "
                                       "reaches none in topology '%s'", r, sc->topology.name);
@@ -685,109 +689,11 @@ int plan__dp_trace(plan *p, sim_diag *diag)
                 g.mem_sharers[r] += hw_topo_host_memory(p->topo, q) == mem;
         }
     }
-    /* rank of each (pp, tp, dp) coordinate */
-    int32_t *rank_of = sim_calloc((size_t)n, sizeof *rank_of);
-#define RANK_OF(s, t, d) rank_of[((s) * tp + (t)) * dp + (d)]
-    for (int r = 0; r < n; r++)
-        RANK_OF(p->coords[r].c[PLAN_GROUP_PP], p->coords[r].c[PLAN_GROUP_TP],
-                p->coords[r].c[PLAN_GROUP_DP]) = r;
-
-    /* data-parallel groups: one per tp coordinate (or, under hybrid shard, per node) */
-    int per_node = dp, nodes = 1;
-    if (g.hybrid) {
-        per_node = 0;
-        while (per_node < n && p->coords[per_node].node == p->coords[0].node)
-            per_node++;
-        nodes = n / per_node;
-        for (int r = 0; r < n; r++)
-            if (n % per_node != 0 || p->coords[r].node != p->coords[r - r % per_node].node) {
-                sim_free(rank_of);
-                return sim_diag_error(diag, "scenario", 0, 0,
-                                      "hybrid_shard needs the same number of ranks on every "
-                                      "node (rank %d breaks the pattern)", r);
-            }
-    }
-    g.n = per_node;
-    g.t = trace_create(n);
-    int32_t *members = sim_calloc((size_t)(n + 1), sizeof *members);
-    uint32_t *shard_of = sim_calloc((size_t)n, sizeof *shard_of);
-    uint32_t *rep_of = sim_calloc((size_t)n, sizeof *rep_of);
-    uint32_t *tp_of = sim_calloc((size_t)n, sizeof *tp_of);
-    for (int st = 0; st < pp; st++)
-        for (int t = 0; t < tp; t++)
-            for (int s = 0; s < nodes; s++) {
-                for (int i = 0; i < g.n; i++)
-                    members[i] = RANK_OF(st, t, s * g.n + i);
-                uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, g.n, members);
-                for (int i = 0; i < g.n; i++)
-                    shard_of[members[i]] = gid;
-            }
-    if (g.hybrid) /* tp = pp = 1 here */
-        for (int i = 0; i < g.n; i++) {
-            for (int s = 0; s < nodes; s++)
-                members[s] = RANK_OF(0, 0, s * g.n + i);
-            uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, nodes, members);
-            for (int s = 0; s < nodes; s++)
-                rep_of[members[s]] = gid;
-        }
-    if (tp > 1)
-        for (int st = 0; st < pp; st++)
-            for (int d = 0; d < dp; d++) {
-                for (int t = 0; t < tp; t++)
-                    members[t] = RANK_OF(st, t, d);
-                if (!p->warning[0] && p->coords[members[0]].node != p->coords[members[tp - 1]].node)
-                    snprintf(p->warning, sizeof p->warning,
-                             "tensor-parallel group of ranks %d..%d spans nodes %d and %d: its "
-                             "collectives cross the inter-node network (put tp first in "
-                             "parallel.order, or use tp <= GPUs per node)",
-                             members[0], members[tp - 1], p->coords[members[0]].node,
-                             p->coords[members[tp - 1]].node);
-                uint32_t gid = trace_add_group(g.t, PLAN_GROUP_TP, tp, members);
-                for (int t = 0; t < tp; t++)
-                    tp_of[members[t]] = gid;
-            }
-    /* experts: EP groups of ep consecutive dp ranks, expert-DP groups of the ranks holding the
-     * same experts (same ep coordinate) */
-    uint32_t *ep_of = sim_calloc((size_t)n, sizeof *ep_of);
-    uint32_t *edp_of = sim_calloc((size_t)n, sizeof *edp_of);
-    if (g.ep > 1)
-        for (int st = 0; st < pp; st++)
-            for (int t = 0; t < tp; t++) {
-                for (int k = 0; k < dp / g.ep; k++) {
-                    for (int e = 0; e < g.ep; e++)
-                        members[e] = RANK_OF(st, t, k * g.ep + e);
-                    uint32_t gid = trace_add_group(g.t, PLAN_GROUP_EP, g.ep, members);
-                    for (int e = 0; e < g.ep; e++)
-                        ep_of[members[e]] = gid;
-                }
-                if (g.n_edp > 1)
-                    for (int e = 0; e < g.ep; e++) {
-                        for (int k = 0; k < g.n_edp; k++)
-                            members[k] = RANK_OF(st, t, k * g.ep + e);
-                        uint32_t gid = trace_add_group(g.t, PLAN_GROUP_DP, g.n_edp, members);
-                        for (int k = 0; k < g.n_edp; k++)
-                            edp_of[members[k]] = gid;
-                    }
-            }
-    /* pipeline: a pair of ranks per chunk boundary and direction, for each (tp, dp) */
-    int C = g.chunks;
-    uint32_t *pp_fwd = sim_calloc((size_t)n * (size_t)C, sizeof *pp_fwd);
-    uint32_t *pp_bwd = sim_calloc((size_t)n * (size_t)C, sizeof *pp_bwd);
-    for (int b = 0; b + 1 < C; b++)
-        for (int t = 0; t < tp; t++)
-            for (int d = 0; d < dp; d++) {
-                int32_t a = RANK_OF(b % pp, t, d), z = RANK_OF((b + 1) % pp, t, d);
-                int32_t fwd[2] = {a, z}, bwd[2] = {z, a};
-                uint32_t gf = trace_add_group(g.t, PLAN_GROUP_PP, 2, fwd);
-                uint32_t gb = trace_add_group(g.t, PLAN_GROUP_PP, 2, bwd);
-                pp_fwd[(size_t)a * C + b] = pp_fwd[(size_t)z * C + b] = gf;
-                pp_bwd[(size_t)a * C + b] = pp_bwd[(size_t)z * C + b] = gb;
-            }
-#undef RANK_OF
-    sim_free(rank_of);
     g.seq = sim_calloc(g.t->n_groups, sizeof *g.seq);
     g.seq_pos = sim_calloc(g.t->n_groups, sizeof *g.seq_pos);
     build_units(&g);
+    g.cp_kv = model_cp_kv_bytes(&g.model, &g.sh);
+    int C = g.chunks;
     /* chunks of units: embedding with chunk 0, head with the last */
     g.chunk_first = sim_calloc((size_t)C + 1, sizeof *g.chunk_first);
     int *layers = sim_calloc((size_t)C, sizeof *layers);
@@ -803,7 +709,7 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     sim_free(layers);
     g.mine = sim_calloc((size_t)g.n_units, sizeof *g.mine);
     size_t per_block = (size_t)g.model.layers * (size_t)g.A;
-    int n_blocks = g.n_local > 0 ? dp / g.ep : 0;
+    int n_blocks = g.n_local > 0 ? g.cp * dp / g.ep : 0;
     g.route = sim_calloc(per_block * (size_t)g.n_local, sizeof *g.route);
     g.moe_drawn = sim_calloc((size_t)n_blocks, sizeof *g.moe_drawn);
     g.moe_counts = sim_calloc((size_t)n_blocks * per_block * (size_t)g.model.moe.experts,
@@ -811,17 +717,11 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     g.moe_sent = sim_calloc((size_t)n_blocks * per_block, sizeof *g.moe_sent);
     p->mem = sim_calloc((size_t)n, sizeof *p->mem);
     for (int r = 0; r < n; r++) {
-        g.rank = r;
-        g.g_shard = shard_of[r];
-        g.g_rep = rep_of[r];
-        g.g_tp = tp_of[r];
-        g.stage = p->coords[r].c[PLAN_GROUP_PP];
-        g.g_ep = ep_of[r];
-        g.g_edp = edp_of[r];
+        plan__groups_select(&g, r);
         if (g.n_local > 0)
-            route_tokens(&g, p->coords[r].c[PLAN_GROUP_DP] / g.ep, p->coords[r].c[PLAN_GROUP_EP]);
-        g.pp_fwd = &pp_fwd[(size_t)r * C];
-        g.pp_bwd = &pp_bwd[(size_t)r * C];
+            route_tokens(&g, p->coords[r].c[PLAN_GROUP_CP] * (dp / g.ep) +
+                                 p->coords[r].c[PLAN_GROUP_DP] / g.ep,
+                         p->coords[r].c[PLAN_GROUP_EP]);
         for (int u = 0; u < g.n_units; u++)
             g.mine[u] = false;
         for (int c = g.stage; c < C; c += pp)
@@ -858,14 +758,7 @@ int plan__dp_trace(plan *p, sim_diag *diag)
     sim_free(g.units);
     sim_free(g.deferred);
     sim_free(g.mem_sharers);
-    sim_free(members);
-    sim_free(shard_of);
-    sim_free(rep_of);
-    sim_free(tp_of);
-    sim_free(pp_fwd);
-    sim_free(pp_bwd);
-    sim_free(ep_of);
-    sim_free(edp_of);
+    plan__groups_destroy(&g);
     sim_free(g.route);
     sim_free(g.moe_drawn);
     sim_free(g.moe_counts);

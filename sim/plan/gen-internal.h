@@ -42,6 +42,11 @@ typedef struct gen {
     uint32_t g_tp;           /* this rank's tensor-parallel group */
     int tp;
     bool sp;
+    int cp;                  /* context-parallel degree */
+    uint32_t g_cp;           /* this rank's context-parallel ring (cp > 1) */
+    double cp_kv;            /* bytes of the K/V block a ring-attention step passes on */
+    /* every rank's groups, by rank (groups.c); pp_*_of: [rank][chunk boundary] */
+    uint32_t *shard_of, *rep_of, *tp_of, *cp_of, *ep_of, *edp_of, *pp_fwd_of, *pp_bwd_of;
     bool have_pending;       /* a TP collective the next compute kernel must wait for */
     uint32_t pending;
     uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
@@ -103,6 +108,15 @@ void plan__moe_shape(gen *g, const unit *u, int mb);
 
 /* Issues the open and deferred gradient buckets after `last_bwd`. */
 void plan__bucket_flush(gen *g, uint32_t last_bwd, int mb);
+/* Creates g->t with every process group (groups.c: layout and member order) and sets g->n
+ * and g->n_edp; clears g->hybrid on a single node. Needs g->p, g->sc, g->ep, g->chunks,
+ * g->hybrid. Returns 0 or an error with diag set (hybrid shard over unequal nodes, or with
+ * tp or cp). */
+int plan__groups_create(gen *g, sim_diag *diag);
+/* Points g's per-rank fields (rank, groups, stage, pp_fwd/pp_bwd) at rank r. */
+void plan__groups_select(gen *g, int r);
+void plan__groups_destroy(gen *g);
+
 /* Gradient bytes the unit's backward produces on this rank. */
 double plan__unit_grad_bytes(const gen *g, const unit *u);
 

@@ -267,6 +267,12 @@ static void test_supports(void)
     CHECK(!coll_algo_get(COLL_ALGO_TREE)->supports(COLL_REDUCE_SCATTER, &g8));
     CHECK(!coll_algo_get(COLL_ALGO_TREE)->supports(COLL_ALL_TO_ALL, &g8));
     CHECK(!coll_algo_get(COLL_ALGO_TREE)->supports(COLL_SEND_RECV, &g8));
+    /* ring_shift is a ring operation only */
+    CHECK(coll_algo_get(COLL_ALGO_RING)->supports(COLL_RING_SHIFT, &g6));
+    CHECK(!coll_algo_get(COLL_ALGO_TREE)->supports(COLL_RING_SHIFT, &g8));
+    CHECK(!coll_algo_get(COLL_ALGO_HD)->supports(COLL_RING_SHIFT, &g8));
+    CHECK(!coll_algo_get(COLL_ALGO_DIRECT)->supports(COLL_RING_SHIFT, &g8));
+    CHECK(!coll_algo_get(COLL_ALGO_HIERARCHICAL)->supports(COLL_RING_SHIFT, &g8));
 
     /* hd: all_reduce on any n; all_gather / reduce_scatter on powers of two only */
     CHECK(coll_algo_get(COLL_ALGO_HD)->supports(COLL_ALL_REDUCE, &g6));
@@ -355,6 +361,15 @@ static void test_ring_closed_forms(void)
         CHECK(gather_causal(&s, n, false));
         build(&s, COLL_ALGO_RING, COLL_REDUCE_SCATTER, &g, S, 0, 1);
         CHECK(gather_causal(&s, n, true));
+        /* ring_shift (one ring-attention step): one round, every member sends S to its
+         * successor: T = α + S/B, and each member's payload is S */
+        build(&s, COLL_ALGO_RING, COLL_RING_SHIFT, &g, S, 0, 1);
+        CHECK_INT_EQ(s.n_rounds, 1);
+        CHECK_INT_EQ((long long)s.n_xfers, n);
+        for (size_t i = 0; i < s.n_xfers; i++)
+            CHECK_INT_EQ(s.xfers[i].dst, (s.xfers[i].src + 1) % n);
+        CHECK_NEAR(ideal_star(&s, n, ALPHA, BW), ALPHA + S / BW, 1e-12, 0);
+        CHECK_NEAR(coll_schedule_bytes_sent(&s, n - 1), S, 0, 0);
     }
     coll_schedule_clear(&s);
 }
