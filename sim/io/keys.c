@@ -99,8 +99,6 @@ static const io_enum_name attention_names[] = {
 /* ---------------------------------------------------------------------------------------- */
 /* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
 
-static const io_notsup ns_cp = {.feature = "context parallelism",
-                                .issue = "the context-parallel issue"};
 static const io_notsup ns_jitter = {.feature = "compute jitter",
                                     .issue = "the variability issue"};
 static const io_notsup ns_symmetry = {.feature = "data-parallel symmetry",
@@ -336,7 +334,7 @@ static const io_key parallel_keys[] = {
     {.name = "tp", .type = IO_K_INT, .offset = PA(tp), .flags = DEGREE},
     {.name = "pp", .type = IO_K_INT, .offset = PA(pp), .flags = DEGREE},
     {.name = "ep", .type = IO_K_INT, .offset = PA(ep), .flags = DEGREE},
-    {.name = "cp", .type = IO_K_INT, .offset = PA(cp), .flags = DEGREE, .notsup = &ns_cp},
+    {.name = "cp", .type = IO_K_INT, .offset = PA(cp), .flags = DEGREE},
     {.name = "sp", .type = IO_K_BOOL, .offset = PA(sp)},
     {.name = "zero", .type = IO_K_INT, .offset = PA(zero), .flags = IO_KEY_MIN | IO_KEY_MAX,
      .min = 0, .max = 3},

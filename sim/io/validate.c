@@ -355,6 +355,24 @@ static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx
             return SIM_EINVAL;
         }
     }
+    /* Ring attention with causal load balancing (Megatron/Transformer Engine): the sequence
+     * is cut into 2·cp equal chunks, and the steps are flash-attention kernels. */
+    if (p->cp > 1 && tr->seq_len % (2 * (int64_t)p->cp) != 0) {
+        io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.cp", "parallel"),
+                        "parallel.cp: %d needs training.seq_len (%lld) to be a multiple of "
+                        "2 x cp = %d", p->cp, (long long)tr->seq_len, 2 * p->cp);
+        sim_diag_hint(ctx->diag, "causal load balancing gives each rank two of 2 x cp equal "
+                                 "chunks of the sequence");
+        return SIM_EINVAL;
+    }
+    if (p->cp > 1 && !tr->flash_attention) {
+        io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.cp", "parallel"),
+                        "parallel.cp: context parallelism needs training.flash_attention: "
+                        "true");
+        sim_diag_hint(ctx->diag, "ring attention runs one fused attention kernel per ring "
+                                 "step, as Transformer Engine does");
+        return SIM_EINVAL;
+    }
     model_spec *mm = &sc->model;
     if (mm->moe.experts > 0) {
         if (mm->moe.top_k < 1 || mm->moe.top_k > mm->moe.experts)

@@ -219,7 +219,8 @@ static void gen_bucketed(gen *g)
 static uint32_t add_p2p(gen *g, uint32_t group, const char *name, int mb, bool have_dep,
                         uint32_t dep)
 {
-    double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len * g->model.hidden * 2.0;
+    double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
+                   g->model.hidden * 2.0;
     if (g->tp > 1) /* Megatron's scatter/gather: each TP rank sends its 1/t slice */
         bytes /= g->tp;
     trace_op o = {
@@ -504,7 +505,7 @@ static void build_units(gen *g)
             /* MoE layers: activation bytes for the expected (uniform) routing: the rank's
              * experts process T·top_k tokens */
             bool is_moe = blocks[b] == MODEL_BLOCK_MOE;
-            double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len *
+            double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
                             (moe ? g->model.moe.top_k : 0);
             u.act = is_moe ? model_moe_layer_activation_bytes(&g->model, &g->sh,
                                                               sc->training.recompute, tokens)
@@ -548,7 +549,7 @@ static void draw_block(gen *g, int ep_block)
 {
     const plan_scenario *sc = g->sc;
     int E = g->model.moe.experts, L = g->model.layers, k = g->model.moe.top_k;
-    double T = (double)g->sh.micro_batch * (double)g->sh.seq_len;
+    double T = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp; /* local tokens */
     double cf = sc->training.moe_capacity_factor;
     unsigned int per_rank = (unsigned int)(T * k);
     unsigned int cap = cf > 0 ? (unsigned int)ceil(cf * T * k / E) : per_rank;

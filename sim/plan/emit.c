@@ -152,7 +152,7 @@ static const tp_point *tp_find(const gen *g, const char *name, model_phase ph, b
 
 static double tp_bytes(const gen *g, const tp_point *t)
 {
-    double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len;
+    double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp;
     return t->loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
 }
 
@@ -262,6 +262,67 @@ static void ep_all_to_all(gen *g, const char *name, int layer, int mb)
     g->have_pending = true;
 }
 
+/* ---- context parallelism: ring attention --------------------------------------------
+ *
+ * Megatron/Transformer Engine's ring attention (model__attn_core_fwd has the load-balanced
+ * split): the attention core is cp steps; step k attends to the K/V block of the rank k-1
+ * places back in the ring. Each hop is a ring_shift over the CP group: every rank passes
+ * the block it holds (B = model_cp_kv_bytes) to its successor while it computes on it, into
+ * the second of two receive buffers. Forward, steps C1..Cc and shifts S1..S(c-1):
+ *   S1 (own block) after the kernel that produced K and V;  C1;
+ *   Sj (j < c) once C(j-1) has freed its buffer;  Cj waits for S(j-1).
+ * So a rank sends (c-1)·B per layer and micro-batch. Backward re-circulates K and V and
+ * carries each block's running dK, dV along with it: Sj (2 <= j < c) moves the dK, dV that
+ * C(j-1) added to plus the next K/V block (2B); Sc only the gradient; after Cc a last shift
+ * returns every block's finished gradient to its owner, and the next kernel (which needs dK
+ * and dV) waits for it: (2c-1)·B per layer and micro-batch. Recomputation repeats the
+ * forward's shifts. The receive buffers (two K/V blocks, plus two gradient blocks in
+ * backward) are held from the first step to the last. */
+static uint32_t cp_shift(gen *g, double bytes, bool bwd, uint32_t dep, int layer, int mb)
+{
+    return plan__add_coll_op(g, g->g_cp, COLL_RING_SHIFT, bytes, bwd ? "cp.kv_grad" : "cp.kv",
+                             layer, mb, &dep, 1);
+}
+
+static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model_phase mph,
+                            int layer, int mb, bool recompute, const uint32_t *deps,
+                            size_t n_deps);
+
+static uint32_t emit_cp_step(gen *g, const model_op *mo, trace_phase phase, model_phase mph,
+                             int layer, int mb, bool recompute, const uint32_t *deps,
+                             size_t n_deps)
+{
+    int c = g->cp, j = mo->cp_step;
+    double B = g->cp_kv;
+    bool bwd = mph == MODEL_PHASE_BWD;
+    int64_t buffers = (int64_t)(B * ((c > 2 ? 2 : 1) + (bwd ? 2 : 0)));
+    uint32_t all[8];
+    size_t n = 0;
+    for (size_t i = 0; i < n_deps && n < 7; i++)
+        all[n++] = deps[i];
+    uint32_t idx;
+    if (j == 1) {
+        SIM_ASSERT(g->have_compute, "rank %d: ring attention before any kernel", g->rank);
+        g->cp_recv = cp_shift(g, B, bwd, g->last_compute, layer, mb);
+        idx = emit_kernel(g, mo, phase, mph, layer, mb, recompute, all, n);
+        trace_add_mem(g->t, g->rank, idx, PLAN_MEM_BUFFERS, buffers, false);
+    } else {
+        all[n++] = g->cp_recv; /* the block this step works on */
+        double bytes = bwd ? (j < c ? 2 * B : B) : (j < c ? B : 0);
+        if (bytes > 0) /* C(j-1) (the latest kernel) has freed the buffer */
+            g->cp_recv = cp_shift(g, bytes, bwd, g->last_compute, layer, mb);
+        idx = emit_kernel(g, mo, phase, mph, layer, mb, recompute, all, n);
+    }
+    if (j == c) {
+        trace_add_mem(g->t, g->rank, idx, PLAN_MEM_BUFFERS, -buffers, true);
+        if (bwd) { /* the finished dK, dV go home; the next kernel consumes them */
+            g->pending = cp_shift(g, B, bwd, idx, layer, mb);
+            g->have_pending = true;
+        }
+    }
+    return idx;
+}
+
 /* ---- gradient buckets (DDP, ZeRO-1/2) ------------------------------------------------ */
 
 static void bucket_coll(gen *g, double bytes, uint32_t dep, int mb)
@@ -327,8 +388,11 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
             continue;
         if (i == first_exp)
             ep_all_to_all(g, before, u->layer, mb);
-        uint32_t idx = emit_kernel(g, mo, phase, mph, u->layer, mb, recompute,
-                                   first ? deps : NULL, first ? n_deps : 0);
+        uint32_t idx = mo->cp_step > 0
+                           ? emit_cp_step(g, mo, phase, mph, u->layer, mb, recompute,
+                                          first ? deps : NULL, first ? n_deps : 0)
+                           : emit_kernel(g, mo, phase, mph, u->layer, mb, recompute,
+                                         first ? deps : NULL, first ? n_deps : 0);
         if (!s.any)
             s.first = idx;
         first = false;

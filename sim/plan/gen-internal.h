@@ -45,6 +45,7 @@ typedef struct gen {
     int cp;                  /* context-parallel degree */
     uint32_t g_cp;           /* this rank's context-parallel ring (cp > 1) */
     double cp_kv;            /* bytes of the K/V block a ring-attention step passes on */
+    uint32_t cp_recv;        /* the shift that brings the next ring step its block */
     /* every rank's groups, by rank (groups.c); pp_*_of: [rank][chunk boundary] */
     uint32_t *shard_of, *rep_of, *tp_of, *cp_of, *ep_of, *edp_of, *pp_fwd_of, *pp_bwd_of;
     bool have_pending;       /* a TP collective the next compute kernel must wait for */

@@ -71,9 +71,6 @@ int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *
         rc = sim_diag_error(diag, "scenario", 0, 0,
                             "the parallel layout needs %d GPUs but topology '%s' has %d", n,
                             sc->topology.name, have);
-    else if (par->cp != 1)
-        rc = sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
-                                 "context parallelism is not supported yet");
     int64_t gb = sc->training.global_batch;
     if (gb == 0)
         gb = sc->training.micro_batch * par->dp;

@@ -4,6 +4,7 @@
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
+      | cp
 Each expected number is derived in a comment next to it."""
 import json, os, subprocess, sys, tempfile
 
@@ -109,7 +110,7 @@ BAD = [
     ("bad-missing-file.yaml", (3, 8), "no-such-model.yaml"),
     ("bad-negative-size.yaml", (5, 17), "negative"),
     ("bad-duplicate-key.yaml", (6, 3), "duplicate"),
-    ("bad-not-supported.yaml", (6, 7), "not supported"),
+    ("bad-not-supported.yaml", (7, 11), "not supported"),
     ("bad-too-many-gpus.yaml", (5, 7), "GPU"),
 ]
 
@@ -625,9 +626,68 @@ def moe():
     check(rc == 2 and "parallel.ep" in err, "ep must divide the experts: " + err)
 
 
+def cp():
+    ddp = os.path.join(data, "ddp.yaml")
+    # tiny-gpt (L = 2, h = 256, 4 MHA heads of d = 64), one micro-batch of b = 2, s = 512,
+    # flash attention (ring attention needs it), no recompute, on the ideal pair as cp = 2.
+    # Each rank holds s/c = 256 tokens; its K/V block is b·(s/c)·kv_heads·2d·2 bytes =
+    # 2 x 256 x 4 x 128 x 2 = 524,288 (B). A layer's forward passes its block c-1 times,
+    # its backward 2c-1 times (K/V again plus the running dK, dV, which end at their owner):
+    # (1 + 3) x 2 layers = 8B = 4,194,304 bytes per GPU.
+    base = ["--set", "training.flash_attention=true", "--set", "training.recompute=none",
+            "--set", "parallel.dp=1", "--set", "parallel.cp=2", "--set", "training.global_batch=2"]
+    B = 2 * 256 * 4 * 128 * 2
+    check(B == 524288, "hand-derived K/V block")
+    d = run_json(ddp, *base)
+    check(d.get("comm_bytes_per_gpu", {}).get("cp") == 8 * B, "cp = 2 ring bytes: %s" % d.get("comm_bytes_per_gpu"))
+    # cp = 4 on four GPUs: s/c = 128, B/2 = 262,144; (3 + 7) x 2 layers = 20 blocks = 5,242,880
+    d4 = run_json(ddp, *base, "--set", "parallel.cp=4", "--set", "topology.node.gpus=4")
+    check(d4.get("comm_bytes_per_gpu", {}).get("cp") == 20 * B // 2, "cp = 4 ring bytes: %s" % d4.get("comm_bytes_per_gpu"))
+    # Selective recompute re-runs the attention core, ring included: + (c-1)·B per layer
+    d = run_json(ddp, *base, "--set", "training.recompute=selective")
+    check(d.get("comm_bytes_per_gpu", {}).get("cp") == 10 * B, "recompute repeats the ring: %s" % d.get("comm_bytes_per_gpu"))
+    # Overlap. Make the pair's link 1,000 GB/s without latency and s = 8,192: B becomes
+    # 2 x 4,096 x 1,024 = 8,388,608 bytes, 8.388608 us a hop, while a forward ring step on the
+    # ideal GPU executes 1/c of the rank's causal half, 2·b·s²·h/c² = 1.718e10 FLOPs = 34.7 us
+    # at 494.5 TFLOP/s (a backward step 2.5 x that): every hop but one hides behind a step.
+    # The exception is the last backward hop, which returns the finished dK, dV to their
+    # owner: the layer's next kernel needs them, so it is exposed, once per layer:
+    # 2 x 8.388608 us.
+    fast = base + ["--set", "training.seq_len=8192", "--set", "topology.node.intra.bandwidth=1000 GB/s",
+                   "--set", "topology.node.intra.latency=0 us"]
+    d = run_json(ddp, *fast)
+    near(d.get("exposed_comm_s", {}).get("cp", 0), 2 * 8.388608e-6, 1e-6, "only the dK/dV return is exposed")
+    near(d.get("bubble_by_cause", {}).get("cp", 0) * d.get("step_time_s", 0), 2 * 8.388608e-6, 1e-6,
+         "the exposed ring is the cp bubble")
+    # Activations: every per-token tensor holds the rank's s/c tokens, so cp = 2 at s = 1,024
+    # keeps exactly what cp = 1 keeps at s = 512, half of cp = 1 at s = 1,024
+    a2 = run_json(ddp, *base, "--set", "training.seq_len=1024").get("mem_bytes", {}).get("activations")
+    one = base[:-4] + ["--set", "training.global_batch=2"]  # cp = 1, one GPU
+    a1 = run_json(ddp, *one).get("mem_bytes", {}).get("activations")
+    a1l = run_json(ddp, *one, "--set", "training.seq_len=1024").get("mem_bytes", {}).get("activations")
+    check(a2 == a1 and 2 * a2 == a1l, "activations / cp: %s %s %s" % (a2, a1, a1l))
+    # Gradients are reduced over dp x cp: cp = 2, dp = 1 moves exactly the data-parallel bytes
+    # of cp = 1, dp = 2 (same parameters per rank, a group of two)
+    dcp = run_json(ddp, *base)
+    ddp2 = run_json(ddp, *one, "--set", "parallel.dp=2", "--set", "training.global_batch=4")
+    check(dcp.get("comm_bytes_per_gpu", {}).get("dp") == ddp2.get("comm_bytes_per_gpu", {}).get("dp") > 0,
+          "the gradient group spans dp x cp: %s vs %s" % (dcp.get("comm_bytes_per_gpu"), ddp2.get("comm_bytes_per_gpu")))
+    # Experts with context parallelism: each rank dispatches its own s/c tokens, so the
+    # all-to-all bytes of the moe test (4,194,304 for T = 1,024) halve with cp = 2
+    d = run_json(ddp, *base, "--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"),
+                 "--set", "parallel.ep=2", "--set", "parallel.dp=2", "--set", "training.global_batch=4",
+                 "--set", "topology.node.gpus=4")
+    check(d.get("comm_bytes_per_gpu", {}).get("ep") == 4194304 // 2, "ep bytes with cp: %s" % d.get("comm_bytes_per_gpu"))
+    # Refusals: 2·cp must divide the sequence, flash attention is required
+    rc, out, err = run("check", ddp, *base, "--set", "parallel.cp=3", "--set", "topology.node.gpus=3")
+    check(rc == 2 and "parallel.cp" in err and "multiple of 2 x cp" in err, "seq_len % 2cp: " + err)
+    rc, out, err = run("check", ddp, *base, "--set", "training.flash_attention=false")
+    check(rc == 2 and "flash_attention" in err, "cp needs flash attention: " + err)
+
+
 {"acceptance": acceptance, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
- "moe": moe}[mode]()
+ "moe": moe, "cp": cp}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)

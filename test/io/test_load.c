@@ -575,11 +575,21 @@ static void test_not_supported(void)
     plan_scenario sc;
     sim_diag d;
 
-    /* "  cp: 2" at 4:7 */
-    CHECK_INT_EQ(load(REFS "parallel:\n  cp: 2\n", &sc, &d), SIM_ENOTSUP);
-    CHECK_DIAG(d, "s.yaml", 4, 7);
-    CHECK_STR_EQ(d.msg, "`parallel.cp: 2`: context parallelism is not supported yet (coming with "
-                        "the context-parallel issue)");
+    /* "  jitter: 0.1" at 4:11 */
+    CHECK_INT_EQ(load(REFS "simulation:\n  jitter: 0.1\n", &sc, &d), SIM_ENOTSUP);
+    CHECK_DIAG(d, "s.yaml", 4, 11);
+    CHECK_STR_EQ(d.msg, "`simulation.jitter: 0.1`: compute jitter is not supported yet (coming "
+                        "with the variability issue)");
+    /* context parallelism loads; it needs 2·cp | seq_len ("  cp: 3" at 4:3, the key: 2048 is
+     * not a multiple of 6) and flash attention */
+    CHECK_INT_EQ(load(REFS "parallel:\n  cp: 2\n", &sc, &d), 0);
+    CHECK_INT_EQ(sc.parallel.cp, 2);
+    CHECK_INT_EQ(load(REFS "parallel:\n  cp: 3\n", &sc, &d), SIM_EINVAL);
+    CHECK_STR_EQ(d.msg, "parallel.cp: 3 needs training.seq_len (2048) to be a multiple of 2 x cp "
+                        "= 6");
+    CHECK_INT_EQ(load(REFS "training: {flash_attention: false}\nparallel:\n  cp: 2\n", &sc, &d),
+                 SIM_EINVAL);
+    CHECK_STR_HAS(d.msg, "context parallelism needs training.flash_attention: true");
     /* tensor parallelism loads; sequence parallelism without it is refused at sp's value */
     CHECK_INT_EQ(load(REFS "parallel:\n  tp: 1\n  sp: true\n", &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "s.yaml", 5, 7);
@@ -1247,9 +1257,9 @@ static void test_set(void)
     CHECK_INT_EQ(load_sets(REFS, v2, 1, &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "--set topology.gpu.memory=40", 0, 0);
     CHECK_STR_HAS(d.msg, "missing unit in '40'");
-    const char *v3[] = {"parallel.cp=2"};
+    const char *v3[] = {"simulation.jitter=0.5"};
     CHECK_INT_EQ(load_sets(REFS, v3, 1, &sc, &d), SIM_ENOTSUP);
-    CHECK_DIAG(d, "--set parallel.cp=2", 0, 0);
+    CHECK_DIAG(d, "--set simulation.jitter=0.5", 0, 0);
     const char *v4[] = {"parallel.dp=[1, 2"};
     CHECK_INT_EQ(load_sets(REFS, v4, 1, &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "--set parallel.dp=[1, 2", 0, 0);

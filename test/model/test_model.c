@@ -1669,6 +1669,67 @@ static void test_mla_activations(void)
                570976.0 * 4096, 0, 0);
 }
 
+/* Context parallelism (ring attention with causal load balancing). */
+static void test_context_parallel(void)
+{
+    model_spec m = llama31_8b();
+    model_shape one = shape(1, 32768, 1, false, true), four = one;
+    four.cp = 4;
+    model_op_list a, c;
+    /* Per-token kernels work on the rank's s/c tokens: the QKV GEMM is a quarter */
+    model_block_ops(&m, &one, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &a);
+    model_block_ops(&m, &four, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &c);
+    CHECK_NEAR(find(&c, "qkv")->flops, find(&a, "qkv")->flops / 4, 1e-12, 0);
+    /* The core is c = 4 ring steps; a rank's queries (s/c) see the whole context (s), so its
+     * executed causal work is (s/c)·s/2 of the s²/2 without CP, 1/c, split evenly over the c
+     * steps by the load balancing: each step 1/c² = 1/16 of the unsplit kernel, in executed
+     * and model FLOPs. Over c ranks x c steps the model FLOPs add up to the unsplit s². */
+    int steps = 0;
+    double flops = 0, model = 0;
+    for (int i = 0; i < c.n; i++)
+        if (c.op[i].attn_core) {
+            steps++;
+            CHECK_INT_EQ(c.op[i].cp_step, steps);
+            CHECK_STR_EQ(c.op[i].name, "attn");
+            CHECK_NEAR(c.op[i].flops, find(&a, "attn")->flops / 16, 1e-12, 0);
+            flops += c.op[i].flops;
+            model += c.op[i].model_flops;
+        }
+    CHECK_INT_EQ(steps, 4);
+    CHECK_NEAR(4 * model, find(&a, "attn")->model_flops, 1e-12, 0);
+    CHECK_INT_EQ(find(&a, "attn")->cp_step, 0);
+    /* backward: 4 steps of 1/16 of "attn.bwd" */
+    model_block_ops(&m, &one, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &a);
+    model_block_ops(&m, &four, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &c);
+    steps = 0;
+    for (int i = 0; i < c.n; i++)
+        if (c.op[i].attn_core) {
+            steps++;
+            CHECK_INT_EQ(c.op[i].cp_step, steps);
+            CHECK_NEAR(c.op[i].flops, find(&a, "attn.bwd")->flops / 16, 1e-12, 0);
+        }
+    CHECK_INT_EQ(steps, 4);
+    /* The K/V block a step passes on: b·(s/c) = 8,192 tokens x 8 KV heads x (128 + 128) x 2
+     * bytes = 33,554,432; with tp = 8, one KV head per rank: 4,194,304. None without CP. */
+    CHECK_NEAR(model_cp_kv_bytes(&m, &four), 33554432.0, 0, 0);
+    model_shape tp8 = four;
+    tp8.tp = 8;
+    CHECK_NEAR(model_cp_kv_bytes(&m, &tp8), 4194304.0, 0, 0);
+    CHECK_NEAR(model_cp_kv_bytes(&m, &one), 0, 0, 0);
+    /* MLA passes every head's key (qk_nope + qk_rope = 12) and value (6): 4 heads x 18 x 2
+     * bytes per token, b·s/c = 2 x 64 / 2 = 64 tokens: 9,216 */
+    model_spec mla = small_mla();
+    model_shape ms = shape(2, 64, 1, false, true);
+    ms.cp = 2;
+    CHECK_NEAR(model_cp_kv_bytes(&mla, &ms), 9216.0, 0, 0);
+    /* Activations are per token: cp = 4 at s keeps what cp = 1 keeps at s/4 */
+    model_shape quarter = shape(1, 8192, 1, false, true);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &four, MODEL_RECOMPUTE_NONE),
+               model_layer_activation_bytes(&m, &quarter, MODEL_RECOMPUTE_NONE), 1e-12, 0);
+    CHECK_NEAR(model_head_activation_bytes(&m, &four), model_head_activation_bytes(&m, &quarter),
+               1e-12, 0);
+}
+
 int main(void)
 {
     test_params();
@@ -1692,5 +1753,6 @@ int main(void)
     test_mla_step();
     test_mla_lora();
     test_mla_activations();
+    test_context_parallel();
     return test_finish();
 }
