@@ -26,34 +26,37 @@ void plan_rank_coord(const plan_parallel *par, int rank, plan_coord *out)
 
 /* ---- memory walk ------------------------------------------------------------------ */
 
-/* Each rank's memory events in program order (ops one after another, start then end):
- * the peak and its split, for `stepsim mem`. The replay applies the same events in
+/* One rank's memory events in program order (ops one after another, start then end): its
+ * peak and the split at the peak, for `stepsim mem`. The replay applies the same events in
  * simulated time, where overlapping streams can only add to this peak's neighbours. */
-static void walk(plan *p)
+void plan__walk_rank(plan *p, int r)
 {
-    p->peak = sim_calloc((size_t)p->n_ranks, sizeof *p->peak);
-    int worst = 0;
-    for (int r = 0; r < p->n_ranks; r++) {
-        const trace_rank *tr = &p->trace->ranks[r];
-        plan_mem level = p->mem[r];
-        p->peak[r] = level;
-        for (size_t i = 0; i < tr->n_ops; i++) {
-            const trace_op *o = &tr->ops[i];
-            for (int end = 0; end <= 1; end++) {
-                for (uint32_t k = 0; k < o->n_mem; k++) {
-                    const trace_mem *e = &tr->mem[o->mem_first + k];
-                    if (e->at_end != end)
-                        continue;
-                    level.bytes[e->cat] += e->bytes;
-                    level.total += e->bytes;
-                }
-                if (level.total > p->peak[r].total)
-                    p->peak[r] = level;
+    const trace_rank *tr = &p->trace->ranks[r];
+    plan_mem level = p->mem[r];
+    p->peak[r] = level;
+    for (size_t i = 0; i < tr->n_ops; i++) {
+        const trace_op *o = &tr->ops[i];
+        for (int end = 0; end <= 1; end++) {
+            for (uint32_t k = 0; k < o->n_mem; k++) {
+                const trace_mem *e = &tr->mem[o->mem_first + k];
+                if (e->at_end != end)
+                    continue;
+                level.bytes[e->cat] += e->bytes;
+                level.total += e->bytes;
             }
+            if (level.total > p->peak[r].total)
+                p->peak[r] = level;
         }
+    }
+}
+
+/* The verdict of the rank with the highest peak. */
+static void verdict(plan *p)
+{
+    int worst = 0;
+    for (int r = 1; r < p->n_ranks; r++)
         if (p->peak[r].total > p->peak[worst].total)
             worst = r;
-    }
     p->oom = plan_mem_verdict(&p->peak[worst], p->capacity_bytes, p->binding_constraint,
                               sizeof p->binding_constraint);
 }
@@ -96,12 +99,16 @@ int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *
         plan_rank_coord(par, r, &p->coords[r]);
         p->coords[r].node = hw_topo_device(topo, hw_topo_gpu_device(topo, r))->node;
     }
-    rc = plan__dp_trace(p, diag);
+    p->peak = sim_calloc((size_t)n, sizeof *p->peak);
+    rc = plan__dp_trace(p, !with_trace, diag);
     if (rc != 0) {
         plan_destroy(p);
         return rc;
     }
-    walk(p);
+    if (with_trace)
+        for (int r = 0; r < n; r++)
+            plan__walk_rank(p, r);
+    verdict(p);
     if (!with_trace) {
         trace_destroy(p->trace);
         p->trace = NULL;

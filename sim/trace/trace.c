@@ -147,28 +147,44 @@ void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool
 
 void trace_finish(trace *t)
 {
-    for (int rk = 0; rk < t->n_ranks; rk++) {
-        trace_rank *r = &t->ranks[rk];
-        for (size_t i = 0; i < r->n_ops; i++)
-            r->ops[i].n_mem = 0;
-        for (size_t i = 0; i < r->n_mem; i++)
-            r->ops[r->mem[i].op].n_mem++;
-        uint32_t pos = 0;
-        for (size_t i = 0; i < r->n_ops; i++) {
-            r->ops[i].mem_first = pos;
-            pos += r->ops[i].n_mem;
-        }
-        trace_mem *sorted = sim_calloc(r->n_mem + 1, sizeof *sorted);
-        uint32_t *fill = sim_calloc(r->n_ops + 1, sizeof *fill);
-        for (size_t i = 0; i < r->n_mem; i++) {
-            const trace_mem *e = &r->mem[i];
-            sorted[r->ops[e->op].mem_first + fill[e->op]++] = *e;
-        }
-        sim_free(fill);
-        sim_free(r->mem);
-        r->mem = sorted;
-        r->cap_mem = r->n_mem + 1;
+    for (int rk = 0; rk < t->n_ranks; rk++)
+        trace_finish_rank(t, rk);
+}
+
+void trace_release_rank(trace *t, int rank)
+{
+    trace_rank *r = &t->ranks[rank];
+    sim_free(r->ops);
+    sim_free(r->deps);
+    sim_free(r->mem);
+    r->ops = NULL;
+    r->deps = NULL;
+    r->mem = NULL;
+    r->n_ops = r->cap_ops = r->n_deps = r->cap_deps = r->n_mem = r->cap_mem = 0;
+}
+
+void trace_finish_rank(trace *t, int rk)
+{
+    trace_rank *r = &t->ranks[rk];
+    for (size_t i = 0; i < r->n_ops; i++)
+        r->ops[i].n_mem = 0;
+    for (size_t i = 0; i < r->n_mem; i++)
+        r->ops[r->mem[i].op].n_mem++;
+    uint32_t pos = 0;
+    for (size_t i = 0; i < r->n_ops; i++) {
+        r->ops[i].mem_first = pos;
+        pos += r->ops[i].n_mem;
     }
+    trace_mem *sorted = sim_calloc(r->n_mem + 1, sizeof *sorted);
+    uint32_t *fill = sim_calloc(r->n_ops + 1, sizeof *fill);
+    for (size_t i = 0; i < r->n_mem; i++) {
+        const trace_mem *e = &r->mem[i];
+        sorted[r->ops[e->op].mem_first + fill[e->op]++] = *e;
+    }
+    sim_free(fill);
+    sim_free(r->mem);
+    r->mem = sorted;
+    r->cap_mem = r->n_mem + 1;
 }
 
 int trace__check(const trace *t)

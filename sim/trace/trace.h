@@ -148,6 +148,11 @@ void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool
 /* Indexes the memory events by op (stable: events of one op keep the order they were added
  * in). Call once the trace is complete, before replaying or checking it. */
 void trace_finish(trace *t);
+/* trace_finish for one rank, for generators that finish ranks one at a time. */
+void trace_finish_rank(trace *t, int rank);
+/* Frees one rank's ops, dependencies and memory events (the rank stays, empty): a caller
+ * that only needs each rank's ops once (the memory walk) keeps memory to one rank's worth. */
+void trace_release_rank(trace *t, int rank);
 
 /* Checks the invariants listed above (deps point backwards, every collective instance has
  * exactly one op on each member rank and on no other, streams in range). Returns 0 or -1
