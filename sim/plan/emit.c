@@ -52,11 +52,32 @@ uint32_t plan__add_coll_op(gen *g, uint32_t group, coll_op op, double bytes, con
     return idx;
 }
 
+/* The memo slot of a kernel name (a static string), claimed for it. */
+static size_t memo_slot(gen *g, const char *name)
+{
+    size_t k = ((uintptr_t)name >> 3) % SIM_ARRAY_LEN(g->memo);
+    if (g->memo[k].name != name) {
+        memset(&g->memo[k], 0, sizeof g->memo[k]);
+        g->memo[k].name = name;
+    }
+    return k;
+}
+
+static uint32_t kernel_name(gen *g, const char *name, bool recompute)
+{
+    size_t k = memo_slot(g, name);
+    if (!g->memo[k].have[recompute]) {
+        char buf[96];
+        snprintf(buf, sizeof buf, "%s%s", recompute ? "recompute." : "", name);
+        g->memo[k].id[recompute] = trace_intern(g->t, buf);
+        g->memo[k].have[recompute] = true;
+    }
+    return g->memo[k].id[recompute];
+}
+
 static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int layer, int mb,
                             bool recompute, const uint32_t *deps, size_t n_deps)
 {
-    char name[96];
-    snprintf(name, sizeof name, "%s%s", recompute ? "recompute." : "", mo->name);
     trace_op op = {
         .kind = TRACE_OP_COMPUTE,
         .stream = TRACE_STREAM_COMPUTE,
@@ -66,7 +87,7 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
         .recompute = recompute,
         .layer = layer,
         .microbatch = mb,
-        .name = trace_intern(g->t, name),
+        .name = kernel_name(g, mo->name, recompute),
         .flops = mo->flops,
         .model_flops = mo->model_flops,
         .bytes = mo->bytes,
@@ -138,16 +159,22 @@ static const tp_point tp_points[] = {
 
 /* Emits the TP collective at kernel `name` (before or after it), if any: it waits for the
  * latest compute kernel and the next compute kernel waits for it. */
-static const tp_point *tp_find(const gen *g, const char *name, model_phase ph, bool before)
+static const tp_point *tp_find(gen *g, const char *name, model_phase ph, bool before)
 {
     if (g->tp <= 1)
         return NULL;
-    for (size_t i = 0; i < SIM_ARRAY_LEN(tp_points); i++) {
+    size_t k = memo_slot(g, name);
+    if (g->memo[k].have_tp[ph][before])
+        return g->memo[k].tp[ph][before];
+    const tp_point *found = NULL;
+    for (size_t i = 0; i < SIM_ARRAY_LEN(tp_points) && !found; i++) {
         const tp_point *t = &tp_points[i];
         if (t->phase == ph && t->before == before && t->sp == g->sp && !strcmp(t->kernel, name))
-            return t;
+            found = t;
     }
-    return NULL;
+    g->memo[k].tp[ph][before] = found;
+    g->memo[k].have_tp[ph][before] = true;
+    return found;
 }
 
 static double tp_bytes(const gen *g, const tp_point *t)

@@ -83,6 +83,15 @@ typedef struct gen {
     uint32_t last_coll;
     int *mem_sharers;   /* per rank: ranks staging in the same host memory (offload) */
     double model_flops, hardware_flops;
+    /* memo of kernel names (model ops name kernels with static strings): name id by
+     * (pointer, recompute), and the TP collective points by (pointer, phase, before) */
+    struct {
+        const char *name;
+        uint32_t id[2];
+        bool have[2];
+        const void *tp[2][2];
+        bool have_tp[2][2];
+    } memo[512];
 } gen;
 static inline int64_t plan__ceil_div(int64_t a, int64_t b)
 {
