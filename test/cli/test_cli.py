@@ -683,6 +683,21 @@ def cp():
     check(rc == 2 and "parallel.cp" in err and "multiple of 2 x cp" in err, "seq_len % 2cp: " + err)
     rc, out, err = run("check", ddp, *base, "--set", "training.flash_attention=false")
     check(rc == 2 and "flash_attention" in err, "cp needs flash attention: " + err)
+    # A CP run's HDF5 passes the contract; its ring steps appear as ring_shift ops of group
+    # cp on the cp stream: per layer and micro-batch c-1 forward + c+1 backward = 4 hops at
+    # c = 2, x 2 layers x 2 ranks x 2 steps = 32 rows
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "cp.h5")
+        rc, out, err = run("run", ddp, *base, "-o", h5)
+        check(rc == 0, "cp run with HDF5: " + err)
+        if rc == 0 and contract_check:
+            p = subprocess.run(["/usr/bin/python3", contract_check, "h5", h5], capture_output=True, text=True)
+            check(p.returncode == 0, "contract-check cp h5: " + p.stdout + p.stderr)
+            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+            hops = [r for r in t if r["kind"] == b"ring_shift"]
+            check(len(hops) == 32 and all(r["group"] == b"cp" and r["stream"] == b"cp" for r in hops),
+                  "ring_shift rows: %d" % len(hops))
 
 
 {"acceptance": acceptance, "errors": errors, "determinism": determinism,
