@@ -253,22 +253,40 @@ static int job_load(const cli_args *a, bool with_trace, cli_job *j)
     return 0;
 }
 
-static int write_h5(const cli_args *a, const cli_job *j, const replay_results *res)
+/* Starts the results file before the replay, so an unwritable path fails at once; the
+ * replay streams its timeline into it. */
+static int open_h5(const cli_args *a, const cli_job *j, io_h5_file **f, sim_diag *diag)
 {
     const io_scenario_info *info = j->info;
     io_h5_input *inputs = sim_calloc(info->n_inputs + 1, sizeof *inputs);
     for (size_t i = 0; i < info->n_inputs; i++)
         inputs[i] = (io_h5_input){.path = info->inputs[i].path, .hash = info->inputs[i].hash};
-    io_h5_run run = {.results = res, .scenario_yaml = info->resolved_yaml};
-    sim_diag diag = {0};
-    int rc = io_h5_write(a->out, a->command_line, inputs, info->n_inputs, &run, 1,
-                         j->sc.simulation.timeline, &diag);
+    int rc = io_h5_open(a->out, a->command_line, inputs, info->n_inputs, f, diag);
     sim_free(inputs);
-    if (rc != 0) {
-        sim_diag_print(&diag, stderr);
-        return rc == SIM_EINVAL ? EXIT_INVALID : 1;
+    return rc;
+}
+
+typedef struct h5_sink {
+    io_h5_file *f;
+    const char *run;
+} h5_sink;
+
+static int stream_rows(void *ud, const replay_timeline_row *rows, size_t n)
+{
+    h5_sink *s = ud;
+    return io_h5_stream_timeline(s->f, s->run, rows, n);
+}
+
+static int finish_h5(io_h5_file *f, const cli_job *j, const replay_results *res, sim_diag *diag)
+{
+    io_h5_run run = {.results = res, .scenario_yaml = j->info->resolved_yaml};
+    int rc = io_h5_add_run(f, &run, j->sc.simulation.timeline);
+    if (rc) {
+        io_h5_abort(f);
+        return rc;
     }
-    return 0;
+    (void)diag;
+    return io_h5_close(f);
 }
 
 /* A progress line on stderr for replays that take a while (every 15 s of wall time). */
@@ -285,15 +303,30 @@ static int cmd_run(const cli_args *a)
 {
     cli_job *j = sim_calloc(1, sizeof *j);
     int rc = job_load(a, true, j);
+    io_h5_file *f = NULL;
+    sim_diag diag = {0};
+    if (rc == 0 && a->out && open_h5(a, j, &f, &diag) != 0) {
+        sim_diag_print(&diag, stderr);
+        io_h5_abort(f);
+        rc = 1;
+    }
     if (rc == 0) {
         replay_results *res = replay_results_create();
+        h5_sink sink = {.f = f, .run = j->sc.name};
         replay_options opt = {.timeline = j->sc.simulation.timeline,
+                              .timeline_sink = f ? stream_rows : NULL,
+                              .timeline_ud = &sink,
                               .progress = print_progress,
                               .progress_ud = j->sc.name,
                               .progress_every_s = 15};
         replay_run(j->p, &opt, res);
-        if (a->out)
-            rc = write_h5(a, j, res);
+        if (f) {
+            int wrc = finish_h5(f, j, res, &diag);
+            if (wrc) {
+                sim_diag_print(&diag, stderr);
+                rc = wrc == SIM_EINVAL ? EXIT_INVALID : 1;
+            }
+        }
         if (rc == 0) {
             if (a->json)
                 io_json_write_run(stdout, res);

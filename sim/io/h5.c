@@ -23,6 +23,9 @@
 #include <stdio.h>
 #include <math.h>
 #include <string.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <hdf5.h>
@@ -33,7 +36,9 @@
 #define IO_H5_CHUNK_BYTES ((size_t)1 << 20) /* target size of one chunk of a large table */
 #define IO_H5_DEFLATE_LEVEL 4
 #define IO_H5_REASON_MAX 256
-#define IO_H5_CORE_INCREMENT ((size_t)8 << 20) /* growth step of the in-memory file */
+#define IO_H5_RESERVE ((size_t)64 << 20) /* free space kept beyond the file (h5_guard) */
+#define IO_H5_STR_HEAP 64.0 /* global-heap bytes budgeted per variable-length string */
+#define IO_H5_STREAM_CHUNKS 4 /* a streamed timeline is written this many chunks at a time */
 
 typedef enum h5_col_type { COL_I32, COL_I64, COL_F64, COL_STR } h5_col_type;
 
@@ -60,6 +65,7 @@ typedef struct h5_table {
 
 typedef struct h5_writer {
     const char *path; /* as the user named it, for messages */
+    char *tmp;        /* the file being written: "<path>.tmp-<pid>" */
     sim_diag *diag;
     int rc;
     hid_t str_t;  /* variable-length UTF-8 string */
@@ -174,6 +180,18 @@ static char *h5_units_text(const h5_table *t)
     return s;
 }
 
+/* The compound type of a row struct in memory (-1 on failure). */
+static hid_t h5_mem_type(const h5_writer *w, const h5_col *cols, size_t n_cols, size_t row_size)
+{
+    hid_t t = H5Tcreate(H5T_COMPOUND, row_size);
+    for (size_t i = 0; t >= 0 && i < n_cols; i++)
+        if (H5Tinsert(t, cols[i].name, cols[i].offset, h5_col_mem_type(w, cols[i].type)) < 0) {
+            H5Tclose(t);
+            t = -1;
+        }
+    return t;
+}
+
 /* Creates and fills dataset `t->name` in `loc` (whose path is `loc_name`). */
 static int h5_write_table(h5_writer *w, hid_t loc, const char *loc_name, const h5_table *t)
 {
@@ -187,7 +205,7 @@ static int h5_write_table(h5_writer *w, hid_t loc, const char *loc_name, const h
     size_t file_size = 0;
     for (size_t i = 0; i < t->n_cols; i++)
         file_size += H5Tget_size(h5_col_file_type(w, t->cols[i].type));
-    mem_t = H5Tcreate(H5T_COMPOUND, t->row_size);
+    mem_t = h5_mem_type(w, t->cols, t->n_cols, t->row_size);
     file_t = H5Tcreate(H5T_COMPOUND, file_size);
     if (mem_t < 0 || file_t < 0)
         goto fail;
@@ -195,8 +213,7 @@ static int h5_write_table(h5_writer *w, hid_t loc, const char *loc_name, const h
     for (size_t i = 0; i < t->n_cols; i++) {
         const h5_col *c = &t->cols[i];
         hid_t ft = h5_col_file_type(w, c->type);
-        if (H5Tinsert(mem_t, c->name, c->offset, h5_col_mem_type(w, c->type)) < 0 ||
-            H5Tinsert(file_t, c->name, file_off, ft) < 0)
+        if (H5Tinsert(file_t, c->name, file_off, ft) < 0)
             goto fail;
         file_off += H5Tget_size(ft);
     }
@@ -450,27 +467,13 @@ static const h5_col sweep_cols[] = {
 
 /* ---- groups --------------------------------------------------------------------------- */
 
-static int h5_write_run(h5_writer *w, hid_t runs, const h5_summary_cols *sc, const io_h5_run *run,
-                        int write_timeline)
+/* Writes run `run`'s attributes and tables into its group `g` (path `where`); with
+ * `streamed`, its timeline is already there. */
+static int h5_write_run(h5_writer *w, hid_t g, const char *where, const h5_summary_cols *sc,
+                        const io_h5_run *run, int write_timeline, bool streamed)
 {
     const replay_results *r = run->results;
     const replay_summary *s = &r->summary;
-    char where[256];
-    snprintf(where, sizeof where, "/runs/%s", s->name);
-
-    htri_t exists = H5Lexists(runs, s->name, H5P_DEFAULT);
-    if (exists < 0)
-        return h5_fail(w, where);
-    if (exists > 0) {
-        if (!w->rc)
-            w->rc = sim_diag_error_code(w->diag, SIM_EINVAL, w->path, 0, 0,
-                                        "two runs are named \"%s\"", s->name);
-        return w->rc;
-    }
-    hid_t g = H5Gcreate2(runs, s->name, H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
-    if (g < 0)
-        return h5_fail(w, where);
-
     bool full = s->status == REPLAY_STATUS_OK || s->status == REPLAY_STATUS_OOM;
     int rc = h5_attr_str(w, g, where, "scenario", run->scenario_yaml);
     if (!rc)
@@ -499,35 +502,8 @@ static int h5_write_run(h5_writer *w, hid_t runs, const h5_summary_cols *sc, con
     };
     size_t n_tables = full ? SIM_ARRAY_LEN(tables) : 1;
     for (size_t i = 0; !rc && i < n_tables; i++)
-        rc = h5_write_table(w, g, where, &tables[i]);
-
-    if (H5Gclose(g) < 0 && !rc)
-        rc = h5_fail(w, where);
-    return rc;
-}
-
-static int h5_write_sweep(h5_writer *w, hid_t file, const io_h5_run *runs, size_t n_runs)
-{
-    SIM_ASSERT(n_runs <= INT32_MAX, "%zu runs", n_runs);
-    h5_sweep_row *rows = sim_calloc(n_runs, sizeof *rows);
-    for (size_t i = 0; i < n_runs; i++) {
-        const replay_summary *s = &runs[i].results->summary;
-        rows[i] = (h5_sweep_row){
-            .index = (int32_t)i,
-            .name = s->name,
-            .status = replay_status_name(s->status),
-            .error = s->error,
-            .step_time_s = s->step_time_s,
-            .tokens_per_s = s->tokens_per_s,
-            .mfu = s->mfu,
-            .peak_mem_bytes = s->peak_mem_bytes,
-            .bubble_fraction = s->bubble_fraction,
-        };
-    }
-    h5_table t = {"sweep", sweep_cols, SIM_ARRAY_LEN(sweep_cols), sizeof *rows, rows, n_runs,
-                  false};
-    int rc = h5_write_table(w, file, "/", &t);
-    sim_free(rows);
+        if (!(streamed && i == 3))
+            rc = h5_write_table(w, g, where, &tables[i]);
     return rc;
 }
 
@@ -544,43 +520,6 @@ static char *h5_input_hashes_text(const io_h5_input *inputs, size_t n_inputs)
         at += (size_t)snprintf(s + at, len - at, "%s  %s\n", inputs[i].hash ? inputs[i].hash : "",
                                inputs[i].path ? inputs[i].path : "");
     return s;
-}
-
-static int h5_write_contents(h5_writer *w, hid_t file, const char *command,
-                             const io_h5_input *inputs, size_t n_inputs, const io_h5_run *runs,
-                             size_t n_runs, int write_timeline)
-{
-    int rc = h5_attr_str(w, file, "/", "stepsim_version", STEPSIM_VERSION);
-    if (!rc)
-        rc = h5_attr_int(w, file, "/", "schema_version", IO_H5_SCHEMA_VERSION);
-    if (!rc)
-        rc = h5_attr_str(w, file, "/", "command", command);
-    if (!rc) {
-        char *hashes = h5_input_hashes_text(inputs, n_inputs);
-        rc = h5_attr_str(w, file, "/", "input_hashes", hashes);
-        sim_free(hashes);
-    }
-    if (!rc) {
-        h5_table t = {"inputs", input_cols, SIM_ARRAY_LEN(input_cols), sizeof *inputs, inputs,
-                      n_inputs, false};
-        rc = h5_write_table(w, file, "/", &t);
-    }
-    if (rc)
-        return rc;
-
-    hid_t g = H5Gcreate2(file, "runs", H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
-    if (g < 0)
-        return h5_fail(w, "/runs");
-    h5_summary_cols *sc = sim_calloc(1, sizeof *sc);
-    summary_cols_init(sc);
-    for (size_t i = 0; !rc && i < n_runs; i++)
-        rc = h5_write_run(w, g, sc, &runs[i], write_timeline);
-    sim_free(sc);
-    if (H5Gclose(g) < 0 && !rc)
-        rc = h5_fail(w, "/runs");
-    if (!rc && n_runs > 1)
-        rc = h5_write_sweep(w, file, runs, n_runs);
-    return rc;
 }
 
 /* ---- the file ------------------------------------------------------------------------- */
@@ -601,161 +540,411 @@ static void sync_parent_dir(const char *path)
     sim_free(dir);
 }
 
-static int check_run_names(const char *path, const io_h5_run *runs, size_t n_runs,
-                           sim_diag *diag)
+static int check_run_name(h5_writer *w, const char *name)
 {
-    for (size_t i = 0; i < n_runs; i++) {
-        SIM_ASSERT(runs[i].results, "run %zu has no results", i);
-        const char *name = runs[i].results->summary.name;
-        SIM_ASSERT(memchr(name, '\0', sizeof runs[i].results->summary.name),
-                   "run %zu: name not terminated", i);
-        if (!name[0] || strcmp(name, ".") == 0 || strchr(name, '/'))
-            return sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0,
-                                       "run name \"%s\" cannot name an HDF5 group (it is empty, "
-                                       "\".\" or contains '/')",
-                                       name);
-    }
+    if (!name[0] || strcmp(name, ".") == 0 || strchr(name, '/'))
+        return sim_diag_error_code(w->diag, SIM_EINVAL, w->path, 0, 0,
+                                   "run name \"%s\" cannot name an HDF5 group (it is empty, "
+                                   "\".\" or contains '/')",
+                                   name);
     return 0;
 }
 
-/* Writes all of buf to fd (retrying short writes and EINTR). Returns 0 or -1 with errno. */
-static int write_all(int fd, const char *buf, size_t n)
+/* The space guard. HDF5 1.10.8 cannot fail a write gracefully: a failed flush makes H5Fclose
+ * fail and leaves a half-destroyed file object that crashes the process at exit (HDF5 issue
+ * #2257, fixed in 1.10.10/1.14.1). So the writer never lets HDF5 reach a full disk or the
+ * file-size limit: before anything that may grow the file by up to `growth` bytes it checks
+ * that the file's current size + growth + IO_H5_RESERVE (HDF5's caches, flushed later) fits
+ * under both the free space of the file system and RLIMIT_FSIZE, and fails with the
+ * system's own words (ENOSPC, EFBIG) otherwise. */
+static int h5_guard(h5_writer *w, double growth)
 {
-    while (n > 0) {
-        ssize_t k = write(fd, buf, n);
-        if (k < 0) {
-            if (errno == EINTR)
-                continue;
-            return -1;
-        }
-        buf += k;
-        n -= (size_t)k;
-    }
+    if (w->rc)
+        return w->rc;
+    struct stat st;
+    double size = stat(w->tmp, &st) == 0 ? (double)st.st_size : 0;
+    double need = size + growth + (double)IO_H5_RESERVE;
+    struct rlimit lim;
+    if (getrlimit(RLIMIT_FSIZE, &lim) == 0 && lim.rlim_cur != RLIM_INFINITY &&
+        need > (double)lim.rlim_cur)
+        return w->rc = sim_diag_error_code(w->diag, SIM_EIO, w->path, 0, 0,
+                                           "cannot write file: %s", strerror(EFBIG));
+    struct statvfs vfs;
+    if (statvfs(w->tmp, &vfs) == 0 &&
+        size + (double)vfs.f_bavail * (double)vfs.f_frsize < need)
+        return w->rc = sim_diag_error_code(w->diag, SIM_EIO, w->path, 0, 0,
+                                           "cannot write file: %s", strerror(ENOSPC));
     return 0;
 }
 
-/* Builds the whole file in memory with HDF5's core driver and returns its image (owned by the
- * caller, sim_free) in *image / *size; 0 or SIM_EIO/SIM_EINVAL with the diagnostic set. */
-static int h5_build_image(h5_writer *w, const char *name, const char *command,
-                          const io_h5_input *inputs, size_t n_inputs, const io_h5_run *runs,
-                          size_t n_runs, int write_timeline, char **image, size_t *size)
+/* Bytes a table's rows may take in the file before compression: the packed row plus the
+ * variable-length strings' global-heap entries (at most IO_H5_STR_HEAP bytes each). */
+static double h5_rows_bytes(const h5_col *cols, size_t n_cols, size_t n_rows)
 {
-    hid_t fcpl = -1, fapl = -1, file = -1;
-    *image = NULL;
-    *size = 0;
+    double row = 0;
+    for (size_t i = 0; i < n_cols; i++)
+        row += cols[i].type == COL_STR ? 16 + IO_H5_STR_HEAP : 8;
+    return row * (double)n_rows;
+}
 
+struct io_h5_file {
+    h5_writer w;
+    hid_t file, runs;
+    h5_summary_cols sc;
+    /* the run whose timeline is being streamed */
+    char stream_run[sizeof ((replay_summary *)0)->name];
+    hid_t stream_group, stream_dset, stream_mem_t;
+    hsize_t stream_rows, stream_chunk;
+    replay_timeline_row *buf;
+    size_t n_buf, cap_buf;
+    /* /sweep rows of the runs added so far (strings owned) */
+    h5_sweep_row *sweep;
+    size_t n_sweep, cap_sweep;
+    H5E_auto2_t old_func;
+    void *old_data;
+};
+
+static void h5_quiet(io_h5_file *f)
+{
+    H5Eget_auto2(H5E_DEFAULT, &f->old_func, &f->old_data);
+    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
+}
+
+static void h5_loud(io_h5_file *f)
+{
+    H5Eset_auto2(H5E_DEFAULT, f->old_func, f->old_data);
+}
+
+int io_h5_open(const char *path, const char *command, const io_h5_input *inputs,
+               size_t n_inputs, io_h5_file **out, sim_diag *diag)
+{
+    SIM_ASSERT(path && out && (inputs || !n_inputs), "path %p", (const void *)path);
+    io_h5_file *f = sim_calloc(1, sizeof *f);
+    h5_writer *w = &f->w;
+    *w = (h5_writer){.path = path, .diag = diag, .str_t = -1, .scalar = -1, .gcpl = -1};
+    f->file = f->runs = f->stream_group = f->stream_dset = f->stream_mem_t = -1;
+    size_t tmp_len = strlen(path) + 32;
+    w->tmp = sim_calloc(tmp_len, 1);
+    snprintf(w->tmp, tmp_len, "%s.tmp-%ld", path, (long)getpid());
+    summary_cols_init(&f->sc);
+    *out = f;
+
+    /* Create the file with plain POSIX first, so an unwritable location fails fast, with
+     * errno's reason, and the space guard has a file system to ask about. */
+    int fd = open(w->tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0) {
+        w->rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot create file: %s",
+                                    strerror(errno));
+        sim_free(w->tmp);
+        w->tmp = NULL;
+        return w->rc;
+    }
+    close(fd);
+    if (h5_guard(w, h5_rows_bytes(input_cols, SIM_ARRAY_LEN(input_cols), n_inputs)))
+        return w->rc;
+
+    h5_quiet(f);
+    hid_t fcpl = H5Pcreate(H5P_FILE_CREATE);
     w->str_t = H5Tcopy(H5T_C_S1);
-    if (w->str_t < 0 || H5Tset_size(w->str_t, H5T_VARIABLE) < 0 ||
-        H5Tset_cset(w->str_t, H5T_CSET_UTF8) < 0)
-        goto fail;
     w->scalar = H5Screate(H5S_SCALAR);
     w->gcpl = H5Pcreate(H5P_GROUP_CREATE);
-    fcpl = H5Pcreate(H5P_FILE_CREATE);
-    fapl = H5Pcreate(H5P_FILE_ACCESS);
-    /* The root group takes its creation properties from the file creation plist. The core
-     * driver without backing store keeps the file in memory: see io_h5_write for why. */
-    if (w->scalar < 0 || w->gcpl < 0 || fcpl < 0 || fapl < 0 ||
-        H5Pset_obj_track_times(w->gcpl, 0) < 0 || H5Pset_obj_track_times(fcpl, 0) < 0 ||
-        H5Pset_fapl_core(fapl, IO_H5_CORE_INCREMENT, 0) < 0 ||
-        H5Pset_fclose_degree(fapl, H5F_CLOSE_STRONG) < 0)
-        goto fail;
-    file = H5Fcreate(name, H5F_ACC_TRUNC, fcpl, fapl);
-    if (file < 0)
-        goto fail;
-    if (h5_write_contents(w, file, command, inputs, n_inputs, runs, n_runs, write_timeline))
-        goto out;
-    if (H5Fflush(file, H5F_SCOPE_LOCAL) < 0)
-        goto fail;
-    ssize_t n = H5Fget_file_image(file, NULL, 0);
-    if (n <= 0)
-        goto fail;
-    *image = sim_calloc((size_t)n, 1);
-    *size = (size_t)n;
-    if (H5Fget_file_image(file, *image, *size) != n)
-        goto fail;
-    herr_t closed = H5Fclose(file);
-    file = -1;
-    if (closed < 0)
-        goto fail;
-    goto out;
-fail:
-    h5_fail(w, "file");
-out:
-    if (file >= 0)
-        H5Fclose(file);
-    if (fapl >= 0)
-        H5Pclose(fapl);
+    /* The root group takes its creation properties from the file creation plist. */
+    if (fcpl < 0 || w->str_t < 0 || H5Tset_size(w->str_t, H5T_VARIABLE) < 0 ||
+        H5Tset_cset(w->str_t, H5T_CSET_UTF8) < 0 || w->scalar < 0 || w->gcpl < 0 ||
+        H5Pset_obj_track_times(w->gcpl, 0) < 0 || H5Pset_obj_track_times(fcpl, 0) < 0) {
+        h5_fail(w, "file");
+    } else {
+        f->file = H5Fcreate(w->tmp, H5F_ACC_TRUNC, fcpl, H5P_DEFAULT);
+        if (f->file < 0)
+            h5_fail(w, "file");
+    }
     if (fcpl >= 0)
         H5Pclose(fcpl);
-    if (w->rc) {
-        sim_free(*image);
-        *image = NULL;
-        *size = 0;
+    int rc = w->rc;
+    if (!rc)
+        rc = h5_attr_str(w, f->file, "/", "stepsim_version", STEPSIM_VERSION);
+    if (!rc)
+        rc = h5_attr_int(w, f->file, "/", "schema_version", IO_H5_SCHEMA_VERSION);
+    if (!rc)
+        rc = h5_attr_str(w, f->file, "/", "command", command);
+    if (!rc) {
+        char *hashes = h5_input_hashes_text(inputs, n_inputs);
+        rc = h5_attr_str(w, f->file, "/", "input_hashes", hashes);
+        sim_free(hashes);
     }
+    if (!rc) {
+        h5_table t = {"inputs", input_cols, SIM_ARRAY_LEN(input_cols), sizeof *inputs, inputs,
+                      n_inputs, false};
+        rc = h5_write_table(w, f->file, "/", &t);
+    }
+    if (!rc) {
+        f->runs = H5Gcreate2(f->file, "runs", H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
+        if (f->runs < 0)
+            rc = h5_fail(w, "/runs");
+    }
+    h5_loud(f);
+    return rc;
+}
+
+/* Writes the buffered rows (a whole number of chunks, or all with `all`) at the end of the
+ * streamed timeline. */
+static int stream_flush(io_h5_file *f, bool all)
+{
+    h5_writer *w = &f->w;
+    size_t n = all ? f->n_buf : f->n_buf / f->stream_chunk * f->stream_chunk;
+    if (w->rc || n == 0)
+        return w->rc;
+    char what[512];
+    snprintf(what, sizeof what, "/runs/%s/timeline", f->stream_run);
+    if (h5_guard(w, h5_rows_bytes(timeline_cols, SIM_ARRAY_LEN(timeline_cols), n)))
+        return w->rc;
+    hsize_t start = f->stream_rows, count = n, total = f->stream_rows + n;
+    hid_t fspace = -1, mspace = -1;
+    if (H5Dset_extent(f->stream_dset, &total) < 0 || (fspace = H5Dget_space(f->stream_dset)) < 0 ||
+        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
+        (mspace = H5Screate_simple(1, &count, NULL)) < 0 ||
+        H5Dwrite(f->stream_dset, f->stream_mem_t, mspace, fspace, H5P_DEFAULT, f->buf) < 0)
+        h5_fail(w, what);
+    if (mspace >= 0)
+        H5Sclose(mspace);
+    if (fspace >= 0)
+        H5Sclose(fspace);
+    f->stream_rows = total;
+    memmove(f->buf, f->buf + n, (f->n_buf - n) * sizeof *f->buf);
+    f->n_buf -= n;
     return w->rc;
 }
 
-/* The file is built in memory and written with plain POSIX calls, not by HDF5's sec2 driver:
- * in HDF5 1.10.8 a failed flush makes H5Fclose fail and leaves a half-destroyed file object
- * in the ID table, which crashes the process when it exits (HDF5 issue #2257, CVE-2020-10812,
- * fixed in 1.10.10/1.14.1). With the image in memory a full disk is an ordinary write()
- * error. The price is memory: the image is held twice while it is copied out (about
- * 155 bytes per timeline row). */
+static void stream_end(io_h5_file *f)
+{
+    if (f->stream_dset >= 0 && H5Dclose(f->stream_dset) < 0)
+        h5_fail(&f->w, "timeline");
+    if (f->stream_mem_t >= 0)
+        H5Tclose(f->stream_mem_t);
+    if (f->stream_group >= 0 && H5Gclose(f->stream_group) < 0)
+        h5_fail(&f->w, "run group");
+    f->stream_dset = f->stream_mem_t = f->stream_group = -1;
+    f->n_buf = 0;
+}
+
+/* Creates run group `name` and its empty, extendible timeline. */
+static int stream_begin(io_h5_file *f, const char *name)
+{
+    h5_writer *w = &f->w;
+    if (check_run_name(w, name))
+        return w->rc = SIM_EINVAL;
+    char where[300];
+    snprintf(where, sizeof where, "/runs/%s", name);
+    htri_t exists = H5Lexists(f->runs, name, H5P_DEFAULT);
+    if (exists < 0)
+        return h5_fail(w, where);
+    if (exists > 0)
+        return w->rc = sim_diag_error_code(w->diag, SIM_EINVAL, w->path, 0, 0,
+                                           "two runs are named \"%s\"", name);
+    snprintf(f->stream_run, sizeof f->stream_run, "%s", name);
+    f->stream_group = H5Gcreate2(f->runs, name, H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
+    if (f->stream_group < 0)
+        return h5_fail(w, where);
+    h5_table t = {"timeline", timeline_cols, SIM_ARRAY_LEN(timeline_cols),
+                  sizeof(replay_timeline_row), NULL, 0, true};
+    if (h5_write_table(w, f->stream_group, where, &t))
+        return w->rc;
+    f->stream_dset = H5Dopen2(f->stream_group, "timeline", H5P_DEFAULT);
+    hid_t dcpl = f->stream_dset >= 0 ? H5Dget_create_plist(f->stream_dset) : -1;
+    f->stream_mem_t = h5_mem_type(w, timeline_cols, SIM_ARRAY_LEN(timeline_cols),
+                                  sizeof(replay_timeline_row));
+    if (dcpl < 0 || f->stream_mem_t < 0 || H5Pget_chunk(dcpl, 1, &f->stream_chunk) != 1)
+        h5_fail(w, where);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    f->stream_rows = 0;
+    /* IO_H5_STREAM_CHUNKS chunks of rows, written as they fill */
+    f->cap_buf = (size_t)f->stream_chunk * IO_H5_STREAM_CHUNKS;
+    f->buf = sim_realloc_array(f->buf, f->cap_buf, sizeof *f->buf);
+    return w->rc;
+}
+
+int io_h5_stream_timeline(io_h5_file *f, const char *name, const replay_timeline_row *rows,
+                          size_t n)
+{
+    if (f->w.rc)
+        return f->w.rc;
+    h5_quiet(f);
+    if (f->stream_group < 0 || strcmp(f->stream_run, name) != 0) {
+        SIM_ASSERT(f->stream_group < 0, "timeline of run %s streamed while %s is open", name,
+                   f->stream_run);
+        stream_begin(f, name);
+    }
+    for (size_t i = 0; i < n && !f->w.rc; i++) {
+        f->buf[f->n_buf++] = rows[i];
+        if (f->n_buf == f->cap_buf)
+            stream_flush(f, false);
+    }
+    h5_loud(f);
+    return f->w.rc;
+}
+
+int io_h5_add_run(io_h5_file *f, const io_h5_run *run, int write_timeline)
+{
+    h5_writer *w = &f->w;
+    if (w->rc)
+        return w->rc;
+    const replay_results *r = run->results;
+    const replay_summary *s = &r->summary;
+    SIM_ASSERT(memchr(s->name, '\0', sizeof s->name), "run name not terminated");
+    char where[300];
+    snprintf(where, sizeof where, "/runs/%s", s->name);
+    h5_quiet(f);
+    bool streamed = f->stream_group >= 0 && strcmp(f->stream_run, s->name) == 0;
+    hid_t g = -1;
+    int rc = 0;
+    if (streamed) {
+        rc = stream_flush(f, true);
+        g = f->stream_group;
+    } else {
+        SIM_ASSERT(f->stream_group < 0, "run %s added while %s streams", s->name, f->stream_run);
+        rc = check_run_name(w, s->name) ? (w->rc = SIM_EINVAL) : 0;
+        htri_t exists = rc ? 0 : H5Lexists(f->runs, s->name, H5P_DEFAULT);
+        if (!rc && exists < 0)
+            rc = h5_fail(w, where);
+        else if (!rc && exists > 0)
+            rc = w->rc = sim_diag_error_code(w->diag, SIM_EINVAL, w->path, 0, 0,
+                                             "two runs are named \"%s\"", s->name);
+        if (!rc) {
+            g = H5Gcreate2(f->runs, s->name, H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
+            if (g < 0)
+                rc = h5_fail(w, where);
+        }
+    }
+    size_t in_memory = streamed || !write_timeline ? 0 : r->n_timeline;
+    if (!rc)
+        rc = h5_guard(w, h5_rows_bytes(timeline_cols, SIM_ARRAY_LEN(timeline_cols), in_memory) +
+                             h5_rows_bytes(bubble_cols, SIM_ARRAY_LEN(bubble_cols), r->n_bubbles) +
+                             h5_rows_bytes(memory_cols, SIM_ARRAY_LEN(memory_cols), r->n_memory) +
+                             h5_rows_bytes(rank_cols, SIM_ARRAY_LEN(rank_cols), r->n_ranks) +
+                             h5_rows_bytes(link_cols, SIM_ARRAY_LEN(link_cols), r->n_links) +
+                             (double)strlen(run->scenario_yaml ? run->scenario_yaml : ""));
+    if (!rc)
+        rc = h5_write_run(w, g, where, &f->sc, run, write_timeline, streamed);
+    if (streamed)
+        stream_end(f);
+    else if (g >= 0 && H5Gclose(g) < 0 && !rc)
+        rc = h5_fail(w, where);
+    if (!rc) {
+        SIM_GROW(f->sweep, f->cap_sweep, f->n_sweep + 1);
+        f->sweep[f->n_sweep] = (h5_sweep_row){
+            .index = (int32_t)f->n_sweep,
+            .name = sim_strdup(s->name),
+            .status = replay_status_name(s->status),
+            .error = sim_strdup(s->error),
+            .step_time_s = s->step_time_s,
+            .tokens_per_s = s->tokens_per_s,
+            .mfu = s->mfu,
+            .peak_mem_bytes = s->peak_mem_bytes,
+            .bubble_fraction = s->bubble_fraction,
+        };
+        f->n_sweep++;
+    }
+    h5_loud(f);
+    return w->rc ? w->rc : rc;
+}
+
+static void h5_file_free(io_h5_file *f)
+{
+    h5_writer *w = &f->w;
+    if (w->gcpl >= 0)
+        H5Pclose(w->gcpl);
+    if (w->scalar >= 0)
+        H5Sclose(w->scalar);
+    if (w->str_t >= 0)
+        H5Tclose(w->str_t);
+    for (size_t i = 0; i < f->n_sweep; i++) {
+        sim_free((char *)f->sweep[i].name);
+        sim_free((char *)f->sweep[i].error);
+    }
+    sim_free(f->sweep);
+    sim_free(f->buf);
+    sim_free(w->tmp);
+    sim_free(f);
+}
+
+/* Closes every HDF5 object of the file; records a failure. */
+static void h5_file_close_objects(io_h5_file *f)
+{
+    stream_end(f);
+    if (f->runs >= 0 && H5Gclose(f->runs) < 0)
+        h5_fail(&f->w, "/runs");
+    f->runs = -1;
+    if (f->file >= 0 && H5Fclose(f->file) < 0)
+        h5_fail(&f->w, "file");
+    f->file = -1;
+}
+
+int io_h5_close(io_h5_file *f)
+{
+    h5_writer *w = &f->w;
+    h5_quiet(f);
+    SIM_ASSERT(w->rc || f->stream_group < 0, "run %s streamed but never added", f->stream_run);
+    if (!w->rc && f->n_sweep > 1 &&
+        !h5_guard(w, h5_rows_bytes(sweep_cols, SIM_ARRAY_LEN(sweep_cols), f->n_sweep))) {
+        h5_table t = {"sweep", sweep_cols, SIM_ARRAY_LEN(sweep_cols), sizeof *f->sweep,
+                      f->sweep, f->n_sweep, false};
+        h5_write_table(w, f->file, "/", &t);
+    }
+    h5_file_close_objects(f);
+    h5_loud(f);
+    if (!w->rc && w->tmp) {
+        int fd = open(w->tmp, O_RDONLY);
+        if (fd < 0 || fsync(fd) < 0)
+            w->rc = sim_diag_error_code(w->diag, SIM_EIO, w->path, 0, 0,
+                                        "cannot write file: %s", strerror(errno));
+        if (fd >= 0)
+            close(fd);
+    }
+    if (!w->rc && rename(w->tmp, w->path) < 0)
+        w->rc = sim_diag_error_code(w->diag, SIM_EIO, w->path, 0, 0, "cannot create file: %s",
+                                    strerror(errno));
+    if (w->rc && w->tmp)
+        unlink(w->tmp);
+    else if (!w->rc)
+        sync_parent_dir(w->path);
+    int rc = w->rc;
+    h5_file_free(f);
+    return rc;
+}
+
+void io_h5_abort(io_h5_file *f)
+{
+    if (!f)
+        return;
+    h5_quiet(f);
+    h5_file_close_objects(f);
+    h5_loud(f);
+    if (f->w.tmp)
+        unlink(f->w.tmp);
+    h5_file_free(f);
+}
+
 int io_h5_write(const char *path, const char *command, const io_h5_input *inputs,
                 size_t n_inputs, const io_h5_run *runs, size_t n_runs, int write_timeline,
                 sim_diag *diag)
 {
     SIM_ASSERT(path && (inputs || !n_inputs) && (runs || !n_runs), "path %p", (const void *)path);
-    int rc = check_run_names(path, runs, n_runs, diag);
-    if (rc)
-        return rc;
-
-    h5_writer w = {.path = path, .diag = diag, .str_t = -1, .scalar = -1, .gcpl = -1};
-    char *image = NULL;
-    size_t size = 0;
-
-    size_t tmp_len = strlen(path) + 32;
-    char *tmp = sim_calloc(tmp_len, 1);
-    snprintf(tmp, tmp_len, "%s.tmp-%ld", path, (long)getpid());
-
-    /* Create the file before the (possibly long) build, so an unwritable location fails
-     * fast, with errno's reason. */
-    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
-    if (fd < 0) {
-        w.rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot create file: %s",
-                                   strerror(errno));
-        sim_free(tmp);
-        return w.rc;
+    /* names are checked before anything is created */
+    h5_writer names = {.path = path, .diag = diag};
+    for (size_t i = 0; i < n_runs; i++) {
+        SIM_ASSERT(runs[i].results, "run %zu has no results", i);
+        int rc = check_run_name(&names, runs[i].results->summary.name);
+        if (rc)
+            return rc;
     }
-
-    H5E_auto2_t old_func = NULL;
-    void *old_data = NULL;
-    H5Eget_auto2(H5E_DEFAULT, &old_func, &old_data);
-    H5Eset_auto2(H5E_DEFAULT, NULL, NULL);
-    h5_build_image(&w, tmp, command, inputs, n_inputs, runs, n_runs, write_timeline, &image,
-                   &size);
-    if (w.gcpl >= 0)
-        H5Pclose(w.gcpl);
-    if (w.scalar >= 0)
-        H5Sclose(w.scalar);
-    if (w.str_t >= 0)
-        H5Tclose(w.str_t);
-    H5Eset_auto2(H5E_DEFAULT, old_func, old_data);
-
-    if (!w.rc && (write_all(fd, image, size) < 0 || fsync(fd) < 0))
-        w.rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot write file: %s",
-                                   strerror(errno));
-    sim_free(image);
-    if (close(fd) < 0 && !w.rc)
-        w.rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot write file: %s",
-                                   strerror(errno));
-    if (!w.rc && rename(tmp, path) < 0)
-        w.rc = sim_diag_error_code(diag, SIM_EIO, path, 0, 0, "cannot create file: %s",
-                                   strerror(errno));
-    if (w.rc)
-        unlink(tmp);
-    else
-        sync_parent_dir(path);
-    sim_free(tmp);
-    return w.rc;
+    io_h5_file *f = NULL;
+    int rc = io_h5_open(path, command, inputs, n_inputs, &f, diag);
+    for (size_t i = 0; !rc && i < n_runs; i++)
+        rc = io_h5_add_run(f, &runs[i], write_timeline);
+    if (rc) {
+        io_h5_abort(f);
+        return rc;
+    }
+    return io_h5_close(f);
 }

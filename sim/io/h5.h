@@ -3,8 +3,10 @@
  * One file per `run`, `sweep` or `plan` command: root attributes (stepsim_version,
  * schema_version, command, input_hashes), an /inputs table, one group /runs/<name> per run
  * with its compound tables, and a /sweep table when the file holds more than one run.
- * The same arguments always give a byte-identical file: no timestamps, no wall-clock
- * figures, objects written in a fixed order. */
+ * The same calls always give a byte-identical file: no timestamps, no wall-clock figures,
+ * objects written in a fixed order, streamed timelines written in fixed-size batches. The
+ * file is written through HDF5 as it goes (no in-memory image); errors are one diagnostic
+ * line, HDF5's own error printing is off during each call. */
 #ifndef SIM_IO_H5_H
 #define SIM_IO_H5_H
 
@@ -26,29 +28,49 @@ typedef struct io_h5_run {
     const char *scenario_yaml; /* resolved scenario text (attribute `scenario`); NULL = "" */
 } io_h5_run;
 
-/* Writes one results file holding `runs` (in the given order) to `path`.
+/* A results file being written (io_h5_open ... io_h5_close). */
+typedef struct io_h5_file io_h5_file;
+
+/* Starts results file `path`: it is written as "<path>.tmp-<pid>" and renamed over `path`
+ * by io_h5_close, so `path` keeps its previous contents until the new file is complete; on
+ * failure (here or later) the temporary file is removed. Writes the root attributes
+ * (stepsim_version, schema_version, `command`, input_hashes) and /inputs. `diag` must
+ * outlive the file. *out is set even on failure (pass it to io_h5_abort). Returns 0 or
+ *  - SIM_EIO: "<path>: error: cannot create file: <reason>", "cannot write file: <reason>"
+ *    (no space, file-size limit: see below) or "cannot write <object>: <reason>", line 0.
  *
- * The file is written to "<path>.tmp-<pid>", fsync'ed and renamed over `path`, so `path`
- * either keeps its previous contents or holds the complete new file; on failure the
- * temporary file is removed. `command` is the command line as text (root attribute
- * `command`); `inputs` are the input files and their hashes (root attribute `input_hashes`
- * and table /inputs). Runs with status ok or oom get every table; skipped and error runs
- * get their attributes and the summary table only. With `write_timeline` 0 every timeline
- * table is written empty and the run group's attribute `timeline_written` is 0.
- *
- * The file is assembled in memory (HDF5 core driver) and written with write(2): a full
- * disk is then an ordinary error (HDF5 1.10.8 crashes at exit after a failed close). Memory
- * use peaks at twice the file size (about 155 bytes per timeline row).
- *
- * Nothing is retained: all pointers stay owned by the caller. HDF5's automatic error
- * printing is switched off during the call (and restored after).
- *
- * Returns 0, or
- *  - SIM_EIO when the file cannot be created, written, synced or renamed; diag holds
- *    "<path>: error: cannot create file: <reason>" (or "cannot write file: <reason>",
- *    "cannot write <object>: <reason>"), line 0;
- *  - SIM_EINVAL when a run name cannot be an HDF5 group name (empty, ".", containing '/')
- *    or two runs have the same name; diag is set likewise. */
+ * Space: HDF5 1.10.8 cannot fail a write gracefully (a failed flush crashes the process
+ * at exit), so before each batch of writes the writer checks that the file, the batch
+ * (uncompressed) and 64 MiB for HDF5's caches fit in the free space and under
+ * RLIMIT_FSIZE, and fails with ENOSPC's or EFBIG's message instead of writing. */
+int io_h5_open(const char *path, const char *command, const io_h5_input *inputs,
+               size_t n_inputs, io_h5_file **out, sim_diag *diag);
+
+/* Appends timeline rows of run `name`, which gets its group now (the first call) and its
+ * other tables from io_h5_add_run: memory stays bounded by a few chunks of rows, however
+ * long the timeline. One run streams at a time, and must be added before another starts.
+ * The rows' strings must stay valid until io_h5_add_run of the run. Returns 0, the first
+ * error (sticky), or SIM_EINVAL for a run name that cannot name a group or is taken. */
+int io_h5_stream_timeline(io_h5_file *f, const char *name, const replay_timeline_row *rows,
+                          size_t n);
+
+/* Adds one run: attributes (scenario, status, error, timeline_written) and tables. Runs
+ * with status ok or oom get every table, skipped and error runs the summary only. The
+ * timeline is the streamed one if this run streamed, else results->timeline (empty with
+ * `write_timeline` 0, and then timeline_written is 0). Returns 0 or the first error
+ * (SIM_EINVAL: the name cannot be a group, or two runs have the same name). */
+int io_h5_add_run(io_h5_file *f, const io_h5_run *run, int write_timeline);
+
+/* Writes /sweep when the file holds more than one run, closes, fsyncs and renames the file
+ * over its path. Frees f. Returns 0 or the first error of the file's life (then nothing is
+ * left at the temporary name and `path` is untouched). */
+int io_h5_close(io_h5_file *f);
+
+/* Gives up the file: closes it and removes the temporary name. Frees f (NULL is fine). */
+void io_h5_abort(io_h5_file *f);
+
+/* io_h5_open, io_h5_add_run for each run (in order), io_h5_close: one results file holding
+ * `runs`. Run names are checked before anything is created. */
 int io_h5_write(const char *path, const char *command, const io_h5_input *inputs,
                 size_t n_inputs, const io_h5_run *runs, size_t n_runs, int write_timeline,
                 sim_diag *diag);

@@ -90,6 +90,7 @@ typedef struct replay_ctx {
     size_t n_scheds, cap_scheds;
     int steps;
     const char *stream_names[TRACE_STREAMS];
+    bool sink_failed; /* the timeline sink returned an error: stop calling it */
 } replay_ctx;
 
 static replay_cause cause_of_group(int cls)
@@ -283,9 +284,22 @@ static void begin_step(replay_ctx *c, int rank, sim_time now)
             start_op(c, rank, rs->stream_ops[k], now);
 }
 
+/* Hands the buffered timeline rows to the sink (streaming), if there is one. */
+static void timeline_flush(replay_ctx *c)
+{
+    replay_results *r = c->res;
+    if (!c->opt->timeline_sink || r->n_timeline == 0)
+        return;
+    if (!c->sink_failed && c->opt->timeline_sink(c->opt->timeline_ud, r->timeline, r->n_timeline))
+        c->sink_failed = true;
+    r->n_timeline = 0;
+}
+
 static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time end)
 {
     replay_results *r = c->res;
+    if (c->opt->timeline_sink && r->n_timeline == REPLAY_TIMELINE_BATCH)
+        timeline_flush(c);
     rank_state *rs = &c->ranks[rank];
     const trace_op *o = &rs->tr->ops[op];
     SIM_GROW(r->timeline, r->cap_timeline, r->n_timeline + 1);
@@ -736,6 +750,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         op_done(&c, rank, op, now);
     }
     hw_net_finish(c.net, now);
+    timeline_flush(&c);
     for (int r = 0; r < p->n_ranks; r++)
         SIM_ASSERT(c.ranks[r].step == c.steps, "rank %d stalled in step %d (deadlock in the "
                    "trace)", r, c.ranks[r].step + 1);

@@ -25,8 +25,16 @@ typedef struct replay_progress {
     double wall_s;         /* since replay_run began */
 } replay_progress;
 
+#define REPLAY_TIMELINE_BATCH 4096
+
 typedef struct replay_options {
     bool timeline; /* record one row per executed op, every step */
+    /* With `timeline`: when set, rows are handed to it in batches of at most
+     * REPLAY_TIMELINE_BATCH, in the order they are recorded, instead of being kept in the
+     * results (whose timeline then holds none; summary and other tables are unchanged).
+     * A non-zero return stops further calls (the sink keeps its error). */
+    int (*timeline_sink)(void *ud, const replay_timeline_row *rows, size_t n);
+    void *timeline_ud;
     /* Called about every progress_every_s of wall time (not at all when NULL); it must not
      * touch the plan. Results never depend on it. */
     void (*progress)(void *ud, const replay_progress *at);
