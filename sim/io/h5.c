@@ -30,7 +30,10 @@
 
 #include <hdf5.h>
 
+#include "coll/coll.h"
+#include "hw/topology.h"
 #include "io/h5.h"
+#include "trace/trace.h"
 
 #define IO_H5_SCHEMA_VERSION 1
 #define IO_H5_CHUNK_BYTES ((size_t)1 << 20) /* target size of one chunk of a large table */
@@ -192,6 +195,53 @@ static hid_t h5_mem_type(const h5_writer *w, const h5_col *cols, size_t n_cols, 
     return t;
 }
 
+/* The `values` attribute of a table: the closed set of values of each enumeration column,
+ * "column: a b c; column: ..." (NULL for tables without one). Built from the name tables
+ * the rows are written from, so the list cannot drift from the data. */
+static char *h5_values_text(const char *table)
+{
+    char *s = sim_calloc(2048, 1);
+    size_t n = 2048, at = 0;
+#define ADD(...) (at += (size_t)snprintf(s + at, n - at, __VA_ARGS__))
+    if (strcmp(table, "timeline") == 0) {
+        ADD("stream: compute");
+        for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+            ADD(" %s", plan_group_name((plan_group_class)g));
+        ADD(" offload host p2p; kind: compute");
+        for (int op = 0; op < COLL_OP_COUNT; op++)
+            ADD(" %s", coll_op_name((coll_op)op));
+        ADD(" copy_d2h copy_h2d host; phase:");
+        for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
+            ADD(" %s", trace_phase_name((trace_phase)ph));
+        ADD("; group:");
+        for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+            ADD(" %s", plan_group_name((plan_group_class)g));
+        ADD(" none");
+    } else if (strcmp(table, "bubbles") == 0) {
+        ADD("cause:");
+        for (int c = 0; c < REPLAY_CAUSE_COUNT; c++)
+            ADD(" %s", replay_cause_name((replay_cause)c));
+    } else if (strcmp(table, "memory") == 0) {
+        ADD("category:");
+        for (int c = 0; c < PLAN_MEM_COUNT; c++)
+            ADD(" %s", plan_mem_cat_name((plan_mem_cat)c));
+    } else if (strcmp(table, "links") == 0) {
+        ADD("class:");
+        for (int c = 0; c < HW_LINK_CLASS_COUNT; c++)
+            ADD(" %s", hw_link_class_name((hw_link_class)c));
+    } else if (strcmp(table, "summary") == 0 || strcmp(table, "sweep") == 0) {
+        ADD("status:");
+        for (int c = 0; c <= REPLAY_STATUS_ERROR; c++)
+            ADD(" %s", replay_status_name((replay_status)c));
+    } else {
+        sim_free(s);
+        return NULL;
+    }
+#undef ADD
+    SIM_ASSERT(at < n, "values text of %s truncated", table);
+    return s;
+}
+
 /* Creates and fills dataset `t->name` in `loc` (whose path is `loc_name`). */
 static int h5_write_table(h5_writer *w, hid_t loc, const char *loc_name, const h5_table *t)
 {
@@ -243,6 +293,10 @@ static int h5_write_table(h5_writer *w, hid_t loc, const char *loc_name, const h
         goto fail;
     units = h5_units_text(t);
     rc = h5_attr_str(w, dset, what, "units", units);
+    char *values = h5_values_text(t->name);
+    if (!rc && values)
+        rc = h5_attr_str(w, dset, what, "values", values);
+    sim_free(values);
     goto out;
 fail:
     rc = h5_fail(w, what);
