@@ -33,6 +33,7 @@
 #include "coll/coll.h"
 #include "hw/topology.h"
 #include "io/h5.h"
+#include "io/h5-internal.h"
 #include "trace/trace.h"
 
 #define IO_H5_SCHEMA_VERSION 1
@@ -78,31 +79,14 @@ typedef struct h5_writer {
 
 /* ---- errors --------------------------------------------------------------------------- */
 
-static herr_t h5_innermost(unsigned n, const H5E_error2_t *e, void *data)
-{
-    /* Walked upward, error 0 is the most specific one: the one worth showing. */
-    if (n == 0 && e->desc)
-        snprintf(data, IO_H5_REASON_MAX, "%s", e->desc);
-    return 0;
-}
-
-/* Records "cannot write WHAT: REASON" (first error only) and returns SIM_EIO. The reason is
- * the innermost HDF5 error, reduced to the system's message when there is one (HDF5's
- * descriptions of failed system calls carry "error message = '...'" among other fields). */
+/* Records "cannot write WHAT: REASON" (first error only) and returns SIM_EIO. */
 static int h5_fail(h5_writer *w, const char *what)
 {
-    char reason[IO_H5_REASON_MAX] = "";
-    H5Ewalk2(H5E_DEFAULT, H5E_WALK_UPWARD, h5_innermost, reason);
-    const char *sys = strstr(reason, "error message = '");
-    if (sys) {
-        sys += strlen("error message = '");
-        const char *end = strchr(sys, '\'');
-        memmove(reason, sys, end ? (size_t)(end - sys) : strlen(sys));
-        reason[end ? (size_t)(end - sys) : strlen(sys)] = '\0';
-    }
+    char reason[IO_H5_REASON_MAX];
+    io__h5_reason(reason, sizeof reason);
     if (!w->rc)
         w->rc = sim_diag_error_code(w->diag, SIM_EIO, w->path, 0, 0, "cannot write %s: %s", what,
-                                    reason[0] ? reason : "HDF5 error");
+                                    reason);
     return SIM_EIO;
 }
 

@@ -13,7 +13,7 @@
 
 #include "io/json.h"
 
-static void json_string(FILE *out, const char *s)
+void io_json_string(FILE *out, const char *s)
 {
     const unsigned char *p = (const unsigned char *)s;
     fputc('"', out);
@@ -72,14 +72,13 @@ static void json_string(FILE *out, const char *s)
 static void json_string_or_null(FILE *out, const char *s)
 {
     if (s && *s)
-        json_string(out, s);
+        io_json_string(out, s);
     else
         fputs("null", out);
 }
 
-static void json_double(FILE *out, const char *key, double v)
+void io_json_number(FILE *out, double v)
 {
-    SIM_ASSERT(isfinite(v), "JSON value %s is %g", key, v);
     char buf[40];
     for (int prec = 15; prec <= 17; prec++) {
         snprintf(buf, sizeof buf, "%.*g", prec, v);
@@ -87,6 +86,12 @@ static void json_double(FILE *out, const char *key, double v)
             break;
     }
     fputs(buf, out);
+}
+
+static void json_double(FILE *out, const char *key, double v)
+{
+    SIM_ASSERT(isfinite(v), "JSON value %s is %g", key, v);
+    io_json_number(out, v);
 }
 
 static void json_key(FILE *out, const char *key)
@@ -119,10 +124,10 @@ static void json_head(FILE *out, const replay_summary *s)
 {
     fputc('{', out);
     json_key(out, "name");
-    json_string(out, s->name);
+    io_json_string(out, s->name);
     fputc(',', out);
     json_key(out, "status");
-    json_string(out, replay_status_name(s->status));
+    io_json_string(out, replay_status_name(s->status));
     fputc(',', out);
     json_key(out, "error");
     json_string_or_null(out, s->error);

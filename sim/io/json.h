@@ -26,4 +26,9 @@ void io_json_write_run(FILE *out, const replay_results *r);
  * Same conventions and error behaviour as io_json_write_run. */
 void io_json_write_mem(FILE *out, const replay_summary *s);
 
+/* One JSON string (quoted, escaped as above) and one finite number (shortest form that
+ * reads back to the same double), for other JSON writers (export-perfetto). */
+void io_json_string(FILE *out, const char *s);
+void io_json_number(FILE *out, double v);
+
 #endif

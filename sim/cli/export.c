@@ -1,0 +1,447 @@
+/* `stepsim export-perfetto OUT.h5 [--run NAME] -o TRACE.json`: a results file's run as Chrome
+ * Trace Event JSON, which ui.perfetto.dev and chrome://tracing open (docs/cli.md):
+ *
+ *   process  one per node ("node N"), pid N
+ *   thread   one per GPU stream: tid = rank x 16 + lane, lanes compute 0, dp 1, tp 2, pp 3,
+ *            ep 4, cp 5, offload 6, host 7, p2p 8, bubbles 9 ("GPU R compute", ...)
+ *   events   every timeline row a complete event ("ph": "X", cat = its group, or "compute"),
+ *            with layer, micro-batch, step, kind, phase, bytes and FLOPs in args; every idle
+ *            interval of the bubbles table a complete event on the rank's bubbles lane
+ *            (cat "bubble", named by its cause); the memory table a counter track per GPU
+ *            ("ph": "C", "memory GPU R", one series per category, bytes).
+ * Times are microseconds (the format's unit) with nanosecond decimals. Tables are read in
+ * slices, so memory stays bounded whatever the file's size; the output is written to a
+ * temporary name and renamed when complete. */
+#include "core/sim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "io/h5read.h"
+#include "io/json.h"
+
+#define SLICE 65536
+#define LANES 16
+#define MEM_CATS 6
+
+static const char usage[] =
+    "usage: stepsim export-perfetto OUT.h5 [--run NAME] -o TRACE.json\n"
+    "\n"
+    "Writes a run of a results file as Chrome Trace Event JSON for ui.perfetto.dev or\n"
+    "chrome://tracing: one process per node, one thread per GPU stream, ops as complete\n"
+    "events (layer, micro-batch, bytes and FLOPs in args), bubbles on their own track and\n"
+    "memory as a counter per GPU.\n"
+    "\n"
+    "  --run NAME           the run to export (needed when the file holds several)\n"
+    "  -o, --output FILE    the JSON file to write\n";
+
+static const char *const lane_names[] = {"compute", "dp",   "tp",  "pp",      "ep",
+                                         "cp",      "offload", "host", "p2p", "bubbles"};
+#define LANE_BUBBLES 9
+#define LANE_OTHER 10
+
+static const char *const mem_cats[MEM_CATS] = {"params",      "grads",   "optimizer",
+                                               "activations", "buffers", "other"};
+
+typedef struct tl_row {
+    int32_t rank, layer, microbatch, step;
+    char *stream, *kind, *name, *phase, *group;
+    double start_s, end_s, bytes, flops;
+} tl_row;
+
+typedef struct bubble_row {
+    int32_t rank, step;
+    double start_s, end_s;
+    char *cause;
+} bubble_row;
+
+typedef struct mem_row {
+    int32_t rank;
+    double t_s;
+    char *category;
+    int64_t bytes;
+} mem_row;
+
+typedef struct rank_row {
+    int32_t rank, node;
+} rank_row;
+
+typedef struct exporter {
+    FILE *out;
+    int32_t *node;       /* per rank */
+    size_t n_ranks;
+    uint16_t *lanes;     /* per rank: bit set of lanes used */
+    int64_t *mem;        /* per rank x category: level */
+    bool first;          /* no event written yet */
+    size_t n_ops, n_bubbles, n_counters;
+} exporter;
+
+static int lane_of(const char *stream)
+{
+    for (int i = 0; i < LANE_BUBBLES; i++)
+        if (strcmp(stream, lane_names[i]) == 0)
+            return i;
+    return LANE_OTHER;
+}
+
+static void event_start(exporter *x, const char *ph, int32_t rank, int lane)
+{
+    fputs(x->first ? "\n" : ",\n", x->out);
+    x->first = false;
+    fprintf(x->out, "{\"ph\":\"%s\",\"pid\":%d", ph, (int)x->node[rank]);
+    if (lane >= 0)
+        fprintf(x->out, ",\"tid\":%d", (int)rank * LANES + lane);
+}
+
+/* A time in microseconds, to the nanosecond. */
+static void us(FILE *out, const char *key, double s)
+{
+    fprintf(out, ",\"%s\":%.3f", key, s * 1e6);
+}
+
+/* "PATH: error: cannot write: REASON" for the output; exit code 1 (not the input's fault). */
+static int write_error(const char *path)
+{
+    fprintf(stderr, "%s: error: cannot write: %s\n", path, strerror(errno));
+    return 1;
+}
+
+static int check_rank(const char *path, int32_t rank, size_t n_ranks)
+{
+    if (rank >= 0 && (size_t)rank < n_ranks)
+        return 0;
+    char msg[128];
+    snprintf(msg, sizeof msg, "a row names rank %d, but the ranks table has %zu", (int)rank,
+             n_ranks);
+    return cli_invalid(path, msg, NULL, NULL);
+}
+
+static int export_timeline(exporter *x, io_h5r_file *f, const char *path, const char *run)
+{
+    static const io_h5r_field fields[] = {
+        {"rank", IO_H5R_I32, offsetof(tl_row, rank)},
+        {"stream", IO_H5R_STR, offsetof(tl_row, stream)},
+        {"kind", IO_H5R_STR, offsetof(tl_row, kind)},
+        {"name", IO_H5R_STR, offsetof(tl_row, name)},
+        {"layer", IO_H5R_I32, offsetof(tl_row, layer)},
+        {"microbatch", IO_H5R_I32, offsetof(tl_row, microbatch)},
+        {"phase", IO_H5R_STR, offsetof(tl_row, phase)},
+        {"group", IO_H5R_STR, offsetof(tl_row, group)},
+        {"step", IO_H5R_I32, offsetof(tl_row, step)},
+        {"start_s", IO_H5R_F64, offsetof(tl_row, start_s)},
+        {"end_s", IO_H5R_F64, offsetof(tl_row, end_s)},
+        {"bytes", IO_H5R_F64, offsetof(tl_row, bytes)},
+        {"flops", IO_H5R_F64, offsetof(tl_row, flops)},
+    };
+    char table[512];
+    snprintf(table, sizeof table, "/runs/%s/timeline", run);
+    io_h5r_table *t = NULL;
+    int rc = io_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(tl_row), &t);
+    if (rc)
+        return rc;
+    size_t n = io_h5r_table_rows(t);
+    tl_row *rows = sim_calloc(SLICE, sizeof *rows);
+    for (size_t at = 0; !rc && at < n; at += SLICE) {
+        size_t k = SIM_MIN((size_t)SLICE, n - at);
+        rc = io_h5r_table_read(t, at, k, rows);
+        for (size_t i = 0; !rc && i < k; i++) {
+            const tl_row *r = &rows[i];
+            rc = check_rank(path, r->rank, x->n_ranks);
+            if (rc)
+                break;
+            int lane = lane_of(r->stream);
+            x->lanes[r->rank] |= (uint16_t)(1u << lane);
+            event_start(x, "X", r->rank, lane);
+            fputs(",\"name\":", x->out);
+            io_json_string(x->out, r->name);
+            fputs(",\"cat\":", x->out);
+            io_json_string(x->out, strcmp(r->group, "none") ? r->group : "compute");
+            us(x->out, "ts", r->start_s);
+            us(x->out, "dur", r->end_s - r->start_s);
+            fprintf(x->out, ",\"args\":{\"layer\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":",
+                    (int)r->layer, (int)r->microbatch, (int)r->step);
+            io_json_string(x->out, r->kind);
+            fputs(",\"phase\":", x->out);
+            io_json_string(x->out, r->phase);
+            fputs(",\"bytes\":", x->out);
+            io_json_number(x->out, r->bytes);
+            fputs(",\"flops\":", x->out);
+            io_json_number(x->out, r->flops);
+            fputs("}}", x->out);
+            x->n_ops++;
+        }
+        io_h5r_release(t, rows, k);
+    }
+    sim_free(rows);
+    io_h5r_table_close(t);
+    return rc;
+}
+
+static int export_bubbles(exporter *x, io_h5r_file *f, const char *path, const char *run)
+{
+    static const io_h5r_field fields[] = {
+        {"rank", IO_H5R_I32, offsetof(bubble_row, rank)},
+        {"step", IO_H5R_I32, offsetof(bubble_row, step)},
+        {"start_s", IO_H5R_F64, offsetof(bubble_row, start_s)},
+        {"end_s", IO_H5R_F64, offsetof(bubble_row, end_s)},
+        {"cause", IO_H5R_STR, offsetof(bubble_row, cause)},
+    };
+    char table[512];
+    snprintf(table, sizeof table, "/runs/%s/bubbles", run);
+    io_h5r_table *t = NULL;
+    int rc = io_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(bubble_row), &t);
+    if (rc)
+        return rc;
+    size_t n = io_h5r_table_rows(t);
+    bubble_row *rows = sim_calloc(SLICE, sizeof *rows);
+    for (size_t at = 0; !rc && at < n; at += SLICE) {
+        size_t k = SIM_MIN((size_t)SLICE, n - at);
+        rc = io_h5r_table_read(t, at, k, rows);
+        for (size_t i = 0; !rc && i < k; i++) {
+            const bubble_row *r = &rows[i];
+            rc = check_rank(path, r->rank, x->n_ranks);
+            if (rc)
+                break;
+            x->lanes[r->rank] |= 1u << LANE_BUBBLES;
+            event_start(x, "X", r->rank, LANE_BUBBLES);
+            fputs(",\"name\":", x->out);
+            io_json_string(x->out, r->cause);
+            fputs(",\"cat\":\"bubble\"", x->out);
+            us(x->out, "ts", r->start_s);
+            us(x->out, "dur", r->end_s - r->start_s);
+            fprintf(x->out, ",\"args\":{\"step\":%d}}", (int)r->step);
+            x->n_bubbles++;
+        }
+        io_h5r_release(t, rows, k);
+    }
+    sim_free(rows);
+    io_h5r_table_close(t);
+    return rc;
+}
+
+static int export_memory(exporter *x, io_h5r_file *f, const char *path, const char *run)
+{
+    static const io_h5r_field fields[] = {
+        {"rank", IO_H5R_I32, offsetof(mem_row, rank)},
+        {"t_s", IO_H5R_F64, offsetof(mem_row, t_s)},
+        {"category", IO_H5R_STR, offsetof(mem_row, category)},
+        {"bytes", IO_H5R_I64, offsetof(mem_row, bytes)},
+    };
+    char table[512];
+    snprintf(table, sizeof table, "/runs/%s/memory", run);
+    io_h5r_table *t = NULL;
+    int rc = io_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(mem_row), &t);
+    if (rc)
+        return rc;
+    size_t n = io_h5r_table_rows(t);
+    mem_row *rows = sim_calloc(SLICE, sizeof *rows);
+    for (size_t at = 0; !rc && at < n; at += SLICE) {
+        size_t k = SIM_MIN((size_t)SLICE, n - at);
+        rc = io_h5r_table_read(t, at, k, rows);
+        for (size_t i = 0; !rc && i < k; i++) {
+            const mem_row *r = &rows[i];
+            rc = check_rank(path, r->rank, x->n_ranks);
+            if (rc)
+                break;
+            int64_t *level = &x->mem[(size_t)r->rank * MEM_CATS];
+            for (int c = 0; c < MEM_CATS; c++)
+                if (strcmp(r->category, mem_cats[c]) == 0)
+                    level[c] = r->bytes;
+            event_start(x, "C", r->rank, -1);
+            fprintf(x->out, ",\"name\":\"memory GPU %d\"", (int)r->rank);
+            us(x->out, "ts", r->t_s);
+            fputs(",\"args\":{", x->out);
+            for (int c = 0; c < MEM_CATS; c++)
+                fprintf(x->out, "%s\"%s\":%lld", c ? "," : "", mem_cats[c], (long long)level[c]);
+            fputs("}}", x->out);
+            x->n_counters++;
+        }
+        io_h5r_release(t, rows, k);
+    }
+    sim_free(rows);
+    io_h5r_table_close(t);
+    return rc;
+}
+
+/* Process and thread names (and their order) for what was used. */
+static void export_names(exporter *x)
+{
+    int32_t last_node = -1;
+    for (size_t r = 0; r < x->n_ranks; r++) {
+        int32_t node = x->node[r];
+        if (node != last_node) {
+            event_start(x, "M", (int32_t)r, -1);
+            fprintf(x->out, ",\"name\":\"process_name\",\"args\":{\"name\":\"node %d\"}}",
+                    (int)node);
+            event_start(x, "M", (int32_t)r, -1);
+            fprintf(x->out, ",\"name\":\"process_sort_index\",\"args\":{\"sort_index\":%d}}",
+                    (int)node);
+            last_node = node;
+        }
+        for (int lane = 0; lane <= LANE_OTHER; lane++) {
+            if (!(x->lanes[r] & (1u << lane)))
+                continue;
+            event_start(x, "M", (int32_t)r, lane);
+            fprintf(x->out, ",\"name\":\"thread_name\",\"args\":{\"name\":\"GPU %zu %s\"}}", r,
+                    lane == LANE_OTHER ? "other" : lane_names[lane]);
+            event_start(x, "M", (int32_t)r, lane);
+            fprintf(x->out, ",\"name\":\"thread_sort_index\",\"args\":{\"sort_index\":%zu}}",
+                    r * LANES + (size_t)lane);
+        }
+    }
+}
+
+static int read_ranks(exporter *x, io_h5r_file *f, const char *run)
+{
+    static const io_h5r_field fields[] = {
+        {"rank", IO_H5R_I32, offsetof(rank_row, rank)},
+        {"node", IO_H5R_I32, offsetof(rank_row, node)},
+    };
+    char table[512];
+    snprintf(table, sizeof table, "/runs/%s/ranks", run);
+    io_h5r_table *t = NULL;
+    int rc = io_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(rank_row), &t);
+    if (rc)
+        return rc;
+    size_t n = io_h5r_table_rows(t);
+    rank_row *rows = sim_calloc(n + 1, sizeof *rows);
+    rc = io_h5r_table_read(t, 0, n, rows);
+    x->n_ranks = n;
+    x->node = sim_calloc(n + 1, sizeof *x->node);
+    x->lanes = sim_calloc(n + 1, sizeof *x->lanes);
+    x->mem = sim_calloc((n + 1) * MEM_CATS, sizeof *x->mem);
+    for (size_t i = 0; !rc && i < n; i++)
+        if (rows[i].rank >= 0 && (size_t)rows[i].rank < n)
+            x->node[rows[i].rank] = rows[i].node;
+    sim_free(rows);
+    io_h5r_table_close(t);
+    return rc;
+}
+
+/* The run to export: --run, or the file's only run. */
+static int pick_run(io_h5r_file *f, const char *path, const char *want, const char **run)
+{
+    const char *const *names;
+    size_t n = io_h5r_runs(f, &names);
+    if (want) {
+        for (size_t i = 0; i < n; i++)
+            if (strcmp(names[i], want) == 0) {
+                *run = names[i];
+                return 0;
+            }
+        char hint[512] = "runs in the file:";
+        for (size_t i = 0; i < n && strlen(hint) < sizeof hint - 80; i++)
+            snprintf(hint + strlen(hint), sizeof hint - strlen(hint), " %s", names[i]);
+        return cli_invalid(path, "no run named", want, hint);
+    }
+    if (n == 1) {
+        *run = names[0];
+        return 0;
+    }
+    if (n == 0)
+        return cli_invalid(path, "the file holds no run", NULL, NULL);
+    char hint[512] = "choose one with --run:";
+    for (size_t i = 0; i < n && strlen(hint) < sizeof hint - 80; i++)
+        snprintf(hint + strlen(hint), sizeof hint - strlen(hint), " %s", names[i]);
+    return cli_invalid(path, "the file holds several runs", NULL, hint);
+}
+
+static int export_run(io_h5r_file *f, const char *path, const char *run, const char *out_path,
+                      size_t *n_events)
+{
+    exporter x = {.first = true};
+    int rc = read_ranks(&x, f, run);
+    char *tmp = NULL;
+    if (!rc) {
+        size_t len = strlen(out_path) + 32;
+        tmp = sim_calloc(len, 1);
+        snprintf(tmp, len, "%s.tmp-%ld", out_path, (long)getpid());
+        x.out = fopen(tmp, "w");
+        if (!x.out)
+            rc = write_error(out_path);
+    }
+    if (!rc) {
+        fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"stepsim\",\"run\":", x.out);
+        io_json_string(x.out, run);
+        fputs("},\"traceEvents\":[", x.out);
+        rc = export_timeline(&x, f, path, run);
+        if (!rc)
+            rc = export_bubbles(&x, f, path, run);
+        if (!rc)
+            rc = export_memory(&x, f, path, run);
+        if (!rc) {
+            export_names(&x);
+            fputs("\n]}\n", x.out);
+        }
+        if (fflush(x.out) != 0 || ferror(x.out) || fsync(fileno(x.out)) != 0) {
+            if (!rc)
+                rc = write_error(out_path);
+        }
+        fclose(x.out);
+        if (!rc && rename(tmp, out_path) != 0)
+            rc = write_error(out_path);
+        if (rc)
+            unlink(tmp);
+    }
+    *n_events = x.n_ops + x.n_bubbles + x.n_counters;
+    if (!rc)
+        fprintf(stderr, "stepsim: %s: %zu op events, %zu bubble events, %zu memory counter "
+                        "events -> %s (open it in ui.perfetto.dev)\n",
+                run, x.n_ops, x.n_bubbles, x.n_counters, out_path);
+    sim_free(tmp);
+    sim_free(x.node);
+    sim_free(x.lanes);
+    sim_free(x.mem);
+    return rc;
+}
+
+int cli_export_perfetto(int argc, char **argv)
+{
+    const char *in = NULL, *run = NULL, *out = NULL;
+    const char *hint = "see `stepsim export-perfetto --help`";
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(a, "--run") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
+            if (i + 1 >= argc)
+                return cli_invalid(a, "needs a value", NULL, hint);
+            *(strcmp(a, "--run") == 0 ? &run : &out) = argv[++i];
+        } else if (a[0] == '-' && a[1]) {
+            return cli_invalid("stepsim export-perfetto", "unknown option", a, hint);
+        } else if (!in) {
+            in = a;
+        } else {
+            return cli_invalid("stepsim export-perfetto", "unexpected argument", a, hint);
+        }
+    }
+    if (!in)
+        return cli_invalid("stepsim export-perfetto", "missing the results file (OUT.h5)", NULL,
+                           hint);
+    if (!out)
+        return cli_invalid("stepsim export-perfetto", "missing -o TRACE.json", NULL, hint);
+    sim_diag diag = {0};
+    io_h5r_file *f = NULL;
+    int rc = io_h5r_open(in, &f, &diag);
+    if (rc) {
+        sim_diag_print(&diag, stderr);
+        return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
+    }
+    const char *name = NULL;
+    rc = pick_run(f, in, run, &name);
+    size_t n_events = 0;
+    if (!rc) {
+        rc = export_run(f, in, name, out, &n_events);
+        if (rc && diag.set) { /* a table missing or unreadable */
+            sim_diag_print(&diag, stderr);
+            rc = rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
+        }
+    }
+    io_h5r_close(f);
+    return rc;
+}

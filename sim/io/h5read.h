@@ -1,0 +1,53 @@
+/* Reading stepsim's HDF5 results files (docs/hdf5-schema.md) back: the runs of a file, their
+ * attributes, and any table in bounded slices of rows converted into a caller's struct
+ * (columns matched by name, so files with extra columns read the same). Used by `stepsim
+ * report` and `stepsim export-perfetto`.
+ *
+ * Errors are one diagnostic line against the file ("<path>: error: ..."), SIM_EINVAL for a
+ * file that is not a stepsim results file or lacks what was asked for, SIM_EIO when it cannot
+ * be opened or read. HDF5's automatic error printing is off inside every call. */
+#ifndef SIM_IO_H5READ_H
+#define SIM_IO_H5READ_H
+
+#include <stddef.h>
+
+#include "core/error.h"
+
+typedef enum io_h5r_type { IO_H5R_I32, IO_H5R_I64, IO_H5R_F64, IO_H5R_STR } io_h5r_type;
+
+/* One column to read into field `offset` of the caller's row struct: int32_t, int64_t,
+ * double, or char * (a string the reader allocates; io_h5r_release frees it). */
+typedef struct io_h5r_field {
+    const char *name;
+    io_h5r_type type;
+    size_t offset;
+} io_h5r_field;
+
+typedef struct io_h5r_file io_h5r_file;
+typedef struct io_h5r_table io_h5r_table;
+
+/* Opens `path` read-only; checks the root attribute schema_version is 1. */
+int io_h5r_open(const char *path, io_h5r_file **out, sim_diag *diag);
+void io_h5r_close(io_h5r_file *f);
+
+/* The run group names under /runs, in the file's (alphabetical) link order. The array and
+ * names belong to f. */
+size_t io_h5r_runs(const io_h5r_file *f, const char *const **names);
+
+/* String attribute `attr` of object `obj` ("/" or "/runs/NAME"), as a new string
+ * (sim_free); NULL with diag set when absent. Integer attributes: io_h5r_attr_int. */
+char *io_h5r_attr_str(io_h5r_file *f, const char *obj, const char *attr);
+int io_h5r_attr_int(io_h5r_file *f, const char *obj, const char *attr, int *value);
+
+/* Opens table `path` ("/runs/NAME/timeline") for rows of `row_size` bytes with `fields`
+ * (which must all exist in the table). */
+int io_h5r_table_open(io_h5r_file *f, const char *path, const io_h5r_field *fields,
+                      size_t n_fields, size_t row_size, io_h5r_table **out);
+size_t io_h5r_table_rows(const io_h5r_table *t);
+/* Reads rows [first, first + n) into `rows` (n x row_size bytes). */
+int io_h5r_table_read(io_h5r_table *t, size_t first, size_t n, void *rows);
+/* Frees the strings of n rows read by io_h5r_table_read. */
+void io_h5r_release(io_h5r_table *t, void *rows, size_t n);
+void io_h5r_table_close(io_h5r_table *t);
+
+#endif
