@@ -12,5 +12,6 @@ int cli_invalid(const char *what, const char *msg, const char *arg, const char *
 int cli_topo(int argc, char **argv);
 int cli_bench_coll(int argc, char **argv);
 int cli_export_perfetto(int argc, char **argv);
+int cli_report(int argc, char **argv);
 
 #endif

@@ -392,6 +392,8 @@ int main(int argc, char **argv)
         return cli_bench_coll(argc, argv);
     if (strcmp(argv[1], "export-perfetto") == 0)
         return cli_export_perfetto(argc, argv);
+    if (strcmp(argv[1], "report") == 0)
+        return cli_report(argc, argv);
     cli_args a = {.cmd = argv[1]};
     if (!usage_of(a.cmd)) {
         char msg[256];

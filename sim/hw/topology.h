@@ -129,6 +129,7 @@ typedef struct hw_topology_spec {
         int levels;              /* fat-tree levels; 0 = as many as the size needs */
     } fabric;
     hw_protocols protocols;
+    double price_per_gpu_hour;   /* cost of one GPU for an hour, any currency; 0 = unknown */
     /* explicit form (n_devices > 0 replaces nodes/node/fabric) */
     int n_devices;
     hw_dev_spec devices[HW_EXPLICIT_DEVICES_MAX];

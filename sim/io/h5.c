@@ -389,6 +389,7 @@ typedef struct h5_summary_row {
     double exposed_comm_s[PLAN_GROUP_COUNT];
     double comm_bytes_per_gpu[REPLAY_COMM_COUNT];
     double moe_dropped_fraction, moe_load_max_over_mean; /* NaN for dense models */
+    double budget[5]; /* tokens, steps, time_to_train_s, gpu_hours, cost: NaN when unset */
     int64_t peak_mem_bytes;
     int64_t mem_bytes[PLAN_MEM_COUNT];
     int64_t capacity_bytes;
@@ -448,6 +449,12 @@ static void summary_cols_init(h5_summary_cols *sc)
     summary_col(sc, "moe", "dropped_fraction", COL_F64, offsetof(R, moe_dropped_fraction), "1");
     summary_col(sc, "moe", "load_max_over_mean", COL_F64, offsetof(R, moe_load_max_over_mean),
                 "1");
+    static const char *const budget_keys[5] = {"tokens", "steps", "time_to_train_s",
+                                               "gpu_hours", "cost"};
+    static const char *const budget_units[5] = {"tokens", "1", "s", "h", "price"};
+    for (int k = 0; k < 5; k++)
+        summary_col(sc, "budget", budget_keys[k], COL_F64,
+                    offsetof(R, budget) + (size_t)k * sizeof(double), budget_units[k]);
     summary_col(sc, NULL, "peak_mem_bytes", COL_I64, offsetof(R, peak_mem_bytes), "B");
     for (int c = 0; c < PLAN_MEM_COUNT; c++)
         summary_col(sc, "mem_bytes", plan_mem_cat_name((plan_mem_cat)c), COL_I64,
@@ -476,6 +483,11 @@ static void summary_row_fill(h5_summary_row *row, const replay_summary *s)
     memcpy(row->comm_bytes_per_gpu, s->comm_bytes_per_gpu, sizeof row->comm_bytes_per_gpu);
     row->moe_dropped_fraction = s->moe ? s->moe_dropped_fraction : NAN;
     row->moe_load_max_over_mean = s->moe ? s->moe_load_max_over_mean : NAN;
+    row->budget[0] = s->budget_tokens;
+    row->budget[1] = s->budget_steps;
+    row->budget[2] = s->time_to_train_s;
+    row->budget[3] = s->gpu_hours;
+    row->budget[4] = s->cost;
     row->peak_mem_bytes = s->peak_mem_bytes;
     memcpy(row->mem_bytes, s->mem_bytes, sizeof row->mem_bytes);
     row->capacity_bytes = s->capacity_bytes;

@@ -259,6 +259,23 @@ out:
     return rc;
 }
 
+bool io_h5r_has_column(io_h5r_file *f, const char *path, const char *column)
+{
+    quiet(f);
+    bool has = false;
+    if (H5Lexists(f->file, path, H5P_DEFAULT) > 0) {
+        hid_t d = H5Dopen2(f->file, path, H5P_DEFAULT);
+        hid_t t = d >= 0 ? H5Dget_type(d) : -1;
+        has = t >= 0 && H5Tget_class(t) == H5T_COMPOUND && H5Tget_member_index(t, column) >= 0;
+        if (t >= 0)
+            H5Tclose(t);
+        if (d >= 0)
+            H5Dclose(d);
+    }
+    loud(f);
+    return has;
+}
+
 size_t io_h5r_table_rows(const io_h5r_table *t)
 {
     return t->rows;

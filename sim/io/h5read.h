@@ -9,6 +9,7 @@
 #ifndef SIM_IO_H5READ_H
 #define SIM_IO_H5READ_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/error.h"
@@ -44,6 +45,9 @@ int io_h5r_attr_int(io_h5r_file *f, const char *obj, const char *attr, int *valu
 int io_h5r_table_open(io_h5r_file *f, const char *path, const io_h5r_field *fields,
                       size_t n_fields, size_t row_size, io_h5r_table **out);
 size_t io_h5r_table_rows(const io_h5r_table *t);
+/* Whether table `path` exists and has column `column` (files from older versions may
+ * lack recent columns). Records no error. */
+bool io_h5r_has_column(io_h5r_file *f, const char *path, const char *column);
 /* Reads rows [first, first + n) into `rows` (n x row_size bytes). */
 int io_h5r_table_read(io_h5r_table *t, size_t first, size_t n, void *rows);
 /* Frees the strings of n rows read by io_h5r_table_read. */

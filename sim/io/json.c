@@ -188,6 +188,29 @@ void io_json_write_run(FILE *out, const replay_results *r)
     }
     fputs("},", out);
 
+    if (s->budget_tokens > 0) {
+        json_key(out, "budget");
+        fputc('{', out);
+        json_key(out, "tokens");
+        json_double(out, "budget.tokens", s->budget_tokens);
+        fputc(',', out);
+        json_key(out, "steps");
+        json_double(out, "budget.steps", s->budget_steps);
+        fputc(',', out);
+        json_key(out, "time_to_train_s");
+        json_double(out, "budget.time_to_train_s", s->time_to_train_s);
+        fputc(',', out);
+        json_key(out, "gpu_hours");
+        json_double(out, "budget.gpu_hours", s->gpu_hours);
+        fputc(',', out);
+        json_key(out, "cost");
+        if (isfinite(s->cost))
+            json_double(out, "budget.cost", s->cost);
+        else
+            fputs("null", out);
+        fputs("},", out);
+    }
+
     if (s->moe) {
         json_key(out, "moe");
         fputc('{', out);

@@ -293,6 +293,7 @@ static const io_key training_keys[] = {
     {.name = "recompute", .type = IO_K_ENUM, .offset = TR(recompute), .enums = recompute_names},
     {.name = "flash_attention", .type = IO_K_BOOL, .offset = TR(flash_attention)},
     {.name = "finetune", .type = IO_K_MAP, .map = &finetune_map}, /* anonymous struct: offset 0 */
+    {.name = "tokens", .type = IO_K_FLOAT, .offset = TR(tokens), .flags = NONNEG},
     {.name = "moe_routing_skew", .type = IO_K_FLOAT, .offset = TR(moe_routing_skew),
      .flags = NONNEG},
     {.name = "moe_capacity_factor", .type = IO_K_FLOAT, .offset = TR(moe_capacity_factor),
@@ -525,6 +526,8 @@ static const io_key topology_keys[] = {
     {.name = "node", .type = IO_K_MAP, .map = &node_map},
     {.name = "fabric", .type = IO_K_MAP, .map = &fabric_map},
     {.name = "protocols", .type = IO_K_MAP, .offset = TO(protocols), .map = &protocols_map},
+    {.name = "price_per_gpu_hour", .type = IO_K_FLOAT, .offset = TO(price_per_gpu_hour),
+     .flags = NONNEG},
     {.name = "devices", .type = IO_K_CUSTOM, .fn = io__devices_fn},
     {.name = "links", .type = IO_K_CUSTOM, .fn = io__links_fn},
 };

@@ -67,6 +67,7 @@ typedef struct plan_training {
         char targets[PLAN_TARGETS_MAX][32];     /* e.g. q, k, v, o, gate, up, down */
     } finetune;
     double moe_routing_skew;
+    double tokens;              /* training budget in tokens (time to train); 0 = none */
     double moe_capacity_factor; /* 0 = dropless; else tokens per expert capped (Megatron) */
 } plan_training;
 

@@ -1,6 +1,8 @@
 /* Event-driven replay of a trace (see replay.h). */
 #include "core/sim.h"
 
+#include <math.h>
+
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <string.h>
@@ -526,9 +528,25 @@ static void init_colls(replay_ctx *c)
 /* The summary's memory keys from per-rank peaks (the replay's timeline, or the plan's
  * program-order walk for `stepsim mem`): the worst rank (lowest on ties), its split at that
  * instant, the verdict. Also the initial rows of the memory table. */
+/* The training budget (training.tokens): whole steps of `per_step` tokens at the step time,
+ * on every GPU; cost when the topology has a price. NaN where it does not apply. */
+static void budget(replay_summary *s, const plan_scenario *sc, double per_step)
+{
+    s->budget_tokens = s->budget_steps = s->time_to_train_s = s->gpu_hours = s->cost = NAN;
+    if (sc->training.tokens <= 0 || !(s->step_time_s > 0))
+        return;
+    s->budget_tokens = sc->training.tokens;
+    s->budget_steps = ceil(sc->training.tokens / per_step);
+    s->time_to_train_s = s->budget_steps * s->step_time_s;
+    s->gpu_hours = s->time_to_train_s / 3600 * s->gpus;
+    if (sc->topology.price_per_gpu_hour > 0)
+        s->cost = s->gpu_hours * sc->topology.price_per_gpu_hour;
+}
+
 static void fill_memory(const plan *p, const plan_mem *peaks, replay_results *r)
 {
     replay_summary *s = &r->summary;
+    s->budget_tokens = s->budget_steps = s->time_to_train_s = s->gpu_hours = s->cost = NAN;
     int worst = 0;
     for (int k = 1; k < p->n_ranks; k++)
         if (peaks[k].total > peaks[worst].total)
@@ -605,6 +623,7 @@ static void summarize(replay_ctx *c)
     s->moe = p->moe;
     s->moe_dropped_fraction = p->moe_dropped_fraction;
     s->moe_load_max_over_mean = p->moe_load_max_over_mean;
+    budget(s, sc, tokens);
 
     /* the last step's window, per rank: busy compute intervals, gaps and their causes */
     sim_time w0 = steps > 1 ? end[steps - 2] : 0, w1 = end[steps - 1];

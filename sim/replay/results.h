@@ -63,6 +63,10 @@ typedef struct replay_summary {
     bool moe;                       /* a MoE model: the two routing statistics below are set */
     double moe_dropped_fraction;    /* token-expert assignments dropped at capacity */
     double moe_load_max_over_mean;  /* busiest expert / mean, averaged over layers, micro-batches */
+    /* training.tokens > 0: the budget, in steps of global_batch x seq_len tokens (rounded
+     * up), at the step time; cost with topology.price_per_gpu_hour > 0, else NaN. All NaN
+     * without a budget. */
+    double budget_tokens, budget_steps, time_to_train_s, gpu_hours, cost;
 } replay_summary;
 
 typedef struct replay_rank_row {

@@ -1,0 +1,348 @@
+/* `stepsim report OUT.h5 [--csv]`: the terminal view of a results file (docs/cli.md).
+ *
+ * One line per run, the runs that completed (ok, then oom) sorted by throughput, best first;
+ * then where each run's idle time and exposed communication went; then the runs that did not
+ * complete (skipped, error) with their reasons, and the OOM runs' binding constraints; and,
+ * for runs with a token budget (training.tokens), time to train, GPU-hours and cost.
+ * --csv prints every run as one comma-separated row (RFC 4180 quoting) instead. Everything
+ * comes from each run's summary table. */
+#include "core/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/cli.h"
+#include "io/h5read.h"
+#include "plan/scenario.h"
+#include "replay/results.h"
+
+static const char usage[] =
+    "usage: stepsim report OUT.h5 [--csv]\n"
+    "\n"
+    "Summarises a results file: one line per run sorted by throughput (OOM runs flagged,\n"
+    "skipped and failed runs listed with their reason), the bubble and exposed-communication\n"
+    "breakdown per run, and time to train, GPU-hours and cost for runs with training.tokens.\n"
+    "\n"
+    "  --csv   one comma-separated row per run (with a header), for spreadsheets\n";
+
+#define N_CAUSES REPLAY_CAUSE_COUNT
+#define N_GROUPS PLAN_GROUP_COUNT
+
+typedef struct run_row {
+    char *name, *status, *error, *binding;
+    int32_t gpus;
+    double step_time_s, tokens_per_s, mfu, bubble_fraction;
+    int64_t peak_mem_bytes, capacity_bytes;
+    double bubble[N_CAUSES];
+    double exposed[N_GROUPS];
+    double budget[5]; /* tokens, steps, time_to_train_s, gpu_hours, cost */
+} run_row;
+
+static const char *const budget_keys[5] = {"tokens", "steps", "time_to_train_s", "gpu_hours",
+                                           "cost"};
+
+/* Reads /runs/NAME/summary into *r; the budget columns are optional (NaN when absent). */
+static int read_summary(io_h5r_file *f, const char *name, run_row *r)
+{
+    char path[512];
+    snprintf(path, sizeof path, "/runs/%s/summary", name);
+    io_h5r_field fields[8 + N_CAUSES + N_GROUPS + 5 + 4];
+    char names[N_CAUSES + N_GROUPS + 5][48];
+    size_t n = 0, k = 0;
+#define F(col, type, member) fields[n++] = (io_h5r_field){col, type, offsetof(run_row, member)}
+    F("name", IO_H5R_STR, name);
+    F("status", IO_H5R_STR, status);
+    F("error", IO_H5R_STR, error);
+    F("gpus", IO_H5R_I32, gpus);
+    F("step_time_s", IO_H5R_F64, step_time_s);
+    F("tokens_per_s", IO_H5R_F64, tokens_per_s);
+    F("mfu", IO_H5R_F64, mfu);
+    F("bubble_fraction", IO_H5R_F64, bubble_fraction);
+    F("peak_mem_bytes", IO_H5R_I64, peak_mem_bytes);
+    F("capacity_bytes", IO_H5R_I64, capacity_bytes);
+    F("binding_constraint", IO_H5R_STR, binding);
+#undef F
+    for (int c = 0; c < N_CAUSES; c++, k++) {
+        snprintf(names[k], sizeof names[k], "bubble_by_cause.%s", replay_cause_name((replay_cause)c));
+        fields[n++] = (io_h5r_field){names[k], IO_H5R_F64,
+                                     offsetof(run_row, bubble) + (size_t)c * sizeof(double)};
+    }
+    for (int g = 0; g < N_GROUPS; g++, k++) {
+        snprintf(names[k], sizeof names[k], "exposed_comm_s.%s",
+                 plan_group_name((plan_group_class)g));
+        fields[n++] = (io_h5r_field){names[k], IO_H5R_F64,
+                                     offsetof(run_row, exposed) + (size_t)g * sizeof(double)};
+    }
+    for (int b = 0; b < 5; b++)
+        r->budget[b] = NAN;
+    for (int b = 0; b < 5; b++, k++) {
+        snprintf(names[k], sizeof names[k], "budget.%s", budget_keys[b]);
+        if (io_h5r_has_column(f, path, names[k]))
+            fields[n++] = (io_h5r_field){names[k], IO_H5R_F64,
+                                         offsetof(run_row, budget) + (size_t)b * sizeof(double)};
+    }
+    io_h5r_table *t = NULL;
+    double keep[5];
+    memcpy(keep, r->budget, sizeof keep);
+    int rc = io_h5r_table_open(f, path, fields, n, sizeof *r, &t);
+    if (!rc && io_h5r_table_rows(t) != 1)
+        rc = SIM_EINVAL;
+    if (!rc) {
+        run_row tmp;
+        rc = io_h5r_table_read(t, 0, 1, &tmp);
+        if (!rc) {
+            /* strings are HDF5's: copy them, then give the row back */
+            for (int b = 0; b < 5; b++)
+                if (!io_h5r_has_column(f, path, names[N_CAUSES + N_GROUPS + b]))
+                    tmp.budget[b] = keep[b];
+            *r = tmp;
+            r->name = sim_strdup(tmp.name ? tmp.name : name);
+            r->status = sim_strdup(tmp.status ? tmp.status : "");
+            r->error = sim_strdup(tmp.error ? tmp.error : "");
+            r->binding = sim_strdup(tmp.binding ? tmp.binding : "");
+            io_h5r_release(t, &tmp, 1);
+        }
+    }
+    io_h5r_table_close(t);
+    return rc;
+}
+
+static int rank_of_status(const char *s)
+{
+    return strcmp(s, "ok") == 0 ? 0 : strcmp(s, "oom") == 0 ? 1 : 2;
+}
+
+static int by_throughput(const void *a, const void *b)
+{
+    const run_row *x = a, *y = b;
+    int sx = rank_of_status(x->status), sy = rank_of_status(y->status);
+    if (sx != sy)
+        return sx - sy;
+    if (x->tokens_per_s != y->tokens_per_s)
+        return x->tokens_per_s > y->tokens_per_s ? -1 : 1;
+    return strcmp(x->name, y->name);
+}
+
+static bool completed(const run_row *r)
+{
+    return rank_of_status(r->status) < 2;
+}
+
+/* A duration in the largest unit that keeps it readable. */
+static void fmt_duration(char *buf, size_t n, double s)
+{
+    if (!isfinite(s))
+        snprintf(buf, n, "-");
+    else if (s >= 2 * 86400)
+        snprintf(buf, n, "%.1f days", s / 86400);
+    else if (s >= 2 * 3600)
+        snprintf(buf, n, "%.1f h", s / 3600);
+    else if (s >= 120)
+        snprintf(buf, n, "%.1f min", s / 60);
+    else
+        snprintf(buf, n, "%.3g s", s);
+}
+
+static void print_table(const run_row *runs, size_t n, const char *path)
+{
+    size_t done = 0;
+    for (size_t i = 0; i < n; i++)
+        done += completed(&runs[i]);
+    printf("%s: %zu run(s), %zu completed%s\n\n", path, n, done,
+           done > 1 ? ", sorted by throughput" : "");
+    if (done > 0) {
+        printf("%-36s %-6s %6s %10s %12s %6s %21s %8s\n", "run", "status", "GPUs", "step (s)",
+               "tokens/s", "MFU", "peak/capacity (GiB)", "bubbles");
+        for (size_t i = 0; i < n; i++) {
+            const run_row *r = &runs[i];
+            if (!completed(r))
+                continue;
+            char mem[32];
+            snprintf(mem, sizeof mem, "%.2f / %.2f", (double)r->peak_mem_bytes / 1073741824.0,
+                     (double)r->capacity_bytes / 1073741824.0);
+            printf("%-36s %-6s %6d %10.4g %12.6g %5.1f%% %21s %7.1f%%\n", r->name, r->status,
+                   (int)r->gpus, r->step_time_s, r->tokens_per_s, 100 * r->mfu, mem,
+                   100 * r->bubble_fraction);
+        }
+        printf("\nwhere the time went (share of the step idle by cause; exposed communication "
+               "in seconds):\n");
+        printf("%-36s", "run");
+        for (int c = 0; c < N_CAUSES; c++)
+            printf(" %8s", replay_cause_name((replay_cause)c));
+        printf(" |");
+        for (int g = 0; g < N_GROUPS; g++)
+            printf(" %8s", plan_group_name((plan_group_class)g));
+        printf("\n");
+        for (size_t i = 0; i < n; i++) {
+            const run_row *r = &runs[i];
+            if (!completed(r))
+                continue;
+            printf("%-36s", r->name);
+            for (int c = 0; c < N_CAUSES; c++)
+                printf(" %7.1f%%", 100 * r->bubble[c]);
+            printf(" |");
+            for (int g = 0; g < N_GROUPS; g++)
+                printf(" %8.3g", r->exposed[g]);
+            printf("\n");
+        }
+    }
+    bool header = false;
+    for (size_t i = 0; i < n; i++) {
+        const run_row *r = &runs[i];
+        if (strcmp(r->status, "oom") != 0 && completed(r))
+            continue;
+        if (!header)
+            printf("\nout of memory, skipped or failed:\n");
+        header = true;
+        if (strcmp(r->status, "oom") == 0)
+            printf("  %s: oom: %s\n", r->name, r->binding[0] ? r->binding : "(no constraint recorded)");
+        else
+            printf("  %s: %s: %s\n", r->name, r->status, r->error[0] ? r->error : "(no reason recorded)");
+    }
+    header = false;
+    for (size_t i = 0; i < n; i++) {
+        const run_row *r = &runs[i];
+        if (!completed(r) || !isfinite(r->budget[0]))
+            continue;
+        if (!header)
+            printf("\ntraining budget (training.tokens):\n%-36s %14s %12s %16s %12s %12s\n",
+                   "run", "tokens", "steps", "time to train", "GPU-hours", "cost");
+        header = true;
+        char t[32], cost[32];
+        fmt_duration(t, sizeof t, r->budget[2]);
+        if (isfinite(r->budget[4]))
+            snprintf(cost, sizeof cost, "%.4g", r->budget[4]);
+        else
+            snprintf(cost, sizeof cost, "-");
+        printf("%-36s %14.4g %12.0f %16s %12.4g %12s\n", r->name, r->budget[0], r->budget[1], t,
+               r->budget[3], cost);
+    }
+}
+
+static void csv_string(const char *s)
+{
+    if (!strpbrk(s, ",\"\n\r")) {
+        fputs(s, stdout);
+        return;
+    }
+    putchar('"');
+    for (; *s; s++) {
+        if (*s == '"')
+            putchar('"');
+        putchar(*s);
+    }
+    putchar('"');
+}
+
+static void csv_number(double v)
+{
+    if (isfinite(v))
+        printf("%.17g", v);
+}
+
+static void print_csv(const run_row *runs, size_t n)
+{
+    printf("name,status,error,gpus,step_time_s,tokens_per_s,mfu,bubble_fraction,"
+           "peak_mem_bytes,capacity_bytes");
+    for (int c = 0; c < N_CAUSES; c++)
+        printf(",bubble_by_cause.%s", replay_cause_name((replay_cause)c));
+    for (int g = 0; g < N_GROUPS; g++)
+        printf(",exposed_comm_s.%s", plan_group_name((plan_group_class)g));
+    for (int b = 0; b < 5; b++)
+        printf(",budget.%s", budget_keys[b]);
+    printf(",binding_constraint\n");
+    for (size_t i = 0; i < n; i++) {
+        const run_row *r = &runs[i];
+        csv_string(r->name);
+        putchar(',');
+        csv_string(r->status);
+        putchar(',');
+        csv_string(r->error);
+        printf(",%d,", (int)r->gpus);
+        csv_number(r->step_time_s);
+        putchar(',');
+        csv_number(r->tokens_per_s);
+        putchar(',');
+        csv_number(r->mfu);
+        putchar(',');
+        csv_number(r->bubble_fraction);
+        printf(",%lld,%lld", (long long)r->peak_mem_bytes, (long long)r->capacity_bytes);
+        for (int c = 0; c < N_CAUSES; c++) {
+            putchar(',');
+            csv_number(r->bubble[c]);
+        }
+        for (int g = 0; g < N_GROUPS; g++) {
+            putchar(',');
+            csv_number(r->exposed[g]);
+        }
+        for (int b = 0; b < 5; b++) {
+            putchar(',');
+            csv_number(r->budget[b]);
+        }
+        putchar(',');
+        csv_string(r->binding);
+        putchar('\n');
+    }
+}
+
+int cli_report(int argc, char **argv)
+{
+    const char *in = NULL;
+    bool csv = false;
+    const char *hint = "see `stepsim report --help`";
+    for (int i = 2; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (strcmp(a, "--csv") == 0)
+            csv = true;
+        else if (a[0] == '-' && a[1])
+            return cli_invalid("stepsim report", "unknown option", a, hint);
+        else if (!in)
+            in = a;
+        else
+            return cli_invalid("stepsim report", "unexpected argument", a, hint);
+    }
+    if (!in)
+        return cli_invalid("stepsim report", "missing the results file (OUT.h5)", NULL, hint);
+    sim_diag diag = {0};
+    io_h5r_file *f = NULL;
+    int rc = io_h5r_open(in, &f, &diag);
+    if (rc) {
+        sim_diag_print(&diag, stderr);
+        return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
+    }
+    const char *const *names;
+    size_t n = io_h5r_runs(f, &names);
+    run_row *runs = sim_calloc(n + 1, sizeof *runs);
+    size_t got = 0;
+    for (size_t i = 0; i < n && !rc; i++) {
+        rc = read_summary(f, names[i], &runs[got]);
+        got += rc == 0;
+    }
+    if (rc) {
+        if (!diag.set)
+            sim_diag_error(&diag, in, 0, 0, "/runs/%s/summary: expected one row", names[got]);
+        sim_diag_print(&diag, stderr);
+        rc = rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
+    } else {
+        qsort(runs, got, sizeof *runs, by_throughput);
+        if (csv)
+            print_csv(runs, got);
+        else
+            print_table(runs, got, in);
+    }
+    for (size_t i = 0; i < got; i++) {
+        sim_free(runs[i].name);
+        sim_free(runs[i].status);
+        sim_free(runs[i].error);
+        sim_free(runs[i].binding);
+    }
+    sim_free(runs);
+    io_h5r_close(f);
+    return rc;
+}
