@@ -85,6 +85,27 @@ hid_t io__h5_mem_type(const h5_writer *w, const h5_col *cols, size_t n_cols, siz
 /* Creates and fills dataset `t->name` in `loc` (whose path is `loc_name`), with its `units`
  * (and `values`) attribute. */
 int io__h5_write_table(h5_writer *w, hid_t loc, const char *loc_name, const h5_table *t);
+/* A table written in pieces: created empty (chunked, deflated, extendible) by
+ * io__h5_append_begin from a template (n_rows 0), filled by io__h5_append, which buffers
+ * rows and writes IO_H5_APPEND_CHUNKS whole chunks at a time (so the file does not depend on
+ * how the rows were handed over), and completed by io__h5_append_end. Memory: the buffer. */
+#define IO_H5_APPEND_CHUNKS 4
+typedef struct h5_appender {
+    h5_writer *w;
+    char what[512];
+    const h5_col *cols;
+    size_t n_cols, row_size;
+    hid_t dset, mem_t;
+    hsize_t rows, chunk;
+    char *buf;
+    size_t n_buf, cap_buf; /* rows */
+} h5_appender;
+int io__h5_append_begin(h5_appender *a, h5_writer *w, hid_t loc, const char *loc_name,
+                        const h5_table *t);
+int io__h5_append(h5_appender *a, const void *rows, size_t n);
+/* Writes what is buffered and closes the dataset; safe on a failed or unopened appender. */
+int io__h5_append_end(h5_appender *a);
+
 /* The space guard. HDF5 1.10.8 cannot fail a write gracefully: a failed flush makes H5Fclose
  * fail and leaves a half-destroyed file object that crashes the process at exit (HDF5 issue
  * #2257, fixed in 1.10.10/1.14.1). So the writers never let HDF5 reach a full disk or the

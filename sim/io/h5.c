@@ -29,7 +29,6 @@
 #include "trace/trace.h"
 
 #define IO_H5_SCHEMA_VERSION 1
-#define IO_H5_STREAM_CHUNKS 4 /* a streamed timeline is written this many chunks at a time */
 
 /* The `values` attribute of a table: the closed set of values of each enumeration column,
  * "column: a b c; column: ..." (NULL for tables without one). Built from the name tables
@@ -379,10 +378,8 @@ struct io_h5_file {
     h5_summary_cols sc;
     /* the run whose timeline is being streamed */
     char stream_run[sizeof ((replay_summary *)0)->name];
-    hid_t stream_group, stream_dset, stream_mem_t;
-    hsize_t stream_rows, stream_chunk;
-    replay_timeline_row *buf;
-    size_t n_buf, cap_buf;
+    hid_t stream_group;
+    h5_appender timeline;
     /* /sweep rows of the runs added so far (strings owned) */
     h5_sweep_row *sweep;
     size_t n_sweep, cap_sweep;
@@ -394,7 +391,8 @@ int io_h5_open(const char *path, const char *command, const io_h5_input *inputs,
     SIM_ASSERT(path && out && (inputs || !n_inputs), "path %p", (const void *)path);
     io_h5_file *f = sim_calloc(1, sizeof *f);
     h5_writer *w = &f->w;
-    f->runs = f->stream_group = f->stream_dset = f->stream_mem_t = -1;
+    f->runs = f->stream_group = -1;
+    f->timeline.dset = f->timeline.mem_t = -1;
     summary_cols_init(&f->sc);
     *out = f;
     int rc = io__h5_create(w, path, diag,
@@ -422,45 +420,12 @@ int io_h5_open(const char *path, const char *command, const io_h5_input *inputs,
     return rc;
 }
 
-/* Writes the buffered rows (a whole number of chunks, or all with `all`) at the end of the
- * streamed timeline. */
-static int stream_flush(io_h5_file *f, bool all)
-{
-    h5_writer *w = &f->w;
-    size_t n = all ? f->n_buf : f->n_buf / f->stream_chunk * f->stream_chunk;
-    if (w->rc || n == 0)
-        return w->rc;
-    char what[512];
-    snprintf(what, sizeof what, "/runs/%s/timeline", f->stream_run);
-    if (io__h5_guard(w, io__h5_rows_bytes(timeline_cols, SIM_ARRAY_LEN(timeline_cols), n)))
-        return w->rc;
-    hsize_t start = f->stream_rows, count = n, total = f->stream_rows + n;
-    hid_t fspace = -1, mspace = -1;
-    if (H5Dset_extent(f->stream_dset, &total) < 0 || (fspace = H5Dget_space(f->stream_dset)) < 0 ||
-        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
-        (mspace = H5Screate_simple(1, &count, NULL)) < 0 ||
-        H5Dwrite(f->stream_dset, f->stream_mem_t, mspace, fspace, H5P_DEFAULT, f->buf) < 0)
-        io__h5_fail(w, what);
-    if (mspace >= 0)
-        H5Sclose(mspace);
-    if (fspace >= 0)
-        H5Sclose(fspace);
-    f->stream_rows = total;
-    memmove(f->buf, f->buf + n, (f->n_buf - n) * sizeof *f->buf);
-    f->n_buf -= n;
-    return w->rc;
-}
-
 static void stream_end(io_h5_file *f)
 {
-    if (f->stream_dset >= 0 && H5Dclose(f->stream_dset) < 0)
-        io__h5_fail(&f->w, "timeline");
-    if (f->stream_mem_t >= 0)
-        H5Tclose(f->stream_mem_t);
+    io__h5_append_end(&f->timeline);
     if (f->stream_group >= 0 && H5Gclose(f->stream_group) < 0)
         io__h5_fail(&f->w, "run group");
-    f->stream_dset = f->stream_mem_t = f->stream_group = -1;
-    f->n_buf = 0;
+    f->stream_group = -1;
 }
 
 /* Creates run group `name` and its empty, extendible timeline. */
@@ -481,22 +446,11 @@ static int stream_begin(io_h5_file *f, const char *name)
     f->stream_group = H5Gcreate2(f->runs, name, H5P_DEFAULT, w->gcpl, H5P_DEFAULT);
     if (f->stream_group < 0)
         return io__h5_fail(w, where);
+    char *values = h5_values_text("timeline");
     h5_table t = {"timeline", timeline_cols, SIM_ARRAY_LEN(timeline_cols),
-                  sizeof(replay_timeline_row), NULL, 0, true, NULL};
-    if (results_table(w, f->stream_group, where, t))
-        return w->rc;
-    f->stream_dset = H5Dopen2(f->stream_group, "timeline", H5P_DEFAULT);
-    hid_t dcpl = f->stream_dset >= 0 ? H5Dget_create_plist(f->stream_dset) : -1;
-    f->stream_mem_t = io__h5_mem_type(w, timeline_cols, SIM_ARRAY_LEN(timeline_cols),
-                                  sizeof(replay_timeline_row));
-    if (dcpl < 0 || f->stream_mem_t < 0 || H5Pget_chunk(dcpl, 1, &f->stream_chunk) != 1)
-        io__h5_fail(w, where);
-    if (dcpl >= 0)
-        H5Pclose(dcpl);
-    f->stream_rows = 0;
-    /* IO_H5_STREAM_CHUNKS chunks of rows, written as they fill */
-    f->cap_buf = (size_t)f->stream_chunk * IO_H5_STREAM_CHUNKS;
-    f->buf = sim_realloc_array(f->buf, f->cap_buf, sizeof *f->buf);
+                  sizeof(replay_timeline_row), NULL, 0, true, values};
+    io__h5_append_begin(&f->timeline, w, f->stream_group, where, &t);
+    sim_free(values);
     return w->rc;
 }
 
@@ -510,11 +464,7 @@ int io_h5_stream_timeline(io_h5_file *f, const char *name, const replay_timeline
                    f->stream_run);
         stream_begin(f, name);
     }
-    for (size_t i = 0; i < n && !f->w.rc; i++) {
-        f->buf[f->n_buf++] = rows[i];
-        if (f->n_buf == f->cap_buf)
-            stream_flush(f, false);
-    }
+    io__h5_append(&f->timeline, rows, n);
     return f->w.rc;
 }
 
@@ -532,7 +482,7 @@ int io_h5_add_run(io_h5_file *f, const io_h5_run *run, int write_timeline)
     hid_t g = -1;
     int rc = 0;
     if (streamed) {
-        rc = stream_flush(f, true);
+        rc = io__h5_append_end(&f->timeline);
         g = f->stream_group;
     } else {
         SIM_ASSERT(f->stream_group < 0, "run %s added while %s streams", s->name, f->stream_run);
@@ -588,7 +538,6 @@ static void h5_file_free(io_h5_file *f)
         sim_free((char *)f->sweep[i].error);
     }
     sim_free(f->sweep);
-    sim_free(f->buf);
     sim_free(f);
 }
 

@@ -313,3 +313,82 @@ int io__h5_finish(h5_writer *w)
     w->tmp = NULL;
     return w->rc;
 }
+
+/* Writes the buffered rows (whole chunks, or all with `all`) at the end of the dataset. */
+static int append_flush(h5_appender *a, bool all)
+{
+    h5_writer *w = a->w;
+    size_t n = all ? a->n_buf : a->n_buf / a->chunk * a->chunk;
+    if (w->rc || n == 0)
+        return w->rc;
+    if (io__h5_guard(w, io__h5_rows_bytes(a->cols, a->n_cols, n)))
+        return w->rc;
+    hsize_t start = a->rows, count = n, total = a->rows + n;
+    hid_t fspace = -1, mspace = -1;
+    if (H5Dset_extent(a->dset, &total) < 0 || (fspace = H5Dget_space(a->dset)) < 0 ||
+        H5Sselect_hyperslab(fspace, H5S_SELECT_SET, &start, NULL, &count, NULL) < 0 ||
+        (mspace = H5Screate_simple(1, &count, NULL)) < 0 ||
+        H5Dwrite(a->dset, a->mem_t, mspace, fspace, H5P_DEFAULT, a->buf) < 0)
+        io__h5_fail(w, a->what);
+    if (mspace >= 0)
+        H5Sclose(mspace);
+    if (fspace >= 0)
+        H5Sclose(fspace);
+    a->rows = total;
+    memmove(a->buf, a->buf + n * a->row_size, (a->n_buf - n) * a->row_size);
+    a->n_buf -= n;
+    return w->rc;
+}
+
+int io__h5_append_begin(h5_appender *a, h5_writer *w, hid_t loc, const char *loc_name,
+                        const h5_table *t)
+{
+    SIM_ASSERT(t->n_rows == 0 && t->large, "append to %s: the template must be empty, large",
+               t->name);
+    *a = (h5_appender){.w = w, .cols = t->cols, .n_cols = t->n_cols, .row_size = t->row_size,
+                       .dset = -1, .mem_t = -1};
+    snprintf(a->what, sizeof a->what, "%s/%s", strcmp(loc_name, "/") ? loc_name : "", t->name);
+    if (io__h5_write_table(w, loc, loc_name, t))
+        return w->rc;
+    a->dset = H5Dopen2(loc, t->name, H5P_DEFAULT);
+    hid_t dcpl = a->dset >= 0 ? H5Dget_create_plist(a->dset) : -1;
+    a->mem_t = io__h5_mem_type(w, t->cols, t->n_cols, t->row_size);
+    if (dcpl < 0 || a->mem_t < 0 || H5Pget_chunk(dcpl, 1, &a->chunk) != 1)
+        io__h5_fail(w, a->what);
+    if (dcpl >= 0)
+        H5Pclose(dcpl);
+    a->cap_buf = (size_t)a->chunk * IO_H5_APPEND_CHUNKS;
+    a->buf = sim_calloc(a->cap_buf + 1, a->row_size);
+    return w->rc;
+}
+
+int io__h5_append(h5_appender *a, const void *rows, size_t n)
+{
+    const char *p = rows;
+    while (n > 0 && !a->w->rc) {
+        size_t k = SIM_MIN(n, a->cap_buf - a->n_buf);
+        memcpy(a->buf + a->n_buf * a->row_size, p, k * a->row_size);
+        a->n_buf += k;
+        p += k * a->row_size;
+        n -= k;
+        if (a->n_buf == a->cap_buf)
+            append_flush(a, false);
+    }
+    return a->w->rc;
+}
+
+int io__h5_append_end(h5_appender *a)
+{
+    if (a->dset >= 0) {
+        append_flush(a, true);
+        if (H5Dclose(a->dset) < 0)
+            io__h5_fail(a->w, a->what);
+    }
+    if (a->mem_t >= 0)
+        H5Tclose(a->mem_t);
+    sim_free(a->buf);
+    a->buf = NULL;
+    a->dset = a->mem_t = -1;
+    a->n_buf = 0;
+    return a->w ? a->w->rc : 0;
+}
