@@ -3,14 +3,17 @@
  * 2 invalid input — reported as exactly one `...: error: ...` line plus hint lines. */
 #include "core/sim.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "cli/cli.h"
 #include "io/h5.h"
 #include "io/json.h"
 #include "io/load.h"
+#include "io/tracefile.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
 
@@ -20,6 +23,7 @@ typedef struct cli_args {
     const char *cmd;
     const char *scenario;
     const char *out;
+    const char *topology; /* replay: --topology */
     const char **sets;
     size_t n_sets;
     bool json;
@@ -39,8 +43,12 @@ static const char usage_main[] =
     "  mem SCENARIO.yaml    the per-GPU memory plan and OOM verdict, without replay\n"
     "  topo TOPOLOGY.yaml   describe a topology: devices, links, bisection, routes\n"
     "  bench-coll ...       time a collective over sizes, like nccl-tests\n"
+    "  trace SCENARIO.yaml  write the generated per-rank op DAG (-o TRACE.h5)\n"
+    "  replay TRACE.h5      replay a trace file (edited, or with measured durations)\n"
+    "  report OUT.h5        the runs of a results file as a table (--csv)\n"
+    "  export-perfetto OUT.h5  a run as Chrome Trace Event JSON for ui.perfetto.dev\n"
     "\n"
-    "Coming with later issues: sweep, plan, trace, replay, export-perfetto.\n"
+    "Coming with later issues: sweep, plan.\n"
     "Run `stepsim COMMAND --help` for a command's options; docs/cli.md has the details.\n";
 
 static const char usage_run[] =
@@ -56,6 +64,22 @@ static const char usage_run[] =
     "  --json               print the summary as one JSON object (docs/json.md)\n"
     "  --steps N            simulate N optimizer steps (overrides simulation.steps)\n"
     "  --no-timeline        do not record the per-op timeline (smaller files)\n";
+
+static const char usage_trace[] =
+    "usage: stepsim trace SCENARIO.yaml -o TRACE.h5 [--set KEY=VALUE]...\n"
+    "\n"
+    "Writes the trace the scenario implies: every rank's ops (compute kernels with FLOPs and\n"
+    "bytes, collectives, copies), their dependencies and memory events, in the HDF5 layout\n"
+    "of docs/trace-format.md. Edit it, or set measured durations, then `stepsim replay` it.\n";
+
+static const char usage_replay[] =
+    "usage: stepsim replay TRACE.h5 [--topology T.yaml] [--set KEY=VALUE]... [-o OUT.h5]\n"
+    "                      [--json] [--steps N] [--no-timeline]\n"
+    "\n"
+    "Replays a trace file on a cluster and reports as `stepsim run` does. The scenario the\n"
+    "trace was made from (stored in it) supplies the topology, GPU and simulation settings;\n"
+    "--topology replaces the topology, --set changes keys of that scenario (the trace's ops\n"
+    "stay as they are: the parallel layout must keep its number of ranks).\n";
 
 static const char usage_check[] =
     "usage: stepsim check SCENARIO.yaml [--set KEY=VALUE]...\n"
@@ -96,6 +120,10 @@ static const char *usage_of(const char *cmd)
         return usage_check;
     if (strcmp(cmd, "mem") == 0)
         return usage_mem;
+    if (strcmp(cmd, "trace") == 0)
+        return usage_trace;
+    if (strcmp(cmd, "replay") == 0)
+        return usage_replay;
     return NULL;
 }
 
@@ -108,7 +136,8 @@ static int parse_args(int argc, char **argv, cli_args *a)
     for (int i = 0; i < argc && len + 2 < sizeof a->command_line; i++)
         len += (size_t)snprintf(a->command_line + len, sizeof a->command_line - len, "%s%s",
                                 i ? " " : "", i == 0 ? "stepsim" : argv[i]);
-    bool is_run = strcmp(a->cmd, "run") == 0, is_mem = strcmp(a->cmd, "mem") == 0;
+    bool is_replay = strcmp(a->cmd, "replay") == 0, is_trace = strcmp(a->cmd, "trace") == 0;
+    bool is_run = strcmp(a->cmd, "run") == 0 || is_replay, is_mem = strcmp(a->cmd, "mem") == 0;
     for (int i = 2; i < argc; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
@@ -120,7 +149,12 @@ static int parse_args(int argc, char **argv, cli_args *a)
             if (!v)
                 return invalid("--set", "expects KEY=VALUE", hint);
             a->sets[a->n_sets++] = v;
-        } else if (is_run && (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0)) {
+        } else if (is_replay && strcmp(arg, "--topology") == 0) {
+            if (i + 1 >= argc)
+                return invalid(arg, "expects a topology file", hint);
+            a->topology = argv[++i];
+        } else if ((is_run || is_trace) &&
+                   (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0)) {
             if (i + 1 >= argc)
                 return invalid(arg, "expects an output file name", hint);
             a->out = argv[++i];
@@ -149,7 +183,9 @@ static int parse_args(int argc, char **argv, cli_args *a)
         }
     }
     if (!a->scenario)
-        return invalid("stepsim", "missing SCENARIO.yaml", hint);
+        return invalid("stepsim", is_replay ? "missing TRACE.h5" : "missing SCENARIO.yaml", hint);
+    if (is_trace && !a->out)
+        return invalid("stepsim", "missing -o TRACE.h5", hint);
     return 0;
 }
 
@@ -299,47 +335,170 @@ static void print_progress(void *ud, const replay_progress *at)
             at->wall_s);
 }
 
+/* Replays the job's plan and reports: the summary (or --json) on stdout, -o OUT.h5 with the
+ * timeline streamed into it. `input_error`: a failed replay (a deadlock) is the input's
+ * fault (exit 2, a trace read from a file) rather than an internal error (exit 1). */
+static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
+{
+    io_h5_file *f = NULL;
+    sim_diag diag = {0};
+    if (a->out && open_h5(a, j, &f, &diag) != 0) {
+        sim_diag_print(&diag, stderr);
+        io_h5_abort(f);
+        return 1;
+    }
+    int rc = 0;
+    replay_results *res = replay_results_create();
+    h5_sink sink = {.f = f, .run = j->sc.name};
+    replay_options opt = {.timeline = j->sc.simulation.timeline,
+                          .timeline_sink = f ? stream_rows : NULL,
+                          .timeline_ud = &sink,
+                          .progress = print_progress,
+                          .progress_ud = j->sc.name,
+                          .progress_every_s = 15};
+    replay_run(j->p, &opt, res);
+    if (res->summary.status == REPLAY_STATUS_ERROR) {
+        fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
+        io_h5_abort(f);
+        rc = input_error ? EXIT_INVALID : 1;
+    } else if (f) {
+        int wrc = finish_h5(f, j, res, &diag);
+        if (wrc) {
+            sim_diag_print(&diag, stderr);
+            rc = wrc == SIM_EINVAL ? EXIT_INVALID : 1;
+        }
+    }
+    if (rc == 0) {
+        if (a->json)
+            io_json_write_run(stdout, res);
+        else
+            print_summary(stdout, j->p, res, true);
+        fprintf(stderr, "stepsim: simulated %d step(s) of %d GPU(s) in %.3f s wall, %llu "
+                        "events (%.3g events/s)\n",
+                j->sc.simulation.steps, j->p->n_ranks, res->wall_s,
+                (unsigned long long)res->events,
+                res->wall_s > 0 ? (double)res->events / res->wall_s : 0.0);
+    }
+    replay_results_destroy(res);
+    return rc;
+}
+
 static int cmd_run(const cli_args *a)
 {
     cli_job *j = sim_calloc(1, sizeof *j);
     int rc = job_load(a, true, j);
-    io_h5_file *f = NULL;
-    sim_diag diag = {0};
-    if (rc == 0 && a->out && open_h5(a, j, &f, &diag) != 0) {
-        sim_diag_print(&diag, stderr);
-        io_h5_abort(f);
-        rc = 1;
-    }
+    if (rc == 0)
+        rc = replay_and_report(a, j, false);
+    job_clear(j);
+    sim_free(j);
+    return rc;
+}
+
+static int cmd_trace(const cli_args *a)
+{
+    cli_job *j = sim_calloc(1, sizeof *j);
+    int rc = job_load(a, true, j);
     if (rc == 0) {
-        replay_results *res = replay_results_create();
-        h5_sink sink = {.f = f, .run = j->sc.name};
-        replay_options opt = {.timeline = j->sc.simulation.timeline,
-                              .timeline_sink = f ? stream_rows : NULL,
-                              .timeline_ud = &sink,
-                              .progress = print_progress,
-                              .progress_ud = j->sc.name,
-                              .progress_every_s = 15};
-        replay_run(j->p, &opt, res);
-        if (f) {
-            int wrc = finish_h5(f, j, res, &diag);
-            if (wrc) {
-                sim_diag_print(&diag, stderr);
-                rc = wrc == SIM_EINVAL ? EXIT_INVALID : 1;
-            }
+        sim_diag diag = {0};
+        if (io_trace_write(a->out, a->command_line, j->info->resolved_yaml, j->p, &diag)) {
+            sim_diag_print(&diag, stderr);
+            rc = 1;
+        } else {
+            size_t ops = 0;
+            for (int r = 0; r < j->p->trace->n_ranks; r++)
+                ops += j->p->trace->ranks[r].n_ops;
+            fprintf(stderr, "stepsim: %s: %d rank(s), %zu ops, %zu collective instances -> %s\n",
+                    j->sc.name, j->p->n_ranks, ops, j->p->trace->n_colls, a->out);
         }
-        if (rc == 0) {
-            if (a->json)
-                io_json_write_run(stdout, res);
-            else
-                print_summary(stdout, j->p, res, true);
-            fprintf(stderr, "stepsim: simulated %d step(s) of %d GPU(s) in %.3f s wall, %llu "
-                            "events (%.3g events/s)\n",
-                    j->sc.simulation.steps, j->p->n_ranks, res->wall_s,
-                    (unsigned long long)res->events,
-                    res->wall_s > 0 ? (double)res->events / res->wall_s : 0.0);
-        }
-        replay_results_destroy(res);
     }
+    job_clear(j);
+    sim_free(j);
+    return rc;
+}
+
+/* Loads the scenario stored in a trace file, with --topology and --set applied: written to
+ * a temporary file the loader reads (its references are inlined already). */
+static int load_embedded(const cli_args *a, const char *yaml, cli_job *j)
+{
+    char path[] = "/tmp/stepsim-replay-XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0) {
+        fprintf(stderr, "stepsim: error: cannot create a temporary file: %s\n", strerror(errno));
+        return 1;
+    }
+    FILE *f = fdopen(fd, "w");
+    bool ok = f && fputs(yaml, f) >= 0;
+    if (f)
+        ok = fclose(f) == 0 && ok;
+    const char **sets = sim_calloc(a->n_sets + 2, sizeof *sets);
+    size_t n = 0;
+    char topo[4200];
+    if (a->topology) {
+        snprintf(topo, sizeof topo, "topology=%s", a->topology);
+        sets[n++] = topo;
+    }
+    for (size_t i = 0; i < a->n_sets; i++)
+        sets[n++] = a->sets[i];
+    sim_diag diag = {0};
+    int rc = ok ? io_scenario_load(path, sets, n, &j->sc, &j->info, &diag) : SIM_EIO;
+    unlink(path);
+    sim_free(sets);
+    if (rc) {
+        if (!diag.set)
+            sim_diag_error(&diag, a->scenario, 0, 0, "the scenario stored in the trace: %s",
+                           sim_strerror(rc));
+        if (strcmp(diag.file, path) == 0) /* a problem in the stored text itself */
+            snprintf(diag.file, sizeof diag.file, "%s (stored scenario)", a->scenario);
+        sim_diag_print(&diag, stderr);
+        return EXIT_INVALID;
+    }
+    if (a->steps > 0)
+        j->sc.simulation.steps = a->steps;
+    if (a->no_timeline)
+        j->sc.simulation.timeline = false;
+    /* the results file names the trace, not the temporary copy of its scenario */
+    if (j->info->n_inputs > 0) {
+        sim_free(j->info->inputs[0].path);
+        size_t len = strlen(a->scenario) + 16;
+        j->info->inputs[0].path = sim_calloc(len, 1);
+        snprintf(j->info->inputs[0].path, len, "%s:scenario", a->scenario);
+    }
+    return 0;
+}
+
+static int cmd_replay(const cli_args *a)
+{
+    sim_diag diag = {0};
+    trace *t = NULL;
+    io_trace_info info;
+    int rc = io_trace_read(a->scenario, &t, &info, &diag);
+    if (rc) {
+        sim_diag_print(&diag, stderr);
+        return rc == SIM_EINVAL ? EXIT_INVALID : 1;
+    }
+    cli_job *j = sim_calloc(1, sizeof *j);
+    rc = load_embedded(a, info.scenario_yaml, j);
+    if (rc == 0) {
+        plan_trace_figures fig = {
+            .global_batch = info.global_batch,
+            .model_flops_per_step = info.model_flops_per_step,
+            .hardware_flops_per_step = info.hardware_flops_per_step,
+            .moe = info.moe,
+            .moe_dropped_fraction = info.moe_dropped_fraction,
+            .moe_load_max_over_mean = info.moe_load_max_over_mean,
+        };
+        rc = plan_from_trace(&j->sc, t, &fig, &j->p, &diag);
+        t = NULL; /* the plan owns it (or freed it) */
+        if (rc) {
+            snprintf(diag.file, sizeof diag.file, "%s", a->scenario);
+            sim_diag_print(&diag, stderr);
+            rc = EXIT_INVALID;
+        }
+    }
+    trace_destroy(t);
+    if (rc == 0)
+        rc = replay_and_report(a, j, true);
+    sim_free(info.scenario_yaml);
     job_clear(j);
     sim_free(j);
     return rc;
@@ -398,7 +557,8 @@ int main(int argc, char **argv)
     if (!usage_of(a.cmd)) {
         char msg[256];
         snprintf(msg, sizeof msg, "unknown command '%s'", a.cmd);
-        return invalid("stepsim", msg, "commands: run, check, mem, topo, bench-coll (see `stepsim --help`)");
+        return invalid("stepsim", msg, "commands: run, check, mem, topo, bench-coll, trace, replay, report, "
+                                         "export-perfetto (see `stepsim --help`)");
     }
     a.sets = sim_calloc((size_t)argc, sizeof *a.sets);
     int rc = parse_args(argc, argv, &a);
@@ -407,6 +567,10 @@ int main(int argc, char **argv)
             rc = cmd_run(&a);
         else if (strcmp(a.cmd, "check") == 0)
             rc = cmd_check(&a);
+        else if (strcmp(a.cmd, "trace") == 0)
+            rc = cmd_trace(&a);
+        else if (strcmp(a.cmd, "replay") == 0)
+            rc = cmd_replay(&a);
         else
             rc = cmd_mem(&a);
     } else if (rc < 0) {

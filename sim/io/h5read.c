@@ -82,7 +82,8 @@ static herr_t add_run(hid_t g, const char *name, const H5L_info_t *info, void *d
     return 0;
 }
 
-int io_h5r_open(const char *path, io_h5r_file **out, sim_diag *diag)
+int io_h5r_open_kind(const char *path, const char *version_attr, int want, const char *what,
+                     io_h5r_file **out, sim_diag *diag)
 {
     io_h5r_file *f = sim_calloc(1, sizeof *f);
     f->path = sim_strdup(path);
@@ -99,25 +100,43 @@ int io_h5r_open(const char *path, io_h5r_file **out, sim_diag *diag)
         fclose(probe);
         if (H5Fis_hdf5(path) <= 0)
             rc = sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0,
-                                     "not an HDF5 file (expected a stepsim results file)");
+                                     "not an HDF5 file (expected a stepsim %s)", what);
     }
     if (!rc) {
         f->file = H5Fopen(path, H5F_ACC_RDONLY, H5P_DEFAULT);
         if (f->file < 0)
             rc = fail(f, SIM_EIO, "cannot open file");
     }
-    int version = 0;
-    if (!rc && (H5Aexists(f->file, "schema_version") <= 0 ||
-                io_h5r_attr_int(f, "/", "schema_version", &version) != 0 || version != 1))
-        rc = sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0,
-                                 "not a stepsim results file of schema version 1 (root "
-                                 "attribute schema_version is missing or %d)", version);
-    if (!rc && H5Lexists(f->file, "runs", H5P_DEFAULT) <= 0)
-        rc = sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0, "no /runs group");
     if (!rc) {
         f->str_t = H5Tcopy(H5T_C_S1);
         H5Tset_size(f->str_t, H5T_VARIABLE);
         H5Tset_cset(f->str_t, H5T_CSET_UTF8);
+    }
+    int version = 0;
+    if (!rc && (H5Aexists(f->file, version_attr) <= 0 ||
+                io_h5r_attr_int(f, "/", version_attr, &version) != 0 || version != want))
+        rc = sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0,
+                                 "not a stepsim %s of version %d (root attribute %s is missing "
+                                 "or %d)", what, want, version_attr, version);
+    loud(f);
+    if (rc) {
+        io_h5r_close(f);
+        return rc;
+    }
+    *out = f;
+    return 0;
+}
+
+int io_h5r_open(const char *path, io_h5r_file **out, sim_diag *diag)
+{
+    int rc = io_h5r_open_kind(path, "schema_version", 1, "results file", out, diag);
+    if (rc)
+        return rc;
+    io_h5r_file *f = *out;
+    quiet(f);
+    if (H5Lexists(f->file, "runs", H5P_DEFAULT) <= 0) {
+        rc = sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0, "no /runs group");
+    } else {
         hid_t g = H5Gopen2(f->file, "runs", H5P_DEFAULT);
         if (g < 0 || H5Literate(g, H5_INDEX_NAME, H5_ITER_INC, NULL, add_run, f) < 0)
             rc = fail(f, SIM_EIO, "cannot read /runs");
@@ -127,10 +146,9 @@ int io_h5r_open(const char *path, io_h5r_file **out, sim_diag *diag)
     loud(f);
     if (rc) {
         io_h5r_close(f);
-        return rc;
+        *out = NULL;
     }
-    *out = f;
-    return 0;
+    return rc;
 }
 
 void io_h5r_close(io_h5r_file *f)
@@ -195,6 +213,20 @@ int io_h5r_attr_int(io_h5r_file *f, const char *obj, const char *attr, int *valu
     hid_t a = open_attr(f, obj, attr);
     if (a >= 0) {
         rc = H5Aread(a, H5T_NATIVE_INT, value) >= 0 ? 0 : fail(f, SIM_EIO, "cannot read attribute");
+        H5Aclose(a);
+    }
+    loud(f);
+    return rc;
+}
+
+int io_h5r_attr_f64(io_h5r_file *f, const char *obj, const char *attr, double *value)
+{
+    quiet(f);
+    int rc = SIM_EINVAL;
+    hid_t a = open_attr(f, obj, attr);
+    if (a >= 0) {
+        rc = H5Aread(a, H5T_NATIVE_DOUBLE, value) >= 0 ? 0
+                                                      : fail(f, SIM_EIO, "cannot read attribute");
         H5Aclose(a);
     }
     loud(f);

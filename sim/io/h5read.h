@@ -27,8 +27,13 @@ typedef struct io_h5r_field {
 typedef struct io_h5r_file io_h5r_file;
 typedef struct io_h5r_table io_h5r_table;
 
-/* Opens `path` read-only; checks the root attribute schema_version is 1. */
+/* Opens results file `path` read-only; checks the root attribute schema_version is 1 and
+ * lists its runs. */
 int io_h5r_open(const char *path, io_h5r_file **out, sim_diag *diag);
+/* Opens any HDF5 file whose root attribute `version_attr` is `version`, e.g. a trace file
+ * (trace_format_version 1); `what` names the kind of file in messages. */
+int io_h5r_open_kind(const char *path, const char *version_attr, int version, const char *what,
+                     io_h5r_file **out, sim_diag *diag);
 void io_h5r_close(io_h5r_file *f);
 
 /* The run group names under /runs, in the file's (alphabetical) link order. The array and
@@ -39,6 +44,7 @@ size_t io_h5r_runs(const io_h5r_file *f, const char *const **names);
  * (sim_free); NULL with diag set when absent. Integer attributes: io_h5r_attr_int. */
 char *io_h5r_attr_str(io_h5r_file *f, const char *obj, const char *attr);
 int io_h5r_attr_int(io_h5r_file *f, const char *obj, const char *attr, int *value);
+int io_h5r_attr_f64(io_h5r_file *f, const char *obj, const char *attr, double *value);
 
 /* Opens table `path` ("/runs/NAME/timeline") for rows of `row_size` bytes with `fields`
  * (which must all exist in the table). */

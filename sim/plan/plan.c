@@ -117,6 +117,61 @@ int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *
     return 0;
 }
 
+int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures *fig,
+                    plan **out, sim_diag *diag)
+{
+    const plan_parallel *par = &sc->parallel;
+    hw_topo *topo = NULL;
+    int rc = hw_topo_create(&sc->topology, &topo, diag);
+    if (rc != 0) {
+        trace_destroy(t);
+        return rc;
+    }
+    int n = par->tp * par->cp * par->pp * par->dp, have = hw_topo_gpu_count(topo);
+    if (t->n_ranks != n)
+        rc = sim_diag_error(diag, "trace", 0, 0,
+                            "the trace has %d ranks but the scenario's parallel layout has %d "
+                            "(tp %d x cp %d x pp %d x dp %d)", t->n_ranks, n, par->tp, par->cp,
+                            par->pp, par->dp);
+    else if (n > have)
+        rc = sim_diag_error(diag, "trace", 0, 0, "the trace has %d ranks but topology '%s' has "
+                            "%d GPUs", n, sc->topology.name, have);
+    if (rc != 0) {
+        hw_topo_destroy(topo);
+        trace_destroy(t);
+        return rc;
+    }
+    plan *p = sim_calloc(1, sizeof *p);
+    p->sc = sc;
+    p->n_ranks = n;
+    p->topology_gpus = have;
+    p->topo = topo;
+    p->trace = t;
+    p->global_batch = fig->global_batch;
+    p->accum_steps = fig->global_batch / SIM_MAX(1, sc->training.micro_batch * par->dp);
+    p->capacity_bytes = sc->topology.gpu.memory_bytes;
+    p->model_flops_per_step = fig->model_flops_per_step;
+    p->hardware_flops_per_step = fig->hardware_flops_per_step;
+    p->moe = fig->moe;
+    p->moe_dropped_fraction = fig->moe_dropped_fraction;
+    p->moe_load_max_over_mean = fig->moe_load_max_over_mean;
+    p->coords = sim_calloc((size_t)n, sizeof *p->coords);
+    p->mem = sim_calloc((size_t)n, sizeof *p->mem);
+    p->peak = sim_calloc((size_t)n, sizeof *p->peak);
+    for (int r = 0; r < n; r++) {
+        plan_rank_coord(par, r, &p->coords[r]);
+        p->coords[r].node = hw_topo_device(topo, hw_topo_gpu_device(topo, r))->node;
+        for (int c = 0; c < PLAN_MEM_COUNT; c++) {
+            p->mem[r].bytes[c] = t->ranks[r].base_mem[c];
+            p->mem[r].total += t->ranks[r].base_mem[c];
+        }
+        plan__walk_rank(p, r);
+    }
+    verdict(p);
+    *out = p;
+    return 0;
+}
+
 void plan_destroy(plan *p)
 {
     if (!p)

@@ -50,6 +50,22 @@ typedef struct plan {
  * or SIM_EINVAL / SIM_ENOTSUP with `diag` set (file "scenario", no position) for
  * combinations the loader cannot see. */
 int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *diag);
+
+/* The figures of a plan that a trace does not hold, saved beside it in a trace file. */
+typedef struct plan_trace_figures {
+    int64_t global_batch;
+    double model_flops_per_step, hardware_flops_per_step;
+    bool moe;
+    double moe_dropped_fraction, moe_load_max_over_mean;
+} plan_trace_figures;
+
+/* A plan around a trace read from a file (`stepsim replay`): the topology, rank layout and
+ * capacity come from `sc`, ops and memory from `t` (finished and validated; the plan takes
+ * it over), the rest from `fig`. The trace must have tp·cp·pp·dp ranks of sc->parallel and
+ * the topology at least as many GPUs. Returns 0 or SIM_EINVAL with diag set (then `t` is
+ * freed too). */
+int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures *fig,
+                    plan **out, sim_diag *diag);
 void plan_destroy(plan *p);
 
 /* Computes rank `rank`'s coordinates under `order` (inner to outer) with the degrees of

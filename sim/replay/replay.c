@@ -770,16 +770,32 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     }
     hw_net_finish(c.net, now);
     timeline_flush(&c);
-    for (int r = 0; r < p->n_ranks; r++)
-        SIM_ASSERT(c.ranks[r].step == c.steps, "rank %d stalled in step %d (deadlock in the "
-                   "trace)", r, c.ranks[r].step + 1);
+    int stalled = -1;
+    for (int r = 0; r < p->n_ranks && stalled < 0; r++)
+        if (c.ranks[r].step != c.steps)
+            stalled = r;
 
     plan_mem *peaks = sim_calloc((size_t)p->n_ranks, sizeof *peaks);
     for (int r = 0; r < p->n_ranks; r++)
         peaks[r] = c.ranks[r].peak;
     fill_memory(p, peaks, out);
     sim_free(peaks);
-    summarize(&c);
+    if (stalled < 0) {
+        summarize(&c);
+    } else {
+        /* a trace whose ops wait on each other in a cycle (across ranks, through
+         * collectives or stream order): only a trace read from a file can do that */
+        const rank_state *rs = &c.ranks[stalled];
+        size_t op = 0;
+        while (op + 1 < rs->tr->n_ops && rs->pending[op] == 0)
+            op++;
+        out->summary.status = REPLAY_STATUS_ERROR;
+        snprintf(out->summary.error, sizeof out->summary.error,
+                 "deadlock: rank %d stalls in step %d at op %zu (%s) of %zu; its dependencies "
+                 "or a collective's other members never get there",
+                 stalled, rs->step + 1, op,
+                 rs->tr->n_ops ? trace_name(c.t, rs->tr->ops[op].name) : "-", rs->tr->n_ops);
+    }
     out->events = sim_eventq_pushed(c.q);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);

@@ -43,7 +43,9 @@ typedef struct replay_options {
 } replay_options;
 
 /* Replays `p` (which must carry a trace) for sc->simulation.steps steps and fills `out`
- * (an empty results object). Cannot fail on a valid plan (internal errors assert). */
+ * (an empty results object). A trace that deadlocks (ops waiting on each other in a cycle,
+ * which only a hand-edited trace can do) ends with summary.status REPLAY_STATUS_ERROR and
+ * the stalled rank and op in summary.error; anything else wrong asserts. */
 void replay_run(const plan *p, const replay_options *opt, replay_results *out);
 
 /* Fills only what needs no replay (name, status, gpus, memory, binding constraint) — the

@@ -187,8 +187,12 @@ void trace_finish_rank(trace *t, int rk)
     r->cap_mem = r->n_mem + 1;
 }
 
-int trace__check(const trace *t)
+/* Records the first problem only. */
+#define NOTE(buf, n, ...) (void)((buf)[0] ? 0 : snprintf((buf), (n), __VA_ARGS__))
+
+int trace_validate(const trace *t, char *why, size_t n)
 {
+    why[0] = '\0';
     size_t *seen = sim_calloc(t->n_colls ? t->n_colls : 1, sizeof *seen);
     int rc = 0;
     for (int rk = 0; rk < t->n_ranks && rc == 0; rk++) {
@@ -196,19 +200,19 @@ int trace__check(const trace *t)
         for (size_t i = 0; i < r->n_ops && rc == 0; i++) {
             const trace_op *o = &r->ops[i];
             if (o->stream >= TRACE_STREAMS || o->dep_first + o->n_deps > r->n_deps) {
-                fprintf(stderr, "trace: rank %d op %zu: bad stream or deps\n", rk, i);
+                NOTE(why, n, "rank %d op %zu: bad stream or deps", rk, i);
                 rc = -1;
                 break;
             }
             for (uint32_t d = 0; d < o->n_deps; d++)
                 if (r->deps[o->dep_first + d] >= i) {
-                    fprintf(stderr, "trace: rank %d op %zu depends forward\n", rk, i);
+                    NOTE(why, n, "rank %d op %zu depends forward", rk, i);
                     rc = -1;
                 }
             if (o->kind != TRACE_OP_COLL)
                 continue;
             if (o->coll >= t->n_colls) {
-                fprintf(stderr, "trace: rank %d op %zu: no collective %u\n", rk, i, o->coll);
+                NOTE(why, n, "rank %d op %zu: no collective %u", rk, i, o->coll);
                 rc = -1;
                 break;
             }
@@ -217,8 +221,8 @@ int trace__check(const trace *t)
             for (int m = 0; m < g->n; m++)
                 member |= g->ranks[m] == rk;
             if (!member) {
-                fprintf(stderr, "trace: rank %d op %zu joins collective %u of a group it is "
-                                "not in\n", rk, i, o->coll);
+                NOTE(why, n, "rank %d op %zu joins collective %u of a group it is "
+                                "not in", rk, i, o->coll);
                 rc = -1;
             }
             seen[o->coll]++;
@@ -231,17 +235,26 @@ int trace__check(const trace *t)
             sum[r->mem[i].cat] += r->mem[i].bytes;
         for (int c = 0; c < TRACE_MEM_CATS; c++)
             if (sum[c] != 0) {
-                fprintf(stderr, "trace: rank %d leaks %lld bytes of memory category %d per step\n",
+                NOTE(why, n, "rank %d leaks %lld bytes of memory category %d per step",
                         rk, (long long)sum[c], c);
                 rc = -1;
             }
     }
     for (size_t c = 0; c < t->n_colls && rc == 0; c++)
         if (seen[c] != (size_t)t->groups[t->colls[c].group].n) {
-            fprintf(stderr, "trace: collective %zu has %zu member ops for a group of %d\n", c,
+            NOTE(why, n, "collective %zu has %zu member ops for a group of %d", c,
                     seen[c], t->groups[t->colls[c].group].n);
             rc = -1;
         }
     sim_free(seen);
+    return rc;
+}
+
+int trace__check(const trace *t)
+{
+    char why[256];
+    int rc = trace_validate(t, why, sizeof why);
+    if (rc)
+        fprintf(stderr, "trace: %s\n", why);
     return rc;
 }

@@ -155,8 +155,11 @@ void trace_finish_rank(trace *t, int rank);
 void trace_release_rank(trace *t, int rank);
 
 /* Checks the invariants listed above (deps point backwards, every collective instance has
- * exactly one op on each member rank and on no other, streams in range). Returns 0 or -1
- * after printing the first violation to stderr. */
+ * exactly one op on each member rank and on no other, streams in range, each rank's memory
+ * events balance over a step). Returns 0, or -1 with the first violation described in
+ * why[0..n) ("rank 3 op 17 depends forward"). */
+int trace_validate(const trace *t, char *why, size_t n);
+/* trace_validate, printing the violation to stderr ("trace: ..."). */
 int trace__check(const trace *t);
 
 #endif
