@@ -1,0 +1,306 @@
+#!/usr/bin/python3
+"""Results people look at: the HDF5 tables' invariants on a multi-run file, the Perfetto
+export, trace -> replay, `stepsim report` and the training budget.
+
+    test_results.py STEPSIM MULTI_RUN SOURCE_ROOT CONTRACT_CHECK
+
+MULTI_RUN is the test tool that writes several real runs into one file. Each expected
+number is derived in a comment next to it."""
+import csv, io, json, os, subprocess, sys, tempfile
+
+import h5py
+import numpy as np
+
+stepsim, multi_run, root, contract_check = sys.argv[1:5]
+data = os.path.abspath(os.path.join(root, "test", "cli", "data"))
+failures = 0
+checks = 0
+
+
+def check(cond, what):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def near(a, b, rel, what, abs_tol=0.0):
+    check(abs(a - b) <= rel * abs(b) + abs_tol, "%s: %.12g vs expected %.12g" % (what, a, b))
+
+
+def run(*args):
+    p = subprocess.run([stepsim] + list(args), capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def one_error(err):
+    lines = [l for l in err.splitlines() if not l.startswith("  ")]
+    return len(lines) == 1 and ": error: " in lines[0]
+
+
+def scenario(tmp, name, base, extra):
+    """A scenario file `name` that includes `base` (a test data file) with extra YAML keys."""
+    text = open(os.path.join(data, base)).read()
+    for ref in ("ideal-gpu.yaml", "ideal-pair.yaml", "tiny-gpt.yaml", "tiny-moe.yaml"):
+        text = text.replace(" " + ref, " " + os.path.join(data, ref))
+    text = "\n".join(l for l in text.splitlines() if not l.startswith("name:"))
+    path = os.path.join(tmp, name + ".yaml")
+    open(path, "w").write("name: %s\n%s\n%s\n" % (name, text, extra))
+    return path
+
+
+def decode(a):
+    return np.array([x.decode() for x in a])
+
+
+def table_invariants(f, name):
+    """The documented relations between a run's tables (docs/hdf5-schema.md, "Invariants")."""
+    g = f["runs"][name]
+    summ = g["summary"][0]
+    ranks, steps, tl, bub = g["ranks"][:], g["steps"][:], g["timeline"][:], g["bubbles"][:]
+    n_steps = len(steps)
+    check(n_steps == summ["steps"], "%s: one steps row per step" % name)
+    # the last step's window: end of step N-1 .. end of step N
+    w0 = steps["end_s"][-2] if n_steps > 1 else 0.0
+    w1 = steps["end_s"][-1]
+    window = w1 - w0
+    eps = 1e-12 * max(1.0, w1)
+    # timeline: per rank and ordered stream (p2p is unordered by design), intervals do not
+    # overlap; every op of step k ends by the end of step k and starts after the rank's
+    # last op of step k-1 ended
+    stream = decode(tl["stream"])
+    ok_overlap, ok_inside = True, True
+    for r in np.unique(tl["rank"]):
+        mine = tl["rank"] == r
+        for s in np.unique(stream[mine]):
+            if s == "p2p":
+                continue
+            sel = tl[mine & (stream == s)]
+            order = np.argsort(sel["start_s"], kind="stable")
+            st, en = sel["start_s"][order], sel["end_s"][order]
+            if np.any(st[1:] < en[:-1] - eps):
+                ok_overlap = False
+        prev_end = 0.0
+        for k in range(1, n_steps + 1):
+            sel = tl[mine & (tl["step"] == k)]
+            if len(sel) == 0:
+                continue
+            if sel["end_s"].max() > steps["end_s"][k - 1] + eps or sel["start_s"].min() < prev_end - eps:
+                ok_inside = False
+            prev_end = sel["end_s"].max()
+    check(ok_overlap, "%s: a rank's ops on one stream never overlap" % name)
+    check(ok_inside, "%s: every op lies inside its step (for its rank)" % name)
+    check(np.all(tl["end_s"] >= tl["start_s"]), "%s: no negative durations" % name)
+    # bubbles: the last step only, inside its window
+    check(np.all(bub["step"] == n_steps), "%s: bubbles are the last step's" % name)
+    check(np.all((bub["start_s"] >= w0 - eps) & (bub["end_s"] <= w1 + eps) & (bub["end_s"] > bub["start_s"])),
+          "%s: bubbles lie inside the last step's window" % name)
+    # per rank: compute + idle = the window; bubble_s = idle_s = the rank's bubble rows
+    for row in ranks:
+        mine = bub[bub["rank"] == row["rank"]]
+        idle = float(np.sum(mine["end_s"] - mine["start_s"]))
+        near(row["compute_s"] + row["idle_s"], window, 1e-9, "%s rank %d: compute + idle = step" % (name, row["rank"]))
+        near(row["bubble_s"], idle, 1e-9, "%s rank %d: bubble_s = its bubbles" % (name, row["rank"]), 1e-15)
+        near(row["idle_s"], row["bubble_s"], 1e-12, "%s rank %d: every idle interval is classified" % (name, row["rank"]), 1e-15)
+        check(row["comm_s"] >= 0, "%s rank %d: comm_s >= 0" % (name, row["rank"]))
+    # summary: bubble_fraction and its split, and exposed communication, from the bubbles
+    total = float(np.sum(bub["end_s"] - bub["start_s"]))
+    n = len(ranks)
+    near(summ["bubble_fraction"], total / n / window, 1e-9, "%s: bubble_fraction from bubbles" % name, 1e-15)
+    cause = decode(bub["cause"])
+    for c in ("pipeline", "dp", "tp", "pp", "ep", "cp", "offload", "other"):
+        t = float(np.sum((bub["end_s"] - bub["start_s"])[cause == c]))
+        near(summ["bubble_by_cause." + c], t / n / window, 1e-9, "%s: bubble_by_cause.%s" % (name, c), 1e-15)
+        if c in ("dp", "tp", "pp", "ep", "cp"):
+            near(summ["exposed_comm_s." + c], t / n, 1e-9, "%s: exposed_comm_s.%s" % (name, c), 1e-15)
+    return len(tl)
+
+
+def multi_run_file(tmp):
+    # three real runs: DDP on the ideal pair, a 1F1B pipeline of 4 stages, and the pair
+    # with context parallelism; plus the contract check and the /sweep table
+    paths = [scenario(tmp, "ddp", "ddp.yaml", ""),
+             scenario(tmp, "pipe4", "pipe.yaml", ""),
+             scenario(tmp, "cp2", "ddp.yaml", "")]
+    # pipe.yaml's stage count and cp's keys go in by rewriting their YAML
+    t = open(paths[1]).read().replace("pp: 2", "pp: 4")
+    open(paths[1], "w").write(t)
+    t = open(paths[2]).read().replace("flash_attention: false", "flash_attention: true").replace(
+        "  dp: 2\n", "  dp: 1\n  cp: 2\n").replace("global_batch: 4", "global_batch: 2")
+    open(paths[2], "w").write(t)
+    out = os.path.join(tmp, "multi.h5")
+    p = subprocess.run([multi_run, out] + paths, capture_output=True, text=True)
+    check(p.returncode == 0, "multi_run: " + p.stderr)
+    if p.returncode:
+        return None
+    c = subprocess.run(["/usr/bin/python3", contract_check, "h5", out], capture_output=True, text=True)
+    check(c.returncode == 0, "contract-check multi-run: " + c.stdout)
+    f = h5py.File(out, "r")
+    check(sorted(f["runs"].keys()) == ["cp2", "ddp", "pipe4"], "three runs: %s" % list(f["runs"].keys()))
+    sweep = f["sweep"][:]
+    check(list(decode(sweep["name"])) == ["ddp", "pipe4", "cp2"], "/sweep in run order")
+    rows = {}
+    for name in ("ddp", "pipe4", "cp2"):
+        rows[name] = table_invariants(f, name)
+        # the values attribute lists each enumeration column's closed set
+        vals = f["runs"][name]["timeline"].attrs["values"]
+        for col in ("stream", "kind", "phase", "group"):
+            allowed = [x for part in vals.split(";") if part.strip().startswith(col + ":")
+                       for x in part.split(":")[1].split()]
+            used = set(decode(f["runs"][name]["timeline"][col]))
+            check(used <= set(allowed), "%s: %s values %s within %s" % (name, col, used, allowed))
+    # the 4-stage pipeline idles (p-1)/(m+p-1) = 3/11 of the step in fill and drain (m = 8)
+    near(f["runs"]["pipe4"]["summary"][0]["bubble_by_cause.pipeline"], 3 / 11, 2e-3, "pipe4 bubble")
+    return out, f, rows
+
+
+def perfetto(tmp, h5, f, rows):
+    js = os.path.join(tmp, "trace.json")
+    rc, out, err = run("export-perfetto", h5, "-o", js)
+    check(rc == 2 and one_error(err) and "several runs" in err, "several runs need --run: " + err)
+    check(not os.path.exists(js), "no output on error")
+    rc, out, err = run("export-perfetto", h5, "--run", "pipe4", "-o", js)
+    check(rc == 0, "export-perfetto: " + err)
+    if rc:
+        return
+    d = json.load(open(js))
+    ev = d.get("traceEvents", [])
+    ok = all("ph" in e and "pid" in e and "name" in e for e in ev)
+    check(ok, "every event has ph, pid, name")
+    xs = [e for e in ev if e["ph"] == "X"]
+    check(all("tid" in e and "ts" in e and "dur" in e and e["dur"] >= 0 and e["ts"] >= 0 for e in xs),
+          "complete events: tid, ts, dur >= 0")
+    ops = [e for e in xs if e.get("cat") != "bubble"]
+    check(len(ops) == rows["pipe4"], "one op event per timeline row: %d vs %d" % (len(ops), rows["pipe4"]))
+    bubbles = [e for e in xs if e.get("cat") == "bubble"]
+    check(len(bubbles) == len(f["runs"]["pipe4"]["bubbles"]), "one bubble event per bubbles row")
+    # begin/end events, if any, pair up per thread
+    depth = {}
+    for e in ev:
+        if e["ph"] in ("B", "E"):
+            k = (e["pid"], e["tid"])
+            depth[k] = depth.get(k, 0) + (1 if e["ph"] == "B" else -1)
+            check(depth[k] >= 0, "E without B")
+    check(all(v == 0 for v in depth.values()), "B/E events match")
+    counters = [e for e in ev if e["ph"] == "C"]
+    check(len(counters) == len(f["runs"]["pipe4"]["memory"]), "one counter event per memory row")
+    names = {e["args"]["name"] for e in ev if e["ph"] == "M" and e["name"] == "thread_name"}
+    check("GPU 0 compute" in names and "GPU 3 bubbles" in names, "thread names: %s" % sorted(names)[:6])
+    # times are microseconds: the last op ends at the last step's end
+    near(max(e["ts"] + e["dur"] for e in ops) / 1e6, f["runs"]["pipe4"]["steps"]["end_s"][-1], 1e-6, "us")
+
+
+def trace_replay(tmp):
+    # trace then replay gives the run's JSON summary exactly (same plan, same replay)
+    cases = [("ddp.yaml", []), ("pipe.yaml", ["--set", "parallel.pp=4"]),
+             ("ddp.yaml", ["--set", "parallel.dp=1", "--set", "parallel.cp=2", "--set", "training.global_batch=2",
+                           "--set", "training.flash_attention=true"]),
+             ("ddp.yaml", ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.ep=2"])]
+    tr = os.path.join(tmp, "t.h5")
+    for base, sets in cases:
+        sc = os.path.join(data, base)
+        rc, out, err = run("trace", sc, "-o", tr, *sets)
+        check(rc == 0, "trace %s %s: %s" % (base, sets, err))
+        rc1, a, err1 = run("run", sc, "--json", *sets)
+        rc2, b, err2 = run("replay", tr, "--json")
+        check(rc1 == 0 and rc2 == 0 and json.loads(a) == json.loads(b),
+              "replay %s %s = run: %s / %s" % (base, sets, a[:200], b[:200] + err2))
+    # Measured durations replace the roofline: a single ideal GPU (no communication) whose
+    # every op is set to take 1 ms runs a step in (ops per step) ms; with the optimizer's
+    # host-free DDP on one GPU every op is compute, so step = n_ops x 1 ms.
+    sc = os.path.join(data, "ddp.yaml")
+    rc, out, err = run("trace", sc, "-o", tr, "--set", "parallel.dp=1", "--set", "training.global_batch=2")
+    f = h5py.File(tr, "r+")
+    ops = f["ops"][:]
+    check(set(decode(ops["kind"])) == {"compute"}, "one GPU: compute ops only")
+    ops["duration_s"] = 1e-3
+    f["ops"][...] = ops
+    n = len(ops)
+    f.close()
+    rc, out, err = run("replay", tr, "--json")
+    check(rc == 0, "replay with durations: " + err)
+    if rc == 0:
+        near(json.loads(out)["step_time_s"], n * 1e-3, 1e-9, "step = ops x 1 ms")
+    # a dependency on a later op is refused with one error line naming the table row
+    f = h5py.File(tr, "r+")
+    deps = f["deps"][:]
+    deps["on"][0] = deps["op"][0] + 1
+    f["deps"][...] = deps
+    f.close()
+    rc, out, err = run("replay", tr)
+    check(rc == 2 and one_error(err) and "/deps row 0" in err, "forward dependency refused: " + err)
+    # not a trace file
+    rc, out, err = run("replay", os.path.join(data, "ddp.yaml"))
+    check(rc == 2 and one_error(err) and "not an HDF5 file" in err, "non-HDF5 refused: " + err)
+    # a rank count that no longer matches the layout
+    rc, out, err = run("trace", sc, "-o", tr)
+    rc, out, err = run("replay", tr, "--set", "parallel.dp=1")
+    check(rc == 2 and one_error(err) and "ranks" in err, "layout mismatch refused: " + err)
+    # --topology replaces the topology: the 2-GPU pair with 10x the bandwidth cannot be
+    # slower
+    rc, slow, err = run("replay", tr, "--json")
+    fast_topo = os.path.join(tmp, "fast-pair.yaml")
+    open(fast_topo, "w").write(open(os.path.join(data, "ideal-pair.yaml")).read()
+                               .replace("gpu: ideal-gpu.yaml", "gpu: %s/ideal-gpu.yaml" % data)
+                               .replace("bandwidth: 10 GB/s", "bandwidth: 100 GB/s"))
+    rc2, fast, err2 = run("replay", tr, "--topology", fast_topo, "--json")
+    check(rc == 0 and rc2 == 0 and json.loads(fast)["step_time_s"] <= json.loads(slow)["step_time_s"],
+          "--topology: faster links: %s %s" % (err, err2))
+
+
+def report(tmp, h5):
+    rc, out, err = run("report", h5)
+    check(rc == 0, "report: " + err)
+    f = h5py.File(h5, "r")
+    tps = {n: f["runs"][n]["summary"][0]["tokens_per_s"] for n in f["runs"]}
+    order = [n for n in sorted(tps, key=lambda n: -tps[n])]
+    lines = [l.split()[0] for l in out.splitlines() if l.split() and l.split()[0] in tps]
+    check(lines[:3] == order, "sorted by throughput: %s vs %s" % (lines[:3], order))
+    rc, out, err = run("report", h5, "--csv")
+    rows = list(csv.DictReader(io.StringIO(out)))
+    check(rc == 0 and len(rows) == 3, "csv rows: %d" % len(rows))
+    for r in rows:
+        near(float(r["tokens_per_s"]), tps[r["name"]], 1e-15, "csv tokens/s of " + r["name"])
+    # an OOM run is listed with its binding constraint
+    oom = os.path.join(tmp, "oom.h5")
+    rc, out, err = run("run", os.path.join(data, "ddp.yaml"), "-o", oom, "--set", "topology.gpu.memory=600 MiB")
+    rc, out, err = run("report", oom)
+    check(rc == 0 and "ddp: oom: " in out and "GiB" in out, "OOM run listed with its reason: " + out[-300:])
+    rc, out, err = run("report", os.path.join(tmp, "missing.h5"))
+    check(rc == 2 and one_error(err), "missing file: " + err)
+
+
+def budget(tmp):
+    # training.tokens: steps = ceil(tokens / (global_batch x seq_len)) = ceil(1e6 / (4 x 512))
+    # = 489 (488.28 rounded up); time = steps x step time; GPU-hours = time / 3600 x 2 GPUs;
+    # cost = GPU-hours x price
+    sc = os.path.join(data, "ddp.yaml")
+    rc, out, err = run("run", sc, "--json", "--set", "training.tokens=1e6",
+                       "--set", "topology.price_per_gpu_hour=2.5")
+    d = json.loads(out) if rc == 0 else {}
+    b = d.get("budget", {})
+    check(b.get("steps") == 489, "budget steps: %s" % b)
+    near(b.get("time_to_train_s", 0), 489 * d.get("step_time_s", 0), 1e-12, "time to train")
+    near(b.get("gpu_hours", 0), b.get("time_to_train_s", 0) / 3600 * 2, 1e-12, "GPU-hours")
+    near(b.get("cost", 0), b.get("gpu_hours", 0) * 2.5, 1e-12, "cost")
+    rc, out, err = run("run", sc, "--json")
+    check("budget" not in json.loads(out), "no budget object without training.tokens")
+    h5 = os.path.join(tmp, "budget.h5")
+    rc, out, err = run("run", sc, "-o", h5, "--set", "training.tokens=1e6")
+    rc, out, err = run("report", h5)
+    check(rc == 0 and "training budget" in out and " 489 " in out, "report shows the budget: " + out[-400:])
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    got = multi_run_file(tmp)
+    if got:
+        h5, f, rows = got
+        perfetto(tmp, h5, f, rows)
+        report(tmp, h5)
+    trace_replay(tmp)
+    budget(tmp)
+if failures:
+    print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
+    sys.exit(1)
+print("%d checks passed" % checks)
