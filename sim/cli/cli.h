@@ -2,6 +2,8 @@
 #ifndef SIM_CLI_CLI_H
 #define SIM_CLI_CLI_H
 
+#include <stdbool.h>
+
 #define CLI_EXIT_INVALID 2
 
 /* Prints `WHAT: error: MSG 'ARG'` (ARG may be NULL) and an optional hint line; returns
@@ -13,5 +15,9 @@ int cli_topo(int argc, char **argv);
 int cli_bench_coll(int argc, char **argv);
 int cli_export_perfetto(int argc, char **argv);
 int cli_report(int argc, char **argv);
+/* Prints the report of results file `path` (table, or CSV); returns the exit code. */
+int cli_report_file(const char *path, bool csv);
+/* `stepsim sweep`: the exit code. */
+int cli_sweep(int argc, char **argv);
 
 #endif

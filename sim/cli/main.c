@@ -47,8 +47,9 @@ static const char usage_main[] =
     "  replay TRACE.h5      replay a trace file (edited, or with measured durations)\n"
     "  report OUT.h5        the runs of a results file as a table (--csv)\n"
     "  export-perfetto OUT.h5  a run as Chrome Trace Event JSON for ui.perfetto.dev\n"
+    "  sweep SWEEP.yaml     run every combination of a sweep file's axes (also under mpirun)\n"
     "\n"
-    "Coming with later issues: sweep, plan.\n"
+    "Coming with a later issue: plan.\n"
     "Run `stepsim COMMAND --help` for a command's options; docs/cli.md has the details.\n";
 
 static const char usage_run[] =
@@ -553,6 +554,8 @@ int main(int argc, char **argv)
         return cli_export_perfetto(argc, argv);
     if (strcmp(argv[1], "report") == 0)
         return cli_report(argc, argv);
+    if (strcmp(argv[1], "sweep") == 0)
+        return cli_sweep(argc, argv);
     cli_args a = {.cmd = argv[1]};
     if (!usage_of(a.cmd)) {
         char msg[256];

@@ -309,6 +309,11 @@ int cli_report(int argc, char **argv)
     }
     if (!in)
         return cli_invalid("stepsim report", "missing the results file (OUT.h5)", NULL, hint);
+    return cli_report_file(in, csv);
+}
+
+int cli_report_file(const char *in, bool csv)
+{
     sim_diag diag = {0};
     io_h5r_file *f = NULL;
     int rc = io_h5r_open(in, &f, &diag);

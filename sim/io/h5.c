@@ -19,6 +19,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <hdf5.h>
 
@@ -383,6 +384,10 @@ struct io_h5_file {
     /* /sweep rows of the runs added so far (strings owned) */
     h5_sweep_row *sweep;
     size_t n_sweep, cap_sweep;
+    /* sweep axes: names, and per run its value of each (strings owned) */
+    char **axis_names;
+    size_t n_axes;
+    char **axis_values; /* [run][axis] */
 };
 
 int io_h5_open(const char *path, const char *command, const io_h5_input *inputs,
@@ -468,6 +473,30 @@ int io_h5_stream_timeline(io_h5_file *f, const char *name, const replay_timeline
     return f->w.rc;
 }
 
+/* The /sweep row of a run just added (strings copied). */
+static void sweep_row(io_h5_file *f, const replay_summary *s)
+{
+    SIM_GROW(f->sweep, f->cap_sweep, f->n_sweep + 1);
+    f->sweep[f->n_sweep] = (h5_sweep_row){
+        .index = (int32_t)f->n_sweep,
+        .name = sim_strdup(s->name),
+        .status = replay_status_name(s->status),
+        .error = sim_strdup(s->error),
+        .step_time_s = s->step_time_s,
+        .tokens_per_s = s->tokens_per_s,
+        .mfu = s->mfu,
+        .peak_mem_bytes = s->peak_mem_bytes,
+        .bubble_fraction = s->bubble_fraction,
+    };
+    f->n_sweep++;
+    if (f->n_axes) {
+        f->axis_values = sim_realloc_array(f->axis_values, f->n_sweep * f->n_axes,
+                                           sizeof *f->axis_values);
+        for (size_t k = 0; k < f->n_axes; k++)
+            f->axis_values[(f->n_sweep - 1) * f->n_axes + k] = sim_strdup("");
+    }
+}
+
 int io_h5_add_run(io_h5_file *f, const io_h5_run *run, int write_timeline)
 {
     h5_writer *w = &f->w;
@@ -514,25 +543,143 @@ int io_h5_add_run(io_h5_file *f, const io_h5_run *run, int write_timeline)
     else if (g >= 0 && H5Gclose(g) < 0 && !rc)
         rc = io__h5_fail(w, where);
     if (!rc) {
-        SIM_GROW(f->sweep, f->cap_sweep, f->n_sweep + 1);
-        f->sweep[f->n_sweep] = (h5_sweep_row){
-            .index = (int32_t)f->n_sweep,
-            .name = sim_strdup(s->name),
-            .status = replay_status_name(s->status),
-            .error = sim_strdup(s->error),
-            .step_time_s = s->step_time_s,
-            .tokens_per_s = s->tokens_per_s,
-            .mfu = s->mfu,
-            .peak_mem_bytes = s->peak_mem_bytes,
-            .bubble_fraction = s->bubble_fraction,
-        };
-        f->n_sweep++;
+        sweep_row(f, s);
     }
+    return w->rc ? w->rc : rc;
+}
+
+/* /sweep: the fixed columns with one string column per axis after `error` (the value as
+ * YAML text). Rows are built in a buffer: the fixed row, then the axis values' pointers. */
+static void write_sweep(io_h5_file *f)
+{
+    h5_writer *w = &f->w;
+    size_t n_fixed = SIM_ARRAY_LEN(sweep_cols), n_cols = n_fixed + f->n_axes;
+    size_t row = sizeof(h5_sweep_row) + f->n_axes * sizeof(char *);
+    h5_col *cols = sim_calloc(n_cols, sizeof *cols);
+    size_t k = 0;
+    for (size_t i = 0; i < n_fixed; i++) {
+        cols[k++] = sweep_cols[i];
+        if (strcmp(sweep_cols[i].name, "error") == 0)
+            for (size_t a = 0; a < f->n_axes; a++)
+                cols[k++] = (h5_col){f->axis_names[a], COL_STR,
+                                     sizeof(h5_sweep_row) + a * sizeof(char *), NULL};
+    }
+    char *rows = sim_calloc(f->n_sweep + 1, row);
+    for (size_t r = 0; r < f->n_sweep; r++) {
+        memcpy(rows + r * row, &f->sweep[r], sizeof(h5_sweep_row));
+        for (size_t a = 0; a < f->n_axes; a++)
+            memcpy(rows + r * row + sizeof(h5_sweep_row) + a * sizeof(char *),
+                   &f->axis_values[r * f->n_axes + a], sizeof(char *));
+    }
+    if (!io__h5_guard(w, io__h5_rows_bytes(cols, n_cols, f->n_sweep)))
+        results_table(w, w->file, "/",
+                      (h5_table){"sweep", cols, n_cols, row, rows, f->n_sweep, false, NULL});
+    sim_free(rows);
+    sim_free(cols);
+}
+
+void io_h5_sweep_axes(io_h5_file *f, const char *const *names, size_t n)
+{
+    SIM_ASSERT(f->n_sweep == 0 && f->n_axes == 0, "axes set after runs");
+    f->axis_names = sim_calloc(n + 1, sizeof *f->axis_names);
+    for (size_t i = 0; i < n; i++)
+        f->axis_names[i] = sim_strdup(names[i]);
+    f->n_axes = n;
+}
+
+void io_h5_run_axes(io_h5_file *f, const char *const *values)
+{
+    SIM_ASSERT(f->n_sweep > 0, "no run to give axis values to");
+    for (size_t a = 0; a < f->n_axes; a++) {
+        char **slot = &f->axis_values[(f->n_sweep - 1) * f->n_axes + a];
+        sim_free(*slot);
+        *slot = sim_strdup(values[a]);
+    }
+}
+
+/* Reads the summary row of /runs/NAME in `src` back into *s (the fields /sweep needs). */
+static int read_summary_row(h5_writer *w, hid_t src, const char *name, replay_summary *s)
+{
+    typedef struct {
+        char *name, *status, *error;
+        double step_time_s, tokens_per_s, mfu, bubble_fraction;
+        int64_t peak_mem_bytes;
+    } row_t;
+    static const h5_col cols[] = {
+        {"name", COL_STR, offsetof(row_t, name), NULL},
+        {"status", COL_STR, offsetof(row_t, status), NULL},
+        {"error", COL_STR, offsetof(row_t, error), NULL},
+        {"step_time_s", COL_F64, offsetof(row_t, step_time_s), NULL},
+        {"tokens_per_s", COL_F64, offsetof(row_t, tokens_per_s), NULL},
+        {"mfu", COL_F64, offsetof(row_t, mfu), NULL},
+        {"bubble_fraction", COL_F64, offsetof(row_t, bubble_fraction), NULL},
+        {"peak_mem_bytes", COL_I64, offsetof(row_t, peak_mem_bytes), NULL},
+    };
+    char path[300];
+    snprintf(path, sizeof path, "/runs/%s/summary", name);
+    hid_t d = H5Dopen2(src, path, H5P_DEFAULT);
+    hid_t t = io__h5_mem_type(w, cols, SIM_ARRAY_LEN(cols), sizeof(row_t));
+    row_t r;
+    memset(&r, 0, sizeof r);
+    int rc = d < 0 || t < 0 || H5Dread(d, t, H5S_ALL, H5S_ALL, H5P_DEFAULT, &r) < 0
+                 ? io__h5_fail(w, path)
+                 : 0;
+    if (!rc) {
+        memset(s, 0, sizeof *s);
+        snprintf(s->name, sizeof s->name, "%s", r.name ? r.name : name);
+        snprintf(s->error, sizeof s->error, "%s", r.error ? r.error : "");
+        s->status = REPLAY_STATUS_ERROR;
+        for (int k = 0; k <= REPLAY_STATUS_ERROR; k++)
+            if (r.status && strcmp(r.status, replay_status_name((replay_status)k)) == 0)
+                s->status = (replay_status)k;
+        s->step_time_s = r.step_time_s;
+        s->tokens_per_s = r.tokens_per_s;
+        s->mfu = r.mfu;
+        s->bubble_fraction = r.bubble_fraction;
+        s->peak_mem_bytes = r.peak_mem_bytes;
+        hid_t space = H5Dget_space(d);
+        H5Dvlen_reclaim(t, space, H5P_DEFAULT, &r);
+        H5Sclose(space);
+    }
+    if (t >= 0)
+        H5Tclose(t);
+    if (d >= 0)
+        H5Dclose(d);
+    return rc;
+}
+
+int io_h5_copy_run(io_h5_file *f, const char *src_path, const char *name)
+{
+    h5_writer *w = &f->w;
+    if (w->rc)
+        return w->rc;
+    SIM_ASSERT(f->stream_group < 0, "copy while %s streams", f->stream_run);
+    struct stat st;
+    if (io__h5_guard(w, stat(src_path, &st) == 0 ? (double)st.st_size : 0))
+        return w->rc;
+    char where[300];
+    snprintf(where, sizeof where, "/runs/%s", name);
+    hid_t src = H5Fopen(src_path, H5F_ACC_RDONLY, H5P_DEFAULT);
+    if (src < 0)
+        return io__h5_fail(w, src_path);
+    replay_summary s;
+    int rc = read_summary_row(w, src, name, &s);
+    if (!rc && H5Ocopy(src, where, f->runs, name, H5P_DEFAULT, H5P_DEFAULT) < 0)
+        rc = io__h5_fail(w, where);
+    H5Fclose(src);
+    if (!rc)
+        sweep_row(f, &s);
     return w->rc ? w->rc : rc;
 }
 
 static void h5_file_free(io_h5_file *f)
 {
+    for (size_t i = 0; i < f->n_sweep * f->n_axes; i++)
+        sim_free(f->axis_values[i]);
+    sim_free(f->axis_values);
+    for (size_t i = 0; i < f->n_axes; i++)
+        sim_free(f->axis_names[i]);
+    sim_free(f->axis_names);
     for (size_t i = 0; i < f->n_sweep; i++) {
         sim_free((char *)f->sweep[i].name);
         sim_free((char *)f->sweep[i].error);
@@ -545,11 +692,8 @@ int io_h5_close(io_h5_file *f)
 {
     h5_writer *w = &f->w;
     SIM_ASSERT(w->rc || f->stream_group < 0, "run %s streamed but never added", f->stream_run);
-    if (!w->rc && f->n_sweep > 1 &&
-        !io__h5_guard(w, io__h5_rows_bytes(sweep_cols, SIM_ARRAY_LEN(sweep_cols), f->n_sweep)))
-        results_table(w, w->file, "/",
-                      (h5_table){"sweep", sweep_cols, SIM_ARRAY_LEN(sweep_cols),
-                                 sizeof *f->sweep, f->sweep, f->n_sweep, false, NULL});
+    if (!w->rc && (f->n_sweep > 1 || f->n_axes > 0))
+        write_sweep(f);
     stream_end(f);
     if (f->runs >= 0 && H5Gclose(f->runs) < 0)
         io__h5_fail(w, "/runs");

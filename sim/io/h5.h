@@ -61,7 +61,17 @@ int io_h5_stream_timeline(io_h5_file *f, const char *name, const replay_timeline
  * (SIM_EINVAL: the name cannot be a group, or two runs have the same name). */
 int io_h5_add_run(io_h5_file *f, const io_h5_run *run, int write_timeline);
 
-/* Writes /sweep when the file holds more than one run, closes, fsyncs and renames the file
+/* Sweeps: the axes (one string column each in /sweep, after `error`), before any run is
+ * added; then, after adding each run, its value of every axis (YAML text). */
+void io_h5_sweep_axes(io_h5_file *f, const char *const *names, size_t n);
+void io_h5_run_axes(io_h5_file *f, const char *const *values);
+
+/* Adds run /runs/NAME of results file `src_path` (as io_h5_write wrote it) by copying its
+ * group — attributes and tables as they are — and reading its summary back for /sweep.
+ * Returns 0 or the first error. */
+int io_h5_copy_run(io_h5_file *f, const char *src_path, const char *name);
+
+/* Writes /sweep when the file holds more than one run (or has sweep axes), closes, fsyncs and renames the file
  * over its path. Frees f. Returns 0 or the first error of the file's life (then nothing is
  * left at the temporary name and `path` is untouched). */
 int io_h5_close(io_h5_file *f);

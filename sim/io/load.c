@@ -504,6 +504,15 @@ void io_scenario_info_destroy(io_scenario_info *info)
 int io_scenario_load(const char *path, const char *const *sets, size_t n_sets, plan_scenario *out,
                      io_scenario_info **info_out, sim_diag *diag)
 {
+    return io_scenario_load_ex(path, sets, n_sets, out, info_out, diag, NULL);
+}
+
+int io_scenario_load_ex(const char *path, const char *const *sets, size_t n_sets,
+                        plan_scenario *out, io_scenario_info **info_out, sim_diag *diag,
+                        io_load_stage *stage)
+{
+    if (stage)
+        *stage = IO_LOAD_INPUT;
     loader L = {.arena = io_yarena_create(), .diag = diag, .base = ""};
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     io_scenario_info *info = NULL;
@@ -529,8 +538,11 @@ int io_scenario_load(const char *path, const char *const *sets, size_t n_sets, p
     io_schema_ctx ctx = {.diag = diag};
     char stem[128];
     io__file_stem(path, stem, sizeof stem);
-    if ((rc = io_schema_apply(io__scenario_schema(), root, NULL, sc, &ctx)) ||
-        (rc = io__scenario_finish(root, stem, sc, &ctx)))
+    if ((rc = io_schema_apply(io__scenario_schema(), root, NULL, sc, &ctx)))
+        goto fail;
+    if (stage)
+        *stage = IO_LOAD_CHECKS;
+    if ((rc = io__scenario_finish(root, stem, sc, &ctx)))
         goto fail;
 
     if (info_out) {

@@ -44,6 +44,17 @@ typedef struct io_scenario_info {
 int io_scenario_load(const char *path, const char *const *sets, size_t n_sets, plan_scenario *out,
                      io_scenario_info **info_out, sim_diag *diag);
 
+/* Which part of loading failed: the input itself (a file, YAML, a key, a value's type or
+ * unit: the user must fix what they wrote) or only the cross-field checks of valid values
+ * (dp x tp x pp x cp > GPUs, tp not dividing the heads, ...: a combination that does not
+ * work, which a sweep records as a skipped run). */
+typedef enum io_load_stage { IO_LOAD_INPUT, IO_LOAD_CHECKS } io_load_stage;
+
+/* io_scenario_load, also telling (when `stage` is not NULL) which stage failed. */
+int io_scenario_load_ex(const char *path, const char *const *sets, size_t n_sets,
+                        plan_scenario *out, io_scenario_info **info_out, sim_diag *diag,
+                        io_load_stage *stage);
+
 /* Loads a topology file on its own (`stepsim topo`), with the overrides sets[0..n_sets)
  * whose keys are relative to the topology ("nodes=64", "node.nics.count=4", "gpu.memory=40
  * GiB"), into *out: the same keys, defaults and checks as a scenario's `topology`, and its

@@ -1,0 +1,721 @@
+/* `stepsim sweep SWEEP.yaml -o OUT.h5 [--resume] [--json] [--progress] [--no-timeline]`
+ * (docs/sweeps.md), serial or under mpirun.
+ *
+ * Every run executes in a child process (fork): a run that crashes (an internal assert, the
+ * OOM killer) becomes a run with status `error` and the sweep goes on, and no run's memory
+ * outlives it. Each finished run is durable at once: the child writes OUT.h5.runs/NNNNNNN.h5
+ * (a results file holding that run) and then NNNNNNN.json, the completion marker, each under
+ * a temporary name, synced and renamed. When every run has its files, rank 0 merges them in
+ * index order into OUT.h5 (groups copied as they are, /sweep with one column per axis) and
+ * removes the directory. Nothing in a run's files depends on which rank ran it or when, so
+ * the file is the same for any number of ranks, and `--resume` after a kill (of anything,
+ * with any signal) runs only the runs without a marker and merges the same file.
+ *
+ * Under mpirun, rank 0 hands out run indices as workers ask for them (dynamic balancing:
+ * runs differ in cost by orders of magnitude) and runs some itself. Nobody spins: rank 0
+ * polls for requests with MPI_Iprobe and sleeps 1 ms between polls, workers wait for an
+ * answer the same way, and a rank whose child is running blocks in waitpid (or polls it,
+ * for rank 0). MPI is initialised only when the process was started by mpirun (Open MPI's
+ * OMPI_COMM_WORLD_SIZE), so a serial sweep needs none. */
+#include "core/sim.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+#include <dirent.h>
+
+#include <mpi.h>
+
+#include "cli/cli.h"
+#include "io/h5.h"
+#include "io/h5read.h"
+#include "io/json.h"
+#include "io/load.h"
+#include "io/sweep.h"
+#include "plan/plan.h"
+#include "replay/replay.h"
+
+#define TAG_REQ 1
+#define TAG_WORK 2
+
+static const char usage[] =
+    "usage: stepsim sweep SWEEP.yaml -o OUT.h5 [--resume] [--json] [--progress]\n"
+    "                     [--no-timeline] [--steps N]\n"
+    "\n"
+    "Runs every combination of a sweep file's axes over its base scenario (docs/sweeps.md)\n"
+    "and writes them into one results file, with a /sweep table of the runs. Invalid\n"
+    "combinations are runs with status skipped, failed runs status error; neither stops the\n"
+    "sweep. Runs under mpirun too (one coordinator that also works, dynamic balancing), with\n"
+    "the same file whatever the number of ranks.\n"
+    "\n"
+    "  -o, --output OUT.h5  the results file (runs in progress live in OUT.h5.runs/)\n"
+    "  --resume             finish an interrupted sweep: run only the runs not done yet\n"
+    "  --json               print one JSON object per run, in run order, at the end\n"
+    "  --progress           print progress on stderr even when it is not a terminal (it is\n"
+    "                       never one under mpirun)\n"
+    "  --no-timeline        do not record the runs' timelines\n"
+    "  --steps N            simulate N steps per run\n";
+
+typedef struct sweep_args {
+    const char *file, *out;
+    bool resume, json, progress, no_timeline;
+    int steps;
+    char command[4096];
+} sweep_args;
+
+typedef struct sweep_ctx {
+    const sweep_args *a;
+    io_sweep *sw;
+    char *dir; /* OUT.h5.runs */
+    int rank, size;
+    bool mpi;
+} sweep_ctx;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+static void nap_us(long us)
+{
+    struct timespec t = {.tv_sec = 0, .tv_nsec = us * 1000};
+    nanosleep(&t, NULL);
+}
+
+static void run_path(const sweep_ctx *c, size_t i, const char *ext, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s/%07zu.%s", c->dir, i, ext);
+}
+
+static bool run_done(const sweep_ctx *c, size_t i)
+{
+    char p[4200];
+    run_path(c, i, "json", p, sizeof p);
+    return access(p, F_OK) == 0;
+}
+
+/* Writes `text` to `path` durably: temporary name, fsync, rename. */
+static int write_durable(const char *path, const char *text, size_t len)
+{
+    char tmp[4300];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%ld", path, (long)getpid());
+    int fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd < 0)
+        return -1;
+    size_t off = 0;
+    while (off < len) {
+        ssize_t k = write(fd, text + off, len - off);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0) {
+            close(fd);
+            unlink(tmp);
+            return -1;
+        }
+        off += (size_t)k;
+    }
+    if (fsync(fd) != 0 || close(fd) != 0 || rename(tmp, path) != 0) {
+        unlink(tmp);
+        return -1;
+    }
+    return 0;
+}
+
+/* Writes run i's results file and then its JSON marker. */
+static int save_run(const sweep_ctx *c, size_t i, const replay_results *res, const char *yaml,
+                    const io_scenario_info *info)
+{
+    char h5[4200], js[4200];
+    run_path(c, i, "h5", h5, sizeof h5);
+    run_path(c, i, "json", js, sizeof js);
+    size_t n_in = info ? info->n_inputs : 0;
+    io_h5_input *inputs = sim_calloc(n_in + 1, sizeof *inputs);
+    char (*hashes)[32] = sim_calloc(n_in + 1, sizeof *hashes);
+    for (size_t k = 0; k < n_in; k++) {
+        snprintf(hashes[k], sizeof hashes[k], "fnv1a64:%s", info->inputs[k].hash);
+        inputs[k] = (io_h5_input){info->inputs[k].path, hashes[k]};
+    }
+    io_h5_run run = {.results = res, .scenario_yaml = yaml};
+    sim_diag diag = {0};
+    int rc = io_h5_write(h5, c->a->command, inputs, n_in, &run, 1,
+                         !c->a->no_timeline, &diag);
+    sim_free(inputs);
+    sim_free(hashes);
+    if (rc) {
+        sim_diag_print(&diag, stderr);
+        return rc;
+    }
+    char *buf = NULL;
+    size_t len = 0;
+    FILE *m = open_memstream(&buf, &len);
+    io_json_write_run(m, res);
+    fclose(m);
+    rc = write_durable(js, buf, len);
+    free(buf);
+    return rc;
+}
+
+/* A run without a replay: skipped (an invalid combination) or error (it crashed). */
+static int save_status(const sweep_ctx *c, size_t i, replay_status st, const char *msg,
+                       int gpus)
+{
+    replay_results *res = replay_results_create();
+    snprintf(res->summary.name, sizeof res->summary.name, "%s-%zu", c->sw->name, i);
+    res->summary.status = st;
+    res->summary.gpus = gpus;
+    snprintf(res->summary.error, sizeof res->summary.error, "%s", msg);
+    res->summary.budget_tokens = res->summary.budget_steps = res->summary.time_to_train_s =
+        res->summary.gpu_hours = res->summary.cost = NAN;
+    int rc = save_run(c, i, res, "", NULL);
+    replay_results_destroy(res);
+    return rc;
+}
+
+/* Executes run i (in the child). */
+static int execute(const sweep_ctx *c, size_t i)
+{
+    size_t n_sets;
+    const char **sets = io_sweep_run_sets(c->sw, i, &n_sets, NULL);
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    io_scenario_info *info = NULL;
+    sim_diag diag = {0};
+    io_load_stage stage;
+    int rc = io_scenario_load_ex(c->sw->base, sets, n_sets, sc, &info, &diag, &stage);
+    sim_free(sets);
+    if (rc) {
+        /* the values were each checked when the sweep was read: this is a combination */
+        rc = save_status(c, i, REPLAY_STATUS_SKIPPED, diag.msg, 0);
+        sim_free(sc);
+        return rc;
+    }
+    snprintf(sc->name, sizeof sc->name, "%s-%zu", c->sw->name, i);
+    if (c->a->steps > 0)
+        sc->simulation.steps = c->a->steps;
+    if (c->a->no_timeline)
+        sc->simulation.timeline = false;
+    plan *p = NULL;
+    rc = plan_create(sc, true, &p, &diag);
+    if (rc) {
+        rc = save_status(c, i, REPLAY_STATUS_SKIPPED, diag.msg,
+                         sc->parallel.tp * sc->parallel.cp * sc->parallel.pp * sc->parallel.dp);
+    } else {
+        replay_results *res = replay_results_create();
+        replay_options opt = {.timeline = sc->simulation.timeline};
+        replay_run(p, &opt, res);
+        rc = save_run(c, i, res, info->resolved_yaml, info);
+        replay_results_destroy(res);
+        plan_destroy(p);
+    }
+    io_scenario_info_destroy(info);
+    sim_free(sc);
+    return rc;
+}
+
+/* The last non-empty line of a child's log (its assert message), for an error run. */
+static void last_line(const char *path, char *buf, size_t n)
+{
+    buf[0] = '\0';
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return;
+    char line[1024];
+    while (fgets(line, sizeof line, f)) {
+        size_t len = strcspn(line, "\n");
+        line[len] = '\0';
+        if (len > 0)
+            snprintf(buf, n, "%s", line);
+    }
+    fclose(f);
+}
+
+/* Forks the child that executes run i; returns its pid (or -1). */
+static pid_t start_run(const sweep_ctx *c, size_t i)
+{
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid != 0)
+        return pid;
+    char log[4200];
+    run_path(c, i, "log", log, sizeof log);
+    int fd = open(log, O_WRONLY | O_CREAT | O_TRUNC, 0666);
+    if (fd >= 0) {
+        dup2(fd, 2);
+        close(fd);
+    }
+    signal(SIGINT, SIG_DFL);
+    _exit(execute(c, i) ? 3 : 0);
+}
+
+/* After the child of run i has ended: an error run if it left no marker. */
+static int finish_run(const sweep_ctx *c, size_t i, int status)
+{
+    char log[4200];
+    run_path(c, i, "log", log, sizeof log);
+    int rc = 0;
+    if (!run_done(c, i)) {
+        char why[1024], msg[1200];
+        last_line(log, why, sizeof why);
+        if (WIFSIGNALED(status))
+            snprintf(msg, sizeof msg, "internal error: the run was killed by signal %d (%s)%s%s",
+                     WTERMSIG(status), strsignal(WTERMSIG(status)), why[0] ? ": " : "", why);
+        else
+            snprintf(msg, sizeof msg, "internal error: the run exited with status %d%s%s",
+                     WIFEXITED(status) ? WEXITSTATUS(status) : -1, why[0] ? ": " : "", why);
+        rc = save_status(c, i, REPLAY_STATUS_ERROR, msg, 0);
+    }
+    unlink(log);
+    return rc;
+}
+
+static int run_blocking(const sweep_ctx *c, size_t i)
+{
+    pid_t pid = start_run(c, i);
+    if (pid < 0)
+        return -1;
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return finish_run(c, i, status);
+}
+
+/* ---- progress ------------------------------------------------------------------------- */
+
+typedef struct progress {
+    bool on;
+    size_t total, done, start_done;
+    double t0, last;
+} progress;
+
+static void progress_tick(progress *pr, bool final)
+{
+    if (!pr->on)
+        return;
+    double t = now_s();
+    if (!final && t - pr->last < 2.0)
+        return;
+    pr->last = t;
+    double rate = (double)(pr->done - pr->start_done) / SIM_MAX(t - pr->t0, 1e-9);
+    double eta = rate > 0 ? (double)(pr->total - pr->done) / rate : 0;
+    fprintf(stderr, "stepsim sweep: %zu/%zu runs done, %.3g runs/s, ETA %.0f s\n", pr->done,
+            pr->total, rate, eta);
+}
+
+/* ---- scheduling ----------------------------------------------------------------------- */
+
+/* The indices still to run (no marker), in order. */
+static size_t *pending_runs(const sweep_ctx *c, size_t *n)
+{
+    size_t *todo = sim_calloc(c->sw->n_runs + 1, sizeof *todo);
+    *n = 0;
+    for (size_t i = 0; i < c->sw->n_runs; i++)
+        if (!run_done(c, i))
+            todo[(*n)++] = i;
+    return todo;
+}
+
+static int serial(const sweep_ctx *c, progress *pr)
+{
+    size_t n;
+    size_t *todo = pending_runs(c, &n);
+    pr->done = pr->start_done = c->sw->n_runs - n;
+    int rc = 0;
+    for (size_t k = 0; k < n && !rc; k++) {
+        rc = run_blocking(c, todo[k]);
+        pr->done++;
+        progress_tick(pr, false);
+    }
+    sim_free(todo);
+    return rc;
+}
+
+/* Rank 0 under MPI: hands out indices, runs some itself, never blocks long. */
+static int coordinate(const sweep_ctx *c, progress *pr)
+{
+    size_t n;
+    size_t *todo = pending_runs(c, &n);
+    pr->done = pr->start_done = c->sw->n_runs - n;
+    size_t next = 0;
+    int stopped = 0, rc = 0;
+    pid_t child = -1;
+    size_t child_run = 0;
+    while (stopped < c->size - 1 || child > 0 || (next < n && !rc)) {
+        bool busy = false;
+        int flag = 0;
+        MPI_Status st;
+        MPI_Iprobe(MPI_ANY_SOURCE, TAG_REQ, MPI_COMM_WORLD, &flag, &st);
+        if (flag) {
+            long long done_run;
+            MPI_Recv(&done_run, 1, MPI_LONG_LONG, st.MPI_SOURCE, TAG_REQ, MPI_COMM_WORLD,
+                     MPI_STATUS_IGNORE);
+            if (done_run >= 0)
+                pr->done++;
+            long long give = next < n && !rc ? (long long)todo[next++] : -1;
+            MPI_Send(&give, 1, MPI_LONG_LONG, st.MPI_SOURCE, TAG_WORK, MPI_COMM_WORLD);
+            stopped += give < 0;
+            busy = true;
+        }
+        if (child > 0) {
+            int status;
+            pid_t w = waitpid(child, &status, WNOHANG);
+            if (w == child) {
+                rc = rc ? rc : finish_run(c, child_run, status);
+                child = -1;
+                pr->done++;
+                busy = true;
+            }
+        } else if (next < n && !rc) {
+            child_run = todo[next++];
+            child = start_run(c, child_run);
+            if (child < 0)
+                rc = -1;
+            busy = true;
+        }
+        progress_tick(pr, false);
+        if (!busy)
+            nap_us(1000);
+    }
+    sim_free(todo);
+    return rc;
+}
+
+/* A worker rank: asks for runs until told to stop. */
+static int work(const sweep_ctx *c)
+{
+    long long done_run = -1, run;
+    int rc = 0;
+    for (;;) {
+        MPI_Send(&done_run, 1, MPI_LONG_LONG, 0, TAG_REQ, MPI_COMM_WORLD);
+        MPI_Request req;
+        MPI_Irecv(&run, 1, MPI_LONG_LONG, 0, TAG_WORK, MPI_COMM_WORLD, &req);
+        int flag = 0;
+        while (MPI_Test(&req, &flag, MPI_STATUS_IGNORE) == MPI_SUCCESS && !flag)
+            nap_us(200);
+        if (run < 0)
+            break;
+        if (!rc)
+            rc = run_blocking(c, (size_t)run);
+        done_run = run;
+    }
+    return rc;
+}
+
+/* ---- set-up and merge ----------------------------------------------------------------- */
+
+static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        h ^= (unsigned char)s[i];
+        h *= UINT64_C(0x100000001b3);
+    }
+    return h;
+}
+
+/* What a resumed sweep must agree on: the sweep file, the expanded runs' overrides and the
+ * flags that change results. */
+static char *fingerprint(const sweep_ctx *c)
+{
+    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    h = fnv1a(h, c->sw->text, strlen(c->sw->text));
+    for (size_t i = 0; i < c->sw->n_axes; i++)
+        for (size_t j = 0; j < c->sw->axes[i].n_values; j++)
+            for (size_t k = 0; k < c->sw->axes[i].values[j].n_sets; k++) {
+                const char *s = c->sw->axes[i].values[j].sets[k];
+                h = fnv1a(h, s, strlen(s) + 1);
+            }
+    char flags[64];
+    snprintf(flags, sizeof flags, "steps=%d timeline=%d", c->a->steps, !c->a->no_timeline);
+    h = fnv1a(h, flags, strlen(flags));
+    char *out = sim_calloc(96, 1);
+    snprintf(out, 96, "stepsim sweep %" PRIx64 " runs=%zu\n", h, c->sw->n_runs);
+    return out;
+}
+
+/* Rank 0: creates OUT.h5.runs (or checks it for --resume). Returns 0, or an exit code. */
+static int prepare_dir(const sweep_ctx *c)
+{
+    char fp_path[4200];
+    snprintf(fp_path, sizeof fp_path, "%s/fingerprint", c->dir);
+    char *fp = fingerprint(c);
+    int rc = 0;
+    if (mkdir(c->dir, 0777) == 0) {
+        if (write_durable(fp_path, fp, strlen(fp)) != 0) {
+            fprintf(stderr, "%s: error: cannot write: %s\n", fp_path, strerror(errno));
+            rc = 1;
+        }
+    } else if (errno != EEXIST) {
+        fprintf(stderr, "%s: error: cannot create the runs directory: %s\n", c->dir,
+                strerror(errno));
+        rc = 1;
+    } else if (!c->a->resume) {
+        rc = cli_invalid(c->dir, "exists: an interrupted sweep left its runs here", NULL,
+                         "finish it with --resume, or remove the directory to start over");
+    } else {
+        char have[128] = "";
+        FILE *f = fopen(fp_path, "r");
+        if (f) {
+            if (!fgets(have, sizeof have, f))
+                have[0] = '\0';
+            fclose(f);
+        }
+        if (strcmp(have, fp) != 0)
+            rc = cli_invalid(c->dir, "holds runs of a different sweep (the sweep file, its "
+                                     "runs or --steps/--no-timeline changed)",
+                             NULL, "remove the directory to start over");
+    }
+    sim_free(fp);
+    return rc;
+}
+
+/* The inputs of every run, each path once, in run order. */
+typedef struct input_row {
+    char *path, *hash;
+} input_row;
+
+static int merge(const sweep_ctx *c)
+{
+    const io_sweep *sw = c->sw;
+    input_row *inputs = NULL;
+    size_t n_inputs = 0;
+    sim_diag diag = {0};
+    int rc = 0;
+    static const io_h5r_field fields[] = {
+        {"path", IO_H5R_STR, offsetof(input_row, path)},
+        {"hash", IO_H5R_STR, offsetof(input_row, hash)},
+    };
+    for (size_t i = 0; i < sw->n_runs && !rc; i++) {
+        char p[4200];
+        run_path(c, i, "h5", p, sizeof p);
+        io_h5r_file *f = NULL;
+        rc = io_h5r_open(p, &f, &diag);
+        io_h5r_table *t = NULL;
+        if (!rc)
+            rc = io_h5r_table_open(f, "/inputs", fields, 2, sizeof(input_row), &t);
+        if (!rc) {
+            size_t n = io_h5r_table_rows(t);
+            input_row *rows = sim_calloc(n + 1, sizeof *rows);
+            rc = io_h5r_table_read(t, 0, n, rows);
+            for (size_t k = 0; !rc && k < n; k++) {
+                bool seen = false;
+                for (size_t m = 0; m < n_inputs && !seen; m++)
+                    seen = strcmp(inputs[m].path, rows[k].path) == 0;
+                if (!seen) {
+                    inputs = sim_realloc_array(inputs, n_inputs + 1, sizeof *inputs);
+                    inputs[n_inputs++] = (input_row){sim_strdup(rows[k].path),
+                                                     sim_strdup(rows[k].hash)};
+                }
+            }
+            io_h5r_release(t, rows, n);
+            sim_free(rows);
+        }
+        io_h5r_table_close(t);
+        io_h5r_close(f);
+    }
+    io_h5_input *in = sim_calloc(n_inputs + 2, sizeof *in);
+    char sweep_hash[40];
+    snprintf(sweep_hash, sizeof sweep_hash, "fnv1a64:%016" PRIx64,
+             fnv1a(UINT64_C(0xcbf29ce484222325), sw->text, strlen(sw->text)));
+    in[0] = (io_h5_input){sw->path, sweep_hash};
+    for (size_t k = 0; k < n_inputs; k++)
+        in[k + 1] = (io_h5_input){inputs[k].path, inputs[k].hash};
+    io_h5_file *f = NULL;
+    if (!rc)
+        rc = io_h5_open(c->a->out, c->a->command, in, n_inputs + 1, &f, &diag);
+    const char **names = sim_calloc(sw->n_axes + 1, sizeof *names);
+    const char **values = sim_calloc(sw->n_axes + 1, sizeof *values);
+    size_t *which = sim_calloc(sw->n_axes + 1, sizeof *which);
+    for (size_t a = 0; a < sw->n_axes; a++)
+        names[a] = sw->axes[a].key;
+    if (!rc)
+        io_h5_sweep_axes(f, names, sw->n_axes);
+    for (size_t i = 0; i < sw->n_runs && !rc; i++) {
+        char p[4200], name[300];
+        run_path(c, i, "h5", p, sizeof p);
+        snprintf(name, sizeof name, "%s-%zu", sw->name, i);
+        rc = io_h5_copy_run(f, p, name);
+        size_t n;
+        sim_free(io_sweep_run_sets(sw, i, &n, which));
+        for (size_t a = 0; a < sw->n_axes; a++)
+            values[a] = sw->axes[a].values[which[a]].text;
+        if (!rc)
+            io_h5_run_axes(f, values);
+    }
+    if (rc)
+        io_h5_abort(f);
+    else
+        rc = io_h5_close(f);
+    if (rc)
+        sim_diag_print(&diag, stderr);
+    for (size_t k = 0; k < n_inputs; k++) {
+        sim_free(inputs[k].path);
+        sim_free(inputs[k].hash);
+    }
+    sim_free(inputs);
+    sim_free(in);
+    sim_free(names);
+    sim_free(values);
+    sim_free(which);
+    return rc ? 1 : 0;
+}
+
+static void print_json(const sweep_ctx *c)
+{
+    for (size_t i = 0; i < c->sw->n_runs; i++) {
+        char p[4200];
+        run_path(c, i, "json", p, sizeof p);
+        FILE *f = fopen(p, "r");
+        if (!f)
+            continue;
+        char buf[65536];
+        size_t k;
+        while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+            fwrite(buf, 1, k, stdout);
+        fclose(f);
+    }
+}
+
+static void remove_dir(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char p[4300];
+    while ((e = readdir(d))) {
+        if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+            continue;
+        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        unlink(p);
+    }
+    closedir(d);
+    rmdir(dir);
+}
+
+static int parse(int argc, char **argv, sweep_args *a)
+{
+    const char *hint = "see `stepsim sweep --help`";
+    size_t len = snprintf(a->command, sizeof a->command, "stepsim");
+    for (int i = 1; i < argc; i++) {
+        const char *s = argv[i];
+        if (i >= 2 && (!strcmp(s, "--resume") || !strcmp(s, "--progress")))
+            continue; /* not part of what the file holds: a resumed sweep writes the same */
+        if (len + 2 < sizeof a->command)
+            len += (size_t)snprintf(a->command + len, sizeof a->command - len, " %s", s);
+    }
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            fputs(usage, stdout);
+            return -1;
+        }
+        if (!strcmp(s, "-o") || !strcmp(s, "--output")) {
+            if (i + 1 >= argc)
+                return cli_invalid(s, "expects an output file name", NULL, hint);
+            a->out = argv[++i];
+        } else if (!strcmp(s, "--resume")) {
+            a->resume = true;
+        } else if (!strcmp(s, "--json")) {
+            a->json = true;
+        } else if (!strcmp(s, "--progress")) {
+            a->progress = true;
+        } else if (!strcmp(s, "--no-timeline")) {
+            a->no_timeline = true;
+        } else if (!strcmp(s, "--steps")) {
+            char *end;
+            long n = i + 1 < argc ? strtol(argv[++i], &end, 10) : 0;
+            if (n < 1 || n > 1000000 || *end)
+                return cli_invalid("--steps", "expects an integer from 1 to 1000000", NULL, hint);
+            a->steps = (int)n;
+        } else if (s[0] == '-' && s[1]) {
+            return cli_invalid("stepsim sweep", "unknown option", s, hint);
+        } else if (!a->file) {
+            a->file = s;
+        } else {
+            return cli_invalid("stepsim sweep", "unexpected argument", s, hint);
+        }
+    }
+    if (!a->file)
+        return cli_invalid("stepsim sweep", "missing SWEEP.yaml", NULL, hint);
+    if (!a->out)
+        return cli_invalid("stepsim sweep", "missing -o OUT.h5", NULL, hint);
+    return 0;
+}
+
+int cli_sweep(int argc, char **argv)
+{
+    sweep_args a = {0};
+    int rc = parse(argc, argv, &a);
+    if (rc)
+        return rc < 0 ? 0 : rc;
+    sweep_ctx c = {.a = &a, .size = 1};
+    c.mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    if (c.mpi) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &c.size);
+    }
+    sim_diag diag = {0};
+    rc = io_sweep_load(a.file, &c.sw, &diag);
+    if (rc) { /* every rank read the same file and failed alike; one prints */
+        if (c.rank == 0)
+            sim_diag_print(&diag, stderr);
+        rc = CLI_EXIT_INVALID;
+    }
+    if (!rc) {
+        size_t len = strlen(a.out) + 8;
+        c.dir = sim_calloc(len, 1);
+        snprintf(c.dir, len, "%s.runs", a.out);
+        if (c.rank == 0)
+            rc = prepare_dir(&c);
+        if (c.mpi)
+            MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
+    if (!rc) {
+        progress pr = {.on = c.rank == 0 && (a.progress || isatty(2)), .total = c.sw->n_runs,
+                       .t0 = now_s()};
+        if (!c.mpi || c.size == 1)
+            rc = serial(&c, &pr);
+        else if (c.rank == 0)
+            rc = coordinate(&c, &pr);
+        else
+            rc = work(&c);
+        if (c.mpi) {
+            int any = rc != 0, all;
+            MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+            rc = all ? 1 : 0;
+        }
+        progress_tick(&pr, true);
+        if (c.rank == 0)
+            fprintf(stderr, "stepsim sweep: %zu runs: %zu done before, %zu run now on %d "
+                            "rank(s) in %.3g s\n", c.sw->n_runs, pr.start_done,
+                    c.sw->n_runs - pr.start_done, c.size, now_s() - pr.t0);
+        if (rc && c.rank == 0)
+            fprintf(stderr, "%s: error: the sweep could not complete; its finished runs are in "
+                            "%s (--resume goes on from there)\n", a.file, c.dir);
+        if (!rc && c.rank == 0) {
+            rc = merge(&c);
+            if (!rc) {
+                if (a.json)
+                    print_json(&c);
+                remove_dir(c.dir);
+                if (!a.json)
+                    rc = cli_report_file(a.out, false);
+            }
+        }
+    }
+    io_sweep_destroy(c.sw);
+    sim_free(c.dir);
+    if (c.mpi)
+        MPI_Finalize();
+    return rc;
+}

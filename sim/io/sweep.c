@@ -1,0 +1,330 @@
+/* Sweep files (see sweep.h). */
+#include "core/sim.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "io/load.h"
+#include "io/suggest.h"
+#include "io/sweep.h"
+#include "io/ytree.h"
+#include "plan/scenario.h"
+
+/* A growing string. */
+typedef struct sbuf {
+    char *s;
+    size_t n, cap;
+} sbuf;
+
+static void sb_add(sbuf *b, const char *t)
+{
+    size_t k = strlen(t);
+    SIM_GROW(b->s, b->cap, b->n + k + 1);
+    memcpy(b->s + b->n, t, k + 1);
+    b->n += k;
+}
+
+/* A scalar as YAML flow text: as written, double-quoted again when it was quoted. */
+static void sb_scalar(sbuf *b, const io_ynode *n)
+{
+    if (!n->quoted) {
+        sb_add(b, n->text);
+        return;
+    }
+    sb_add(b, "\"");
+    for (const char *p = n->text; *p; p++) {
+        char c[3] = {*p, 0, 0};
+        if (*p == '"' || *p == '\\') {
+            c[0] = '\\';
+            c[1] = *p;
+        }
+        sb_add(b, c);
+    }
+    sb_add(b, "\"");
+}
+
+/* Any node as one YAML flow value ("{dp: 2, zero: 3}", "[1, 2]", "x"). */
+static void sb_flow(sbuf *b, const io_ynode *n)
+{
+    if (n->kind == IO_YSCALAR) {
+        sb_scalar(b, n);
+    } else if (n->kind == IO_YSEQ) {
+        sb_add(b, "[");
+        for (size_t i = 0; i < n->n; i++) {
+            if (i)
+                sb_add(b, ", ");
+            sb_flow(b, n->items[i]);
+        }
+        sb_add(b, "]");
+    } else {
+        sb_add(b, "{");
+        for (size_t i = 0; i < n->n; i++) {
+            if (i)
+                sb_add(b, ", ");
+            sb_scalar(b, n->pairs[i].key);
+            sb_add(b, ": ");
+            sb_flow(b, n->pairs[i].value);
+        }
+        sb_add(b, "}");
+    }
+}
+
+static bool is_reference_key(const char *key)
+{
+    return !strcmp(key, "topology") || !strcmp(key, "model") || !strcmp(key, "topology.gpu");
+}
+
+/* A value with '/' or ending in .yaml is a path (a bare name is a catalog entry). */
+static bool looks_like_path(const char *s)
+{
+    size_t len = strlen(s);
+    return strchr(s, '/') || (len > 5 && strcmp(s + len - 5, ".yaml") == 0);
+}
+
+/* The overrides of value `v` at dotted key `key`: one per leaf of a mapping. */
+static void flatten(io_sweep_value *out, const char *key, const io_ynode *v, const char *dir)
+{
+    if (v->kind == IO_YMAP && v->n > 0) {
+        for (size_t i = 0; i < v->n; i++) {
+            size_t len = strlen(key) + strlen(v->pairs[i].key->text) + 2;
+            char *sub = sim_calloc(len, 1);
+            snprintf(sub, len, "%s.%s", key, v->pairs[i].key->text);
+            flatten(out, sub, v->pairs[i].value, dir);
+            sim_free(sub);
+        }
+        return;
+    }
+    sbuf b = {0};
+    sb_add(&b, key);
+    sb_add(&b, "=");
+    if (v->kind == IO_YSCALAR && is_reference_key(key) && looks_like_path(v->text) &&
+        v->text[0] != '/') {
+        /* resolve against the sweep file, as the loader resolves a file's references */
+        sb_add(&b, dir);
+        sb_add(&b, "/");
+        sb_add(&b, v->text);
+    } else {
+        sb_flow(&b, v);
+    }
+    out->sets = sim_realloc_array(out->sets, out->n_sets + 1, sizeof *out->sets);
+    out->sets[out->n_sets++] = b.s;
+}
+
+static char *dir_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        return sim_strdup(".");
+    char *d = sim_strdup(path);
+    d[slash == path ? 1 : (size_t)(slash - path)] = '\0';
+    return d;
+}
+
+static char *read_text(const char *path, sim_diag *diag, int *rc)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        *rc = sim_diag_error_code(diag, errno == ENOENT ? SIM_ENOENT : SIM_EINVAL, path, 0, 0,
+                                  "cannot open sweep file: %s", strerror(errno));
+        return NULL;
+    }
+    sbuf b = {0};
+    char chunk[65536];
+    size_t k;
+    SIM_GROW(b.s, b.cap, 1);
+    b.s[0] = '\0';
+    while ((k = fread(chunk, 1, sizeof chunk - 1, f)) > 0 && b.n < IO_YAML_MAX_FILE_BYTES) {
+        chunk[k] = '\0';
+        if (memchr(chunk, '\0', k)) {
+            fclose(f);
+            sim_free(b.s);
+            *rc = sim_diag_error(diag, path, 0, 0, "not a text file");
+            return NULL;
+        }
+        sb_add(&b, chunk);
+    }
+    fclose(f);
+    *rc = 0;
+    return b.s;
+}
+
+static int value_error(const io_sweep *sw, const io_sweep_value *v, const sim_diag *inner,
+                       sim_diag *diag)
+{
+    /* the override's own message, placed at the value in the sweep file */
+    sim_diag_error(diag, sw->path, v->line, v->col, "%s", inner->msg);
+    if (inner->hints[0])
+        sim_diag_hint(diag, "%s", inner->hints);
+    if (strncmp(inner->file, "--set ", 6) != 0)
+        sim_diag_hint(diag, "(in %s%s%d)", inner->file, inner->line ? ":" : "",
+                      inner->line ? inner->line : 0);
+    return SIM_EINVAL;
+}
+
+int io_sweep_load(const char *path, io_sweep **out, sim_diag *diag)
+{
+    *out = NULL;
+    int rc;
+    char *text = read_text(path, diag, &rc);
+    if (!text)
+        return rc;
+    io_yarena *arena = io_yarena_create();
+    char *dir = dir_of(path);
+    const io_yorigin *origin = io_yorigin_new(arena, path, dir, false);
+    io_ynode *root = NULL;
+    rc = io_yaml_parse(arena, text, strlen(text), origin, 0, &root, diag);
+    io_sweep *sw = sim_calloc(1, sizeof *sw);
+    sw->path = sim_strdup(path);
+    sw->text = text;
+    if (!rc && root->kind != IO_YMAP)
+        rc = sim_diag_error(diag, path, root->line, root->col,
+                            "a sweep must be a mapping with base and axes, not %s",
+                            io_ykind_name(root->kind));
+    static const char *const keys[] = {"base", "name", "axes"};
+    for (size_t i = 0; !rc && i < root->n; i++) {
+        const io_ypair *p = &root->pairs[i];
+        bool known = false;
+        for (size_t k = 0; k < SIM_ARRAY_LEN(keys); k++)
+            known |= strcmp(p->key->text, keys[k]) == 0;
+        if (!known) {
+            rc = sim_diag_error(diag, path, p->key->line, p->key->col, "unknown key '%s'",
+                                p->key->text);
+            const char *near = io_suggest(p->key->text, keys, SIM_ARRAY_LEN(keys));
+            if (near)
+                sim_diag_hint(diag, "did you mean '%s'?", near);
+            else
+                sim_diag_hint(diag, "a sweep has base (the scenario), name and axes");
+        }
+    }
+    const io_ypair *base = rc ? NULL : io_ymap_find(root, "base");
+    const io_ypair *axes = rc ? NULL : io_ymap_find(root, "axes");
+    const io_ypair *name = rc ? NULL : io_ymap_find(root, "name");
+    if (!rc && (!base || base->value->kind != IO_YSCALAR || !base->value->text[0]))
+        rc = sim_diag_error(diag, path, base ? base->value->line : root->line,
+                            base ? base->value->col : root->col,
+                            "base: expected the path of the base scenario");
+    if (!rc && (!axes || axes->value->kind != IO_YMAP || axes->value->n == 0))
+        rc = sim_diag_error(diag, path, axes ? axes->value->line : root->line,
+                            axes ? axes->value->col : root->col,
+                            "axes: expected a mapping of scenario keys to lists of values, "
+                            "such as `training.micro_batch: [1, 2, 4]`");
+    if (!rc && name && (name->value->kind != IO_YSCALAR || !name->value->text[0] ||
+                        strchr(name->value->text, '/')))
+        rc = sim_diag_error(diag, path, name->value->line, name->value->col,
+                            "name: expected a run-name prefix without '/'");
+    if (!rc) {
+        const char *b = base->value->text;
+        size_t len = strlen(dir) + strlen(b) + 2;
+        sw->base = sim_calloc(len, 1);
+        snprintf(sw->base, len, b[0] == '/' ? "%s" : "%s/%s", b[0] == '/' ? b : dir, b);
+        if (name)
+            sw->name = sim_strdup(name->value->text);
+        const io_ynode *ax = axes->value;
+        sw->axes = sim_calloc(ax->n, sizeof *sw->axes);
+        sw->n_axes = ax->n;
+        sw->n_runs = 1;
+        for (size_t i = 0; !rc && i < ax->n; i++) {
+            const io_ypair *p = &ax->pairs[i];
+            io_sweep_axis *a = &sw->axes[i];
+            a->key = sim_strdup(p->key->text);
+            if (p->value->kind != IO_YSEQ || p->value->n == 0) {
+                rc = sim_diag_error(diag, path, p->value->line, p->value->col,
+                                    "axes.%s: expected a non-empty list of values", a->key);
+                break;
+            }
+            a->values = sim_calloc(p->value->n, sizeof *a->values);
+            a->n_values = p->value->n;
+            for (size_t j = 0; j < p->value->n; j++) {
+                const io_ynode *v = p->value->items[j];
+                sbuf t = {0};
+                sb_flow(&t, v);
+                a->values[j] = (io_sweep_value){.text = t.s, .line = v->line, .col = v->col};
+                flatten(&a->values[j], a->key, v, dir);
+            }
+            if (sw->n_runs > (size_t)1 << 40 / a->n_values) {
+                rc = sim_diag_error(diag, path, p->key->line, p->key->col,
+                                    "the sweep has too many runs");
+                break;
+            }
+            sw->n_runs *= a->n_values;
+        }
+    }
+    /* the base alone, then each value on its own: input errors are the sweep file's */
+    if (!rc) {
+        plan_scenario sc;
+        sim_diag inner = {0};
+        io_load_stage stage;
+        if (io_scenario_load_ex(sw->base, NULL, 0, &sc, NULL, &inner, &stage) &&
+            stage == IO_LOAD_INPUT) {
+            *diag = inner;
+            rc = SIM_EINVAL;
+        } else if (!sw->name) {
+            sw->name = sim_strdup(inner.set ? "sweep" : sc.name);
+        }
+        for (size_t i = 0; !rc && i < sw->n_axes; i++)
+            for (size_t j = 0; !rc && j < sw->axes[i].n_values; j++) {
+                const io_sweep_value *v = &sw->axes[i].values[j];
+                memset(&inner, 0, sizeof inner);
+                if (io_scenario_load_ex(sw->base, (const char *const *)v->sets, v->n_sets, &sc,
+                                        NULL, &inner, &stage) &&
+                    stage == IO_LOAD_INPUT)
+                    rc = value_error(sw, v, &inner, diag);
+            }
+    }
+    io_yarena_destroy(arena);
+    sim_free(dir);
+    if (rc) {
+        io_sweep_destroy(sw);
+        return rc;
+    }
+    *out = sw;
+    return 0;
+}
+
+void io_sweep_destroy(io_sweep *sw)
+{
+    if (!sw)
+        return;
+    for (size_t i = 0; i < sw->n_axes; i++) {
+        for (size_t j = 0; j < sw->axes[i].n_values; j++) {
+            io_sweep_value *v = &sw->axes[i].values[j];
+            for (size_t k = 0; k < v->n_sets; k++)
+                sim_free(v->sets[k]);
+            sim_free(v->sets);
+            sim_free(v->text);
+        }
+        sim_free(sw->axes[i].values);
+        sim_free(sw->axes[i].key);
+    }
+    sim_free(sw->axes);
+    sim_free(sw->path);
+    sim_free(sw->base);
+    sim_free(sw->name);
+    sim_free(sw->text);
+    sim_free(sw);
+}
+
+const char **io_sweep_run_sets(const io_sweep *sw, size_t index, size_t *n, size_t *value_of)
+{
+    SIM_ASSERT(index < sw->n_runs, "run %zu of %zu", index, sw->n_runs);
+    size_t total = 0, rest = index;
+    size_t *which = sim_calloc(sw->n_axes + 1, sizeof *which);
+    for (size_t i = sw->n_axes; i-- > 0;) { /* last axis fastest */
+        which[i] = rest % sw->axes[i].n_values;
+        rest /= sw->axes[i].n_values;
+        total += sw->axes[i].values[which[i]].n_sets;
+    }
+    const char **sets = sim_calloc(total + 1, sizeof *sets);
+    size_t k = 0;
+    for (size_t i = 0; i < sw->n_axes; i++) {
+        const io_sweep_value *v = &sw->axes[i].values[which[i]];
+        for (size_t j = 0; j < v->n_sets; j++)
+            sets[k++] = v->sets[j];
+        if (value_of)
+            value_of[i] = which[i];
+    }
+    sim_free(which);
+    *n = k;
+    return sets;
+}

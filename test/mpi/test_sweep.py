@@ -1,0 +1,139 @@
+#!/usr/bin/python3
+"""stepsim sweep, serial and under mpirun: the same file for any rank count, kill -9 and
+--resume, skipped combinations, bad sweep files.
+
+    test_sweep.py STEPSIM SOURCE_ROOT CONTRACT_CHECK"""
+import json, os, signal, subprocess, sys, tempfile, time
+
+import h5py
+
+stepsim, root, contract_check = sys.argv[1:4]
+stepsim = os.path.abspath(stepsim)
+data = os.path.abspath(os.path.join(root, "test", "cli", "data"))
+env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_rmaps_base_oversubscribe="1", OMPI_MCA_btl_vader_single_copy_mechanism="none")
+failures = 0
+checks = 0
+
+
+def check(cond, what):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def sweep(cwd, spec, ranks, *extra):
+    cmd = [stepsim, "sweep", spec, "-o", "out.h5"] + list(extra)
+    if ranks:
+        cmd = ["mpirun", "-n", str(ranks)] + cmd
+    return subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=env)
+
+
+with tempfile.TemporaryDirectory() as tmp:
+    # 4 parallel layouts x 2 micro-batch sizes on the ideal pair (2 GPUs): tp = 3 needs 3
+    # GPUs, so its 2 runs are skipped with that reason; 8 runs named ddp-0 .. ddp-7, the
+    # last axis fastest (run 1 = {dp: 2} with micro_batch 2)
+    spec = os.path.join(tmp, "sweep.yaml")
+    open(spec, "w").write(
+        "base: %s/ddp.yaml\n"
+        "axes:\n"
+        "  parallel: [{dp: 2}, {dp: 1, tp: 2}, {dp: 2, zero: 3}, {dp: 1, tp: 3}]\n"
+        "  training.micro_batch: [1, 2]\n" % data)
+    outs = {}
+    for ranks in (0, 1, 2, 4):
+        d = os.path.join(tmp, "n%d" % ranks)
+        os.mkdir(d)
+        p = sweep(d, spec, ranks, "--json")
+        check(p.returncode == 0, "sweep with %d rank(s): %s" % (ranks, p.stderr))
+        outs[ranks] = (d, p.stdout)
+    # the same bytes whatever the rank count (the command line is the same: mpirun is not in it)
+    ref = open(os.path.join(outs[0][0], "out.h5"), "rb").read()
+    for ranks in (1, 2, 4):
+        got = open(os.path.join(outs[ranks][0], "out.h5"), "rb").read()
+        check(got == ref, "-n %d gives the serial file byte for byte" % ranks)
+        check(outs[ranks][1] == outs[0][1], "-n %d prints the same JSON" % ranks)
+    check(not os.path.exists(os.path.join(outs[2][0], "out.h5.runs")), "runs directory removed")
+    objs = [json.loads(l) for l in outs[0][1].splitlines()]
+    check([o["name"] for o in objs] == ["ddp-%d" % i for i in range(8)], "JSON in run order")
+    c = subprocess.run(["/usr/bin/python3", contract_check, "json", "-"], input=outs[0][1],
+                       capture_output=True, text=True)
+    check(c.returncode == 0, "JSON contract: " + c.stdout)
+    h5 = os.path.join(outs[0][0], "out.h5")
+    c = subprocess.run(["/usr/bin/python3", contract_check, "h5", h5], capture_output=True, text=True)
+    check(c.returncode == 0, "HDF5 contract: " + c.stdout)
+    f = h5py.File(h5, "r")
+    sw = f["sweep"][:]
+    check(list(sw["index"]) == list(range(8)), "/sweep index")
+    par = [x.decode() for x in sw["parallel"]]
+    mb = [x.decode() for x in sw["training.micro_batch"]]
+    check(par[:2] == ["{dp: 2}", "{dp: 2}"] and mb[:2] == ["1", "2"], "axis columns, last fastest: %s %s" % (par, mb))
+    status = [x.decode() for x in sw["status"]]
+    check(status[6:] == ["skipped", "skipped"] and "skipped" not in status[:6], "tp = 3 skipped: %s" % status)
+    err = sw["error"][6].decode()
+    check("3 GPUs" in err or "needs 3" in err, "skip reason names the GPU count: " + err)
+    check(set(f["runs"].keys()) == {"ddp-%d" % i for i in range(8)}, "every run has its group")
+    check("timeline" in f["runs"]["ddp-0"] and "timeline" not in f["runs"]["ddp-6"],
+          "ok runs have all tables, skipped ones the summary only")
+    # {dp: 1, tp: 2} deep-merges into the base: zero, ddp settings, etc. stay
+    check(json.loads(outs[0][1].splitlines()[2])["comm_bytes_per_gpu"]["tp"] > 0, "tp run has tp traffic")
+
+    # kill -9 of the whole mpirun mid-way, then --resume: the same file, no run re-run
+    spec2 = os.path.join(tmp, "sweep2.yaml")
+    open(spec2, "w").write(
+        "base: %s/ddp.yaml\n"
+        "name: big\n"
+        "axes:\n"
+        "  training.micro_batch: [1, 2]\n"
+        "  training.seq_len: [128, 256, 512, 1024, 2048]\n"
+        "  parallel.ddp.bucket: [1 MiB, 4 MiB, 16 MiB, 64 MiB]\n"
+        "  simulation.steps: [2, 3, 4, 5, 6]\n" % data)
+    a, b = os.path.join(tmp, "a"), os.path.join(tmp, "b")
+    os.mkdir(a)
+    os.mkdir(b)
+    proc = subprocess.Popen(["mpirun", "-n", "2", stepsim, "sweep", spec2, "-o", "out.h5"], cwd=a,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            start_new_session=True)
+    runs = os.path.join(a, "out.h5.runs")
+    t0 = time.time()
+    while time.time() - t0 < 60:
+        done = [x for x in os.listdir(runs)] if os.path.isdir(runs) else []
+        if sum(x.endswith(".json") for x in done) >= 4:
+            break
+        time.sleep(0.01)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    time.sleep(2)  # ranks can outlive mpirun for a moment (PLATFORM.md)
+    before = sorted(x for x in os.listdir(runs) if x.endswith(".json"))
+    check(4 <= len(before) < 200, "killed mid-way: %d of 200 runs done" % len(before))
+    p = sweep(a, spec2, 0)
+    check(p.returncode == 2 and "--resume" in p.stderr, "an interrupted sweep needs --resume: " + p.stderr)
+    p = sweep(a, spec2, 2, "--resume")
+    check(p.returncode == 0, "resume: " + p.stderr)
+    line = [l for l in p.stderr.splitlines() if "done before" in l]
+    want = "200 runs: %d done before, %d run now" % (len(before), 200 - len(before))
+    check(line and want in line[0], "resume runs only what was missing: %s vs %s" % (line, want))
+    p = sweep(b, spec2, 0)
+    check(p.returncode == 0, "uninterrupted: " + p.stderr)
+    check(open(os.path.join(a, "out.h5"), "rb").read() == open(os.path.join(b, "out.h5"), "rb").read(),
+          "resumed file = uninterrupted file")
+
+    # bad sweep files: one error line at the offending value ("  parallel.tpp: [1, 2]": the
+    # first value, 1, at 3:18) or key, exit 2, no output
+    bad = os.path.join(tmp, "bad.yaml")
+    open(bad, "w").write("base: %s/ddp.yaml\naxes:\n  parallel.tpp: [1, 2]\n" % data)
+    p = sweep(tmp, bad, 0)
+    lines = [l for l in p.stderr.splitlines() if not l.startswith("  ")]
+    check(p.returncode == 2 and len(lines) == 1 and lines[0].startswith(bad + ":3:18: error:"),
+          "unknown axis key at its value: " + p.stderr)
+    open(bad, "w").write("base: %s/ddp.yaml\naxis:\n  parallel.tp: [1, 2]\n" % data)
+    p = sweep(tmp, bad, 0)
+    check(p.returncode == 2 and ":2:1: error: unknown key 'axis'" in p.stderr and "did you mean 'axes'" in p.stderr,
+          "unknown sweep key: " + p.stderr)
+    check(not os.path.exists(os.path.join(tmp, "out.h5")) and not os.path.exists(os.path.join(tmp, "out.h5.runs")),
+          "no output on bad input")
+if failures:
+    print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
+    sys.exit(1)
+print("%d checks passed" % checks)
