@@ -72,9 +72,24 @@ typedef struct sweep_args {
     char command[4096];
 } sweep_args;
 
+/* The runs to execute: a sweep's cartesian product, or a plan's candidates. */
+typedef struct run_list {
+    const char *base;        /* the base scenario's path */
+    const char *name;        /* run names are <name>-<index> */
+    const char *source;      /* the file the runs come from (an input of the results) */
+    const char *text;        /* what defines them, for the resume fingerprint */
+    size_t n_runs, n_axes;
+    const char **axis_names; /* [axis] */
+    const char ***sets;      /* [run]: the overrides of the base */
+    size_t *n_sets;          /* [run] */
+    const char ***values;    /* [run][axis]: YAML text for /sweep */
+    bool prune_oom;          /* plan: an OOM run is recorded without its replay */
+} run_list;
+
 typedef struct sweep_ctx {
     const sweep_args *a;
     io_sweep *sw;
+    run_list L;
     char *dir; /* OUT.h5.runs */
     int rank, size;
     bool mpi;
@@ -171,7 +186,7 @@ static int save_status(const sweep_ctx *c, size_t i, replay_status st, const cha
                        int gpus)
 {
     replay_results *res = replay_results_create();
-    snprintf(res->summary.name, sizeof res->summary.name, "%s-%zu", c->sw->name, i);
+    snprintf(res->summary.name, sizeof res->summary.name, "%s-%zu", c->L.name, i);
     res->summary.status = st;
     res->summary.gpus = gpus;
     snprintf(res->summary.error, sizeof res->summary.error, "%s", msg);
@@ -185,21 +200,20 @@ static int save_status(const sweep_ctx *c, size_t i, replay_status st, const cha
 /* Executes run i (in the child). */
 static int execute(const sweep_ctx *c, size_t i)
 {
-    size_t n_sets;
-    const char **sets = io_sweep_run_sets(c->sw, i, &n_sets, NULL);
+    size_t n_sets = c->L.n_sets[i];
+    const char **sets = c->L.sets[i];
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     io_scenario_info *info = NULL;
     sim_diag diag = {0};
     io_load_stage stage;
-    int rc = io_scenario_load_ex(c->sw->base, sets, n_sets, sc, &info, &diag, &stage);
-    sim_free(sets);
+    int rc = io_scenario_load_ex(c->L.base, sets, n_sets, sc, &info, &diag, &stage);
     if (rc) {
         /* the values were each checked when the sweep was read: this is a combination */
         rc = save_status(c, i, REPLAY_STATUS_SKIPPED, diag.msg, 0);
         sim_free(sc);
         return rc;
     }
-    snprintf(sc->name, sizeof sc->name, "%s-%zu", c->sw->name, i);
+    snprintf(sc->name, sizeof sc->name, "%s-%zu", c->L.name, i);
     if (c->a->steps > 0)
         sc->simulation.steps = c->a->steps;
     if (c->a->no_timeline)
@@ -212,7 +226,10 @@ static int execute(const sweep_ctx *c, size_t i)
     } else {
         replay_results *res = replay_results_create();
         replay_options opt = {.timeline = sc->simulation.timeline};
-        replay_run(p, &opt, res);
+        if (c->L.prune_oom && p->oom)
+            replay_memory_only(p, res); /* a plan does not time what cannot run */
+        else
+            replay_run(p, &opt, res);
         rc = save_run(c, i, res, info->resolved_yaml, info);
         replay_results_destroy(res);
         plan_destroy(p);
@@ -316,9 +333,9 @@ static void progress_tick(progress *pr, bool final)
 /* The indices still to run (no marker), in order. */
 static size_t *pending_runs(const sweep_ctx *c, size_t *n)
 {
-    size_t *todo = sim_calloc(c->sw->n_runs + 1, sizeof *todo);
+    size_t *todo = sim_calloc(c->L.n_runs + 1, sizeof *todo);
     *n = 0;
-    for (size_t i = 0; i < c->sw->n_runs; i++)
+    for (size_t i = 0; i < c->L.n_runs; i++)
         if (!run_done(c, i))
             todo[(*n)++] = i;
     return todo;
@@ -328,7 +345,7 @@ static int serial(const sweep_ctx *c, progress *pr)
 {
     size_t n;
     size_t *todo = pending_runs(c, &n);
-    pr->done = pr->start_done = c->sw->n_runs - n;
+    pr->done = pr->start_done = c->L.n_runs - n;
     int rc = 0;
     for (size_t k = 0; k < n && !rc; k++) {
         rc = run_blocking(c, todo[k]);
@@ -344,7 +361,7 @@ static int coordinate(const sweep_ctx *c, progress *pr)
 {
     size_t n;
     size_t *todo = pending_runs(c, &n);
-    pr->done = pr->start_done = c->sw->n_runs - n;
+    pr->done = pr->start_done = c->L.n_runs - n;
     size_t next = 0;
     int stopped = 0, rc = 0;
     pid_t child = -1;
@@ -426,18 +443,15 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 static char *fingerprint(const sweep_ctx *c)
 {
     uint64_t h = UINT64_C(0xcbf29ce484222325);
-    h = fnv1a(h, c->sw->text, strlen(c->sw->text));
-    for (size_t i = 0; i < c->sw->n_axes; i++)
-        for (size_t j = 0; j < c->sw->axes[i].n_values; j++)
-            for (size_t k = 0; k < c->sw->axes[i].values[j].n_sets; k++) {
-                const char *s = c->sw->axes[i].values[j].sets[k];
-                h = fnv1a(h, s, strlen(s) + 1);
-            }
+    h = fnv1a(h, c->L.text, strlen(c->L.text));
+    for (size_t i = 0; i < c->L.n_runs; i++)
+        for (size_t k = 0; k < c->L.n_sets[i]; k++)
+            h = fnv1a(h, c->L.sets[i][k], strlen(c->L.sets[i][k]) + 1);
     char flags[64];
     snprintf(flags, sizeof flags, "steps=%d timeline=%d", c->a->steps, !c->a->no_timeline);
     h = fnv1a(h, flags, strlen(flags));
     char *out = sim_calloc(96, 1);
-    snprintf(out, 96, "stepsim sweep %" PRIx64 " runs=%zu\n", h, c->sw->n_runs);
+    snprintf(out, 96, "stepsim sweep %" PRIx64 " runs=%zu\n", h, c->L.n_runs);
     return out;
 }
 
@@ -484,7 +498,7 @@ typedef struct input_row {
 
 static int merge(const sweep_ctx *c)
 {
-    const io_sweep *sw = c->sw;
+    const run_list *L = &c->L;
     input_row *inputs = NULL;
     size_t n_inputs = 0;
     sim_diag diag = {0};
@@ -493,7 +507,7 @@ static int merge(const sweep_ctx *c)
         {"path", IO_H5R_STR, offsetof(input_row, path)},
         {"hash", IO_H5R_STR, offsetof(input_row, hash)},
     };
-    for (size_t i = 0; i < sw->n_runs && !rc; i++) {
+    for (size_t i = 0; i < L->n_runs && !rc; i++) {
         char p[4200];
         run_path(c, i, "h5", p, sizeof p);
         io_h5r_file *f = NULL;
@@ -524,31 +538,22 @@ static int merge(const sweep_ctx *c)
     io_h5_input *in = sim_calloc(n_inputs + 2, sizeof *in);
     char sweep_hash[40];
     snprintf(sweep_hash, sizeof sweep_hash, "fnv1a64:%016" PRIx64,
-             fnv1a(UINT64_C(0xcbf29ce484222325), sw->text, strlen(sw->text)));
-    in[0] = (io_h5_input){sw->path, sweep_hash};
+             fnv1a(UINT64_C(0xcbf29ce484222325), L->text, strlen(L->text)));
+    in[0] = (io_h5_input){L->source, sweep_hash};
     for (size_t k = 0; k < n_inputs; k++)
         in[k + 1] = (io_h5_input){inputs[k].path, inputs[k].hash};
     io_h5_file *f = NULL;
     if (!rc)
         rc = io_h5_open(c->a->out, c->a->command, in, n_inputs + 1, &f, &diag);
-    const char **names = sim_calloc(sw->n_axes + 1, sizeof *names);
-    const char **values = sim_calloc(sw->n_axes + 1, sizeof *values);
-    size_t *which = sim_calloc(sw->n_axes + 1, sizeof *which);
-    for (size_t a = 0; a < sw->n_axes; a++)
-        names[a] = sw->axes[a].key;
     if (!rc)
-        io_h5_sweep_axes(f, names, sw->n_axes);
-    for (size_t i = 0; i < sw->n_runs && !rc; i++) {
+        io_h5_sweep_axes(f, L->axis_names, L->n_axes);
+    for (size_t i = 0; i < L->n_runs && !rc; i++) {
         char p[4200], name[300];
         run_path(c, i, "h5", p, sizeof p);
-        snprintf(name, sizeof name, "%s-%zu", sw->name, i);
+        snprintf(name, sizeof name, "%s-%zu", L->name, i);
         rc = io_h5_copy_run(f, p, name);
-        size_t n;
-        sim_free(io_sweep_run_sets(sw, i, &n, which));
-        for (size_t a = 0; a < sw->n_axes; a++)
-            values[a] = sw->axes[a].values[which[a]].text;
         if (!rc)
-            io_h5_run_axes(f, values);
+            io_h5_run_axes(f, L->values[i]);
     }
     if (rc)
         io_h5_abort(f);
@@ -562,15 +567,12 @@ static int merge(const sweep_ctx *c)
     }
     sim_free(inputs);
     sim_free(in);
-    sim_free(names);
-    sim_free(values);
-    sim_free(which);
     return rc ? 1 : 0;
 }
 
 static void print_json(const sweep_ctx *c)
 {
-    for (size_t i = 0; i < c->sw->n_runs; i++) {
+    for (size_t i = 0; i < c->L.n_runs; i++) {
         char p[4200];
         run_path(c, i, "json", p, sizeof p);
         FILE *f = fopen(p, "r");
@@ -651,6 +653,94 @@ static int parse(int argc, char **argv, sweep_args *a)
     return 0;
 }
 
+/* Runs c->L (every rank), then on rank 0 merges OUT.h5 and calls `finish` for the command's
+ * own output before removing the runs directory. Returns the exit code on every rank. */
+static int execute_all(sweep_ctx *c, int (*finish)(sweep_ctx *c))
+{
+    const sweep_args *a = c->a;
+    size_t len = strlen(a->out) + 8;
+    c->dir = sim_calloc(len, 1);
+    snprintf(c->dir, len, "%s.runs", a->out);
+    int rc = c->rank == 0 ? prepare_dir(c) : 0;
+    if (c->mpi)
+        MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    if (rc)
+        return rc;
+    progress pr = {.on = c->rank == 0 && (a->progress || isatty(2)), .total = c->L.n_runs,
+                   .t0 = now_s()};
+    if (!c->mpi || c->size == 1)
+        rc = serial(c, &pr);
+    else if (c->rank == 0)
+        rc = coordinate(c, &pr);
+    else
+        rc = work(c);
+    if (c->mpi) {
+        int any = rc != 0, all;
+        MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        rc = all ? 1 : 0;
+    }
+    if (c->rank != 0)
+        return rc;
+    progress_tick(&pr, true);
+    fprintf(stderr, "stepsim: %zu runs: %zu done before, %zu run now on %d rank(s) in %.3g s\n",
+            c->L.n_runs, pr.start_done, c->L.n_runs - pr.start_done, c->size, now_s() - pr.t0);
+    if (rc) {
+        fprintf(stderr, "%s: error: could not complete; the finished runs are in %s (--resume "
+                        "goes on from there)\n", c->L.source, c->dir);
+        return rc;
+    }
+    rc = merge(c);
+    if (!rc)
+        rc = finish(c);
+    if (!rc)
+        remove_dir(c->dir);
+    return rc;
+}
+
+static int sweep_finish(sweep_ctx *c)
+{
+    if (c->a->json) {
+        print_json(c);
+        return 0;
+    }
+    return cli_report_file(c->a->out, false);
+}
+
+/* The run list of a loaded sweep (strings borrowed from it). */
+static void sweep_runs(sweep_ctx *c)
+{
+    const io_sweep *sw = c->sw;
+    run_list *L = &c->L;
+    *L = (run_list){.base = sw->base, .name = sw->name, .source = sw->path, .text = sw->text,
+                    .n_runs = sw->n_runs, .n_axes = sw->n_axes};
+    L->axis_names = sim_calloc(sw->n_axes + 1, sizeof *L->axis_names);
+    for (size_t k = 0; k < sw->n_axes; k++)
+        L->axis_names[k] = sw->axes[k].key;
+    L->sets = sim_calloc(sw->n_runs + 1, sizeof *L->sets);
+    L->n_sets = sim_calloc(sw->n_runs + 1, sizeof *L->n_sets);
+    L->values = sim_calloc(sw->n_runs + 1, sizeof *L->values);
+    size_t *which = sim_calloc(sw->n_axes + 1, sizeof *which);
+    for (size_t i = 0; i < sw->n_runs; i++) {
+        L->sets[i] = io_sweep_run_sets(sw, i, &L->n_sets[i], which);
+        L->values[i] = sim_calloc(sw->n_axes + 1, sizeof *L->values[i]);
+        for (size_t k = 0; k < sw->n_axes; k++)
+            L->values[i][k] = sw->axes[k].values[which[k]].text;
+    }
+    sim_free(which);
+}
+
+static void free_runs(run_list *L)
+{
+    for (size_t i = 0; i < L->n_runs; i++) {
+        sim_free(L->sets[i]);
+        sim_free(L->values[i]);
+    }
+    sim_free(L->sets);
+    sim_free(L->n_sets);
+    sim_free(L->values);
+    sim_free(L->axis_names);
+}
+
 int cli_sweep(int argc, char **argv)
 {
     sweep_args a = {0};
@@ -670,48 +760,10 @@ int cli_sweep(int argc, char **argv)
         if (c.rank == 0)
             sim_diag_print(&diag, stderr);
         rc = CLI_EXIT_INVALID;
-    }
-    if (!rc) {
-        size_t len = strlen(a.out) + 8;
-        c.dir = sim_calloc(len, 1);
-        snprintf(c.dir, len, "%s.runs", a.out);
-        if (c.rank == 0)
-            rc = prepare_dir(&c);
-        if (c.mpi)
-            MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    }
-    if (!rc) {
-        progress pr = {.on = c.rank == 0 && (a.progress || isatty(2)), .total = c.sw->n_runs,
-                       .t0 = now_s()};
-        if (!c.mpi || c.size == 1)
-            rc = serial(&c, &pr);
-        else if (c.rank == 0)
-            rc = coordinate(&c, &pr);
-        else
-            rc = work(&c);
-        if (c.mpi) {
-            int any = rc != 0, all;
-            MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-            rc = all ? 1 : 0;
-        }
-        progress_tick(&pr, true);
-        if (c.rank == 0)
-            fprintf(stderr, "stepsim sweep: %zu runs: %zu done before, %zu run now on %d "
-                            "rank(s) in %.3g s\n", c.sw->n_runs, pr.start_done,
-                    c.sw->n_runs - pr.start_done, c.size, now_s() - pr.t0);
-        if (rc && c.rank == 0)
-            fprintf(stderr, "%s: error: the sweep could not complete; its finished runs are in "
-                            "%s (--resume goes on from there)\n", a.file, c.dir);
-        if (!rc && c.rank == 0) {
-            rc = merge(&c);
-            if (!rc) {
-                if (a.json)
-                    print_json(&c);
-                remove_dir(c.dir);
-                if (!a.json)
-                    rc = cli_report_file(a.out, false);
-            }
-        }
+    } else {
+        sweep_runs(&c);
+        rc = execute_all(&c, sweep_finish);
+        free_runs(&c.L);
     }
     io_sweep_destroy(c.sw);
     sim_free(c.dir);
