@@ -19,5 +19,7 @@ int cli_report(int argc, char **argv);
 int cli_report_file(const char *path, bool csv);
 /* `stepsim sweep`: the exit code. */
 int cli_sweep(int argc, char **argv);
+/* `stepsim plan`: the exit code. */
+int cli_plan(int argc, char **argv);
 
 #endif

@@ -48,8 +48,7 @@ static const char usage_main[] =
     "  report OUT.h5        the runs of a results file as a table (--csv)\n"
     "  export-perfetto OUT.h5  a run as Chrome Trace Event JSON for ui.perfetto.dev\n"
     "  sweep SWEEP.yaml     run every combination of a sweep file's axes (also under mpirun)\n"
-    "\n"
-    "Coming with a later issue: plan.\n"
+    "  plan SCENARIO.yaml   search the parallel strategies for the model, cluster and batch\n"
     "Run `stepsim COMMAND --help` for a command's options; docs/cli.md has the details.\n";
 
 static const char usage_run[] =
@@ -556,6 +555,8 @@ int main(int argc, char **argv)
         return cli_report(argc, argv);
     if (strcmp(argv[1], "sweep") == 0)
         return cli_sweep(argc, argv);
+    if (strcmp(argv[1], "plan") == 0)
+        return cli_plan(argc, argv);
     cli_args a = {.cmd = argv[1]};
     if (!usage_of(a.cmd)) {
         char msg[256];

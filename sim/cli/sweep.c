@@ -36,6 +36,7 @@
 #include <mpi.h>
 
 #include "cli/cli.h"
+#include "cli/runs.h"
 #include "io/h5.h"
 #include "io/h5read.h"
 #include "io/json.h"
@@ -64,36 +65,6 @@ static const char usage[] =
     "                       never one under mpirun)\n"
     "  --no-timeline        do not record the runs' timelines\n"
     "  --steps N            simulate N steps per run\n";
-
-typedef struct sweep_args {
-    const char *file, *out;
-    bool resume, json, progress, no_timeline;
-    int steps;
-    char command[4096];
-} sweep_args;
-
-/* The runs to execute: a sweep's cartesian product, or a plan's candidates. */
-typedef struct run_list {
-    const char *base;        /* the base scenario's path */
-    const char *name;        /* run names are <name>-<index> */
-    const char *source;      /* the file the runs come from (an input of the results) */
-    const char *text;        /* what defines them, for the resume fingerprint */
-    size_t n_runs, n_axes;
-    const char **axis_names; /* [axis] */
-    const char ***sets;      /* [run]: the overrides of the base */
-    size_t *n_sets;          /* [run] */
-    const char ***values;    /* [run][axis]: YAML text for /sweep */
-    bool prune_oom;          /* plan: an OOM run is recorded without its replay */
-} run_list;
-
-typedef struct sweep_ctx {
-    const sweep_args *a;
-    io_sweep *sw;
-    run_list L;
-    char *dir; /* OUT.h5.runs */
-    int rank, size;
-    bool mpi;
-} sweep_ctx;
 
 static double now_s(void)
 {
@@ -653,9 +624,7 @@ static int parse(int argc, char **argv, sweep_args *a)
     return 0;
 }
 
-/* Runs c->L (every rank), then on rank 0 merges OUT.h5 and calls `finish` for the command's
- * own output before removing the runs directory. Returns the exit code on every rank. */
-static int execute_all(sweep_ctx *c, int (*finish)(sweep_ctx *c))
+int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
 {
     const sweep_args *a = c->a;
     size_t len = strlen(a->out) + 8;
@@ -762,7 +731,7 @@ int cli_sweep(int argc, char **argv)
         rc = CLI_EXIT_INVALID;
     } else {
         sweep_runs(&c);
-        rc = execute_all(&c, sweep_finish);
+        rc = cli__runs_execute(&c, sweep_finish);
         free_runs(&c.L);
     }
     io_sweep_destroy(c.sw);

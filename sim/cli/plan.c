@@ -1,0 +1,473 @@
+/* `stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] [--progress]` (docs/plan.md):
+ * the strategies that could train the scenario's model on its cluster at its batch, each
+ * planned, the ones whose memory plan fits replayed, and the best printed.
+ *
+ * Candidates (all GPUs of the topology, G of them; the global batch of the scenario):
+ *   tp   divisors of G up to the GPUs per node that split the heads, the MLP and the KV
+ *        heads (or are split by them); sequence parallelism on whenever tp > 1
+ *   pp   divisors of G/tp up to min(layers, 32); cp 1, or 2, 4, 8 for sequences of 16K+
+ *   dp   the rest; ep: each divisor of dp that divides the experts (MoE models)
+ *   zero 0..2 (and 3, FSDP, without pipelining or experts); only 0 when dp·cp = 1; only 1
+ *        and 3 from 16 data-parallel ranks on (DDP and ZeRO-2 never win there)
+ *   pipeline schedule 1F1B, and interleaved with 2 virtual stages when it applies
+ *   micro-batch 1, 2, 4 (dividing the batch per replica); recompute selective or full
+ *   optimizer offload to the CPU with ZeRO-1/2/3 on single-node clusters (ZeRO-Offload is
+ *        ZeRO-2 with the optimizer on the CPU)
+ * Fine-tuning method, precision, sequence and everything else stay the scenario's. The
+ * candidates run like a sweep (serially or under mpirun, crash-safe, --resume), except that
+ * one whose memory plan does not fit is recorded as oom without being replayed. */
+#include "core/sim.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "cli/cli.h"
+#include "cli/runs.h"
+#include "io/h5read.h"
+#include "io/load.h"
+#include "plan/plan.h"
+
+static const char usage[] =
+    "usage: stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] [--progress]\n"
+    "                    [--steps N] [--resume]\n"
+    "\n"
+    "Searches the parallel strategies for the scenario's model, cluster and batch (TP/SP,\n"
+    "PP and its schedule, CP, EP, DDP/ZeRO/FSDP, micro-batch, recompute, offload): plans each,\n"
+    "replays those whose memory fits, and prints the best K with step time, throughput, MFU\n"
+    "and memory headroom, then the best of those that do not fit and why. Runs under mpirun\n"
+    "like a sweep (docs/plan.md).\n"
+    "\n"
+    "  --top K              how many strategies to list (default 10)\n"
+    "  -o, --output OUT.h5  keep every candidate's results (default: a temporary file)\n"
+    "  --json               one JSON object per candidate, in candidate order, instead\n";
+
+#define AXES 12
+static const char *const axis_keys[AXES] = {
+    "parallel.tp", "parallel.sp", "parallel.pp", "parallel.cp", "parallel.dp",
+    "parallel.ep", "parallel.zero", "parallel.pipeline.schedule",
+    "parallel.pipeline.virtual_stages", "training.micro_batch", "training.recompute",
+    "parallel.offload.optimizer"};
+
+typedef struct cand {
+    int tp, pp, cp, dp, ep, zero, vstages, mb;
+    bool sp;
+    const char *schedule, *recompute, *offload;
+} cand;
+
+typedef struct gen {
+    cand *c;
+    size_t n, cap;
+} gen;
+
+static void add(gen *g, cand c)
+{
+    SIM_GROW(g->c, g->cap, g->n + 1);
+    g->c[g->n++] = c;
+}
+
+static bool divides(int64_t a, int64_t b)
+{
+    return a > 0 && b % a == 0;
+}
+
+/* Every candidate for scenario `sc` on `gpus` GPUs of `per_node` per node. */
+static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t batch, gen *g)
+{
+    const model_spec *m = &sc->model;
+    bool moe = m->moe.experts > 0, mla = m->attention.kind == MODEL_ATTN_MLA;
+    int kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
+    static const char *const rcs[] = {"selective", "full"};
+    for (int tp = 1; tp <= SIM_MIN(gpus, per_node); tp++) {
+        if (!divides(tp, gpus) || m->heads % tp || m->ffn % tp ||
+            (!mla && kv % tp && tp % kv) || (moe && m->moe.expert_ffn % tp))
+            continue;
+        for (int pp = 1; pp <= SIM_MIN(m->layers, 32); pp++) {
+            if (!divides(pp, gpus / tp))
+                continue;
+            for (int cp = 1; cp <= 8; cp *= 2) {
+                if (!divides(cp, gpus / tp / pp) || (cp > 1 && sc->training.seq_len < 16384) ||
+                    sc->training.seq_len % (2 * cp) || (cp > 1 && !sc->training.flash_attention))
+                    continue;
+                int dp = gpus / tp / pp / cp;
+                for (int ep = 1; ep <= dp; ep++) {
+                    if (!divides(ep, dp) || (ep > 1 && (!moe || m->moe.experts % ep)))
+                        continue;
+                    for (int zero = 0; zero <= 3; zero++) {
+                        if ((dp * cp == 1 && zero) || (zero == 3 && (pp > 1 || moe)) ||
+                            (dp * cp >= 16 && (zero == 0 || zero == 2)))
+                            continue;
+                        for (int v = 1; v <= (pp > 1 ? 2 : 1); v++)
+                            for (int mb = 1; mb <= 4; mb *= 2) {
+                                if (!divides((int64_t)mb * dp, batch))
+                                    continue;
+                                int64_t A = batch / ((int64_t)mb * dp);
+                                if (v > 1 && (A % pp || 2 * pp > m->layers))
+                                    continue;
+                                for (size_t r = 0; r < SIM_ARRAY_LEN(rcs); r++)
+                                    for (int off = 0; off <= 1; off++) {
+                                        if (off && (gpus > per_node || zero == 0))
+                                            continue;
+                                        add(g, (cand){.tp = tp, .pp = pp, .cp = cp, .dp = dp,
+                                                      .ep = ep, .zero = zero, .vstages = v,
+                                                      .mb = mb, .sp = tp > 1,
+                                                      .schedule = pp == 1  ? "1f1b"
+                                                                  : v == 2 ? "interleaved"
+                                                                           : "1f1b",
+                                                      .recompute = rcs[r],
+                                                      .offload = off ? "cpu" : "none"});
+                                    }
+                            }
+                    }
+                }
+            }
+        }
+    }
+}
+
+/* The candidates as a run list: one override per axis (strings owned by the list). */
+static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
+                      int64_t batch, char *text)
+{
+    run_list *L = &c->L;
+    *L = (run_list){.base = base, .name = name, .source = base, .text = text, .n_runs = g->n,
+                    .n_axes = AXES, .prune_oom = true};
+    L->axis_names = sim_calloc(AXES + 1, sizeof *L->axis_names);
+    for (int k = 0; k < AXES; k++)
+        L->axis_names[k] = axis_keys[k];
+    L->sets = sim_calloc(g->n + 1, sizeof *L->sets);
+    L->n_sets = sim_calloc(g->n + 1, sizeof *L->n_sets);
+    L->values = sim_calloc(g->n + 1, sizeof *L->values);
+    for (size_t i = 0; i < g->n; i++) {
+        const cand *k = &g->c[i];
+        char v[AXES][32];
+        snprintf(v[0], 32, "%d", k->tp);
+        snprintf(v[1], 32, "%s", k->sp ? "true" : "false");
+        snprintf(v[2], 32, "%d", k->pp);
+        snprintf(v[3], 32, "%d", k->cp);
+        snprintf(v[4], 32, "%d", k->dp);
+        snprintf(v[5], 32, "%d", k->ep);
+        snprintf(v[6], 32, "%d", k->zero);
+        snprintf(v[7], 32, "%s", k->schedule);
+        snprintf(v[8], 32, "%d", k->vstages);
+        snprintf(v[9], 32, "%d", k->mb);
+        snprintf(v[10], 32, "%s", k->recompute);
+        snprintf(v[11], 32, "%s", k->offload);
+        L->sets[i] = sim_calloc(AXES + 2, sizeof *L->sets[i]);
+        L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
+        for (int a = 0; a < AXES; a++) {
+            size_t len = strlen(axis_keys[a]) + strlen(v[a]) + 2;
+            char *set = sim_calloc(len, 1);
+            snprintf(set, len, "%s=%s", axis_keys[a], v[a]);
+            L->sets[i][a] = set;
+            L->values[i][a] = set + strlen(axis_keys[a]) + 1;
+        }
+        /* the batch stays the scenario's whatever dp is */
+        char *gb = sim_calloc(64, 1);
+        snprintf(gb, 64, "training.global_batch=%lld", (long long)batch);
+        L->sets[i][AXES] = gb;
+        L->n_sets[i] = AXES + 1;
+    }
+}
+
+static void free_plan_runs(run_list *L)
+{
+    for (size_t i = 0; i < L->n_runs; i++) {
+        for (size_t k = 0; k < L->n_sets[i]; k++)
+            sim_free((char *)L->sets[i][k]);
+        sim_free(L->sets[i]);
+        sim_free(L->values[i]);
+    }
+    sim_free(L->sets);
+    sim_free(L->n_sets);
+    sim_free(L->values);
+    sim_free(L->axis_names);
+}
+
+/* ---- the ranked table ------------------------------------------------------------------ */
+
+typedef struct row {
+    int32_t index;
+    char *status, *error;
+    double step_time_s, tokens_per_s, mfu;
+    int64_t peak;
+    char *axis[AXES];
+    int64_t capacity;
+    char *binding;
+} row;
+
+static int top_k = 10;
+
+static void describe(const row *r, char *buf, size_t n)
+{
+    /* tp, sp, pp, cp, dp, ep, zero, schedule, vstages, mb, recompute, offload */
+    size_t at = 0;
+    at += (size_t)snprintf(buf + at, n - at, "tp%s%s pp%s", r->axis[0],
+                           strcmp(r->axis[1], "true") == 0 ? "+sp" : "", r->axis[2]);
+    if (strcmp(r->axis[2], "1") != 0)
+        at += (size_t)snprintf(buf + at, n - at, "%s",
+                               strcmp(r->axis[7], "interleaved") == 0 ? "(il2)" : "(1f1b)");
+    if (strcmp(r->axis[3], "1") != 0)
+        at += (size_t)snprintf(buf + at, n - at, " cp%s", r->axis[3]);
+    at += (size_t)snprintf(buf + at, n - at, " dp%s", r->axis[4]);
+    if (strcmp(r->axis[5], "1") != 0)
+        at += (size_t)snprintf(buf + at, n - at, " ep%s", r->axis[5]);
+    static const char *const zn[] = {"ddp", "zero1", "zero2", "fsdp"};
+    int z = atoi(r->axis[6]);
+    at += (size_t)snprintf(buf + at, n - at, " %s mb%s %s%s", zn[z & 3], r->axis[9],
+                           strcmp(r->axis[10], "full") == 0 ? "full-rc" : "sel-rc",
+                           strcmp(r->axis[11], "cpu") == 0 ? " offload" : "");
+}
+
+static int by_tokens(const void *a, const void *b)
+{
+    const row *x = a, *y = b;
+    if (x->tokens_per_s != y->tokens_per_s)
+        return x->tokens_per_s > y->tokens_per_s ? -1 : 1;
+    return x->index - y->index;
+}
+
+static int by_overshoot(const void *a, const void *b)
+{
+    const row *x = a, *y = b;
+    double ox = (double)x->peak / (double)SIM_MAX(x->capacity, 1);
+    double oy = (double)y->peak / (double)SIM_MAX(y->capacity, 1);
+    if (ox != oy)
+        return ox < oy ? -1 : 1;
+    return x->index - y->index;
+}
+
+static int plan_finish(sweep_ctx *c)
+{
+    if (c->a->json) {
+        /* the same objects as a sweep prints */
+        char p[4200];
+        for (size_t i = 0; i < c->L.n_runs; i++) {
+            snprintf(p, sizeof p, "%s/%07zu.json", c->dir, i);
+            FILE *f = fopen(p, "r");
+            char buf[65536];
+            size_t k;
+            while (f && (k = fread(buf, 1, sizeof buf, f)) > 0)
+                fwrite(buf, 1, k, stdout);
+            if (f)
+                fclose(f);
+        }
+        return 0;
+    }
+    sim_diag diag = {0};
+    io_h5r_file *f = NULL;
+    int rc = io_h5r_open(c->a->out, &f, &diag);
+    io_h5r_field fields[8 + AXES];
+    size_t nf = 0;
+    fields[nf++] = (io_h5r_field){"index", IO_H5R_I32, offsetof(row, index)};
+    fields[nf++] = (io_h5r_field){"status", IO_H5R_STR, offsetof(row, status)};
+    fields[nf++] = (io_h5r_field){"error", IO_H5R_STR, offsetof(row, error)};
+    fields[nf++] = (io_h5r_field){"step_time_s", IO_H5R_F64, offsetof(row, step_time_s)};
+    fields[nf++] = (io_h5r_field){"tokens_per_s", IO_H5R_F64, offsetof(row, tokens_per_s)};
+    fields[nf++] = (io_h5r_field){"mfu", IO_H5R_F64, offsetof(row, mfu)};
+    fields[nf++] = (io_h5r_field){"peak_mem_bytes", IO_H5R_I64, offsetof(row, peak)};
+    for (int a = 0; a < AXES; a++)
+        fields[nf++] = (io_h5r_field){axis_keys[a], IO_H5R_STR,
+                                      offsetof(row, axis) + (size_t)a * sizeof(char *)};
+    io_h5r_table *t = NULL;
+    if (!rc)
+        rc = io_h5r_table_open(f, "/sweep", fields, nf, sizeof(row), &t);
+    size_t n = rc ? 0 : io_h5r_table_rows(t);
+    row *rows = sim_calloc(n + 1, sizeof *rows);
+    if (!rc)
+        rc = io_h5r_table_read(t, 0, n, rows);
+    /* each run's capacity and binding constraint, from its summary */
+    static const io_h5r_field sf[] = {
+        {"capacity_bytes", IO_H5R_I64, offsetof(row, capacity)},
+        {"binding_constraint", IO_H5R_STR, offsetof(row, binding)},
+    };
+    for (size_t i = 0; !rc && i < n; i++) {
+        char path[300];
+        snprintf(path, sizeof path, "/runs/%s-%d/summary", c->L.name, rows[i].index);
+        io_h5r_table *s = NULL;
+        row tmp = {0};
+        if (io_h5r_table_open(f, path, sf, 2, sizeof(row), &s) == 0 &&
+            io_h5r_table_read(s, 0, 1, &tmp) == 0) {
+            rows[i].capacity = tmp.capacity;
+            rows[i].binding = sim_strdup(tmp.binding ? tmp.binding : "");
+            io_h5r_release(s, &tmp, 1);
+        }
+        io_h5r_table_close(s);
+    }
+    if (rc) {
+        sim_diag_print(&diag, stderr);
+    } else {
+        size_t n_ok = 0, n_oom = 0, n_skip = 0;
+        row *ok = sim_calloc(n + 1, sizeof *ok), *oom = sim_calloc(n + 1, sizeof *oom);
+        for (size_t i = 0; i < n; i++) {
+            if (strcmp(rows[i].status, "ok") == 0)
+                ok[n_ok++] = rows[i];
+            else if (strcmp(rows[i].status, "oom") == 0)
+                oom[n_oom++] = rows[i];
+            else
+                n_skip++;
+        }
+        qsort(ok, n_ok, sizeof *ok, by_tokens);
+        qsort(oom, n_oom, sizeof *oom, by_overshoot);
+        printf("stepsim plan: %zu candidate strategies: %zu fit, %zu do not fit (not "
+               "replayed), %zu invalid here\n\n", n, n_ok, n_oom, n_skip);
+        if (n_ok) {
+            printf("%4s  %-52s %9s %12s %6s %17s\n", "rank", "strategy", "step (s)", "tokens/s",
+                   "MFU", "memory (GiB)");
+            for (size_t i = 0; i < n_ok && i < (size_t)top_k; i++) {
+                char d[160], mem[48];
+                describe(&ok[i], d, sizeof d);
+                snprintf(mem, sizeof mem, "%.1f of %.1f", (double)ok[i].peak / 1073741824.0,
+                         (double)ok[i].capacity / 1073741824.0);
+                printf("%4zu  %-52s %9.4g %12.6g %5.1f%% %17s\n", i + 1, d, ok[i].step_time_s,
+                       ok[i].tokens_per_s, 100 * ok[i].mfu, mem);
+            }
+            printf("\n(run %s-%d in the results for the winner's tables)\n", c->L.name,
+                   ok[0].index);
+        }
+        if (n_oom) {
+            printf("\nclosest that do not fit:\n");
+            for (size_t i = 0; i < n_oom && i < 3; i++) {
+                char d[160];
+                describe(&oom[i], d, sizeof d);
+                printf("  %s: needs %.1f GiB > %.1f GiB: %s\n", d,
+                       (double)oom[i].peak / 1073741824.0,
+                       (double)oom[i].capacity / 1073741824.0, oom[i].binding);
+            }
+        }
+        sim_free(ok);
+        sim_free(oom);
+    }
+    if (t)
+        io_h5r_release(t, rows, n);
+    for (size_t i = 0; i < n; i++)
+        sim_free(rows[i].binding);
+    sim_free(rows);
+    io_h5r_table_close(t);
+    io_h5r_close(f);
+    return rc ? 1 : 0;
+}
+
+int cli_plan(int argc, char **argv)
+{
+    sweep_args a = {0};
+    const char *hint = "see `stepsim plan --help`";
+    size_t len = (size_t)snprintf(a.command, sizeof a.command, "stepsim");
+    for (int i = 1; i < argc; i++)
+        if ((i < 2 || (strcmp(argv[i], "--resume") && strcmp(argv[i], "--progress"))) &&
+            len + 2 < sizeof a.command)
+            len += (size_t)snprintf(a.command + len, sizeof a.command - len, " %s", argv[i]);
+    for (int i = 2; i < argc; i++) {
+        const char *s = argv[i];
+        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
+            fputs(usage, stdout);
+            return 0;
+        }
+        if (!strcmp(s, "-o") || !strcmp(s, "--output") || !strcmp(s, "--top") ||
+            !strcmp(s, "--steps")) {
+            if (i + 1 >= argc)
+                return cli_invalid(s, "expects a value", NULL, hint);
+            const char *v = argv[++i];
+            if (!strcmp(s, "--top") || !strcmp(s, "--steps")) {
+                char *end;
+                long k = strtol(v, &end, 10);
+                if (*end || k < 1 || k > 1000000)
+                    return cli_invalid(s, "expects a positive integer", v, hint);
+                *(!strcmp(s, "--top") ? &top_k : &a.steps) = (int)k;
+            } else {
+                a.out = v;
+            }
+        } else if (!strcmp(s, "--json")) {
+            a.json = true;
+        } else if (!strcmp(s, "--progress")) {
+            a.progress = true;
+        } else if (!strcmp(s, "--resume")) {
+            a.resume = true;
+        } else if (s[0] == '-' && s[1]) {
+            return cli_invalid("stepsim plan", "unknown option", s, hint);
+        } else if (!a.file) {
+            a.file = s;
+        } else {
+            return cli_invalid("stepsim plan", "unexpected argument", s, hint);
+        }
+    }
+    if (!a.file)
+        return cli_invalid("stepsim plan", "missing SCENARIO.yaml", NULL, hint);
+    a.no_timeline = true; /* a plan compares summaries; -o keeps them */
+    sweep_ctx c = {.a = &a, .size = 1};
+    c.mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
+    if (c.mpi) {
+        MPI_Init(&argc, &argv);
+        MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
+        MPI_Comm_size(MPI_COMM_WORLD, &c.size);
+    }
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    io_scenario_info *info = NULL;
+    sim_diag diag = {0};
+    int rc = io_scenario_load(a.file, NULL, 0, sc, &info, &diag);
+    if (rc) {
+        if (c.rank == 0)
+            sim_diag_print(&diag, stderr);
+        rc = CLI_EXIT_INVALID;
+    }
+    char tmpdir[] = "/tmp/stepsim-plan-XXXXXX";
+    char *tmp_out = NULL;
+    if (!rc && !a.out) {
+        /* rank 0 makes the directory; all ranks must use the same path */
+        int ok = c.rank == 0 ? mkdtemp(tmpdir) != NULL : 1;
+        if (c.mpi) {
+            MPI_Bcast(&ok, 1, MPI_INT, 0, MPI_COMM_WORLD);
+            MPI_Bcast(tmpdir, (int)sizeof tmpdir, MPI_CHAR, 0, MPI_COMM_WORLD);
+        }
+        tmp_out = sim_calloc(strlen(tmpdir) + 16, 1);
+        sprintf(tmp_out, "%s/plan.h5", tmpdir);
+        a.out = tmp_out;
+        rc = ok ? 0 : 1;
+    }
+    if (!rc) {
+        int gpus = sc->topology.n_devices > 0 ? sc->parallel.tp * sc->parallel.cp *
+                                                    sc->parallel.pp * sc->parallel.dp
+                                              : sc->topology.nodes * sc->topology.gpus_per_node;
+        int per_node = sc->topology.n_devices > 0 ? gpus : sc->topology.gpus_per_node;
+        int64_t batch = sc->training.global_batch > 0
+                            ? sc->training.global_batch
+                            : sc->training.micro_batch * sc->parallel.dp;
+        gen g = {0};
+        candidates(sc, gpus, per_node, batch, &g);
+        /* what the candidates depend on: the resolved scenario and the candidate count */
+        size_t tl = strlen(info->resolved_yaml) + 128;
+        char *full = sim_calloc(tl, 1);
+        snprintf(full, tl, "plan: %d GPUs, batch %lld, %zu candidates\n%s", gpus,
+                 (long long)batch, g.n, info->resolved_yaml);
+        if (c.rank == 0)
+            fprintf(stderr, "stepsim plan: %zu candidate strategies for %s on %d GPUs (global "
+                            "batch %lld)\n", g.n, sc->model.name, gpus, (long long)batch);
+        if (g.n == 0) {
+            if (c.rank == 0)
+                fprintf(stderr, "%s: error: no parallel layout splits this model on %d GPUs\n",
+                        a.file, gpus);
+            rc = CLI_EXIT_INVALID;
+        } else {
+            plan_runs(&c, &g, a.file, sc->name, batch, full);
+            rc = cli__runs_execute(&c, plan_finish);
+            free_plan_runs(&c.L);
+        }
+        sim_free(g.c);
+        sim_free(full);
+    }
+    if (tmp_out && c.rank == 0) {
+        unlink(tmp_out);
+        rmdir(tmpdir);
+    }
+    sim_free(tmp_out);
+    sim_free(c.dir);
+    io_scenario_info_destroy(info);
+    sim_free(sc);
+    if (c.mpi)
+        MPI_Finalize();
+    return rc;
+}

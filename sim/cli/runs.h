@@ -1,0 +1,47 @@
+/* What `stepsim sweep` and `stepsim plan` share: a list of runs over a base scenario, executed
+ * in child processes, serially or under mpirun, and merged into one results file
+ * (sweep.c has the machinery; docs/sweeps.md the behaviour). */
+#ifndef SIM_CLI_RUNS_H
+#define SIM_CLI_RUNS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "io/sweep.h"
+
+typedef struct sweep_args {
+    const char *file, *out;
+    bool resume, json, progress, no_timeline;
+    int steps;
+    char command[4096];
+} sweep_args;
+
+/* The runs to execute: a sweep's cartesian product, or a plan's candidates. */
+typedef struct run_list {
+    const char *base;        /* the base scenario's path */
+    const char *name;        /* run names are <name>-<index> */
+    const char *source;      /* the file the runs come from (an input of the results) */
+    const char *text;        /* what defines them, for the resume fingerprint */
+    size_t n_runs, n_axes;
+    const char **axis_names; /* [axis] */
+    const char ***sets;      /* [run]: the overrides of the base */
+    size_t *n_sets;          /* [run] */
+    const char ***values;    /* [run][axis]: YAML text for /sweep */
+    bool prune_oom;          /* plan: an OOM run is recorded without its replay */
+} run_list;
+
+typedef struct sweep_ctx {
+    const sweep_args *a;
+    io_sweep *sw;
+    run_list L;
+    char *dir; /* OUT.h5.runs */
+    int rank, size;
+    bool mpi;
+} sweep_ctx;
+
+/* Runs c->L on every rank (c->a, c->mpi, c->rank, c->size set), then on rank 0 merges
+ * OUT.h5 and calls `finish` for the command's own output before removing the runs
+ * directory. Returns the exit code (on rank 0; 0 or 1 on the others). */
+int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c));
+
+#endif
