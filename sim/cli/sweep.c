@@ -295,7 +295,7 @@ static void progress_tick(progress *pr, bool final)
     pr->last = t;
     double rate = (double)(pr->done - pr->start_done) / SIM_MAX(t - pr->t0, 1e-9);
     double eta = rate > 0 ? (double)(pr->total - pr->done) / rate : 0;
-    fprintf(stderr, "stepsim sweep: %zu/%zu runs done, %.3g runs/s, ETA %.0f s\n", pr->done,
+    fprintf(stderr, "stepsim: %zu/%zu runs done, %.3g runs/s, ETA %.0f s\n", pr->done,
             pr->total, rate, eta);
 }
 
