@@ -119,6 +119,46 @@ static int check_rank(const char *path, int32_t rank, size_t n_ranks)
     return cli_invalid(path, msg, NULL, NULL);
 }
 
+typedef struct slice_ctx {
+    exporter *x;
+    const char *path;
+} slice_ctx;
+
+static int timeline_slice(void *ud, void *rows_, size_t first, size_t k)
+{
+    (void)first;
+    slice_ctx *sc = ud;
+    exporter *x = sc->x;
+    const tl_row *rows = rows_;
+    for (size_t i = 0; i < k; i++) {
+        const tl_row *r = &rows[i];
+        int rc = check_rank(sc->path, r->rank, x->n_ranks);
+        if (rc)
+            return rc;
+        int lane = lane_of(r->stream);
+        x->lanes[r->rank] |= (uint16_t)(1u << lane);
+        event_start(x, "X", r->rank, lane);
+        fputs(",\"name\":", x->out);
+        io_json_string(x->out, r->name);
+        fputs(",\"cat\":", x->out);
+        io_json_string(x->out, strcmp(r->group, "none") ? r->group : "compute");
+        us(x->out, "ts", r->start_s);
+        us(x->out, "dur", r->end_s - r->start_s);
+        fprintf(x->out, ",\"args\":{\"layer\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":",
+                (int)r->layer, (int)r->microbatch, (int)r->step);
+        io_json_string(x->out, r->kind);
+        fputs(",\"phase\":", x->out);
+        io_json_string(x->out, r->phase);
+        fputs(",\"bytes\":", x->out);
+        io_json_number(x->out, r->bytes);
+        fputs(",\"flops\":", x->out);
+        io_json_number(x->out, r->flops);
+        fputs("}}", x->out);
+        x->n_ops++;
+    }
+    return 0;
+}
+
 static int export_timeline(exporter *x, io_h5r_file *f, const char *path, const char *run)
 {
     static const io_h5r_field fields[] = {
@@ -138,46 +178,33 @@ static int export_timeline(exporter *x, io_h5r_file *f, const char *path, const 
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/timeline", run);
-    io_h5r_table *t = NULL;
-    int rc = io_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(tl_row), &t);
-    if (rc)
-        return rc;
-    size_t n = io_h5r_table_rows(t);
-    tl_row *rows = sim_calloc(SLICE, sizeof *rows);
-    for (size_t at = 0; !rc && at < n; at += SLICE) {
-        size_t k = SIM_MIN((size_t)SLICE, n - at);
-        rc = io_h5r_table_read(t, at, k, rows);
-        for (size_t i = 0; !rc && i < k; i++) {
-            const tl_row *r = &rows[i];
-            rc = check_rank(path, r->rank, x->n_ranks);
-            if (rc)
-                break;
-            int lane = lane_of(r->stream);
-            x->lanes[r->rank] |= (uint16_t)(1u << lane);
-            event_start(x, "X", r->rank, lane);
-            fputs(",\"name\":", x->out);
-            io_json_string(x->out, r->name);
-            fputs(",\"cat\":", x->out);
-            io_json_string(x->out, strcmp(r->group, "none") ? r->group : "compute");
-            us(x->out, "ts", r->start_s);
-            us(x->out, "dur", r->end_s - r->start_s);
-            fprintf(x->out, ",\"args\":{\"layer\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":",
-                    (int)r->layer, (int)r->microbatch, (int)r->step);
-            io_json_string(x->out, r->kind);
-            fputs(",\"phase\":", x->out);
-            io_json_string(x->out, r->phase);
-            fputs(",\"bytes\":", x->out);
-            io_json_number(x->out, r->bytes);
-            fputs(",\"flops\":", x->out);
-            io_json_number(x->out, r->flops);
-            fputs("}}", x->out);
-            x->n_ops++;
-        }
-        io_h5r_release(t, rows, k);
+    slice_ctx sc = {x, path};
+    return io_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(tl_row), SLICE,
+                           timeline_slice, &sc);
+}
+
+static int bubble_slice(void *ud, void *rows_, size_t first, size_t k)
+{
+    (void)first;
+    slice_ctx *sc = ud;
+    exporter *x = sc->x;
+    const bubble_row *rows = rows_;
+    for (size_t i = 0; i < k; i++) {
+        const bubble_row *r = &rows[i];
+        int rc = check_rank(sc->path, r->rank, x->n_ranks);
+        if (rc)
+            return rc;
+        x->lanes[r->rank] |= 1u << LANE_BUBBLES;
+        event_start(x, "X", r->rank, LANE_BUBBLES);
+        fputs(",\"name\":", x->out);
+        io_json_string(x->out, r->cause);
+        fputs(",\"cat\":\"bubble\"", x->out);
+        us(x->out, "ts", r->start_s);
+        us(x->out, "dur", r->end_s - r->start_s);
+        fprintf(x->out, ",\"args\":{\"step\":%d}}", (int)r->step);
+        x->n_bubbles++;
     }
-    sim_free(rows);
-    io_h5r_table_close(t);
-    return rc;
+    return 0;
 }
 
 static int export_bubbles(exporter *x, io_h5r_file *f, const char *path, const char *run)
@@ -191,35 +218,36 @@ static int export_bubbles(exporter *x, io_h5r_file *f, const char *path, const c
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/bubbles", run);
-    io_h5r_table *t = NULL;
-    int rc = io_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(bubble_row), &t);
-    if (rc)
-        return rc;
-    size_t n = io_h5r_table_rows(t);
-    bubble_row *rows = sim_calloc(SLICE, sizeof *rows);
-    for (size_t at = 0; !rc && at < n; at += SLICE) {
-        size_t k = SIM_MIN((size_t)SLICE, n - at);
-        rc = io_h5r_table_read(t, at, k, rows);
-        for (size_t i = 0; !rc && i < k; i++) {
-            const bubble_row *r = &rows[i];
-            rc = check_rank(path, r->rank, x->n_ranks);
-            if (rc)
-                break;
-            x->lanes[r->rank] |= 1u << LANE_BUBBLES;
-            event_start(x, "X", r->rank, LANE_BUBBLES);
-            fputs(",\"name\":", x->out);
-            io_json_string(x->out, r->cause);
-            fputs(",\"cat\":\"bubble\"", x->out);
-            us(x->out, "ts", r->start_s);
-            us(x->out, "dur", r->end_s - r->start_s);
-            fprintf(x->out, ",\"args\":{\"step\":%d}}", (int)r->step);
-            x->n_bubbles++;
-        }
-        io_h5r_release(t, rows, k);
+    slice_ctx sc = {x, path};
+    return io_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(bubble_row), SLICE,
+                           bubble_slice, &sc);
+}
+
+static int memory_slice(void *ud, void *rows_, size_t first, size_t k)
+{
+    (void)first;
+    slice_ctx *sc = ud;
+    exporter *x = sc->x;
+    const mem_row *rows = rows_;
+    for (size_t i = 0; i < k; i++) {
+        const mem_row *r = &rows[i];
+        int rc = check_rank(sc->path, r->rank, x->n_ranks);
+        if (rc)
+            return rc;
+        int64_t *level = &x->mem[(size_t)r->rank * MEM_CATS];
+        for (int c = 0; c < MEM_CATS; c++)
+            if (strcmp(r->category, mem_cats[c]) == 0)
+                level[c] = r->bytes;
+        event_start(x, "C", r->rank, -1);
+        fprintf(x->out, ",\"name\":\"memory GPU %d\"", (int)r->rank);
+        us(x->out, "ts", r->t_s);
+        fputs(",\"args\":{", x->out);
+        for (int c = 0; c < MEM_CATS; c++)
+            fprintf(x->out, "%s\"%s\":%lld", c ? "," : "", mem_cats[c], (long long)level[c]);
+        fputs("}}", x->out);
+        x->n_counters++;
     }
-    sim_free(rows);
-    io_h5r_table_close(t);
-    return rc;
+    return 0;
 }
 
 static int export_memory(exporter *x, io_h5r_file *f, const char *path, const char *run)
@@ -232,38 +260,9 @@ static int export_memory(exporter *x, io_h5r_file *f, const char *path, const ch
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/memory", run);
-    io_h5r_table *t = NULL;
-    int rc = io_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(mem_row), &t);
-    if (rc)
-        return rc;
-    size_t n = io_h5r_table_rows(t);
-    mem_row *rows = sim_calloc(SLICE, sizeof *rows);
-    for (size_t at = 0; !rc && at < n; at += SLICE) {
-        size_t k = SIM_MIN((size_t)SLICE, n - at);
-        rc = io_h5r_table_read(t, at, k, rows);
-        for (size_t i = 0; !rc && i < k; i++) {
-            const mem_row *r = &rows[i];
-            rc = check_rank(path, r->rank, x->n_ranks);
-            if (rc)
-                break;
-            int64_t *level = &x->mem[(size_t)r->rank * MEM_CATS];
-            for (int c = 0; c < MEM_CATS; c++)
-                if (strcmp(r->category, mem_cats[c]) == 0)
-                    level[c] = r->bytes;
-            event_start(x, "C", r->rank, -1);
-            fprintf(x->out, ",\"name\":\"memory GPU %d\"", (int)r->rank);
-            us(x->out, "ts", r->t_s);
-            fputs(",\"args\":{", x->out);
-            for (int c = 0; c < MEM_CATS; c++)
-                fprintf(x->out, "%s\"%s\":%lld", c ? "," : "", mem_cats[c], (long long)level[c]);
-            fputs("}}", x->out);
-            x->n_counters++;
-        }
-        io_h5r_release(t, rows, k);
-    }
-    sim_free(rows);
-    io_h5r_table_close(t);
-    return rc;
+    slice_ctx sc = {x, path};
+    return io_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(mem_row), SLICE,
+                           memory_slice, &sc);
 }
 
 /* Process and thread names (and their order) for what was used. */

@@ -359,3 +359,25 @@ void io_h5r_table_close(io_h5r_table *t)
     sim_free(t->path);
     sim_free(t);
 }
+
+int io_h5r_for_each(io_h5r_file *f, const char *path, const io_h5r_field *fields,
+                    size_t n_fields, size_t row_size, size_t slice, io_h5r_slice_fn fn, void *ud)
+{
+    io_h5r_table *t = NULL;
+    int rc = io_h5r_table_open(f, path, fields, n_fields, row_size, &t);
+    if (rc)
+        return rc;
+    size_t n = io_h5r_table_rows(t);
+    void *rows = sim_calloc(slice, row_size);
+    for (size_t at = 0; !rc && at < n; at += slice) {
+        size_t k = n - at < slice ? n - at : slice;
+        rc = io_h5r_table_read(t, at, k, rows);
+        if (!rc) {
+            rc = fn(ud, rows, at, k);
+            io_h5r_release(t, rows, k);
+        }
+    }
+    sim_free(rows);
+    io_h5r_table_close(t);
+    return rc;
+}

@@ -60,4 +60,11 @@ int io_h5r_table_read(io_h5r_table *t, size_t first, size_t n, void *rows);
 void io_h5r_release(io_h5r_table *t, void *rows, size_t n);
 void io_h5r_table_close(io_h5r_table *t);
 
+/* Reads table `path` in slices of at most `slice` rows, calling fn(ud, rows, first, n) on
+ * each (rows valid during the call only); stops at the first non-zero return, which it
+ * returns. Memory: one slice. */
+typedef int (*io_h5r_slice_fn)(void *ud, void *rows, size_t first, size_t n);
+int io_h5r_for_each(io_h5r_file *f, const char *path, const io_h5r_field *fields,
+                    size_t n_fields, size_t row_size, size_t slice, io_h5r_slice_fn fn, void *ud);
+
 #endif

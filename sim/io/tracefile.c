@@ -280,8 +280,20 @@ static int bad_row(reader *rd, const char *table, size_t row, const char *fmt, c
     return sim_diag_error(rd->diag, rd->path, 0, 0, "/%s row %zu: %s", table, row, msg);
 }
 
-/* Reads table `name` slice by slice, calling fn(rd, rows, first, n) on each. */
+/* Reads table `name` slice by slice, calling fn(rd, rows, first, n, ud) on each. */
 typedef int (*slice_fn)(reader *rd, void *rows, size_t first, size_t n, void *ud);
+typedef struct slice_call {
+    reader *rd;
+    slice_fn fn;
+    void *ud;
+} slice_call;
+
+static int call_slice(void *ud, void *rows, size_t first, size_t n)
+{
+    slice_call *c = ud;
+    return c->fn(c->rd, rows, first, n, c->ud);
+}
+
 static int each_slice(reader *rd, const char *name, const h5_col *cols, size_t n_cols,
                       size_t row_size, slice_fn fn, void *ud)
 {
@@ -296,22 +308,8 @@ static int each_slice(reader *rd, const char *name, const h5_col *cols, size_t n
                                    cols[i].offset};
     char path[64];
     snprintf(path, sizeof path, "/%s", name);
-    io_h5r_table *t = NULL;
-    int rc = io_h5r_table_open(rd->f, path, fields, n_cols, row_size, &t);
-    if (rc)
-        return rc;
-    size_t n = io_h5r_table_rows(t);
-    void *rows = sim_calloc(SLICE, row_size);
-    for (size_t at = 0; !rc && at < n; at += SLICE) {
-        size_t k = SIM_MIN((size_t)SLICE, n - at);
-        rc = io_h5r_table_read(t, at, k, rows);
-        if (!rc)
-            rc = fn(rd, rows, at, k, ud);
-        io_h5r_release(t, rows, k);
-    }
-    sim_free(rows);
-    io_h5r_table_close(t);
-    return rc;
+    slice_call c = {rd, fn, ud};
+    return io_h5r_for_each(rd->f, path, fields, n_cols, row_size, SLICE, call_slice, &c);
 }
 
 typedef struct group_state {
