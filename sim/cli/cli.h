@@ -3,6 +3,7 @@
 #define SIM_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stdio.h>
 
 #define CLI_EXIT_INVALID 2
 
@@ -17,6 +18,10 @@ int cli_export_perfetto(int argc, char **argv);
 int cli_report(int argc, char **argv);
 /* Prints the report of results file `path` (table, or CSV); returns the exit code. */
 int cli_report_file(const char *path, bool csv);
+/* The validated error of stepsim's predictions (docs/validation.md): of step time
+ * (`timing`) or of memory only, as one summary line. */
+void cli_print_accuracy(FILE *f, bool timing);
+
 /* `stepsim sweep`: the exit code. */
 int cli_sweep(int argc, char **argv);
 /* `stepsim plan`: the exit code. */

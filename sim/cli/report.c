@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/validated.h"
 #include "io/h5read.h"
 #include "plan/scenario.h"
 #include "replay/results.h"
@@ -219,6 +220,24 @@ static void print_table(const run_row *runs, size_t n, const char *path)
         printf("%-36s %14.4g %12.0f %16s %12.4g %12s\n", r->name, r->budget[0], r->budget[1], t,
                r->budget[3], cost);
     }
+    if (done > 0) {
+        printf("\n");
+        cli_print_accuracy(stdout, true);
+    }
+}
+
+void cli_print_accuracy(FILE *f, bool timing)
+{
+    if (timing)
+        fprintf(f, "  accuracy        step time vs published runs: mean error %.1f%% (max %.1f%%) on "
+                   "%d Megatron-LM A100 rows, %.1f%% (max %.1f%%) on %d Megatron-Core H100 rows; "
+                   "memory formulas exact to 0.5%% (docs/validation.md)\n",
+                STEPSIM_VALIDATED_A100_MAPE, STEPSIM_VALIDATED_A100_MAX,
+                STEPSIM_VALIDATED_A100_ROWS, STEPSIM_VALIDATED_H100_MAPE,
+                STEPSIM_VALIDATED_H100_MAX, STEPSIM_VALIDATED_H100_ROWS);
+    else
+        fprintf(f, "  accuracy        memory formulas exact to 0.5%% against the published ZeRO "
+                   "and activation tables (docs/validation.md)\n");
 }
 
 static void csv_string(const char *s)

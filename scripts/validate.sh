@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# The validation suite: every published row of ../shared/validation's Megatron tables as a
+# scenario (test/validation/scenarios, from test/validation/gen.py), run and compared with the
+# published throughput. Slow (tens of minutes on 2 cores): not part of scripts/test.sh.
+#   scripts/validate.sh            check against the committed docs/validation.md (fails when a
+#                                  table's mean error grows by more than 1 point)
+#   scripts/validate.sh --write    rewrite docs/validation.md and sim/cli/validated.h
+set -euo pipefail
+cd "$(dirname "$0")/.."
+. scripts/setup.sh
+stepsim_install_packages
+stepsim_build
+build="${STEPSIM_BUILD_DIR:-build}"
+shared="${STEPSIM_SHARED_DIR:-../shared}/validation"
+/usr/bin/python3 test/validation/gen.py "$shared" test/validation/scenarios
+/usr/bin/python3 test/validation/validate.py "$build/sim/cli/stepsim" . "$shared" "$@"

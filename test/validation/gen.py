@@ -1,0 +1,154 @@
+#!/usr/bin/python3
+"""Writes the validation scenarios, one per row of the published tables:
+
+    gen.py SHARED_VALIDATION_DIR OUT_DIR
+
+megatron2021_weak_scaling.csv (Narayanan et al. 2021, Table 1: GPT on DGX A100) and
+megatron_h100_weak_scaling.csv (Megatron-Core README, GPT on H100). What the tables state is
+copied; what they leave unstated is an assumption, the same for every row of a table and
+written into each scenario's header and docs/validation.md. Nothing here depends on the
+published throughput."""
+import csv, os, sys
+
+src, out = sys.argv[1], sys.argv[2]
+os.makedirs(out, exist_ok=True)
+
+
+def rows(name):
+    with open(os.path.join(src, name)) as f:
+        return list(csv.DictReader(l for l in f if not l.startswith("#")))
+
+
+def vstages(layers, pp, A):
+    """Interleaved 1F1B with 2 model chunks per stage where the layers split evenly and the
+    micro-batches per pipeline are a multiple of pp (Megatron's condition); else 1F1B."""
+    if pp > 1 and layers % (2 * pp) == 0 and A % pp == 0:
+        return "{schedule: interleaved, virtual_stages: 2}"
+    return "{schedule: 1f1b}"
+
+
+A100_TOPO = """topology:
+  name: dgx-a100-x{nodes}
+  gpu: a100-sxm-80gb
+  nodes: {nodes}
+  node:
+    gpus: 8
+    intra: {{kind: nvswitch, bandwidth: 300 GB/s, latency: 1 us, sharp: false}}
+    pcie: {{gen: 4, lanes: 16, switches: 4, sockets: 2, switch_lanes: 16}}
+    host: {{memory_bandwidth: 204.8 GB/s, socket_link: 144 GB/s}}
+    nics: {{count: 8, bandwidth: 200 Gb/s, latency: 2 us}}
+  fabric: {{kind: fat-tree, oversubscription: 1, latency: 1 us, radix: 40}}
+"""
+
+H100_TOPO = """topology:
+  name: dgx-h100-x{nodes}
+  gpu: h100-sxm
+  nodes: {nodes}
+  node:
+    gpus: 8
+    intra: {{kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us, sharp: true}}
+    pcie: {{gen: 5, lanes: 16, switches: 8, sockets: 2, switch_lanes: 16}}
+    host: {{memory_bandwidth: 307.2 GB/s, socket_link: 128 GB/s}}
+    nics: {{count: 8, bandwidth: 400 Gb/s, latency: 2 us}}
+  fabric: {{kind: rail-optimized, oversubscription: 1, latency: 1 us, radix: 64}}
+"""
+
+A100_NOTE = """# Assumptions (the table does not state them; the same for every row, docs/validation.md):
+# micro-batch 1; interleaved 1F1B with 2 chunks per stage where layers and micro-batches
+# allow (else 1F1B); gradients all-reduced after the pipeline flush (Megatron 2021's DDP);
+# fp16 mixed precision with fp32 master weights and Adam; dropout 0.1, no flash attention
+# (2021); vocabulary padded as Megatron pads it."""
+
+H100_NOTE = """# Assumptions (the table does not state them; the same for every row, docs/validation.md):
+# micro-batch 1; selective recompute; GPT with GELU, ffn 4h, MHA, biases, no dropout;
+# flash attention; sequence parallelism with TP communication overlap; the distributed
+# optimizer (ZeRO-1) with overlapped gradient reduce-scatter; interleaved 1F1B with 2
+# chunks per stage where layers and micro-batches allow (else 1F1B)."""
+
+for r in rows("megatron2021_weak_scaling.csv"):
+    h, L, a = int(r["hidden"]), int(r["layers"]), int(r["heads"])
+    tp, pp, dp, gpus, gb = (int(r[k]) for k in ("tp", "pp", "dp", "gpus", "global_batch"))
+    A = gb // dp
+    name = "a100-%sb" % r["params_B"].replace(".", "p")
+    text = """# Megatron-LM 2021 (Narayanan et al., SC21, Table 1): GPT {p}B on {g} A100s, TP {tp} PP {pp}
+# DP {dp}, global batch {gb}, seq 2048, full recompute; published {t} TFLOP/s per GPU.
+{note}
+name: {name}
+{topo}model:
+  name: gpt-{p}b
+  layers: {L}
+  hidden: {h}
+  heads: {a}
+  ffn: {f}
+  vocab: 51200
+  activation: gelu
+  norm: layernorm
+  position: learned
+  max_seq_len: 2048
+  dropout: 0.1
+  tied_embeddings: true
+  bias: true
+training:
+  seq_len: 2048
+  global_batch: {gb}
+  micro_batch: 1
+  precision: fp16
+  recompute: full
+  flash_attention: false
+parallel:
+  tp: {tp}
+  pp: {pp}
+  dp: {dp}
+  ddp: {{overlap: false}}
+  pipeline: {sched}
+simulation:
+  steps: 1
+  timeline: false
+""".format(p=r["params_B"], g=gpus, tp=tp, pp=pp, dp=dp, gb=gb, t=r["tflops_per_gpu"], note=A100_NOTE,
+           name=name, topo=A100_TOPO.format(nodes=max(1, gpus // 8)), L=L, h=h, a=a, f=4 * h,
+           sched=vstages(L, pp, A))
+    open(os.path.join(out, name + ".yaml"), "w").write(text)
+
+for r in rows("megatron_h100_weak_scaling.csv"):
+    h, L, a = int(r["hidden"]), int(r["layers"]), int(r["heads"])
+    tp, pp, dp, gpus, gb = (int(r[k]) for k in ("tp", "pp", "dp", "gpus", "global_batch"))
+    A = gb // dp
+    name = "h100-%s" % r["model"].lower().replace(".", "p")
+    text = """# Megatron-Core (README, r0.8.0): GPT {m} on {g} H100s, TP {tp} PP {pp} DP {dp},
+# global batch {gb}, seq 4096; published {t} TFLOP/s per GPU ({mfu}% MFU).
+{note}
+name: {name}
+{topo}model:
+  name: gpt-{m}
+  layers: {L}
+  hidden: {h}
+  heads: {a}
+  ffn: {f}
+  vocab: 131072
+  activation: gelu
+  norm: layernorm
+  position: rope
+  tied_embeddings: false
+  bias: true
+training:
+  seq_len: 4096
+  global_batch: {gb}
+  micro_batch: 1
+  precision: bf16
+  recompute: selective
+  flash_attention: true
+parallel:
+  tp: {tp}
+  sp: {sp}
+  tp_comm_overlap: {sp}
+  pp: {pp}
+  dp: {dp}
+  zero: 1
+  pipeline: {sched}
+simulation:
+  steps: 1
+  timeline: false
+""".format(m=r["model"], g=gpus, tp=tp, pp=pp, dp=dp, gb=gb, t=r["tflops_per_gpu"], mfu=r["mfu_pct"],
+           note=H100_NOTE, name=name, topo=H100_TOPO.format(nodes=max(1, gpus // 8)), L=L, h=h, a=a,
+           f=4 * h, sp="true" if tp > 1 else "false", sched=vstages(L, pp, A))
+    open(os.path.join(out, name + ".yaml"), "w").write(text)

@@ -1,0 +1,46 @@
+#!/usr/bin/python3
+"""Sensitivity of the simulated step time to each hardware parameter, for two validation rows:
+
+    sensitivity.py STEPSIM SOURCE_ROOT
+
+Each parameter is raised by 10% (a latency or overhead likewise) with --set, one at a time;
+the table gives the step-time change per +10%, i.e. about ten times the elasticity. Prints a
+Markdown table (docs/calibration.md, "Sensitivity")."""
+import json, os, subprocess, sys
+
+stepsim, root = sys.argv[1:3]
+scen = os.path.join(root, "test", "validation", "scenarios")
+ROWS = [("a100-7p5b", "Megatron A100, GPT 7.5B, TP 4, 128 GPUs", "fp16", 312, 2039, 300, 200),
+        ("h100-7p1b", "Megatron-Core H100, GPT 7.1B, TP 2, 96 GPUs", "bf16", 989, 3350, 450, 400)]
+
+
+def step(path, *sets):
+    args = [stepsim, "run", path, "--json"]
+    for s in sets:
+        args += ["--set", s]
+    p = subprocess.run(args, capture_output=True, text=True)
+    if p.returncode:
+        sys.exit("stepsim failed: " + p.stderr)
+    return json.loads(p.stdout)["step_time_s"]
+
+
+print("| parameter (+10%) | " + " | ".join(r[1] for r in ROWS) + " |")
+print("|---|" + "---:|" * len(ROWS))
+params = [
+    ("GPU matmul peak (and so every GEMM)", lambda r: ["topology.gpu.peak.%s=%g TFLOP/s" % (r[2], r[3] * 1.1)]),
+    ("HBM bandwidth", lambda r: ["topology.gpu.memory_bandwidth=%g GB/s" % (r[4] * 1.1)]),
+    ("kernel launch overhead (4 us)", lambda r: ["topology.gpu.launch_overhead=4.4 us"]),
+    ("compute slowdown under NCCL (0.10)", lambda r: ["topology.gpu.comm_interference=0.11"]),
+    ("NVLink/NVSwitch bandwidth", lambda r: ["topology.node.intra.bandwidth=%g GB/s" % (r[5] * 1.1)]),
+    ("NIC bandwidth", lambda r: ["topology.node.nics.bandwidth=%g Gb/s" % (r[6] * 1.1)]),
+    ("NVSwitch latency (1 us)", lambda r: ["topology.node.intra.latency=1.1 us"]),
+    ("switch hop latency (1 us)", lambda r: ["topology.fabric.latency=1.1 us"]),
+]
+base = {r[0]: step(os.path.join(scen, r[0] + ".yaml")) for r in ROWS}
+for name, sets in params:
+    cells = []
+    for r in ROWS:
+        t = step(os.path.join(scen, r[0] + ".yaml"), *sets(r))
+        cells.append("%+.2f%%" % (100 * (t - base[r[0]]) / base[r[0]]))
+    print("| %s | %s |" % (name, " | ".join(cells)))
+print("\nBase step times: " + ", ".join("%s %.4f s" % (r[0], base[r[0]]) for r in ROWS) + ".")
