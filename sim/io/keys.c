@@ -312,6 +312,7 @@ MAP(fsdp_map, "fsdp", fsdp_keys);
 static const io_key ddp_keys[] = {
     {.name = "bucket", .type = IO_K_BYTES, .offset = PA(ddp.bucket_bytes), .flags = POSITIVE},
     {.name = "overlap", .type = IO_K_BOOL, .offset = PA(ddp.overlap)},
+    {.name = "overlap_param_gather", .type = IO_K_BOOL, .offset = PA(ddp.overlap_param_gather)},
 };
 MAP(ddp_map, "ddp", ddp_keys);
 

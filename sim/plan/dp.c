@@ -166,12 +166,61 @@ static uint32_t emit_step(gen *g, const uint32_t *deps, size_t n_deps)
     return emit_optimizer(g, deps, n_deps);
 }
 
+/* ZeRO-1/2 with parallel.ddp.overlap_param_gather: the gathers of the parameters the last
+ * update changed run at the start of the step instead, in forward order, a bucket at a time
+ * (units whole, up to the bucket size), and each unit's first forward waits only for its own
+ * bucket: the gathers overlap the forward of the units before them (Megatron-Core's
+ * --overlap-param-gather). Every step gathers once either way; in steady state this is the
+ * next step's forward overlapping the previous update's gather. */
+static void emit_param_gather_ahead(gen *g)
+{
+    for (int i = 0; i < g->n_units; i++)
+        g->gather_of[i] = UINT32_MAX;
+    if (g->zero < 1 || g->zero > 2 || !g->sc->parallel.ddp.overlap_param_gather)
+        return;
+    double bucket = (double)g->sc->parallel.ddp.bucket_bytes, fill = 0, expert = 0;
+    int first = -1;
+    for (int i = 0; i <= g->n_units; i++) {
+        bool flush = i == g->n_units || (fill > 0 && fill >= bucket);
+        if (flush && fill > 0 && g->n > 1) {
+            uint32_t c = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, fill, "param_bucket",
+                                           TRACE_NO_LAYER, TRACE_NO_MICROBATCH, NULL, 0);
+            for (int u = first; u < i; u++)
+                g->gather_of[u] = g->mine[u] ? c : UINT32_MAX;
+        }
+        if (flush) {
+            fill = 0;
+            first = i;
+        }
+        if (i == g->n_units)
+            break;
+        if (!g->mine[i])
+            continue;
+        if (first < 0)
+            first = i;
+        fill += (double)(g->units[i].trainable - g->units[i].trainable_expert) * g->wbytes;
+        expert += (double)g->units[i].trainable_expert * g->wbytes;
+    }
+    /* experts' parameters: gathered over the expert-DP group ahead of the step as a whole */
+    if (g->n_edp > 1)
+        for (double done = 0; done < expert; done += bucket)
+            plan__add_coll_op(g, g->g_edp, COLL_ALL_GATHER, SIM_MIN(bucket, expert - done),
+                              "expert_param_bucket", TRACE_NO_LAYER, TRACE_NO_MICROBATCH, NULL,
+                              0);
+}
+
+/* The all-gather unit u's forward of micro-batch `mb` waits for (NULL when none). */
+static const uint32_t *gather_dep(const gen *g, int u, int64_t mb)
+{
+    return mb == 0 && g->gather_of[u] != UINT32_MAX ? &g->gather_of[u] : NULL;
+}
+
 /* ZeRO-1/2: after the sharded update, gather the updated 16-bit parameters in buckets —
  * dense ones over the data-parallel group, experts' over the expert-DP group. Frozen weights
  * never change: only trained ones are gathered. */
 static void emit_param_gather(gen *g, uint32_t opt)
 {
-    if (g->zero < 1)
+    if (g->zero < 1 || g->sc->parallel.ddp.overlap_param_gather)
         return;
     double dense = 0, expert = 0;
     for (int i = 0; i < g->n_units; i++)
@@ -193,11 +242,14 @@ static void emit_param_gather(gen *g, uint32_t opt)
 static void gen_bucketed(gen *g)
 {
     uint32_t last_bwd = 0;
+    emit_param_gather_ahead(g);
     for (int64_t mb = 0; mb < g->A; mb++) {
         int m = (int)mb;
         bool bucketing = g->n > 1 && (g->zero == 2 || mb == g->A - 1);
-        for (int i = 0; i < g->n_units; i++)
-            plan__emit_fwd(g, &g->units[i], m, NULL, 0);
+        for (int i = 0; i < g->n_units; i++) {
+            const uint32_t *dep = gather_dep(g, i, mb);
+            plan__emit_fwd(g, &g->units[i], m, dep, dep != NULL);
+        }
         for (int i = g->n_units - 1; i >= 0; i--) {
             span b = plan__emit_bwd(g, &g->units[i], m, bucketing, NULL, 0);
             if (b.any)
@@ -252,6 +304,7 @@ static void gen_pipeline(gen *g)
         if (!acts[i].fwd)
             last_bwd_of[acts[i].vchunk] = i;
     uint32_t last_bwd = 0;
+    emit_param_gather_ahead(g);
     for (int i = 0; i < 2 * m * v; i++) {
         const plan_pp_action *a = &acts[i];
         int c = a->vchunk * p + g->stage;
@@ -265,8 +318,14 @@ static void gen_pipeline(gen *g)
             }
             span last = {0};
             for (int u = u0; u < u1; u++) {
-                span sp = plan__emit_fwd(g, &g->units[u], a->mb, have_recv && u == u0 ? &recv : NULL,
-                                   have_recv && u == u0);
+                uint32_t deps[2];
+                size_t nd = 0;
+                if (have_recv && u == u0)
+                    deps[nd++] = recv;
+                const uint32_t *gd = gather_dep(g, u, a->mb);
+                if (gd)
+                    deps[nd++] = *gd;
+                span sp = plan__emit_fwd(g, &g->units[u], a->mb, deps, nd);
                 if (sp.any)
                     last = sp;
             }
@@ -694,6 +753,7 @@ int plan__dp_trace(plan *p, bool stream, sim_diag *diag)
     g.seq_pos = sim_calloc(g.t->n_groups, sizeof *g.seq_pos);
     build_units(&g);
     g.cp_kv = model_cp_kv_bytes(&g.model, &g.sh);
+    g.gather_of = sim_calloc((size_t)g.n_units + 1, sizeof *g.gather_of);
     int C = g.chunks;
     /* chunks of units: embedding with chunk 0, head with the last */
     g.chunk_first = sim_calloc((size_t)C + 1, sizeof *g.chunk_first);
@@ -773,6 +833,7 @@ int plan__dp_trace(plan *p, bool stream, sim_diag *diag)
     sim_free(g.moe_sent);
     sim_free(g.chunk_first);
     sim_free(g.mine);
+    sim_free(g.gather_of);
     SIM_ASSERT(stream || trace__check(p->trace) == 0, "generated trace is inconsistent");
     return 0;
 }

@@ -82,6 +82,8 @@ typedef struct gen {
     bool have_last_coll;
     uint32_t last_coll;
     int *mem_sharers;   /* per rank: ranks staging in the same host memory (offload) */
+    uint32_t *gather_of; /* overlap_param_gather: per unit, the all-gather its first forward
+                            of the step waits for (UINT32_MAX: none) */
     double model_flops, hardware_flops;
     /* memo of kernel names (model ops name kernels with static strings): name id by
      * (pointer, recompute), and the TP collective points by (pointer, phase, before) */

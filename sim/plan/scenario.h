@@ -83,6 +83,9 @@ typedef struct plan_parallel {
     struct {
         int64_t bucket_bytes;
         bool overlap;
+        bool overlap_param_gather; /* ZeRO-1/2: gather each unit's updated parameters just
+                                      ahead of its first forward of the next step (Megatron-
+                                      Core's --overlap-param-gather), not after the update */
     } ddp;
     struct {
         plan_schedule schedule;

@@ -62,8 +62,9 @@ A100_NOTE = """# Assumptions (the table does not state them; the same for every 
 H100_NOTE = """# Assumptions (the table does not state them; the same for every row, docs/validation.md):
 # micro-batch 1; selective recompute; GPT with GELU, ffn 4h, MHA, biases, no dropout;
 # flash attention; sequence parallelism with TP communication overlap; the distributed
-# optimizer (ZeRO-1) with overlapped gradient reduce-scatter; interleaved 1F1B with 2
-# chunks per stage where layers and micro-batches allow (else 1F1B)."""
+# optimizer (ZeRO-1) with overlapped gradient reduce-scatter and parameter all-gather (the
+# README's "DP grad-reduce/param-gather overlap"); interleaved 1F1B with 2 chunks per stage
+# where layers and micro-batches allow (else 1F1B)."""
 
 for r in rows("megatron2021_weak_scaling.csv"):
     h, L, a = int(r["hidden"]), int(r["layers"]), int(r["heads"])
@@ -144,6 +145,7 @@ parallel:
   pp: {pp}
   dp: {dp}
   zero: 1
+  ddp: {{overlap: true, overlap_param_gather: true}}
   pipeline: {sched}
 simulation:
   steps: 1

@@ -114,7 +114,9 @@ if write:
             ("H100", "Megatron-Core on H100 (Megatron-LM README, r0.8.0)",
              "Model TFLOP/s per GPU (no recompute FLOPs). Assumed (not published): micro-batch 1, "
              "selective recompute, GELU MHA GPT with biases, flash attention, SP with TP overlap, "
-             "distributed optimizer, interleaved 1F1B with 2 chunks where possible.")):
+             "distributed optimizer with overlapped gradient reduce-scatter and parameter all-gather "
+             "(stated: \"DP grad-reduce/param-gather overlap\"), interleaved 1F1B with 2 chunks "
+             "where possible.")):
         mean, worst, n = summary(table)
         out += ["## " + title, "", note, "",
                 "| row | GPUs | layout | published | simulated | error | step (s) | peak (GiB) |",
