@@ -61,6 +61,28 @@ static void verdict(plan *p)
                               sizeof p->binding_constraint);
 }
 
+/* A plan with its layout: ranks, their coordinates and nodes, batch, capacity; the peaks
+ * allocated (to be walked). */
+static plan *plan_new(const plan_scenario *sc, hw_topo *topo, int n, int have, int64_t gb)
+{
+    const plan_parallel *par = &sc->parallel;
+    plan *p = sim_calloc(1, sizeof *p);
+    p->sc = sc;
+    p->n_ranks = n;
+    p->topology_gpus = have;
+    p->topo = topo;
+    p->global_batch = gb;
+    p->accum_steps = gb / SIM_MAX(1, sc->training.micro_batch * par->dp);
+    p->capacity_bytes = sc->topology.gpu.memory_bytes;
+    p->coords = sim_calloc((size_t)n, sizeof *p->coords);
+    for (int r = 0; r < n; r++) {
+        plan_rank_coord(par, r, &p->coords[r]);
+        p->coords[r].node = hw_topo_device(topo, hw_topo_gpu_device(topo, r))->node;
+    }
+    p->peak = sim_calloc((size_t)n, sizeof *p->peak);
+    return p;
+}
+
 int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *diag)
 {
     const plan_parallel *par = &sc->parallel;
@@ -86,20 +108,7 @@ int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *
         return rc;
     }
 
-    plan *p = sim_calloc(1, sizeof *p);
-    p->sc = sc;
-    p->n_ranks = n;
-    p->topology_gpus = have;
-    p->topo = topo;
-    p->global_batch = gb;
-    p->accum_steps = gb / (sc->training.micro_batch * par->dp);
-    p->capacity_bytes = sc->topology.gpu.memory_bytes;
-    p->coords = sim_calloc((size_t)n, sizeof *p->coords);
-    for (int r = 0; r < n; r++) {
-        plan_rank_coord(par, r, &p->coords[r]);
-        p->coords[r].node = hw_topo_device(topo, hw_topo_gpu_device(topo, r))->node;
-    }
-    p->peak = sim_calloc((size_t)n, sizeof *p->peak);
+    plan *p = plan_new(sc, topo, n, have, gb);
     rc = plan__dp_trace(p, !with_trace, diag);
     if (rc != 0) {
         plan_destroy(p);
@@ -141,26 +150,15 @@ int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures 
         trace_destroy(t);
         return rc;
     }
-    plan *p = sim_calloc(1, sizeof *p);
-    p->sc = sc;
-    p->n_ranks = n;
-    p->topology_gpus = have;
-    p->topo = topo;
+    plan *p = plan_new(sc, topo, n, have, fig->global_batch);
     p->trace = t;
-    p->global_batch = fig->global_batch;
-    p->accum_steps = fig->global_batch / SIM_MAX(1, sc->training.micro_batch * par->dp);
-    p->capacity_bytes = sc->topology.gpu.memory_bytes;
     p->model_flops_per_step = fig->model_flops_per_step;
     p->hardware_flops_per_step = fig->hardware_flops_per_step;
     p->moe = fig->moe;
     p->moe_dropped_fraction = fig->moe_dropped_fraction;
     p->moe_load_max_over_mean = fig->moe_load_max_over_mean;
-    p->coords = sim_calloc((size_t)n, sizeof *p->coords);
     p->mem = sim_calloc((size_t)n, sizeof *p->mem);
-    p->peak = sim_calloc((size_t)n, sizeof *p->peak);
     for (int r = 0; r < n; r++) {
-        plan_rank_coord(par, r, &p->coords[r]);
-        p->coords[r].node = hw_topo_device(topo, hw_topo_gpu_device(topo, r))->node;
         for (int c = 0; c < PLAN_MEM_COUNT; c++) {
             p->mem[r].bytes[c] = t->ranks[r].base_mem[c];
             p->mem[r].total += t->ranks[r].base_mem[c];
