@@ -243,19 +243,8 @@ static int by_overshoot(const void *a, const void *b)
 
 static int plan_finish(sweep_ctx *c)
 {
-    if (c->a->json) {
-        /* the same objects as a sweep prints */
-        char p[4200];
-        for (size_t i = 0; i < c->L.n_runs; i++) {
-            snprintf(p, sizeof p, "%s/%07zu.json", c->dir, i);
-            FILE *f = fopen(p, "r");
-            char buf[65536];
-            size_t k;
-            while (f && (k = fread(buf, 1, sizeof buf, f)) > 0)
-                fwrite(buf, 1, k, stdout);
-            if (f)
-                fclose(f);
-        }
+    if (c->a->json) { /* the same objects as a sweep prints */
+        cli__runs_print_json(c);
         return 0;
     }
     sim_diag diag = {0};

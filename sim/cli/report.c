@@ -76,17 +76,15 @@ static int read_summary(io_h5r_file *f, const char *name, run_row *r)
         fields[n++] = (io_h5r_field){names[k], IO_H5R_F64,
                                      offsetof(run_row, exposed) + (size_t)g * sizeof(double)};
     }
-    for (int b = 0; b < 5; b++)
-        r->budget[b] = NAN;
+    bool has_budget[5];
     for (int b = 0; b < 5; b++, k++) {
         snprintf(names[k], sizeof names[k], "budget.%s", budget_keys[b]);
-        if (io_h5r_has_column(f, path, names[k]))
+        has_budget[b] = io_h5r_has_column(f, path, names[k]);
+        if (has_budget[b])
             fields[n++] = (io_h5r_field){names[k], IO_H5R_F64,
                                          offsetof(run_row, budget) + (size_t)b * sizeof(double)};
     }
     io_h5r_table *t = NULL;
-    double keep[5];
-    memcpy(keep, r->budget, sizeof keep);
     int rc = io_h5r_table_open(f, path, fields, n, sizeof *r, &t);
     if (!rc && io_h5r_table_rows(t) != 1)
         rc = SIM_EINVAL;
@@ -95,9 +93,9 @@ static int read_summary(io_h5r_file *f, const char *name, run_row *r)
         rc = io_h5r_table_read(t, 0, 1, &tmp);
         if (!rc) {
             /* strings are HDF5's: copy them, then give the row back */
-            for (int b = 0; b < 5; b++)
-                if (!io_h5r_has_column(f, path, names[N_CAUSES + N_GROUPS + b]))
-                    tmp.budget[b] = keep[b];
+            for (int b = 0; b < 5; b++) /* absent from older files */
+                if (!has_budget[b])
+                    tmp.budget[b] = NAN;
             *r = tmp;
             r->name = sim_strdup(tmp.name ? tmp.name : name);
             r->status = sim_strdup(tmp.status ? tmp.status : "");

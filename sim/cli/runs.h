@@ -43,5 +43,7 @@ typedef struct sweep_ctx {
  * OUT.h5 and calls `finish` for the command's own output before removing the runs
  * directory. Returns the exit code (on rank 0; 0 or 1 on the others). */
 int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c));
+/* Prints every run's JSON object (its marker file) in run order; for `finish`. */
+void cli__runs_print_json(const sweep_ctx *c);
 
 #endif

@@ -541,7 +541,7 @@ static int merge(const sweep_ctx *c)
     return rc ? 1 : 0;
 }
 
-static void print_json(const sweep_ctx *c)
+void cli__runs_print_json(const sweep_ctx *c)
 {
     for (size_t i = 0; i < c->L.n_runs; i++) {
         char p[4200];
@@ -669,7 +669,7 @@ int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
 static int sweep_finish(sweep_ctx *c)
 {
     if (c->a->json) {
-        print_json(c);
+        cli__runs_print_json(c);
         return 0;
     }
     return cli_report_file(c->a->out, false);

@@ -206,31 +206,28 @@ char *io_h5r_attr_str(io_h5r_file *f, const char *obj, const char *attr)
     return out;
 }
 
-int io_h5r_attr_int(io_h5r_file *f, const char *obj, const char *attr, int *value)
+/* A scalar attribute read as memory type `t` into *value. */
+static int attr_number(io_h5r_file *f, const char *obj, const char *attr, hid_t t, void *value)
 {
     quiet(f);
     int rc = SIM_EINVAL;
     hid_t a = open_attr(f, obj, attr);
     if (a >= 0) {
-        rc = H5Aread(a, H5T_NATIVE_INT, value) >= 0 ? 0 : fail(f, SIM_EIO, "cannot read attribute");
+        rc = H5Aread(a, t, value) >= 0 ? 0 : fail(f, SIM_EIO, "cannot read attribute");
         H5Aclose(a);
     }
     loud(f);
     return rc;
 }
 
+int io_h5r_attr_int(io_h5r_file *f, const char *obj, const char *attr, int *value)
+{
+    return attr_number(f, obj, attr, H5T_NATIVE_INT, value);
+}
+
 int io_h5r_attr_f64(io_h5r_file *f, const char *obj, const char *attr, double *value)
 {
-    quiet(f);
-    int rc = SIM_EINVAL;
-    hid_t a = open_attr(f, obj, attr);
-    if (a >= 0) {
-        rc = H5Aread(a, H5T_NATIVE_DOUBLE, value) >= 0 ? 0
-                                                      : fail(f, SIM_EIO, "cannot read attribute");
-        H5Aclose(a);
-    }
-    loud(f);
-    return rc;
+    return attr_number(f, obj, attr, H5T_NATIVE_DOUBLE, value);
 }
 
 int io_h5r_table_open(io_h5r_file *f, const char *path, const io_h5r_field *fields,
