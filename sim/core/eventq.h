@@ -1,9 +1,11 @@
-/* The event queue: a 4-ary min-heap of pooled events ordered by (time, seq).
+/* The event queue: a monotone radix heap of pooled events ordered by (time, seq).
  *
  * `seq` is assigned at scheduling from a per-queue counter, so two events at the same time
  * run in the order they were scheduled and equal keys never occur: the order is total and
- * independent of pointer values. Each event records its heap position, which makes
- * cancellation O(log n). */
+ * independent of pointer values. Discrete-event simulation never schedules into the past,
+ * and the queue relies on it: an event may not be pushed earlier than the last one popped
+ * (asserted; peeking does not count). Each event records where it is queued (bucket, slot), which makes
+ * cancellation O(1). */
 #ifndef SIM_CORE_EVENTQ_H
 #define SIM_CORE_EVENTQ_H
 
@@ -15,9 +17,11 @@
 typedef struct sim_event {
     sim_time time;
     uint64_t seq;
-    uint32_t heap_index; /* position in the heap; SIM_EVENT_NOT_QUEUED when not queued */
-    uint32_t type;       /* dispatch tag, owned by the engine's user */
-    int32_t a, b;        /* payload (e.g. rank, op index) */
+    uint32_t slot;   /* position in its bucket; SIM_EVENT_NOT_QUEUED when not queued */
+    uint16_t type;   /* dispatch tag, owned by the engine's user */
+    uint8_t bucket;  /* the queue's bucket holding it (meaningful only while queued) */
+    uint8_t spare;
+    int32_t a, b;    /* payload (e.g. rank, op index) */
     int64_t c;
     void *ptr;
 } sim_event;
@@ -38,7 +42,8 @@ sim_event *sim_eventq_alloc(sim_eventq *q);
 /* Returns an event that is not queued to the pool. */
 void sim_eventq_free(sim_eventq *q, sim_event *ev);
 
-/* Schedules `ev` at `time`, assigning the next sequence number. `ev` must not be queued. */
+/* Schedules `ev` at `time` (>= the time of the last popped event), assigning the next
+ * sequence number. `ev` must not be queued. */
 void sim_eventq_push(sim_eventq *q, sim_event *ev, sim_time time);
 
 /* Removes and returns the earliest event, or NULL when empty. The caller then owns it and
@@ -48,7 +53,8 @@ sim_event *sim_eventq_pop(sim_eventq *q);
 /* Removes a queued event and returns it to the pool. */
 void sim_eventq_cancel(sim_eventq *q, sim_event *ev);
 
-/* Time of the earliest event, SIM_TIME_NEVER when empty. */
+/* Time of the earliest event, SIM_TIME_NEVER when empty. It leaves "now" (the time of the
+ * last pop) where it is: events may still be pushed between now and the time it returns. */
 sim_time sim_eventq_peek_time(const sim_eventq *q);
 
 size_t sim_eventq_size(const sim_eventq *q);
@@ -56,8 +62,9 @@ size_t sim_eventq_size(const sim_eventq *q);
 /* Events pushed since creation (for the events/s statistics). */
 uint64_t sim_eventq_pushed(const sim_eventq *q);
 
-/* Walks the heap and checks the heap property and recorded indices. Returns 0 when
- * consistent, -1 otherwise (printing the first violation to stderr). */
+/* Checks every invariant of the structure (bucket membership, recorded positions, the
+ * order of the current-time bucket, the live count). Returns 0 when consistent, -1
+ * otherwise (printing the first violation to stderr). */
 int sim_eventq__check(const sim_eventq *q);
 
 #endif

@@ -71,7 +71,7 @@ typedef struct net_flow {
 struct hw_net {
     hw_topo *topo;
     sim_eventq *q;
-    uint32_t type;
+    uint16_t type; /* the event type of flow completions */
     hw_flow_done_fn done;
     void *ctx;
     net_link *links;
@@ -96,7 +96,8 @@ hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow
     hw_net *net = sim_calloc(1, sizeof *net);
     net->topo = topo;
     net->q = q;
-    net->type = event_type;
+    SIM_ASSERT(event_type <= UINT16_MAX, "event type %u", event_type);
+    net->type = (uint16_t)event_type;
     net->done = done;
     net->ctx = ctx;
     net->free_head = -1;

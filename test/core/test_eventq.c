@@ -1,7 +1,8 @@
 /* Unit test of the event queue (sim/core/eventq.c): (time, seq) order with ties broken by
- * scheduling order, interleaved times, cancellation of the head, a middle event (both the
- * sift-down and the sift-up repair) and the last slot, reuse after cancel, re-pushing a popped
- * event, and a randomized push/cancel/pop run checked against a sorted reference. */
+ * scheduling order, interleaved times, cancellation in the current-time bucket (a tombstone)
+ * and in the other buckets (the last entry fills the hole), cancellation of events a refill
+ * has moved, reuse after cancel, re-pushing a popped event, and randomized push/cancel/pop
+ * runs checked against a sorted reference. */
 #include "core/sim.h"
 
 #include "core/eventq.h"
@@ -39,7 +40,7 @@ static void expect_pop(sim_eventq *q, sim_time t, int32_t tag, const char *what)
         fprintf(stderr, "  (%s)\n", what);
     CHECK_INT_EQ(ev->time, t);
     CHECK_INT_EQ(ev->a, tag);
-    CHECK_INT_EQ(ev->heap_index, SIM_EVENT_NOT_QUEUED);
+    CHECK_INT_EQ(ev->slot, SIM_EVENT_NOT_QUEUED);
     sim_eventq_free(q, ev);
 }
 
@@ -52,7 +53,7 @@ static void test_empty(void)
     CHECK_INT_EQ(sim_eventq_pushed(q), 0);
     CHECK_INT_EQ(sim_eventq__check(q), 0);
 
-    /* A fresh event is zeroed except heap_index, which says "not queued". */
+    /* A fresh event is zeroed except slot, which says "not queued". */
     sim_event *ev = sim_eventq_alloc(q);
     CHECK_INT_EQ(ev->time, 0);
     CHECK_INT_EQ(ev->seq, 0);
@@ -61,7 +62,7 @@ static void test_empty(void)
     CHECK_INT_EQ(ev->b, 0);
     CHECK_INT_EQ(ev->c, 0);
     CHECK(ev->ptr == NULL);
-    CHECK_INT_EQ(ev->heap_index, SIM_EVENT_NOT_QUEUED);
+    CHECK_INT_EQ(ev->slot, SIM_EVENT_NOT_QUEUED);
     sim_eventq_free(q, ev);
     sim_eventq_destroy(q);
     sim_eventq_destroy(NULL); /* no-op */
@@ -141,37 +142,48 @@ static void test_repush(void)
     sim_eventq_destroy(q);
 }
 
-/* Cancel the head, a middle event, the last heap slot, then reuse the freed event. */
+/* Finds the queued event in bucket `bucket`, slot `slot` among ev[0..n), or NULL. */
+static sim_event *at_slot(sim_event **ev, int n, unsigned bucket, uint32_t slot)
+{
+    for (int i = 0; i < n; i++)
+        if (ev[i] && ev[i]->slot == slot && ev[i]->bucket == bucket)
+            return ev[i];
+    return NULL;
+}
+
+/* Cancel the head, a middle event, a bucket's last entry, then reuse the freed event. */
 static void test_cancel(void)
 {
     sim_eventq *q = sim_eventq_create();
     sim_event *ev[20];
-    /* Increasing times: no push sifts, so event i sits in heap slot i. */
+    /* Nothing popped yet, so "now" is 0: t = 0 goes to bucket 0, t = 10i (i >= 1) to bucket
+     * 64 - clz(10i): 10 -> 4, 20, 30 -> 5, 40..60 -> 6, 70..120 -> 7, 130..190 -> 8. */
     for (int i = 0; i < 20; i++)
         ev[i] = push_at(q, 10 * i, i);
-    int in_place = 1;
-    for (int i = 0; i < 20; i++)
-        in_place &= ev[i]->heap_index == (uint32_t)i;
-    CHECK(in_place);
+    CHECK_INT_EQ(ev[0]->bucket, 0);
+    CHECK_INT_EQ(ev[1]->bucket, 4);
+    CHECK_INT_EQ(ev[3]->bucket, 5);
+    CHECK_INT_EQ(ev[7]->bucket, 7);
+    CHECK_INT_EQ(ev[19]->bucket, 8);
+    /* bucket 7 holds tags 7..12 in push order */
+    CHECK_INT_EQ(ev[7]->slot, 0);
+    CHECK_INT_EQ(ev[12]->slot, 5);
 
-    /* head: t=0 goes, t=10 becomes the earliest */
+    /* head (bucket 0, a tombstone): t=10 becomes the earliest */
     sim_eventq_cancel(q, ev[0]);
     CHECK_INT_EQ(sim_eventq__check(q), 0);
     CHECK_INT_EQ(sim_eventq_peek_time(q), 10);
     CHECK_INT_EQ(sim_eventq_size(q), 19);
 
-    /* middle: t=70 (tag 7) */
-    CHECK(ev[7]->heap_index != SIM_EVENT_NOT_QUEUED);
+    /* middle of bucket 7: t=70 (tag 7, slot 0); the bucket's last entry (tag 12) fills it */
     sim_eventq_cancel(q, ev[7]);
     CHECK_INT_EQ(sim_eventq__check(q), 0);
+    CHECK_INT_EQ(ev[12]->slot, 0);
     CHECK_INT_EQ(sim_eventq_size(q), 18);
 
-    /* last slot: the 18 remaining events occupy slots 0..17; find the one in slot 17 */
-    sim_event *last = NULL;
-    for (int i = 0; i < 20; i++)
-        if (i != 0 && i != 7 && ev[i]->heap_index == 17)
-            last = ev[i];
-    CHECK(last != NULL);
+    /* a bucket's last entry: bucket 7 now holds tags 12, 8, 9, 10, 11 in slots 0..4 */
+    sim_event *last = at_slot(ev, 20, 7, 4);
+    CHECK(last == ev[11]);
     int32_t last_tag = last ? last->a : -1;
     if (last)
         sim_eventq_cancel(q, last);
@@ -181,7 +193,7 @@ static void test_cancel(void)
     /* Reuse after cancel: the new event is zeroed (tag 0), even if it recycles a cancelled one. */
     sim_event *re = sim_eventq_alloc(q);
     CHECK_INT_EQ(re->a, 0);
-    CHECK_INT_EQ(re->heap_index, SIM_EVENT_NOT_QUEUED);
+    CHECK_INT_EQ(re->slot, SIM_EVENT_NOT_QUEUED);
 #if !SIM_POOL_DEBUG
     /* the pool's free list is LIFO: the last cancelled event comes back first */
     CHECK(re == last);
@@ -202,35 +214,46 @@ static void test_cancel(void)
     sim_eventq_destroy(q);
 }
 
-/* Cancelling an event can require the last event to move UP into the hole: the hole lies
- * under a late parent while the last event descends from an early one. */
-static void test_cancel_sift_up(void)
+/* Events a refill moved down keep exact positions: cancel them in their new buckets, in
+ * the new bucket 0 (tombstones between live events), then pop the rest in order. */
+static void test_cancel_after_refill(void)
 {
     sim_eventq *q = sim_eventq_create();
-    /* 4-ary layout: slot 1's children are slots 5..8, slot 2's first child is slot 9.
-     * Each time is later than its parent's, so no push sifts and event i stays in slot i. */
-    static const sim_time times[] = {0, 400, 100, 200, 300, 401, 402, 403, 404, 150};
-    sim_event *ev[10];
-    for (int i = 0; i < 10; i++)
+    /* All in bucket 7 (64..127 differ from 0 first at bit 6): t = 100 three times (tags 0,
+     * 1, 2 in push order), 101, 103, 120. */
+    static const sim_time times[] = {100, 100, 100, 101, 103, 120, 0};
+    sim_event *ev[7];
+    for (int i = 0; i < 7; i++)
         ev[i] = push_at(q, times[i], i);
-    int in_place = 1;
-    for (int i = 0; i < 10; i++)
-        in_place &= ev[i]->heap_index == (uint32_t)i;
-    CHECK(in_place);
-
-    /* Cancel slot 5 (t=401): the last event (t=150, slot 9) fills the hole, and being earlier
-     * than the hole's parent (slot 1, t=400) it must swap up into slot 1. */
-    sim_eventq_cancel(q, ev[5]);
+    CHECK_INT_EQ(ev[5]->bucket, 7);
+    /* Pops tag 6 at t=0. Peeking finds t=100 without moving anything ("now" stays 0); the
+     * next pop refills from bucket 7: now = 100, tags 0..2 in bucket 0 (slots 0..2 in seq
+     * order), 101 -> bucket 1 (101 ^ 100 = 1), 103 -> bucket 2 (103 ^ 100 = 3), 120 ->
+     * bucket 5 (120 ^ 100 = 28, highest bit 4); it returns tag 0. */
+    expect_pop(q, 0, 6, "t=0");
+    CHECK_INT_EQ(sim_eventq_peek_time(q), 100);
+    CHECK_INT_EQ(ev[1]->bucket, 7);
+    expect_pop(q, 100, 0, "first t=100");
     CHECK_INT_EQ(sim_eventq__check(q), 0);
-    /* t=150 now in slot 1, t=400 moved down into slot 5 */
-    CHECK_INT_EQ(ev[9]->heap_index, 1);
-    CHECK_INT_EQ(ev[1]->heap_index, 5);
-
-    /* sorted remaining times: 0 100 150 200 300 400 402 403 404 (tags 0 2 9 3 4 1 6 7 8) */
-    static const int order[] = {0, 2, 9, 3, 4, 1, 6, 7, 8};
-    for (size_t i = 0; i < SIM_ARRAY_LEN(order); i++)
-        expect_pop(q, times[order[i]], order[i], "after sift-up cancel");
+    CHECK_INT_EQ(ev[1]->bucket, 0);
+    CHECK_INT_EQ(ev[1]->slot, 1);
+    CHECK_INT_EQ(ev[2]->slot, 2);
+    CHECK_INT_EQ(ev[3]->bucket, 1);
+    CHECK_INT_EQ(ev[4]->bucket, 2);
+    CHECK_INT_EQ(ev[5]->bucket, 5);
+    /* a tombstone at the head of bucket 0, and a moved event */
+    sim_eventq_cancel(q, ev[1]);
+    sim_eventq_cancel(q, ev[4]);
+    CHECK_INT_EQ(sim_eventq__check(q), 0);
+    CHECK_INT_EQ(sim_eventq_peek_time(q), 100);
+    /* a push at the current time goes after the waiting one */
+    push_at(q, 100, 7);
+    expect_pop(q, 100, 2, "t=100 after the tombstone");
+    expect_pop(q, 100, 7, "t=100 pushed last");
+    expect_pop(q, 101, 3, "t=101");
+    expect_pop(q, 120, 5, "t=120");
     CHECK(sim_eventq_pop(q) == NULL);
+    CHECK_INT_EQ(sim_eventq__check(q), 0);
     sim_eventq_destroy(q);
 }
 
@@ -308,7 +331,7 @@ int main(void)
     test_interleaved();
     test_repush();
     test_cancel();
-    test_cancel_sift_up();
+    test_cancel_after_refill();
     test_random_cancel();
     test_destroy_with_events();
     return test_finish();
