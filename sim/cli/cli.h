@@ -14,6 +14,8 @@ int cli_invalid(const char *what, const char *msg, const char *arg, const char *
 /* `stepsim topo` and `stepsim bench-coll`: return the exit code. */
 int cli_topo(int argc, char **argv);
 int cli_bench_coll(int argc, char **argv);
+/* `stepsim bench`: the engine floor and the reference scenarios; the exit code. */
+int cli_bench(int argc, char **argv);
 int cli_export_perfetto(int argc, char **argv);
 int cli_report(int argc, char **argv);
 /* Prints the report of results file `path` (table, or CSV); returns the exit code. */

@@ -43,6 +43,7 @@ static const char usage_main[] =
     "  mem SCENARIO.yaml    the per-GPU memory plan and OOM verdict, without replay\n"
     "  topo TOPOLOGY.yaml   describe a topology: devices, links, bisection, routes\n"
     "  bench-coll ...       time a collective over sizes, like nccl-tests\n"
+    "  bench                the simulator's own speed: engine floor and reference scenarios\n"
     "  trace SCENARIO.yaml  write the generated per-rank op DAG (-o TRACE.h5)\n"
     "  replay TRACE.h5      replay a trace file (edited, or with measured durations)\n"
     "  report OUT.h5        the runs of a results file as a table (--csv)\n"
@@ -550,6 +551,8 @@ int main(int argc, char **argv)
         return cli_topo(argc, argv);
     if (strcmp(argv[1], "bench-coll") == 0)
         return cli_bench_coll(argc, argv);
+    if (strcmp(argv[1], "bench") == 0)
+        return cli_bench(argc, argv);
     if (strcmp(argv[1], "export-perfetto") == 0)
         return cli_export_perfetto(argc, argv);
     if (strcmp(argv[1], "report") == 0)
@@ -562,7 +565,7 @@ int main(int argc, char **argv)
     if (!usage_of(a.cmd)) {
         char msg[256];
         snprintf(msg, sizeof msg, "unknown command '%s'", a.cmd);
-        return invalid("stepsim", msg, "commands: run, check, mem, topo, bench-coll, trace, replay, report, "
+        return invalid("stepsim", msg, "commands: run, check, mem, topo, bench-coll, bench, trace, replay, report, "
                                          "export-perfetto (see `stepsim --help`)");
     }
     a.sets = sim_calloc((size_t)argc, sizeof *a.sets);

@@ -196,7 +196,7 @@ static void write_tables(h5_writer *w, const plan *p)
                 .layer = o->layer,
                 .microbatch = o->microbatch,
                 .name = trace_name(t, o->name),
-                .coll = o->kind == TRACE_OP_COLL ? (int32_t)o->coll : -1,
+                .coll = o->kind == TRACE_OP_COLL ? (int32_t)trace_op_coll(tr, o) : -1,
                 .flops = o->flops,
                 .model_flops = o->model_flops,
                 .bytes = o->bytes,

@@ -187,11 +187,12 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                 const trace_op *dop = &rs->tr->ops[dep];
                 split = rs->stream_free[o->stream];
                 if (dop->kind == TRACE_OP_COLL) {
-                    int cls = c->t->groups[c->t->colls[dop->coll].group].cls;
+                    uint32_t dci = trace_op_coll(rs->tr, dop);
+                    int cls = c->t->groups[c->t->colls[dci].group].cls;
                     cause = (int8_t)cause_of_group(cls);
                     if (cls == PLAN_GROUP_PP) {
                         early = REPLAY_CAUSE_PIPELINE;
-                        split = SIM_MAX(split, c->colls[dop->coll].launched);
+                        split = SIM_MAX(split, c->colls[dci].launched);
                     }
                 } else {
                     cause = dop->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
@@ -232,13 +233,14 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                               o->bytes, tag);
         return;
     }
-    coll_state *cs = &c->colls[o->coll];
-    const trace_group *g = &c->t->groups[c->t->colls[o->coll].group];
+    uint32_t ci = trace_op_coll(rs->tr, o);
+    coll_state *cs = &c->colls[ci];
+    const trace_group *g = &c->t->groups[c->t->colls[ci].group];
     if (++cs->arrived < g->n)
         return;
     cs->launched = now;
-    if (coll_exec_start(&cs->exec, c->topo, c->net, now, o->coll))
-        finish_coll(c, o->coll, now);
+    if (coll_exec_start(&cs->exec, c->topo, c->net, now, ci))
+        finish_coll(c, ci, now);
 }
 
 static void try_start(replay_ctx *c, int rank, int s, sim_time now)
@@ -307,7 +309,7 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time end)
     SIM_GROW(r->timeline, r->cap_timeline, r->n_timeline + 1);
     replay_timeline_row *row = &r->timeline[r->n_timeline++];
     bool coll = o->kind == TRACE_OP_COLL;
-    const trace_coll *tc = coll ? &c->t->colls[o->coll] : NULL;
+    const trace_coll *tc = coll ? &c->t->colls[trace_op_coll(rs->tr, o)] : NULL;
     const char *kind = coll                          ? coll_op_name((coll_op)tc->op)
                        : o->kind == TRACE_OP_COPY    ? (o->to_host ? "copy_d2h" : "copy_h2d")
                        : o->kind == TRACE_OP_HOST    ? "host"
@@ -350,12 +352,13 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
         } else if (o->kind == TRACE_OP_COPY) {
             rs->comm_sent[REPLAY_COMM_OFFLOAD] += o->bytes;
         } else if (o->kind == TRACE_OP_COLL) {
-            const trace_coll *tc = &c->t->colls[o->coll];
+            uint32_t ci = trace_op_coll(rs->tr, o);
+            const trace_coll *tc = &c->t->colls[ci];
             const trace_group *g = &c->t->groups[tc->group];
             int m = 0;
             while (g->ranks[m] != rank)
                 m++;
-            rs->comm_sent[g->cls] += coll_schedule_bytes_sent(&c->colls[o->coll].plan->sched, m);
+            rs->comm_sent[g->cls] += coll_schedule_bytes_sent(&c->colls[ci].plan->sched, m);
             rs->comm_busy_ps += (double)(now - rs->start[op]);
         }
     }
@@ -371,7 +374,8 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
     if (rs->done_ops == rs->tr->n_ops) {
         /* idle time after the rank's last compute op waits for whatever ended its step */
         rs->tail_cause = o->kind == TRACE_OP_COLL
-                             ? (int8_t)cause_of_group(c->t->groups[c->t->colls[o->coll].group].cls)
+                             ? (int8_t)cause_of_group(
+                                   c->t->groups[c->t->colls[trace_op_coll(rs->tr, o)].group].cls)
                          : o->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
                                                        : REPLAY_CAUSE_OFFLOAD;
         rs->step_end[rs->step] = now;
@@ -515,10 +519,11 @@ static void init_colls(replay_ctx *c)
         for (size_t i = 0; i < tr->n_ops; i++) {
             if (tr->ops[i].kind != TRACE_OP_COLL)
                 continue;
-            const trace_group *g = &t->groups[t->colls[tr->ops[i].coll].group];
+            uint32_t ci = trace_op_coll(tr, &tr->ops[i]);
+            const trace_group *g = &t->groups[t->colls[ci].group];
             for (int m = 0; m < g->n; m++)
                 if (g->ranks[m] == r)
-                    c->colls[tr->ops[i].coll].member_op[m] = (uint32_t)i;
+                    c->colls[ci].member_op[m] = (uint32_t)i;
         }
     }
 }
@@ -797,6 +802,9 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
                  rs->tr->n_ops ? trace_name(c.t, rs->tr->ops[op].name) : "-", rs->tr->n_ops);
     }
     out->events = sim_eventq_pushed(c.q);
+    out->flows = hw_net_flows_done(c.net);
+    out->flow_solves = hw_net_solves(c.net);
+    out->simulated_s = sim_time_to_s(now);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
 

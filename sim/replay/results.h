@@ -126,6 +126,9 @@ typedef struct replay_results {
     replay_link_row *links;
     /* engine statistics (not part of the deterministic file contents) */
     uint64_t events;
+    uint64_t flows;       /* network flows completed */
+    uint64_t flow_solves; /* max-min re-solves of the flow rates */
+    double simulated_s;   /* simulated time at the last event */
     double wall_s;
     /* owned strings the rows point to */
     char **strings;

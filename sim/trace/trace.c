@@ -19,6 +19,8 @@ trace *trace_create(int n_ranks)
     trace *t = sim_calloc(1, sizeof *t);
     t->n_ranks = n_ranks;
     t->ranks = sim_calloc((size_t)n_ranks, sizeof *t->ranks);
+    for (int r = 0; r < n_ranks; r++)
+        t->ranks[r].tmpl = -1;
     return t;
 }
 
@@ -26,11 +28,8 @@ void trace_destroy(trace *t)
 {
     if (!t)
         return;
-    for (int r = 0; r < t->n_ranks; r++) {
-        sim_free(t->ranks[r].ops);
-        sim_free(t->ranks[r].deps);
-        sim_free(t->ranks[r].mem);
-    }
+    for (int r = 0; r < t->n_ranks; r++)
+        trace_release_rank(t, r);
     sim_free(t->ranks);
     for (size_t g = 0; g < t->n_groups; g++)
         sim_free(t->groups[g].ranks);
@@ -116,6 +115,7 @@ uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *de
 {
     SIM_ASSERT(rank >= 0 && rank < t->n_ranks, "rank %d", rank);
     trace_rank *r = &t->ranks[rank];
+    SIM_ASSERT(r->tmpl < 0, "adding an op to rank %d, which borrows rank %d's", rank, r->tmpl);
     SIM_GROW(r->ops, r->cap_ops, r->n_ops + 1);
     SIM_GROW(r->deps, r->cap_deps, r->n_deps + n_deps);
     uint32_t idx = (uint32_t)r->n_ops;
@@ -125,6 +125,10 @@ uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *de
     o->n_deps = (uint32_t)n_deps;
     o->mem_first = 0;
     o->n_mem = 0;
+    if (o->kind == TRACE_OP_COLL) {
+        trace_add_rank_coll(t, rank, op->coll);
+        o->coll = (uint32_t)(r->n_colls - 1);
+    }
     for (size_t i = 0; i < n_deps; i++) {
         SIM_ASSERT(deps[i] < idx, "rank %d op %u depends on later op %u", rank, idx, deps[i]);
         r->deps[r->n_deps++] = deps[i];
@@ -132,12 +136,38 @@ uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *de
     return idx;
 }
 
+void trace_add_rank_coll(trace *t, int rank, uint32_t coll)
+{
+    SIM_ASSERT(rank >= 0 && rank < t->n_ranks && coll < t->n_colls, "rank %d coll %u", rank,
+               coll);
+    trace_rank *r = &t->ranks[rank];
+    SIM_GROW(r->colls, r->cap_colls, r->n_colls + 1);
+    r->colls[r->n_colls++] = coll;
+}
+
+void trace_share_rank(trace *t, int rank, int tmpl)
+{
+    SIM_ASSERT(rank >= 0 && rank < t->n_ranks && tmpl >= 0 && tmpl < t->n_ranks && rank != tmpl,
+               "rank %d borrowing from %d", rank, tmpl);
+    trace_rank *r = &t->ranks[rank];
+    const trace_rank *s = &t->ranks[tmpl];
+    SIM_ASSERT(r->n_ops == 0 && r->tmpl < 0 && s->tmpl < 0, "rank %d cannot borrow", rank);
+    r->ops = s->ops;
+    r->n_ops = s->n_ops;
+    r->deps = s->deps;
+    r->n_deps = s->n_deps;
+    r->mem = s->mem;
+    r->n_mem = s->n_mem;
+    r->cap_ops = r->cap_deps = r->cap_mem = 0;
+    r->tmpl = tmpl;
+}
+
 void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool at_end)
 {
     SIM_ASSERT(rank >= 0 && rank < t->n_ranks && cat >= 0 && cat < TRACE_MEM_CATS,
                "rank %d category %d", rank, cat);
     trace_rank *r = &t->ranks[rank];
-    SIM_ASSERT(op < r->n_ops, "memory event for op %u of %zu", op, r->n_ops);
+    SIM_ASSERT(op < r->n_ops && r->tmpl < 0, "memory event for op %u of %zu", op, r->n_ops);
     if (bytes == 0)
         return;
     SIM_GROW(r->mem, r->cap_mem, r->n_mem + 1);
@@ -154,9 +184,15 @@ void trace_finish(trace *t)
 void trace_release_rank(trace *t, int rank)
 {
     trace_rank *r = &t->ranks[rank];
-    sim_free(r->ops);
-    sim_free(r->deps);
-    sim_free(r->mem);
+    if (r->tmpl < 0) {
+        sim_free(r->ops);
+        sim_free(r->deps);
+        sim_free(r->mem);
+    }
+    sim_free(r->colls);
+    r->colls = NULL;
+    r->n_colls = r->cap_colls = 0;
+    r->tmpl = -1;
     r->ops = NULL;
     r->deps = NULL;
     r->mem = NULL;
@@ -166,6 +202,8 @@ void trace_release_rank(trace *t, int rank)
 void trace_finish_rank(trace *t, int rk)
 {
     trace_rank *r = &t->ranks[rk];
+    if (r->tmpl >= 0)
+        return; /* its template is finished (before it was shared) */
     for (size_t i = 0; i < r->n_ops; i++)
         r->ops[i].n_mem = 0;
     for (size_t i = 0; i < r->n_mem; i++)
@@ -211,21 +249,22 @@ int trace_validate(const trace *t, char *why, size_t n)
                 }
             if (o->kind != TRACE_OP_COLL)
                 continue;
-            if (o->coll >= t->n_colls) {
-                NOTE(why, n, "rank %d op %zu: no collective %u", rk, i, o->coll);
+            if (o->coll >= r->n_colls || r->colls[o->coll] >= t->n_colls) {
+                NOTE(why, n, "rank %d op %zu: no collective (ordinal %u)", rk, i, o->coll);
                 rc = -1;
                 break;
             }
-            const trace_group *g = &t->groups[t->colls[o->coll].group];
+            uint32_t ci = trace_op_coll(r, o);
+            const trace_group *g = &t->groups[t->colls[ci].group];
             bool member = false;
             for (int m = 0; m < g->n; m++)
                 member |= g->ranks[m] == rk;
             if (!member) {
                 NOTE(why, n, "rank %d op %zu joins collective %u of a group it is "
-                                "not in", rk, i, o->coll);
+                                "not in", rk, i, ci);
                 rc = -1;
             }
-            seen[o->coll]++;
+            seen[ci]++;
         }
     }
     for (int rk = 0; rk < t->n_ranks && rc == 0; rk++) {

@@ -8,7 +8,15 @@
  * - A dependency names an earlier op of the same rank (an op index smaller than its own).
  * - A collective op (kind TRACE_OP_COLL) refers to a collective instance shared by every
  *   member rank of its group: the instance starts when all members have reached it, and
- *   ends for all of them together. Each member rank has exactly one op per instance.
+ *   ends for all of them together. Each member rank has exactly one op per instance. The
+ *   op holds the ordinal of the collective among its rank's collective ops, and the rank
+ *   maps ordinals to instances (`colls`; trace_op_coll), so that ranks doing the same work
+ *   in different groups can share one op array.
+ * - Shared ranks: a rank whose work equals another's (the same pipeline stage of another
+ *   data-parallel replica, another tensor-parallel rank) borrows that rank's ops,
+ *   dependencies and memory events (`tmpl` >= 0) and owns only its collective map. This is
+ *   what lets a 16K-GPU step fit in memory: the op arrays of one rank per equivalence
+ *   class, plus four bytes per collective op and rank.
  * - One step of the trace is replayed `steps` times; each rank starts step k+1 when all of
  *   its own ops of step k have finished.
  * - Memory: each rank starts with its persistent bytes per category (`base_mem`, e.g. the
@@ -81,7 +89,7 @@ typedef struct trace_op {
     uint32_t name;   /* id in the trace's name table */
     uint32_t dep_first, n_deps; /* into the rank's deps[] */
     uint32_t mem_first, n_mem;  /* into the rank's mem[] (valid after trace_finish) */
-    uint32_t coll;   /* collective instance (TRACE_OP_COLL) */
+    uint32_t coll;   /* TRACE_OP_COLL: ordinal among the rank's collective ops (trace_op_coll) */
     double flops, model_flops, bytes;
     sim_time duration_ps; /* >= 0: a measured duration that replaces the roofline */
 } trace_op;
@@ -94,6 +102,9 @@ typedef struct trace_rank {
     trace_mem *mem;
     size_t n_mem, cap_mem;
     int64_t base_mem[TRACE_MEM_CATS]; /* persistent bytes per category */
+    uint32_t *colls;  /* collective instance of each collective op, by ordinal */
+    size_t n_colls, cap_colls;
+    int32_t tmpl;     /* -1: owns ops/deps/mem; else the rank whose arrays it borrows */
 } trace_rank;
 
 typedef struct trace_group {
@@ -138,9 +149,22 @@ uint32_t trace_add_group(trace *t, int cls, int n, const int32_t *ranks);
 uint32_t trace_add_coll(trace *t, coll_op op, int algo, uint32_t group, double bytes, int root);
 
 /* Appends `op` (its dep_first/n_deps are ignored) to `rank` with the given dependencies
- * (indices of earlier ops of the same rank); returns the new op's index. */
+ * (indices of earlier ops of the same rank); returns the new op's index. A collective op
+ * passes its instance in op->coll; the rank records it and the stored op gets its ordinal. */
 uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *deps,
                       size_t n_deps);
+
+/* The collective instance of collective op `o` of rank `r`. */
+static inline uint32_t trace_op_coll(const trace_rank *r, const trace_op *o)
+{
+    return r->colls[o->coll];
+}
+
+/* Makes `rank` (which has no ops yet) borrow the ops, dependencies and memory events of
+ * `tmpl` (which owns its own, and outlives it). The caller then gives `rank` its own
+ * collective instances, in ordinal order, with trace_add_rank_coll. */
+void trace_share_rank(trace *t, int rank, int tmpl);
+void trace_add_rank_coll(trace *t, int rank, uint32_t coll);
 
 /* Attaches a memory event to op `op` of `rank` (any existing op, in any order). */
 void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool at_end);
@@ -151,7 +175,8 @@ void trace_finish(trace *t);
 /* trace_finish for one rank, for generators that finish ranks one at a time. */
 void trace_finish_rank(trace *t, int rank);
 /* Frees one rank's ops, dependencies and memory events (the rank stays, empty): a caller
- * that only needs each rank's ops once (the memory walk) keeps memory to one rank's worth. */
+ * that only needs each rank's ops once (the memory walk) keeps memory to one rank's worth.
+ * A shared rank only drops its references; a rank others borrow from must outlive them. */
 void trace_release_rank(trace *t, int rank);
 
 /* Checks the invariants listed above (deps point backwards, every collective instance has
