@@ -777,38 +777,56 @@ int plan__dp_trace(plan *p, bool stream, sim_diag *diag)
                               sizeof *g.moe_counts);
     g.moe_sent = sim_calloc((size_t)n_blocks * per_block, sizeof *g.moe_sent);
     p->mem = sim_calloc((size_t)n, sizeof *p->mem);
+    plan_share share;
+    plan__share_init(&g, &share);
     for (int r = 0; r < n; r++) {
         plan__groups_select(&g, r);
-        if (g.n_local > 0)
-            route_tokens(&g, p->coords[r].c[PLAN_GROUP_CP] * (dp / g.ep) +
-                                 p->coords[r].c[PLAN_GROUP_DP] / g.ep,
-                         p->coords[r].c[PLAN_GROUP_EP]);
         for (int u = 0; u < g.n_units; u++)
             g.mine[u] = false;
         for (int c = g.stage; c < C; c += pp)
             for (int u = g.chunk_first[c]; u < g.chunk_first[c + 1]; u++)
                 g.mine[u] = true;
+        memset(g.seq_pos, 0, g.t->n_groups * sizeof *g.seq_pos);
+        persistent(&g, &p->mem[r]);
+        memcpy(g.t->ranks[r].base_mem, p->mem[r].bytes, sizeof g.t->ranks[r].base_mem);
+        if (plan__share_clone(&g, &share, r)) {
+            if (stream) {
+                p->trace = g.t;
+                plan__walk_rank(p, r);
+                trace_release_rank(g.t, r);
+            }
+            continue;
+        }
+        if (g.n_local > 0)
+            route_tokens(&g, p->coords[r].c[PLAN_GROUP_CP] * (dp / g.ep) +
+                                 p->coords[r].c[PLAN_GROUP_DP] / g.ep,
+                         p->coords[r].c[PLAN_GROUP_EP]);
         g.have_last_coll = false;
         g.have_pending = false;
         g.have_compute = false;
         g.fill = 0;
         g.n_deferred = 0;
-        memset(g.seq_pos, 0, g.t->n_groups * sizeof *g.seq_pos);
-        persistent(&g, &p->mem[r]);
-        memcpy(g.t->ranks[r].base_mem, p->mem[r].bytes, sizeof g.t->ranks[r].base_mem);
+        double mf = g.model_flops, hf = g.hardware_flops;
         if (pp > 1)
             gen_pipeline(&g);
         else if (g.zero == 3 && g.n > 1)
             gen_fsdp(&g);
         else
             gen_bucketed(&g);
-        if (stream) {
+        share.model_flops[r] = g.model_flops - mf;
+        share.hardware_flops[r] = g.hardware_flops - hf;
+        if (stream || share.users[r] > 0)
             trace_finish_rank(g.t, r);
+        plan__share_template_done(&g, &share, r);
+        if (stream) {
             p->trace = g.t;
             plan__walk_rank(p, r);
-            trace_release_rank(g.t, r);
+            /* a template stays until the end: later ranks borrow its ops */
+            if (share.users[r] == 0)
+                trace_release_rank(g.t, r);
         }
     }
+    plan__share_clear(&share);
     if (!stream)
         trace_finish(g.t);
     p->trace = g.t;

@@ -129,6 +129,25 @@ int plan__groups_create(gen *g, sim_diag *diag);
 void plan__groups_select(gen *g, int r);
 void plan__groups_destroy(gen *g);
 
+/* Ranks borrowing a template rank's ops (plan/share.c). */
+typedef struct plan_share {
+    bool enabled;
+    int n;                   /* ranks */
+    int *tmpl;               /* per rank: the rank it borrows from, or -1 (generated) */
+    int *users;              /* per template: ranks expected to borrow from it */
+    double *model_flops, *hardware_flops; /* per template: what its ops add to the totals */
+    uint16_t **roles;        /* per template: the role of each collective op's group */
+} plan_share;
+
+bool plan__share_enabled(const gen *g);
+void plan__share_init(gen *g, plan_share *s);
+void plan__share_clear(plan_share *s);
+/* Call after generating rank T (its flops recorded in s): prepares it to be borrowed. */
+void plan__share_template_done(gen *g, plan_share *s, int T);
+/* Makes rank r (groups selected) borrow its template's ops and join its own groups'
+ * collectives; false (nothing done) when it has no template or its groups do not match. */
+bool plan__share_clone(gen *g, plan_share *s, int r);
+
 /* Gradient bytes the unit's backward produces on this rank. */
 double plan__unit_grad_bytes(const gen *g, const unit *u);
 

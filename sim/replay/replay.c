@@ -61,6 +61,7 @@ typedef struct rank_state {
     uint32_t *succ;      /* successors, CSR */
     uint32_t *succ_first;
     uint32_t *stream_ops; /* op indices per stream in order, CSR */
+    bool borrowed;        /* succ and stream_ops are its template rank's (trace.h) */
     uint32_t stream_first[TRACE_STREAMS + 1];
     uint32_t head[TRACE_STREAMS];
     bool busy[TRACE_STREAMS];
@@ -394,6 +395,17 @@ static void init_rank(replay_ctx *c, int rank)
     rs->start = sim_calloc(n, sizeof *rs->start);
     rs->end = sim_calloc(n, sizeof *rs->end);
     rs->step_end = sim_calloc((size_t)c->steps, sizeof *rs->step_end);
+    if (tr->tmpl >= 0) {
+        /* the op arrays are its template's, and so are what the replay derives from them */
+        const rank_state *ts = &c->ranks[tr->tmpl];
+        SIM_ASSERT(tr->tmpl < rank && ts->tr == &c->t->ranks[tr->tmpl], "rank %d's template", rank);
+        rs->succ_first = ts->succ_first;
+        rs->succ = ts->succ;
+        rs->stream_ops = ts->stream_ops;
+        memcpy(rs->stream_first, ts->stream_first, sizeof rs->stream_first);
+        rs->borrowed = true;
+        return;
+    }
     /* successors (reverse dependencies) */
     rs->succ_first = sim_calloc(n + 1, sizeof *rs->succ_first);
     rs->succ = sim_calloc(tr->n_deps, sizeof *rs->succ);
@@ -427,9 +439,11 @@ static void clear_rank(rank_state *rs)
     sim_free(rs->start);
     sim_free(rs->end);
     sim_free(rs->step_end);
-    sim_free(rs->succ_first);
-    sim_free(rs->succ);
-    sim_free(rs->stream_ops);
+    if (!rs->borrowed) {
+        sim_free(rs->succ_first);
+        sim_free(rs->succ);
+        sim_free(rs->stream_ops);
+    }
     sim_free(rs->ivs);
 }
 

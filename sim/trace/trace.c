@@ -116,6 +116,7 @@ uint32_t trace_add_op(trace *t, int rank, const trace_op *op, const uint32_t *de
     SIM_ASSERT(rank >= 0 && rank < t->n_ranks, "rank %d", rank);
     trace_rank *r = &t->ranks[rank];
     SIM_ASSERT(r->tmpl < 0, "adding an op to rank %d, which borrows rank %d's", rank, r->tmpl);
+    r->finished = false;
     SIM_GROW(r->ops, r->cap_ops, r->n_ops + 1);
     SIM_GROW(r->deps, r->cap_deps, r->n_deps + n_deps);
     uint32_t idx = (uint32_t)r->n_ops;
@@ -151,7 +152,8 @@ void trace_share_rank(trace *t, int rank, int tmpl)
                "rank %d borrowing from %d", rank, tmpl);
     trace_rank *r = &t->ranks[rank];
     const trace_rank *s = &t->ranks[tmpl];
-    SIM_ASSERT(r->n_ops == 0 && r->tmpl < 0 && s->tmpl < 0, "rank %d cannot borrow", rank);
+    SIM_ASSERT(r->n_ops == 0 && r->tmpl < 0 && s->tmpl < 0 && s->finished,
+               "rank %d cannot borrow from rank %d", rank, tmpl);
     r->ops = s->ops;
     r->n_ops = s->n_ops;
     r->deps = s->deps;
@@ -170,6 +172,7 @@ void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool
     SIM_ASSERT(op < r->n_ops && r->tmpl < 0, "memory event for op %u of %zu", op, r->n_ops);
     if (bytes == 0)
         return;
+    r->finished = false;
     SIM_GROW(r->mem, r->cap_mem, r->n_mem + 1);
     r->mem[r->n_mem++] = (trace_mem){.bytes = bytes, .op = op, .cat = (uint8_t)cat,
                                      .at_end = at_end};
@@ -193,6 +196,7 @@ void trace_release_rank(trace *t, int rank)
     r->colls = NULL;
     r->n_colls = r->cap_colls = 0;
     r->tmpl = -1;
+    r->finished = false;
     r->ops = NULL;
     r->deps = NULL;
     r->mem = NULL;
@@ -202,8 +206,9 @@ void trace_release_rank(trace *t, int rank)
 void trace_finish_rank(trace *t, int rk)
 {
     trace_rank *r = &t->ranks[rk];
-    if (r->tmpl >= 0)
-        return; /* its template is finished (before it was shared) */
+    if (r->tmpl >= 0 || r->finished)
+        return; /* a borrower's template was finished before it was shared */
+    r->finished = true;
     for (size_t i = 0; i < r->n_ops; i++)
         r->ops[i].n_mem = 0;
     for (size_t i = 0; i < r->n_mem; i++)

@@ -105,6 +105,7 @@ typedef struct trace_rank {
     uint32_t *colls;  /* collective instance of each collective op, by ordinal */
     size_t n_colls, cap_colls;
     int32_t tmpl;     /* -1: owns ops/deps/mem; else the rank whose arrays it borrows */
+    bool finished;    /* memory events indexed by op (trace_finish_rank) since the last change */
 } trace_rank;
 
 typedef struct trace_group {

@@ -6,7 +6,7 @@
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
       | cp
 Each expected number is derived in a comment next to it."""
-import json, os, subprocess, sys, tempfile
+import json, os, re, subprocess, sys, tempfile
 
 mode, stepsim, root = sys.argv[1], sys.argv[2], sys.argv[3]
 contract_check = sys.argv[4] if len(sys.argv) > 4 else None
@@ -736,7 +736,56 @@ def cp():
                   "ring_shift rows: %d" % len(hops))
 
 
-{"acceptance": acceptance, "errors": errors, "determinism": determinism,
+def sharing():
+    # Ranks of one pipeline stage borrow their stage's first rank's ops (plan/share.c);
+    # that must change nothing: for each strategy, the JSON summary, the memory plan and
+    # the HDF5 results file (timeline included) are byte-identical with sharing switched
+    # off (STEPSIM_NO_SHARING=1, every rank generated).
+    ddp = os.path.join(data, "ddp.yaml")
+    topo = ["--set", "topology=" + os.path.join(root, "topologies", "dgx-h100.yaml"),
+            "--set", "topology.nodes=2", "--set", "training.flash_attention=true",
+            "--set", "training.global_batch=32", "--set", "training.micro_batch=1",
+            "--set", "model.layers=4", "--set", "collectives.dp=auto"]
+    cases = {
+        "ddp": ["--set", "parallel.dp=16", "--set", "parallel.ddp.overlap=true"],
+        "3d-interleaved": ["--set", "parallel.tp=2", "--set", "parallel.sp=true",
+                           "--set", "parallel.pp=2", "--set", "parallel.dp=4",
+                           "--set", "parallel.pipeline.schedule=interleaved",
+                           "--set", "parallel.pipeline.virtual_stages=2"],
+        "fsdp-hybrid": ["--set", "parallel.dp=16", "--set", "parallel.zero=3",
+                        "--set", "parallel.fsdp.hybrid_shard=true"],
+        "cp-tp": ["--set", "parallel.cp=2", "--set", "parallel.tp=2", "--set", "parallel.dp=4"],
+        "zero1-gather": ["--set", "parallel.tp=2", "--set", "parallel.pp=2", "--set", "parallel.dp=4",
+                         "--set", "parallel.zero=1", "--set", "parallel.ddp.overlap_param_gather=true"],
+    }
+    env_off = dict(os.environ, STEPSIM_NO_SHARING="1")
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, sets in cases.items():
+            outs = []
+            for env in (None, env_off):
+                # the same path both times: the command line is stored in the file
+                h5 = os.path.join(tmp, "out.h5")
+                args = [stepsim, "run", ddp] + topo + sets + ["--json", "-o", h5, "--set", "simulation.timeline=true"]
+                p = subprocess.run(args, capture_output=True, text=True, env=env)
+                check(p.returncode == 0, "%s: %s" % (name, p.stderr.strip()))
+                # 16 GPUs; with sharing, ops are generated for one rank per pipeline stage
+                own = re.search(r"ops generated for (\d+) rank", p.stderr)
+                want = (2 if "parallel.pp=2" in sets else 1) if env is None else 16
+                check(own and int(own.group(1)) == want,
+                      "%s: ops generated for %s ranks, expected %d" % (name, own and own.group(1), want))
+                m = subprocess.run([stepsim, "mem", ddp] + topo + sets + ["--json"],
+                                   capture_output=True, text=True, env=env)
+                check(m.returncode == 0, "%s mem: %s" % (name, m.stderr.strip()))
+                data_h5 = open(h5, "rb").read() if os.path.exists(h5) else b""
+                if os.path.exists(h5):
+                    os.remove(h5)
+                outs.append((p.stdout, m.stdout, data_h5))
+            check(outs[0][0] == outs[1][0] and outs[0][0] != "", "%s: the same JSON summary" % name)
+            check(outs[0][1] == outs[1][1] and outs[0][1] != "", "%s: the same memory plan" % name)
+            check(outs[0][2] == outs[1][2] and len(outs[0][2]) > 0, "%s: the same HDF5 bytes" % name)
+
+
+{"acceptance": acceptance, "sharing": sharing, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
  "moe": moe, "cp": cp}[mode]()
 if failures:
