@@ -122,7 +122,8 @@ static engine_result engine_hold(size_t pending, uint64_t events)
 typedef struct scenario_stats {
     int status; /* 0 ok; else what went wrong, in `error` */
     int gpus;
-    uint64_t ops, events, flows, solves;
+    uint64_t ops, events, flows, solves, rounds, rounds_split;
+    int generated; /* ranks whose ops were generated (the others share them) */
     double plan_s, replay_s, simulated_s, step_s;
     char error[200];
 } scenario_stats;
@@ -155,8 +156,10 @@ static void run_child(const char *path, scenario_stats *st)
     }
     st->plan_s = now_s() - t0;
     st->gpus = p->n_ranks;
-    for (int r = 0; r < p->trace->n_ranks; r++)
+    for (int r = 0; r < p->trace->n_ranks; r++) {
         st->ops += p->trace->ranks[r].n_ops;
+        st->generated += p->trace->ranks[r].tmpl < 0;
+    }
     replay_results *res = replay_results_create();
     replay_options opt = {0};
     replay_run(p, &opt, res);
@@ -167,6 +170,8 @@ static void run_child(const char *path, scenario_stats *st)
     st->events = res->events;
     st->flows = res->flows;
     st->solves = res->flow_solves;
+    st->rounds = res->rounds_isolated;
+    st->rounds_split = res->rounds_split;
     st->replay_s = res->wall_s;
     st->simulated_s = res->simulated_s;
     st->step_s = res->summary.step_time_s;
@@ -264,9 +269,9 @@ static void print_tables(const engine_result *e, size_t n_e, const scenario_resu
     double floor_ns = n_e ? 1e9 / e[n_e - 1].events_per_s : 0;
     printf("\nscenarios (one step each; x floor = ns/event over the 10^%d-pending floor)\n",
            n_e && e[n_e - 1].pending >= 100000 ? 5 : 3);
-    printf("  %-26s %6s %11s %11s %10s %10s %8s %8s %10s %7s %7s %8s %9s\n", "scenario",
-           "GPUs", "ops", "events", "flows", "solves", "gen s", "replay s", "events/s",
-           "ns/ev", "x floor", "RSS GiB", "sim/wall");
+    printf("  %-26s %6s %6s %11s %11s %10s %10s %9s %8s %8s %10s %7s %7s %8s %9s\n",
+           "scenario", "GPUs", "gen'd", "ops", "events", "flows", "solves", "1-ev rnds",
+           "gen s", "replay s", "events/s", "ns/ev", "x floor", "RSS GiB", "sim/wall");
     for (size_t i = 0; i < n_s; i++) {
         const scenario_result *r = &s[i];
         if (r->st.status != 0) {
@@ -274,10 +279,10 @@ static void print_tables(const engine_result *e, size_t n_e, const scenario_resu
             continue;
         }
         double ns = ns_per_event(r);
-        printf("  %-26s %6d %11" PRIu64 " %11" PRIu64 " %10" PRIu64 " %10" PRIu64
-               " %8.2f %8.2f %10.4g %7.1f %7.1f %8.2f %9.3g\n",
-               r->name, r->st.gpus, r->st.ops, r->st.events, r->st.flows, r->st.solves,
-               r->st.plan_s, r->st.replay_s,
+        printf("  %-26s %6d %6d %11" PRIu64 " %11" PRIu64 " %10" PRIu64 " %10" PRIu64
+               " %9" PRIu64 " %8.2f %8.2f %10.4g %7.1f %7.1f %8.2f %9.3g\n",
+               r->name, r->st.gpus, r->st.generated, r->st.ops, r->st.events, r->st.flows,
+               r->st.solves, r->st.rounds, r->st.plan_s, r->st.replay_s,
                r->st.replay_s > 0 ? (double)r->st.events / r->st.replay_s : 0, ns,
                floor_ns > 0 ? ns / floor_ns : 0, r->rss_gib,
                r->st.replay_s + r->st.plan_s > 0
@@ -317,11 +322,13 @@ static void print_json(const engine_result *e, size_t n_e, const scenario_result
             printf(", \"error\": ");
             print_json_string(r->st.error);
         }
-        printf(", \"gpus\": %d, \"ops\": %" PRIu64 ", \"events\": %" PRIu64
-               ", \"flows\": %" PRIu64 ", \"flow_solves\": %" PRIu64
+        printf(", \"gpus\": %d, \"ranks_generated\": %d, \"ops\": %" PRIu64
+               ", \"events\": %" PRIu64 ", \"flows\": %" PRIu64 ", \"flow_solves\": %" PRIu64
+               ", \"rounds_isolated\": %" PRIu64 ", \"rounds_split\": %" PRIu64
                ", \"generate_s\": %.6g, \"replay_s\": %.6g, \"ns_per_event\": %.6g"
                ", \"peak_rss_gib\": %.4g, \"simulated_s\": %.9g, \"step_time_s\": %.9g}",
-               r->st.gpus, r->st.ops, r->st.events, r->st.flows, r->st.solves, r->st.plan_s,
+               r->st.gpus, r->st.generated, r->st.ops, r->st.events, r->st.flows, r->st.solves,
+               r->st.rounds, r->st.rounds_split, r->st.plan_s,
                r->st.replay_s, ns_per_event(r), r->rss_gib, r->st.simulated_s, r->st.step_s);
     }
     printf("]}\n");

@@ -53,15 +53,17 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
         if (first == last)
             continue;
         x->outstanding = last - first;
+        hw_net_round_begin(net);
         for (size_t i = first; i < last; i++) {
             const coll_xfer *xf = &s->xfers[i];
             sim_time lat;
             double wire;
             const hw_route *r;
             coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
-            hw_net_start_flow_dev(net, now + lat, device_of(x, topo, xf->src),
-                                  device_of(x, topo, xf->dst), wire, tag);
+            hw_net_round_add(net, now + lat + r->latency_ps, device_of(x, topo, xf->src),
+                             device_of(x, topo, xf->dst), wire, r);
         }
+        hw_net_round_end(net, tag);
         return false;
     }
     return true;

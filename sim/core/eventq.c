@@ -35,7 +35,8 @@
 #define EVENTQ_INSERTION_SORT_MAX 24
 
 typedef struct qentry {
-    sim_time time; /* a copy of ev->time, so scans stay inside the bucket array */
+    sim_time time; /* copies of ev->time and ev->seq, so scans and sorts stay inside the */
+    uint64_t seq;  /* bucket array */
     sim_event *ev; /* NULL: a cancelled slot of bucket 0 */
 } qentry;
 
@@ -60,12 +61,13 @@ static inline unsigned bucket_of(sim_time last, sim_time t)
     return x ? 64u - (unsigned)__builtin_clzll(x) : 0u;
 }
 
-static inline void bucket_append(sim_eventq *q, unsigned j, sim_time t, sim_event *ev)
+static inline void bucket_append(sim_eventq *q, unsigned j, qentry x)
 {
     qbucket *b = &q->b[j];
     if (b->n == b->cap)
         SIM_GROW(b->e, b->cap, b->n + 1);
-    b->e[b->n] = (qentry){t, ev};
+    b->e[b->n] = x;
+    sim_event *ev = x.ev;
     ev->bucket = (uint8_t)j;
     ev->slot = (uint32_t)b->n;
     b->n++;
@@ -75,19 +77,25 @@ static inline void bucket_append(sim_eventq *q, unsigned j, sim_time t, sim_even
 
 static int entry_seq_cmp(const void *pa, const void *pb)
 {
-    uint64_t a = ((const qentry *)pa)->ev->seq, b = ((const qentry *)pb)->ev->seq;
+    uint64_t a = ((const qentry *)pa)->seq, b = ((const qentry *)pb)->seq;
     return (a > b) - (a < b);
 }
 
-/* Puts bucket 0 (all at one time) in seq order and records the new slots. */
+/* Puts bucket 0 (all at one time) in seq order and records the new slots. The entries come
+ * from one bucket, mostly in push order already. */
 static void sort_bucket0(qbucket *b0)
 {
     size_t n = b0->n;
+    size_t inversions = 0;
+    for (size_t i = 1; i < n; i++)
+        inversions += b0->e[i - 1].seq > b0->e[i].seq;
+    if (inversions == 0)
+        return; /* slots already recorded by bucket_append */
     if (n <= EVENTQ_INSERTION_SORT_MAX) {
         for (size_t i = 1; i < n; i++) {
             qentry x = b0->e[i];
             size_t k = i;
-            for (; k > 0 && b0->e[k - 1].ev->seq > x.ev->seq; k--)
+            for (; k > 0 && b0->e[k - 1].seq > x.seq; k--)
                 b0->e[k] = b0->e[k - 1];
             b0->e[k] = x;
         }
@@ -121,7 +129,7 @@ static bool refill(sim_eventq *q)
     for (size_t k = 0; k < n; k++) {
         unsigned j = bucket_of(m, bi->e[k].time);
         SIM_ASSERT(j < i, "event moved up from bucket %u to %u", i, j);
-        bucket_append(q, j, bi->e[k].time, bi->e[k].ev);
+        bucket_append(q, j, bi->e[k]);
     }
     if (q->b[0].n > 1)
         sort_bucket0(&q->b[0]);
@@ -191,7 +199,7 @@ void sim_eventq_push(sim_eventq *q, sim_event *ev, sim_time time)
     SIM_ASSERT(q->size < SIM_EVENT_NOT_QUEUED, "event queue full (%zu events)", q->size);
     ev->time = time;
     ev->seq = q->next_seq++;
-    bucket_append(q, bucket_of(q->last, time), time, ev);
+    bucket_append(q, bucket_of(q->last, time), (qentry){time, ev->seq, ev});
     q->size++;
 }
 
@@ -287,7 +295,8 @@ int sim_eventq__check(const sim_eventq *q)
                 continue;
             }
             live++;
-            if (ev->bucket != j || ev->slot != k || ev->time != b->e[k].time) {
+            if (ev->bucket != j || ev->slot != k || ev->time != b->e[k].time ||
+                ev->seq != b->e[k].seq) {
                 fprintf(stderr, "eventq: bucket %u slot %zu records bucket %u slot %" PRIu32
                         " time %" PRId64 " (entry time %" PRId64 ")\n", j, k, ev->bucket,
                         ev->slot, ev->time, b->e[k].time);

@@ -30,7 +30,7 @@
 
 #include "hw/net.h"
 
-enum { NET_EV_ACTIVATE, NET_EV_COMPLETE, NET_EV_RESOLVE };
+enum { NET_EV_ACTIVATE, NET_EV_COMPLETE, NET_EV_RESOLVE, NET_EV_ROUND };
 enum { FLOW_FREE, FLOW_LATENT, FLOW_ACTIVE };
 
 typedef struct net_member {
@@ -49,6 +49,8 @@ typedef struct net_link {
     double rem, wsum;
     int32_t heap_pos;    /* -1 when not in the heap */
     bool dirty;
+    int32_t round;       /* the isolated round holding the link, -1 if none */
+    int32_t n_latent;    /* flows started whose route crosses it, not yet active */
 } net_link;
 
 typedef struct net_flow {
@@ -67,6 +69,25 @@ typedef struct net_flow {
     bool fixed;
     int32_t next_free;
 } net_flow;
+
+/* A transfer of an isolated round (see hw_net_round_end): alone on its links, it starts
+ * consuming at `act` and runs at its route's bottleneck bandwidth until `end`. */
+typedef struct round_xfer {
+    int src, dst; /* devices */
+    const hw_route *route;
+    sim_time act, end;
+    double bytes, rate;
+} round_xfer;
+
+typedef struct net_round {
+    uint64_t tag;
+    int n, cap;
+    round_xfer *x;
+    sim_time end;   /* the last transfer's end: the round's event */
+    sim_event *ev;
+    bool settled;   /* link counters taken and links released already */
+    int32_t next_free;
+} net_round;
 
 struct hw_net {
     hw_topo *topo;
@@ -88,6 +109,14 @@ struct hw_net {
     int32_t *comp_links, *comp_flows, *heap;
     size_t cap_comp_links, cap_comp_flows, cap_heap;
     uint64_t flows_done, solves, resolved;
+    /* isolated rounds */
+    bool rounds_enabled;
+    net_round *rounds;
+    int32_t n_rounds, round_free;
+    size_t cap_rounds;
+    round_xfer *pending; /* the round being described (hw_net_round_add) */
+    int n_pending, cap_pending;
+    uint64_t rounds_fast, rounds_split;
 };
 
 hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow_done_fn done,
@@ -102,6 +131,8 @@ hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow
     net->ctx = ctx;
     net->free_head = -1;
     net->theta = INFINITY;
+    net->rounds_enabled = true;
+    net->round_free = -1;
     net->n_links = hw_topo_link_count(topo);
     net->links = sim_calloc((size_t)net->n_links + 1, sizeof *net->links);
     for (int i = 0; i < net->n_links; i++) {
@@ -111,6 +142,7 @@ hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow
                                            .cls = hw_link_class_name(l->cls),
                                            .bw_Bps = l->bw_Bps};
         net->links[i].heap_pos = -1;
+        net->links[i].round = -1;
     }
     return net;
 }
@@ -127,6 +159,10 @@ void hw_net_destroy(hw_net *net)
     sim_free(net->comp_links);
     sim_free(net->comp_flows);
     sim_free(net->heap);
+    for (int32_t i = 0; i < net->n_rounds; i++)
+        sim_free(net->rounds[i].x);
+    sim_free(net->rounds);
+    sim_free(net->pending);
     sim_free(net);
 }
 
@@ -181,6 +217,8 @@ void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, 
         }
         f->weight[k]++;
     }
+    for (int k = 0; k < f->n_links; k++)
+        net->links[f->link[k]].n_latent++;
     schedule(net, id, NET_EV_ACTIVATE, now + r->latency_ps);
 }
 
@@ -204,7 +242,10 @@ static void advance(hw_net *net, net_flow *f, sim_time now)
         net->links[f->link[k]].st.bytes += moved * f->weight[k];
 }
 
-static void attach(hw_net *net, int32_t id, sim_time now)
+static void split_round(hw_net *net, int32_t ri, sim_time now);
+
+/* Adds an active flow to its links' member lists (no isolated round holds them). */
+static void attach_links(hw_net *net, int32_t id, sim_time now)
 {
     net_flow *f = &net->flows[id];
     net->theta = 0; /* an addition can lower anybody's rate */
@@ -221,6 +262,17 @@ static void attach(hw_net *net, int32_t id, sim_time now)
             l->busy_since = now;
         mark_dirty(net, f->link[k], now);
     }
+}
+
+static void attach(hw_net *net, int32_t id, sim_time now)
+{
+    /* a link held by an isolated round is shared from now on: the round becomes flows */
+    for (int k = 0; k < net->flows[id].n_links; k++) {
+        int32_t ri = net->links[net->flows[id].link[k]].round;
+        if (ri >= 0)
+            split_round(net, ri, now);
+    }
+    attach_links(net, id, now);
 }
 
 static void detach(hw_net *net, int32_t id, sim_time now)
@@ -423,6 +475,210 @@ static void resolve(hw_net *net, sim_time now)
     }
 }
 
+/* ---- isolated rounds ------------------------------------------------------------------ */
+
+/* A round whose transfers each cross links that nothing else uses, none twice, and that no
+ * other transfer of the round crosses, has a max-min solution known in advance: every
+ * transfer runs at its route's bottleneck bandwidth from its activation to its end. The net
+ * then times the round with one event instead of an activation, a re-solve and a completion
+ * per transfer, and holds its links; a flow that later needs one of them splits the round
+ * into ordinary flows at that instant (split_round), carrying their progress, so the rates
+ * from then on are max-min's again. Completion times, byte and busy-time counters are the
+ * ones the ordinary path computes, operation for operation. */
+
+void hw_net_set_rounds(hw_net *net, bool enabled)
+{
+    net->rounds_enabled = enabled;
+}
+
+void hw_net_round_begin(hw_net *net)
+{
+    net->n_pending = 0;
+}
+
+void hw_net_round_add(hw_net *net, sim_time act, int src_dev, int dst_dev, double bytes,
+                      const hw_route *route)
+{
+    SIM_ASSERT(bytes >= 0 && isfinite(bytes), "flow of %g bytes", bytes);
+    if (net->n_pending == net->cap_pending) {
+        net->cap_pending = net->cap_pending ? 2 * net->cap_pending : 64;
+        net->pending = sim_realloc_array(net->pending, (size_t)net->cap_pending,
+                                         sizeof *net->pending);
+    }
+    net->pending[net->n_pending++] = (round_xfer){.src = src_dev, .dst = dst_dev,
+                                                  .route = route, .act = act, .bytes = bytes};
+}
+
+static bool round_isolated(hw_net *net)
+{
+    if (!net->rounds_enabled || net->n_pending == 0)
+        return false;
+    if (++net->stamp == 0)
+        net->stamp = 1;
+    uint32_t st = net->stamp;
+    for (int i = 0; i < net->n_pending; i++) {
+        const round_xfer *x = &net->pending[i];
+        if (x->bytes <= 0 || x->route->n == 0)
+            return false;
+        for (int k = 0; k < x->route->n; k++) {
+            net_link *l = &net->links[x->route->links[k]];
+            if (l->n_members > 0 || l->n_latent > 0 || l->round >= 0 || l->stamp == st)
+                return false;
+            l->stamp = st;
+        }
+    }
+    return true;
+}
+
+void hw_net_round_end(hw_net *net, uint64_t tag)
+{
+    if (!round_isolated(net)) {
+        for (int i = 0; i < net->n_pending; i++) {
+            const round_xfer *x = &net->pending[i];
+            hw_net_start_flow_dev(net, x->act - x->route->latency_ps, x->src, x->dst, x->bytes,
+                                  tag);
+        }
+        return;
+    }
+    int32_t ri;
+    if (net->round_free >= 0) {
+        ri = net->round_free;
+        net->round_free = net->rounds[ri].next_free;
+    } else {
+        SIM_GROW(net->rounds, net->cap_rounds, (size_t)net->n_rounds + 1);
+        ri = net->n_rounds++;
+        net->rounds[ri] = (net_round){0};
+    }
+    net_round *R = &net->rounds[ri];
+    if (R->cap < net->n_pending) {
+        R->cap = net->n_pending;
+        R->x = sim_realloc_array(R->x, (size_t)R->cap, sizeof *R->x);
+    }
+    R->tag = tag;
+    R->n = net->n_pending;
+    R->settled = false;
+    R->next_free = -1;
+    R->end = 0;
+    for (int i = 0; i < R->n; i++) {
+        round_xfer *x = &R->x[i];
+        *x = net->pending[i];
+        /* what progressive filling gives a flow alone on its links: the smallest share */
+        double rate = INFINITY;
+        for (int k = 0; k < x->route->n; k++) {
+            net_link *l = &net->links[x->route->links[k]];
+            rate = fmin(rate, l->st.bw_Bps / 1.0);
+            l->round = ri;
+        }
+        x->rate = rate;
+        x->end = x->act + (sim_time)ceil(x->bytes / rate * (double)SIM_PS_PER_S);
+        R->end = SIM_MAX(R->end, x->end);
+    }
+    sim_event *ev = sim_eventq_alloc(net->q);
+    ev->type = net->type;
+    ev->a = NET_EV_ROUND;
+    ev->c = ri;
+    R->ev = ev;
+    sim_eventq_push(net->q, ev, R->end);
+    net->rounds_fast++;
+}
+
+/* Adds a finished transfer's bytes and busy time to its links, as advance() and detach()
+ * would have at its completion. */
+static void settle_xfer(hw_net *net, const round_xfer *x)
+{
+    double moved = x->rate * (double)(x->end - x->act) / (double)SIM_PS_PER_S;
+    if (moved > x->bytes)
+        moved = x->bytes;
+    for (int k = 0; k < x->route->n; k++) {
+        net_link *l = &net->links[x->route->links[k]];
+        l->st.bytes += moved;
+        l->st.bytes += x->bytes - moved;
+        l->st.busy_ps += x->end - x->act;
+    }
+}
+
+static void release_links(hw_net *net, const net_round *R)
+{
+    for (int i = 0; i < R->n; i++)
+        for (int k = 0; k < R->x[i].route->n; k++)
+            net->links[R->x[i].route->links[k]].round = -1;
+}
+
+static void round_done(hw_net *net, int32_t ri, sim_time now)
+{
+    net_round *R = &net->rounds[ri];
+    if (!R->settled) {
+        for (int i = 0; i < R->n; i++)
+            settle_xfer(net, &R->x[i]);
+        release_links(net, R);
+    }
+    uint64_t tag = R->tag;
+    int n = R->n;
+    R->next_free = net->round_free;
+    net->round_free = ri;
+    net->flows_done += (uint64_t)n;
+    for (int i = 0; i < n; i++)
+        net->done(net->ctx, tag, now);
+}
+
+/* A flow needs a link of round `ri` at `now`: the round's transfers become ordinary flows
+ * (finished ones complete now, waiting ones stay latent, running ones keep their progress). */
+static void split_round(hw_net *net, int32_t ri, sim_time now)
+{
+    net_round *R = &net->rounds[ri];
+    if (R->end <= now) {
+        /* every transfer has ended: take the counters now; the round's event (at now)
+         * still reports the completions */
+        if (!R->settled) {
+            for (int i = 0; i < R->n; i++)
+                settle_xfer(net, &R->x[i]);
+            release_links(net, R);
+            R->settled = true;
+        }
+        return;
+    }
+    release_links(net, R);
+    sim_eventq_cancel(net->q, R->ev);
+    net->rounds_split++;
+    for (int i = 0; i < R->n; i++) {
+        round_xfer x = R->x[i];
+        if (x.end <= now) {
+            settle_xfer(net, &x);
+            /* an empty flow: completes at its activation, now */
+            hw_net_start_flow_dev(net, now - x.route->latency_ps, x.src, x.dst, 0, R->tag);
+            continue;
+        }
+        if (x.act > now) {
+            hw_net_start_flow_dev(net, x.act - x.route->latency_ps, x.src, x.dst, x.bytes,
+                                  R->tag);
+            continue;
+        }
+        /* running since x.act at x.rate: an active flow with its progress */
+        int32_t id;
+        if (net->free_head >= 0) {
+            id = net->free_head;
+            net->free_head = net->flows[id].next_free;
+        } else {
+            SIM_GROW(net->flows, net->cap_flows, (size_t)net->n_flows + 1);
+            id = net->n_flows++;
+        }
+        net_flow *f = &net->flows[id];
+        *f = (net_flow){.tag = R->tag, .state = FLOW_ACTIVE, .route = x.route,
+                        .remaining = x.bytes, .rate = x.rate, .last = x.act, .next_free = -1};
+        for (int k = 0; k < x.route->n; k++) {
+            f->link[k] = x.route->links[k];
+            f->weight[k] = 1;
+        }
+        f->n_links = x.route->n;
+        advance(net, f, now);
+        attach_links(net, id, now);
+        for (int k = 0; k < f->n_links; k++)
+            net->links[f->link[k]].busy_since = x.act; /* it had the link to itself */
+    }
+    R->next_free = net->round_free;
+    net->round_free = ri;
+}
+
 void hw_net_handle(hw_net *net, sim_event *ev)
 {
     SIM_ASSERT(ev->type == net->type, "event type %u", ev->type);
@@ -435,6 +691,8 @@ void hw_net_handle(hw_net *net, sim_event *ev)
         net_flow *f = &net->flows[id];
         f->ev = NULL;
         f->last = now;
+        for (int k = 0; k < f->n_links; k++)
+            net->links[f->link[k]].n_latent--;
         if (f->n_links == 0 || f->remaining <= 0) {
             finish_flow(net, id, now);
             return;
@@ -459,6 +717,9 @@ void hw_net_handle(hw_net *net, sim_event *ev)
     case NET_EV_RESOLVE:
         net->resolve_pending = false;
         resolve(net, now);
+        return;
+    case NET_EV_ROUND:
+        round_done(net, id, now);
         return;
     }
     SIM_ASSERT(0, "network event kind %d", kind);
@@ -500,6 +761,8 @@ double hw_net_flow_rate(const hw_net *net, uint64_t tag)
 uint64_t hw_net_flows_done(const hw_net *net) { return net->flows_done; }
 uint64_t hw_net_solves(const hw_net *net) { return net->solves; }
 uint64_t hw_net_flows_resolved(const hw_net *net) { return net->resolved; }
+uint64_t hw_net_rounds_isolated(const hw_net *net) { return net->rounds_fast; }
+uint64_t hw_net_rounds_split(const hw_net *net) { return net->rounds_split; }
 
 /* Naive progressive filling over every active flow, from scratch, compared with the
  * incremental rates. */

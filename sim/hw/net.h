@@ -10,6 +10,7 @@
 #ifndef SIM_HW_NET_H
 #define SIM_HW_NET_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/eventq.h"
@@ -43,6 +44,20 @@ void hw_net_start_flow(hw_net *net, sim_time now, int src, int dst, double bytes
 void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, double bytes,
                            uint64_t tag);
 
+/* A round: transfers that start together and that the caller waits for as a whole (a
+ * collective's step). Describe it with round_begin, one round_add per transfer (`act`: when
+ * it starts consuming bandwidth, i.e. its start plus latencies; `route` from hw_topo_route),
+ * then round_end. `done` is called once per transfer, as for flows. When no transfer shares
+ * a link with another or with any other traffic, the round is timed with one event (its
+ * links are held; a flow that needs one later turns the round into ordinary flows, with
+ * the same max-min rates from then on); otherwise its transfers are ordinary flows. */
+void hw_net_round_begin(hw_net *net);
+void hw_net_round_add(hw_net *net, sim_time act, int src_dev, int dst_dev, double bytes,
+                      const hw_route *route);
+void hw_net_round_end(hw_net *net, uint64_t tag);
+/* Isolated rounds on (the default) or off (every transfer an ordinary flow; for tests). */
+void hw_net_set_rounds(hw_net *net, bool enabled);
+
 /* Processes one event of the net's type; the net returns the event to the queue's pool. */
 void hw_net_handle(hw_net *net, sim_event *ev);
 
@@ -59,6 +74,9 @@ double hw_net_flow_rate(const hw_net *net, uint64_t tag);
 uint64_t hw_net_flows_done(const hw_net *net);
 uint64_t hw_net_solves(const hw_net *net);
 uint64_t hw_net_flows_resolved(const hw_net *net);
+/* Rounds timed as isolated, and of those the ones later turned into flows. */
+uint64_t hw_net_rounds_isolated(const hw_net *net);
+uint64_t hw_net_rounds_split(const hw_net *net);
 
 /* Recomputes max-min rates of every active flow from scratch (naive progressive filling)
  * and compares them with the incremental ones. Returns 0, or -1 after printing the first

@@ -5,6 +5,7 @@
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -91,6 +92,8 @@ typedef struct replay_ctx {
     group_info *groups;
     sched_entry *scheds;
     size_t n_scheds, cap_scheds;
+    uint32_t *sched_slots; /* hash index of scheds (schedule_for) */
+    size_t sched_slots_cap;
     int steps;
     const char *stream_names[TRACE_STREAMS];
     bool sink_failed; /* the timeline sink returned an error: stop calling it */
@@ -478,15 +481,50 @@ static void init_groups(replay_ctx *c)
 /* The shared schedule of a collective instance, chosen (auto) or built (fixed algorithm).
  * A fixed algorithm that cannot do the operation on this group falls back to auto; the
  * loader has checked the names, not every group shape. */
+static uint64_t sched_hash(uint32_t group, int op, int algo, int32_t root, double bytes)
+{
+    uint64_t b;
+    memcpy(&b, &bytes, sizeof b);
+    uint64_t h = ((uint64_t)group << 32) ^ ((uint64_t)(uint8_t)op << 24) ^
+                 ((uint64_t)(uint8_t)algo << 16) ^ (uint64_t)(uint32_t)root;
+    h ^= b + UINT64_C(0x9E3779B97F4A7C15) + (h << 6) + (h >> 2);
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    return h ^ (h >> 33);
+}
+
+/* Open addressing over the schedules (slot = index + 1, 0 empty), kept at most half full:
+ * a 16K-GPU step has millions of collective instances over tens of thousands of schedules. */
+static void sched_rehash(replay_ctx *c)
+{
+    size_t cap = c->sched_slots_cap ? 2 * c->sched_slots_cap : 1024;
+    uint32_t *slots = sim_calloc(cap, sizeof *slots);
+    for (size_t i = 0; i < c->n_scheds; i++) {
+        const sched_entry *e = &c->scheds[i];
+        size_t k = sched_hash(e->group, e->op, e->algo, e->root, e->bytes) & (cap - 1);
+        while (slots[k])
+            k = (k + 1) & (cap - 1);
+        slots[k] = (uint32_t)i + 1;
+    }
+    sim_free(c->sched_slots);
+    c->sched_slots = slots;
+    c->sched_slots_cap = cap;
+}
+
 static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
 {
     int algo = algo_of(tc->algo);
-    for (size_t i = 0; i < c->n_scheds; i++) {
-        const sched_entry *e = &c->scheds[i];
+    if (2 * (c->n_scheds + 1) > c->sched_slots_cap)
+        sched_rehash(c);
+    size_t mask = c->sched_slots_cap - 1;
+    size_t k = sched_hash(tc->group, tc->op, algo, tc->root, tc->bytes) & mask;
+    for (; c->sched_slots[k]; k = (k + 1) & mask) {
+        const sched_entry *e = &c->scheds[c->sched_slots[k] - 1];
         if (e->group == tc->group && e->op == tc->op && e->algo == algo && e->root == tc->root &&
             e->bytes == tc->bytes)
             return e;
     }
+    c->sched_slots[k] = (uint32_t)c->n_scheds + 1;
     SIM_GROW(c->scheds, c->cap_scheds, c->n_scheds + 1);
     sched_entry *e = &c->scheds[c->n_scheds++];
     *e = (sched_entry){.group = tc->group, .op = tc->op, .algo = (int8_t)algo,
@@ -757,6 +795,10 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     c.gpu = hw_gpu_create(&p->sc->topology.gpu);
     c.topo = p->topo;
     c.net = hw_net_create(c.topo, c.q, EV_NET, on_flow_done, &c);
+    /* STEPSIM_NO_ISOLATED_ROUNDS=1: every transfer an ordinary flow (tests compare the two) */
+    const char *no_rounds = getenv("STEPSIM_NO_ISOLATED_ROUNDS");
+    if (no_rounds && no_rounds[0] && strcmp(no_rounds, "0") != 0)
+        hw_net_set_rounds(c.net, false);
     c.ranks = sim_calloc((size_t)p->n_ranks, sizeof *c.ranks);
     for (int r = 0; r < p->n_ranks; r++)
         init_rank(&c, r);
@@ -818,6 +860,8 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     out->events = sim_eventq_pushed(c.q);
     out->flows = hw_net_flows_done(c.net);
     out->flow_solves = hw_net_solves(c.net);
+    out->rounds_isolated = hw_net_rounds_isolated(c.net);
+    out->rounds_split = hw_net_rounds_split(c.net);
     out->simulated_s = sim_time_to_s(now);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
@@ -831,6 +875,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     for (size_t i = 0; i < c.n_scheds; i++)
         coll_schedule_clear(&c.scheds[i].sched);
     sim_free(c.scheds);
+    sim_free(c.sched_slots);
     for (size_t i = 0; i < c.t->n_groups; i++)
         sim_free(c.groups[i].node);
     sim_free(c.groups);

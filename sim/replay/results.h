@@ -128,6 +128,7 @@ typedef struct replay_results {
     uint64_t events;
     uint64_t flows;       /* network flows completed */
     uint64_t flow_solves; /* max-min re-solves of the flow rates */
+    uint64_t rounds_isolated, rounds_split; /* collective rounds timed with one event */
     double simulated_s;   /* simulated time at the last event */
     double wall_s;
     /* owned strings the rows point to */

@@ -737,10 +737,12 @@ def cp():
 
 
 def sharing():
-    # Ranks of one pipeline stage borrow their stage's first rank's ops (plan/share.c);
-    # that must change nothing: for each strategy, the JSON summary, the memory plan and
-    # the HDF5 results file (timeline included) are byte-identical with sharing switched
-    # off (STEPSIM_NO_SHARING=1, every rank generated).
+    # Ranks of one pipeline stage borrow their stage's first rank's ops (plan/share.c), and
+    # collective rounds alone on their links are timed with one event (hw/net.c); neither
+    # may change a result: for each strategy, the JSON summary, the memory plan and the
+    # HDF5 results file (timeline and link counters included) are byte-identical with both
+    # switched off (STEPSIM_NO_SHARING=1: every rank generated; STEPSIM_NO_ISOLATED_ROUNDS=1:
+    # every transfer an ordinary max-min flow).
     ddp = os.path.join(data, "ddp.yaml")
     topo = ["--set", "topology=" + os.path.join(root, "topologies", "dgx-h100.yaml"),
             "--set", "topology.nodes=2", "--set", "training.flash_attention=true",
@@ -758,7 +760,7 @@ def sharing():
         "zero1-gather": ["--set", "parallel.tp=2", "--set", "parallel.pp=2", "--set", "parallel.dp=4",
                          "--set", "parallel.zero=1", "--set", "parallel.ddp.overlap_param_gather=true"],
     }
-    env_off = dict(os.environ, STEPSIM_NO_SHARING="1")
+    env_off = dict(os.environ, STEPSIM_NO_SHARING="1", STEPSIM_NO_ISOLATED_ROUNDS="1")
     with tempfile.TemporaryDirectory() as tmp:
         for name, sets in cases.items():
             outs = []
