@@ -161,6 +161,7 @@ static void run_child(const char *path, scenario_stats *st)
         st->generated += p->trace->ranks[r].tmpl < 0;
     }
     replay_results *res = replay_results_create();
+    res->no_bubble_rows = true;
     replay_options opt = {0};
     replay_run(p, &opt, res);
     if (res->summary.status == REPLAY_STATUS_ERROR) {

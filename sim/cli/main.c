@@ -351,6 +351,7 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
     }
     int rc = 0;
     replay_results *res = replay_results_create();
+    res->no_bubble_rows = f == NULL; /* only a results file holds them */
     h5_sink sink = {.f = f, .run = j->sc.name};
     replay_options opt = {.timeline = j->sc.simulation.timeline,
                           .timeline_sink = f ? stream_rows : NULL,

@@ -62,7 +62,8 @@ typedef struct rank_state {
     uint32_t *succ;      /* successors, CSR */
     uint32_t *succ_first;
     uint32_t *stream_ops; /* op indices per stream in order, CSR */
-    bool borrowed;        /* succ and stream_ops are its template rank's (trace.h) */
+    sim_time *dur;        /* compute ops: duration before interference */
+    bool borrowed;        /* succ, stream_ops, dur are its template rank's (trace.h) */
     uint32_t stream_first[TRACE_STREAMS + 1];
     uint32_t head[TRACE_STREAMS];
     bool busy[TRACE_STREAMS];
@@ -203,15 +204,20 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                                                           : REPLAY_CAUSE_OFFLOAD;
                 }
             }
-            SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
-            rs->ivs[rs->n_ivs++] = (busy_iv){.start = now, .end = -1,
-                                             .gap_start = rs->stream_free[o->stream],
-                                             .split = split, .cause = cause, .early = early};
+            /* a kernel that follows the previous one with no gap extends its interval:
+             * the summary's busy time and bubbles come out the same, and a step of
+             * back-to-back kernels keeps a handful of intervals instead of thousands */
+            if (rs->n_ivs > 0 && rs->ivs[rs->n_ivs - 1].end == now &&
+                rs->stream_free[o->stream] == now) {
+                rs->ivs[rs->n_ivs - 1].end = -1;
+            } else {
+                SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
+                rs->ivs[rs->n_ivs++] = (busy_iv){.start = now, .end = -1,
+                                                 .gap_start = rs->stream_free[o->stream],
+                                                 .split = split, .cause = cause, .early = early};
+            }
         }
-        sim_time d = o->duration_ps >= 0
-                         ? o->duration_ps
-                         : hw_gpu_op_time(c->gpu, (hw_op_class)o->cls, (hw_dtype)o->dtype,
-                                          o->flops, o->bytes);
+        sim_time d = rs->dur[op];
         /* NCCL kernels occupy SMs: a kernel that starts while communication runs on this
          * GPU is slowed by the catalog's interference factor (docs/calibration.md) */
         double slow = c->p->sc->topology.gpu.comm_interference;
@@ -405,6 +411,7 @@ static void init_rank(replay_ctx *c, int rank)
         rs->succ_first = ts->succ_first;
         rs->succ = ts->succ;
         rs->stream_ops = ts->stream_ops;
+        rs->dur = ts->dur;
         memcpy(rs->stream_first, ts->stream_first, sizeof rs->stream_first);
         rs->borrowed = true;
         return;
@@ -430,6 +437,16 @@ static void init_rank(replay_ctx *c, int rank)
     for (int s = 0; s < TRACE_STREAMS; s++)
         rs->stream_first[s + 1] = rs->stream_first[s] + count[s + 1];
     rs->stream_ops = sim_calloc(n, sizeof *rs->stream_ops);
+    /* kernel durations by the roofline (or measured), once per op array */
+    rs->dur = sim_calloc(n + 1, sizeof *rs->dur);
+    for (size_t i = 0; i < n; i++) {
+        const trace_op *o = &tr->ops[i];
+        if (o->kind == TRACE_OP_COMPUTE)
+            rs->dur[i] = o->duration_ps >= 0
+                             ? o->duration_ps
+                             : hw_gpu_op_time(c->gpu, (hw_op_class)o->cls, (hw_dtype)o->dtype,
+                                              o->flops, o->bytes);
+    }
     uint32_t pos[TRACE_STREAMS];
     memcpy(pos, rs->stream_first, sizeof pos);
     for (size_t i = 0; i < n; i++)
@@ -446,6 +463,7 @@ static void clear_rank(rank_state *rs)
         sim_free(rs->succ_first);
         sim_free(rs->succ);
         sim_free(rs->stream_ops);
+        sim_free(rs->dur);
     }
     sim_free(rs->ivs);
 }
@@ -634,6 +652,8 @@ static void add_bubble(replay_results *r, int rank, int step, sim_time a, sim_ti
     if (b <= a)
         return;
     idle_by_cause[cause] += (double)(b - a);
+    if (r->no_bubble_rows)
+        return;
     SIM_GROW(r->bubbles, r->cap_bubbles, r->n_bubbles + 1);
     r->bubbles[r->n_bubbles++] = (replay_bubble_row){
         .rank = rank, .step = step, .start_s = sim_time_to_s(a), .end_s = sim_time_to_s(b),
