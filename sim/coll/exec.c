@@ -12,20 +12,6 @@ static int device_of(const coll_exec *x, hw_topo *topo, int member)
     return hw_topo_gpu_device(topo, x->gpu[member]);
 }
 
-static hw_link_class route_class(hw_topo *topo, const hw_route *r)
-{
-    hw_link_class cls = HW_LINK_NVLINK;
-    double bw = -1;
-    for (int i = 0; i < r->n; i++) {
-        const hw_link *l = hw_topo_link(topo, r->links[i]);
-        if (bw < 0 || l->bw_Bps < bw) {
-            bw = l->bw_Bps;
-            cls = l->cls;
-        }
-    }
-    return cls;
-}
-
 void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf, sim_time *lat_ps,
                          double *wire_bytes, const hw_route **route)
 {
@@ -36,7 +22,7 @@ void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf,
         *lat_ps = p->nvls_step_ps;
         *wire_bytes = xf->bytes / p->nvls_efficiency;
     } else {
-        hw_link_class c = route_class(topo, r);
+        hw_link_class c = (hw_link_class)r->narrow_cls;
         const hw_proto_params *pp = &p->proto[x->proto];
         *lat_ps = pp->step_ps[c];
         *wire_bytes = xf->bytes / pp->efficiency[c];

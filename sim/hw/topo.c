@@ -447,6 +447,15 @@ const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev)
     hw_route *r = &t->chunks[t->n_chunks - 1][t->chunk_used++];
     bool ok = compute_route(t, src_dev, dst_dev, r);
     SIM_ASSERT(ok, "no route from %s to %s", t->dev[src_dev].name, t->dev[dst_dev].name);
+    double bw = -1;
+    r->narrow_cls = HW_LINK_NVLINK;
+    for (int i = 0; i < r->n; i++) {
+        const hw_link *l = &t->link[r->links[i]];
+        if (bw < 0 || l->bw_Bps < bw) {
+            bw = l->bw_Bps;
+            r->narrow_cls = (uint8_t)l->cls;
+        }
+    }
     t->computed++;
     t->keys[h] = key;
     t->vals[h] = r;

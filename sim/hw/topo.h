@@ -46,6 +46,8 @@ typedef struct hw_route {
     int n;
     int32_t links[HW_ROUTE_MAX]; /* in order; a link may appear twice (staged copies) */
     sim_time latency_ps;         /* sum of the link latencies */
+    uint8_t narrow_cls;          /* hw_link_class of its lowest-bandwidth link (the first
+                                    of equal ones); set by hw_topo_route */
 } hw_route;
 
 typedef struct hw_topo hw_topo;
