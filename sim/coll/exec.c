@@ -30,6 +30,21 @@ void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf,
     *route = r;
 }
 
+coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
+{
+    const coll_schedule *s = x->sched;
+    coll_xfer_cost *c = sim_calloc(s->n_xfers + 1, sizeof *c);
+    for (size_t i = 0; i < s->n_xfers; i++) {
+        const coll_xfer *xf = &s->xfers[i];
+        sim_time lat;
+        coll_exec_xfer_cost(x, topo, xf, &lat, &c[i].wire, &c[i].route);
+        c[i].src_dev = device_of(x, topo, xf->src);
+        c[i].dst_dev = device_of(x, topo, xf->dst);
+        c[i].delay_ps = lat + c[i].route->latency_ps;
+    }
+    return c;
+}
+
 /* Starts the first non-empty round from x->round on; true when none is left. */
 static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uint64_t tag)
 {
@@ -40,6 +55,15 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
             continue;
         x->outstanding = last - first;
         hw_net_round_begin(net);
+        if (x->costs) {
+            for (size_t i = first; i < last; i++) {
+                const coll_xfer_cost *c = &x->costs[i];
+                hw_net_round_add(net, now + c->delay_ps, c->src_dev, c->dst_dev, c->wire,
+                                 c->route);
+            }
+            hw_net_round_end(net, tag);
+            return false;
+        }
         for (size_t i = first; i < last; i++) {
             const coll_xfer *xf = &s->xfers[i];
             sim_time lat;

@@ -14,6 +14,14 @@
 #include "coll/coll.h"
 #include "hw/net.h"
 
+/* What one transfer of a schedule costs on a given group (see coll_exec_costs). */
+typedef struct coll_xfer_cost {
+    int src_dev, dst_dev;
+    sim_time delay_ps; /* protocol step latency + route latency: start to first byte */
+    double wire;       /* bytes on the wire */
+    const hw_route *route;
+} coll_xfer_cost;
+
 typedef struct coll_exec {
     /* set by the caller */
     const coll_schedule *sched; /* borrowed */
@@ -22,6 +30,8 @@ typedef struct coll_exec {
     hw_proto proto;
     bool nvls;                  /* NVLS efficiency for switch transfers */
     const hw_protocols *protocols; /* borrowed */
+    const coll_xfer_cost *costs;   /* per transfer (coll_exec_costs), or NULL: computed as
+                                      each round starts */
     /* state */
     int round;
     size_t outstanding;
@@ -34,6 +44,10 @@ bool coll_exec_start(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uin
 /* Called for each finished flow of this collective; returns true when the collective is
  * complete (the last flow of the last round ended at `now`). */
 bool coll_exec_flow_done(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uint64_t tag);
+
+/* The cost of every transfer of x->sched on x's group and protocol, which every instance of
+ * that schedule on that group shares: an array of sched->n_xfers the caller frees. */
+coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo);
 
 /* The class, effective latency and payload bandwidth of one transfer (used by the selector's
  * estimate too). */

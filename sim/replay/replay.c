@@ -29,6 +29,7 @@ typedef struct sched_entry {
     double bytes;
     coll_schedule sched;
     coll_choice choice;
+    coll_xfer_cost *costs; /* per transfer on this group (small schedules), or NULL */
 } sched_entry;
 
 typedef struct coll_state {
@@ -583,6 +584,13 @@ static void init_colls(replay_ctx *c)
                                .switch_dev = gi->switch_dev, .proto = cs->plan->choice.proto,
                                .nvls = cs->plan->choice.algo == COLL_ALGO_NVLS,
                                .protocols = &c->p->sc->topology.protocols};
+        /* transfer costs once per schedule: routes and protocol costs of a tensor-parallel
+         * ring are looked up once, not at every round of every layer (large schedules,
+         * e.g. a ring over hundreds of ranks, are costed as they run) */
+        sched_entry *e = &c->scheds[(size_t)(cs->plan - c->scheds)];
+        if (!e->costs && e->sched.n_xfers <= 4096)
+            e->costs = coll_exec_costs(&cs->exec, c->topo);
+        cs->exec.costs = e->costs;
     }
     for (int r = 0; r < t->n_ranks; r++) {
         const trace_rank *tr = &t->ranks[r];
@@ -892,8 +900,10 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     for (size_t i = 0; i < c.t->n_colls; i++)
         sim_free(c.colls[i].member_op);
     sim_free(c.colls);
-    for (size_t i = 0; i < c.n_scheds; i++)
+    for (size_t i = 0; i < c.n_scheds; i++) {
         coll_schedule_clear(&c.scheds[i].sched);
+        sim_free(c.scheds[i].costs);
+    }
     sim_free(c.scheds);
     sim_free(c.sched_slots);
     for (size_t i = 0; i < c.t->n_groups; i++)
