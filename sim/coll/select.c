@@ -17,7 +17,7 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
     if (s->n_rounds == 0)
         return 0;
     int nl = hw_topo_link_count(t->topo);
-    double *load = sim_calloc((size_t)nl, sizeof *load);
+    double *load = t->scratch ? t->scratch : sim_calloc((size_t)nl, sizeof *load);
     int32_t *touched = NULL;
     size_t n_touched = 0, cap_touched = 0;
     double total = sim_time_to_s(x->protocols->proto[x->proto].base_ps);
@@ -48,7 +48,8 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
         n_touched = 0;
         total += sim_time_to_s(lat_max) + worst;
     }
-    sim_free(load);
+    if (!t->scratch)
+        sim_free(load);
     sim_free(touched);
     return total;
 }

@@ -23,6 +23,9 @@ typedef struct coll_target {
     const coll_group *group;
     const int32_t *gpu;            /* GPU of each member */
     int switch_dev;                /* NVSwitch of an NVLS-capable group, else -1 */
+    double *scratch;               /* optional: hw_topo_link_count zeroed doubles that the
+                                      estimate may use and leaves zeroed (a caller that
+                                      selects often spares a large calloc per estimate) */
 } coll_target;
 
 /* The estimated time of schedule `s` run with exec settings `x` (protocol, NVLS). */

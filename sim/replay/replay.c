@@ -95,6 +95,7 @@ typedef struct replay_ctx {
     sched_entry *scheds;
     size_t n_scheds, cap_scheds;
     uint32_t *sched_slots; /* hash index of scheds (schedule_for) */
+    double *select_scratch; /* per link, for coll_select's estimates */
     size_t sched_slots_cap;
     int steps;
     const char *stream_names[TRACE_STREAMS];
@@ -550,7 +551,11 @@ static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
                        .root = tc->root, .bytes = tc->bytes};
     coll_schedule_init(&e->sched);
     const group_info *gi = &c->groups[tc->group];
+    if (!c->select_scratch)
+        c->select_scratch = sim_calloc((size_t)hw_topo_link_count(c->topo) + 1,
+                                       sizeof *c->select_scratch);
     coll_target target = {.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
+                          .scratch = c->select_scratch,
                           .group = &gi->g, .gpu = c->t->groups[tc->group].ranks,
                           .switch_dev = gi->switch_dev};
     int rc = coll_select(&target, (coll_op)tc->op, tc->bytes, tc->root, algo, -1, &e->choice,
@@ -906,6 +911,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     }
     sim_free(c.scheds);
     sim_free(c.sched_slots);
+    sim_free(c.select_scratch);
     for (size_t i = 0; i < c.t->n_groups; i++)
         sim_free(c.groups[i].node);
     sim_free(c.groups);
