@@ -30,6 +30,7 @@ typedef struct sched_entry {
     coll_schedule sched;
     coll_choice choice;
     coll_xfer_cost *costs; /* per transfer on this group (small schedules), or NULL */
+    double *sent;          /* bytes each member sends (coll_schedule_bytes_sent) */
 } sched_entry;
 
 typedef struct coll_state {
@@ -370,7 +371,7 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
             int m = 0;
             while (g->ranks[m] != rank)
                 m++;
-            rs->comm_sent[g->cls] += coll_schedule_bytes_sent(&c->colls[ci].plan->sched, m);
+            rs->comm_sent[g->cls] += c->colls[ci].plan->sent[m];
             rs->comm_busy_ps += (double)(now - rs->start[op]);
         }
     }
@@ -595,6 +596,14 @@ static void init_colls(replay_ctx *c)
         sched_entry *e = &c->scheds[(size_t)(cs->plan - c->scheds)];
         if (!e->costs && e->sched.n_xfers <= 4096)
             e->costs = coll_exec_costs(&cs->exec, c->topo);
+        if (!e->sent) {
+            int n = t->groups[e->group].n;
+            e->sent = sim_calloc((size_t)n, sizeof *e->sent);
+            /* coll_schedule_bytes_sent for every member in one pass (same sums, same order) */
+            for (size_t i = 0; i < e->sched.n_xfers; i++)
+                if (e->sched.xfers[i].src >= 0)
+                    e->sent[e->sched.xfers[i].src] += e->sched.xfers[i].bytes;
+        }
         cs->exec.costs = e->costs;
     }
     for (int r = 0; r < t->n_ranks; r++) {
@@ -908,6 +917,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     for (size_t i = 0; i < c.n_scheds; i++) {
         coll_schedule_clear(&c.scheds[i].sched);
         sim_free(c.scheds[i].costs);
+        sim_free(c.scheds[i].sent);
     }
     sim_free(c.scheds);
     sim_free(c.sched_slots);
