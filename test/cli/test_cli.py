@@ -223,6 +223,10 @@ def shipped():
             continue
         rc, out, err = run("check", os.path.join(sc, name))
         check(rc == 0, "check %s: %s" % (name, err.strip()))
+    # the reference scenarios of `stepsim bench` validate too
+    for name in sorted(os.listdir(os.path.join(sc, "bench"))):
+        rc, out, err = run("check", os.path.join(sc, "bench", name))
+        check(rc == 0, "check bench/%s: %s" % (name, err.strip()))
     flag = run_json(os.path.join(sc, "qwen3-0.6b-2x4090-ddp.yaml"))
     check(flag.get("status") == "ok", "flagship fits: %s" % flag.get("status"))
     check(0 < flag.get("mfu", 0) < 1, "flagship MFU in (0, 1)")
@@ -787,7 +791,36 @@ def sharing():
             check(outs[0][2] == outs[1][2] and len(outs[0][2]) > 0, "%s: the same HDF5 bytes" % name)
 
 
-{"acceptance": acceptance, "sharing": sharing, "errors": errors, "determinism": determinism,
+def bench():
+    # `stepsim bench`: the engine floor (hold model) and a reference scenario, as JSON. The
+    # test checks the command's contract, not speed (machines here are shared and noisy).
+    bdir = os.path.join(root, "scenarios", "bench")
+    rc, out, err = run("bench", "--quick", "--only", "small-ddp", "--dir", bdir, "--json")
+    check(rc == 0, "bench exits 0: " + err)
+    d = json.loads(out) if rc == 0 else {"engine": [], "scenarios": []}
+    check([e["pending"] for e in d["engine"]] == [1000, 100000], "engine floor at 10^3 and 10^5")
+    # --quick: 2 M events per depth
+    check(all(e["events"] == 2000000 and e["events_per_s"] > 0 for e in d["engine"]),
+          "engine events: %s" % d["engine"])
+    sc = d["scenarios"]
+    check(len(sc) == 1 and sc[0]["name"] == "small-ddp" and sc[0]["status"] == "ok", "one scenario: %s" % sc)
+    if sc:
+        s0 = sc[0]
+        # one DGX H100 of 8 GPUs; all 8 ranks do the same work: ops generated for one
+        check(s0["gpus"] == 8 and s0["ranks_generated"] == 1, "gpus and ranks generated: %s" % s0)
+        check(s0["events"] > s0["ops"] > 0 and s0["flows"] > 0 and s0["peak_rss_gib"] > 0,
+              "counts: %s" % s0)
+        # the step it simulates is the scenario's: the same as `stepsim run` (bench prints
+        # 9 significant digits)
+        d2 = run_json(os.path.join(bdir, "small-ddp.yaml"))
+        near(s0["step_time_s"], d2.get("step_time_s", 0), 1e-8, "bench step = run step")
+    rc, out, err = run("bench", "--only", "no-such", "--dir", bdir)
+    check(rc == 2 and "no reference scenario 'no-such'" in err, "unknown scenario: " + err)
+    rc, out, err = run("bench", "--dir", "/nonexistent")
+    check(rc == 2 and "--dir" in err, "missing directory: " + err)
+
+
+{"acceptance": acceptance, "sharing": sharing, "bench": bench, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
  "moe": moe, "cp": cp}[mode]()
 if failures:
