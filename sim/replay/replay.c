@@ -853,6 +853,9 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     for (int r = 0; r < p->n_ranks; r++)
         begin_step(&c, r, 0);
 
+    struct timespec t_loop;
+    clock_gettime(CLOCK_MONOTONIC, &t_loop);
+    out->setup_s = (double)(t_loop.tv_sec - t0.tv_sec) + 1e-9 * (double)(t_loop.tv_nsec - t0.tv_nsec);
     sim_time now = 0;
     sim_event *ev;
     double next_report = opt->progress_every_s;
