@@ -211,6 +211,12 @@ void io_json_write_run(FILE *out, const replay_results *r)
         fputs("},", out);
     }
 
+    if (s->symmetry_dp) {
+        /* reported when used, never silently (DESIGN.md §5) */
+        json_key(out, "symmetry");
+        fputs("\"dp\",", out);
+    }
+
     if (s->moe) {
         json_key(out, "moe");
         fputc('{', out);

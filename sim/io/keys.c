@@ -101,8 +101,6 @@ static const io_enum_name attention_names[] = {
 
 static const io_notsup ns_jitter = {.feature = "compute jitter",
                                     .issue = "the variability issue"};
-static const io_notsup ns_symmetry = {.feature = "data-parallel symmetry",
-                                      .issue = "the large-scale issue"};
 /* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
 
@@ -355,8 +353,7 @@ static const io_key simulation_keys[] = {
      .min = 1, .max = 1000000},
     {.name = "seed", .type = IO_K_UINT64, .offset = SI(seed)},
     {.name = "timeline", .type = IO_K_BOOL, .offset = SI(timeline)},
-    {.name = "symmetry", .type = IO_K_ENUM, .offset = SI(symmetry), .enums = symmetry_names,
-     .notsup = &ns_symmetry},
+    {.name = "symmetry", .type = IO_K_ENUM, .offset = SI(symmetry), .enums = symmetry_names},
     {.name = "jitter", .type = IO_K_FLOAT, .offset = SI(jitter), .flags = NONNEG,
      .notsup = &ns_jitter},
 };

@@ -404,6 +404,14 @@ static int check_training(const io_ynode *root, plan_scenario *sc, io_schema_ctx
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
                                "parallel.ep: %d must divide the number of experts (%d)", p->ep,
                                mm->moe.experts);
+    if (sc->simulation.symmetry == PLAN_SYMMETRY_DP && (p->ep > 1 || mm->moe.experts > 0)) {
+        io_schema_error(ctx, SIM_EINVAL, locate(root, "simulation.symmetry", "simulation"),
+                        "simulation.symmetry: dp needs identical data-parallel replicas, and "
+                        "a mixture-of-experts model routes tokens differently in each");
+        sim_diag_hint(ctx->diag, "use symmetry: none for MoE models (ops of ranks doing the same "
+                                 "work are shared anyway)");
+        return SIM_EINVAL;
+    }
     if (p->sp && p->tp == 1)
         return io_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.sp", "parallel"),
                                "parallel.sp: sequence parallelism needs tp > 1");

@@ -46,6 +46,7 @@ typedef struct group_info {
     coll_group g;
     int32_t *node;
     int switch_dev;
+    int arrivals; /* members whose arrival starts a collective: all, or the active ones */
 } group_info;
 
 /* A compute op of the reported step, with the idle gap that preceded it. */
@@ -99,6 +100,11 @@ typedef struct replay_ctx {
     double *select_scratch; /* per link, for coll_select's estimates */
     size_t sched_slots_cap;
     int steps;
+    /* simulation.symmetry: dp: only replica 0 runs (active); twin[r] is the replica-0 rank
+     * whose results an inactive rank takes. NULL without symmetry. */
+    bool *active;
+    int32_t *twin;
+    int n_active;
     const char *stream_names[TRACE_STREAMS];
     bool sink_failed; /* the timeline sink returned an error: stop calling it */
 } replay_ctx;
@@ -127,7 +133,8 @@ static void finish_coll(replay_ctx *c, uint32_t ci, sim_time now)
     const trace_group *g = &c->t->groups[c->t->colls[ci].group];
     cs->arrived = 0;
     for (int m = 0; m < g->n; m++)
-        push_op_done(c, g->ranks[m], cs->member_op[m], now);
+        if (!c->active || c->active[g->ranks[m]])
+            push_op_done(c, g->ranks[m], cs->member_op[m], now);
 }
 
 static void on_flow_done(void *ctx, uint64_t tag, sim_time now)
@@ -248,8 +255,9 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     }
     uint32_t ci = trace_op_coll(rs->tr, o);
     coll_state *cs = &c->colls[ci];
-    const trace_group *g = &c->t->groups[c->t->colls[ci].group];
-    if (++cs->arrived < g->n)
+    /* under symmetry the inactive replicas are at the same point: every member's transfers
+     * run, on the real topology, once the active members have arrived */
+    if (++cs->arrived < c->groups[c->t->colls[ci].group].arrivals)
         return;
     cs->launched = now;
     if (coll_exec_start(&cs->exec, c->topo, c->net, now, ci))
@@ -496,6 +504,9 @@ static void init_groups(replay_ctx *c)
             gi->node[m] = hw_topo_device(c->topo, hw_topo_gpu_device(c->topo, tg->ranks[m]))->node;
         gi->switch_dev = sharp ? hw_topo_common_nvswitch(c->topo, tg->ranks, tg->n) : -1;
         gi->g = (coll_group){.n = tg->n, .node = gi->node, .nvls = gi->switch_dev >= 0};
+        gi->arrivals = 0;
+        for (int m = 0; m < tg->n; m++)
+            gi->arrivals += !c->active || c->active[tg->ranks[m]];
     }
 }
 
@@ -608,6 +619,8 @@ static void init_colls(replay_ctx *c)
     }
     for (int r = 0; r < t->n_ranks; r++) {
         const trace_rank *tr = &t->ranks[r];
+        if (c->active && !c->active[r])
+            continue;
         for (size_t i = 0; i < tr->n_ops; i++) {
             if (tr->ops[i].kind != TRACE_OP_COLL)
                 continue;
@@ -694,7 +707,8 @@ static void summarize(replay_ctx *c)
     sim_time *end = sim_calloc((size_t)steps, sizeof *end);
     for (int k = 0; k < steps; k++)
         for (int rk = 0; rk < p->n_ranks; rk++)
-            end[k] = SIM_MAX(end[k], c->ranks[rk].step_end[k]);
+            if (!c->active || c->active[rk])
+                end[k] = SIM_MAX(end[k], c->ranks[rk].step_end[k]);
     r->n_steps = (size_t)steps;
     r->steps = sim_calloc((size_t)steps, sizeof *r->steps);
     double *dur = sim_calloc((size_t)steps, sizeof *dur);
@@ -729,10 +743,22 @@ static void summarize(replay_ctx *c)
     double window = (double)(w1 - w0);
     double idle_by_cause[REPLAY_CAUSE_COUNT] = {0};
     double idle_total = 0;
+    double nr = c->active ? c->n_active : p->n_ranks; /* ranks the sums run over */
+    s->symmetry_dp = c->active != NULL;
     r->n_ranks = (size_t)p->n_ranks;
     r->ranks = sim_calloc(r->n_ranks, sizeof *r->ranks);
     for (int rk = 0; rk < p->n_ranks; rk++) {
         rank_state *rs = &c->ranks[rk];
+        if (c->active && !c->active[rk]) {
+            /* symmetry: what its replica-0 twin (a smaller rank, done already) measured */
+            const plan_coord *pc = &p->coords[rk];
+            replay_rank_row *row = &r->ranks[rk];
+            *row = r->ranks[c->twin[rk]];
+            row->rank = rk;
+            row->node = pc->node;
+            row->dp = pc->c[PLAN_GROUP_DP];
+            continue;
+        }
         double busy = 0, rank_idle[REPLAY_CAUSE_COUNT] = {0};
         sim_time cursor = w0;
         for (size_t i = 0; i < rs->n_ivs; i++) {
@@ -775,13 +801,13 @@ static void summarize(replay_ctx *c)
             .peak_mem_bytes = rs->peak.total};
         memcpy(row->mem, rs->peak.bytes, sizeof row->mem);
         for (int g = 0; g < REPLAY_COMM_COUNT; g++)
-            s->comm_bytes_per_gpu[g] += rs->comm_sent[g] / p->n_ranks;
+            s->comm_bytes_per_gpu[g] += rs->comm_sent[g] / nr;
     }
-    s->bubble_fraction = window > 0 ? idle_total / p->n_ranks / window : 0;
+    s->bubble_fraction = window > 0 ? idle_total / nr / window : 0;
     for (int k = 0; k < REPLAY_CAUSE_COUNT; k++)
-        s->bubble_by_cause[k] = window > 0 ? idle_by_cause[k] / p->n_ranks / window : 0;
+        s->bubble_by_cause[k] = window > 0 ? idle_by_cause[k] / nr / window : 0;
     for (int g = 0; g < PLAN_GROUP_COUNT; g++)
-        s->exposed_comm_s[g] = idle_by_cause[cause_of_group(g)] / p->n_ranks / SIM_PS_PER_S;
+        s->exposed_comm_s[g] = idle_by_cause[cause_of_group(g)] / nr / SIM_PS_PER_S;
 
     /* links */
     int nl = hw_net_link_count(c->net);
@@ -820,6 +846,37 @@ static void report_progress(replay_ctx *c, sim_time now, const struct timespec *
     c->opt->progress(c->opt->progress_ud, &at);
 }
 
+/* simulation.symmetry: dp. Replica 0 (the ranks at data-parallel coordinate 0) runs; every
+ * other rank is its twin's copy: the rank of replica 0 at the same tp, cp and pp place,
+ * which has a smaller index (index order grows with every coordinate). */
+static void init_symmetry(replay_ctx *c)
+{
+    const plan *p = c->p;
+    const plan_parallel *par = &p->sc->parallel;
+    int n = p->n_ranks;
+    size_t slots = (size_t)par->pp * (size_t)par->tp * (size_t)par->cp;
+    int32_t *of = sim_calloc(slots, sizeof *of);
+    c->active = sim_calloc((size_t)n, sizeof *c->active);
+    c->twin = sim_calloc((size_t)n, sizeof *c->twin);
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < n; r++) {
+            const plan_coord *k = &p->coords[r];
+            size_t key = ((size_t)k->c[PLAN_GROUP_PP] * (size_t)par->tp +
+                          (size_t)k->c[PLAN_GROUP_TP]) * (size_t)par->cp +
+                         (size_t)k->c[PLAN_GROUP_CP];
+            bool replica0 = k->c[PLAN_GROUP_DP] == 0;
+            if (pass == 0 && replica0) {
+                c->active[r] = true;
+                c->n_active++;
+                of[key] = r;
+            } else if (pass == 1) {
+                c->twin[r] = replica0 ? r : of[key];
+                SIM_ASSERT(c->twin[r] <= r, "rank %d's twin %d", r, c->twin[r]);
+            }
+        }
+    sim_free(of);
+}
+
 void replay_run(const plan *p, const replay_options *opt, replay_results *out)
 {
     SIM_ASSERT(p->trace != NULL, "replay of a plan without a trace");
@@ -842,16 +899,22 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     if (no_rounds && no_rounds[0] && strcmp(no_rounds, "0") != 0)
         hw_net_set_rounds(c.net, false);
     c.ranks = sim_calloc((size_t)p->n_ranks, sizeof *c.ranks);
+    if (p->sc->simulation.symmetry == PLAN_SYMMETRY_DP && p->sc->parallel.dp > 1)
+        init_symmetry(&c);
     for (int r = 0; r < p->n_ranks; r++)
-        init_rank(&c, r);
+        if (!c.active || c.active[r])
+            init_rank(&c, r);
     init_colls(&c);
     for (int r = 0; r < p->n_ranks; r++) {
+        if (c.active && !c.active[r])
+            continue;
         c.ranks[r].level = c.ranks[r].peak = p->mem[r];
         for (int cat = 0; cat < PLAN_MEM_COUNT; cat++)
             add_memory_row(out, r, 0, cat, p->mem[r].bytes[cat]);
     }
     for (int r = 0; r < p->n_ranks; r++)
-        begin_step(&c, r, 0);
+        if (!c.active || c.active[r])
+            begin_step(&c, r, 0);
 
     struct timespec t_loop;
     clock_gettime(CLOCK_MONOTONIC, &t_loop);
@@ -878,12 +941,12 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     timeline_flush(&c);
     int stalled = -1;
     for (int r = 0; r < p->n_ranks && stalled < 0; r++)
-        if (c.ranks[r].step != c.steps)
+        if ((!c.active || c.active[r]) && c.ranks[r].step != c.steps)
             stalled = r;
 
     plan_mem *peaks = sim_calloc((size_t)p->n_ranks, sizeof *peaks);
     for (int r = 0; r < p->n_ranks; r++)
-        peaks[r] = c.ranks[r].peak;
+        peaks[r] = c.ranks[c.active && !c.active[r] ? c.twin[r] : r].peak;
     fill_memory(p, peaks, out);
     sim_free(peaks);
     if (stalled < 0) {
@@ -928,6 +991,8 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     for (size_t i = 0; i < c.t->n_groups; i++)
         sim_free(c.groups[i].node);
     sim_free(c.groups);
+    sim_free(c.active);
+    sim_free(c.twin);
     hw_net_destroy(c.net);
     hw_gpu_destroy(c.gpu);
     sim_eventq_destroy(c.q);

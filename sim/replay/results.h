@@ -60,6 +60,7 @@ typedef struct replay_summary {
     int64_t mem_bytes[PLAN_MEM_COUNT];
     int64_t capacity_bytes;
     const char *binding_constraint; /* static string or NULL */
+    bool symmetry_dp;               /* simulation.symmetry: dp was used (one replica simulated) */
     bool moe;                       /* a MoE model: the two routing statistics below are set */
     double moe_dropped_fraction;    /* token-expert assignments dropped at capacity */
     double moe_load_max_over_mean;  /* busiest expert / mean, averaged over layers, micro-batches */

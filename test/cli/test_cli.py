@@ -789,6 +789,23 @@ def sharing():
             check(outs[0][0] == outs[1][0] and outs[0][0] != "", "%s: the same JSON summary" % name)
             check(outs[0][1] == outs[1][1] and outs[0][1] != "", "%s: the same memory plan" % name)
             check(outs[0][2] == outs[1][2] and len(outs[0][2]) > 0, "%s: the same HDF5 bytes" % name)
+            # simulation.symmetry: dp runs replica 0 alone. With no tensor or pipeline
+            # traffic of the other replicas to miss, the summary is the same, plus the
+            # "symmetry" key that says it was used
+            if name in ("ddp", "fsdp-hybrid"):
+                p = subprocess.run([stepsim, "run", ddp] + topo + sets + ["--json", "--set", "simulation.symmetry=dp"],
+                                   capture_output=True, text=True)
+                check(p.returncode == 0, "%s symmetry: %s" % (name, p.stderr.strip()))
+                a, b = json.loads(outs[0][0]), json.loads(p.stdout) if p.returncode == 0 else {}
+                check(b.pop("symmetry", None) == "dp", "%s: symmetry reported" % name)
+                check(a == b, "%s: symmetry changes nothing else: %s" % (name, {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}))
+                h = subprocess.run([stepsim, "run", ddp] + topo + sets + ["--set", "simulation.symmetry=dp"],
+                                   capture_output=True, text=True)
+                check("symmetry        dp: one data-parallel replica (1 of 16 GPUs)" in h.stdout, "human line: " + h.stdout)
+    # symmetry needs identical replicas: not with MoE routing
+    rc, out, err = run("check", ddp, "--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"),
+                       "--set", "parallel.ep=2", "--set", "simulation.symmetry=dp")
+    check(rc == 2 and "simulation.symmetry" in err and "mixture-of-experts" in err, "symmetry with MoE: " + err)
 
 
 def bench():

@@ -62,7 +62,7 @@ def run(c):
         lines = [l for l in p.stderr.strip().splitlines() if "step(s) done on every GPU" not in l]
         why = lines[-1] if lines else "exit %d" % p.returncode
         if "out of memory" in why or "alloc" in why or p.returncode < 0:
-            why = "the trace needs more than %d GiB (the large-scale issue streams it)" % (MEM_LIMIT >> 30)
+            why = "needs more than %d GiB of memory" % (MEM_LIMIT >> 30)
         return c, None, why[:200], time.time() - t0
     return c, json.loads(p.stdout), None, time.time() - t0
 
