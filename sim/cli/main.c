@@ -381,12 +381,15 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
         else
             print_summary(stdout, j->p, res, true);
         int own = 0;
-        for (int r = 0; r < j->p->trace->n_ranks; r++)
+        unsigned long long ops = 0;
+        for (int r = 0; r < j->p->trace->n_ranks; r++) {
             own += j->p->trace->ranks[r].tmpl < 0;
-        fprintf(stderr, "stepsim: simulated %d step(s) of %d GPU(s) in %.3f s wall, %llu "
-                        "events (%.3g events/s); ops generated for %d rank(s), the others "
-                        "share them\n",
-                j->sc.simulation.steps, j->p->n_ranks, res->wall_s,
+            ops += j->p->trace->ranks[r].n_ops;
+        }
+        fprintf(stderr, "stepsim: simulated %d step(s) of %d GPU(s) (%llu ops per step) in "
+                        "%.3f s wall, %llu events (%.3g events/s); ops generated for %d "
+                        "rank(s), the others share them\n",
+                j->sc.simulation.steps, j->p->n_ranks, ops, res->wall_s,
                 (unsigned long long)res->events,
                 res->wall_s > 0 ? (double)res->events / res->wall_s : 0.0, own);
     }
