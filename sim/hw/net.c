@@ -47,6 +47,7 @@ typedef struct net_link {
     /* solver scratch */
     uint32_t stamp;
     double rem, wsum;
+    double key;          /* rem / wsum while in the heap (the fair share) */
     int32_t heap_pos;    /* -1 when not in the heap */
     bool dirty;
     int32_t round;       /* the isolated round holding the link, -1 if none */
@@ -315,8 +316,7 @@ static void finish_flow(hw_net *net, int32_t id, sim_time now)
 
 static bool heap_less(const hw_net *net, int32_t a, int32_t b)
 {
-    const net_link *la = &net->links[a], *lb = &net->links[b];
-    double sa = la->rem / la->wsum, sb = lb->rem / lb->wsum;
+    double sa = net->links[a].key, sb = net->links[b].key;
     return sa < sb || (sa == sb && a < b);
 }
 
@@ -433,6 +433,7 @@ static void resolve(hw_net *net, sim_time now)
         }
         l->heap_pos = -1;
         if (l->wsum > 0) {
+            l->key = l->rem / l->wsum;
             net->heap[hn] = net->comp_links[i];
             l->heap_pos = (int32_t)hn++;
         }
@@ -442,7 +443,7 @@ static void resolve(hw_net *net, sim_time now)
     while (hn > 0) {
         int32_t li = net->heap[0];
         net_link *l = &net->links[li];
-        double share = l->rem / l->wsum;
+        double share = l->key;
         if (share <= 0)
             share = l->st.bw_Bps * 1e-12; /* float residue on a saturated link */
         heap_remove(net, 0, &hn);
@@ -459,10 +460,12 @@ static void resolve(hw_net *net, sim_time now)
                 o->wsum -= f->weight[k];
                 if (o->heap_pos < 0)
                     continue;
-                if (o->wsum <= 0)
+                if (o->wsum <= 0) {
                     heap_remove(net, (size_t)o->heap_pos, &hn);
-                else
+                } else {
+                    o->key = o->rem / o->wsum;
                     heap_down(net, (size_t)o->heap_pos, hn);
+                }
             }
             /* reschedule the completion when the rate changed (or was never set) */
             if (f->ev && old == f->rate)
