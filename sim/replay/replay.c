@@ -66,7 +66,6 @@ typedef struct rank_state {
     uint32_t *succ_first;
     uint32_t *stream_ops; /* op indices per stream in order, CSR */
     sim_time *dur;        /* compute ops: duration before interference */
-    size_t n_compute;     /* compute ops in a step */
     bool borrowed;        /* succ, stream_ops, dur are its template rank's (trace.h) */
     uint32_t stream_first[TRACE_STREAMS + 1];
     uint32_t head[TRACE_STREAMS];
@@ -222,11 +221,6 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                 rs->stream_free[o->stream] == now) {
                 rs->ivs[rs->n_ivs - 1].end = -1;
             } else {
-                if (!rs->ivs) {
-                    /* at most one per kernel: reserved once (pages are touched as used) */
-                    rs->cap_ivs = rs->n_compute + 1;
-                    rs->ivs = sim_calloc(rs->cap_ivs, sizeof *rs->ivs);
-                }
                 SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
                 rs->ivs[rs->n_ivs++] = (busy_iv){.start = now, .end = -1,
                                                  .gap_start = rs->stream_free[o->stream],
@@ -429,7 +423,6 @@ static void init_rank(replay_ctx *c, int rank)
         rs->succ = ts->succ;
         rs->stream_ops = ts->stream_ops;
         rs->dur = ts->dur;
-        rs->n_compute = ts->n_compute;
         memcpy(rs->stream_first, ts->stream_first, sizeof rs->stream_first);
         rs->borrowed = true;
         return;
@@ -459,7 +452,6 @@ static void init_rank(replay_ctx *c, int rank)
     rs->dur = sim_calloc(n + 1, sizeof *rs->dur);
     for (size_t i = 0; i < n; i++) {
         const trace_op *o = &tr->ops[i];
-        rs->n_compute += o->kind == TRACE_OP_COMPUTE;
         if (o->kind == TRACE_OP_COMPUTE)
             rs->dur[i] = o->duration_ps >= 0
                              ? o->duration_ps
