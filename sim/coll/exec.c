@@ -30,6 +30,11 @@ void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf,
     *route = r;
 }
 
+int coll_exec_device(const coll_exec *x, hw_topo *topo, int member)
+{
+    return device_of(x, topo, member);
+}
+
 coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
 {
     const coll_schedule *s = x->sched;

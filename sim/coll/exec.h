@@ -49,6 +49,9 @@ bool coll_exec_flow_done(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now,
  * that schedule on that group shares: an array of sched->n_xfers the caller frees. */
 coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo);
 
+/* The device of member `member` (or of the group's NVSwitch for COLL_SWITCH). */
+int coll_exec_device(const coll_exec *x, hw_topo *topo, int member);
+
 /* The class, effective latency and payload bandwidth of one transfer (used by the selector's
  * estimate too). */
 void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf, sim_time *lat_ps,

@@ -54,6 +54,32 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
     return total;
 }
 
+void coll_prefetch_routes(const coll_target *t, coll_op op, double bytes, int root)
+{
+    coll_schedule tmp;
+    coll_schedule_init(&tmp);
+    int32_t *src = NULL, *dst = NULL;
+    size_t n = 0, cap_src = 0, cap_dst = 0;
+    for (int a = 0; a < COLL_ALGO_COUNT; a++) {
+        if (a == COLL_ALGO_NVLS && t->switch_dev < 0)
+            continue;
+        if (coll_build(&tmp, (coll_algo)a, op, t->group, bytes, root, 1) != 0)
+            continue;
+        coll_exec x = {.sched = &tmp, .gpu = t->gpu, .switch_dev = t->switch_dev,
+                       .protocols = t->protocols};
+        SIM_GROW(src, cap_src, n + tmp.n_xfers);
+        SIM_GROW(dst, cap_dst, n + tmp.n_xfers);
+        for (size_t i = 0; i < tmp.n_xfers; i++, n++) {
+            src[n] = coll_exec_device(&x, t->topo, tmp.xfers[i].src);
+            dst[n] = coll_exec_device(&x, t->topo, tmp.xfers[i].dst);
+        }
+    }
+    hw_topo_route_many(t->topo, n, src, dst);
+    sim_free(src);
+    sim_free(dst);
+    coll_schedule_clear(&tmp);
+}
+
 int coll_select(const coll_target *t, coll_op op, double bytes, int root, int algo, int proto,
                 coll_choice *out, coll_schedule *sched)
 {

@@ -31,6 +31,12 @@ typedef struct coll_target {
 /* The estimated time of schedule `s` run with exec settings `x` (protocol, NVLS). */
 double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedule *s);
 
+/* Routes every candidate algorithm of `op` on t's group would use, computed destination by
+ * destination (hw_topo_route_many) before the estimates look them up one by one: for a
+ * group spread over a large fabric, a few searches instead of one per pair. Changes no
+ * result. */
+void coll_prefetch_routes(const coll_target *t, coll_op op, double bytes, int root);
+
 /* Pipelining chunks for `bytes` under protocol `p`: ceil(bytes / chunk_bytes), 1..64. */
 int coll_chunks(const hw_protocols *prot, hw_proto p, double bytes);
 

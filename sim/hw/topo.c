@@ -5,6 +5,7 @@
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "hw/topo.h"
@@ -25,6 +26,12 @@ struct hw_topo {
     int32_t *dist, *queue;
     uint32_t *stamp;
     uint32_t cur;
+    /* the last search, kept to resume (bfs_to): destination, link class, queue window */
+    bool bfs_live;
+    int bfs_dst, bfs_only;
+    size_t bfs_head, bfs_tail;
+    int32_t *nvl_comp; /* per device: component over NVLink links (an NVLink path is
+                          impossible between different ones) */
     /* route cache: open addressing on (src, dst) */
     uint64_t *keys;
     hw_route **vals;
@@ -289,27 +296,67 @@ static void build_adjacency(hw_topo *t)
     t->dist = sim_calloc(n, sizeof *t->dist);
     t->queue = sim_calloc(n, sizeof *t->queue);
     t->stamp = sim_calloc(n, sizeof *t->stamp);
+    /* NVLink components by union-find (path halving), ignoring which devices forward: a
+     * superset of what an NVLink-only search can reach */
+    t->nvl_comp = sim_calloc(n + 1, sizeof *t->nvl_comp);
+    for (size_t i = 0; i < n; i++)
+        t->nvl_comp[i] = (int32_t)i;
+    for (size_t i = 0; i < t->n_link; i++) {
+        if (t->link[i].cls != HW_LINK_NVLINK)
+            continue;
+        int32_t a = t->link[i].src, b = t->link[i].dst;
+        while (t->nvl_comp[a] != a)
+            a = t->nvl_comp[a] = t->nvl_comp[t->nvl_comp[a]];
+        while (t->nvl_comp[b] != b)
+            b = t->nvl_comp[b] = t->nvl_comp[t->nvl_comp[b]];
+        if (a != b)
+            t->nvl_comp[a > b ? a : b] = a < b ? a : b;
+    }
+    for (size_t i = 0; i < n; i++) {
+        int32_t r = (int32_t)i;
+        while (t->nvl_comp[r] != r)
+            r = t->nvl_comp[r];
+        t->nvl_comp[i] = r;
+    }
+    t->bfs_live = false;
 }
 
 /* ---- routing ------------------------------------------------------------------------ */
 
 /* Breadth-first search backwards from `dst` until `src` is labelled, through devices that
  * forward traffic, over links of class `only` (or any class when only < 0). On return
- * dist[] holds exact hop counts to dst for every device closer than src. */
+ * dist[] holds exact hop counts to dst for every device closer than src (and for every
+ * device labelled at all). The search is kept: a following call for the same destination
+ * and class returns at once when its source is labelled already, or resumes the queue where
+ * it stopped. BFS labels are exact distances however far the search has gone, so routes are
+ * the same as from a fresh search; a collective's members are the destinations of several
+ * routes each (tree and halving-doubling partners), and the route cache asks for them
+ * destination by destination (hw_topo_route_many). */
 static bool bfs_to(hw_topo *t, int src, int dst, int only)
 {
-    if (++t->cur == 0) {
-        memset(t->stamp, 0, t->n_dev * sizeof *t->stamp);
-        t->cur = 1;
+    if (t->bfs_live && t->bfs_dst == dst && t->bfs_only == only) {
+        if (t->stamp[src] == t->cur)
+            return true;
+    } else {
+        if (++t->cur == 0) {
+            memset(t->stamp, 0, t->n_dev * sizeof *t->stamp);
+            t->cur = 1;
+        }
+        t->bfs_head = t->bfs_tail = 0;
+        t->stamp[dst] = t->cur;
+        t->dist[dst] = 0;
+        t->queue[t->bfs_tail++] = dst;
+        t->bfs_live = true;
+        t->bfs_dst = dst;
+        t->bfs_only = only;
     }
-    size_t head = 0, tail = 0;
-    t->stamp[dst] = t->cur;
-    t->dist[dst] = 0;
-    t->queue[tail++] = dst;
-    while (head < tail) {
+    size_t head = t->bfs_head, tail = t->bfs_tail;
+    bool found = false;
+    while (head < tail && !found) {
         int u = t->queue[head++];
         if (u != dst && !forwards(t->dev[u].kind))
             continue;
+        /* u's neighbours all get labelled before returning, so the queue can resume */
         for (int32_t k = t->radj_first[u]; k < t->radj_first[u + 1]; k++) {
             const hw_link *l = &t->link[t->radj[k]];
             if (only >= 0 && (int)l->cls != only)
@@ -319,12 +366,13 @@ static bool bfs_to(hw_topo *t, int src, int dst, int only)
                 continue;
             t->stamp[v] = t->cur;
             t->dist[v] = t->dist[u] + 1;
-            if (v == src)
-                return true;
+            found |= v == src;
             t->queue[tail++] = v;
         }
     }
-    return false;
+    t->bfs_head = head;
+    t->bfs_tail = tail;
+    return found;
 }
 
 static uint64_t mix(uint64_t x)
@@ -392,7 +440,8 @@ static bool compute_route(hw_topo *t, int s, int d, hw_route *r)
         return true;
     const hw_device *ds = &t->dev[s], *dd = &t->dev[d];
     int ga = ds->kind == HW_DEV_GPU ? ds->gpu : -1, gb = dd->kind == HW_DEV_GPU ? dd->gpu : -1;
-    if (ga >= 0 && gb >= 0 && path(t, s, d, HW_LINK_NVLINK, -1, -1, r))
+    if (ga >= 0 && gb >= 0 && t->nvl_comp[s] == t->nvl_comp[d] &&
+        path(t, s, d, HW_LINK_NVLINK, -1, -1, r))
         return true;
     *r = (hw_route){0};
     int via[2], nv = 0;
@@ -461,6 +510,30 @@ const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev)
     t->vals[h] = r;
     t->cache_n++;
     return r;
+}
+
+typedef struct dev_pair {
+    int32_t dst, src;
+} dev_pair;
+
+static int pair_cmp(const void *pa, const void *pb)
+{
+    const dev_pair *a = pa, *b = pb;
+    if (a->dst != b->dst)
+        return a->dst < b->dst ? -1 : 1;
+    return (a->src > b->src) - (a->src < b->src);
+}
+
+void hw_topo_route_many(hw_topo *t, size_t n, const int32_t *src, const int32_t *dst)
+{
+    dev_pair *p = sim_calloc(n + 1, sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (dev_pair){dst[i], src[i]};
+    qsort(p, n, sizeof *p, pair_cmp);
+    for (size_t i = 0; i < n; i++)
+        if (i == 0 || p[i].dst != p[i - 1].dst || p[i].src != p[i - 1].src)
+            (void)hw_topo_route(t, p[i].src, p[i].dst);
+    sim_free(p);
 }
 
 const hw_route *hw_topo_route_gpus(hw_topo *t, int src_gpu, int dst_gpu)
@@ -563,6 +636,7 @@ void hw_topo_destroy(hw_topo *t)
     sim_free(t->dist);
     sim_free(t->queue);
     sim_free(t->stamp);
+    sim_free(t->nvl_comp);
     sim_free(t->keys);
     sim_free(t->vals);
     for (size_t i = 0; i < t->n_chunks; i++)

@@ -71,6 +71,11 @@ int hw_topo_find(const hw_topo *t, const char *name);
 /* The route between two devices (cached; the pointer stays valid until the topology is
  * destroyed). Asserts a route exists (hw_topo_create has checked every GPU pair it uses). */
 const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev);
+
+/* Computes and caches the routes of `n` (src[i], dst[i]) device pairs destination by
+ * destination, so that one search towards a destination serves all its sources. The routes
+ * are those hw_topo_route gives; only the work differs. */
+void hw_topo_route_many(hw_topo *t, size_t n, const int32_t *src, const int32_t *dst);
 const hw_route *hw_topo_route_gpus(hw_topo *t, int src_gpu, int dst_gpu);
 
 /* Per-direction bandwidth a lone flow gets on the route (its narrowest link, halved on a

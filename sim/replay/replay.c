@@ -47,6 +47,7 @@ typedef struct group_info {
     int32_t *node;
     int switch_dev;
     int arrivals; /* members whose arrival starts a collective: all, or the active ones */
+    bool routed;  /* its candidate algorithms' routes were prefetched */
 } group_info;
 
 /* A compute op of the reported step, with the idle gap that preceded it. */
@@ -562,7 +563,7 @@ static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
     *e = (sched_entry){.group = tc->group, .op = tc->op, .algo = (int8_t)algo,
                        .root = tc->root, .bytes = tc->bytes};
     coll_schedule_init(&e->sched);
-    const group_info *gi = &c->groups[tc->group];
+    group_info *gi = &c->groups[tc->group];
     if (!c->select_scratch)
         c->select_scratch = sim_calloc((size_t)hw_topo_link_count(c->topo) + 1,
                                        sizeof *c->select_scratch);
@@ -570,6 +571,10 @@ static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
                           .scratch = c->select_scratch,
                           .group = &gi->g, .gpu = c->t->groups[tc->group].ranks,
                           .switch_dev = gi->switch_dev};
+    if (!gi->routed && gi->g.n > 2) {
+        coll_prefetch_routes(&target, (coll_op)tc->op, tc->bytes, tc->root);
+        gi->routed = true;
+    }
     int rc = coll_select(&target, (coll_op)tc->op, tc->bytes, tc->root, algo, -1, &e->choice,
                          &e->sched);
     if (rc != 0)
