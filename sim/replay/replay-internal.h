@@ -1,0 +1,114 @@
+/* The replay's internal state, shared by replay.c (the event loop and the summary) and
+ * setup.c (per-rank state, groups, collective schedules, symmetry). */
+#ifndef SIM_REPLAY_REPLAY_INTERNAL_H
+#define SIM_REPLAY_REPLAY_INTERNAL_H
+
+#include "coll/exec.h"
+#include "core/eventq.h"
+#include "hw/gpu.h"
+#include "hw/net.h"
+#include "replay/replay.h"
+
+enum { EV_OP_DONE = 1, EV_NET = 2 };
+
+/* Flow tags: a collective's index, or a copy's (rank, op) with the top bit set. */
+#define COPY_TAG (UINT64_C(1) << 63)
+
+/* One schedule per distinct (group, operation, size, root, algorithm): every DDP bucket of
+ * the same size shares it. */
+typedef struct sched_entry {
+    uint32_t group;
+    uint8_t op;
+    int8_t algo;
+    int32_t root;
+    double bytes;
+    coll_schedule sched;
+    coll_choice choice;
+    coll_xfer_cost *costs; /* per transfer on this group (small schedules), or NULL */
+    double *sent;          /* bytes each member sends (coll_schedule_bytes_sent) */
+} sched_entry;
+
+typedef struct coll_state {
+    const sched_entry *plan;
+    coll_exec exec;
+    int arrived;
+    sim_time launched; /* when the last member arrived and the transfer began */
+    uint32_t *member_op; /* op index of the collective on each member rank */
+} coll_state;
+
+/* Per process group: what collective algorithms need to know. */
+typedef struct group_info {
+    coll_group g;
+    int32_t *node;
+    int switch_dev;
+    int arrivals; /* members whose arrival starts a collective: all, or the active ones */
+    bool routed;  /* its candidate algorithms' routes were prefetched */
+} group_info;
+
+/* A compute op of the reported step, with the idle gap that preceded it. */
+typedef struct busy_iv {
+    sim_time start, end;
+    sim_time gap_start; /* when the stream became free before this op */
+    sim_time split;     /* the gap is `early` until here, then `cause` */
+    int8_t cause;       /* replay_cause of that gap */
+    int8_t early;
+} busy_iv;
+
+typedef struct rank_state {
+    const trace_rank *tr;
+    uint32_t *pending;   /* unfinished dependencies per op */
+    sim_time *start, *end;
+    uint32_t *succ;      /* successors, CSR */
+    uint32_t *succ_first;
+    uint32_t *stream_ops; /* op indices per stream in order, CSR */
+    sim_time *dur;        /* compute ops: duration before interference */
+    bool borrowed;        /* succ, stream_ops, dur are its template rank's (trace.h) */
+    uint32_t stream_first[TRACE_STREAMS + 1];
+    uint32_t head[TRACE_STREAMS];
+    bool busy[TRACE_STREAMS];
+    sim_time stream_free[TRACE_STREAMS];
+    size_t done_ops;
+    int step;              /* 0-based step in progress */
+    sim_time *step_end;    /* per step: when this rank finished it */
+    busy_iv *ivs;          /* compute intervals of the last step */
+    size_t n_ivs, cap_ivs;
+    double comm_busy_ps;   /* last step */
+    plan_mem level, peak;  /* bytes in use now, and the split at this rank's peak */
+    int8_t tail_cause;     /* last step: cause of the op that ended the rank's step */
+    double comm_sent[REPLAY_COMM_COUNT]; /* bytes sent in the last step */
+} rank_state;
+
+typedef struct replay_ctx {
+    const plan *p;
+    const trace *t;
+    const replay_options *opt;
+    replay_results *res;
+    sim_eventq *q;
+    hw_topo *topo;
+    hw_net *net;
+    hw_gpu *gpu;
+    rank_state *ranks;
+    coll_state *colls;
+    group_info *groups;
+    sched_entry *scheds;
+    size_t n_scheds, cap_scheds;
+    uint32_t *sched_slots; /* hash index of scheds (schedule_for) */
+    double *select_scratch; /* per link, for coll_select's estimates */
+    size_t sched_slots_cap;
+    int steps;
+    /* simulation.symmetry: dp: only replica 0 runs (active); twin[r] is the replica-0 rank
+     * whose results an inactive rank takes. NULL without symmetry. */
+    bool *active;
+    int32_t *twin;
+    int n_active;
+    const char *stream_names[TRACE_STREAMS];
+    bool sink_failed; /* the timeline sink returned an error: stop calling it */
+} replay_ctx;
+
+/* setup.c */
+void replay__init_rank(replay_ctx *c, int rank);
+void replay__init_colls(replay_ctx *c);   /* groups and every instance's schedule */
+void replay__init_symmetry(replay_ctx *c); /* simulation.symmetry: dp */
+void replay__clear(replay_ctx *c);        /* frees all of the above */
+
+#endif

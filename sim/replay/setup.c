@@ -1,0 +1,296 @@
+/* The replay's set-up (see replay-internal.h): per-rank state, process groups, the shared
+ * schedule of every collective instance with its costs, and data-parallel symmetry; and
+ * the matching clean-up. */
+#include "core/sim.h"
+
+#include <string.h>
+
+#include "coll/select.h"
+#include "replay/replay-internal.h"
+
+void replay__init_rank(replay_ctx *c, int rank)
+{
+    rank_state *rs = &c->ranks[rank];
+    const trace_rank *tr = &c->t->ranks[rank];
+    size_t n = tr->n_ops;
+    rs->tr = tr;
+    rs->pending = sim_calloc(n, sizeof *rs->pending);
+    rs->start = sim_calloc(n, sizeof *rs->start);
+    rs->end = sim_calloc(n, sizeof *rs->end);
+    rs->step_end = sim_calloc((size_t)c->steps, sizeof *rs->step_end);
+    if (tr->tmpl >= 0) {
+        /* the op arrays are its template's, and so are what the replay derives from them */
+        const rank_state *ts = &c->ranks[tr->tmpl];
+        SIM_ASSERT(tr->tmpl < rank && ts->tr == &c->t->ranks[tr->tmpl], "rank %d's template", rank);
+        rs->succ_first = ts->succ_first;
+        rs->succ = ts->succ;
+        rs->stream_ops = ts->stream_ops;
+        rs->dur = ts->dur;
+        memcpy(rs->stream_first, ts->stream_first, sizeof rs->stream_first);
+        rs->borrowed = true;
+        return;
+    }
+    /* successors (reverse dependencies) */
+    rs->succ_first = sim_calloc(n + 1, sizeof *rs->succ_first);
+    rs->succ = sim_calloc(tr->n_deps, sizeof *rs->succ);
+    for (size_t i = 0; i < tr->n_deps; i++)
+        rs->succ_first[tr->deps[i] + 1]++;
+    for (size_t i = 0; i < n; i++)
+        rs->succ_first[i + 1] += rs->succ_first[i];
+    uint32_t *fill = sim_calloc(n + 1, sizeof *fill);
+    memcpy(fill, rs->succ_first, (n + 1) * sizeof *fill);
+    for (size_t i = 0; i < n; i++)
+        for (uint32_t d = 0; d < tr->ops[i].n_deps; d++)
+            rs->succ[fill[tr->deps[tr->ops[i].dep_first + d]]++] = (uint32_t)i;
+    sim_free(fill);
+    /* per-stream program order */
+    uint32_t count[TRACE_STREAMS + 1] = {0};
+    for (size_t i = 0; i < n; i++)
+        count[tr->ops[i].stream + 1]++;
+    rs->stream_first[0] = 0;
+    for (int s = 0; s < TRACE_STREAMS; s++)
+        rs->stream_first[s + 1] = rs->stream_first[s] + count[s + 1];
+    rs->stream_ops = sim_calloc(n, sizeof *rs->stream_ops);
+    /* kernel durations by the roofline (or measured), once per op array */
+    rs->dur = sim_calloc(n + 1, sizeof *rs->dur);
+    for (size_t i = 0; i < n; i++) {
+        const trace_op *o = &tr->ops[i];
+        if (o->kind == TRACE_OP_COMPUTE)
+            rs->dur[i] = o->duration_ps >= 0
+                             ? o->duration_ps
+                             : hw_gpu_op_time(c->gpu, (hw_op_class)o->cls, (hw_dtype)o->dtype,
+                                              o->flops, o->bytes);
+    }
+    uint32_t pos[TRACE_STREAMS];
+    memcpy(pos, rs->stream_first, sizeof pos);
+    for (size_t i = 0; i < n; i++)
+        rs->stream_ops[pos[tr->ops[i].stream]++] = (uint32_t)i;
+}
+
+static void clear_rank(rank_state *rs)
+{
+    sim_free(rs->pending);
+    sim_free(rs->start);
+    sim_free(rs->end);
+    sim_free(rs->step_end);
+    if (!rs->borrowed) {
+        sim_free(rs->succ_first);
+        sim_free(rs->succ);
+        sim_free(rs->stream_ops);
+        sim_free(rs->dur);
+    }
+    sim_free(rs->ivs);
+}
+
+/* plan_coll_algo -> coll_algo; -1 = auto */
+static int algo_of(int plan_algo)
+{
+    static const int map[PLAN_COLL_ALGO_COUNT] = {
+        [PLAN_COLL_AUTO] = -1,           [PLAN_COLL_RING] = COLL_ALGO_RING,
+        [PLAN_COLL_TREE] = COLL_ALGO_TREE, [PLAN_COLL_HD] = COLL_ALGO_HD,
+        [PLAN_COLL_DIRECT] = COLL_ALGO_DIRECT, [PLAN_COLL_HIERARCHICAL] = COLL_ALGO_HIERARCHICAL,
+        [PLAN_COLL_NVLS] = COLL_ALGO_NVLS, [PLAN_COLL_PAIRWISE] = COLL_ALGO_PAIRWISE};
+    SIM_ASSERT(plan_algo >= 0 && plan_algo < PLAN_COLL_ALGO_COUNT, "algo %d", plan_algo);
+    return map[plan_algo];
+}
+
+static void init_groups(replay_ctx *c)
+{
+    const trace *t = c->t;
+    bool sharp = c->p->sc->topology.intra.sharp;
+    c->groups = sim_calloc(t->n_groups ? t->n_groups : 1, sizeof *c->groups);
+    for (size_t i = 0; i < t->n_groups; i++) {
+        const trace_group *tg = &t->groups[i];
+        group_info *gi = &c->groups[i];
+        gi->node = sim_calloc((size_t)tg->n, sizeof *gi->node);
+        for (int m = 0; m < tg->n; m++)
+            gi->node[m] = hw_topo_device(c->topo, hw_topo_gpu_device(c->topo, tg->ranks[m]))->node;
+        gi->switch_dev = sharp ? hw_topo_common_nvswitch(c->topo, tg->ranks, tg->n) : -1;
+        gi->g = (coll_group){.n = tg->n, .node = gi->node, .nvls = gi->switch_dev >= 0};
+        gi->arrivals = 0;
+        for (int m = 0; m < tg->n; m++)
+            gi->arrivals += !c->active || c->active[tg->ranks[m]];
+    }
+}
+
+/* The shared schedule of a collective instance, chosen (auto) or built (fixed algorithm).
+ * A fixed algorithm that cannot do the operation on this group falls back to auto; the
+ * loader has checked the names, not every group shape. */
+static uint64_t sched_hash(uint32_t group, int op, int algo, int32_t root, double bytes)
+{
+    uint64_t b;
+    memcpy(&b, &bytes, sizeof b);
+    uint64_t h = ((uint64_t)group << 32) ^ ((uint64_t)(uint8_t)op << 24) ^
+                 ((uint64_t)(uint8_t)algo << 16) ^ (uint64_t)(uint32_t)root;
+    h ^= b + UINT64_C(0x9E3779B97F4A7C15) + (h << 6) + (h >> 2);
+    h ^= h >> 33;
+    h *= UINT64_C(0xff51afd7ed558ccd);
+    return h ^ (h >> 33);
+}
+
+/* Open addressing over the schedules (slot = index + 1, 0 empty), kept at most half full:
+ * a 16K-GPU step has millions of collective instances over tens of thousands of schedules. */
+static void sched_rehash(replay_ctx *c)
+{
+    size_t cap = c->sched_slots_cap ? 2 * c->sched_slots_cap : 1024;
+    uint32_t *slots = sim_calloc(cap, sizeof *slots);
+    for (size_t i = 0; i < c->n_scheds; i++) {
+        const sched_entry *e = &c->scheds[i];
+        size_t k = sched_hash(e->group, e->op, e->algo, e->root, e->bytes) & (cap - 1);
+        while (slots[k])
+            k = (k + 1) & (cap - 1);
+        slots[k] = (uint32_t)i + 1;
+    }
+    sim_free(c->sched_slots);
+    c->sched_slots = slots;
+    c->sched_slots_cap = cap;
+}
+
+static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
+{
+    int algo = algo_of(tc->algo);
+    if (2 * (c->n_scheds + 1) > c->sched_slots_cap)
+        sched_rehash(c);
+    size_t mask = c->sched_slots_cap - 1;
+    size_t k = sched_hash(tc->group, tc->op, algo, tc->root, tc->bytes) & mask;
+    for (; c->sched_slots[k]; k = (k + 1) & mask) {
+        const sched_entry *e = &c->scheds[c->sched_slots[k] - 1];
+        if (e->group == tc->group && e->op == tc->op && e->algo == algo && e->root == tc->root &&
+            e->bytes == tc->bytes)
+            return e;
+    }
+    c->sched_slots[k] = (uint32_t)c->n_scheds + 1;
+    SIM_GROW(c->scheds, c->cap_scheds, c->n_scheds + 1);
+    sched_entry *e = &c->scheds[c->n_scheds++];
+    *e = (sched_entry){.group = tc->group, .op = tc->op, .algo = (int8_t)algo,
+                       .root = tc->root, .bytes = tc->bytes};
+    coll_schedule_init(&e->sched);
+    group_info *gi = &c->groups[tc->group];
+    if (!c->select_scratch)
+        c->select_scratch = sim_calloc((size_t)hw_topo_link_count(c->topo) + 1,
+                                       sizeof *c->select_scratch);
+    coll_target target = {.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
+                          .scratch = c->select_scratch,
+                          .group = &gi->g, .gpu = c->t->groups[tc->group].ranks,
+                          .switch_dev = gi->switch_dev};
+    if (!gi->routed && gi->g.n > 2) {
+        coll_prefetch_routes(&target, (coll_op)tc->op, tc->bytes, tc->root);
+        gi->routed = true;
+    }
+    int rc = coll_select(&target, (coll_op)tc->op, tc->bytes, tc->root, algo, -1, &e->choice,
+                         &e->sched);
+    if (rc != 0)
+        rc = coll_select(&target, (coll_op)tc->op, tc->bytes, tc->root, -1, -1, &e->choice,
+                         &e->sched);
+    SIM_ASSERT(rc == 0, "no algorithm implements %s on a group of %d",
+               coll_op_name((coll_op)tc->op), gi->g.n);
+    return e;
+}
+
+void replay__init_colls(replay_ctx *c)
+{
+    const trace *t = c->t;
+    init_groups(c);
+    c->colls = sim_calloc(t->n_colls ? t->n_colls : 1, sizeof *c->colls);
+    for (size_t i = 0; i < t->n_colls; i++) {
+        coll_state *cs = &c->colls[i];
+        const trace_coll *tc = &t->colls[i];
+        const trace_group *g = &t->groups[tc->group];
+        /* scheds may move while growing: resolve the pointer after all are built */
+        cs->plan = (const sched_entry *)(uintptr_t)(schedule_for(c, tc) - c->scheds);
+        cs->member_op = sim_calloc((size_t)g->n, sizeof *cs->member_op);
+    }
+    for (size_t i = 0; i < t->n_colls; i++) {
+        coll_state *cs = &c->colls[i];
+        cs->plan = &c->scheds[(uintptr_t)cs->plan];
+        const group_info *gi = &c->groups[t->colls[i].group];
+        cs->exec = (coll_exec){.sched = &cs->plan->sched, .gpu = t->groups[t->colls[i].group].ranks,
+                               .switch_dev = gi->switch_dev, .proto = cs->plan->choice.proto,
+                               .nvls = cs->plan->choice.algo == COLL_ALGO_NVLS,
+                               .protocols = &c->p->sc->topology.protocols};
+        /* transfer costs once per schedule: routes and protocol costs of a tensor-parallel
+         * ring are looked up once, not at every round of every layer (large schedules,
+         * e.g. a ring over hundreds of ranks, are costed as they run) */
+        sched_entry *e = &c->scheds[(size_t)(cs->plan - c->scheds)];
+        if (!e->costs && e->sched.n_xfers <= 4096)
+            e->costs = coll_exec_costs(&cs->exec, c->topo);
+        if (!e->sent) {
+            int n = t->groups[e->group].n;
+            e->sent = sim_calloc((size_t)n, sizeof *e->sent);
+            /* coll_schedule_bytes_sent for every member in one pass (same sums, same order) */
+            for (size_t i = 0; i < e->sched.n_xfers; i++)
+                if (e->sched.xfers[i].src >= 0)
+                    e->sent[e->sched.xfers[i].src] += e->sched.xfers[i].bytes;
+        }
+        cs->exec.costs = e->costs;
+    }
+    for (int r = 0; r < t->n_ranks; r++) {
+        const trace_rank *tr = &t->ranks[r];
+        if (c->active && !c->active[r])
+            continue;
+        for (size_t i = 0; i < tr->n_ops; i++) {
+            if (tr->ops[i].kind != TRACE_OP_COLL)
+                continue;
+            uint32_t ci = trace_op_coll(tr, &tr->ops[i]);
+            const trace_group *g = &t->groups[t->colls[ci].group];
+            for (int m = 0; m < g->n; m++)
+                if (g->ranks[m] == r)
+                    c->colls[ci].member_op[m] = (uint32_t)i;
+        }
+    }
+}
+
+/* simulation.symmetry: dp. Replica 0 (the ranks at data-parallel coordinate 0) runs; every
+ * other rank is its twin's copy: the rank of replica 0 at the same tp, cp and pp place,
+ * which has a smaller index (index order grows with every coordinate). */
+void replay__init_symmetry(replay_ctx *c)
+{
+    const plan *p = c->p;
+    const plan_parallel *par = &p->sc->parallel;
+    int n = p->n_ranks;
+    size_t slots = (size_t)par->pp * (size_t)par->tp * (size_t)par->cp;
+    int32_t *of = sim_calloc(slots, sizeof *of);
+    c->active = sim_calloc((size_t)n, sizeof *c->active);
+    c->twin = sim_calloc((size_t)n, sizeof *c->twin);
+    for (int pass = 0; pass < 2; pass++)
+        for (int r = 0; r < n; r++) {
+            const plan_coord *k = &p->coords[r];
+            size_t key = ((size_t)k->c[PLAN_GROUP_PP] * (size_t)par->tp +
+                          (size_t)k->c[PLAN_GROUP_TP]) * (size_t)par->cp +
+                         (size_t)k->c[PLAN_GROUP_CP];
+            bool replica0 = k->c[PLAN_GROUP_DP] == 0;
+            if (pass == 0 && replica0) {
+                c->active[r] = true;
+                c->n_active++;
+                of[key] = r;
+            } else if (pass == 1) {
+                c->twin[r] = replica0 ? r : of[key];
+                SIM_ASSERT(c->twin[r] <= r, "rank %d's twin %d", r, c->twin[r]);
+            }
+        }
+    sim_free(of);
+}
+
+
+void replay__clear(replay_ctx *c)
+{
+    for (int r = 0; r < c->p->n_ranks; r++)
+        clear_rank(&c->ranks[r]);
+    sim_free(c->ranks);
+    for (size_t i = 0; i < c->t->n_colls; i++)
+        sim_free(c->colls[i].member_op);
+    sim_free(c->colls);
+    for (size_t i = 0; i < c->n_scheds; i++) {
+        coll_schedule_clear(&c->scheds[i].sched);
+        sim_free(c->scheds[i].costs);
+        sim_free(c->scheds[i].sent);
+    }
+    sim_free(c->scheds);
+    sim_free(c->sched_slots);
+    sim_free(c->select_scratch);
+    for (size_t i = 0; i < c->t->n_groups; i++)
+        sim_free(c->groups[i].node);
+    sim_free(c->groups);
+    sim_free(c->active);
+    sim_free(c->twin);
+}
