@@ -4,6 +4,7 @@
 #define SIM_REPLAY_REPLAY_INTERNAL_H
 
 #include "coll/exec.h"
+#include "coll/select.h"
 #include "core/eventq.h"
 #include "hw/gpu.h"
 #include "hw/net.h"
