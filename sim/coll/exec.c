@@ -15,8 +15,17 @@ static int device_of(const coll_exec *x, hw_topo *topo, int member)
 void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf, sim_time *lat_ps,
                          double *wire_bytes, const hw_route **route)
 {
-    const hw_route *r = hw_topo_route(topo, device_of(x, topo, xf->src),
-                                      device_of(x, topo, xf->dst));
+    const hw_route *r;
+    if (x->pair_routes && xf->src >= 0 && xf->dst >= 0) {
+        /* the group's member-pair table: an index instead of a hash lookup */
+        const hw_route **slot = &x->pair_routes[(size_t)xf->src * (size_t)x->n_members +
+                                                (size_t)xf->dst];
+        if (!*slot)
+            *slot = hw_topo_route(topo, device_of(x, topo, xf->src), device_of(x, topo, xf->dst));
+        r = *slot;
+    } else {
+        r = hw_topo_route(topo, device_of(x, topo, xf->src), device_of(x, topo, xf->dst));
+    }
     const hw_protocols *p = x->protocols;
     if (xf->src == COLL_SWITCH || xf->dst == COLL_SWITCH) {
         *lat_ps = p->nvls_step_ps;

@@ -32,6 +32,10 @@ typedef struct coll_exec {
     const hw_protocols *protocols; /* borrowed */
     const coll_xfer_cost *costs;   /* per transfer (coll_exec_costs), or NULL: computed as
                                       each round starts */
+    const hw_route **pair_routes;  /* optional, with costs NULL: n_members x n_members routes
+                                      between members, filled as used (shared by the group's
+                                      collectives) */
+    int n_members;
     /* state */
     int round;
     size_t outstanding;

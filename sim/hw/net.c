@@ -191,8 +191,17 @@ static void mark_dirty(hw_net *net, int32_t l, sim_time now)
     }
 }
 
+static void start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes,
+                       uint64_t tag);
+
 void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, double bytes,
                            uint64_t tag)
+{
+    start_flow(net, now, hw_topo_route(net->topo, src_dev, dst_dev), bytes, tag);
+}
+
+/* A flow on route `r` (from the topology's cache), starting at `now`. */
+static void start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes, uint64_t tag)
 {
     SIM_ASSERT(bytes >= 0 && isfinite(bytes), "flow of %g bytes", bytes);
     int32_t id;
@@ -204,7 +213,6 @@ void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, 
         id = net->n_flows++;
     }
     net_flow *f = &net->flows[id];
-    const hw_route *r = hw_topo_route(net->topo, src_dev, dst_dev);
     *f = (net_flow){.tag = tag, .state = FLOW_LATENT, .route = r, .remaining = bytes,
                     .last = now, .next_free = -1};
     /* distinct links with their multiplicity */
@@ -538,8 +546,7 @@ void hw_net_round_end(hw_net *net, uint64_t tag)
     if (!round_isolated(net)) {
         for (int i = 0; i < net->n_pending; i++) {
             const round_xfer *x = &net->pending[i];
-            hw_net_start_flow_dev(net, x->act - x->route->latency_ps, x->src, x->dst, x->bytes,
-                                  tag);
+            start_flow(net, x->act - x->route->latency_ps, x->route, x->bytes, tag);
         }
         return;
     }
@@ -648,12 +655,11 @@ static void split_round(hw_net *net, int32_t ri, sim_time now)
         if (x.end <= now) {
             settle_xfer(net, &x);
             /* an empty flow: completes at its activation, now */
-            hw_net_start_flow_dev(net, now - x.route->latency_ps, x.src, x.dst, 0, R->tag);
+            start_flow(net, now - x.route->latency_ps, x.route, 0, R->tag);
             continue;
         }
         if (x.act > now) {
-            hw_net_start_flow_dev(net, x.act - x.route->latency_ps, x.src, x.dst, x.bytes,
-                                  R->tag);
+            start_flow(net, x.act - x.route->latency_ps, x.route, x.bytes, R->tag);
             continue;
         }
         /* running since x.act at x.rate: an active flow with its progress */

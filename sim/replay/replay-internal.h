@@ -44,6 +44,7 @@ typedef struct group_info {
     int switch_dev;
     int arrivals; /* members whose arrival starts a collective: all, or the active ones */
     bool routed;  /* its candidate algorithms' routes were prefetched */
+    const hw_route **pair_routes; /* member x member, for schedules too large to cost ahead */
 } group_info;
 
 /* A compute op of the reported step, with the idle gap that preceded it. */
@@ -71,8 +72,10 @@ typedef struct rank_state {
     size_t done_ops;
     int step;              /* 0-based step in progress */
     sim_time *step_end;    /* per step: when this rank finished it */
-    busy_iv *ivs;          /* compute intervals of the last step */
+    busy_iv *ivs;          /* compute intervals of the last step, but the latest */
     size_t n_ivs, cap_ivs;
+    busy_iv cur;           /* the latest (possibly still open) interval, when have_cur */
+    bool have_cur;
     double comm_busy_ps;   /* last step */
     plan_mem level, peak;  /* bytes in use now, and the split at this rank's peak */
     int8_t tail_cause;     /* last step: cause of the op that ended the rank's step */

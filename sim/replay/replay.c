@@ -119,14 +119,19 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
             /* a kernel that follows the previous one with no gap extends its interval:
              * the summary's busy time and bubbles come out the same, and a step of
              * back-to-back kernels keeps a handful of intervals instead of thousands */
-            if (rs->n_ivs > 0 && rs->ivs[rs->n_ivs - 1].end == now &&
-                rs->stream_free[o->stream] == now) {
-                rs->ivs[rs->n_ivs - 1].end = -1;
+            /* (the open interval lives in the rank's state; the array, which other ranks'
+             * work has long pushed out of cache, is touched once per gap) */
+            if (rs->have_cur && rs->cur.end == now && rs->stream_free[o->stream] == now) {
+                rs->cur.end = -1;
             } else {
-                SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
-                rs->ivs[rs->n_ivs++] = (busy_iv){.start = now, .end = -1,
-                                                 .gap_start = rs->stream_free[o->stream],
-                                                 .split = split, .cause = cause, .early = early};
+                if (rs->have_cur) {
+                    SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
+                    rs->ivs[rs->n_ivs++] = rs->cur;
+                }
+                rs->cur = (busy_iv){.start = now, .end = -1,
+                                    .gap_start = rs->stream_free[o->stream], .split = split,
+                                    .cause = cause, .early = early};
+                rs->have_cur = true;
             }
         }
         sim_time d = rs->dur[op];
@@ -271,7 +276,7 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
         record_timeline(c, rank, op, now);
     if (rs->step == c->steps - 1) {
         if (o->kind == TRACE_OP_COMPUTE) {
-            rs->ivs[rs->n_ivs - 1].end = now;
+            rs->cur.end = now;
         } else if (o->kind == TRACE_OP_COPY) {
             rs->comm_sent[REPLAY_COMM_OFFLOAD] += o->bytes;
         } else if (o->kind == TRACE_OP_COLL) {
@@ -433,6 +438,11 @@ static void summarize(replay_ctx *c)
             row->node = pc->node;
             row->dp = pc->c[PLAN_GROUP_DP];
             continue;
+        }
+        if (rs->have_cur) {
+            SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
+            rs->ivs[rs->n_ivs++] = rs->cur;
+            rs->have_cur = false;
         }
         double busy = 0, rank_idle[REPLAY_CAUSE_COUNT] = {0};
         sim_time cursor = w0;

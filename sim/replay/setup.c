@@ -288,8 +288,10 @@ void replay__clear(replay_ctx *c)
     sim_free(c->scheds);
     sim_free(c->sched_slots);
     sim_free(c->select_scratch);
-    for (size_t i = 0; i < c->t->n_groups; i++)
+    for (size_t i = 0; i < c->t->n_groups; i++) {
         sim_free(c->groups[i].node);
+        sim_free(c->groups[i].pair_routes);
+    }
     sim_free(c->groups);
     sim_free(c->active);
     sim_free(c->twin);
