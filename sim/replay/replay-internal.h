@@ -56,10 +56,18 @@ typedef struct busy_iv {
     int8_t early;
 } busy_iv;
 
+typedef struct async_start {
+    uint32_t op;
+    sim_time t;
+} async_start;
+
 typedef struct rank_state {
     const trace_rank *tr;
     uint32_t *pending;   /* unfinished dependencies per op */
-    sim_time *start, *end;
+    sim_time *end;       /* per op: when it finished (this step), -1 before */
+    sim_time stream_start[TRACE_STREAMS]; /* when the op running on each stream started */
+    async_start *async;  /* start times of the point-to-point ops in flight */
+    size_t n_async, cap_async;
     uint32_t *succ;      /* successors, CSR */
     uint32_t *succ_first;
     uint32_t *stream_ops; /* op indices per stream in order, CSR */

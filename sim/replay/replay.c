@@ -85,9 +85,15 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     const trace_op *o = &rs->tr->ops[op];
-    if (o->stream != TRACE_STREAM_ASYNC)
+    if (o->stream != TRACE_STREAM_ASYNC) {
         rs->busy[o->stream] = true;
-    rs->start[op] = now;
+        rs->stream_start[o->stream] = now;
+    } else {
+        /* point-to-point ops overlap each other: their start times are kept by op (a few
+         * are in flight at a time) */
+        SIM_GROW(rs->async, rs->cap_async, rs->n_async + 1);
+        rs->async[rs->n_async++] = (async_start){.op = op, .t = now};
+    }
     apply_mem(c, rank, op, 0, now);
     if (o->kind == TRACE_OP_COMPUTE) {
         if (rs->step == c->steps - 1) {
@@ -227,7 +233,7 @@ static void timeline_flush(replay_ctx *c)
     r->n_timeline = 0;
 }
 
-static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time end)
+static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time start, sim_time end)
 {
     replay_results *r = c->res;
     if (c->opt->timeline_sink && r->n_timeline == REPLAY_TIMELINE_BATCH)
@@ -252,7 +258,7 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time end)
         .phase = trace_phase_name((trace_phase)o->phase),
         .group = coll ? plan_group_name((plan_group_class)c->t->groups[tc->group].cls) : "none",
         .step = rs->step + 1,
-        .start_s = sim_time_to_s(rs->start[op]),
+        .start_s = sim_time_to_s(start),
         .end_s = sim_time_to_s(end),
         .bytes = coll ? tc->bytes : o->bytes,
         .flops = o->kind == TRACE_OP_COMPUTE ? o->flops : 0,
@@ -266,6 +272,17 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
     rs->end[op] = now;
     apply_mem(c, rank, op, 1, now);
     bool async = o->stream == TRACE_STREAM_ASYNC;
+    sim_time start;
+    if (async) {
+        size_t k = 0;
+        while (rs->async[k].op != op)
+            k++;
+        SIM_ASSERT(k < rs->n_async, "rank %d: async op %u not started", rank, op);
+        start = rs->async[k].t;
+        rs->async[k] = rs->async[--rs->n_async];
+    } else {
+        start = rs->stream_start[o->stream];
+    }
     if (!async) {
         rs->busy[o->stream] = false;
         rs->stream_free[o->stream] = now;
@@ -273,7 +290,7 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
     }
     rs->done_ops++;
     if (c->opt->timeline)
-        record_timeline(c, rank, op, now);
+        record_timeline(c, rank, op, start, now);
     if (rs->step == c->steps - 1) {
         if (o->kind == TRACE_OP_COMPUTE) {
             rs->cur.end = now;
@@ -287,7 +304,7 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
             while (g->ranks[m] != rank)
                 m++;
             rs->comm_sent[g->cls] += c->colls[ci].plan->sent[m];
-            rs->comm_busy_ps += (double)(now - rs->start[op]);
+            rs->comm_busy_ps += (double)(now - start);
         }
     }
     for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++)

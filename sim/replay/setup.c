@@ -15,7 +15,6 @@ void replay__init_rank(replay_ctx *c, int rank)
     size_t n = tr->n_ops;
     rs->tr = tr;
     rs->pending = sim_calloc(n, sizeof *rs->pending);
-    rs->start = sim_calloc(n, sizeof *rs->start);
     rs->end = sim_calloc(n, sizeof *rs->end);
     rs->step_end = sim_calloc((size_t)c->steps, sizeof *rs->step_end);
     if (tr->tmpl >= 0) {
@@ -70,7 +69,7 @@ void replay__init_rank(replay_ctx *c, int rank)
 static void clear_rank(rank_state *rs)
 {
     sim_free(rs->pending);
-    sim_free(rs->start);
+    sim_free(rs->async);
     sim_free(rs->end);
     sim_free(rs->step_end);
     if (!rs->borrowed) {
