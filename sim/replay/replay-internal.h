@@ -33,6 +33,7 @@ typedef struct coll_state {
     const sched_entry *plan;
     coll_exec exec;
     int arrived;
+    int arrivals;      /* the group's: members whose arrival starts it */
     sim_time launched; /* when the last member arrived and the transfer began */
     uint32_t *member_op; /* op index of the collective on each member rank */
 } coll_state;

@@ -170,7 +170,7 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     coll_state *cs = &c->colls[ci];
     /* under symmetry the inactive replicas are at the same point: every member's transfers
      * run, on the real topology, once the active members have arrived */
-    if (++cs->arrived < c->groups[c->t->colls[ci].group].arrivals)
+    if (++cs->arrived < cs->arrivals)
         return;
     cs->launched = now;
     if (coll_exec_start(&cs->exec, c->topo, c->net, now, ci))

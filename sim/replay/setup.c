@@ -198,6 +198,7 @@ void replay__init_colls(replay_ctx *c)
         /* scheds may move while growing: resolve the pointer after all are built */
         cs->plan = (const sched_entry *)(uintptr_t)(schedule_for(c, tc) - c->scheds);
         cs->member_op = sim_calloc((size_t)g->n, sizeof *cs->member_op);
+        cs->arrivals = c->groups[tc->group].arrivals;
     }
     for (size_t i = 0; i < t->n_colls; i++) {
         coll_state *cs = &c->colls[i];
