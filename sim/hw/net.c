@@ -194,6 +194,18 @@ static void mark_dirty(hw_net *net, int32_t l, sim_time now)
 static void start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes,
                        uint64_t tag);
 
+/* A free slot of the flow table (recycled first). */
+static int32_t flow_slot(hw_net *net)
+{
+    if (net->free_head >= 0) {
+        int32_t id = net->free_head;
+        net->free_head = net->flows[id].next_free;
+        return id;
+    }
+    SIM_GROW(net->flows, net->cap_flows, (size_t)net->n_flows + 1);
+    return net->n_flows++;
+}
+
 void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, double bytes,
                            uint64_t tag)
 {
@@ -204,14 +216,7 @@ void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, 
 static void start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes, uint64_t tag)
 {
     SIM_ASSERT(bytes >= 0 && isfinite(bytes), "flow of %g bytes", bytes);
-    int32_t id;
-    if (net->free_head >= 0) {
-        id = net->free_head;
-        net->free_head = net->flows[id].next_free;
-    } else {
-        SIM_GROW(net->flows, net->cap_flows, (size_t)net->n_flows + 1);
-        id = net->n_flows++;
-    }
+    int32_t id = flow_slot(net);
     net_flow *f = &net->flows[id];
     *f = (net_flow){.tag = tag, .state = FLOW_LATENT, .route = r, .remaining = bytes,
                     .last = now, .next_free = -1};
@@ -663,14 +668,7 @@ static void split_round(hw_net *net, int32_t ri, sim_time now)
             continue;
         }
         /* running since x.act at x.rate: an active flow with its progress */
-        int32_t id;
-        if (net->free_head >= 0) {
-            id = net->free_head;
-            net->free_head = net->flows[id].next_free;
-        } else {
-            SIM_GROW(net->flows, net->cap_flows, (size_t)net->n_flows + 1);
-            id = net->n_flows++;
-        }
+        int32_t id = flow_slot(net);
         net_flow *f = &net->flows[id];
         *f = (net_flow){.tag = R->tag, .state = FLOW_ACTIVE, .route = x.route,
                         .remaining = x.bytes, .rate = x.rate, .last = x.act, .next_free = -1};
