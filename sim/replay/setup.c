@@ -195,13 +195,17 @@ void replay__init_colls(replay_ctx *c)
         coll_state *cs = &c->colls[i];
         const trace_coll *tc = &t->colls[i];
         const trace_group *g = &t->groups[tc->group];
+        cs->arrivals = c->groups[tc->group].arrivals;
+        if (cs->arrivals == 0)
+            continue; /* symmetry: a group of other replicas only; it never runs */
         /* scheds may move while growing: resolve the pointer after all are built */
         cs->plan = (const sched_entry *)(uintptr_t)(schedule_for(c, tc) - c->scheds);
         cs->member_op = sim_calloc((size_t)g->n, sizeof *cs->member_op);
-        cs->arrivals = c->groups[tc->group].arrivals;
     }
     for (size_t i = 0; i < t->n_colls; i++) {
         coll_state *cs = &c->colls[i];
+        if (cs->arrivals == 0)
+            continue;
         cs->plan = &c->scheds[(uintptr_t)cs->plan];
         const group_info *gi = &c->groups[t->colls[i].group];
         cs->exec = (coll_exec){.sched = &cs->plan->sched, .gpu = t->groups[t->colls[i].group].ranks,
@@ -218,11 +222,21 @@ void replay__init_colls(replay_ctx *c)
             int n = t->groups[e->group].n;
             e->sent = sim_calloc((size_t)n, sizeof *e->sent);
             /* coll_schedule_bytes_sent for every member in one pass (same sums, same order) */
-            for (size_t i = 0; i < e->sched.n_xfers; i++)
-                if (e->sched.xfers[i].src >= 0)
-                    e->sent[e->sched.xfers[i].src] += e->sched.xfers[i].bytes;
+            for (size_t k = 0; k < e->sched.n_xfers; k++)
+                if (e->sched.xfers[k].src >= 0)
+                    e->sent[e->sched.xfers[k].src] += e->sched.xfers[k].bytes;
         }
         cs->exec.costs = e->costs;
+        if (!e->costs) {
+            /* a large schedule (a ring over hundreds of ranks) is costed as it runs; its
+             * routes come from a member-pair table of its group, not the hash cache */
+            group_info *gm = &c->groups[t->colls[i].group];
+            if (!gm->pair_routes)
+                gm->pair_routes = sim_calloc((size_t)gm->g.n * (size_t)gm->g.n,
+                                             sizeof *gm->pair_routes);
+            cs->exec.pair_routes = gm->pair_routes;
+            cs->exec.n_members = gm->g.n;
+        }
     }
     for (int r = 0; r < t->n_ranks; r++) {
         const trace_rank *tr = &t->ranks[r];
