@@ -328,6 +328,76 @@ int main(void)
         CHECK(events > 120);
         bench_clear(&x);
     }
+    /* Isolated rounds (hw_net_round_*): four GPUs on a switch, each with its own 10 GB/s
+     * link in each direction and 1 us latency per link, so a GPU-to-GPU route is two links
+     * and 2 us. */
+    {
+        memset(s, 0, sizeof *s);
+        for (int i = 0; i < 4; i++) {
+            char name[8];
+            snprintf(name, sizeof name, "g%d", i);
+            dev(s, name, HW_DEV_GPU, 0);
+        }
+        int sw = dev(s, "sw", HW_DEV_NVSWITCH, 0);
+        for (int i = 0; i < 4; i++) {
+            lnk(s, i, sw, 10 * GB, false);
+            lnk(s, sw, i, 10 * GB, false);
+        }
+        for (int i = 0; i < s->n_links; i++)
+            s->links[i].latency_ps = SIM_PS_PER_US;
+        for (int split = 0; split < 2; split++)
+            for (int rounds = 1; rounds >= 0; rounds--) {
+                bench x;
+                bench_init(&x, s);
+                hw_net_set_rounds(x.net, rounds);
+                /* g0 -> g1 (1 GB) and g2 -> g3 (2 GB) share no link: alone, each runs at
+                 * 10 GB/s after its 2 us latency, ending at 2 us + 100 ms and 2 us + 200 ms */
+                const hw_route *r01 = hw_topo_route_gpus(x.topo, 0, 1);
+                const hw_route *r23 = hw_topo_route_gpus(x.topo, 2, 3);
+                hw_net_round_begin(x.net);
+                hw_net_round_add(x.net, r01->latency_ps, hw_topo_gpu_device(x.topo, 0),
+                                 hw_topo_gpu_device(x.topo, 1), 1 * GB, r01);
+                hw_net_round_add(x.net, r23->latency_ps, hw_topo_gpu_device(x.topo, 2),
+                                 hw_topo_gpu_device(x.topo, 3), 2 * GB, r23);
+                hw_net_round_end(x.net, 7);
+                if (split) {
+                    /* at 50 ms a 1 GB flow g2 -> g3 joins (active from 50 ms + 2 us): the
+                     * round turns into flows, g2 -> g3 having sent 10 GB/s x (50 ms - 2 us);
+                     * the two then share the 10 GB/s links by max-min. The last completion
+                     * and the link's bytes must be the flow path's, compared below */
+                    run_until(&x, 50 * SIM_PS_PER_MS);
+                    hw_net_start_flow(x.net, 50 * SIM_PS_PER_MS, 2, 3, 1 * GB, 8);
+                }
+                run_until(&x, SIM_TIME_NEVER - 1);
+                static sim_time last[2][2];
+                static double bytes[2][2];
+                last[split][rounds] = x.log.t[x.log.n - 1];
+                bytes[split][rounds] = hw_net_link(x.net, r23->links[0])->bytes;
+                if (!split) {
+                    /* both completions are reported at the round's end when isolated */
+                    CHECK_INT_EQ(hw_net_rounds_isolated(x.net), rounds ? 1 : 0);
+                    CHECK_INT_EQ(find_done(&x, 7), rounds ? 2 * SIM_PS_PER_US + 200 * SIM_PS_PER_MS
+                                                          : 2 * SIM_PS_PER_US + 100 * SIM_PS_PER_MS);
+                    CHECK_INT_EQ(last[0][rounds], 2 * SIM_PS_PER_US + 200 * SIM_PS_PER_MS);
+                } else {
+                    CHECK_INT_EQ(hw_net_rounds_split(x.net), rounds ? 1 : 0);
+                    /* by hand: at 50 ms + 2 us g2 -> g3 has 2 GB - 10 GB/s x 50 ms = 1.5 GB
+                     * left; sharing 5 GB/s each, the new 1 GB flow ends 200 ms later
+                     * (250 ms + 2 us) with 0.5 GB of the other left, which then runs at
+                     * 10 GB/s for 50 ms: last completion 300 ms + 2 us (to rounding, a few ps) */
+                    CHECK_NEAR((double)last[1][rounds],
+                               (double)(300 * SIM_PS_PER_MS + 2 * SIM_PS_PER_US), 0, 4);
+                }
+                CHECK_INT_EQ(x.log.n, split ? 3 : 2);
+                CHECK(hw_net__check(x.net) == 0);
+                if (rounds == 0) {
+                    /* the same last completion and link bytes either way */
+                    CHECK_INT_EQ(last[split][1], last[split][0]);
+                    CHECK(bytes[split][1] == bytes[split][0]);
+                }
+                bench_clear(&x);
+            }
+    }
     sim_free(s);
     return test_finish();
 }
