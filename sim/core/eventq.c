@@ -35,8 +35,7 @@
 #define EVENTQ_INSERTION_SORT_MAX 24
 
 typedef struct qentry {
-    sim_time time; /* copies of ev->time and ev->seq, so scans and sorts stay inside the */
-    uint64_t seq;  /* bucket array */
+    sim_time time; /* a copy of ev->time, so scans stay inside the bucket array */
     sim_event *ev; /* NULL: a cancelled slot of bucket 0 */
 } qentry;
 
@@ -77,25 +76,26 @@ static inline void bucket_append(sim_eventq *q, unsigned j, qentry x)
 
 static int entry_seq_cmp(const void *pa, const void *pb)
 {
-    uint64_t a = ((const qentry *)pa)->seq, b = ((const qentry *)pb)->seq;
+    uint64_t a = ((const qentry *)pa)->ev->seq, b = ((const qentry *)pb)->ev->seq;
     return (a > b) - (a < b);
 }
 
 /* Puts bucket 0 (all at one time) in seq order and records the new slots. The entries come
- * from one bucket, mostly in push order already. */
+ * from one bucket, mostly in push order already; the events are read here because they
+ * are about to be popped anyway. */
 static void sort_bucket0(qbucket *b0)
 {
     size_t n = b0->n;
     size_t inversions = 0;
     for (size_t i = 1; i < n; i++)
-        inversions += b0->e[i - 1].seq > b0->e[i].seq;
+        inversions += b0->e[i - 1].ev->seq > b0->e[i].ev->seq;
     if (inversions == 0)
         return; /* slots already recorded by bucket_append */
     if (n <= EVENTQ_INSERTION_SORT_MAX) {
         for (size_t i = 1; i < n; i++) {
             qentry x = b0->e[i];
             size_t k = i;
-            for (; k > 0 && b0->e[k - 1].seq > x.seq; k--)
+            for (; k > 0 && b0->e[k - 1].ev->seq > x.ev->seq; k--)
                 b0->e[k] = b0->e[k - 1];
             b0->e[k] = x;
         }
@@ -199,7 +199,7 @@ void sim_eventq_push(sim_eventq *q, sim_event *ev, sim_time time)
     SIM_ASSERT(q->size < SIM_EVENT_NOT_QUEUED, "event queue full (%zu events)", q->size);
     ev->time = time;
     ev->seq = q->next_seq++;
-    bucket_append(q, bucket_of(q->last, time), (qentry){time, ev->seq, ev});
+    bucket_append(q, bucket_of(q->last, time), (qentry){time, ev});
     q->size++;
 }
 
@@ -295,8 +295,7 @@ int sim_eventq__check(const sim_eventq *q)
                 continue;
             }
             live++;
-            if (ev->bucket != j || ev->slot != k || ev->time != b->e[k].time ||
-                ev->seq != b->e[k].seq) {
+            if (ev->bucket != j || ev->slot != k || ev->time != b->e[k].time) {
                 fprintf(stderr, "eventq: bucket %u slot %zu records bucket %u slot %" PRIu32
                         " time %" PRId64 " (entry time %" PRId64 ")\n", j, k, ev->bucket,
                         ev->slot, ev->time, b->e[k].time);
