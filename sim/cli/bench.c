@@ -161,8 +161,7 @@ static void run_child(const char *path, scenario_stats *st)
         st->generated += p->trace->ranks[r].tmpl < 0;
     }
     replay_results *res = replay_results_create();
-    res->no_bubble_rows = true;
-    replay_options opt = {0};
+    replay_options opt = {.no_bubble_rows = true};
     replay_run(p, &opt, res);
     if (res->summary.status == REPLAY_STATUS_ERROR) {
         st->status = 1;

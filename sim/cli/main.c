@@ -355,14 +355,14 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
     }
     int rc = 0;
     replay_results *res = replay_results_create();
-    res->no_bubble_rows = f == NULL; /* only a results file holds them */
     h5_sink sink = {.f = f, .run = j->sc.name};
     replay_options opt = {.timeline = j->sc.simulation.timeline,
                           .timeline_sink = f ? stream_rows : NULL,
                           .timeline_ud = &sink,
                           .progress = print_progress,
                           .progress_ud = j->sc.name,
-                          .progress_every_s = 15};
+                          .progress_every_s = 15,
+                          .no_bubble_rows = f == NULL /* only a results file holds them */};
     replay_run(j->p, &opt, res);
     if (res->summary.status == REPLAY_STATUS_ERROR) {
         fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);

@@ -127,6 +127,13 @@ double coll_schedule_bytes_sent(const coll_schedule *s, int m)
     return sum;
 }
 
+void coll_schedule_bytes_sent_all(const coll_schedule *s, double *out)
+{
+    for (size_t i = 0; i < s->n_xfers; i++)
+        if (s->xfers[i].src >= 0)
+            out[s->xfers[i].src] += s->xfers[i].bytes;
+}
+
 int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, double bytes,
                int root, int chunks)
 {

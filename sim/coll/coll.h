@@ -88,6 +88,9 @@ void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes);
 
 /* Bytes member `m` sends in the schedule (its payload into the network). */
 double coll_schedule_bytes_sent(const coll_schedule *s, int m);
+/* The same for every member at once: adds member m's bytes to out[m] (one pass over the
+ * transfers; each sum in the same order as coll_schedule_bytes_sent's). */
+void coll_schedule_bytes_sent_all(const coll_schedule *s, double *out);
 
 /* What an algorithm may know about the group. */
 typedef struct coll_group {

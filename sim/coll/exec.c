@@ -52,8 +52,6 @@ coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
         const coll_xfer *xf = &s->xfers[i];
         sim_time lat;
         coll_exec_xfer_cost(x, topo, xf, &lat, &c[i].wire, &c[i].route);
-        c[i].src_dev = device_of(x, topo, xf->src);
-        c[i].dst_dev = device_of(x, topo, xf->dst);
         c[i].delay_ps = lat + c[i].route->latency_ps;
     }
     return c;
@@ -72,8 +70,7 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
         if (x->costs) {
             for (size_t i = first; i < last; i++) {
                 const coll_xfer_cost *c = &x->costs[i];
-                hw_net_round_add(net, now + c->delay_ps, c->src_dev, c->dst_dev, c->wire,
-                                 c->route);
+                hw_net_round_add(net, now + c->delay_ps, c->wire, c->route);
             }
             hw_net_round_end(net, tag);
             return false;
@@ -84,8 +81,7 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
             double wire;
             const hw_route *r;
             coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
-            hw_net_round_add(net, now + lat + r->latency_ps, device_of(x, topo, xf->src),
-                             device_of(x, topo, xf->dst), wire, r);
+            hw_net_round_add(net, now + lat + r->latency_ps, wire, r);
         }
         hw_net_round_end(net, tag);
         return false;

@@ -16,7 +16,6 @@
 
 /* What one transfer of a schedule costs on a given group (see coll_exec_costs). */
 typedef struct coll_xfer_cost {
-    int src_dev, dst_dev;
     sim_time delay_ps; /* protocol step latency + route latency: start to first byte */
     double wire;       /* bytes on the wire */
     const hw_route *route;

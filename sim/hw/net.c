@@ -74,7 +74,6 @@ typedef struct net_flow {
 /* A transfer of an isolated round (see hw_net_round_end): alone on its links, it starts
  * consuming at `act` and runs at its route's bottleneck bandwidth until `end`. */
 typedef struct round_xfer {
-    int src, dst; /* devices */
     const hw_route *route;
     sim_time act, end;
     double bytes, rate;
@@ -512,8 +511,7 @@ void hw_net_round_begin(hw_net *net)
     net->n_pending = 0;
 }
 
-void hw_net_round_add(hw_net *net, sim_time act, int src_dev, int dst_dev, double bytes,
-                      const hw_route *route)
+void hw_net_round_add(hw_net *net, sim_time act, double bytes, const hw_route *route)
 {
     SIM_ASSERT(bytes >= 0 && isfinite(bytes), "flow of %g bytes", bytes);
     if (net->n_pending == net->cap_pending) {
@@ -521,8 +519,7 @@ void hw_net_round_add(hw_net *net, sim_time act, int src_dev, int dst_dev, doubl
         net->pending = sim_realloc_array(net->pending, (size_t)net->cap_pending,
                                          sizeof *net->pending);
     }
-    net->pending[net->n_pending++] = (round_xfer){.src = src_dev, .dst = dst_dev,
-                                                  .route = route, .act = act, .bytes = bytes};
+    net->pending[net->n_pending++] = (round_xfer){.route = route, .act = act, .bytes = bytes};
 }
 
 static bool round_isolated(hw_net *net)
@@ -577,11 +574,12 @@ void hw_net_round_end(hw_net *net, uint64_t tag)
     for (int i = 0; i < R->n; i++) {
         round_xfer *x = &R->x[i];
         *x = net->pending[i];
-        /* what progressive filling gives a flow alone on its links: the smallest share */
+        /* what progressive filling gives a flow alone on its links: the smallest share,
+         * bandwidth over a weight of 1 (the same double as the solver's rem / wsum) */
         double rate = INFINITY;
         for (int k = 0; k < x->route->n; k++) {
             net_link *l = &net->links[x->route->links[k]];
-            rate = fmin(rate, l->st.bw_Bps / 1.0);
+            rate = fmin(rate, l->st.bw_Bps);
             l->round = ri;
         }
         x->rate = rate;

@@ -52,8 +52,7 @@ void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, 
  * links are held; a flow that needs one later turns the round into ordinary flows, with
  * the same max-min rates from then on); otherwise its transfers are ordinary flows. */
 void hw_net_round_begin(hw_net *net);
-void hw_net_round_add(hw_net *net, sim_time act, int src_dev, int dst_dev, double bytes,
-                      const hw_route *route);
+void hw_net_round_add(hw_net *net, sim_time act, double bytes, const hw_route *route);
 void hw_net_round_end(hw_net *net, uint64_t tag);
 /* Isolated rounds on (the default) or off (every transfer an ordinary flow; for tests). */
 void hw_net_set_rounds(hw_net *net, bool enabled);

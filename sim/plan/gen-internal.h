@@ -139,7 +139,6 @@ typedef struct plan_share {
     uint16_t **roles;        /* per template: the role of each collective op's group */
 } plan_share;
 
-bool plan__share_enabled(const gen *g);
 void plan__share_init(gen *g, plan_share *s);
 void plan__share_clear(plan_share *s);
 /* Call after generating rank T (its flops recorded in s): prepares it to be borrowed. */

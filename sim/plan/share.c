@@ -59,7 +59,7 @@ static int member_index(const trace *t, uint32_t group, int r)
     return -1;
 }
 
-bool plan__share_enabled(const gen *g)
+static bool share_enabled(const gen *g)
 {
     const char *off = getenv("STEPSIM_NO_SHARING");
     if (off && off[0] && strcmp(off, "0") != 0)
@@ -70,7 +70,7 @@ bool plan__share_enabled(const gen *g)
 void plan__share_init(gen *g, plan_share *s)
 {
     int n = g->p->n_ranks;
-    *s = (plan_share){.enabled = plan__share_enabled(g), .n = n};
+    *s = (plan_share){.enabled = share_enabled(g), .n = n};
     s->tmpl = sim_calloc((size_t)n, sizeof *s->tmpl);
     s->users = sim_calloc((size_t)n, sizeof *s->users);
     s->model_flops = sim_calloc((size_t)n, sizeof *s->model_flops);

@@ -26,7 +26,7 @@ typedef struct sched_entry {
     coll_schedule sched;
     coll_choice choice;
     coll_xfer_cost *costs; /* per transfer on this group (small schedules), or NULL */
-    double *sent;          /* bytes each member sends (coll_schedule_bytes_sent) */
+    double *sent;          /* bytes each member sends (coll_schedule_bytes_sent_all) */
 } sched_entry;
 
 typedef struct coll_state {

@@ -378,14 +378,16 @@ void replay_memory_only(const plan *p, replay_results *out)
             add_memory_row(out, k, 0, cat, p->mem[k].bytes[cat]);
 }
 
-static void add_bubble(replay_results *r, int rank, int step, sim_time a, sim_time b, int cause,
+/* Adds an idle gap to the rank's totals and, unless the caller wants none, as a row. */
+static void add_bubble(replay_ctx *c, int rank, int step, sim_time a, sim_time b, int cause,
                        double *idle_by_cause)
 {
     if (b <= a)
         return;
     idle_by_cause[cause] += (double)(b - a);
-    if (r->no_bubble_rows)
+    if (c->opt->no_bubble_rows)
         return;
+    replay_results *r = c->res;
     SIM_GROW(r->bubbles, r->cap_bubbles, r->n_bubbles + 1);
     r->bubbles[r->n_bubbles++] = (replay_bubble_row){
         .rank = rank, .step = step, .start_s = sim_time_to_s(a), .end_s = sim_time_to_s(b),
@@ -470,21 +472,21 @@ static void summarize(replay_ctx *c)
                 busy += (double)(b - a);
             /* idle time before the stream was released for this op (e.g. the rank had
              * not started the step yet), then the gap waiting for this op's dependency */
-            add_bubble(r, rk, steps, cursor, SIM_MIN(SIM_MAX(iv->gap_start, w0), w1),
+            add_bubble(c, rk, steps, cursor, SIM_MIN(SIM_MAX(iv->gap_start, w0), w1),
                        c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
                        rank_idle);
             sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
             sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), SIM_MIN(iv->start, w1));
-            add_bubble(r, rk, steps, g0, split, iv->early, rank_idle);
-            add_bubble(r, rk, steps, SIM_MAX(g0, split), SIM_MIN(iv->start, w1), iv->cause,
+            add_bubble(c, rk, steps, g0, split, iv->early, rank_idle);
+            add_bubble(c, rk, steps, SIM_MAX(g0, split), SIM_MIN(iv->start, w1), iv->cause,
                        rank_idle);
             cursor = SIM_MAX(cursor, b);
         }
         /* until the rank ends its own step: what ended it; after that: waiting for others */
         sim_time own = SIM_MIN(SIM_MAX(rs->step_end[steps - 1], cursor), w1);
-        add_bubble(r, rk, steps, cursor, own, rs->tail_cause, rank_idle);
+        add_bubble(c, rk, steps, cursor, own, rs->tail_cause, rank_idle);
         /* after the rank's own step: waiting for the others (a pipeline's drain) */
-        add_bubble(r, rk, steps, own, w1,
+        add_bubble(c, rk, steps, own, w1,
                    c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
                    rank_idle);
         double idle = 0;

@@ -40,6 +40,9 @@ typedef struct replay_options {
     void (*progress)(void *ud, const replay_progress *at);
     void *progress_ud;
     double progress_every_s;
+    /* Keep the summary's bubble figures but not the per-gap rows (for a caller that writes
+     * no results file; a 16K-GPU step has tens of millions of gaps). */
+    bool no_bubble_rows;
 } replay_options;
 
 /* Replays `p` (which must carry a trace) for sc->simulation.steps steps and fills `out`

@@ -125,9 +125,6 @@ typedef struct replay_results {
     replay_bubble_row *bubbles;
     replay_memory_row *memory;
     replay_link_row *links;
-    /* set before the replay: keep the summary's bubble figures but not the per-gap rows
-     * (nothing will write them; a 16K-GPU step has tens of millions) */
-    bool no_bubble_rows;
     /* engine statistics (not part of the deterministic file contents) */
     uint64_t events;
     uint64_t flows;       /* network flows completed */

@@ -221,10 +221,7 @@ void replay__init_colls(replay_ctx *c)
         if (!e->sent) {
             int n = t->groups[e->group].n;
             e->sent = sim_calloc((size_t)n, sizeof *e->sent);
-            /* coll_schedule_bytes_sent for every member in one pass (same sums, same order) */
-            for (size_t k = 0; k < e->sched.n_xfers; k++)
-                if (e->sched.xfers[k].src >= 0)
-                    e->sent[e->sched.xfers[k].src] += e->sched.xfers[k].bytes;
+            coll_schedule_bytes_sent_all(&e->sched, e->sent);
         }
         cs->exec.costs = e->costs;
         if (!e->costs) {

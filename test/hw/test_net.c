@@ -355,10 +355,8 @@ int main(void)
                 const hw_route *r01 = hw_topo_route_gpus(x.topo, 0, 1);
                 const hw_route *r23 = hw_topo_route_gpus(x.topo, 2, 3);
                 hw_net_round_begin(x.net);
-                hw_net_round_add(x.net, r01->latency_ps, hw_topo_gpu_device(x.topo, 0),
-                                 hw_topo_gpu_device(x.topo, 1), 1 * GB, r01);
-                hw_net_round_add(x.net, r23->latency_ps, hw_topo_gpu_device(x.topo, 2),
-                                 hw_topo_gpu_device(x.topo, 3), 2 * GB, r23);
+                hw_net_round_add(x.net, r01->latency_ps, 1 * GB, r01);
+                hw_net_round_add(x.net, r23->latency_ps, 2 * GB, r23);
                 hw_net_round_end(x.net, 7);
                 if (split) {
                     /* at 50 ms a 1 GB flow g2 -> g3 joins (active from 50 ms + 2 us): the
