@@ -134,6 +134,18 @@ void coll_schedule_bytes_sent_all(const coll_schedule *s, double *out)
             out[s->xfers[i].src] += s->xfers[i].bytes;
 }
 
+_Static_assert(sizeof(coll_xfer) == 2 * sizeof(int32_t) + sizeof(double),
+               "coll_xfer compared with memcmp: no padding");
+
+bool coll_schedule_round_repeats(const coll_schedule *s, int r)
+{
+    SIM_ASSERT(r > 0 && r < s->n_rounds, "round %d of %d", r, s->n_rounds);
+    size_t n = s->round_first[r + 1] - s->round_first[r];
+    return n == s->round_first[r] - s->round_first[r - 1] &&
+           memcmp(&s->xfers[s->round_first[r]], &s->xfers[s->round_first[r - 1]],
+                  n * sizeof *s->xfers) == 0;
+}
+
 int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, double bytes,
                int root, int chunks)
 {

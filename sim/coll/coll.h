@@ -91,6 +91,8 @@ double coll_schedule_bytes_sent(const coll_schedule *s, int m);
 /* The same for every member at once: adds member m's bytes to out[m] (one pass over the
  * transfers; each sum in the same order as coll_schedule_bytes_sent's). */
 void coll_schedule_bytes_sent_all(const coll_schedule *s, double *out);
+/* Whether round r repeats round r - 1 transfer for transfer (a ring's steps do). */
+bool coll_schedule_round_repeats(const coll_schedule *s, int r);
 
 /* What an algorithm may know about the group. */
 typedef struct coll_group {

@@ -21,7 +21,14 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
     int32_t *touched = NULL;
     size_t n_touched = 0, cap_touched = 0;
     double total = sim_time_to_s(x->protocols->proto[x->proto].base_ps);
+    double last = 0; /* the previous round's time */
     for (int r = 0; r < s->n_rounds; r++) {
+        /* a round that repeats the previous one transfer for transfer (a ring's steps)
+         * costs what it cost */
+        if (r > 0 && coll_schedule_round_repeats(s, r)) {
+            total += last;
+            continue;
+        }
         sim_time lat_max = 0;
         for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
             sim_time lat;
@@ -46,7 +53,8 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
             load[l] = 0;
         }
         n_touched = 0;
-        total += sim_time_to_s(lat_max) + worst;
+        last = sim_time_to_s(lat_max) + worst;
+        total += last;
     }
     if (!t->scratch)
         sim_free(load);

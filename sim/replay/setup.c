@@ -195,9 +195,11 @@ void replay__init_colls(replay_ctx *c)
         coll_state *cs = &c->colls[i];
         const trace_coll *tc = &t->colls[i];
         const trace_group *g = &t->groups[tc->group];
-        cs->arrivals = c->groups[tc->group].arrivals;
-        if (cs->arrivals == 0)
-            continue; /* symmetry: a group of other replicas only; it never runs */
+        int arrivals = c->groups[tc->group].arrivals;
+        if (arrivals == 0)
+            continue; /* symmetry: a group of other replicas only; it never runs (its state
+                         stays untouched, as calloc left it: most of a 16K-GPU run's) */
+        cs->arrivals = arrivals;
         /* scheds may move while growing: resolve the pointer after all are built */
         cs->plan = (const sched_entry *)(uintptr_t)(schedule_for(c, tc) - c->scheds);
         cs->member_op = sim_calloc((size_t)g->n, sizeof *cs->member_op);

@@ -233,48 +233,90 @@ void trace_finish_rank(trace *t, int rk)
 /* Records the first problem only. */
 #define NOTE(buf, n, ...) (void)((buf)[0] ? 0 : snprintf((buf), (n), __VA_ARGS__))
 
+/* Whether rank `rk` is a member of collective `ci`'s group (noted when not). */
+static bool joins(const trace *t, int rk, size_t i, uint32_t ci, char *why, size_t n)
+{
+    const trace_group *g = &t->groups[t->colls[ci].group];
+    for (int m = 0; m < g->n; m++)
+        if (g->ranks[m] == rk)
+            return true;
+    NOTE(why, n, "rank %d op %zu joins collective %u of a group it is not in", rk, i, ci);
+    return false;
+}
+
+/* The checks of one rank that owns its ops: streams, dependencies, collective ordinals
+ * (the k-th collective op has ordinal k, as trace_add_op gives them) and membership. */
+static int validate_ops(const trace *t, int rk, size_t *seen, char *why, size_t n)
+{
+    const trace_rank *r = &t->ranks[rk];
+    uint32_t ordinal = 0;
+    for (size_t i = 0; i < r->n_ops; i++) {
+        const trace_op *o = &r->ops[i];
+        if (o->stream >= TRACE_STREAMS || o->dep_first + o->n_deps > r->n_deps) {
+            NOTE(why, n, "rank %d op %zu: bad stream or deps", rk, i);
+            return -1;
+        }
+        for (uint32_t d = 0; d < o->n_deps; d++)
+            if (r->deps[o->dep_first + d] >= i) {
+                NOTE(why, n, "rank %d op %zu depends forward", rk, i);
+                return -1;
+            }
+        if (o->kind != TRACE_OP_COLL)
+            continue;
+        if (o->coll != ordinal++ || o->coll >= r->n_colls || r->colls[o->coll] >= t->n_colls) {
+            NOTE(why, n, "rank %d op %zu: no collective (ordinal %u)", rk, i, o->coll);
+            return -1;
+        }
+        uint32_t ci = trace_op_coll(r, o);
+        if (!joins(t, rk, i, ci, why, n))
+            return -1;
+        seen[ci]++;
+    }
+    if (ordinal != r->n_colls) {
+        NOTE(why, n, "rank %d has %zu collectives for %u collective ops", rk, r->n_colls,
+             ordinal);
+        return -1;
+    }
+    return 0;
+}
+
 int trace_validate(const trace *t, char *why, size_t n)
 {
     why[0] = '\0';
     size_t *seen = sim_calloc(t->n_colls ? t->n_colls : 1, sizeof *seen);
     int rc = 0;
+    /* ranks that own their ops first: a borrower is then checked against a checked owner */
+    for (int rk = 0; rk < t->n_ranks && rc == 0; rk++)
+        if (t->ranks[rk].tmpl < 0)
+            rc = validate_ops(t, rk, seen, why, n);
     for (int rk = 0; rk < t->n_ranks && rc == 0; rk++) {
         const trace_rank *r = &t->ranks[rk];
-        for (size_t i = 0; i < r->n_ops && rc == 0; i++) {
-            const trace_op *o = &r->ops[i];
-            if (o->stream >= TRACE_STREAMS || o->dep_first + o->n_deps > r->n_deps) {
-                NOTE(why, n, "rank %d op %zu: bad stream or deps", rk, i);
+        if (r->tmpl < 0)
+            continue;
+        /* a borrower runs its owner's ops (checked above), with its own collective of each
+         * ordinal: the same number of them, each one it is a member of */
+        if (r->n_colls != t->ranks[r->tmpl].n_colls) {
+            NOTE(why, n, "rank %d has %zu collectives, its template rank %d %zu", rk,
+                 r->n_colls, r->tmpl, t->ranks[r->tmpl].n_colls);
+            rc = -1;
+            break;
+        }
+        for (size_t k = 0; k < r->n_colls && rc == 0; k++) {
+            if (r->colls[k] >= t->n_colls) {
+                NOTE(why, n, "rank %d: no collective (ordinal %zu)", rk, k);
                 rc = -1;
-                break;
-            }
-            for (uint32_t d = 0; d < o->n_deps; d++)
-                if (r->deps[o->dep_first + d] >= i) {
-                    NOTE(why, n, "rank %d op %zu depends forward", rk, i);
-                    rc = -1;
-                }
-            if (o->kind != TRACE_OP_COLL)
-                continue;
-            if (o->coll >= r->n_colls || r->colls[o->coll] >= t->n_colls) {
-                NOTE(why, n, "rank %d op %zu: no collective (ordinal %u)", rk, i, o->coll);
+            } else if (!joins(t, rk, k, r->colls[k], why, n)) {
                 rc = -1;
-                break;
+            } else {
+                seen[r->colls[k]]++;
             }
-            uint32_t ci = trace_op_coll(r, o);
-            const trace_group *g = &t->groups[t->colls[ci].group];
-            bool member = false;
-            for (int m = 0; m < g->n; m++)
-                member |= g->ranks[m] == rk;
-            if (!member) {
-                NOTE(why, n, "rank %d op %zu joins collective %u of a group it is "
-                                "not in", rk, i, ci);
-                rc = -1;
-            }
-            seen[ci]++;
         }
     }
     for (int rk = 0; rk < t->n_ranks && rc == 0; rk++) {
         int64_t sum[TRACE_MEM_CATS] = {0};
         const trace_rank *r = &t->ranks[rk];
+        if (r->tmpl >= 0)
+            continue; /* its owner's memory events */
         for (size_t i = 0; i < r->n_mem; i++)
             sum[r->mem[i].cat] += r->mem[i].bytes;
         for (int c = 0; c < TRACE_MEM_CATS; c++)
