@@ -211,8 +211,10 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
             (long long)p->accum_steps, (long long)sc->training.micro_batch, sc->parallel.dp);
     if (replayed && s->symmetry_dp)
         fprintf(f, "  symmetry        dp: one data-parallel replica (%d of %d GPUs) simulated, the "
-                   "others taken as identical; its data-parallel collectives ran on all %d\n",
-                p->n_ranks / sc->parallel.dp, p->n_ranks, p->n_ranks);
+                   "others taken as identical; collectives across replicas %s all %d\n",
+                p->n_ranks / sc->parallel.dp, p->n_ranks,
+                s->symmetry_estimated ? "estimated by the cost model on" : "ran as flows on",
+                p->n_ranks);
     if (replayed) {
         fprintf(f, "  step time       %.6g s", s->step_time_s);
         if (s->steps > 1)

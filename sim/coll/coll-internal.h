@@ -12,6 +12,9 @@ extern const coll_algo_ops coll__pairwise_ops;
 extern const coll_algo_ops coll__hierarchical_ops;
 extern const coll_algo_ops coll__nvls_ops;
 
+/* A `pipelined` for algorithms whose every operation uses the chunk count. */
+bool coll__always(coll_op op);
+
 /* floor(log2(n)) and whether n is a power of two. */
 int coll__log2(int n);
 bool coll__pow2(int n);

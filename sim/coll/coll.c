@@ -146,6 +146,12 @@ bool coll_schedule_round_repeats(const coll_schedule *s, int r)
                   n * sizeof *s->xfers) == 0;
 }
 
+bool coll_algo_pipelined(coll_algo a, coll_op op)
+{
+    const coll_algo_ops *ops = coll_algo_get(a);
+    return ops->pipelined && ops->pipelined(op);
+}
+
 int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, double bytes,
                int root, int chunks)
 {
@@ -158,6 +164,12 @@ int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, d
         return SIM_ENOTSUP;
     ops->build(s, op, g, bytes, root, chunks < 1 ? 1 : chunks);
     return 0;
+}
+
+bool coll__always(coll_op op)
+{
+    (void)op;
+    return true;
 }
 
 int coll__log2(int n)

@@ -110,7 +110,13 @@ typedef struct coll_algo_ops {
      * supports() said yes. Cannot fail. */
     void (*build)(coll_schedule *s, coll_op op, const coll_group *g, double bytes, int root,
                   int chunks);
+    /* Whether build() uses `chunks` for `op` (NULL: never), so that callers trying several
+     * chunk counts build the others once. */
+    bool (*pipelined)(coll_op op);
 } coll_algo_ops;
+
+/* Whether algorithm `a`'s schedule of `op` depends on the chunk count. */
+bool coll_algo_pipelined(coll_algo a, coll_op op);
 
 /* The registered implementation of `a`. */
 const coll_algo_ops *coll_algo_get(coll_algo a);

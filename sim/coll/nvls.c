@@ -66,4 +66,5 @@ const coll_algo_ops coll__nvls_ops = {
     .name = "nvls",
     .supports = nvls_supports,
     .build = nvls_build,
+    .pipelined = coll__always,
 };

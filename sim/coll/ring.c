@@ -77,8 +77,14 @@ static void ring_build(coll_schedule *s, coll_op op, const coll_group *g, double
     SIM_ASSERT(0, "ring %s", coll_op_name(op));
 }
 
+static bool ring_pipelined(coll_op op)
+{
+    return op == COLL_BROADCAST || op == COLL_REDUCE; /* the chains */
+}
+
 const coll_algo_ops coll__ring_ops = {
     .name = "ring",
     .supports = ring_supports,
     .build = ring_build,
+    .pipelined = ring_pipelined,
 };

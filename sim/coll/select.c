@@ -62,6 +62,57 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
     return total;
 }
 
+void coll_estimate_links(const coll_target *t, const coll_exec *x, const coll_schedule *s,
+                         double scale, double *bytes, double *busy_s, double *tmp)
+{
+    int nl = hw_topo_link_count(t->topo);
+    double *load = t->scratch ? t->scratch : sim_calloc((size_t)nl, sizeof *load);
+    double *busy = tmp; /* per link: its longest transfer in the round */
+    int32_t *touched = NULL;
+    size_t n_touched = 0, cap_touched = 0;
+    for (int r = 0; r < s->n_rounds; r++) {
+        if (r == 0 || !coll_schedule_round_repeats(s, r)) {
+            /* a new pattern: forget the previous round's, sum this one's loads, then time
+             * each transfer by its most loaded link */
+            for (size_t i = 0; i < n_touched; i++)
+                load[touched[i]] = busy[touched[i]] = 0;
+            n_touched = 0;
+            for (int pass = 0; pass < 2; pass++)
+                for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
+                    sim_time lat;
+                    double wire;
+                    const hw_route *route;
+                    coll_exec_xfer_cost(x, t->topo, &s->xfers[i], &lat, &wire, &route);
+                    double take = 0;
+                    for (int k = 0; k < route->n; k++) {
+                        int32_t l = route->links[k];
+                        if (pass == 1) {
+                            take = fmax(take, load[l] / hw_topo_link(t->topo, l)->bw_Bps);
+                            continue;
+                        }
+                        if (load[l] == 0) {
+                            SIM_GROW(touched, cap_touched, n_touched + 1);
+                            touched[n_touched++] = l;
+                        }
+                        load[l] += wire;
+                    }
+                    for (int k = 0; pass == 1 && k < route->n; k++)
+                        busy[route->links[k]] = fmax(busy[route->links[k]], take);
+                }
+        }
+        for (size_t i = 0; i < n_touched; i++) {
+            int32_t l = touched[i];
+            bytes[l] += scale * load[l];
+            busy_s[l] += scale * busy[l];
+        }
+    }
+    for (size_t i = 0; i < n_touched; i++)
+        load[touched[i]] = busy[touched[i]] = 0;
+    if (!t->scratch)
+        sim_free(load);
+    sim_free(touched);
+}
+
 void coll_prefetch_routes(const coll_target *t, coll_op op, double bytes, int root)
 {
     coll_schedule tmp;
@@ -100,14 +151,22 @@ int coll_select(const coll_target *t, coll_op op, double bytes, int root, int al
             continue;
         if (a == COLL_ALGO_NVLS && t->switch_dev < 0)
             continue;
+        /* the schedule in tmp, by its chunk count (0 when the algorithm does not pipeline
+         * this operation: one build serves every protocol) */
+        bool pipelined = coll_algo_pipelined((coll_algo)a, op);
+        int built = -1;
         for (int p = 0; p < HW_PROTO_COUNT; p++) {
             if ((proto >= 0 && p != proto) || (proto < 0 && !t->protocols->proto[p].enabled))
                 continue;
             if (a == COLL_ALGO_NVLS && p != HW_PROTO_SIMPLE && proto < 0)
                 continue; /* NVLS has its own transport: costed once, with Simple's launch */
             int chunks = coll_chunks(t->protocols, (hw_proto)p, bytes);
-            if (coll_build(&tmp, (coll_algo)a, op, t->group, bytes, root, chunks) != 0)
-                break; /* the algorithm does not do this operation here */
+            int key = pipelined ? chunks : 0;
+            if (key != built) {
+                if (coll_build(&tmp, (coll_algo)a, op, t->group, bytes, root, chunks) != 0)
+                    break; /* the algorithm does not do this operation here */
+                built = key;
+            }
             coll_exec x = {.sched = &tmp, .gpu = t->gpu, .switch_dev = t->switch_dev,
                            .proto = (hw_proto)p, .nvls = a == COLL_ALGO_NVLS,
                            .protocols = t->protocols};

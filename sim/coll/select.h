@@ -31,6 +31,14 @@ typedef struct coll_target {
 /* The estimated time of schedule `s` run with exec settings `x` (protocol, NVLS). */
 double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedule *s);
 
+/* The link traffic behind coll_estimate: adds to bytes[l] the wire bytes schedule `s` puts
+ * on link l and to busy_s[l] the time l carries traffic, both times `scale` (the number of
+ * runs). In the estimate's model a transfer takes the longest load / bandwidth among the
+ * links of its route, and a link is busy in a round for its longest transfer. bytes, busy_s
+ * and tmp have hw_topo_link_count entries; tmp is zeroed scratch, left zeroed. */
+void coll_estimate_links(const coll_target *t, const coll_exec *x, const coll_schedule *s,
+                         double scale, double *bytes, double *busy_s, double *tmp);
+
 /* Routes every candidate algorithm of `op` on t's group would use, computed destination by
  * destination (hw_topo_route_many) before the estimates look them up one by one: for a
  * group spread over a large fabric, a few searches instead of one per pair. Changes no

@@ -181,4 +181,5 @@ const coll_algo_ops coll__tree_ops = {
     .name = "tree",
     .supports = tree_supports,
     .build = tree_build,
+    .pipelined = coll__always,
 };

@@ -755,6 +755,13 @@ const hw_link_stats *hw_net_link(const hw_net *net, int i)
     return &net->links[i].st;
 }
 
+void hw_net_add_traffic(hw_net *net, int i, double bytes, sim_time busy_ps)
+{
+    SIM_ASSERT(i >= 0 && i < net->n_links && bytes >= 0 && busy_ps >= 0, "link %d", i);
+    net->links[i].st.bytes += bytes;
+    net->links[i].st.busy_ps += busy_ps;
+}
+
 double hw_net_flow_rate(const hw_net *net, uint64_t tag)
 {
     for (int32_t i = 0; i < net->n_flows; i++)

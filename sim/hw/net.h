@@ -65,6 +65,9 @@ void hw_net_finish(hw_net *net, sim_time now);
 
 int hw_net_link_count(const hw_net *net);
 const hw_link_stats *hw_net_link(const hw_net *net, int i);
+/* Adds traffic timed outside the network (simulation.symmetry's estimated collectives) to
+ * link i's counters. */
+void hw_net_add_traffic(hw_net *net, int i, double bytes, sim_time busy_ps);
 
 /* Current rate of the flow with `tag` (for tests; -1 when no such active flow). */
 double hw_net_flow_rate(const hw_net *net, uint64_t tag);

@@ -215,6 +215,8 @@ void io_json_write_run(FILE *out, const replay_results *r)
         /* reported when used, never silently (DESIGN.md §5) */
         json_key(out, "symmetry");
         fputs("\"dp\",", out);
+        json_key(out, "symmetry_collectives");
+        fputs(s->symmetry_estimated ? "\"estimate\"," : "\"flows\",", out);
     }
 
     if (s->moe) {

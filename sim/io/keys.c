@@ -54,6 +54,8 @@ static const io_enum_name group_names[] = {{"tp", PLAN_GROUP_TP}, {"cp", PLAN_GR
                                            {"pp", PLAN_GROUP_PP}, {NULL, 0}};
 static const io_enum_name symmetry_names[] = {
     {"none", PLAN_SYMMETRY_NONE}, {"dp", PLAN_SYMMETRY_DP}, {NULL, 0}};
+static const io_enum_name symcoll_names[] = {
+    {"estimate", PLAN_SYMCOLL_ESTIMATE}, {"flows", PLAN_SYMCOLL_FLOWS}, {NULL, 0}};
 static const io_enum_name coll_names[] = {{"auto", PLAN_COLL_AUTO},
                                           {"ring", PLAN_COLL_RING},
                                           {"tree", PLAN_COLL_TREE},
@@ -354,6 +356,8 @@ static const io_key simulation_keys[] = {
     {.name = "seed", .type = IO_K_UINT64, .offset = SI(seed)},
     {.name = "timeline", .type = IO_K_BOOL, .offset = SI(timeline)},
     {.name = "symmetry", .type = IO_K_ENUM, .offset = SI(symmetry), .enums = symmetry_names},
+    {.name = "symmetry_collectives", .type = IO_K_ENUM, .offset = SI(symmetry_collectives),
+     .enums = symcoll_names},
     {.name = "jitter", .type = IO_K_FLOAT, .offset = SI(jitter), .flags = NONNEG,
      .notsup = &ns_jitter},
 };

@@ -32,6 +32,11 @@ typedef enum plan_finetune { PLAN_FT_FULL, PLAN_FT_LORA, PLAN_FT_QLORA } plan_fi
 typedef enum plan_schedule { PLAN_SCHED_GPIPE, PLAN_SCHED_1F1B, PLAN_SCHED_INTERLEAVED } plan_schedule;
 typedef enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU } plan_offload;
 typedef enum plan_symmetry { PLAN_SYMMETRY_NONE, PLAN_SYMMETRY_DP } plan_symmetry;
+/* How symmetry times the collectives that span replicas (docs/scenario-format.md). */
+typedef enum plan_symmetry_coll {
+    PLAN_SYMCOLL_ESTIMATE, /* the selector's cost model on the real topology, as if alone */
+    PLAN_SYMCOLL_FLOWS     /* every member's transfers as flows, round by round */
+} plan_symmetry_coll;
 typedef enum plan_coll_algo {
     PLAN_COLL_AUTO,
     PLAN_COLL_RING,
@@ -105,6 +110,7 @@ typedef struct plan_simulation {
     uint64_t seed;
     bool timeline;
     plan_symmetry symmetry;
+    plan_symmetry_coll symmetry_collectives;
     double jitter;
 } plan_simulation;
 

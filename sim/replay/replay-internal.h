@@ -27,6 +27,10 @@ typedef struct sched_entry {
     coll_choice choice;
     coll_xfer_cost *costs; /* per transfer on this group (small schedules), or NULL */
     double *sent;          /* bytes each member sends (coll_schedule_bytes_sent_all) */
+    /* symmetry_collectives: estimate, for a collective across replicas */
+    bool estimated;        /* timed by choice.est_s, not run as flows */
+    sim_time est_ps;       /* choice.est_s in picoseconds, rounded up */
+    uint64_t runs;         /* instances started (their link traffic is added at the end) */
 } sched_entry;
 
 typedef struct coll_state {
@@ -114,6 +118,7 @@ typedef struct replay_ctx {
     bool *active;
     int32_t *twin;
     int n_active;
+    bool estimate_cross; /* symmetry_collectives: estimate (sched_entry.estimated) */
     const char *stream_names[TRACE_STREAMS];
     bool sink_failed; /* the timeline sink returned an error: stop calling it */
 } replay_ctx;
@@ -122,6 +127,7 @@ typedef struct replay_ctx {
 void replay__init_rank(replay_ctx *c, int rank);
 void replay__init_colls(replay_ctx *c);   /* groups and every instance's schedule */
 void replay__init_symmetry(replay_ctx *c); /* simulation.symmetry: dp */
+void replay__add_estimated_traffic(replay_ctx *c);
 void replay__clear(replay_ctx *c);        /* frees all of the above */
 
 #endif

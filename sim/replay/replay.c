@@ -173,6 +173,11 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     if (++cs->arrived < cs->arrivals)
         return;
     cs->launched = now;
+    if (cs->plan->estimated) {
+        c->scheds[cs->plan - c->scheds].runs++;
+        finish_coll(c, ci, now + cs->plan->est_ps);
+        return;
+    }
     if (coll_exec_start(&cs->exec, c->topo, c->net, now, ci))
         finish_coll(c, ci, now);
 }
@@ -444,6 +449,7 @@ static void summarize(replay_ctx *c)
     double idle_total = 0;
     double nr = c->active ? c->n_active : p->n_ranks; /* ranks the sums run over */
     s->symmetry_dp = c->active != NULL;
+    s->symmetry_estimated = c->active != NULL && c->estimate_cross;
     r->n_ranks = (size_t)p->n_ranks;
     r->ranks = sim_calloc(r->n_ranks, sizeof *r->ranks);
     for (int rk = 0; rk < p->n_ranks; rk++) {
@@ -611,6 +617,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         op_done(&c, rank, op, now);
     }
     hw_net_finish(c.net, now);
+    replay__add_estimated_traffic(&c);
     timeline_flush(&c);
     int stalled = -1;
     for (int r = 0; r < p->n_ranks && stalled < 0; r++)

@@ -61,6 +61,7 @@ typedef struct replay_summary {
     int64_t capacity_bytes;
     const char *binding_constraint; /* static string or NULL */
     bool symmetry_dp;               /* simulation.symmetry: dp was used (one replica simulated) */
+    bool symmetry_estimated;        /* ... with its cross-replica collectives estimated */
     bool moe;                       /* a MoE model: the two routing statistics below are set */
     double moe_dropped_fraction;    /* token-expert assignments dropped at capacity */
     double moe_load_max_over_mean;  /* busiest expert / mean, averaged over layers, micro-batches */

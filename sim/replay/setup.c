@@ -3,6 +3,7 @@
  * the matching clean-up. */
 #include "core/sim.h"
 
+#include <math.h>
 #include <string.h>
 
 #include "coll/select.h"
@@ -218,13 +219,20 @@ void replay__init_colls(replay_ctx *c)
          * ring are looked up once, not at every round of every layer (large schedules,
          * e.g. a ring over hundreds of ranks, are costed as they run) */
         sched_entry *e = &c->scheds[(size_t)(cs->plan - c->scheds)];
-        if (!e->costs && e->sched.n_xfers <= 4096)
-            e->costs = coll_exec_costs(&cs->exec, c->topo);
         if (!e->sent) {
             int n = t->groups[e->group].n;
             e->sent = sim_calloc((size_t)n, sizeof *e->sent);
             coll_schedule_bytes_sent_all(&e->sched, e->sent);
         }
+        if (c->estimate_cross && gi->arrivals < gi->g.n) {
+            /* symmetry: a collective across replicas, timed by the cost model that chose
+             * it (all members start together, as every replica is the same) */
+            e->estimated = true;
+            e->est_ps = (sim_time)ceil(e->choice.est_s * (double)SIM_PS_PER_S);
+            continue;
+        }
+        if (!e->costs && e->sched.n_xfers <= 4096)
+            e->costs = coll_exec_costs(&cs->exec, c->topo);
         cs->exec.costs = e->costs;
         if (!e->costs) {
             /* a large schedule (a ring over hundreds of ranks) is costed as it runs; its
@@ -282,6 +290,39 @@ void replay__init_symmetry(replay_ctx *c)
             }
         }
     sim_free(of);
+    c->estimate_cross = p->sc->simulation.symmetry_collectives == PLAN_SYMCOLL_ESTIMATE;
+}
+
+/* symmetry_collectives: estimate. The link traffic the estimated collectives would have
+ * carried, added to the network's counters at the end of the run: each schedule's, times
+ * the instances that started. */
+void replay__add_estimated_traffic(replay_ctx *c)
+{
+    if (!c->estimate_cross)
+        return;
+    int nl = hw_topo_link_count(c->topo);
+    double *bytes = sim_calloc((size_t)nl + 1, sizeof *bytes);
+    double *busy_s = sim_calloc((size_t)nl + 1, sizeof *busy_s);
+    double *tmp = sim_calloc((size_t)nl + 1, sizeof *tmp);
+    for (size_t i = 0; i < c->n_scheds; i++) {
+        const sched_entry *e = &c->scheds[i];
+        if (!e->estimated || e->runs == 0)
+            continue;
+        const group_info *gi = &c->groups[e->group];
+        coll_target target = {.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
+                              .scratch = c->select_scratch, .group = &gi->g,
+                              .gpu = c->t->groups[e->group].ranks, .switch_dev = gi->switch_dev};
+        coll_exec x = {.sched = &e->sched, .gpu = target.gpu, .switch_dev = gi->switch_dev,
+                       .proto = e->choice.proto, .nvls = e->choice.algo == COLL_ALGO_NVLS,
+                       .protocols = target.protocols};
+        coll_estimate_links(&target, &x, &e->sched, (double)e->runs, bytes, busy_s, tmp);
+    }
+    for (int l = 0; l < nl; l++)
+        if (bytes[l] > 0)
+            hw_net_add_traffic(c->net, l, bytes[l], (sim_time)ceil(busy_s[l] * (double)SIM_PS_PER_S));
+    sim_free(bytes);
+    sim_free(busy_s);
+    sim_free(tmp);
 }
 
 

@@ -790,18 +790,38 @@ def sharing():
             check(outs[0][1] == outs[1][1] and outs[0][1] != "", "%s: the same memory plan" % name)
             check(outs[0][2] == outs[1][2] and len(outs[0][2]) > 0, "%s: the same HDF5 bytes" % name)
             # simulation.symmetry: dp runs replica 0 alone. With no tensor or pipeline
-            # traffic of the other replicas to miss, the summary is the same, plus the
-            # "symmetry" key that says it was used
+            # traffic of the other replicas to miss, and its cross-replica collectives run
+            # as flows, the summary is the same, plus the keys that say symmetry was used
             if name in ("ddp", "fsdp-hybrid"):
-                p = subprocess.run([stepsim, "run", ddp] + topo + sets + ["--json", "--set", "simulation.symmetry=dp"],
-                                   capture_output=True, text=True)
-                check(p.returncode == 0, "%s symmetry: %s" % (name, p.stderr.strip()))
-                a, b = json.loads(outs[0][0]), json.loads(p.stdout) if p.returncode == 0 else {}
-                check(b.pop("symmetry", None) == "dp", "%s: symmetry reported" % name)
+                sym = {}
+                for how in ("flows", "estimate"):
+                    p = subprocess.run([stepsim, "run", ddp] + topo + sets +
+                                       ["--json", "--set", "simulation.symmetry=dp",
+                                        "--set", "simulation.symmetry_collectives=" + how],
+                                       capture_output=True, text=True)
+                    check(p.returncode == 0, "%s symmetry: %s" % (name, p.stderr.strip()))
+                    sym[how] = json.loads(p.stdout) if p.returncode == 0 else {}
+                    check(sym[how].pop("symmetry", None) == "dp", "%s: symmetry reported" % name)
+                    check(sym[how].pop("symmetry_collectives", None) == how,
+                          "%s: symmetry_collectives reported" % name)
+                a, b = json.loads(outs[0][0]), sym["flows"]
                 check(a == b, "%s: symmetry changes nothing else: %s" % (name, {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}))
+                # estimate: each data-parallel collective takes the selector's estimate.
+                # Here one collective runs at a time and the transfers of each round are
+                # alike, so the estimate is the flows' time but for rounding: flows end on
+                # the picosecond above each round's exact end, the estimate rounds its
+                # total once, so they differ by at most 1 ps per round. The step (about
+                # 1.4 ms) holds fewer than 1,400 collective rounds (4 layers, 16 members),
+                # so the step times agree within 1e-6 relative (1.4 ns).
+                e = sym["estimate"]
+                check(abs(e.get("step_time_s", 0) - a["step_time_s"]) <= 1e-6 * a["step_time_s"],
+                      "%s: estimated step %s vs %s" % (name, e.get("step_time_s"), a["step_time_s"]))
+                check(e.get("comm_bytes_per_gpu") == a["comm_bytes_per_gpu"], "%s: the same bytes" % name)
                 h = subprocess.run([stepsim, "run", ddp] + topo + sets + ["--set", "simulation.symmetry=dp"],
                                    capture_output=True, text=True)
-                check("symmetry        dp: one data-parallel replica (1 of 16 GPUs)" in h.stdout, "human line: " + h.stdout)
+                check("symmetry        dp: one data-parallel replica (1 of 16 GPUs)" in h.stdout and
+                      "collectives across replicas estimated by the cost model on all 16" in h.stdout,
+                      "human line: " + h.stdout)
     # symmetry needs identical replicas: not with MoE routing
     rc, out, err = run("check", ddp, "--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"),
                        "--set", "parallel.ep=2", "--set", "simulation.symmetry=dp")
