@@ -125,7 +125,8 @@ void coll_prefetch_routes(const coll_target *t, coll_op op, double bytes, int ro
         if (coll_build(&tmp, (coll_algo)a, op, t->group, bytes, root, 1) != 0)
             continue;
         coll_exec x = {.sched = &tmp, .gpu = t->gpu, .switch_dev = t->switch_dev,
-                       .protocols = t->protocols};
+                       .protocols = t->protocols, .pair_routes = t->pair_routes,
+                           .n_members = t->group->n};
         SIM_GROW(src, cap_src, n + tmp.n_xfers);
         SIM_GROW(dst, cap_dst, n + tmp.n_xfers);
         for (size_t i = 0; i < tmp.n_xfers; i++, n++) {
@@ -169,7 +170,8 @@ int coll_select(const coll_target *t, coll_op op, double bytes, int root, int al
             }
             coll_exec x = {.sched = &tmp, .gpu = t->gpu, .switch_dev = t->switch_dev,
                            .proto = (hw_proto)p, .nvls = a == COLL_ALGO_NVLS,
-                           .protocols = t->protocols};
+                           .protocols = t->protocols, .pair_routes = t->pair_routes,
+                           .n_members = t->group->n};
             double est = coll_estimate(t, &x, &tmp);
             if (!found || est < best.est_s) {
                 best = (coll_choice){.algo = (coll_algo)a, .proto = (hw_proto)p,

@@ -26,6 +26,8 @@ typedef struct coll_target {
     double *scratch;               /* optional: hw_topo_link_count zeroed doubles that the
                                       estimate may use and leaves zeroed (a caller that
                                       selects often spares a large calloc per estimate) */
+    const hw_route **pair_routes;  /* optional: the group's member-pair route table
+                                      (coll_exec.pair_routes), filled as used */
 } coll_target;
 
 /* The estimated time of schedule `s` run with exec settings `x` (protocol, NVLS). */

@@ -154,6 +154,7 @@ bool plan__share_clone(gen *g, plan_share *s, int r)
     if (!ok)
         return false;
     trace_share_rank(g->t, r, T);
+    trace_reserve_rank_colls(g->t, r, tr->n_colls);
     for (size_t k = 0; k < tr->n_colls; k++) {
         const trace_coll *tc = &g->t->colls[tr->colls[k]];
         uint32_t id = plan__coll_next(g, role_group(g, r, role[k]), (coll_op)tc->op, tc->bytes);

@@ -169,10 +169,14 @@ static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
     if (!c->select_scratch)
         c->select_scratch = sim_calloc((size_t)hw_topo_link_count(c->topo) + 1,
                                        sizeof *c->select_scratch);
+    /* the candidates' estimates look routes up by member pair: a table per group (up to
+     * 1,024 members: 8 MB) instead of a hash lookup per transfer */
+    if (!gi->pair_routes && gi->g.n > 2 && gi->g.n <= 1024)
+        gi->pair_routes = sim_calloc((size_t)gi->g.n * (size_t)gi->g.n, sizeof *gi->pair_routes);
     coll_target target = {.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
                           .scratch = c->select_scratch,
                           .group = &gi->g, .gpu = c->t->groups[tc->group].ranks,
-                          .switch_dev = gi->switch_dev};
+                          .switch_dev = gi->switch_dev, .pair_routes = gi->pair_routes};
     if (!gi->routed && gi->g.n > 2) {
         coll_prefetch_routes(&target, (coll_op)tc->op, tc->bytes, tc->root);
         gi->routed = true;
@@ -311,10 +315,12 @@ void replay__add_estimated_traffic(replay_ctx *c)
         const group_info *gi = &c->groups[e->group];
         coll_target target = {.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
                               .scratch = c->select_scratch, .group = &gi->g,
-                              .gpu = c->t->groups[e->group].ranks, .switch_dev = gi->switch_dev};
+                              .gpu = c->t->groups[e->group].ranks, .switch_dev = gi->switch_dev,
+                              .pair_routes = gi->pair_routes};
         coll_exec x = {.sched = &e->sched, .gpu = target.gpu, .switch_dev = gi->switch_dev,
                        .proto = e->choice.proto, .nvls = e->choice.algo == COLL_ALGO_NVLS,
-                       .protocols = target.protocols};
+                       .protocols = target.protocols, .pair_routes = gi->pair_routes,
+                       .n_members = gi->g.n};
         coll_estimate_links(&target, &x, &e->sched, (double)e->runs, bytes, busy_s, tmp);
     }
     for (int l = 0; l < nl; l++)

@@ -146,6 +146,12 @@ void trace_add_rank_coll(trace *t, int rank, uint32_t coll)
     r->colls[r->n_colls++] = coll;
 }
 
+void trace_reserve_rank_colls(trace *t, int rank, size_t n)
+{
+    trace_rank *r = &t->ranks[rank];
+    SIM_GROW(r->colls, r->cap_colls, r->n_colls + n);
+}
+
 void trace_share_rank(trace *t, int rank, int tmpl)
 {
     SIM_ASSERT(rank >= 0 && rank < t->n_ranks && tmpl >= 0 && tmpl < t->n_ranks && rank != tmpl,
@@ -233,20 +239,29 @@ void trace_finish_rank(trace *t, int rk)
 /* Records the first problem only. */
 #define NOTE(buf, n, ...) (void)((buf)[0] ? 0 : snprintf((buf), (n), __VA_ARGS__))
 
-/* Whether rank `rk` is a member of collective `ci`'s group (noted when not). */
-static bool joins(const trace *t, int rk, size_t i, uint32_t ci, char *why, size_t n)
+/* Whether rank `rk` is a member of collective `ci`'s group (noted when not). `known[g]` is
+ * rk + 1 once rk was found in group g: a rank's thousands of collectives are on a few
+ * groups. */
+static bool joins(const trace *t, int rk, size_t i, uint32_t ci, int32_t *known, char *why,
+                  size_t n)
 {
-    const trace_group *g = &t->groups[t->colls[ci].group];
+    uint32_t gi = t->colls[ci].group;
+    if (known[gi] == rk + 1)
+        return true;
+    const trace_group *g = &t->groups[gi];
     for (int m = 0; m < g->n; m++)
-        if (g->ranks[m] == rk)
+        if (g->ranks[m] == rk) {
+            known[gi] = rk + 1;
             return true;
+        }
     NOTE(why, n, "rank %d op %zu joins collective %u of a group it is not in", rk, i, ci);
     return false;
 }
 
 /* The checks of one rank that owns its ops: streams, dependencies, collective ordinals
  * (the k-th collective op has ordinal k, as trace_add_op gives them) and membership. */
-static int validate_ops(const trace *t, int rk, size_t *seen, char *why, size_t n)
+static int validate_ops(const trace *t, int rk, size_t *seen, int32_t *known, char *why,
+                        size_t n)
 {
     const trace_rank *r = &t->ranks[rk];
     uint32_t ordinal = 0;
@@ -268,7 +283,7 @@ static int validate_ops(const trace *t, int rk, size_t *seen, char *why, size_t 
             return -1;
         }
         uint32_t ci = trace_op_coll(r, o);
-        if (!joins(t, rk, i, ci, why, n))
+        if (!joins(t, rk, i, ci, known, why, n))
             return -1;
         seen[ci]++;
     }
@@ -284,11 +299,12 @@ int trace_validate(const trace *t, char *why, size_t n)
 {
     why[0] = '\0';
     size_t *seen = sim_calloc(t->n_colls ? t->n_colls : 1, sizeof *seen);
+    int32_t *known = sim_calloc(t->n_groups ? t->n_groups : 1, sizeof *known);
     int rc = 0;
     /* ranks that own their ops first: a borrower is then checked against a checked owner */
     for (int rk = 0; rk < t->n_ranks && rc == 0; rk++)
         if (t->ranks[rk].tmpl < 0)
-            rc = validate_ops(t, rk, seen, why, n);
+            rc = validate_ops(t, rk, seen, known, why, n);
     for (int rk = 0; rk < t->n_ranks && rc == 0; rk++) {
         const trace_rank *r = &t->ranks[rk];
         if (r->tmpl < 0)
@@ -305,7 +321,7 @@ int trace_validate(const trace *t, char *why, size_t n)
             if (r->colls[k] >= t->n_colls) {
                 NOTE(why, n, "rank %d: no collective (ordinal %zu)", rk, k);
                 rc = -1;
-            } else if (!joins(t, rk, k, r->colls[k], why, n)) {
+            } else if (!joins(t, rk, k, r->colls[k], known, why, n)) {
                 rc = -1;
             } else {
                 seen[r->colls[k]]++;
@@ -333,6 +349,7 @@ int trace_validate(const trace *t, char *why, size_t n)
             rc = -1;
         }
     sim_free(seen);
+    sim_free(known);
     return rc;
 }
 

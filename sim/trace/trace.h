@@ -166,6 +166,8 @@ static inline uint32_t trace_op_coll(const trace_rank *r, const trace_op *o)
  * collective instances, in ordinal order, with trace_add_rank_coll. */
 void trace_share_rank(trace *t, int rank, int tmpl);
 void trace_add_rank_coll(trace *t, int rank, uint32_t coll);
+/* Room for `n` more collective instances of `rank` (a borrower knows how many it needs). */
+void trace_reserve_rank_colls(trace *t, int rank, size_t n);
 
 /* Attaches a memory event to op `op` of `rank` (any existing op, in any order). */
 void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool at_end);
