@@ -46,16 +46,20 @@ static const char usage_bench[] =
     "  --json          one JSON object instead of the tables\n";
 
 /* The fixed reference set, in this order (docs/performance.md), with each one's GPU count
- * (for --quick, which leaves out those of 1,024 GPUs and more). */
+ * (for --quick, which leaves out those of 1,024 GPUs and more); the last entry runs the
+ * 16K-GPU scenario again with simulation.symmetry: dp. */
 static const struct bench_ref {
     const char *name;
+    const char *file; /* in --dir, without .yaml */
     int gpus;
+    bool symmetry;
 } bench_set[] = {
-    {"small-ddp", 8},
-    {"gpt3-175b-1024xa100", 1024},
-    {"fsdp-70b-256xh100", 256},
-    {"moe-ep-512xh100", 512},
-    {"llama3.1-405b-16384xh100", 16384},
+    {"small-ddp", "small-ddp", 8, false},
+    {"gpt3-175b-1024xa100", "gpt3-175b-1024xa100", 1024, false},
+    {"fsdp-70b-256xh100", "fsdp-70b-256xh100", 256, false},
+    {"moe-ep-512xh100", "moe-ep-512xh100", 512, false},
+    {"llama3.1-405b-16384xh100", "llama3.1-405b-16384xh100", 16384, false},
+    {"llama3.1-405b-16384xh100-symmetry", "llama3.1-405b-16384xh100", 16384, true},
 };
 enum { BENCH_N = SIM_ARRAY_LEN(bench_set) };
 
@@ -135,7 +139,7 @@ typedef struct scenario_result {
 } scenario_result;
 
 /* In the child: load, generate, replay one step. */
-static void run_child(const char *path, scenario_stats *st)
+static void run_child(const char *path, bool symmetry, scenario_stats *st)
 {
     plan_scenario sc;
     io_scenario_info *info = NULL;
@@ -146,6 +150,8 @@ static void run_child(const char *path, scenario_stats *st)
     if (rc == 0) {
         sc.simulation.steps = 1;
         sc.simulation.timeline = false;
+        if (symmetry)
+            sc.simulation.symmetry = PLAN_SYMMETRY_DP;
         rc = plan_create(&sc, true, &p, &diag);
     }
     if (rc != 0) {
@@ -188,11 +194,11 @@ static double physical_gib(void)
 }
 
 /* Forks a child for one scenario; its statistics come back through a pipe. */
-static scenario_result run_scenario(const bench_opts *o, const char *name)
+static scenario_result run_scenario(const bench_opts *o, const struct bench_ref *ref)
 {
-    scenario_result r = {.name = name};
+    scenario_result r = {.name = ref->name};
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s.yaml", o->dir, name);
+    snprintf(path, sizeof path, "%s/%s.yaml", o->dir, ref->file);
     int fd[2];
     if (pipe(fd) != 0) {
         r.st.status = 1;
@@ -208,7 +214,7 @@ static scenario_result run_scenario(const bench_opts *o, const char *name)
         lim.rlim_cur = lim.rlim_max = (rlim_t)(o->mem_limit_gib * (double)(1u << 30));
         setrlimit(RLIMIT_AS, &lim);
         scenario_stats st = {0};
-        run_child(path, &st);
+        run_child(path, ref->symmetry, &st);
         ssize_t w = write(fd[1], &st, sizeof st);
         _exit(w == (ssize_t)sizeof st ? 0 : 1);
     }
@@ -272,18 +278,18 @@ static void print_tables(const engine_result *e, size_t n_e, const scenario_resu
     double floor_ns = n_e ? 1e9 / e[n_e - 1].events_per_s : 0;
     printf("\nscenarios (one step each; x floor = ns/event over the 10^%d-pending floor)\n",
            n_e && e[n_e - 1].pending >= 100000 ? 5 : 3);
-    printf("  %-26s %6s %6s %11s %11s %10s %10s %9s %7s %7s %8s %10s %7s %7s %8s %9s\n",
+    printf("  %-33s %6s %6s %11s %11s %10s %10s %9s %7s %7s %8s %10s %7s %7s %8s %9s\n",
            "scenario", "GPUs", "gen'd", "ops", "events", "flows", "solves", "1-ev rnds",
            "gen s", "setup s", "replay s", "events/s", "ns/ev", "x floor", "RSS GiB",
            "sim/wall");
     for (size_t i = 0; i < n_s; i++) {
         const scenario_result *r = &s[i];
         if (r->st.status != 0) {
-            printf("  %-26s failed after %.1f s: %s\n", r->name, r->wall_s, r->st.error);
+            printf("  %-33s failed after %.1f s: %s\n", r->name, r->wall_s, r->st.error);
             continue;
         }
         double ns = ns_per_event(r);
-        printf("  %-26s %6d %6d %11" PRIu64 " %11" PRIu64 " %10" PRIu64 " %10" PRIu64
+        printf("  %-33s %6d %6d %11" PRIu64 " %11" PRIu64 " %10" PRIu64 " %10" PRIu64
                " %9" PRIu64 " %7.2f %7.2f %8.2f %10.4g %7.1f %7.1f %8.2f %9.3g\n",
                r->name, r->st.gpus, r->st.generated, r->st.ops, r->st.events, r->st.flows,
                r->st.solves, r->st.rounds, r->st.plan_s, r->st.setup_s, r->st.replay_s,
@@ -404,7 +410,8 @@ int cli_bench(int argc, char **argv)
                 snprintf(name, sizeof name, "%.*s", (int)SIM_MIN(len, 200), p);
                 return cli_invalid("stepsim bench", "no reference scenario", name,
                                    "the set: small-ddp, gpt3-175b-1024xa100, fsdp-70b-256xh100, "
-                                   "moe-ep-512xh100, llama3.1-405b-16384xh100");
+                                   "moe-ep-512xh100, llama3.1-405b-16384xh100, "
+                                   "llama3.1-405b-16384xh100-symmetry");
             }
             p += len + (end != NULL);
         }
@@ -425,7 +432,7 @@ int cli_bench(int argc, char **argv)
             continue;
         if (!o.json)
             fprintf(stderr, "stepsim bench: %s ...\n", bench_set[k].name);
-        s[n_s++] = run_scenario(&o, bench_set[k].name);
+        s[n_s++] = run_scenario(&o, &bench_set[k]);
     }
     if (o.json)
         print_json(e, 2, s, n_s);
