@@ -822,6 +822,17 @@ def sharing():
                 check("symmetry        dp: one data-parallel replica (1 of 16 GPUs)" in h.stdout and
                       "collectives across replicas estimated by the cost model on all 16" in h.stdout,
                       "human line: " + h.stdout)
+                # the estimate is blind to contention between concurrent collectives:
+                # on an oversubscribed fabric the run says so, and not with flows
+                for how, warned in (("estimate", True), ("flows", False)):
+                    h = subprocess.run([stepsim, "run", ddp] + topo + sets +
+                                       ["--set", "simulation.symmetry=dp",
+                                        "--set", "simulation.symmetry_collectives=" + how,
+                                        "--set", "topology.fabric.oversubscription=2"],
+                                       capture_output=True, text=True)
+                    check(h.returncode == 0 and
+                          ("2:1 oversubscribed fabric concurrent ones contend" in h.stderr) == warned,
+                          "%s %s: oversubscription warning: %s" % (name, how, h.stderr))
     # symmetry needs identical replicas: not with MoE routing
     rc, out, err = run("check", ddp, "--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"),
                        "--set", "parallel.ep=2", "--set", "simulation.symmetry=dp")
