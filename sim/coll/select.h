@@ -33,6 +33,11 @@ typedef struct coll_target {
 /* The estimated time of schedule `s` run with exec settings `x` (protocol, NVLS). */
 double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedule *s);
 
+/* coll_estimate of n schedules run at once, round r of each together: the loads of every
+ * schedule's round r add up on shared links. Uses t[0].scratch. */
+double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
+                           const coll_schedule *const *s);
+
 /* The link traffic behind coll_estimate: adds to bytes[l] the wire bytes schedule `s` puts
  * on link l and to busy_s[l] the time l carries traffic, both times `scale` (the number of
  * runs). In the estimate's model a transfer takes the longest load / bandwidth among the

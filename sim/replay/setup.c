@@ -4,6 +4,7 @@
 #include "core/sim.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/select.h"
@@ -295,6 +296,97 @@ void replay__init_symmetry(replay_ctx *c)
         }
     sim_free(of);
     c->estimate_cross = p->sc->simulation.symmetry_collectives == PLAN_SYMCOLL_ESTIMATE;
+}
+
+/* symmetry_collectives: estimate. The replica's ranks at one pipeline stage (its tensor-
+ * and context-parallel places) issue the same collectives at the same moments, each on its
+ * own data-parallel group: estimated alone, their transfers would not see each other on
+ * shared links (leaf uplinks, spines). Schedules of the same class, stage, operation and
+ * size on groups of different ranks are estimated together (coll_estimate_joint); each
+ * keeps the larger of that and its own estimate. */
+typedef struct joint_key {
+    int cls, stage, op;
+    double bytes;
+    int32_t rank; /* the group's first replica-0 member */
+    size_t sched;
+} joint_key;
+
+static int joint_cmp(const void *a, const void *b)
+{
+    const joint_key *x = a, *y = b;
+    if (x->cls != y->cls)
+        return x->cls < y->cls ? -1 : 1;
+    if (x->stage != y->stage)
+        return x->stage < y->stage ? -1 : 1;
+    if (x->op != y->op)
+        return x->op < y->op ? -1 : 1;
+    if (x->bytes != y->bytes)
+        return x->bytes < y->bytes ? -1 : 1;
+    return x->sched < y->sched ? -1 : x->sched > y->sched;
+}
+
+static bool joint_same(const joint_key *x, const joint_key *y)
+{
+    return x->cls == y->cls && x->stage == y->stage && x->op == y->op && x->bytes == y->bytes;
+}
+
+void replay__joint_estimates(replay_ctx *c)
+{
+    joint_key *k = sim_calloc(c->n_scheds + 1, sizeof *k);
+    size_t n = 0;
+    for (size_t i = 0; i < c->n_scheds; i++) {
+        const sched_entry *e = &c->scheds[i];
+        if (!e->estimated)
+            continue;
+        const trace_group *g = &c->t->groups[e->group];
+        int32_t rank = -1;
+        for (int m = 0; m < g->n && rank < 0; m++)
+            if (c->active[g->ranks[m]])
+                rank = g->ranks[m];
+        SIM_ASSERT(rank >= 0, "an estimated collective with no active member");
+        k[n++] = (joint_key){.cls = g->cls, .stage = c->p->coords[rank].c[PLAN_GROUP_PP],
+                             .op = e->op, .bytes = e->bytes, .rank = rank, .sched = i};
+    }
+    qsort(k, n, sizeof *k, joint_cmp);
+    coll_target *t = sim_calloc(n + 1, sizeof *t);
+    coll_exec *x = sim_calloc(n + 1, sizeof *x);
+    const coll_schedule **s = sim_calloc(n + 1, sizeof *s);
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && joint_same(&k[a], &k[b]))
+            b++;
+        /* two schedules of one rank run one after the other on its stream, not together */
+        bool distinct = true;
+        for (size_t i = a; i < b && distinct; i++)
+            for (size_t j = i + 1; j < b && distinct; j++)
+                distinct = k[i].rank != k[j].rank;
+        if (b - a > 1 && distinct) {
+            for (size_t j = a; j < b; j++) {
+                sched_entry *e = &c->scheds[k[j].sched];
+                group_info *gi = &c->groups[e->group];
+                t[j - a] = (coll_target){.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
+                                        .scratch = c->select_scratch, .group = &gi->g,
+                                        .gpu = c->t->groups[e->group].ranks,
+                                        .switch_dev = gi->switch_dev, .pair_routes = gi->pair_routes};
+                x[j - a] = (coll_exec){.sched = &e->sched, .gpu = t[j - a].gpu,
+                                       .switch_dev = gi->switch_dev, .proto = e->choice.proto,
+                                       .nvls = e->choice.algo == COLL_ALGO_NVLS,
+                                       .protocols = t[j - a].protocols,
+                                       .pair_routes = gi->pair_routes, .n_members = gi->g.n};
+                s[j - a] = &e->sched;
+            }
+            double est = coll_estimate_joint(b - a, t, x, s);
+            for (size_t j = a; j < b; j++) {
+                sched_entry *e = &c->scheds[k[j].sched];
+                e->est_ps = (sim_time)ceil(fmax(est, e->choice.est_s) * (double)SIM_PS_PER_S);
+            }
+        }
+        a = b;
+    }
+    sim_free(t);
+    sim_free(x);
+    sim_free(s);
+    sim_free(k);
 }
 
 /* symmetry_collectives: estimate. The link traffic the estimated collectives would have

@@ -831,7 +831,7 @@ def sharing():
                                         "--set", "topology.fabric.oversubscription=2"],
                                        capture_output=True, text=True)
                     check(h.returncode == 0 and
-                          ("2:1 oversubscribed fabric concurrent ones contend" in h.stderr) == warned,
+                          ("on this 2:1 oversubscribed fabric symmetry_collectives: flows is closer" in h.stderr) == warned,
                           "%s %s: oversubscription warning: %s" % (name, how, h.stderr))
     # symmetry needs identical replicas: not with MoE routing
     rc, out, err = run("check", ddp, "--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"),

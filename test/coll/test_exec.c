@@ -112,6 +112,33 @@ int main(void)
      * port: (n-1)/n · S/B + α = 7 ms + 1 us. Pairwise: 7 rounds of 100 MB: 7 ms + 7 us. */
     CHECK_INT_EQ(run(r, COLL_ALGO_DIRECT, COLL_ALL_TO_ALL, 800e6, 1), 7 * ms + 1 * us);
     CHECK_INT_EQ(run(r, COLL_ALGO_PAIRWISE, COLL_ALL_TO_ALL, 800e6, 1), 7 * ms + 7 * us);
+    /* Joint estimates (symmetry's collectives that start together). Ring all_gather over 4
+     * GPUs, S = 400 MB: 3 rounds of 100 MB on each GPU's switch port at 100 GB/s, 1 ms + α
+     * (1 us) each: 3.003 ms alone. Two such rings on GPUs {0..3} and {4..7} share no port:
+     * together still 3.003 ms. Two on the same GPUs put 200 MB per round on every port:
+     * 3 x (2 ms + 1 us) = 6.003 ms. */
+    {
+        coll_group g4 = {.n = 4, .node = r->node};
+        int32_t lo[4] = {0, 1, 2, 3}, hi[4] = {4, 5, 6, 7};
+        coll_schedule s;
+        coll_schedule_init(&s);
+        SIM_ASSERT(coll_build(&s, COLL_ALGO_RING, COLL_ALL_GATHER, &g4, 400e6, 0, 1) == 0, "build");
+        coll_target t[2] = {r->t, r->t};
+        t[0].group = t[1].group = &g4;
+        t[0].gpu = lo;
+        t[1].gpu = hi;
+        coll_exec x[2];
+        for (int i = 0; i < 2; i++)
+            x[i] = (coll_exec){.sched = &s, .gpu = t[i].gpu, .switch_dev = -1,
+                               .proto = HW_PROTO_SIMPLE, .protocols = &r->spec.protocols};
+        const coll_schedule *ss[2] = {&s, &s};
+        CHECK_NEAR(coll_estimate(&t[0], &x[0], &s), 3.003e-3, 1e-12, 0);
+        CHECK_NEAR(coll_estimate_joint(1, t, x, ss), 3.003e-3, 1e-12, 0);
+        CHECK_NEAR(coll_estimate_joint(2, t, x, ss), 3.003e-3, 1e-12, 0);
+        t[1].gpu = x[1].gpu = lo;
+        CHECK_NEAR(coll_estimate_joint(2, t, x, ss), 6.003e-3, 1e-12, 0);
+        coll_schedule_clear(&s);
+    }
     /* Tree latency grows with log2(n): a 64-byte all_reduce takes 2·ceil(log2 n) rounds of
      * α at one chunk: 4 us on 4 GPUs, 6 us on 8, plus a few ns of bandwidth (each round
      * moves at most 64 B into a port: 0.64 ns at 100 GB/s). */
