@@ -14,67 +14,24 @@ int coll_chunks(const hw_protocols *prot, hw_proto p, double bytes)
 
 double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedule *s)
 {
-    if (s->n_rounds == 0)
-        return 0;
-    int nl = hw_topo_link_count(t->topo);
-    double *load = t->scratch ? t->scratch : sim_calloc((size_t)nl, sizeof *load);
-    int32_t *touched = NULL;
-    size_t n_touched = 0, cap_touched = 0;
-    double total = sim_time_to_s(x->protocols->proto[x->proto].base_ps);
-    double last = 0; /* the previous round's time */
-    for (int r = 0; r < s->n_rounds; r++) {
-        /* a round that repeats the previous one transfer for transfer (a ring's steps)
-         * costs what it cost */
-        if (r > 0 && coll_schedule_round_repeats(s, r)) {
-            total += last;
-            continue;
-        }
-        sim_time lat_max = 0;
-        for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
-            sim_time lat;
-            double wire;
-            const hw_route *route;
-            coll_exec_xfer_cost(x, t->topo, &s->xfers[i], &lat, &wire, &route);
-            lat += route->latency_ps;
-            lat_max = SIM_MAX(lat_max, lat);
-            for (int k = 0; k < route->n; k++) {
-                int32_t l = route->links[k];
-                if (load[l] == 0) {
-                    SIM_GROW(touched, cap_touched, n_touched + 1);
-                    touched[n_touched++] = l;
-                }
-                load[l] += wire;
-            }
-        }
-        double worst = 0;
-        for (size_t i = 0; i < n_touched; i++) {
-            int32_t l = touched[i];
-            worst = fmax(worst, load[l] / hw_topo_link(t->topo, l)->bw_Bps);
-            load[l] = 0;
-        }
-        n_touched = 0;
-        last = sim_time_to_s(lat_max) + worst;
-        total += last;
-    }
-    if (!t->scratch)
-        sim_free(load);
-    sim_free(touched);
-    return total;
+    return coll_estimate_joint(1, t, x, &s);
 }
 
 double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                            const coll_schedule *const *s)
 {
-    int nl = hw_topo_link_count(t[0].topo);
-    double *load = t[0].scratch ? t[0].scratch : sim_calloc((size_t)nl, sizeof *load);
-    int32_t *touched = NULL;
-    size_t n_touched = 0, cap_touched = 0;
     int rounds = 0;
     double total = 0, last = 0;
     for (size_t i = 0; i < n; i++) {
         rounds = SIM_MAX(rounds, s[i]->n_rounds);
         total = fmax(total, sim_time_to_s(x[i].protocols->proto[x[i].proto].base_ps));
     }
+    if (rounds == 0)
+        return 0; /* nothing to do: no launch either */
+    int nl = hw_topo_link_count(t[0].topo);
+    double *load = t[0].scratch ? t[0].scratch : sim_calloc((size_t)nl, sizeof *load);
+    int32_t *touched = NULL;
+    size_t n_touched = 0, cap_touched = 0;
     for (int r = 0; r < rounds; r++) {
         bool again = r > 0;
         for (size_t i = 0; i < n && again; i++)
