@@ -128,7 +128,6 @@ void replay__init_rank(replay_ctx *c, int rank);
 void replay__init_colls(replay_ctx *c);   /* groups and every instance's schedule */
 void replay__init_symmetry(replay_ctx *c); /* simulation.symmetry: dp */
 void replay__add_estimated_traffic(replay_ctx *c);
-void replay__joint_estimates(replay_ctx *c);
 void replay__clear(replay_ctx *c);        /* frees all of the above */
 
 #endif

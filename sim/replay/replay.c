@@ -584,8 +584,6 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         if (!c.active || c.active[r])
             replay__init_rank(&c, r);
     replay__init_colls(&c);
-    if (c.active && c.estimate_cross)
-        replay__joint_estimates(&c);
     for (int r = 0; r < p->n_ranks; r++) {
         if (c.active && !c.active[r])
             continue;

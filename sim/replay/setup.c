@@ -216,6 +216,8 @@ static void prefetch_pair_routes(replay_ctx *c)
     sim_free(dst);
 }
 
+static void joint_estimates(replay_ctx *c); /* symmetry_collectives: estimate (below) */
+
 void replay__init_colls(replay_ctx *c)
 {
     const trace *t = c->t;
@@ -289,6 +291,8 @@ void replay__init_colls(replay_ctx *c)
                     c->colls[ci].member_op[m] = (uint32_t)i;
         }
     }
+    if (c->estimate_cross)
+        joint_estimates(c);
 }
 
 /* simulation.symmetry: dp. Replica 0 (the ranks at data-parallel coordinate 0) runs; every
@@ -329,6 +333,21 @@ void replay__init_symmetry(replay_ctx *c)
  * shared links (leaf uplinks, spines). Schedules of the same class, stage, operation and
  * size on groups of different ranks are estimated together (coll_estimate_joint); each
  * keeps the larger of that and its own estimate. */
+/* What coll_estimate needs to cost entry e's schedule on its group. */
+static void estimate_args(const replay_ctx *c, const sched_entry *e, coll_target *t,
+                          coll_exec *x)
+{
+    const group_info *gi = &c->groups[e->group];
+    *t = (coll_target){.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
+                       .scratch = c->select_scratch, .group = &gi->g,
+                       .gpu = c->t->groups[e->group].ranks, .switch_dev = gi->switch_dev,
+                       .pair_routes = gi->pair_routes};
+    *x = (coll_exec){.sched = &e->sched, .gpu = t->gpu, .switch_dev = gi->switch_dev,
+                     .proto = e->choice.proto, .nvls = e->choice.algo == COLL_ALGO_NVLS,
+                     .protocols = t->protocols, .pair_routes = gi->pair_routes,
+                     .n_members = gi->g.n};
+}
+
 typedef struct joint_key {
     int cls, stage, op;
     double bytes;
@@ -355,7 +374,7 @@ static bool joint_same(const joint_key *x, const joint_key *y)
     return x->cls == y->cls && x->stage == y->stage && x->op == y->op && x->bytes == y->bytes;
 }
 
-void replay__joint_estimates(replay_ctx *c)
+static void joint_estimates(replay_ctx *c)
 {
     joint_key *k = sim_calloc(c->n_scheds + 1, sizeof *k);
     size_t n = 0;
@@ -387,17 +406,8 @@ void replay__joint_estimates(replay_ctx *c)
                 distinct = k[i].rank != k[j].rank;
         if (b - a > 1 && distinct) {
             for (size_t j = a; j < b; j++) {
-                sched_entry *e = &c->scheds[k[j].sched];
-                group_info *gi = &c->groups[e->group];
-                t[j - a] = (coll_target){.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
-                                        .scratch = c->select_scratch, .group = &gi->g,
-                                        .gpu = c->t->groups[e->group].ranks,
-                                        .switch_dev = gi->switch_dev, .pair_routes = gi->pair_routes};
-                x[j - a] = (coll_exec){.sched = &e->sched, .gpu = t[j - a].gpu,
-                                       .switch_dev = gi->switch_dev, .proto = e->choice.proto,
-                                       .nvls = e->choice.algo == COLL_ALGO_NVLS,
-                                       .protocols = t[j - a].protocols,
-                                       .pair_routes = gi->pair_routes, .n_members = gi->g.n};
+                const sched_entry *e = &c->scheds[k[j].sched];
+                estimate_args(c, e, &t[j - a], &x[j - a]);
                 s[j - a] = &e->sched;
             }
             double est = coll_estimate_joint(b - a, t, x, s);
@@ -429,15 +439,9 @@ void replay__add_estimated_traffic(replay_ctx *c)
         const sched_entry *e = &c->scheds[i];
         if (!e->estimated || e->runs == 0)
             continue;
-        const group_info *gi = &c->groups[e->group];
-        coll_target target = {.topo = c->topo, .protocols = &c->p->sc->topology.protocols,
-                              .scratch = c->select_scratch, .group = &gi->g,
-                              .gpu = c->t->groups[e->group].ranks, .switch_dev = gi->switch_dev,
-                              .pair_routes = gi->pair_routes};
-        coll_exec x = {.sched = &e->sched, .gpu = target.gpu, .switch_dev = gi->switch_dev,
-                       .proto = e->choice.proto, .nvls = e->choice.algo == COLL_ALGO_NVLS,
-                       .protocols = target.protocols, .pair_routes = gi->pair_routes,
-                       .n_members = gi->g.n};
+        coll_target target;
+        coll_exec x;
+        estimate_args(c, e, &target, &x);
         coll_estimate_links(&target, &x, &e->sched, (double)e->runs, bytes, busy_s, tmp);
     }
     for (int l = 0; l < nl; l++)
