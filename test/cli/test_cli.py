@@ -797,7 +797,8 @@ def sharing():
                 for how in ("flows", "estimate"):
                     p = subprocess.run([stepsim, "run", ddp] + topo + sets +
                                        ["--json", "--set", "simulation.symmetry=dp",
-                                        "--set", "simulation.symmetry_collectives=" + how],
+                                        "--set", "simulation.symmetry_collectives=" + how,
+                                        "-o", os.path.join(tmp, how + ".h5")],
                                        capture_output=True, text=True)
                     check(p.returncode == 0, "%s symmetry: %s" % (name, p.stderr.strip()))
                     sym[how] = json.loads(p.stdout) if p.returncode == 0 else {}
@@ -817,6 +818,19 @@ def sharing():
                 check(abs(e.get("step_time_s", 0) - a["step_time_s"]) <= 1e-6 * a["step_time_s"],
                       "%s: estimated step %s vs %s" % (name, e.get("step_time_s"), a["step_time_s"]))
                 check(e.get("comm_bytes_per_gpu") == a["comm_bytes_per_gpu"], "%s: the same bytes" % name)
+                # link counters: the estimate adds each schedule's wire bytes per link, the
+                # bytes its transfers would have carried as flows; only the order of the
+                # sums differs (rounding far below 1e-9 relative)
+                import h5py
+                links = {}
+                for how in ("flows", "estimate"):
+                    with h5py.File(os.path.join(tmp, how + ".h5"), "r") as f:
+                        first = list(f["runs"].keys())[0]
+                        links[how] = f["runs"][first]["links"]["bytes"][()]
+                lf, le = links["flows"], links["estimate"]
+                check(len(lf) == len(le) and lf.sum() > 0 and
+                      all(abs(x - y) <= 1e-9 * max(x, 1) for x, y in zip(lf, le)),
+                      "%s: link bytes with the estimate" % name)
                 h = subprocess.run([stepsim, "run", ddp] + topo + sets + ["--set", "simulation.symmetry=dp"],
                                    capture_output=True, text=True)
                 check("symmetry        dp: one data-parallel replica (1 of 16 GPUs)" in h.stdout and
