@@ -5,7 +5,8 @@
  *   t = max(FLOPs / (peak x eff_mm(FLOPs)),  bytes / (HBM bw x eff_mem(bytes))) + launch
  *
  * for matmul-class ops, and the same with the fp32 CUDA-core peak and no matmul efficiency
- * for vector ops. The efficiency curves are tabulated in the catalog and interpolated
+ * for vector ops; fused attention kernels use the attention table at their sequence length
+ * in place of eff_mm. The efficiency curves are tabulated in the catalog and interpolated
  * linearly in log10(x) with GSL, clamped to the end values outside the table: a GEMM larger
  * than any measured one runs at the largest measured efficiency, never above it. How the
  * catalog curves were obtained is in docs/calibration.md.
@@ -36,6 +37,7 @@ struct hw_gpu {
     hw_gpu_spec spec;
     gpu_curve matmul;
     gpu_curve memory;
+    gpu_curve attn[2]; /* forward, backward */
 };
 
 const char *hw_dtype_name(hw_dtype d)
@@ -47,6 +49,18 @@ const char *hw_dtype_name(hw_dtype d)
     case HW_DTYPE_TF32: return "tf32";
     case HW_DTYPE_FP32: return "fp32";
     case HW_DTYPE_COUNT: break;
+    }
+    return "?";
+}
+
+const char *hw_op_class_name(hw_op_class c)
+{
+    switch (c) {
+    case HW_OP_MATMUL: return "matmul";
+    case HW_OP_VECTOR: return "vector";
+    case HW_OP_ATTN_FWD: return "attn_fwd";
+    case HW_OP_ATTN_BWD: return "attn_bwd";
+    case HW_OP_CLASS_COUNT: break;
     }
     return "?";
 }
@@ -117,6 +131,8 @@ hw_gpu *hw_gpu_create(const hw_gpu_spec *spec)
     gpu->spec = *spec;
     curve_init(&gpu->matmul, &spec->matmul_eff);
     curve_init(&gpu->memory, &spec->memory_eff);
+    curve_init(&gpu->attn[0], &spec->attn_fwd_eff);
+    curve_init(&gpu->attn[1], &spec->attn_bwd_eff);
     return gpu;
 }
 
@@ -126,6 +142,8 @@ void hw_gpu_destroy(hw_gpu *gpu)
         return;
     gsl_interp_free(gpu->matmul.interp); /* NULL-safe in GSL 2.x */
     gsl_interp_free(gpu->memory.interp);
+    gsl_interp_free(gpu->attn[0].interp);
+    gsl_interp_free(gpu->attn[1].interp);
     sim_free(gpu);
 }
 
@@ -144,20 +162,31 @@ double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes)
     return curve_eval(&gpu->memory, bytes);
 }
 
+double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double flops)
+{
+    SIM_ASSERT(cls == HW_OP_ATTN_FWD || cls == HW_OP_ATTN_BWD, "class %d is not attention",
+               (int)cls);
+    const gpu_curve *c = &gpu->attn[cls == HW_OP_ATTN_BWD];
+    return c->n > 0 ? curve_eval(c, seq) : hw_gpu_matmul_eff(gpu, flops);
+}
+
 sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
-                        double bytes)
+                        double bytes, double seq)
 {
     const hw_gpu_spec *s = &gpu->spec;
     SIM_ASSERT(flops >= 0 && bytes >= 0 && isfinite(flops) && isfinite(bytes),
                "op with flops=%g bytes=%g", flops, bytes);
+    SIM_ASSERT(cls >= 0 && cls < HW_OP_CLASS_COUNT, "op class %d", (int)cls);
     double t_compute = 0;
-    if (cls == HW_OP_MATMUL) {
+    if (cls != HW_OP_VECTOR) {
         SIM_ASSERT(dtype >= 0 && dtype < HW_DTYPE_COUNT, "dtype %d", (int)dtype);
         double peak = s->peak_flops[dtype];
         SIM_ASSERT(peak > 0, "%s has no %s peak (dtype not supported)", s->name,
                    hw_dtype_name(dtype));
+        double eff = cls == HW_OP_MATMUL ? hw_gpu_matmul_eff(gpu, flops)
+                                         : hw_gpu_attn_eff(gpu, cls, seq, flops);
         if (flops > 0)
-            t_compute = flops / (peak * hw_gpu_matmul_eff(gpu, flops));
+            t_compute = flops / (peak * eff);
     } else {
         double peak = s->peak_flops[HW_DTYPE_FP32];
         SIM_ASSERT(peak > 0 || flops == 0, "%s has no fp32 peak for a vector op", s->name);

@@ -6,6 +6,10 @@
  *   t = max(FLOPs / peak[fp32], bytes / (HBM bw x eff_mem(bytes))) + launch_overhead
  *                                                             for vector (elementwise) ops
  *
+ * Fused (flash) attention kernels take the matmul form with the catalog's attention
+ * efficiency at the kernel's sequence length, eff_attn(seq), in place of eff_mm(FLOPs)
+ * (forward and backward have their own tables; a GPU without one uses eff_mm).
+ *
  * Efficiencies are piecewise-linear in log10(size), clamped outside the table (GSL linear
  * interpolation; a one-point table is a constant). Sources of each catalog curve are in the
  * catalog files and docs/calibration.md. */
@@ -45,15 +49,24 @@ typedef struct hw_gpu_spec {
     double peak_flops[HW_DTYPE_COUNT]; /* dense FLOP/s; 0 = dtype not supported */
     hw_curve matmul_eff;             /* x = FLOP of one GEMM */
     hw_curve memory_eff;             /* x = bytes moved by one kernel */
+    hw_curve attn_fwd_eff;           /* x = keys each query attends over (tokens): fused
+                                        causal attention forward; n = 0: use matmul_eff */
+    hw_curve attn_bwd_eff;           /* the same for its backward */
     sim_time launch_overhead_ps;     /* per kernel */
     double comm_interference;        /* compute slowdown while NCCL kernels run: a kernel that
                                         starts then takes (1 + this) times as long */
 } hw_gpu_spec;
 
 typedef enum hw_op_class {
-    HW_OP_MATMUL, /* GEMMs and attention matmuls: tensor-core peak */
-    HW_OP_VECTOR  /* elementwise, norms, softmax, optimizer: CUDA-core rate, memory-bound */
+    HW_OP_MATMUL,   /* GEMMs and unfused attention matmuls: tensor-core peak */
+    HW_OP_VECTOR,   /* elementwise, norms, softmax, optimizer: CUDA-core rate, memory-bound */
+    HW_OP_ATTN_FWD, /* fused (flash) attention forward: tensor-core peak x eff_attn(seq) */
+    HW_OP_ATTN_BWD, /* its backward */
+    HW_OP_CLASS_COUNT
 } hw_op_class;
+
+/* "matmul", "vector", "attn_fwd", "attn_bwd". Static strings. */
+const char *hw_op_class_name(hw_op_class c);
 
 /* The compiled compute model of one GPU type (interpolators built once). */
 typedef struct hw_gpu hw_gpu;
@@ -68,10 +81,15 @@ const hw_gpu_spec *hw_gpu_get_spec(const hw_gpu *gpu);
 /* Efficiency curves evaluated (clamped) at x. */
 double hw_gpu_matmul_eff(const hw_gpu *gpu, double flops);
 double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes);
+/* Efficiency of a fused-attention kernel (HW_OP_ATTN_*) that attends over `seq` keys:
+ * the catalog's attention table, or the matmul curve at `flops` when the GPU has none. */
+double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double flops);
 
 /* Roofline duration of one kernel, launch overhead included, rounded up to the picosecond.
- * `dtype` selects the matmul peak (ignored for vector ops). Asserts the dtype is supported. */
+ * `dtype` selects the tensor-core peak (ignored for vector ops); `seq` is the sequence
+ * length a fused-attention kernel attends over (ignored by the other classes). Asserts the
+ * dtype is supported. */
 sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
-                        double bytes);
+                        double bytes, double seq);
 
 #endif

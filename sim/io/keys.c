@@ -221,8 +221,11 @@ static int order_fn(const io_key *key, const io_ynode *v, void *base, io_schema_
 static int curve_fn(const io_key *key, const io_ynode *v, void *base, io_schema_ctx *ctx)
 {
     hw_curve *c = (hw_curve *)((char *)base + key->offset);
+    /* x is a quantity of key->unit, or a plain count of tokens with IO_UNIT_KIND_COUNT */
+    bool plain = key->unit == IO_UNIT_KIND_COUNT;
     char example[64];
-    snprintf(example, sizeof example, "[[%s, 0.5]]", io_unit_kind_example(key->unit));
+    snprintf(example, sizeof example, "[[%s, 0.5]]",
+             plain ? "4096" : io_unit_kind_example(key->unit));
     int rc;
     if (!expect_list(ctx, v, example, &rc))
         return rc;
@@ -236,9 +239,11 @@ static int curve_fn(const io_key *key, const io_ynode *v, void *base, io_schema_
         if (pt->kind != IO_YSEQ || pt->n != 2)
             return io_schema_error(ctx, SIM_EINVAL, pt,
                                    "%s: expected a pair [%s, efficiency] such as %s", what,
-                                   io_unit_kind_name(key->unit), example + 1);
+                                   plain ? "sequence length" : io_unit_kind_name(key->unit),
+                                   example + 1);
         double x, y;
-        if ((rc = io_schema_quantity(ctx, what, pt->items[0], key->unit, &x)) ||
+        if ((rc = plain ? io_schema_float(ctx, what, pt->items[0], &x)
+                        : io_schema_quantity(ctx, what, pt->items[0], key->unit, &x)) ||
             (rc = io_schema_float(ctx, what, pt->items[1], &y)))
             return rc;
         if (!(x > 0))
@@ -389,6 +394,15 @@ static const io_key peak_keys[] = {
 };
 MAP(peak_map, "peak", peak_keys);
 
+/* Fused-attention efficiency by the sequence length each query attends over (tokens). */
+static const io_key attn_eff_keys[] = {
+    {.name = "forward", .type = IO_K_CUSTOM, .offset = GPU(attn_fwd_eff),
+     .unit = IO_UNIT_KIND_COUNT, .fn = curve_fn},
+    {.name = "backward", .type = IO_K_CUSTOM, .offset = GPU(attn_bwd_eff),
+     .unit = IO_UNIT_KIND_COUNT, .fn = curve_fn},
+};
+MAP(attn_eff_map, "attention_efficiency", attn_eff_keys);
+
 static const io_key gpu_keys[] = {
     {.name = "name", .type = IO_K_STRING, .offset = GPU(name), .size = sizeof(((hw_gpu_spec *)0)->name)},
     {.name = "memory", .type = IO_K_BYTES, .offset = GPU(memory_bytes),
@@ -400,6 +414,7 @@ static const io_key gpu_keys[] = {
      .unit = IO_UNIT_FLOPS, .fn = curve_fn},
     {.name = "memory_efficiency", .type = IO_K_CUSTOM, .offset = GPU(memory_eff),
      .unit = IO_UNIT_BYTES, .fn = curve_fn},
+    {.name = "attention_efficiency", .type = IO_K_MAP, .map = &attn_eff_map},
     {.name = "launch_overhead", .type = IO_K_TIME, .offset = GPU(launch_overhead_ps),
      .flags = NONNEG},
     {.name = "comm_interference", .type = IO_K_FLOAT, .offset = GPU(comm_interference),

@@ -14,7 +14,8 @@
 #define SLICE 65536
 
 static const char *const kind_names[] = {"compute", "coll", "copy", "host"};
-static const char *const class_names[] = {"matmul", "vector"};
+static const char *const class_names[HW_OP_CLASS_COUNT] = {"matmul", "vector", "attn_fwd",
+                                                             "attn_bwd"};
 
 static const char *stream_name(int s)
 {
@@ -456,7 +457,8 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             return bad_row(rd, "ops", row, "a rank's ops must be numbered 0, 1, 2... in order%s",
                            NULL);
         int kind = lookup(o->kind, kind_names, 4), stream = lookup(o->stream, streams, TRACE_STREAMS);
-        int phase = lookup(o->phase, phases, TRACE_PHASE_COUNT), cls = lookup(o->cls, class_names, 2);
+        int phase = lookup(o->phase, phases, TRACE_PHASE_COUNT);
+        int cls = lookup(o->cls, class_names, HW_OP_CLASS_COUNT);
         int dtype = lookup(o->dtype, dtypes, HW_DTYPE_COUNT);
         if (kind < 0)
             return bad_row(rd, "ops", row, "unknown kind '%s' (compute, coll, copy or host)",
@@ -466,7 +468,7 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
         if (phase < 0)
             return bad_row(rd, "ops", row, "unknown phase '%s' (fwd, bwd, opt or comm)", o->phase);
         if (cls < 0)
-            return bad_row(rd, "ops", row, "unknown class '%s' (matmul or vector)", o->cls);
+            return bad_row(rd, "ops", row, "unknown class '%s' (matmul, vector, attn_fwd or attn_bwd)", o->cls);
         if (dtype < 0)
             return bad_row(rd, "ops", row, "unknown dtype '%s'", o->dtype);
         if (kind == TRACE_OP_COLL && (o->coll < 0 || (size_t)o->coll >= rd->t->n_colls))

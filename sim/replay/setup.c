@@ -52,7 +52,10 @@ void replay__init_rank(replay_ctx *c, int rank)
     for (int s = 0; s < TRACE_STREAMS; s++)
         rs->stream_first[s + 1] = rs->stream_first[s] + count[s + 1];
     rs->stream_ops = sim_calloc(n, sizeof *rs->stream_ops);
-    /* kernel durations by the roofline (or measured), once per op array */
+    /* kernel durations by the roofline (or measured), once per op array; a fused-attention
+     * kernel attends over the keys of one context-parallel block (docs/models.md) */
+    const plan_scenario *sc = c->p->sc;
+    double attn_seq = (double)sc->training.seq_len / SIM_MAX(1, sc->parallel.cp);
     rs->dur = sim_calloc(n + 1, sizeof *rs->dur);
     for (size_t i = 0; i < n; i++) {
         const trace_op *o = &tr->ops[i];
@@ -60,7 +63,7 @@ void replay__init_rank(replay_ctx *c, int rank)
             rs->dur[i] = o->duration_ps >= 0
                              ? o->duration_ps
                              : hw_gpu_op_time(c->gpu, (hw_op_class)o->cls, (hw_dtype)o->dtype,
-                                              o->flops, o->bytes);
+                                              o->flops, o->bytes, attn_seq);
     }
     uint32_t pos[TRACE_STREAMS];
     memcpy(pos, rs->stream_first, sizeof pos);

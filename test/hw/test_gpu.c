@@ -3,6 +3,9 @@
  * (launch overhead included, rounded up to the picosecond). */
 #include "core/sim.h"
 
+#include <math.h>
+#include <string.h>
+
 #include "hw/gpu.h"
 #include "test.h"
 
@@ -104,33 +107,72 @@ static void test_op_time(void)
     /* A 1 TFLOP bf16 GEMM (eff 0.8 at 1e12) moving 100 MB: compute 1e12 / (989e12 x 0.8)
      * = 1.2639029322548 ms = 1,263,902,932.25 ps, rounded up to 1,263,902,933 ps; memory
      * 1e8 / (3.35e12 x 0.9) = 33.2 us is hidden. Plus 4 us launch. */
-    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e12, 1e8),
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e12, 1e8, 0),
                  1263902933 + launch);
     /* The dtype picks the peak: fp8 1979 TFLOP/s, 1e12 / (1979e12 x 0.8) s
      * = 631,632,137.44 ps -> 631,632,138 ps. */
-    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_FP8, 1e12, 1e8),
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_FP8, 1e12, 1e8, 0),
                  631632138 + launch);
     /* A memory-bound matmul: 1 GFLOP (eff 0.5, 2.02 us) reading 1 GB: 1e9 / (3.35e12 x 0.9)
      * = 331,674,958.54 ps -> 331,674,959 ps. */
-    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e9, 1e9),
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e9, 1e9, 0),
                  331674959 + launch);
     /* A vector op moving 1 GB with 1 GFLOP: memory-bound as above (fp32 part 14.9 us). */
-    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 1e9, 1e9),
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 1e9, 1e9, 0),
                  331674959 + launch);
     /* A vector op's FLOPs run at the fp32 peak with no efficiency curve, whatever dtype is
      * passed: 1e12 / 67e12 s = 14,925,373,134.33 ps -> 14,925,373,135 ps. */
-    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_FP8, 1e12, 1e3),
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_FP8, 1e12, 1e3, 0),
                  INT64_C(14925373135) + launch);
     /* An empty kernel costs its launch. */
-    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 0, 0), launch);
-    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 0, 0), launch);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 0, 0, 0), launch);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 0, 0, 0), launch);
     hw_gpu_destroy(g);
 
     /* With no launch overhead and efficiency 1: 989 GFLOP at 989 TFLOP/s is exactly 1 ms. */
     s.launch_overhead_ps = 0;
     s.matmul_eff.n = 0;
     g = hw_gpu_create(&s);
-    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 989e9, 0), SIM_PS_PER_MS);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 989e9, 0, 0), SIM_PS_PER_MS);
+    hw_gpu_destroy(g);
+}
+
+/* Fused attention: the catalog's table by sequence length replaces the matmul curve. */
+static void test_attention(void)
+{
+    hw_gpu_spec s = spec_h100_like();
+    s.launch_overhead_ps = 0;
+    hw_gpu *g = hw_gpu_create(&s);
+    /* No attention table: a forward kernel takes the matmul curve at its FLOPs (0.8 at
+     * 1e12), whatever its sequence length: the same 1,263,902,933 ps as a GEMM. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 1e12, 1e8, 4096),
+                 1263902933);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD, 512, 1e12) - 0.8) < 1e-12);
+    hw_gpu_destroy(g);
+
+    /* Forward 0.25 at 1,024 keys and 0.5 at 4,096; backward a constant 0.4. */
+    s.attn_fwd_eff = (hw_curve){.n = 2, .x = {1024, 4096}, .y = {0.25, 0.5}};
+    s.attn_bwd_eff = (hw_curve){.n = 1, .x = {2048}, .y = {0.4}};
+    g = hw_gpu_create(&s);
+    /* 2,048 keys lie halfway in log10 between 1,024 and 4,096: eff 0.375. 989 GFLOP at
+     * 989e12 x 0.375 FLOP/s = 1/0.375 ms = 2,666,666,666.67 ps -> 2,666,666,667 ps. */
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 989e9) - 0.375) < 1e-12);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 989e9, 1e6, 2048),
+                 INT64_C(2666666667));
+    /* Clamped outside the table: 16,384 keys run at 0.5 (2 ms), 256 at 0.25 (4 ms). */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 989e9, 0, 16384),
+                 2 * SIM_PS_PER_MS);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 989e9, 0, 256),
+                 4 * SIM_PS_PER_MS);
+    /* The backward table: 989 GFLOP at 0.4 = 2.5 ms. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_BWD, HW_DTYPE_BF16, 989e9, 0, 4096),
+                 INT64_C(2500000000));
+    /* A plain GEMM still uses the matmul curve (0.8 at 1e12). */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e12, 0, 4096), 1263902933);
+    /* The roofline still holds: 1 GFLOP at 0.5 of the peak takes 2.02 us, reading 1 GB at
+     * 3.35e12 x 0.9 B/s takes 331,674,958.54 ps -> 331,674,959 ps, the longer. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 1e9, 1e9, 4096), 331674959);
+    CHECK(strcmp(hw_op_class_name(HW_OP_ATTN_BWD), "attn_bwd") == 0);
     hw_gpu_destroy(g);
 }
 
@@ -138,6 +180,7 @@ int main(void)
 {
     test_dtypes();
     test_curves();
+    test_attention();
     test_spec_copied();
     test_op_time();
     return test_finish();

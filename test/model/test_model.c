@@ -104,7 +104,7 @@ static void add_block(const model_spec *m, const model_shape *sh, model_block bl
     for (int i = 0; i < l.n; i++) {
         t->model_flops += times * l.op[i].model_flops;
         t->flops += times * l.op[i].flops;
-        if (l.op[i].cls == HW_OP_MATMUL)
+        if (l.op[i].cls != HW_OP_VECTOR) /* GEMMs and attention */
             t->matmul_flops += times * l.op[i].flops;
         t->grad_params += (int64_t)times * l.op[i].grad_params;
         if (blk == MODEL_BLOCK_LAYER && ph == MODEL_PHASE_FWD)
@@ -247,6 +247,7 @@ static void test_llama_gemms(void)
     CHECK_NEAR(op->flops, 274877906944.0, 0, 0);
     CHECK_NEAR(op->model_flops, 549755813888.0, 0, 0);
     CHECK(op->attn_core);
+    CHECK(op->cls == HW_OP_ATTN_FWD); /* timed by the catalog's attention table */
     CHECK(!find(&l, "qkv")->attn_core);
     /* SwiGLU reads gate and up (2 x T x 14336) and writes T x 14336, 2 bytes each:
      * 3 x 8192 x 14336 x 2 = 704,643,072 bytes; 6 FLOPs per output element. */
@@ -279,6 +280,7 @@ static void test_llama_gemms(void)
     CHECK_NEAR(op->flops, 687194767360.0, 0, 0);
     CHECK_NEAR(op->model_flops, 1099511627776.0, 0, 0);
     CHECK(op->attn_core);
+    CHECK(op->cls == HW_OP_ATTN_BWD);
 
     /* LM head: (T x 4096) @ (4096 x 128256) = 8,607,114,461,184 FLOPs; its wgrad carries
      * the untied head's 525,336,576 parameters; the loss reads bf16 logits and moves the
