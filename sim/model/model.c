@@ -409,15 +409,20 @@ void model__attn_core_fwd(const dims *D, double dqk, double dvh, double kvh, mod
         return;
     }
     /* Unfused attention (Megatron's core attention): scores S = QK^T for the full s x s,
-     * a fused scale-mask-softmax (+ attention dropout), then O = P V. */
+     * a fused scale-mask-softmax, the attention dropout as its own kernel (Megatron runs
+     * torch's dropout on the probabilities: reads P, writes the dropped copy and a 1-byte
+     * mask), then O = P V. */
     double S = D->b * a * D->s * D->s;
     model_op *op = model__push(l, "attn.scores", HW_OP_MATMUL, full_s, full_s,
                                D->T * (q + k) * D->ea + S * D->ea, 0);
     op->attn_core = true;
-    op = model__push(l, "attn.softmax", HW_OP_VECTOR,
-                     S * (FLOPS_SOFTMAX + (D->dropout ? FLOPS_DROPOUT : 0)), 0,
-                     2 * S * D->ea + (D->dropout ? S * (1 + D->ea) : 0), 0);
+    op = model__push(l, "attn.softmax", HW_OP_VECTOR, S * FLOPS_SOFTMAX, 0, 2 * S * D->ea, 0);
     op->attn_core = true;
+    if (D->dropout) {
+        op = model__push(l, "attn.dropout", HW_OP_VECTOR, S * FLOPS_DROPOUT, 0,
+                         2 * S * D->ea + S, 0);
+        op->attn_core = true;
+    }
     op = model__push(l, "attn.context", HW_OP_MATMUL, full_pv, full_pv,
                      S * D->ea + D->T * (v + o) * D->ea, 0);
     op->attn_core = true;
@@ -456,10 +461,15 @@ void model__attn_core_bwd(const dims *D, double dqk, double dvh, double kvh, mod
     model_op *op = model__push(l, "attn.context.bwd", HW_OP_MATMUL, 2 * full_pv, 2 * full_pv,
                                (2 * S + 2 * D->T * o + 2 * D->T * v) * D->ea, 0);
     op->attn_core = true;
-    /* dS = P * (dP - rowsum(dP * P)), through the dropout mask: reads P, dP, writes dS. */
-    op = model__push(l, "attn.softmax.bwd", HW_OP_VECTOR,
-                     2 * S * (FLOPS_SOFTMAX + (D->dropout ? FLOPS_DROPOUT : 0)), 0,
-                     3 * S * D->ea + (D->dropout ? S : 0), 0);
+    /* Through the dropout: dP = dP' * mask / (1 - p): reads dP' and the mask, writes dP. */
+    if (D->dropout) {
+        op = model__push(l, "attn.dropout.bwd", HW_OP_VECTOR, S * FLOPS_DROPOUT, 0,
+                         2 * S * D->ea + S, 0);
+        op->attn_core = true;
+    }
+    /* dS = P * (dP - rowsum(dP * P)): reads P, dP, writes dS. */
+    op = model__push(l, "attn.softmax.bwd", HW_OP_VECTOR, 2 * S * FLOPS_SOFTMAX, 0,
+                     3 * S * D->ea, 0);
     op->attn_core = true;
     /* dQ = dS K and dK = dS^T Q. */
     op = model__push(l, "attn.scores.bwd", HW_OP_MATMUL, 2 * full_s, 2 * full_s,

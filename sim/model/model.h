@@ -142,7 +142,7 @@ typedef struct model_op {
 } model_op;
 
 /* A QLoRA layer's backward with all seven targets runs 46 kernels; a MoE layer's backward
- * runs 5 per local expert plus at most 23 with MHA, 28 with MLA (docs/models.md), so
+ * runs 5 per local expert plus at most 24 with MHA, 29 with MLA (docs/models.md), so
  * MODEL_MOE_LOCAL_MAX experts fit. A list is about 75 KB: callers keep one or two on the
  * stack. */
 #define MODEL_OPS_MAX (5 * MODEL_MOE_LOCAL_MAX + 64)

@@ -343,6 +343,28 @@ static void test_unfused_attention(void)
     CHECK_NEAR(find(&l, "attn.scores.bwd")->model_flops, 2 * 8589934592.0, 0, 0);
     CHECK(find(&l, "attn.context.bwd") + 1 == find(&l, "attn.softmax.bwd"));
     CHECK(find(&l, "attn.softmax.bwd") + 1 == find(&l, "attn.scores.bwd"));
+    CHECK(find(&l, "attn.dropout.bwd") == NULL);
+
+    /* With dropout (Megatron 2021's GPT) the probabilities go through torch's dropout as a
+     * kernel of its own: it reads P (2 bytes), writes the dropped copy (2) and a 1-byte
+     * mask: 5 x 33,554,432 = 167,772,160 bytes; 2 FLOPs per element. The softmax keeps its
+     * 4 bytes per element. Backward: dP = dP' * mask / (1 - p) reads dP' and the mask and
+     * writes dP (5 bytes per element again), between dP' and the softmax backward, which
+     * reads P and dP and writes dS (6 bytes per element). */
+    m.dropout = 0.1;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    const model_op *dr = find(&l, "attn.dropout");
+    CHECK(dr != NULL && dr->cls == HW_OP_VECTOR && dr->attn_core);
+    CHECK_NEAR(dr->bytes, 167772160.0, 0, 0);
+    CHECK_NEAR(dr->flops, 2.0 * 33554432, 0, 0);
+    CHECK_NEAR(find(&l, "attn.softmax")->bytes, 4.0 * 33554432, 0, 0);
+    CHECK(find(&l, "attn.softmax") + 1 == dr && dr + 1 == find(&l, "attn.context"));
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    dr = find(&l, "attn.dropout.bwd");
+    CHECK(dr != NULL && dr->attn_core);
+    CHECK_NEAR(dr->bytes, 167772160.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.softmax.bwd")->bytes, 6.0 * 33554432, 0, 0);
+    CHECK(find(&l, "attn.context.bwd") + 1 == dr && dr + 1 == find(&l, "attn.softmax.bwd"));
 }
 
 /* ---- model FLOPs ------------------------------------------------------------------------- */
