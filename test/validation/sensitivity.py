@@ -27,7 +27,7 @@ def step(path, *sets):
 print("| parameter (+10%) | " + " | ".join(r[1] for r in ROWS) + " |")
 print("|---|" + "---:|" * len(ROWS))
 params = [
-    ("GPU matmul peak (and so every GEMM)", lambda r: ["topology.gpu.peak.%s=%g TFLOP/s" % (r[2], r[3] * 1.1)]),
+    ("GPU tensor-core peak (every GEMM and attention kernel)", lambda r: ["topology.gpu.peak.%s=%g TFLOP/s" % (r[2], r[3] * 1.1)]),
     ("HBM bandwidth", lambda r: ["topology.gpu.memory_bandwidth=%g GB/s" % (r[4] * 1.1)]),
     ("kernel launch overhead (4 us)", lambda r: ["topology.gpu.launch_overhead=4.4 us"]),
     ("compute slowdown under NCCL (0.10)", lambda r: ["topology.gpu.comm_interference=0.11"]),
