@@ -37,7 +37,7 @@ struct hw_gpu {
     hw_gpu_spec spec;
     gpu_curve matmul;
     gpu_curve memory;
-    gpu_curve attn[2]; /* forward, backward */
+    gpu_curve attn[4]; /* by class - HW_OP_ATTN_FWD (hw_gpu_spec.attn_eff) */
 };
 
 const char *hw_dtype_name(hw_dtype d)
@@ -60,6 +60,8 @@ const char *hw_op_class_name(hw_op_class c)
     case HW_OP_VECTOR: return "vector";
     case HW_OP_ATTN_FWD: return "attn_fwd";
     case HW_OP_ATTN_BWD: return "attn_bwd";
+    case HW_OP_ATTN_FWD_FULL: return "attn_fwd_full";
+    case HW_OP_ATTN_BWD_FULL: return "attn_bwd_full";
     case HW_OP_CLASS_COUNT: break;
     }
     return "?";
@@ -131,8 +133,8 @@ hw_gpu *hw_gpu_create(const hw_gpu_spec *spec)
     gpu->spec = *spec;
     curve_init(&gpu->matmul, &spec->matmul_eff);
     curve_init(&gpu->memory, &spec->memory_eff);
-    curve_init(&gpu->attn[0], &spec->attn_fwd_eff);
-    curve_init(&gpu->attn[1], &spec->attn_bwd_eff);
+    for (int i = 0; i < 4; i++)
+        curve_init(&gpu->attn[i], &spec->attn_eff[i]);
     return gpu;
 }
 
@@ -142,8 +144,8 @@ void hw_gpu_destroy(hw_gpu *gpu)
         return;
     gsl_interp_free(gpu->matmul.interp); /* NULL-safe in GSL 2.x */
     gsl_interp_free(gpu->memory.interp);
-    gsl_interp_free(gpu->attn[0].interp);
-    gsl_interp_free(gpu->attn[1].interp);
+    for (int i = 0; i < 4; i++)
+        gsl_interp_free(gpu->attn[i].interp);
     sim_free(gpu);
 }
 
@@ -164,10 +166,12 @@ double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes)
 
 double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double flops)
 {
-    SIM_ASSERT(cls == HW_OP_ATTN_FWD || cls == HW_OP_ATTN_BWD, "class %d is not attention",
+    SIM_ASSERT(cls >= HW_OP_ATTN_FWD && cls < HW_OP_CLASS_COUNT, "class %d is not attention",
                (int)cls);
-    const gpu_curve *c = &gpu->attn[cls == HW_OP_ATTN_BWD];
-    return c->n > 0 ? curve_eval(c, seq) : hw_gpu_matmul_eff(gpu, flops);
+    int i = (int)(cls - HW_OP_ATTN_FWD);
+    if (gpu->attn[i].n == 0 && i >= 2)
+        i -= 2; /* no unmasked table: the causal one, conservatively */
+    return gpu->attn[i].n > 0 ? curve_eval(&gpu->attn[i], seq) : hw_gpu_matmul_eff(gpu, flops);
 }
 
 sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,

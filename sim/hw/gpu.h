@@ -49,9 +49,11 @@ typedef struct hw_gpu_spec {
     double peak_flops[HW_DTYPE_COUNT]; /* dense FLOP/s; 0 = dtype not supported */
     hw_curve matmul_eff;             /* x = FLOP of one GEMM */
     hw_curve memory_eff;             /* x = bytes moved by one kernel */
-    hw_curve attn_fwd_eff;           /* x = keys each query attends over (tokens): fused
-                                        causal attention forward; n = 0: use matmul_eff */
-    hw_curve attn_bwd_eff;           /* the same for its backward */
+    hw_curve attn_eff[4];            /* fused attention by hw_op_class - HW_OP_ATTN_FWD
+                                        (causal forward, causal backward, unmasked forward,
+                                        unmasked backward); x = keys each query attends over
+                                        (tokens); n = 0: unmasked falls back to causal,
+                                        causal to matmul_eff */
     sim_time launch_overhead_ps;     /* per kernel */
     double comm_interference;        /* compute slowdown while NCCL kernels run: a kernel that
                                         starts then takes (1 + this) times as long */
@@ -60,12 +62,16 @@ typedef struct hw_gpu_spec {
 typedef enum hw_op_class {
     HW_OP_MATMUL,   /* GEMMs and unfused attention matmuls: tensor-core peak */
     HW_OP_VECTOR,   /* elementwise, norms, softmax, optimizer: CUDA-core rate, memory-bound */
-    HW_OP_ATTN_FWD, /* fused (flash) attention forward: tensor-core peak x eff_attn(seq) */
+    HW_OP_ATTN_FWD, /* fused (flash) causal attention forward: tensor-core peak x eff(seq) */
     HW_OP_ATTN_BWD, /* its backward */
+    HW_OP_ATTN_FWD_FULL, /* fused attention over an unmasked block (context-parallel ring
+                            steps after the first): the unmasked table */
+    HW_OP_ATTN_BWD_FULL, /* its backward */
     HW_OP_CLASS_COUNT
 } hw_op_class;
 
-/* "matmul", "vector", "attn_fwd", "attn_bwd". Static strings. */
+/* "matmul", "vector", "attn_fwd", "attn_bwd", "attn_fwd_full", "attn_bwd_full". Static
+ * strings. */
 const char *hw_op_class_name(hw_op_class c);
 
 /* The compiled compute model of one GPU type (interpolators built once). */

@@ -396,9 +396,13 @@ MAP(peak_map, "peak", peak_keys);
 
 /* Fused-attention efficiency by the sequence length each query attends over (tokens). */
 static const io_key attn_eff_keys[] = {
-    {.name = "forward", .type = IO_K_CUSTOM, .offset = GPU(attn_fwd_eff),
+    {.name = "forward", .type = IO_K_CUSTOM, .offset = GPU(attn_eff[0]),
      .unit = IO_UNIT_KIND_COUNT, .fn = curve_fn},
-    {.name = "backward", .type = IO_K_CUSTOM, .offset = GPU(attn_bwd_eff),
+    {.name = "backward", .type = IO_K_CUSTOM, .offset = GPU(attn_eff[1]),
+     .unit = IO_UNIT_KIND_COUNT, .fn = curve_fn},
+    {.name = "forward_unmasked", .type = IO_K_CUSTOM, .offset = GPU(attn_eff[2]),
+     .unit = IO_UNIT_KIND_COUNT, .fn = curve_fn},
+    {.name = "backward_unmasked", .type = IO_K_CUSTOM, .offset = GPU(attn_eff[3]),
      .unit = IO_UNIT_KIND_COUNT, .fn = curve_fn},
 };
 MAP(attn_eff_map, "attention_efficiency", attn_eff_keys);

@@ -14,8 +14,8 @@
 #define SLICE 65536
 
 static const char *const kind_names[] = {"compute", "coll", "copy", "host"};
-static const char *const class_names[HW_OP_CLASS_COUNT] = {"matmul", "vector", "attn_fwd",
-                                                             "attn_bwd"};
+static const char *const class_names[HW_OP_CLASS_COUNT] = {
+    "matmul", "vector", "attn_fwd", "attn_bwd", "attn_fwd_full", "attn_bwd_full"};
 
 static const char *stream_name(int s)
 {
@@ -468,7 +468,10 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
         if (phase < 0)
             return bad_row(rd, "ops", row, "unknown phase '%s' (fwd, bwd, opt or comm)", o->phase);
         if (cls < 0)
-            return bad_row(rd, "ops", row, "unknown class '%s' (matmul, vector, attn_fwd or attn_bwd)", o->cls);
+            return bad_row(rd, "ops", row,
+                           "unknown class '%s' (matmul, vector, attn_fwd, attn_bwd, "
+                           "attn_fwd_full or attn_bwd_full)",
+                           o->cls);
         if (dtype < 0)
             return bad_row(rd, "ops", row, "unknown dtype '%s'", o->dtype);
         if (kind == TRACE_OP_COLL && (o->coll < 0 || (size_t)o->coll >= rd->t->n_colls))

@@ -401,7 +401,9 @@ void model__attn_core_fwd(const dims *D, double dqk, double dvh, double kvh, mod
         double c = (double)D->cp, lse = FP32_BYTES * D->b * a * D->s;
         for (int j = 0; j < D->cp; j++) {
             double merge = j > 0 ? 3 * D->T * o * D->ea + 3 * lse : 0;
-            model_op *op = model__push(l, "attn", HW_OP_ATTN_FWD, full / 2 / c, full / c,
+            /* ring steps after the first see no mask (docs/models.md) */
+            model_op *op = model__push(l, "attn", j > 0 ? HW_OP_ATTN_FWD_FULL : HW_OP_ATTN_FWD,
+                                       full / 2 / c, full / c,
                                        D->T * (q + k + v + o) * D->ea + lse + merge, 0);
             op->attn_core = true;
             op->cp_step = D->cp > 1 ? j + 1 : 0;
@@ -446,7 +448,8 @@ void model__attn_core_bwd(const dims *D, double dqk, double dvh, double kvh, mod
         double c = (double)D->cp;
         for (int j = 0; j < D->cp; j++) {
             double acc = j > 0 ? 2 * D->T * (k + v) * D->ea : 0;
-            model_op *op = model__push(l, "attn.bwd", HW_OP_ATTN_BWD,
+            model_op *op = model__push(l, "attn.bwd",
+                                       j > 0 ? HW_OP_ATTN_BWD_FULL : HW_OP_ATTN_BWD,
                                        (3 * full_s + 2 * full_pv) / 2 / c, 2 * full / c,
                                        D->T * (2 * q + 2 * k + 2 * v + 2 * o) * D->ea +
                                            3 * FP32_BYTES * D->b * a * D->s + acc,

@@ -112,6 +112,8 @@ BAD = [
     ("bad-duplicate-key.yaml", (6, 3), "duplicate"),
     ("bad-not-supported.yaml", (7, 11), "not supported"),
     ("bad-too-many-gpus.yaml", (5, 7), "GPU"),
+    # an inline GPU whose attention table goes down in sequence length
+    ("bad-attention-efficiency.yaml", (5, 56), "strictly increasing"),
 ]
 
 

@@ -151,8 +151,8 @@ static void test_attention(void)
     hw_gpu_destroy(g);
 
     /* Forward 0.25 at 1,024 keys and 0.5 at 4,096; backward a constant 0.4. */
-    s.attn_fwd_eff = (hw_curve){.n = 2, .x = {1024, 4096}, .y = {0.25, 0.5}};
-    s.attn_bwd_eff = (hw_curve){.n = 1, .x = {2048}, .y = {0.4}};
+    s.attn_eff[0] = (hw_curve){.n = 2, .x = {1024, 4096}, .y = {0.25, 0.5}};
+    s.attn_eff[1] = (hw_curve){.n = 1, .x = {2048}, .y = {0.4}};
     g = hw_gpu_create(&s);
     /* 2,048 keys lie halfway in log10 between 1,024 and 4,096: eff 0.375. 989 GFLOP at
      * 989e12 x 0.375 FLOP/s = 1/0.375 ms = 2,666,666,666.67 ps -> 2,666,666,667 ps. */
@@ -173,6 +173,19 @@ static void test_attention(void)
      * 3.35e12 x 0.9 B/s takes 331,674,958.54 ps -> 331,674,959 ps, the longer. */
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 1e9, 1e9, 4096), 331674959);
     CHECK(strcmp(hw_op_class_name(HW_OP_ATTN_BWD), "attn_bwd") == 0);
+    /* No unmasked table: an unmasked block takes the causal table (0.375 at 2,048 keys). */
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD_FULL, 2048, 1) - 0.375) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD_FULL, 2048, 1) - 0.4) < 1e-12);
+    hw_gpu_destroy(g);
+
+    /* With one, its own: a constant 0.6 forward gives 989 GFLOP in 1/0.6 ms =
+     * 1,666,666,666.67 ps -> 1,666,666,667 ps; the causal forward keeps its table. */
+    s.attn_eff[2] = (hw_curve){.n = 1, .x = {4096}, .y = {0.6}};
+    g = hw_gpu_create(&s);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD_FULL, HW_DTYPE_BF16, 989e9, 0, 2048),
+                 INT64_C(1666666667));
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 1) - 0.375) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD_FULL, 2048, 1) - 0.4) < 1e-12);
     hw_gpu_destroy(g);
 }
 

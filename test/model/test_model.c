@@ -1715,6 +1715,8 @@ static void test_context_parallel(void)
             steps++;
             CHECK_INT_EQ(c.op[i].cp_step, steps);
             CHECK_STR_EQ(c.op[i].name, "attn");
+            /* the first step is the causal diagonal; the others see whole blocks, no mask */
+            CHECK(c.op[i].cls == (steps == 1 ? HW_OP_ATTN_FWD : HW_OP_ATTN_FWD_FULL));
             CHECK_NEAR(c.op[i].flops, find(&a, "attn")->flops / 16, 1e-12, 0);
             flops += c.op[i].flops;
             model += c.op[i].model_flops;
@@ -1730,6 +1732,7 @@ static void test_context_parallel(void)
         if (c.op[i].attn_core) {
             steps++;
             CHECK_INT_EQ(c.op[i].cp_step, steps);
+            CHECK(c.op[i].cls == (steps == 1 ? HW_OP_ATTN_BWD : HW_OP_ATTN_BWD_FULL));
             CHECK_NEAR(c.op[i].flops, find(&a, "attn.bwd")->flops / 16, 1e-12, 0);
         }
     CHECK_INT_EQ(steps, 4);
