@@ -69,6 +69,10 @@ typedef struct net_flow {
     uint32_t stamp;
     bool fixed;
     int32_t next_free;
+    /* solver scratch: the smallest share among the links it alone crosses in the solve */
+    double cap;
+    int32_t cap_link; /* the link that sets it (-1: none) */
+    int32_t heap_pos; /* -1 when its cap is not in the heap */
 } net_flow;
 
 /* A transfer of an isolated round (see hw_net_round_end): alone on its links, it starts
@@ -326,10 +330,31 @@ static void finish_flow(hw_net *net, int32_t id, sim_time now)
 
 /* ---- the solver ------------------------------------------------------------------------ */
 
+/* Heap entries: a link (>= 0), keyed by its fair share, or a flow's cap (~flow, < 0), keyed
+ * by the cap and ordered among equal keys as the link that sets it: the order in which the
+ * same links, all in the heap, would be taken. */
+static inline double entry_key(const hw_net *net, int32_t e)
+{
+    return e >= 0 ? net->links[e].key : net->flows[~e].cap;
+}
+
+static inline int32_t entry_link(const hw_net *net, int32_t e)
+{
+    return e >= 0 ? e : net->flows[~e].cap_link;
+}
+
+static inline void entry_set_pos(hw_net *net, int32_t e, int32_t pos)
+{
+    if (e >= 0)
+        net->links[e].heap_pos = pos;
+    else
+        net->flows[~e].heap_pos = pos;
+}
+
 static bool heap_less(const hw_net *net, int32_t a, int32_t b)
 {
-    double sa = net->links[a].key, sb = net->links[b].key;
-    return sa < sb || (sa == sb && a < b);
+    double sa = entry_key(net, a), sb = entry_key(net, b);
+    return sa < sb || (sa == sb && entry_link(net, a) < entry_link(net, b));
 }
 
 static void heap_swap(hw_net *net, size_t i, size_t j)
@@ -337,8 +362,8 @@ static void heap_swap(hw_net *net, size_t i, size_t j)
     int32_t t = net->heap[i];
     net->heap[i] = net->heap[j];
     net->heap[j] = t;
-    net->links[net->heap[i]].heap_pos = (int32_t)i;
-    net->links[net->heap[j]].heap_pos = (int32_t)j;
+    entry_set_pos(net, net->heap[i], (int32_t)i);
+    entry_set_pos(net, net->heap[j], (int32_t)j);
 }
 
 static void heap_down(hw_net *net, size_t i, size_t n)
@@ -366,11 +391,11 @@ static void heap_up(hw_net *net, size_t i)
 
 static void heap_remove(hw_net *net, size_t i, size_t *n)
 {
-    net->links[net->heap[i]].heap_pos = -1;
+    entry_set_pos(net, net->heap[i], -1);
     if (i == --*n)
         return;
     net->heap[i] = net->heap[*n];
-    net->links[net->heap[i]].heap_pos = (int32_t)i;
+    entry_set_pos(net, net->heap[i], (int32_t)i);
     heap_down(net, i, *n);
     heap_up(net, i);
 }
@@ -415,6 +440,44 @@ static void collect_component(hw_net *net, size_t *n_links, size_t *n_flows)
     *n_flows = nf;
 }
 
+/* Fixes flow `id` of the component at `share` (progressive filling): takes it off its links
+ * and reschedules its completion when the rate changed. */
+static void fix_flow(hw_net *net, int32_t id, double share, size_t *hn, sim_time now)
+{
+    net_flow *f = &net->flows[id];
+    f->fixed = true;
+    double old = f->rate;
+    f->rate = share;
+    for (int k = 0; k < f->n_links; k++) {
+        net_link *o = &net->links[f->link[k]];
+        if (o->heap_pos < 0)
+            continue; /* a link it crosses alone (its cap) or one already taken */
+        o->rem -= share * f->weight[k];
+        o->wsum -= f->weight[k];
+        if (o->wsum <= 0) {
+            heap_remove(net, (size_t)o->heap_pos, hn);
+        } else {
+            o->key = o->rem / o->wsum;
+            heap_down(net, (size_t)o->heap_pos, *hn);
+        }
+    }
+    if (f->heap_pos >= 0)
+        heap_remove(net, (size_t)f->heap_pos, hn);
+    if (f->ev && old == f->rate)
+        return;
+    double dt_ps = ceil(f->remaining / f->rate * (double)SIM_PS_PER_S);
+    if (f->ev)
+        sim_eventq_cancel(net->q, f->ev);
+    schedule(net, id, NET_EV_COMPLETE, now + (sim_time)dt_ps);
+}
+
+/* Max-min rates of the component around the dirty links, by progressive filling: take the
+ * link with the smallest fair share (remaining bandwidth over the weights of its unfixed
+ * flows), fix its flows at that share, repeat. A link that only one flow of the component
+ * crosses can only ever fix that flow, at a share that does not change while it waits; such
+ * links (nearly all of them in a data-parallel phase: NIC, PCIe and leaf ports) stay out of
+ * the heap and become the flow's cap, one entry per flow, ordered as the link would be. The
+ * rates and their order of computation are those of the plain algorithm, bit for bit. */
 static void resolve(hw_net *net, sim_time now)
 {
     size_t nl, nf;
@@ -428,64 +491,70 @@ static void resolve(hw_net *net, sim_time now)
         net_flow *f = &net->flows[net->comp_flows[i]];
         advance(net, f, now);
         f->fixed = false;
+        f->cap = INFINITY;
+        f->cap_link = -1;
+        f->heap_pos = -1;
     }
-    SIM_GROW(net->heap, net->cap_heap, nl);
+    SIM_GROW(net->heap, net->cap_heap, nl + nf);
     size_t hn = 0;
     uint32_t st = net->stamp;
     for (size_t i = 0; i < nl; i++) {
-        net_link *l = &net->links[net->comp_links[i]];
+        int32_t li = net->comp_links[i];
+        net_link *l = &net->links[li];
         l->rem = l->st.bw_Bps;
         l->wsum = 0;
+        int32_t n_in = 0, only = -1;
         for (int32_t m = 0; m < l->n_members; m++) {
             const net_flow *f = &net->flows[l->members[m].flow];
-            if (f->stamp == st)
+            if (f->stamp == st) {
                 l->wsum += l->members[m].weight;
-            else
+                n_in++;
+                only = l->members[m].flow;
+            } else {
                 l->rem -= f->rate * l->members[m].weight; /* frozen */
+            }
         }
         l->heap_pos = -1;
-        if (l->wsum > 0) {
-            l->key = l->rem / l->wsum;
-            net->heap[hn] = net->comp_links[i];
-            l->heap_pos = (int32_t)hn++;
+        if (l->wsum <= 0)
+            continue;
+        l->key = l->rem / l->wsum;
+        if (n_in == 1) {
+            net_flow *f = &net->flows[only];
+            if (l->key < f->cap || (l->key == f->cap && li < f->cap_link)) {
+                f->cap = l->key;
+                f->cap_link = li;
+            }
+            continue;
         }
+        net->heap[hn] = li;
+        l->heap_pos = (int32_t)hn++;
+    }
+    for (size_t i = 0; i < nf; i++) {
+        int32_t id = net->comp_flows[i];
+        net_flow *f = &net->flows[id];
+        if (f->cap_link < 0)
+            continue;
+        net->heap[hn] = ~id;
+        f->heap_pos = (int32_t)hn++;
     }
     for (size_t i = hn / 2 + 1; i-- > 0;)
         heap_down(net, i, hn);
     while (hn > 0) {
-        int32_t li = net->heap[0];
-        net_link *l = &net->links[li];
-        double share = l->key;
+        int32_t e = net->heap[0];
+        int32_t li = entry_link(net, e);
+        double share = entry_key(net, e);
         if (share <= 0)
-            share = l->st.bw_Bps * 1e-12; /* float residue on a saturated link */
+            share = net->links[li].st.bw_Bps * 1e-12; /* float residue on a saturated link */
         heap_remove(net, 0, &hn);
+        if (e < 0) {
+            fix_flow(net, ~e, share, &hn, now);
+            continue;
+        }
+        const net_link *l = &net->links[li];
         for (int32_t m = 0; m < l->n_members; m++) {
-            net_flow *f = &net->flows[l->members[m].flow];
-            if (f->fixed || f->stamp != net->stamp)
-                continue;
-            f->fixed = true;
-            double old = f->rate;
-            f->rate = share;
-            for (int k = 0; k < f->n_links; k++) {
-                net_link *o = &net->links[f->link[k]];
-                o->rem -= share * f->weight[k];
-                o->wsum -= f->weight[k];
-                if (o->heap_pos < 0)
-                    continue;
-                if (o->wsum <= 0) {
-                    heap_remove(net, (size_t)o->heap_pos, &hn);
-                } else {
-                    o->key = o->rem / o->wsum;
-                    heap_down(net, (size_t)o->heap_pos, hn);
-                }
-            }
-            /* reschedule the completion when the rate changed (or was never set) */
-            if (f->ev && old == f->rate)
-                continue;
-            double dt_ps = ceil(f->remaining / f->rate * (double)SIM_PS_PER_S);
-            if (f->ev)
-                sim_eventq_cancel(net->q, f->ev);
-            schedule(net, l->members[m].flow, NET_EV_COMPLETE, now + (sim_time)dt_ps);
+            const net_flow *f = &net->flows[l->members[m].flow];
+            if (!f->fixed && f->stamp == st)
+                fix_flow(net, l->members[m].flow, share, &hn, now);
         }
     }
 }
