@@ -61,6 +61,22 @@ typedef struct busy_iv {
     int8_t early;
 } busy_iv;
 
+/* A rank's intervals are kept in fixed chunks carved from blocks shared by all ranks: they
+ * grow without copying or zeroing (a growing array per rank moved and cleared its memory at
+ * every doubling, a fifth of the 16K-GPU loop's page faults and copies). */
+#define REPLAY_IV_CHUNK 63
+typedef struct iv_chunk {
+    struct iv_chunk *next;
+    uint32_t n;
+    busy_iv iv[REPLAY_IV_CHUNK];
+} iv_chunk;
+
+typedef struct iv_arena {
+    char **blocks;        /* allocated blocks, freed with the context */
+    size_t n_blocks, cap_blocks;
+    size_t left;          /* bytes left in the last block */
+} iv_arena;
+
 typedef struct async_start {
     uint32_t op;
     sim_time t;
@@ -85,8 +101,7 @@ typedef struct rank_state {
     size_t done_ops;
     int step;              /* 0-based step in progress */
     sim_time *step_end;    /* per step: when this rank finished it */
-    busy_iv *ivs;          /* compute intervals of the last step, but the latest */
-    size_t n_ivs, cap_ivs;
+    iv_chunk *ivs, *ivs_tail; /* compute intervals of the last step, but the latest */
     busy_iv cur;           /* the latest (possibly still open) interval, when have_cur */
     bool have_cur;
     double comm_busy_ps;   /* last step */
@@ -121,7 +136,11 @@ typedef struct replay_ctx {
     bool estimate_cross; /* symmetry_collectives: estimate (sched_entry.estimated) */
     const char *stream_names[TRACE_STREAMS];
     bool sink_failed; /* the timeline sink returned an error: stop calling it */
+    iv_arena ivs;     /* the ranks' interval chunks */
 } replay_ctx;
+
+/* Appends a finished interval to a rank's list (replay.c). */
+void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv);
 
 /* setup.c */
 void replay__init_rank(replay_ctx *c, int rank);

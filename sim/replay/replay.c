@@ -81,6 +81,31 @@ static void apply_mem(replay_ctx *c, int rank, uint32_t op, int at_end, sim_time
         rs->peak = rs->level;
 }
 
+void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
+{
+    enum { BLOCK = 16 << 20 }; /* 16 MiB: 6,600 chunks */
+    iv_chunk *t = rs->ivs_tail;
+    if (!t || t->n == REPLAY_IV_CHUNK) {
+        iv_arena *a = &c->ivs;
+        if (a->left < sizeof *t) {
+            SIM_GROW(a->blocks, a->cap_blocks, a->n_blocks + 1);
+            /* not zeroed: every chunk's fields are written before they are read */
+            a->blocks[a->n_blocks++] = sim_realloc_array(NULL, BLOCK, 1);
+            a->left = BLOCK;
+        }
+        t = (iv_chunk *)(a->blocks[a->n_blocks - 1] + (BLOCK - a->left));
+        a->left -= sizeof *t;
+        t->next = NULL;
+        t->n = 0;
+        if (rs->ivs_tail)
+            rs->ivs_tail->next = t;
+        else
+            rs->ivs = t;
+        rs->ivs_tail = t;
+    }
+    t->iv[t->n++] = *iv;
+}
+
 static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
@@ -130,10 +155,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
             if (rs->have_cur && rs->cur.end == now && rs->stream_free[o->stream] == now) {
                 rs->cur.end = -1;
             } else {
-                if (rs->have_cur) {
-                    SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
-                    rs->ivs[rs->n_ivs++] = rs->cur;
-                }
+                if (rs->have_cur)
+                    replay__push_iv(c, rs, &rs->cur);
                 rs->cur = (busy_iv){.start = now, .end = -1,
                                     .gap_start = rs->stream_free[o->stream], .split = split,
                                     .cause = cause, .early = early};
@@ -465,28 +488,29 @@ static void summarize(replay_ctx *c)
             continue;
         }
         if (rs->have_cur) {
-            SIM_GROW(rs->ivs, rs->cap_ivs, rs->n_ivs + 1);
-            rs->ivs[rs->n_ivs++] = rs->cur;
+            replay__push_iv(c, rs, &rs->cur);
             rs->have_cur = false;
         }
         double busy = 0, rank_idle[REPLAY_CAUSE_COUNT] = {0};
         sim_time cursor = w0;
-        for (size_t i = 0; i < rs->n_ivs; i++) {
-            busy_iv *iv = &rs->ivs[i];
-            sim_time a = SIM_MAX(iv->start, w0), b = SIM_MIN(iv->end, w1);
-            if (b > a)
-                busy += (double)(b - a);
-            /* idle time before the stream was released for this op (e.g. the rank had
-             * not started the step yet), then the gap waiting for this op's dependency */
-            add_bubble(c, rk, steps, cursor, SIM_MIN(SIM_MAX(iv->gap_start, w0), w1),
-                       c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
-                       rank_idle);
-            sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
-            sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), SIM_MIN(iv->start, w1));
-            add_bubble(c, rk, steps, g0, split, iv->early, rank_idle);
-            add_bubble(c, rk, steps, SIM_MAX(g0, split), SIM_MIN(iv->start, w1), iv->cause,
-                       rank_idle);
-            cursor = SIM_MAX(cursor, b);
+        for (const iv_chunk *ch = rs->ivs; ch; ch = ch->next) {
+            for (uint32_t i = 0; i < ch->n; i++) {
+                const busy_iv *iv = &ch->iv[i];
+                sim_time a = SIM_MAX(iv->start, w0), b = SIM_MIN(iv->end, w1);
+                if (b > a)
+                    busy += (double)(b - a);
+                /* idle time before the stream was released for this op (e.g. the rank had
+                 * not started the step yet), then the gap waiting for this op's dependency */
+                add_bubble(c, rk, steps, cursor, SIM_MIN(SIM_MAX(iv->gap_start, w0), w1),
+                           c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
+                           rank_idle);
+                sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
+                sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), SIM_MIN(iv->start, w1));
+                add_bubble(c, rk, steps, g0, split, iv->early, rank_idle);
+                add_bubble(c, rk, steps, SIM_MAX(g0, split), SIM_MIN(iv->start, w1), iv->cause,
+                           rank_idle);
+                cursor = SIM_MAX(cursor, b);
+            }
         }
         /* until the rank ends its own step: what ended it; after that: waiting for others */
         sim_time own = SIM_MIN(SIM_MAX(rs->step_end[steps - 1], cursor), w1);

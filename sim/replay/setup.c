@@ -83,7 +83,6 @@ static void clear_rank(rank_state *rs)
         sim_free(rs->stream_ops);
         sim_free(rs->dur);
     }
-    sim_free(rs->ivs);
 }
 
 /* plan_coll_algo -> coll_algo; -1 = auto */
@@ -479,4 +478,7 @@ void replay__clear(replay_ctx *c)
     sim_free(c->groups);
     sim_free(c->active);
     sim_free(c->twin);
+    for (size_t i = 0; i < c->ivs.n_blocks; i++)
+        sim_free(c->ivs.blocks[i]);
+    sim_free(c->ivs.blocks);
 }
