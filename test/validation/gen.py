@@ -27,6 +27,28 @@ def vstages(layers, pp, A):
     return "{schedule: 1f1b}"
 
 
+# The A100 table's runs as the paper's artifact launches them (Megatron-LM,
+# examples/sc21/run_table_1.sh): micro-batch size (MBS), layers per virtual pipeline stage
+# (--num-layers-per-virtual-pipeline-stage; absent = plain 1F1B) and the data-parallel
+# implementation (DDP=torch: PyTorch DDP, whose bucketed all-reduce overlaps the last
+# micro-batch's backward; DDP=local: Megatron's own, which all-reduces after the flush).
+# Keyed by the table's params_B; every run uses --recompute-method uniform (full recompute).
+A100_RUNS = {
+    "1.7": (16, None, "torch"), "3.6": (16, None, "torch"), "7.5": (16, None, "torch"),
+    "18.4": (8, None, "torch"), "39.1": (4, None, "local"), "76.1": (2, 5, "local"),
+    "145.6": (2, 5, "local"), "310.1": (1, 3, "local"), "529.6": (1, 1, "local"),
+    "1008.0": (1, None, "local"),
+}
+
+
+def a100_sched(layers, pp, per_virtual):
+    if per_virtual is None:
+        return "{schedule: 1f1b}"
+    chunks = layers // (pp * per_virtual)
+    assert chunks * pp * per_virtual == layers
+    return "{schedule: interleaved, virtual_stages: %d}" % chunks
+
+
 A100_TOPO = """topology:
   name: dgx-a100-x{nodes}
   gpu: a100-sxm-80gb
@@ -53,9 +75,8 @@ H100_TOPO = """topology:
   fabric: {{kind: rail-optimized, oversubscription: 1, latency: 1 us, radix: 64}}
 """
 
-A100_NOTE = """# Assumptions (the table does not state them; the same for every row, docs/validation.md):
-# micro-batch 1; interleaved 1F1B with 2 chunks per stage where layers and micro-batches
-# allow (else 1F1B); gradients all-reduced after the pipeline flush (Megatron 2021's DDP);
+A100_NOTE = """# Micro-batch, pipeline schedule and DDP from the paper's launch script (Megatron-LM
+# examples/sc21/run_table_1.sh). Assumed (the same for every row, docs/validation.md):
 # fp16 mixed precision with fp32 master weights and Adam; dropout 0.1, no flash attention
 # (2021); vocabulary padded as Megatron pads it."""
 
@@ -69,10 +90,11 @@ H100_NOTE = """# Assumptions (the table does not state them; the same for every 
 for r in rows("megatron2021_weak_scaling.csv"):
     h, L, a = int(r["hidden"]), int(r["layers"]), int(r["heads"])
     tp, pp, dp, gpus, gb = (int(r[k]) for k in ("tp", "pp", "dp", "gpus", "global_batch"))
-    A = gb // dp
+    mbs, per_virtual, ddp = A100_RUNS[r["params_B"]]
     name = "a100-%sb" % r["params_B"].replace(".", "p")
     text = """# Megatron-LM 2021 (Narayanan et al., SC21, Table 1): GPT {p}B on {g} A100s, TP {tp} PP {pp}
-# DP {dp}, global batch {gb}, seq 2048, full recompute; published {t} TFLOP/s per GPU.
+# DP {dp}, global batch {gb}, micro-batch {mbs}, seq 2048, full recompute, DDP={ddp};
+# published {t} TFLOP/s per GPU.
 {note}
 name: {name}
 {topo}model:
@@ -92,7 +114,7 @@ name: {name}
 training:
   seq_len: 2048
   global_batch: {gb}
-  micro_batch: 1
+  micro_batch: {mbs}
   precision: fp16
   recompute: full
   flash_attention: false
@@ -100,14 +122,15 @@ parallel:
   tp: {tp}
   pp: {pp}
   dp: {dp}
-  ddp: {{overlap: false}}
+  ddp: {{overlap: {overlap}}}
   pipeline: {sched}
 simulation:
   steps: 1
   timeline: false
 """.format(p=r["params_B"], g=gpus, tp=tp, pp=pp, dp=dp, gb=gb, t=r["tflops_per_gpu"], note=A100_NOTE,
            name=name, topo=A100_TOPO.format(nodes=max(1, gpus // 8)), L=L, h=h, a=a, f=4 * h,
-           sched=vstages(L, pp, A))
+           mbs=mbs, ddp=ddp, overlap="true" if ddp == "torch" else "false",
+           sched=a100_sched(L, pp, per_virtual))
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 for r in rows("megatron_h100_weak_scaling.csv"):

@@ -10,7 +10,7 @@ import json, os, subprocess, sys
 
 stepsim, root = sys.argv[1:3]
 scen = os.path.join(root, "test", "validation", "scenarios")
-ROWS = [("a100-7p5b", "Megatron A100, GPT 7.5B, TP 4, 128 GPUs", "fp16", 312, 2039, 300, 200),
+ROWS = [("a100-7p5b", "Megatron A100, GPT 7.5B, TP 4, mb 16, 128 GPUs", "fp16", 312, 2039, 300, 200),
         ("h100-7p1b", "Megatron-Core H100, GPT 7.1B, TP 2, 96 GPUs", "bf16", 989, 3350, 450, 400)]
 
 

@@ -47,6 +47,18 @@ for r in rows("megatron_h100_weak_scaling.csv"):
 cases = [c for c in cases if c["file"].startswith(only)]
 
 
+def schedule(c):
+    """The micro-batch and pipeline schedule the row's scenario runs, for the layout column."""
+    text = open(os.path.join(scen_dir, c["file"] + ".yaml")).read()
+    mb = re.search(r"^  micro_batch: (\d+)", text, re.M).group(1)
+    v = re.search(r"virtual_stages: (\d+)", text)
+    return ", mb %s" % mb + (", v %s" % v.group(1) if v else "")
+
+
+for c in cases:
+    c["layout"] += schedule(c)
+
+
 def limit():
     resource.setrlimit(resource.RLIMIT_AS, (MEM_LIMIT, MEM_LIMIT))
 
@@ -108,14 +120,16 @@ if write:
     for table, title, note in (
             ("A100", "Megatron-LM on DGX A100 (Narayanan et al. 2021, Table 1)",
              "TFLOP/s per GPU with the paper's Eq. 3 (recompute included) over the simulated step time. "
-             "Assumed (not published): micro-batch 1; interleaved 1F1B with 2 chunks per stage where "
-             "layers and micro-batches allow; gradients all-reduced after the flush; fp16, dropout 0.1, "
-             "no flash attention."),
+             "Micro-batch (mb), virtual pipeline stages (v; none: plain 1F1B) and data parallelism "
+             "as the paper's launch script runs them (Megatron-LM `examples/sc21/run_table_1.sh`: "
+             "PyTorch DDP, overlapped with the last backward, where PP is 1; Megatron's own DDP, "
+             "after the flush, elsewhere). Assumed (not published): fp16, dropout 0.1, no flash "
+             "attention."),
             ("H100", "Megatron-Core on H100 (Megatron-LM README, r0.8.0)",
-             "Model TFLOP/s per GPU (no recompute FLOPs). Assumed (not published): micro-batch 1, "
+             "Model TFLOP/s per GPU (no recompute FLOPs). Assumed (not published): micro-batch 1 (mb), "
              "selective recompute, GELU MHA GPT with biases, flash attention, SP with TP overlap, "
              "distributed optimizer with overlapped gradient reduce-scatter and parameter all-gather "
-             "(stated: \"DP grad-reduce/param-gather overlap\"), interleaved 1F1B with 2 chunks "
+             "(stated: \"DP grad-reduce/param-gather overlap\"), interleaved 1F1B with 2 chunks (v) "
              "where possible.")):
         mean, worst, n = summary(table)
         out += ["## " + title, "", note, "",
