@@ -25,7 +25,7 @@ int hw_net__check(const hw_net *net)
     for (size_t i = 0; i < nf; i++) {
         const net_flow *f = &net->flows[ids[i]];
         for (int k = 0; k < f->n_links; k++)
-            w[f->link[k]] += f->weight[k];
+            w[f->hop[k].link] += f->hop[k].weight;
     }
     for (size_t left = nf; left > 0;) {
         int best = -1;
@@ -40,15 +40,15 @@ int hw_net__check(const hw_net *net)
             const net_flow *f = &net->flows[ids[i]];
             bool on = false;
             for (int k = 0; k < f->n_links; k++)
-                on |= f->link[k] == best;
+                on |= f->hop[k].link == best;
             if (fixed[i] || !on)
                 continue;
             fixed[i] = true;
             rate[i] = share;
             left--;
             for (int k = 0; k < f->n_links; k++) {
-                rem[f->link[k]] -= share * f->weight[k];
-                w[f->link[k]] -= f->weight[k];
+                rem[f->hop[k].link] -= share * f->hop[k].weight;
+                w[f->hop[k].link] -= f->hop[k].weight;
             }
         }
     }

@@ -13,41 +13,52 @@ typedef struct net_member {
     int32_t weight;
 } net_member;
 
+/* 128 bytes, aligned to a cache line (hw_net_create): what an isolated round reads and
+ * writes of each link it crosses (occupancy, stamp, bandwidth and counters) is in its first
+ * line; the solver's member list and scratch in the second. */
 typedef struct net_link {
+    _Alignas(64) int32_t n_members; /* active flows crossing it */
+    int32_t n_latent;    /* flows started whose route crosses it, not yet active */
+    int32_t round;       /* the isolated round holding the link, -1 if none */
+    uint32_t stamp;      /* solver and round-check scratch */
     hw_link_stats st;
-    net_member *members; /* active flows crossing the link */
-    int32_t n_members, cap_members;
+    net_member *members;
+    int32_t cap_members;
     int32_t n_active;    /* = n_members; kept for busy accounting */
     sim_time busy_since;
     /* solver scratch */
-    uint32_t stamp;
     double rem, wsum;
     double key;          /* rem / wsum while in the heap (the fair share) */
     int32_t heap_pos;    /* -1 when not in the heap */
     bool dirty;
-    int32_t round;       /* the isolated round holding the link, -1 if none */
-    int32_t n_latent;    /* flows started whose route crosses it, not yet active */
 } net_link;
 
+/* One distinct link of a flow's route. */
+typedef struct net_hop {
+    int32_t link;
+    int32_t weight; /* times the route crosses it */
+    int32_t pos;    /* index in the link's member list */
+} net_hop;
+
+/* The fields every event reads first, then the hops: a flow of h hops spans 80 + 12 h
+ * bytes, whatever HW_ROUTE_MAX (flow_init sets the header; hops are written as used). */
 typedef struct net_flow {
-    uint64_t tag;
-    int state;
-    const hw_route *route;
-    int n_links;                      /* distinct links */
-    int32_t link[HW_ROUTE_MAX];
-    int32_t weight[HW_ROUTE_MAX];
-    int32_t pos[HW_ROUTE_MAX];        /* index in the link's member list */
     double remaining;                 /* bytes at time `last` */
     double rate;                      /* B/s */
     sim_time last;
     sim_event *ev;
-    uint32_t stamp;
-    bool fixed;
-    int32_t next_free;
+    const hw_route *route;
+    uint64_t tag;
     /* solver scratch: the smallest share among the links it alone crosses in the solve */
     double cap;
     int32_t cap_link; /* the link that sets it (-1: none) */
     int32_t heap_pos; /* -1 when its cap is not in the heap */
+    uint32_t stamp;
+    int32_t next_free;
+    int16_t n_links;  /* distinct links */
+    uint8_t state;
+    bool fixed;
+    net_hop hop[HW_ROUTE_MAX];
 } net_flow;
 
 /* A transfer of an isolated round (see hw_net_round_end): alone on its links, it starts
@@ -74,7 +85,8 @@ struct hw_net {
     uint16_t type; /* the event type of flow completions */
     hw_flow_done_fn done;
     void *ctx;
-    net_link *links;
+    net_link *links;    /* in links_raw, 64-byte aligned */
+    void *links_raw;
     int n_links;
     net_flow *flows;
     size_t cap_flows;

@@ -45,7 +45,9 @@ hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow
     net->rounds_enabled = true;
     net->round_free = -1;
     net->n_links = hw_topo_link_count(topo);
-    net->links = sim_calloc((size_t)net->n_links + 1, sizeof *net->links);
+    /* one spare element to align the array to a cache line (net_link) */
+    net->links_raw = sim_calloc((size_t)net->n_links + 2, sizeof *net->links);
+    net->links = (net_link *)(((uintptr_t)net->links_raw + 63) & ~(uintptr_t)63);
     for (int i = 0; i < net->n_links; i++) {
         const hw_link *l = hw_topo_link(topo, i);
         net->links[i].st = (hw_link_stats){.src = hw_topo_device(topo, l->src)->name,
@@ -64,7 +66,7 @@ void hw_net_destroy(hw_net *net)
         return;
     for (int i = 0; i < net->n_links; i++)
         sim_free(net->links[i].members);
-    sim_free(net->links);
+    sim_free(net->links_raw);
     sim_free(net->flows);
     sim_free(net->dirty);
     sim_free(net->comp_links);
@@ -104,16 +106,33 @@ static void mark_dirty(hw_net *net, int32_t l, sim_time now)
 static void start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes,
                        uint64_t tag);
 
-/* A free slot of the flow table (recycled first). */
-static int32_t flow_slot(hw_net *net)
+/* A free slot of the flow table (recycled first) with its header set; no hops yet. */
+static int32_t flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r, double bytes,
+                         double rate, sim_time last)
 {
+    int32_t id;
     if (net->free_head >= 0) {
-        int32_t id = net->free_head;
+        id = net->free_head;
         net->free_head = net->flows[id].next_free;
-        return id;
+    } else {
+        SIM_GROW(net->flows, net->cap_flows, (size_t)net->n_flows + 1);
+        id = net->n_flows++;
     }
-    SIM_GROW(net->flows, net->cap_flows, (size_t)net->n_flows + 1);
-    return net->n_flows++;
+    net_flow *f = &net->flows[id];
+    f->remaining = bytes;
+    f->rate = rate;
+    f->last = last;
+    f->ev = NULL;
+    f->route = r;
+    f->tag = tag;
+    f->cap = 0;
+    f->cap_link = f->heap_pos = -1;
+    f->stamp = 0;
+    f->next_free = -1;
+    f->n_links = 0;
+    f->state = (uint8_t)state;
+    f->fixed = false;
+    return id;
 }
 
 void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, double bytes,
@@ -126,23 +145,21 @@ void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, 
 static void start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes, uint64_t tag)
 {
     SIM_ASSERT(bytes >= 0 && isfinite(bytes), "flow of %g bytes", bytes);
-    int32_t id = flow_slot(net);
+    int32_t id = flow_slot(net, tag, FLOW_LATENT, r, bytes, 0, now);
     net_flow *f = &net->flows[id];
-    *f = (net_flow){.tag = tag, .state = FLOW_LATENT, .route = r, .remaining = bytes,
-                    .last = now, .next_free = -1};
     /* distinct links with their multiplicity */
     for (int i = 0; i < r->n; i++) {
         int k = 0;
-        while (k < f->n_links && f->link[k] != r->links[i])
+        while (k < f->n_links && f->hop[k].link != r->links[i])
             k++;
         if (k == f->n_links) {
-            f->link[f->n_links] = r->links[i];
-            f->weight[f->n_links++] = 0;
+            f->hop[f->n_links].link = r->links[i];
+            f->hop[f->n_links++].weight = 0;
         }
-        f->weight[k]++;
+        f->hop[k].weight++;
     }
     for (int k = 0; k < f->n_links; k++)
-        net->links[f->link[k]].n_latent++;
+        net->links[f->hop[k].link].n_latent++;
     schedule(net, id, NET_EV_ACTIVATE, now + r->latency_ps);
 }
 
@@ -163,7 +180,7 @@ static void advance(hw_net *net, net_flow *f, sim_time now)
     f->remaining -= moved;
     f->last = now;
     for (int k = 0; k < f->n_links; k++)
-        net->links[f->link[k]].st.bytes += moved * f->weight[k];
+        net->links[f->hop[k].link].st.bytes += moved * f->hop[k].weight;
 }
 
 static void split_round(hw_net *net, int32_t ri, sim_time now);
@@ -174,17 +191,17 @@ static void attach_links(hw_net *net, int32_t id, sim_time now)
     net_flow *f = &net->flows[id];
     net->theta = 0; /* an addition can lower anybody's rate */
     for (int k = 0; k < f->n_links; k++) {
-        net_link *l = &net->links[f->link[k]];
+        net_link *l = &net->links[f->hop[k].link];
         if (l->n_members == l->cap_members) {
             l->cap_members = l->cap_members ? 2 * l->cap_members : 4;
             l->members = sim_realloc_array(l->members, (size_t)l->cap_members,
                                            sizeof *l->members);
         }
-        f->pos[k] = l->n_members;
-        l->members[l->n_members++] = (net_member){.flow = id, .weight = f->weight[k]};
+        f->hop[k].pos = l->n_members;
+        l->members[l->n_members++] = (net_member){.flow = id, .weight = f->hop[k].weight};
         if (l->n_active++ == 0)
             l->busy_since = now;
-        mark_dirty(net, f->link[k], now);
+        mark_dirty(net, f->hop[k].link, now);
     }
 }
 
@@ -192,7 +209,7 @@ static void attach(hw_net *net, int32_t id, sim_time now)
 {
     /* a link held by an isolated round is shared from now on: the round becomes flows */
     for (int k = 0; k < net->flows[id].n_links; k++) {
-        int32_t ri = net->links[net->flows[id].link[k]].round;
+        int32_t ri = net->links[net->flows[id].hop[k].link].round;
         if (ri >= 0)
             split_round(net, ri, now);
     }
@@ -204,17 +221,17 @@ static void detach(hw_net *net, int32_t id, sim_time now)
     net_flow *f = &net->flows[id];
     net->theta = fmin(net->theta, f->rate);
     for (int k = 0; k < f->n_links; k++) {
-        int32_t li = f->link[k];
+        int32_t li = f->hop[k].link;
         net_link *l = &net->links[li];
-        int32_t pos = f->pos[k];
+        int32_t pos = f->hop[k].pos;
         net_member last = l->members[--l->n_members];
         if (pos != l->n_members) {
             l->members[pos] = last;
             /* tell the moved flow where its entry now is */
             net_flow *g = &net->flows[last.flow];
             for (int j = 0; j < g->n_links; j++)
-                if (g->link[j] == li)
-                    g->pos[j] = pos;
+                if (g->hop[j].link == li)
+                    g->hop[j].pos = pos;
         }
         if (--l->n_active == 0)
             l->st.busy_ps += now - l->busy_since;
@@ -334,12 +351,12 @@ static void collect_component(hw_net *net, size_t *n_links, size_t *n_flows)
             SIM_GROW(net->comp_flows, net->cap_comp_flows, nf + 1);
             net->comp_flows[nf++] = l->members[m].flow;
             for (int k = 0; k < f->n_links; k++) {
-                net_link *o = &net->links[f->link[k]];
+                net_link *o = &net->links[f->hop[k].link];
                 if (o->stamp == st)
                     continue;
                 o->stamp = st;
                 SIM_GROW(net->comp_links, net->cap_comp_links, nl + 1);
-                net->comp_links[nl++] = f->link[k];
+                net->comp_links[nl++] = f->hop[k].link;
             }
         }
     }
@@ -356,11 +373,11 @@ static void fix_flow(hw_net *net, int32_t id, double share, size_t *hn, sim_time
     double old = f->rate;
     f->rate = share;
     for (int k = 0; k < f->n_links; k++) {
-        net_link *o = &net->links[f->link[k]];
+        net_link *o = &net->links[f->hop[k].link];
         if (o->heap_pos < 0)
             continue; /* a link it crosses alone (its cap) or one already taken */
-        o->rem -= share * f->weight[k];
-        o->wsum -= f->weight[k];
+        o->rem -= share * f->hop[k].weight;
+        o->wsum -= f->hop[k].weight;
         if (o->wsum <= 0) {
             heap_remove(net, (size_t)o->heap_pos, hn);
         } else {
@@ -642,19 +659,17 @@ static void split_round(hw_net *net, int32_t ri, sim_time now)
             continue;
         }
         /* running since x.act at x.rate: an active flow with its progress */
-        int32_t id = flow_slot(net);
+        int32_t id = flow_slot(net, R->tag, FLOW_ACTIVE, x.route, x.bytes, x.rate, x.act);
         net_flow *f = &net->flows[id];
-        *f = (net_flow){.tag = R->tag, .state = FLOW_ACTIVE, .route = x.route,
-                        .remaining = x.bytes, .rate = x.rate, .last = x.act, .next_free = -1};
         for (int k = 0; k < x.route->n; k++) {
-            f->link[k] = x.route->links[k];
-            f->weight[k] = 1;
+            f->hop[k].link = x.route->links[k];
+            f->hop[k].weight = 1;
         }
         f->n_links = x.route->n;
         advance(net, f, now);
         attach_links(net, id, now);
         for (int k = 0; k < f->n_links; k++)
-            net->links[f->link[k]].busy_since = x.act; /* it had the link to itself */
+            net->links[f->hop[k].link].busy_since = x.act; /* it had the link to itself */
     }
     R->next_free = net->round_free;
     net->round_free = ri;
@@ -673,7 +688,7 @@ void hw_net_handle(hw_net *net, sim_event *ev)
         f->ev = NULL;
         f->last = now;
         for (int k = 0; k < f->n_links; k++)
-            net->links[f->link[k]].n_latent--;
+            net->links[f->hop[k].link].n_latent--;
         if (f->n_links == 0 || f->remaining <= 0) {
             finish_flow(net, id, now);
             return;
@@ -690,7 +705,7 @@ void hw_net_handle(hw_net *net, sim_event *ev)
         /* what rounding left is delivered now: the event sits at the ceiling of the exact
          * completion time */
         for (int k = 0; k < f->n_links; k++)
-            net->links[f->link[k]].st.bytes += f->remaining * f->weight[k];
+            net->links[f->hop[k].link].st.bytes += f->remaining * f->hop[k].weight;
         f->remaining = 0;
         finish_flow(net, id, now);
         return;

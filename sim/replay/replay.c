@@ -20,11 +20,13 @@ static replay_cause cause_of_group(int cls)
     return map[cls];
 }
 
-static void push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t)
+/* `member`: the rank's place in the group of a collective op (-1 for other ops). */
+static void push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t, int member)
 {
     sim_event *ev = sim_eventq_alloc(c->q);
     ev->type = EV_OP_DONE;
     ev->a = rank;
+    ev->b = member;
     ev->c = op;
     sim_eventq_push(c->q, ev, t);
 }
@@ -36,14 +38,14 @@ static void finish_coll(replay_ctx *c, uint32_t ci, sim_time now)
     cs->arrived = 0;
     for (int m = 0; m < g->n; m++)
         if (!c->active || c->active[g->ranks[m]])
-            push_op_done(c, g->ranks[m], cs->member_op[m], now);
+            push_op_done(c, g->ranks[m], cs->member_op[m], now, m);
 }
 
 static void on_flow_done(void *ctx, uint64_t tag, sim_time now)
 {
     replay_ctx *c = ctx;
     if (tag & COPY_TAG) {
-        push_op_done(c, (int)((tag >> 32) & 0x7fffffff), (uint32_t)tag, now);
+        push_op_done(c, (int)((tag >> 32) & 0x7fffffff), (uint32_t)tag, now, -1);
         return;
     }
     uint32_t ci = (uint32_t)tag;
@@ -174,11 +176,11 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
             if (comm)
                 d = (sim_time)((double)d * (1 + slow) + 0.5);
         }
-        push_op_done(c, rank, op, now + d);
+        push_op_done(c, rank, op, now + d, -1);
         return;
     }
     if (o->kind == TRACE_OP_HOST) {
-        push_op_done(c, rank, op, now + o->duration_ps);
+        push_op_done(c, rank, op, now + o->duration_ps, -1);
         return;
     }
     if (o->kind == TRACE_OP_COPY) {
@@ -293,7 +295,7 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time start
     };
 }
 
-static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
+static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     const trace_op *o = &rs->tr->ops[op];
@@ -328,10 +330,9 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, sim_time now)
             uint32_t ci = trace_op_coll(rs->tr, o);
             const trace_coll *tc = &c->t->colls[ci];
             const trace_group *g = &c->t->groups[tc->group];
-            int m = 0;
-            while (g->ranks[m] != rank)
-                m++;
-            rs->comm_sent[g->cls] += c->colls[ci].plan->sent[m];
+            SIM_ASSERT(member >= 0 && member < g->n && g->ranks[member] == rank,
+                       "rank %d: member %d of its collective", rank, member);
+            rs->comm_sent[g->cls] += c->colls[ci].plan->sent[member];
             rs->comm_busy_ps += (double)(now - start);
         }
     }
@@ -635,10 +636,10 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
             hw_net_handle(c.net, ev);
             continue;
         }
-        int rank = ev->a;
+        int rank = ev->a, member = ev->b;
         uint32_t op = (uint32_t)ev->c;
         sim_eventq_free(c.q, ev);
-        op_done(&c, rank, op, now);
+        op_done(&c, rank, op, member, now);
     }
     hw_net_finish(c.net, now);
     replay__add_estimated_traffic(&c);
