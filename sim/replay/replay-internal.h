@@ -101,7 +101,11 @@ typedef struct rank_state {
     size_t done_ops;
     int step;              /* 0-based step in progress */
     sim_time *step_end;    /* per step: when this rank finished it */
-    iv_chunk *ivs, *ivs_tail; /* compute intervals of the last step, but the latest */
+    iv_chunk *ivs, *ivs_tail; /* intervals of the last step held until its window opens */
+    /* the last step's intervals accounted so far (replay__push_iv): busy time, idle time by
+     * cause, and the end of the busy time seen (the next gap's start) */
+    double acc_busy, acc_idle[REPLAY_CAUSE_COUNT];
+    sim_time acc_cursor;
     busy_iv cur;           /* the latest (possibly still open) interval, when have_cur */
     bool have_cur;
     double comm_busy_ps;   /* last step */
@@ -137,9 +141,16 @@ typedef struct replay_ctx {
     const char *stream_names[TRACE_STREAMS];
     bool sink_failed; /* the timeline sink returned an error: stop calling it */
     iv_arena ivs;     /* the ranks' interval chunks */
+    /* The reported step's window opens when the step before it has ended on every rank
+     * (w0; at 0 for one step): from then on each interval is accounted as it closes, and
+     * only those closed before are held in chunks. */
+    bool w0_known;
+    sim_time w0;
+    int before_w0; /* ranks yet to finish the step before the reported one */
 } replay_ctx;
 
-/* Appends a finished interval to a rank's list (replay.c). */
+/* Accounts a closed interval of the reported step to its rank's busy and idle time, or
+ * holds it until the step's window is known (replay.c). */
 void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv);
 
 /* setup.c */

@@ -83,8 +83,48 @@ static void apply_mem(replay_ctx *c, int rank, uint32_t op, int at_end, sim_time
         rs->peak = rs->level;
 }
 
+static void add_bubble(replay_ctx *c, int rank, int step, sim_time a, sim_time b, int cause,
+                       double *idle_by_cause)
+{
+    if (b <= a)
+        return;
+    idle_by_cause[cause] += (double)(b - a);
+    if (c->opt->no_bubble_rows)
+        return;
+    replay_results *r = c->res;
+    SIM_GROW(r->bubbles, r->cap_bubbles, r->n_bubbles + 1);
+    r->bubbles[r->n_bubbles++] = (replay_bubble_row){
+        .rank = rank, .step = step, .start_s = sim_time_to_s(a), .end_s = sim_time_to_s(b),
+        .cause = replay_cause_name((replay_cause)cause)};
+}
+
+/* One interval of the reported step, in the rank's order, against the window's start w0:
+ * its busy time, then the gap before it by cause: until the stream was released for it
+ * (e.g. the rank had not started the step yet), then waiting for its dependency. Every
+ * time here is at most the step's end, so nothing is clipped at the window's end. */
+static void account_iv(replay_ctx *c, int rk, rank_state *rs, const busy_iv *iv)
+{
+    sim_time w0 = c->w0, cursor = rs->acc_cursor;
+    int steps = c->steps;
+    sim_time a = SIM_MAX(iv->start, w0), b = iv->end;
+    if (b > a)
+        rs->acc_busy += (double)(b - a);
+    add_bubble(c, rk, steps, cursor, SIM_MAX(iv->gap_start, w0),
+               c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
+               rs->acc_idle);
+    sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
+    sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), iv->start);
+    add_bubble(c, rk, steps, g0, split, iv->early, rs->acc_idle);
+    add_bubble(c, rk, steps, SIM_MAX(g0, split), iv->start, iv->cause, rs->acc_idle);
+    rs->acc_cursor = SIM_MAX(cursor, b);
+}
+
 void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
 {
+    if (c->w0_known) {
+        account_iv(c, (int)(rs - c->ranks), rs, iv);
+        return;
+    }
     enum { BLOCK = 16 << 20 }; /* 16 MiB: 6,600 chunks */
     iv_chunk *t = rs->ivs_tail;
     if (!t || t->n == REPLAY_IV_CHUNK) {
@@ -106,6 +146,26 @@ void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
         rs->ivs_tail = t;
     }
     t->iv[t->n++] = *iv;
+}
+
+/* The step before the reported one has ended on every rank: its end opens the window, and
+ * the intervals held until now are accounted, rank by rank. */
+static void open_window(replay_ctx *c)
+{
+    int steps = c->steps;
+    c->w0 = 0;
+    for (int rk = 0; rk < c->p->n_ranks; rk++)
+        if (!c->active || c->active[rk])
+            c->w0 = SIM_MAX(c->w0, c->ranks[rk].step_end[steps - 2]);
+    c->w0_known = true;
+    for (int rk = 0; rk < c->p->n_ranks; rk++) {
+        rank_state *rs = &c->ranks[rk];
+        rs->acc_cursor = c->w0;
+        for (const iv_chunk *ch = rs->ivs; ch; ch = ch->next)
+            for (uint32_t i = 0; i < ch->n; i++)
+                account_iv(c, rk, rs, &ch->iv[i]);
+        rs->ivs = rs->ivs_tail = NULL;
+    }
 }
 
 static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
@@ -353,6 +413,8 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
                          : o->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
                                                        : REPLAY_CAUSE_OFFLOAD;
         rs->step_end[rs->step] = now;
+        if (rs->step == c->steps - 2 && --c->before_w0 == 0)
+            open_window(c);
         if (++rs->step < c->steps)
             begin_step(c, rank, now);
     }
@@ -408,19 +470,25 @@ void replay_memory_only(const plan *p, replay_results *out)
 }
 
 /* Adds an idle gap to the rank's totals and, unless the caller wants none, as a row. */
-static void add_bubble(replay_ctx *c, int rank, int step, sim_time a, sim_time b, int cause,
-                       double *idle_by_cause)
+
+/* The gaps were recorded as they closed, ranks interleaved; the rows list them rank by
+ * rank, each rank's in time order (a stable counting sort). */
+static void sort_bubbles_by_rank(replay_results *r, int n_ranks)
 {
-    if (b <= a)
+    if (r->n_bubbles < 2)
         return;
-    idle_by_cause[cause] += (double)(b - a);
-    if (c->opt->no_bubble_rows)
-        return;
-    replay_results *r = c->res;
-    SIM_GROW(r->bubbles, r->cap_bubbles, r->n_bubbles + 1);
-    r->bubbles[r->n_bubbles++] = (replay_bubble_row){
-        .rank = rank, .step = step, .start_s = sim_time_to_s(a), .end_s = sim_time_to_s(b),
-        .cause = replay_cause_name((replay_cause)cause)};
+    size_t *first = sim_calloc((size_t)n_ranks + 1, sizeof *first);
+    for (size_t i = 0; i < r->n_bubbles; i++)
+        first[r->bubbles[i].rank + 1]++;
+    for (int k = 0; k < n_ranks; k++)
+        first[k + 1] += first[k];
+    replay_bubble_row *sorted = sim_calloc(r->n_bubbles, sizeof *sorted);
+    for (size_t i = 0; i < r->n_bubbles; i++)
+        sorted[first[r->bubbles[i].rank]++] = r->bubbles[i];
+    sim_free(r->bubbles);
+    r->bubbles = sorted;
+    r->cap_bubbles = r->n_bubbles;
+    sim_free(first);
 }
 
 static void summarize(replay_ctx *c)
@@ -492,27 +560,10 @@ static void summarize(replay_ctx *c)
             replay__push_iv(c, rs, &rs->cur);
             rs->have_cur = false;
         }
-        double busy = 0, rank_idle[REPLAY_CAUSE_COUNT] = {0};
-        sim_time cursor = w0;
-        for (const iv_chunk *ch = rs->ivs; ch; ch = ch->next) {
-            for (uint32_t i = 0; i < ch->n; i++) {
-                const busy_iv *iv = &ch->iv[i];
-                sim_time a = SIM_MAX(iv->start, w0), b = SIM_MIN(iv->end, w1);
-                if (b > a)
-                    busy += (double)(b - a);
-                /* idle time before the stream was released for this op (e.g. the rank had
-                 * not started the step yet), then the gap waiting for this op's dependency */
-                add_bubble(c, rk, steps, cursor, SIM_MIN(SIM_MAX(iv->gap_start, w0), w1),
-                           c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
-                           rank_idle);
-                sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
-                sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), SIM_MIN(iv->start, w1));
-                add_bubble(c, rk, steps, g0, split, iv->early, rank_idle);
-                add_bubble(c, rk, steps, SIM_MAX(g0, split), SIM_MIN(iv->start, w1), iv->cause,
-                           rank_idle);
-                cursor = SIM_MAX(cursor, b);
-            }
-        }
+        SIM_ASSERT(c->w0_known && c->w0 == w0, "rank %d: the reported step's window", rk);
+        double busy = rs->acc_busy, rank_idle[REPLAY_CAUSE_COUNT];
+        memcpy(rank_idle, rs->acc_idle, sizeof rank_idle);
+        sim_time cursor = rs->acc_cursor;
         /* until the rank ends its own step: what ended it; after that: waiting for others */
         sim_time own = SIM_MIN(SIM_MAX(rs->step_end[steps - 1], cursor), w1);
         add_bubble(c, rk, steps, cursor, own, rs->tail_cause, rank_idle);
@@ -538,6 +589,7 @@ static void summarize(replay_ctx *c)
         for (int g = 0; g < REPLAY_COMM_COUNT; g++)
             s->comm_bytes_per_gpu[g] += rs->comm_sent[g] / nr;
     }
+    sort_bubbles_by_rank(r, p->n_ranks);
     s->bubble_fraction = window > 0 ? idle_total / nr / window : 0;
     for (int k = 0; k < REPLAY_CAUSE_COUNT; k++)
         s->bubble_by_cause[k] = window > 0 ? idle_by_cause[k] / nr / window : 0;
@@ -587,7 +639,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     replay_ctx c = {.p = p, .t = p->trace, .opt = opt, .res = out,
-                    .steps = p->sc->simulation.steps};
+                    .steps = p->sc->simulation.steps, .w0_known = p->sc->simulation.steps == 1};
     c.stream_names[TRACE_STREAM_COMPUTE] = "compute";
     for (int g = 0; g < PLAN_GROUP_COUNT; g++)
         c.stream_names[TRACE_STREAM_COMM(g)] = plan_group_name((plan_group_class)g);
@@ -609,6 +661,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         if (!c.active || c.active[r])
             replay__init_rank(&c, r);
     replay__init_colls(&c);
+    c.before_w0 = c.active ? c.n_active : p->n_ranks;
     for (int r = 0; r < p->n_ranks; r++) {
         if (c.active && !c.active[r])
             continue;
