@@ -28,11 +28,16 @@ five such batches kept.
   CPU unable to run ahead (what the catalog's launch_overhead stands for)."""
 import argparse, csv, datetime, math, os, statistics, sys, time
 
-try:
-    import torch
-    import torch.nn.functional as F
-except ImportError:
-    sys.exit("measure.py: needs PyTorch with CUDA (run it on the GPU machine)")
+torch = F = None  # imported in main(), after the arguments: --help works anywhere
+
+
+def load_torch():
+    global torch, F
+    try:
+        import torch
+        import torch.nn.functional as F
+    except ImportError:
+        sys.exit("measure.py: needs PyTorch with CUDA (run it on the GPU machine)")
 
 
 def timed(fn, iters):
@@ -166,6 +171,7 @@ def main():
     ap.add_argument("--out", default=".", help="folder for gpu-measured.yaml and .csv")
     ap.add_argument("--quick", action="store_true", help="fewer GEMM shapes (about a minute)")
     a = ap.parse_args()
+    load_torch()
     if not torch.cuda.is_available():
         sys.exit("measure.py: no CUDA device")
     peak, bw = a.peak_tflops * 1e12, a.bandwidth_gbs * 1e9
