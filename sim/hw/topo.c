@@ -19,6 +19,9 @@ struct hw_topo {
     size_t n_link, cap_link;
     int32_t *adj_first, *adj;   /* links that leave a device */
     int32_t *radj_first, *radj; /* links that arrive at a device */
+    /* what a search reads, packed: radj's other ends and classes, devices that forward */
+    int32_t *radj_from;
+    uint8_t *radj_cls, *fwd;
     int n_gpus, n_nodes;
     int32_t *gpu_dev;
     size_t cap_gpu;
@@ -293,6 +296,18 @@ static void build_adjacency(hw_topo *t)
     }
     sim_free(fa);
     sim_free(fr);
+    size_t nr = (size_t)t->radj_first[n];
+    t->radj_from = sim_calloc(nr + 1, sizeof *t->radj_from);
+    t->radj_cls = sim_calloc(nr + 1, sizeof *t->radj_cls);
+    t->fwd = sim_calloc(n + 1, sizeof *t->fwd);
+    for (size_t u = 0; u < n; u++) {
+        t->fwd[u] = forwards(t->dev[u].kind);
+        for (int32_t k = t->radj_first[u]; k < t->radj_first[u + 1]; k++) {
+            const hw_link *l = &t->link[t->radj[k]];
+            t->radj_from[k] = other_end(l, (int)u);
+            t->radj_cls[k] = (uint8_t)l->cls;
+        }
+    }
     t->dist = sim_calloc(n, sizeof *t->dist);
     t->queue = sim_calloc(n, sizeof *t->queue);
     t->stamp = sim_calloc(n, sizeof *t->stamp);
@@ -354,14 +369,13 @@ static bool bfs_to(hw_topo *t, int src, int dst, int only)
     bool found = false;
     while (head < tail && !found) {
         int u = t->queue[head++];
-        if (u != dst && !forwards(t->dev[u].kind))
+        if (u != dst && !t->fwd[u])
             continue;
         /* u's neighbours all get labelled before returning, so the queue can resume */
         for (int32_t k = t->radj_first[u]; k < t->radj_first[u + 1]; k++) {
-            const hw_link *l = &t->link[t->radj[k]];
-            if (only >= 0 && (int)l->cls != only)
+            if (only >= 0 && (int)t->radj_cls[k] != only)
                 continue;
-            int v = other_end(l, u);
+            int v = t->radj_from[k];
             if (t->stamp[v] == t->cur)
                 continue;
             t->stamp[v] = t->cur;
@@ -632,6 +646,9 @@ void hw_topo_destroy(hw_topo *t)
     sim_free(t->adj);
     sim_free(t->radj_first);
     sim_free(t->radj);
+    sim_free(t->radj_from);
+    sim_free(t->radj_cls);
+    sim_free(t->fwd);
     sim_free(t->gpu_dev);
     sim_free(t->dist);
     sim_free(t->queue);
