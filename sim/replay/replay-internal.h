@@ -61,22 +61,6 @@ typedef struct busy_iv {
     int8_t early;
 } busy_iv;
 
-/* A rank's intervals are kept in fixed chunks carved from blocks shared by all ranks: they
- * grow without copying or zeroing (a growing array per rank moved and cleared its memory at
- * every doubling, a fifth of the 16K-GPU loop's page faults and copies). */
-#define REPLAY_IV_CHUNK 63
-typedef struct iv_chunk {
-    struct iv_chunk *next;
-    uint32_t n;
-    busy_iv iv[REPLAY_IV_CHUNK];
-} iv_chunk;
-
-typedef struct iv_arena {
-    char **blocks;        /* allocated blocks, freed with the context */
-    size_t n_blocks, cap_blocks;
-    size_t left;          /* bytes left in the last block */
-} iv_arena;
-
 typedef struct async_start {
     uint32_t op;
     sim_time t;
@@ -101,7 +85,6 @@ typedef struct rank_state {
     size_t done_ops;
     int step;              /* 0-based step in progress */
     sim_time *step_end;    /* per step: when this rank finished it */
-    iv_chunk *ivs, *ivs_tail; /* intervals of the last step held until its window opens */
     /* the last step's intervals accounted so far (replay__push_iv): busy time, idle time by
      * cause, and the end of the busy time seen (the next gap's start) */
     double acc_busy, acc_idle[REPLAY_CAUSE_COUNT];
@@ -140,17 +123,15 @@ typedef struct replay_ctx {
     bool estimate_cross; /* symmetry_collectives: estimate (sched_entry.estimated) */
     const char *stream_names[TRACE_STREAMS];
     bool sink_failed; /* the timeline sink returned an error: stop calling it */
-    iv_arena ivs;     /* the ranks' interval chunks */
     /* The reported step's window opens when the step before it has ended on every rank
-     * (w0; at 0 for one step): from then on each interval is accounted as it closes, and
-     * only those closed before are held in chunks. */
+     * (w0; at 0 for one step): from then on each interval is accounted as it closes. */
     bool w0_known;
     sim_time w0;
     int before_w0; /* ranks yet to finish the step before the reported one */
 } replay_ctx;
 
-/* Accounts a closed interval of the reported step to its rank's busy and idle time, or
- * holds it until the step's window is known (replay.c). */
+/* Accounts a closed interval of the reported step to its rank's busy and idle time
+ * (replay.c). */
 void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv);
 
 /* setup.c */

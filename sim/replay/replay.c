@@ -119,37 +119,16 @@ static void account_iv(replay_ctx *c, int rk, rank_state *rs, const busy_iv *iv)
     rs->acc_cursor = SIM_MAX(cursor, b);
 }
 
+/* An interval that closes before the window opens (the step before the reported one has
+ * not ended everywhere yet) ended before the window's start w0, as did its gap: clipped to
+ * the window it counts nothing, so it is not kept. */
 void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
 {
-    if (c->w0_known) {
+    if (c->w0_known)
         account_iv(c, (int)(rs - c->ranks), rs, iv);
-        return;
-    }
-    enum { BLOCK = 16 << 20 }; /* 16 MiB: 6,600 chunks */
-    iv_chunk *t = rs->ivs_tail;
-    if (!t || t->n == REPLAY_IV_CHUNK) {
-        iv_arena *a = &c->ivs;
-        if (a->left < sizeof *t) {
-            SIM_GROW(a->blocks, a->cap_blocks, a->n_blocks + 1);
-            /* not zeroed: every chunk's fields are written before they are read */
-            a->blocks[a->n_blocks++] = sim_realloc_array(NULL, BLOCK, 1);
-            a->left = BLOCK;
-        }
-        t = (iv_chunk *)(a->blocks[a->n_blocks - 1] + (BLOCK - a->left));
-        a->left -= sizeof *t;
-        t->next = NULL;
-        t->n = 0;
-        if (rs->ivs_tail)
-            rs->ivs_tail->next = t;
-        else
-            rs->ivs = t;
-        rs->ivs_tail = t;
-    }
-    t->iv[t->n++] = *iv;
 }
 
-/* The step before the reported one has ended on every rank: its end opens the window, and
- * the intervals held until now are accounted, rank by rank. */
+/* The step before the reported one has ended on every rank: its end opens the window. */
 static void open_window(replay_ctx *c)
 {
     int steps = c->steps;
@@ -158,14 +137,8 @@ static void open_window(replay_ctx *c)
         if (!c->active || c->active[rk])
             c->w0 = SIM_MAX(c->w0, c->ranks[rk].step_end[steps - 2]);
     c->w0_known = true;
-    for (int rk = 0; rk < c->p->n_ranks; rk++) {
-        rank_state *rs = &c->ranks[rk];
-        rs->acc_cursor = c->w0;
-        for (const iv_chunk *ch = rs->ivs; ch; ch = ch->next)
-            for (uint32_t i = 0; i < ch->n; i++)
-                account_iv(c, rk, rs, &ch->iv[i]);
-        rs->ivs = rs->ivs_tail = NULL;
-    }
+    for (int rk = 0; rk < c->p->n_ranks; rk++)
+        c->ranks[rk].acc_cursor = c->w0;
 }
 
 static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)

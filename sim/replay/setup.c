@@ -478,7 +478,4 @@ void replay__clear(replay_ctx *c)
     sim_free(c->groups);
     sim_free(c->active);
     sim_free(c->twin);
-    for (size_t i = 0; i < c->ivs.n_blocks; i++)
-        sim_free(c->ivs.blocks[i]);
-    sim_free(c->ivs.blocks);
 }
