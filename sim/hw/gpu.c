@@ -37,7 +37,7 @@ struct hw_gpu {
     hw_gpu_spec spec;
     gpu_curve matmul;
     gpu_curve memory;
-    gpu_curve attn[4]; /* by class - HW_OP_ATTN_FWD (hw_gpu_spec.attn_eff) */
+    gpu_curve attn[HW_ATTN_TABLES]; /* by class - HW_OP_ATTN_FWD (hw_gpu_spec.attn_eff) */
 };
 
 const char *hw_dtype_name(hw_dtype d)
@@ -133,7 +133,7 @@ hw_gpu *hw_gpu_create(const hw_gpu_spec *spec)
     gpu->spec = *spec;
     curve_init(&gpu->matmul, &spec->matmul_eff);
     curve_init(&gpu->memory, &spec->memory_eff);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < HW_ATTN_TABLES; i++)
         curve_init(&gpu->attn[i], &spec->attn_eff[i]);
     return gpu;
 }
@@ -144,7 +144,7 @@ void hw_gpu_destroy(hw_gpu *gpu)
         return;
     gsl_interp_free(gpu->matmul.interp); /* NULL-safe in GSL 2.x */
     gsl_interp_free(gpu->memory.interp);
-    for (int i = 0; i < 4; i++)
+    for (int i = 0; i < HW_ATTN_TABLES; i++)
         gsl_interp_free(gpu->attn[i].interp);
     sim_free(gpu);
 }

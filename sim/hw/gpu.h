@@ -42,6 +42,9 @@ typedef struct hw_curve {
     double y[HW_CURVE_MAX]; /* efficiency in (0, 1] */
 } hw_curve;
 
+/* Fused-attention tables: one per HW_OP_ATTN_* class, in that order. */
+#define HW_ATTN_TABLES 4
+
 typedef struct hw_gpu_spec {
     char name[64];
     int64_t memory_bytes;            /* usable by a training process */
@@ -49,7 +52,7 @@ typedef struct hw_gpu_spec {
     double peak_flops[HW_DTYPE_COUNT]; /* dense FLOP/s; 0 = dtype not supported */
     hw_curve matmul_eff;             /* x = FLOP of one GEMM */
     hw_curve memory_eff;             /* x = bytes moved by one kernel */
-    hw_curve attn_eff[4];            /* fused attention by hw_op_class - HW_OP_ATTN_FWD
+    hw_curve attn_eff[HW_ATTN_TABLES]; /* fused attention by hw_op_class - HW_OP_ATTN_FWD
                                         (causal forward, causal backward, unmasked forward,
                                         unmasked backward); x = keys each query attends over
                                         (tokens); n = 0: unmasked falls back to causal,
@@ -69,6 +72,9 @@ typedef enum hw_op_class {
     HW_OP_ATTN_BWD_FULL, /* its backward */
     HW_OP_CLASS_COUNT
 } hw_op_class;
+
+_Static_assert(HW_OP_CLASS_COUNT - HW_OP_ATTN_FWD == HW_ATTN_TABLES,
+               "one attention table per HW_OP_ATTN_* class");
 
 /* "matmul", "vector", "attn_fwd", "attn_bwd", "attn_fwd_full", "attn_bwd_full". Static
  * strings. */

@@ -29,7 +29,6 @@
 
 #include "hw/net-internal.h"
 
-
 hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow_done_fn done,
                       void *ctx)
 {

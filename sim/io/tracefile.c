@@ -14,9 +14,6 @@
 #define SLICE 65536
 
 static const char *const kind_names[] = {"compute", "coll", "copy", "host"};
-static const char *const class_names[HW_OP_CLASS_COUNT] = {
-    "matmul", "vector", "attn_fwd", "attn_bwd", "attn_fwd_full", "attn_bwd_full"};
-
 static const char *stream_name(int s)
 {
     if (s == TRACE_STREAM_COMPUTE)
@@ -190,7 +187,7 @@ static void write_tables(h5_writer *w, const plan *p)
                 .kind = kind_names[o->kind],
                 .stream = stream_name(o->stream),
                 .phase = trace_phase_name((trace_phase)o->phase),
-                .cls = class_names[o->cls],
+                .cls = hw_op_class_name((hw_op_class)o->cls),
                 .dtype = hw_dtype_name((hw_dtype)o->dtype),
                 .recompute = o->recompute,
                 .to_host = o->to_host,
@@ -438,12 +435,15 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
     op_state *os = ud;
     const op_row *r = rows;
     const char *streams[TRACE_STREAMS], *phases[TRACE_PHASE_COUNT], *dtypes[HW_DTYPE_COUNT];
+    const char *classes[HW_OP_CLASS_COUNT];
     for (int s = 0; s < TRACE_STREAMS; s++)
         streams[s] = stream_name(s);
     for (int p = 0; p < TRACE_PHASE_COUNT; p++)
         phases[p] = trace_phase_name((trace_phase)p);
     for (int d = 0; d < HW_DTYPE_COUNT; d++)
         dtypes[d] = hw_dtype_name((hw_dtype)d);
+    for (int k = 0; k < HW_OP_CLASS_COUNT; k++)
+        classes[k] = hw_op_class_name((hw_op_class)k);
     for (size_t i = 0; i < n; i++) {
         size_t row = first + i;
         const op_row *o = &r[i];
@@ -458,7 +458,7 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
                            NULL);
         int kind = lookup(o->kind, kind_names, 4), stream = lookup(o->stream, streams, TRACE_STREAMS);
         int phase = lookup(o->phase, phases, TRACE_PHASE_COUNT);
-        int cls = lookup(o->cls, class_names, HW_OP_CLASS_COUNT);
+        int cls = lookup(o->cls, classes, HW_OP_CLASS_COUNT);
         int dtype = lookup(o->dtype, dtypes, HW_DTYPE_COUNT);
         if (kind < 0)
             return bad_row(rd, "ops", row, "unknown kind '%s' (compute, coll, copy or host)",
