@@ -349,6 +349,7 @@ static const io_key parallel_keys[] = {
     {.name = "ddp", .type = IO_K_MAP, .map = &ddp_map},
     {.name = "pipeline", .type = IO_K_MAP, .map = &pipeline_map},
     {.name = "tp_comm_overlap", .type = IO_K_BOOL, .offset = PA(tp_comm_overlap)},
+    {.name = "tp_grad_overlap", .type = IO_K_BOOL, .offset = PA(tp_grad_overlap)},
     {.name = "offload", .type = IO_K_MAP, .map = &offload_map},
     {.name = "order", .type = IO_K_CUSTOM, .fn = order_fn},
 };

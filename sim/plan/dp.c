@@ -803,6 +803,8 @@ int plan__dp_trace(plan *p, bool stream, sim_diag *diag)
                          p->coords[r].c[PLAN_GROUP_EP]);
         g.have_last_coll = false;
         g.have_pending = false;
+        g.defer_pending = false;
+        g.have_held = false;
         g.have_compute = false;
         g.fill = 0;
         g.n_deferred = 0;

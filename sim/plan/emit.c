@@ -96,14 +96,25 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
     if (!recompute)
         g->model_flops += mo->model_flops;
     g->hardware_flops += mo->model_flops;
-    uint32_t all[8];
+    uint32_t all[9];
     size_t n = 0;
     for (size_t i = 0; i < n_deps && n < 7; i++)
         all[n++] = deps[i];
-    if (g->have_pending) {
+    if (g->have_held) {
+        all[n++] = g->held;
+        g->have_held = false;
+    }
+    size_t len = strlen(mo->name);
+    if (g->have_pending && g->defer_pending && len > 6 && !strcmp(mo->name + len - 6, ".wgrad")) {
+        /* this wgrad runs beside its dgrad's collective; the next kernel waits for it */
+        g->held = g->pending;
+        g->have_held = true;
+        g->have_pending = false;
+    } else if (g->have_pending) {
         all[n++] = g->pending;
         g->have_pending = false;
     }
+    g->defer_pending = false;
     uint32_t idx = trace_add_op(g->t, g->rank, &op, all, n);
     g->last_compute = idx;
     g->have_compute = true;
@@ -237,6 +248,19 @@ static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, t
     return idx;
 }
 
+/* Megatron's asynchronous input-gradient communication (parallel.tp_grad_overlap): the
+ * all-reduce (SP: reduce-scatter) of a column-parallel GEMM's input gradient is launched as
+ * soon as the dgrad GEMM ends and the weight-gradient GEMM, which does not need it, runs
+ * beside it; the kernel after the wgrad waits. Without it (Megatron before late 2021) the
+ * collective sits between the two. Only a wgrad emitted right after its dgrad is let through
+ * (under LoRA a frozen GEMM has none). */
+static bool grad_overlap(const gen *g, const model_op *mo, model_phase mph)
+{
+    size_t n = strlen(mo->name);
+    return g->sc->parallel.tp_grad_overlap && mph == MODEL_PHASE_BWD && n > 6 &&
+           !strcmp(mo->name + n - 6, ".dgrad");
+}
+
 /* One kernel with the TP collectives around it (overlapped with it when configured). */
 static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model_phase mph,
                             int layer, int mb, bool recompute, const uint32_t *deps,
@@ -247,12 +271,17 @@ static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model
     if (g->sc->parallel.tp_comm_overlap && mo->cls == HW_OP_MATMUL) {
         if (before && before->op == COLL_ALL_GATHER && !after)
             return emit_overlapped(g, mo, before, phase, layer, mb, recompute, deps, n_deps);
-        if (after && after->op == COLL_REDUCE_SCATTER && !before)
-            return emit_overlapped(g, mo, after, phase, layer, mb, recompute, deps, n_deps);
+        if (after && after->op == COLL_REDUCE_SCATTER && !before) {
+            uint32_t idx = emit_overlapped(g, mo, after, phase, layer, mb, recompute, deps,
+                                           n_deps);
+            g->defer_pending = grad_overlap(g, mo, mph);
+            return idx;
+        }
     }
     tp_collective(g, before, mo->name, layer, mb);
     uint32_t idx = add_compute(g, mo, phase, layer, mb, recompute, deps, n_deps);
     tp_collective(g, after, mo->name, layer, mb);
+    g->defer_pending = after && grad_overlap(g, mo, mph);
     return idx;
 }
 

@@ -50,6 +50,10 @@ typedef struct gen {
     uint32_t *shard_of, *rep_of, *tp_of, *cp_of, *ep_of, *edp_of, *pp_fwd_of, *pp_bwd_of;
     bool have_pending;       /* a TP collective the next compute kernel must wait for */
     uint32_t pending;
+    bool defer_pending;      /* ... unless it is a wgrad GEMM, which runs beside its dgrad's
+                              * collective (tp_grad_overlap); the kernel after it waits */
+    bool have_held;          /* the collective held over that wgrad */
+    uint32_t held;
     uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
     bool have_compute;
     /* pipeline */

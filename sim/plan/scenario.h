@@ -99,6 +99,7 @@ typedef struct plan_parallel {
         int stage_layers[PLAN_STAGES_MAX];
     } pipeline;
     bool tp_comm_overlap;
+    bool tp_grad_overlap;
     struct {
         plan_offload optimizer;
     } offload;

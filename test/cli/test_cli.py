@@ -541,6 +541,50 @@ def tp():
     rc, out, err = run("check", ddp, *base, "--set", "parallel.tp_comm_overlap=true")
     check(rc == 2 and "parallel.tp_comm_overlap" in err and "sequence parallelism" in err,
           "overlap without SP refused: " + err)
+    # The asynchronous input-gradient collective (tp_grad_overlap): in backward, each
+    # column-parallel GEMM's dgrad all-reduce (SP: reduce-scatter) starts when the dgrad ends
+    # and its wgrad starts at the same instant beside it; the kernel after the wgrad waits
+    # for the collective. Without the option the wgrad waits for the collective. On each of
+    # the 2 layers' qkv and mlp_up, for both ranks (the two TP ranks run in lockstep).
+    import h5py
+    for sp in ("false", "true"):
+        with tempfile.TemporaryDirectory() as tmp:
+            h5s = {}
+            for flag in ("false", "true"):
+                h5s[flag] = os.path.join(tmp, "g%s.h5" % flag)
+                rc, out, err = run("run", ddp, *base, "--set", "parallel.sp=" + sp, "--set",
+                                   "parallel.tp_grad_overlap=" + flag, "-o", h5s[flag])
+                check(rc == 0, "tp_grad_overlap=%s sp=%s: %s" % (flag, sp, err))
+            if rc != 0:
+                continue
+            seen = 0
+            for flag, h5 in h5s.items():
+                t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+                t = t[(t["step"] == t["step"].max())]
+                for r in (0, 1):
+                    for layer in (0, 1):
+                        x = t[(t["rank"] == r) & (t["layer"] == layer)]
+                        names = [n.decode() for n in x["name"]]
+                        for gemm in ("qkv", "mlp_up"):
+                            dg = x[names.index(gemm + ".dgrad")]
+                            wg = x[names.index(gemm + ".wgrad")]
+                            coll = x[names.index("tp.%s.dgrad" % gemm)]
+                            after = [y for y in x if y["kind"] == b"compute" and y["phase"] == b"bwd"
+                                     and y["start_s"] >= wg["end_s"] and y["name"] != wg["name"]]
+                            nxt = min(after, key=lambda y: y["start_s"])
+                            check(coll["start_s"] == dg["end_s"], "the collective follows the dgrad")
+                            if flag == "true":
+                                check(wg["start_s"] == dg["end_s"] and nxt["start_s"] >= coll["end_s"],
+                                      "sp=%s %s: wgrad beside the collective, %s waits for it"
+                                      % (sp, gemm, nxt["name"]))
+                            else:
+                                check(wg["start_s"] >= coll["end_s"], "sp=%s %s: wgrad waits" % (sp, gemm))
+                            seen += 1
+            check(seen == 16, "sp=%s: %d dgrad collectives checked" % (sp, seen))
+            on = run_json(ddp, *base, "--set", "parallel.sp=" + sp, "--set", "parallel.tp_grad_overlap=true")
+            off = run_json(ddp, *base, "--set", "parallel.sp=" + sp)
+            check(on.get("comm_bytes_per_gpu", {}).get("tp") == want, "grad overlap keeps the bytes")
+            check(on.get("step_time_s", 1) < off.get("step_time_s", 0), "grad overlap shortens the step")
     # tp that does not divide the heads is refused at parallel.tp
     rc, out, err = run("check", ddp, "--set", "parallel.tp=3", "--set", "parallel.dp=1",
                        "--set", "topology.node.gpus=3")
