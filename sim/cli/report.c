@@ -228,11 +228,14 @@ void cli_print_accuracy(FILE *f, bool timing)
 {
     if (timing)
         fprintf(f, "  accuracy        step time vs published runs: mean error %.1f%% (max %.1f%%) on "
-                   "%d Megatron-LM A100 rows, %.1f%% (max %.1f%%) on %d Megatron-Core H100 rows; "
+                   "%d Megatron-LM A100 rows of 2021 and %.1f%% (max %.1f%%) on %d of 2022, "
+                   "%.1f%% (max %.1f%%) on %d Megatron-Core H100 rows; "
                    "memory formulas exact to 0.5%% (docs/validation.md)\n",
                 STEPSIM_VALIDATED_A100_MAPE, STEPSIM_VALIDATED_A100_MAX,
-                STEPSIM_VALIDATED_A100_ROWS, STEPSIM_VALIDATED_H100_MAPE,
-                STEPSIM_VALIDATED_H100_MAX, STEPSIM_VALIDATED_H100_ROWS);
+                STEPSIM_VALIDATED_A100_ROWS, STEPSIM_VALIDATED_A100_2022_MAPE,
+                STEPSIM_VALIDATED_A100_2022_MAX, STEPSIM_VALIDATED_A100_2022_ROWS,
+                STEPSIM_VALIDATED_H100_MAPE, STEPSIM_VALIDATED_H100_MAX,
+                STEPSIM_VALIDATED_H100_ROWS);
     else
         fprintf(f, "  accuracy        memory formulas exact to 0.5%% against the published ZeRO "
                    "and activation tables (docs/validation.md)\n");

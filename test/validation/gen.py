@@ -4,7 +4,9 @@
     gen.py SHARED_VALIDATION_DIR OUT_DIR
 
 megatron2021_weak_scaling.csv (Narayanan et al. 2021, Table 1: GPT on DGX A100) and
-megatron_h100_weak_scaling.csv (Megatron-Core README, GPT on H100). What the tables state is
+megatron_h100_weak_scaling.csv (Megatron-Core README, GPT on H100), and from this folder's
+data/ Korthikanti et al. 2022 (Table 4: one layer of a 22B model, the A100 calibration set of
+docs/calibration.md; Table 5: end-to-end iterations on A100). What the tables state is
 copied; what they leave unstated is an assumption, the same for every row of a table and
 written into each scenario's header and docs/validation.md. Nothing here depends on the
 published throughput."""
@@ -82,7 +84,8 @@ A100_NOTE = """# Micro-batch, pipeline schedule and DDP from the paper's launch 
 
 H100_NOTE = """# Assumptions (the table does not state them; the same for every row, docs/validation.md):
 # micro-batch 1; selective recompute; GPT with GELU, ffn 4h, MHA, biases, no dropout;
-# flash attention; sequence parallelism with TP communication overlap; the distributed
+# flash attention; sequence parallelism with TP communication overlap, and the input-gradient
+# collective overlapped with the weight-gradient GEMM (Megatron-Core's default); the distributed
 # optimizer (ZeRO-1) with overlapped gradient reduce-scatter and parameter all-gather (the
 # README's "DP grad-reduce/param-gather overlap"); interleaved 1F1B with 2 chunks per stage
 # where layers and micro-batches allow (else 1F1B)."""
@@ -165,6 +168,7 @@ parallel:
   tp: {tp}
   sp: {sp}
   tp_comm_overlap: {sp}
+  tp_grad_overlap: true
   pp: {pp}
   dp: {dp}
   zero: 1
@@ -177,3 +181,79 @@ simulation:
            note=H100_NOTE, name=name, topo=H100_TOPO.format(nodes=max(1, gpus // 8)), L=L, h=h, a=a,
            f=4 * h, sp="true" if tp > 1 else "false", sched=vstages(L, pp, A))
     open(os.path.join(out, name + ".yaml"), "w").write(text)
+
+# Korthikanti et al. 2022 (arXiv:2205.05198): Megatron-LM of 2022 on Selene. Its backward
+# launches the all-reduce (SP: reduce-scatter) of a column-parallel GEMM's input gradient
+# asynchronously and computes the weight gradient meanwhile (the paper, section 6.2: "we
+# overlap all-reduce communication with the linear weight's gradient computation").
+K2022_NOTE = """# Assumed (the same for every row, docs/validation.md): fp16 mixed precision with fp32
+# master weights and Adam; dropout 0.1; no flash attention (2022); the asynchronous
+# input-gradient all-reduce the paper describes (tp_grad_overlap)."""
+
+
+def k2022(name, what, L, h, a, pp, gpus, gb, mbs, v, recompute, sp):
+    sched = "{schedule: interleaved, virtual_stages: %d}" % v if v > 1 else "{schedule: 1f1b}"
+    return """# Korthikanti et al. 2022 (arXiv:2205.05198), {what}
+{note}
+name: {name}
+{topo}model:
+  name: gpt-{h}x{L}
+  layers: {L}
+  hidden: {h}
+  heads: {a}
+  ffn: {f}
+  vocab: 51200
+  activation: gelu
+  norm: layernorm
+  position: learned
+  max_seq_len: 2048
+  dropout: 0.1
+  tied_embeddings: true
+  bias: true
+training:
+  seq_len: 2048
+  global_batch: {gb}
+  micro_batch: {mbs}
+  precision: fp16
+  recompute: {rc}
+  flash_attention: false
+parallel:
+  tp: 8
+  sp: {sp}
+  tp_grad_overlap: true
+  pp: {pp}
+  dp: 1
+  pipeline: {sched}
+simulation:
+  steps: 1
+  timeline: false
+""".format(what=what, note=K2022_NOTE, name=name, topo=A100_TOPO.format(nodes=max(1, gpus // 8)),
+           L=L, h=h, a=a, f=4 * h, gb=gb, mbs=mbs, rc=recompute, sp=sp, pp=pp, sched=sched)
+
+
+here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+
+
+def local_rows(name):
+    with open(os.path.join(here, name)) as f:
+        return list(csv.DictReader(l for l in f if not l.startswith("#")))
+
+
+for i, r in enumerate(local_rows("korthikanti2022_layer.csv")):
+    name = "k2022-layer-%d" % (i + 1)
+    what = "Table 4, \"%s\": one layer of the 22B model\n# (TP 8, micro-batch 4), published forward %s ms, backward %s ms." % (
+        r["experiment"], r["forward_ms"], r["backward_ms"])
+    open(os.path.join(out, name + ".yaml"), "w").write(
+        k2022(name, what, 48, 6144, 64, 1, 8, 4, 4, 1, r["recompute"], r["sp"]))
+
+for r in local_rows("korthikanti2022_iteration.csv"):
+    for mode, rc, sp, col in (("full", "full", "false", "full_recompute_s"),
+                              ("present", "selective", "true", "present_work_s")):
+        name = "k2022-%s-%s" % (r["model"].lower(), mode)
+        what = "Tables 3 and 5: GPT %s on %s A100s, TP 8 PP %s,\n# no DP, global batch %s, %s; published iteration %s s." % (
+            r["model"], r["gpus"], r["pp"], r["global_batch"],
+            "full recompute" if mode == "full" else "SP + selective recompute", r[col])
+        open(os.path.join(out, name + ".yaml"), "w").write(
+            k2022(name, what, int(r["layers"]), int(r["hidden"]), int(r["heads"]), int(r["pp"]),
+                  int(r["gpus"]), int(r["global_batch"]), int(r["micro_batch"]),
+                  int(r["virtual_stages"]), rc, sp))
