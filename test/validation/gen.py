@@ -87,7 +87,8 @@ H100_NOTE = """# Assumptions (the table does not state them; the same for every 
 # flash attention; sequence parallelism with TP communication overlap, and the input-gradient
 # collective overlapped with the weight-gradient GEMM (Megatron-Core's default); the distributed
 # optimizer (ZeRO-1) with overlapped gradient reduce-scatter and parameter all-gather (the
-# README's "DP grad-reduce/param-gather overlap"); interleaved 1F1B with 2 chunks per stage
+# README's "DP grad-reduce/param-gather overlap") in Megatron-Core's default buckets of
+# max(40M, 1M x DP) parameters (bf16 gradients: 2 bytes each); interleaved 1F1B with 2 chunks per stage
 # where layers and micro-batches allow (else 1F1B)."""
 
 for r in rows("megatron2021_weak_scaling.csv"):
@@ -172,14 +173,15 @@ parallel:
   pp: {pp}
   dp: {dp}
   zero: 1
-  ddp: {{overlap: true, overlap_param_gather: true}}
+  ddp: {{overlap: true, overlap_param_gather: true, bucket: {bucket} MB}}
   pipeline: {sched}
 simulation:
   steps: 1
   timeline: false
 """.format(m=r["model"], g=gpus, tp=tp, pp=pp, dp=dp, gb=gb, t=r["tflops_per_gpu"], mfu=r["mfu_pct"],
            note=H100_NOTE, name=name, topo=H100_TOPO.format(nodes=max(1, gpus // 8)), L=L, h=h, a=a,
-           f=4 * h, sp="true" if tp > 1 else "false", sched=vstages(L, pp, A))
+           f=4 * h, sp="true" if tp > 1 else "false", sched=vstages(L, pp, A),
+           bucket=2 * max(40, dp))
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 # Korthikanti et al. 2022 (arXiv:2205.05198): Megatron-LM of 2022 on Selene. Its backward

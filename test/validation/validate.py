@@ -145,7 +145,8 @@ if write:
              "selective recompute, GELU MHA GPT with biases, flash attention, SP with TP overlap "
              "(and the input-gradient collective beside the weight-gradient GEMM), "
              "distributed optimizer with overlapped gradient reduce-scatter and parameter all-gather "
-             "(stated: \"DP grad-reduce/param-gather overlap\"), interleaved 1F1B with 2 chunks (v) "
+             "(stated: \"DP grad-reduce/param-gather overlap\") in Megatron-Core's default buckets of "
+             "max(40M, 1M x DP) parameters, interleaved 1F1B with 2 chunks (v) "
              "where possible."),
             ("A100-2022", "Megatron-LM on DGX A100, 2022 (Korthikanti et al. 2022, Tables 3 and 5)",
              "Iteration time in seconds; the error is in throughput (published time / simulated "
