@@ -805,6 +805,7 @@ int plan__dp_trace(plan *p, bool stream, sim_diag *diag)
         g.have_pending = false;
         g.defer_pending = false;
         g.have_held = false;
+        g.have_gather = false;
         g.have_compute = false;
         g.fill = 0;
         g.n_deferred = 0;

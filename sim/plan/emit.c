@@ -96,7 +96,7 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
     if (!recompute)
         g->model_flops += mo->model_flops;
     g->hardware_flops += mo->model_flops;
-    uint32_t all[9];
+    uint32_t all[10];
     size_t n = 0;
     for (size_t i = 0; i < n_deps && n < 7; i++)
         all[n++] = deps[i];
@@ -105,7 +105,12 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
         g->have_held = false;
     }
     size_t len = strlen(mo->name);
-    if (g->have_pending && g->defer_pending && len > 6 && !strcmp(mo->name + len - 6, ".wgrad")) {
+    bool wgrad = len > 6 && !strcmp(mo->name + len - 6, ".wgrad");
+    if (wgrad && g->have_gather) {
+        all[n++] = g->gather;
+        g->have_gather = false;
+    }
+    if (g->have_pending && g->defer_pending && wgrad) {
         /* this wgrad runs beside its dgrad's collective; the next kernel waits for it */
         g->held = g->pending;
         g->have_held = true;
@@ -141,31 +146,40 @@ typedef struct tp_point {
     bool sp;       /* applies with sequence parallelism (else without) */
     coll_op op;
     bool loss;     /* the cross-entropy's 3 fp32 per token, not 2bsh */
+    bool wgrad;    /* feeds the weight gradient: the kernel runs beside it, the next wgrad
+                    * waits for it */
 } tp_point;
 
 static const tp_point tp_points[] = {
     /* without sequence parallelism */
-    {"embed", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
-    {"proj", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
-    {"mlp_down", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false},
-    {"loss", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, true},
-    {"lm_head.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
-    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
-    {"qkv.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false},
+    {"embed", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false, false},
+    {"proj", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false, false},
+    {"mlp_down", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, false, false},
+    {"loss", MODEL_PHASE_FWD, false, false, COLL_ALL_REDUCE, true, false},
+    {"lm_head.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false, false},
+    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false, false},
+    {"qkv.dgrad", MODEL_PHASE_BWD, false, false, COLL_ALL_REDUCE, false, false},
     /* with sequence parallelism */
-    {"embed", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"qkv", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
-    {"proj", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"mlp_up", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
-    {"mlp_down", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"lm_head", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false},
-    {"loss", MODEL_PHASE_FWD, false, true, COLL_ALL_REDUCE, true},
-    {"lm_head.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"mlp_down.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
-    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"proj.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
-    {"qkv.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false},
-    {"embed.wgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false},
+    {"embed", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false, false},
+    {"qkv", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false, false},
+    {"proj", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false, false},
+    {"mlp_up", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false, false},
+    {"mlp_down", MODEL_PHASE_FWD, false, true, COLL_REDUCE_SCATTER, false, false},
+    {"lm_head", MODEL_PHASE_FWD, true, true, COLL_ALL_GATHER, false, false},
+    {"loss", MODEL_PHASE_FWD, false, true, COLL_ALL_REDUCE, true, false},
+    {"lm_head.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false, false},
+    {"mlp_down.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false, false},
+    {"mlp_up.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false, false},
+    {"proj.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false, false},
+    {"qkv.dgrad", MODEL_PHASE_BWD, false, true, COLL_REDUCE_SCATTER, false, false},
+    {"embed.wgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false, false},
+    /* SP keeps a column-parallel GEMM's input split along the sequence (Korthikanti's
+     * activation formula counts it so); its weight gradient needs the whole input, so
+     * backward gathers it again, beside the dgrad GEMM (Megatron's linear layer with
+     * sequence parallelism; Transformer Engine's LayerNormLinear likewise) */
+    {"lm_head.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false, true},
+    {"mlp_up.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false, true},
+    {"qkv.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false, true},
 };
 
 /* Emits the TP collective at kernel `name` (before or after it), if any: it waits for the
@@ -248,6 +262,22 @@ static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, t
     return idx;
 }
 
+/* SP's backward re-gather of a column-parallel GEMM's input (tp_point.wgrad): launched once
+ * the kernel before the dgrad is done, not waited for by the dgrad; the next wgrad kernel
+ * waits for it. Under LoRA the frozen base GEMM takes no weight gradient and the adapters'
+ * own inputs are not modelled as gathered: no re-gather. */
+static void regather(gen *g, const tp_point *t, const char *name, int layer, int mb)
+{
+    if (g->sc->training.finetune.method != PLAN_FT_FULL)
+        return;
+    char cname[48];
+    snprintf(cname, sizeof cname, "tp.%s.input", name);
+    uint32_t dep = g->last_compute;
+    g->gather = plan__add_coll_op(g, g->g_tp, t->op, tp_bytes(g, t), cname, layer, mb, &dep,
+                                  g->have_compute);
+    g->have_gather = true;
+}
+
 /* Megatron's asynchronous input-gradient communication (parallel.tp_grad_overlap): the
  * all-reduce (SP: reduce-scatter) of a column-parallel GEMM's input gradient is launched as
  * soon as the dgrad GEMM ends and the weight-gradient GEMM, which does not need it, runs
@@ -268,6 +298,10 @@ static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model
 {
     const tp_point *before = tp_find(g, mo->name, mph, true);
     const tp_point *after = tp_find(g, mo->name, mph, false);
+    if (before && before->wgrad) {
+        regather(g, before, mo->name, layer, mb);
+        before = NULL;
+    }
     if (g->sc->parallel.tp_comm_overlap && mo->cls == HW_OP_MATMUL) {
         if (before && before->op == COLL_ALL_GATHER && !after)
             return emit_overlapped(g, mo, before, phase, layer, mb, recompute, deps, n_deps);

@@ -54,6 +54,9 @@ typedef struct gen {
                               * collective (tp_grad_overlap); the kernel after it waits */
     bool have_held;          /* the collective held over that wgrad */
     uint32_t held;
+    bool have_gather;        /* SP: the re-gather of a column-parallel GEMM's input that its
+                              * next wgrad kernel waits for (the dgrad runs beside it) */
+    uint32_t gather;
     uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
     bool have_compute;
     /* pipeline */

@@ -504,14 +504,20 @@ def tp():
     # all-reduce and the LM head's input-gradient all-reduce, 524,288 each, and the
     # cross-entropy's 3 fp32 per token (12 x 1024 = 12,288). Total 5,255,168. With sequence
     # parallelism every all-reduce becomes an all-gather plus a reduce-scatter of (t-1)/t
-    # each: the same bytes (Korthikanti et al. 2022 §4.2.2).
+    # each: the same bytes (Korthikanti et al. 2022 §4.2.2); and backward gathers the input
+    # of each column-parallel GEMM again for its weight gradient (QKV and MLP up per layer,
+    # and the LM head): 5 all-gathers of 2bsh, each sending (t-1)/t = 262,144 bytes,
+    # 1,310,720 more: 6,565,888.
     base = ["--set", "parallel.dp=1", "--set", "parallel.tp=2", "--set", "training.global_batch=2"]
     want = 2 * 16 * 2 * 512 * 256 // 2 + 2 * 524288 + 12 * 1024
     check(want == 5255168, "hand-derived TP bytes")
+    want_sp = want + 5 * 524288 // 2
+    check(want_sp == 6565888, "hand-derived TP+SP bytes")
     for sp in ("false", "true"):
         d = run_json(ddp, *base, "--set", "parallel.sp=%s" % sp)
-        check(d.get("comm_bytes_per_gpu", {}).get("tp") == want, "sp=%s: tp bytes %s vs %d"
-              % (sp, d.get("comm_bytes_per_gpu", {}).get("tp"), want))
+        w = want_sp if sp == "true" else want
+        check(d.get("comm_bytes_per_gpu", {}).get("tp") == w, "sp=%s: tp bytes %s vs %d"
+              % (sp, d.get("comm_bytes_per_gpu", {}).get("tp"), w))
         check(d.get("comm_bytes_per_gpu", {}).get("dp") == 0, "no dp traffic with dp = 1")
     # Full recompute re-runs each layer's forward with its 2 all-reduces: + 2 x 2 x 524,288.
     d = run_json(ddp, *base, "--set", "training.recompute=full")
@@ -534,7 +540,7 @@ def tp():
     sp = base + ["--set", "parallel.sp=true", "--set", "topology.node.intra.latency=0 us"]
     plain = run_json(ddp, *sp)
     over = run_json(ddp, *sp, "--set", "parallel.tp_comm_overlap=true")
-    check(over.get("comm_bytes_per_gpu", {}).get("tp") == want, "overlap keeps the bytes")
+    check(over.get("comm_bytes_per_gpu", {}).get("tp") == want_sp, "overlap keeps the bytes")
     check(over.get("exposed_comm_s", {}).get("tp", 1) < plain.get("exposed_comm_s", {}).get("tp", 0),
           "overlap exposes less TP time: %s vs %s" % (over.get("exposed_comm_s"), plain.get("exposed_comm_s")))
     check(over.get("step_time_s", 1) < plain.get("step_time_s", 0), "overlap shortens the step")
@@ -545,7 +551,10 @@ def tp():
     # column-parallel GEMM's dgrad all-reduce (SP: reduce-scatter) starts when the dgrad ends
     # and its wgrad starts at the same instant beside it; the kernel after the wgrad waits
     # for the collective. Without the option the wgrad waits for the collective. On each of
-    # the 2 layers' qkv and mlp_up, for both ranks (the two TP ranks run in lockstep).
+    # the 2 layers' qkv and mlp_up, for both ranks (the two TP ranks run in lockstep). With
+    # SP the GEMM's input is gathered again for the wgrad: launched no later than the dgrad
+    # starts, the dgrad does not wait for it, and on the one TP stream the reduce-scatter
+    # and the wgrad both start when the dgrad and that gather have both ended.
     import h5py
     for sp in ("false", "true"):
         with tempfile.TemporaryDirectory() as tmp:
@@ -572,9 +581,15 @@ def tp():
                             after = [y for y in x if y["kind"] == b"compute" and y["phase"] == b"bwd"
                                      and y["start_s"] >= wg["end_s"] and y["name"] != wg["name"]]
                             nxt = min(after, key=lambda y: y["start_s"])
-                            check(coll["start_s"] == dg["end_s"], "the collective follows the dgrad")
+                            ready = dg["end_s"]
+                            if sp == "true":
+                                ga = x[names.index("tp.%s.dgrad.input" % gemm)]
+                                check(ga["kind"] == b"all_gather" and ga["start_s"] <= dg["start_s"],
+                                      "sp: the input gather runs beside the dgrad")
+                                ready = max(ready, ga["end_s"])
+                            check(coll["start_s"] == ready, "the collective follows the dgrad")
                             if flag == "true":
-                                check(wg["start_s"] == dg["end_s"] and nxt["start_s"] >= coll["end_s"],
+                                check(wg["start_s"] == ready and nxt["start_s"] >= coll["end_s"],
                                       "sp=%s %s: wgrad beside the collective, %s waits for it"
                                       % (sp, gemm, nxt["name"]))
                             else:
@@ -583,7 +598,8 @@ def tp():
             check(seen == 16, "sp=%s: %d dgrad collectives checked" % (sp, seen))
             on = run_json(ddp, *base, "--set", "parallel.sp=" + sp, "--set", "parallel.tp_grad_overlap=true")
             off = run_json(ddp, *base, "--set", "parallel.sp=" + sp)
-            check(on.get("comm_bytes_per_gpu", {}).get("tp") == want, "grad overlap keeps the bytes")
+            check(on.get("comm_bytes_per_gpu", {}).get("tp") == (want_sp if sp == "true" else want),
+                  "grad overlap keeps the bytes")
             check(on.get("step_time_s", 1) < off.get("step_time_s", 0), "grad overlap shortens the step")
     # tp that does not divide the heads is refused at parallel.tp
     rc, out, err = run("check", ddp, "--set", "parallel.tp=3", "--set", "parallel.dp=1",
