@@ -208,17 +208,25 @@ static double tp_bytes(const gen *g, const tp_point *t)
     return t->loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
 }
 
+/* Adds TP collective `t` at kernel `name` ("tp.<name><suffix>"), after the latest compute
+ * kernel; returns its index. */
+static uint32_t tp_add(gen *g, const tp_point *t, const char *name, const char *suffix,
+                       int layer, int mb)
+{
+    char cname[48];
+    snprintf(cname, sizeof cname, "tp.%s%s", name, suffix);
+    uint32_t dep = g->last_compute;
+    return plan__add_coll_op(g, g->g_tp, t->op, tp_bytes(g, t), cname, layer, mb, &dep,
+                             g->have_compute);
+}
+
 /* Emits TP collective `t` (if any): it waits for the latest compute kernel and the next
  * compute kernel waits for it. */
 static void tp_collective(gen *g, const tp_point *t, const char *name, int layer, int mb)
 {
     if (!t)
         return;
-    char cname[48];
-    snprintf(cname, sizeof cname, "tp.%s", name);
-    uint32_t dep = g->last_compute;
-    g->pending = plan__add_coll_op(g, g->g_tp, t->op, tp_bytes(g, t), cname, layer, mb, &dep,
-                                   g->have_compute);
+    g->pending = tp_add(g, t, name, "", layer, mb);
     g->have_pending = true;
 }
 
@@ -270,11 +278,7 @@ static void regather(gen *g, const tp_point *t, const char *name, int layer, int
 {
     if (g->sc->training.finetune.method != PLAN_FT_FULL)
         return;
-    char cname[48];
-    snprintf(cname, sizeof cname, "tp.%s.input", name);
-    uint32_t dep = g->last_compute;
-    g->gather = plan__add_coll_op(g, g->g_tp, t->op, tp_bytes(g, t), cname, layer, mb, &dep,
-                                  g->have_compute);
+    g->gather = tp_add(g, t, name, ".input", layer, mb);
     g->have_gather = true;
 }
 

@@ -77,6 +77,32 @@ H100_TOPO = """topology:
   fabric: {{kind: rail-optimized, oversubscription: 1, latency: 1 us, radix: 64}}
 """
 
+def selene_gpt(name, L, h, a, gb, mbs):
+    """The model and batch of a Megatron GPT run on Selene (both A100 tables): ffn 4h, GELU,
+    LayerNorm, learned positions, vocabulary 51200, seq 2048, dropout 0.1, fp16; the
+    training block is left open for its recompute and attention keys."""
+    return """model:
+  name: {name}
+  layers: {L}
+  hidden: {h}
+  heads: {a}
+  ffn: {f}
+  vocab: 51200
+  activation: gelu
+  norm: layernorm
+  position: learned
+  max_seq_len: 2048
+  dropout: 0.1
+  tied_embeddings: true
+  bias: true
+training:
+  seq_len: 2048
+  global_batch: {gb}
+  micro_batch: {mbs}
+  precision: fp16
+""".format(name=name, L=L, h=h, a=a, f=4 * h, gb=gb, mbs=mbs)
+
+
 A100_NOTE = """# Micro-batch, pipeline schedule and DDP from the paper's launch script (Megatron-LM
 # examples/sc21/run_table_1.sh). Assumed (the same for every row, docs/validation.md):
 # fp16 mixed precision with fp32 master weights and Adam; dropout 0.1, no flash attention
@@ -101,26 +127,7 @@ for r in rows("megatron2021_weak_scaling.csv"):
 # published {t} TFLOP/s per GPU.
 {note}
 name: {name}
-{topo}model:
-  name: gpt-{p}b
-  layers: {L}
-  hidden: {h}
-  heads: {a}
-  ffn: {f}
-  vocab: 51200
-  activation: gelu
-  norm: layernorm
-  position: learned
-  max_seq_len: 2048
-  dropout: 0.1
-  tied_embeddings: true
-  bias: true
-training:
-  seq_len: 2048
-  global_batch: {gb}
-  micro_batch: {mbs}
-  precision: fp16
-  recompute: full
+{topo}{model}  recompute: full
   flash_attention: false
 parallel:
   tp: {tp}
@@ -132,8 +139,8 @@ simulation:
   steps: 1
   timeline: false
 """.format(p=r["params_B"], g=gpus, tp=tp, pp=pp, dp=dp, gb=gb, t=r["tflops_per_gpu"], note=A100_NOTE,
-           name=name, topo=A100_TOPO.format(nodes=max(1, gpus // 8)), L=L, h=h, a=a, f=4 * h,
-           mbs=mbs, ddp=ddp, overlap="true" if ddp == "torch" else "false",
+           name=name, topo=A100_TOPO.format(nodes=max(1, gpus // 8)),
+           model=selene_gpt("gpt-%sb" % r["params_B"], L, h, a, gb, mbs), mbs=mbs, ddp=ddp, overlap="true" if ddp == "torch" else "false",
            sched=a100_sched(L, pp, per_virtual))
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
@@ -198,26 +205,7 @@ def k2022(name, what, L, h, a, pp, gpus, gb, mbs, v, recompute, sp):
     return """# Korthikanti et al. 2022 (arXiv:2205.05198), {what}
 {note}
 name: {name}
-{topo}model:
-  name: gpt-{h}x{L}
-  layers: {L}
-  hidden: {h}
-  heads: {a}
-  ffn: {f}
-  vocab: 51200
-  activation: gelu
-  norm: layernorm
-  position: learned
-  max_seq_len: 2048
-  dropout: 0.1
-  tied_embeddings: true
-  bias: true
-training:
-  seq_len: 2048
-  global_batch: {gb}
-  micro_batch: {mbs}
-  precision: fp16
-  recompute: {rc}
+{topo}{model}  recompute: {rc}
   flash_attention: false
 parallel:
   tp: 8
@@ -230,7 +218,8 @@ simulation:
   steps: 1
   timeline: false
 """.format(what=what, note=K2022_NOTE, name=name, topo=A100_TOPO.format(nodes=max(1, gpus // 8)),
-           L=L, h=h, a=a, f=4 * h, gb=gb, mbs=mbs, rc=recompute, sp=sp, pp=pp, sched=sched)
+           model=selene_gpt("gpt-%dx%d" % (h, L), L, h, a, gb, mbs), rc=recompute, sp=sp, pp=pp,
+           sched=sched)
 
 
 here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
