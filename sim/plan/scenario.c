@@ -52,7 +52,7 @@ void plan_scenario_defaults(plan_scenario *sc)
     p->pipeline.virtual_stages = 1;
     p->pipeline.n_stage_layers = 0;
     p->tp_comm_overlap = false;
-    p->tp_grad_overlap = false;
+    p->tp_grad_overlap = true;
     p->offload.optimizer = PLAN_OFFLOAD_NONE;
     p->order[0] = PLAN_GROUP_TP;
     p->order[1] = PLAN_GROUP_CP;

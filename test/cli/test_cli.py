@@ -597,7 +597,7 @@ def tp():
                             seen += 1
             check(seen == 16, "sp=%s: %d dgrad collectives checked" % (sp, seen))
             on = run_json(ddp, *base, "--set", "parallel.sp=" + sp, "--set", "parallel.tp_grad_overlap=true")
-            off = run_json(ddp, *base, "--set", "parallel.sp=" + sp)
+            off = run_json(ddp, *base, "--set", "parallel.sp=" + sp, "--set", "parallel.tp_grad_overlap=false")
             check(on.get("comm_bytes_per_gpu", {}).get("tp") == (want_sp if sp == "true" else want),
                   "grad overlap keeps the bytes")
             check(on.get("step_time_s", 1) < off.get("step_time_s", 0), "grad overlap shortens the step")

@@ -106,7 +106,8 @@ training:
 A100_NOTE = """# Micro-batch, pipeline schedule and DDP from the paper's launch script (Megatron-LM
 # examples/sc21/run_table_1.sh). Assumed (the same for every row, docs/validation.md):
 # fp16 mixed precision with fp32 master weights and Adam; dropout 0.1, no flash attention
-# (2021); vocabulary padded as Megatron pads it."""
+# (2021); vocabulary padded as Megatron pads it; the input-gradient all-reduce after the
+# weight-gradient GEMM (Megatron overlapped the two only later in 2021)."""
 
 H100_NOTE = """# Assumptions (the table does not state them; the same for every row, docs/validation.md):
 # micro-batch 1; selective recompute; GPT with GELU, ffn 4h, MHA, biases, no dropout;
@@ -131,6 +132,7 @@ name: {name}
   flash_attention: false
 parallel:
   tp: {tp}
+  tp_grad_overlap: false
   pp: {pp}
   dp: {dp}
   ddp: {{overlap: {overlap}}}
