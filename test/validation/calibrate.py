@@ -1,10 +1,19 @@
 #!/usr/bin/python3
-"""Calibrates the A100's matmul plateau against a published layer benchmark:
+"""Calibrates a GPU's matmul plateau against timed transformer layers (by default the A100
+against a published layer benchmark):
 
-    calibrate.py STEPSIM SOURCE_ROOT [--check]
+    calibrate.py STEPSIM SOURCE_ROOT [--gpu NAME] [--data CSV] [--scenarios PREFIX] [--check]
 
---check (the validation suite) fails when the fit moves more than 0.005 from the e_max the
-catalog's curve has, i.e. when a model change has left the shipped calibration stale.
+--gpu: the catalog entry whose curve is fitted (topologies/gpus/NAME.yaml; default
+a100-sxm-80gb). --data: a CSV with columns experiment, forward_ms, backward_ms, one row per
+timed layer configuration (default test/validation/data/korthikanti2022_layer.csv).
+--scenarios: the path prefix of the scenarios that run those configurations, PREFIX1.yaml,
+PREFIX2.yaml, ... in the CSV's row order (default test/validation/scenarios/k2022-layer-).
+To calibrate your own GPU: time one layer's forward and backward in a few configurations
+(CUDA events around one layer of your model), write one scenario per configuration with
+that GPU and the CSV, and run this. --check (the validation suite) fails when the fit moves
+more than 0.005 from the e_max the catalog's curve has, i.e. when a model change has left
+the shipped calibration stale.
 
 Korthikanti et al. 2022 (arXiv:2205.05198) Table 4 times the forward and the backward pass
 of one transformer layer of a 22B GPT (TP 8 on one DGX A100 80GB, micro-batch 4) in five
@@ -31,17 +40,35 @@ import csv, math, os, re, subprocess, sys, tempfile
 import h5py
 
 stepsim, root = sys.argv[1:3]
+opts = sys.argv[3:]
 here = os.path.dirname(os.path.abspath(__file__))
-scen_dir = os.path.join(here, "scenarios")
+
+
+def opt(name, default):
+    return opts[opts.index(name) + 1] if name in opts else default
+
+
+gpu = opt("--gpu", "a100-sxm-80gb")
+data = opt("--data", os.path.join(here, "data", "korthikanti2022_layer.csv"))
+prefix = opt("--scenarios", os.path.join(here, "scenarios", "k2022-layer-"))
 T0 = 2e-6                                                # s, the small-GEMM latency term
 POINTS = (0.01e9, 0.1e9, 1e9, 10e9, 100e9, 1000e9)       # FLOPs, the catalog's sample points
 
-catalog = open(os.path.join(root, "topologies", "gpus", "a100-sxm-80gb.yaml")).read()
-PEAK = float(re.search(r"fp16: ([0-9.]+) TFLOP/s", catalog).group(1)) * 1e12
-CURRENT = re.search(r"^matmul_efficiency: (.*)$", catalog, re.M).group(1)
-
-with open(os.path.join(here, "data", "korthikanti2022_layer.csv")) as f:
+catalog = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+with open(data) as f:
     rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+if not rows:
+    sys.exit("%s: no rows" % data)
+scenarios = ["%s%d.yaml" % (prefix, i + 1) for i in range(len(rows))]
+for sc in scenarios:
+    if not os.path.exists(sc):
+        sys.exit("%s: missing (one scenario per row of %s)" % (sc, data))
+    if not re.search(r"^  gpu: %s\s*$" % re.escape(gpu), open(sc).read(), re.M):
+        sys.exit("%s: its topology does not use gpu %s" % (sc, gpu))
+precision = re.search(r"^  precision: (\w+)", open(scenarios[0]).read(), re.M)
+dtype = precision.group(1) if precision and precision.group(1) in ("fp16", "bf16") else "bf16"
+PEAK = float(re.search(r"%s: ([0-9.]+) TFLOP/s" % dtype, catalog).group(1)) * 1e12
+CURRENT = re.search(r"^matmul_efficiency: (.*)$", catalog, re.M).group(1)
 
 
 def curve(e_max):
@@ -70,8 +97,7 @@ def layer_times(scenario, matmul):
 
 def simulate(e_max):
     m = curve(e_max) if e_max else CURRENT
-    return [layer_times(os.path.join(scen_dir, "k2022-layer-%d.yaml" % (i + 1)), m)
-            for i in range(len(rows))]
+    return [layer_times(sc, m) for sc in scenarios]
 
 
 def score(sims):
@@ -112,7 +138,7 @@ for r, (f0, b0), (f1, b1) in zip(rows, before, after):
 print()
 print("mean absolute error %.1f%% (max %.1f%%) over %d times; the catalog's curve now: "
       "%s" % (sum(errs) / len(errs), max(errs), len(errs), CURRENT))
-if "--check" in sys.argv[3:]:
+if "--check" in opts:
     # the catalog's e_max, from its largest sample: e(F) = 1 / (P t0 / F + 1 / e_max)
     F, e_F = POINTS[-1], float(re.findall(r"([0-9.]+)\]", CURRENT)[-1])
     shipped = 1 / (1 / e_F - PEAK * T0 / F)
