@@ -75,6 +75,12 @@ static uint32_t kernel_name(gen *g, const char *name, bool recompute)
     return g->memo[k].id[recompute];
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), k = strlen(suffix);
+    return n > k && !strcmp(s + n - k, suffix);
+}
+
 static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int layer, int mb,
                             bool recompute, const uint32_t *deps, size_t n_deps)
 {
@@ -104,8 +110,8 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
         all[n++] = g->held;
         g->have_held = false;
     }
-    size_t len = strlen(mo->name);
-    bool wgrad = len > 6 && !strcmp(mo->name + len - 6, ".wgrad");
+    bool wgrad = (g->have_gather || (g->have_pending && g->defer_pending)) &&
+                 ends_with(mo->name, ".wgrad");
     if (wgrad && g->have_gather) {
         all[n++] = g->gather;
         g->have_gather = false;
@@ -290,9 +296,8 @@ static void regather(gen *g, const tp_point *t, const char *name, int layer, int
  * (under LoRA a frozen GEMM has none). */
 static bool grad_overlap(const gen *g, const model_op *mo, model_phase mph)
 {
-    size_t n = strlen(mo->name);
-    return g->sc->parallel.tp_grad_overlap && mph == MODEL_PHASE_BWD && n > 6 &&
-           !strcmp(mo->name + n - 6, ".dgrad");
+    return g->sc->parallel.tp_grad_overlap && mph == MODEL_PHASE_BWD &&
+           ends_with(mo->name, ".dgrad");
 }
 
 /* One kernel with the TP collectives around it (overlapped with it when configured). */
