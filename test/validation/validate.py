@@ -130,7 +130,8 @@ if write:
            "`test/validation/scenarios/` (written by `test/validation/gen.py` from",
            "`../shared/validation/` and `test/validation/data/`); rerun it after changing the model or the catalog. The",
            "validation suite (`meson test -C build --setup validation --suite validation`) fails when a table's mean",
-           "absolute error grows by more than 1 point over the numbers below.", ""]
+           "absolute error grows by more than 1 point over the numbers below, or when the A100 matmul",
+           "plateau no longer holds its fit to the layer benchmark (`test/validation/calibrate.py --check`).", ""]
     for table, title, note in (
             ("A100", "Megatron-LM on DGX A100 (Narayanan et al. 2021, Table 1)",
              "TFLOP/s per GPU with the paper's Eq. 3 (recompute included) over the simulated step time. "
