@@ -236,43 +236,58 @@ static void tp_collective(gen *g, const tp_point *t, const char *name, int layer
     g->have_pending = true;
 }
 
-/* Megatron's TP communication overlap (userbuffers, with SP): the all-gather feeding a
- * column-parallel GEMM and the reduce-scatter after a row-parallel GEMM are cut into
- * TP_OVERLAP_CHUNKS pieces pipelined with as many pieces of the GEMM: GEMM piece i waits for
- * gather piece i (or reduce-scatter piece i waits for GEMM piece i), while the next pieces
- * of communication and computation proceed side by side. */
-#define TP_OVERLAP_CHUNKS 4
+/* Megatron's TP communication overlap (Transformer Engine's userbuffers, with SP), as
+ * TE sets it up by default:
+ *  - the all-gather feeding a GEMM (QKV and MLP-up forward, output-projection and MLP-down
+ *    input gradients) is a ring exchange: the GEMM is cut into t pieces, one per rank's
+ *    shard; piece 0 multiplies the local shard at once while the shards pass around the
+ *    ring, t-1 shifts of B/t each (B the gathered buffer: the all-gather's (t-1)/t·B in
+ *    all), and piece i waits for shift i;
+ *  - the reduce-scatter after a GEMM (output projection and MLP down, forward) is a
+ *    pipeline of TP_OVERLAP_SPLITS pieces: reduce-scatter piece i waits for GEMM piece i.
+ * The smaller GEMM pieces run at their own, lower, efficiency and pay their own launches. */
+#define TP_OVERLAP_SPLITS 4
 
 static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, trace_phase phase,
                                 int layer, int mb, bool recompute, const uint32_t *deps,
                                 size_t n_deps)
 {
+    bool ring = t->before;
+    SIM_ASSERT(!ring || t->op == COLL_ALL_GATHER, "ring exchange of a %d", (int)t->op);
+    int pieces = ring ? g->tp : TP_OVERLAP_SPLITS;
     model_op piece = *mo;
-    piece.flops /= TP_OVERLAP_CHUNKS;
-    piece.model_flops /= TP_OVERLAP_CHUNKS;
-    piece.bytes /= TP_OVERLAP_CHUNKS;
-    double bytes = tp_bytes(g, t) / TP_OVERLAP_CHUNKS;
+    piece.flops /= pieces;
+    piece.model_flops /= pieces;
+    piece.bytes /= pieces;
+    double bytes = tp_bytes(g, t) / pieces;
     char cname[48];
     snprintf(cname, sizeof cname, "tp.%s", mo->name);
     uint32_t idx = 0;
-    for (int i = 0; i < TP_OVERLAP_CHUNKS; i++) {
-        if (t->before) {
-            uint32_t dep = g->last_compute;
-            uint32_t c = plan__add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &dep,
-                                           i == 0 && g->have_compute);
-            g->pending = c;
+    if (ring) {
+        /* the shifts queue on the TP stream, each emitted one piece ahead; the first waits
+         * for the kernel that made the local shard, as GEMM piece 0 does */
+        uint32_t dep = g->last_compute;
+        uint32_t next = plan__add_coll_op(g, g->g_tp, COLL_RING_SHIFT, bytes, cname, layer, mb,
+                                          &dep, g->have_compute);
+        idx = add_compute(g, &piece, phase, layer, mb, recompute, deps, n_deps);
+        for (int i = 1; i < pieces; i++) {
+            uint32_t shift = next;
+            if (i + 1 < pieces)
+                next = plan__add_coll_op(g, g->g_tp, COLL_RING_SHIFT, bytes, cname, layer, mb,
+                                         &dep, 0);
+            g->pending = shift;
             g->have_pending = true;
-            idx = add_compute(g, &piece, phase, layer, mb, recompute, i == 0 ? deps : NULL,
-                              i == 0 ? n_deps : 0);
-        } else {
-            idx = add_compute(g, &piece, phase, layer, mb, recompute, i == 0 ? deps : NULL,
-                              i == 0 ? n_deps : 0);
-            g->have_pending = false;
-            g->pending = plan__add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &idx, 1);
+            idx = add_compute(g, &piece, phase, layer, mb, recompute, NULL, 0);
         }
+        return idx;
     }
-    if (!t->before)
-        g->have_pending = true; /* the next kernel waits for the last piece */
+    for (int i = 0; i < pieces; i++) {
+        idx = add_compute(g, &piece, phase, layer, mb, recompute, i == 0 ? deps : NULL,
+                          i == 0 ? n_deps : 0);
+        g->have_pending = false;
+        g->pending = plan__add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &idx, 1);
+    }
+    g->have_pending = true; /* the next kernel waits for the last piece */
     return idx;
 }
 

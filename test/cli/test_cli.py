@@ -547,6 +547,33 @@ def tp():
     rc, out, err = run("check", ddp, *base, "--set", "parallel.tp_comm_overlap=true")
     check(rc == 2 and "parallel.tp_comm_overlap" in err and "sequence parallelism" in err,
           "overlap without SP refused: " + err)
+    # The all-gather before QKV is a ring exchange (Transformer Engine's default): with t = 2
+    # the GEMM is cut in 2 pieces; piece 0 multiplies the local shard as soon as the norm
+    # before it ends, beside one ring shift of B/t = 2bsh/2 = 262,144 bytes; piece 1 starts
+    # when both have ended. The reduce-scatter after the output projection is a pipeline of
+    # 4 pieces (4 "proj" kernels, 4 reduce-scatters of 524,288 / 4 bytes each).
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "ub.h5")
+        rc, out, err = run("run", ddp, *sp, "--set", "parallel.tp_comm_overlap=true", "-o", h5)
+        check(rc == 0, "overlap run: " + err)
+        if rc == 0:
+            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+            x = t[(t["rank"] == 0) & (t["layer"] == 0) & (t["step"] == t["step"].max())]
+            fw = x[x["phase"] == b"fwd"]
+            q = sorted([y for y in fw if y["name"] == b"qkv"], key=lambda y: y["start_s"])
+            sh = sorted([y for y in x if y["name"] == b"tp.qkv" and y["kind"] == b"ring_shift"],
+                        key=lambda y: y["start_s"])
+            norm = [y for y in fw if y["name"] == b"norm1"][0]
+            check(len(q) == 2 and len(sh) >= 1 and sh[0]["bytes"] == 262144,
+                  "qkv: 2 pieces and a ring shift of 262,144 bytes: %d %s" % (len(q), [y["bytes"] for y in sh]))
+            if len(q) == 2 and sh:
+                check(q[0]["start_s"] == norm["end_s"] == sh[0]["start_s"], "piece 0 beside the shift")
+                check(q[1]["start_s"] == max(q[0]["end_s"], sh[0]["end_s"]), "piece 1 after both")
+            pr = [y for y in fw if y["name"] == b"proj"]
+            rs = [y for y in x if y["name"] == b"tp.proj" and y["kind"] == b"reduce_scatter"]
+            check(len(pr) == 4 and len(rs) >= 4 and all(y["bytes"] == 524288 / 4 for y in rs),
+                  "proj: 4 pieces and 4 reduce-scatters of 131,072 bytes: %d %d" % (len(pr), len(rs)))
     # The asynchronous input-gradient collective (tp_grad_overlap): in backward, each
     # column-parallel GEMM's dgrad all-reduce (SP: reduce-scatter) starts when the dgrad ends
     # and its wgrad starts at the same instant beside it; the kernel after the wgrad waits
