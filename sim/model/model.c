@@ -594,8 +594,13 @@ static void layer_bwd(const model_spec *m, const dims *D, model_op_list *l)
 }
 
 /* Softmax cross-entropy on the T x V/t logits, as Megatron's (unfused) vocab-parallel cross
- * entropy computes it: the logits are cast to fp32, one pass gathers the max and the sum of
- * exponentials, one pass writes the normalised softmax that backward needs. */
+ * entropy computes it (megatron/core/tensor_parallel/cross_entropy.py), pass by pass over the
+ * logits: cast to fp32 (read e_a, write 4), the row maximum (read 4), subtract it in place
+ * (read 4, write 4), exp in place (read 4, write 4), the row sum (read 4), divide in place to
+ * the softmax that backward keeps (read 4, write 4): e_a + 36 bytes per logit. Backward:
+ * softmax - one-hot in place (a scatter at the targets), times the incoming gradient in place
+ * (read 4, write 4), then the cast's backward back to 16 bits (read 4, write e_a):
+ * 12 + e_a bytes per logit. */
 static void head_ops(const model_spec *m, const dims *D, model_phase ph, model_op_list *l)
 {
     double T = D->T, h = (double)D->h, V = (double)D->v_r;
@@ -604,13 +609,13 @@ static void head_ops(const model_spec *m, const dims *D, model_phase ph, model_o
     if (ph == MODEL_PHASE_FWD) {
         hidden_norm(l, m, D, "final_norm", MODEL_PHASE_FWD);
         model__gemm_fwd(l, D, "lm_head", T, h, V);
-        model__vec(l, "loss", FLOPS_SOFTMAX * X, X * (D->ea + 4 * FP32_BYTES), 0);
+        model__vec(l, "loss", FLOPS_SOFTMAX * X, X * (D->ea + 9 * FP32_BYTES), 0);
         return;
     }
-    /* dlogits = softmax - onehot: reads the fp32 softmax, writes the gradient. The LM head
-     * is never quantised (bitsandbytes keeps the output layer in 16 bits), and under LoRA
-     * it is frozen: dgrad only. */
-    model__vec(l, "loss.bwd", 2 * X, X * (FP32_BYTES + D->ea), 0);
+    /* dlogits = (softmax - onehot) x dloss, cast to 16 bits (above). The LM head is never
+     * quantised (bitsandbytes keeps the output layer in 16 bits), and under LoRA it is
+     * frozen: dgrad only. */
+    model__vec(l, "loss.bwd", 2 * X, X * (3 * FP32_BYTES + D->ea), 0);
     model__gemm_dgrad(l, D, "lm_head.dgrad", T, h, V, false);
     if (!D->frozen)
         model__gemm_wgrad(l, D, "lm_head.wgrad", T, h, V, head_grads);

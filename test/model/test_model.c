@@ -283,12 +283,17 @@ static void test_llama_gemms(void)
     CHECK(op->cls == HW_OP_ATTN_BWD);
 
     /* LM head: (T x 4096) @ (4096 x 128256) = 8,607,114,461,184 FLOPs; its wgrad carries
-     * the untied head's 525,336,576 parameters; the loss reads bf16 logits and moves the
-     * fp32 copy: T x 128256 x (2 + 16) bytes. */
+     * the untied head's 525,336,576 parameters. The loss, as Megatron's unfused
+     * vocab-parallel cross entropy runs it, passes over the T x 128256 logits six times
+     * forward: cast to fp32 (read 2, write 4), max (read 4), subtract (read 4, write 4), exp
+     * (read 4, write 4), sum (read 4), divide (read 4, write 4) = 38 bytes per logit; backward
+     * times the incoming gradient in place (read 4, write 4) and casts back to bf16 (read 4,
+     * write 2) = 14. */
     model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
     CHECK_NEAR(find(&l, "lm_head")->flops, 8607114461184.0, 0, 0);
-    CHECK_NEAR(find(&l, "loss")->bytes, 8192.0 * 128256 * 18, 0, 0);
+    CHECK_NEAR(find(&l, "loss")->bytes, 8192.0 * 128256 * 38, 0, 0);
     model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "loss.bwd")->bytes, 8192.0 * 128256 * 14, 0, 0);
     CHECK_INT_EQ(find(&l, "lm_head.wgrad")->grad_params, 525336576);
     CHECK_NEAR(find(&l, "lm_head.dgrad")->model_flops, 8607114461184.0, 0, 0);
     /* Embedding: gathers have no FLOPs; its backward carries the table's gradients. */
