@@ -1,6 +1,8 @@
 /* Execution of collective schedules on the flow-level network (see exec.h). */
 #include "core/sim.h"
 
+#include <math.h>
+
 #include "coll/exec.h"
 
 static int device_of(const coll_exec *x, hw_topo *topo, int member)
@@ -39,6 +41,27 @@ void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf,
     *route = r;
 }
 
+/* The start delay of a transfer in a round after the collective's first, given its full
+ * delay (protocol step latency + route latency). NCCL moves each step's data in slices of
+ * the protocol's chunk through a FIFO of several slots (NCCL_STEPS), and a member forwards
+ * a slice of step k+1 as soon as the matching slice of step k has arrived: the step latency
+ * overlaps the transfer of the rest of the step, and only what outlasts it, delay - (bytes -
+ * slice) / bandwidth, stays on the critical path (nothing for large steps, all of it when a
+ * step is one slice). The bandwidth is the route's narrowest link at the protocol's
+ * efficiency, without contention (with contention more of the latency hides: a bound). */
+sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay, double bytes,
+                               double wire, const hw_route *r)
+{
+    double slice = (double)x->protocols->proto[x->proto].chunk_bytes;
+    if (bytes <= slice || r->n == 0)
+        return delay;
+    double bw = INFINITY;
+    for (int k = 0; k < r->n; k++)
+        bw = fmin(bw, hw_topo_link(topo, r->links[k])->bw_Bps);
+    sim_time cover = sim_time_from_s((bytes - slice) * (wire / bytes) / bw);
+    return delay > cover ? delay - cover : 0;
+}
+
 int coll_exec_device(const coll_exec *x, hw_topo *topo, int member)
 {
     return device_of(x, topo, member);
@@ -53,6 +76,8 @@ coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
         sim_time lat;
         coll_exec_xfer_cost(x, topo, xf, &lat, &c[i].wire, &c[i].route);
         c[i].delay_ps = lat + c[i].route->latency_ps;
+        c[i].piped_ps = coll_exec_piped_delay(x, topo, c[i].delay_ps, xf->bytes, c[i].wire,
+                                              c[i].route);
     }
     return c;
 }
@@ -66,11 +91,14 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
         if (first == last)
             continue;
         x->outstanding = last - first;
+        bool piped = x->started; /* a round after the first: its latency pipelines */
+        x->started = true;
         hw_net_round_begin(net);
         if (x->costs) {
             for (size_t i = first; i < last; i++) {
                 const coll_xfer_cost *c = &x->costs[i];
-                hw_net_round_add(net, now + c->delay_ps, c->wire, c->route);
+                hw_net_round_add(net, now + (piped ? c->piped_ps : c->delay_ps), c->wire,
+                                 c->route);
             }
             hw_net_round_end(net, tag);
             return false;
@@ -81,7 +109,10 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
             double wire;
             const hw_route *r;
             coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
-            hw_net_round_add(net, now + lat + r->latency_ps, wire, r);
+            sim_time d = lat + r->latency_ps;
+            if (piped)
+                d = coll_exec_piped_delay(x, topo, d, xf->bytes, wire, r);
+            hw_net_round_add(net, now + d, wire, r);
         }
         hw_net_round_end(net, tag);
         return false;
@@ -93,6 +124,7 @@ bool coll_exec_start(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uin
 {
     x->round = 0;
     x->outstanding = 0;
+    x->started = false;
     if (x->sched->n_rounds == 0)
         return true;
     return start_round(x, topo, net, now + x->protocols->proto[x->proto].base_ps, tag);

@@ -1,9 +1,11 @@
 /* Runs a collective schedule as flows on the network, with NCCL's protocol costs.
  *
  * Round r starts when round r-1 has finished (round 0 after the protocol's base latency);
- * each transfer of a round starts after the protocol's per-step latency for the class of
- * its route (the class of the route's narrowest link) and carries bytes / efficiency on
- * the wire, efficiency being the protocol's payload share for that class. Transfers to or
+ * each transfer of the first round starts after the protocol's per-step latency for the
+ * class of its route (the class of the route's narrowest link) plus the route's latency,
+ * each transfer of a later round after the part of that delay its own step does not hide
+ * (coll_exec_piped_delay: steps move in slices), and carries bytes / efficiency on the
+ * wire, efficiency being the protocol's payload share for that class. Transfers to or
  * from COLL_SWITCH go to the group's NVSwitch at the NVLS efficiency. */
 #ifndef SIM_COLL_EXEC_H
 #define SIM_COLL_EXEC_H
@@ -17,6 +19,7 @@
 /* What one transfer of a schedule costs on a given group (see coll_exec_costs). */
 typedef struct coll_xfer_cost {
     sim_time delay_ps; /* protocol step latency + route latency: start to first byte */
+    sim_time piped_ps; /* the same in a round after the first (coll_exec_piped_delay) */
     double wire;       /* bytes on the wire */
     const hw_route *route;
 } coll_xfer_cost;
@@ -37,6 +40,7 @@ typedef struct coll_exec {
     int n_members;
     /* state */
     int round;
+    bool started; /* a round has started: later ones pipeline their latency */
     size_t outstanding;
 } coll_exec;
 
@@ -51,6 +55,12 @@ bool coll_exec_flow_done(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now,
 /* The cost of every transfer of x->sched on x's group and protocol, which every instance of
  * that schedule on that group shares: an array of sched->n_xfers the caller frees. */
 coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo);
+
+/* The delay of a transfer in a round after the first: its full `delay` less the time the
+ * rest of its step (bytes beyond one slice of the protocol's chunk) takes on the route's
+ * narrowest link, at least 0. */
+sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay, double bytes,
+                               double wire, const hw_route *r);
 
 /* The device of member `member` (or of the group's NVSwitch for COLL_SWITCH). */
 int coll_exec_device(const coll_exec *x, hw_topo *topo, int member);

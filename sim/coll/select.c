@@ -40,7 +40,9 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
             total += last;
             continue;
         }
-        sim_time lat_max = 0;
+        /* the first round pays its full latency, later ones only what their steps do not
+         * hide (coll_exec_piped_delay); a repeat costs what a later round does */
+        sim_time lat_max = 0, piped_max = 0;
         for (size_t j = 0; j < n; j++) {
             if (r >= s[j]->n_rounds)
                 continue;
@@ -48,8 +50,12 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                 sim_time lat;
                 double wire;
                 const hw_route *route;
-                coll_exec_xfer_cost(&x[j], t[j].topo, &s[j]->xfers[i], &lat, &wire, &route);
-                lat_max = SIM_MAX(lat_max, lat + route->latency_ps);
+                const coll_xfer *xf = &s[j]->xfers[i];
+                coll_exec_xfer_cost(&x[j], t[j].topo, xf, &lat, &wire, &route);
+                lat += route->latency_ps;
+                lat_max = SIM_MAX(lat_max, lat);
+                piped_max = SIM_MAX(piped_max, coll_exec_piped_delay(&x[j], t[j].topo, lat,
+                                                                     xf->bytes, wire, route));
                 for (int k = 0; k < route->n; k++) {
                     int32_t l = route->links[k];
                     if (load[l] == 0) {
@@ -67,8 +73,8 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
             load[l] = 0;
         }
         n_touched = 0;
-        last = sim_time_to_s(lat_max) + worst;
-        total += last;
+        last = sim_time_to_s(piped_max) + worst;
+        total += r == 0 ? sim_time_to_s(lat_max) + worst : last;
     }
     if (!t[0].scratch)
         sim_free(load);
