@@ -19,6 +19,7 @@ typedef struct sweep_args {
 /* The runs to execute: a sweep's cartesian product, or a plan's candidates. */
 typedef struct run_list {
     const char *base;        /* the base scenario's path */
+    const char **bases;      /* [run]: its own base scenario, or NULL: every run's is base */
     const char *name;        /* run names are <name>-<index> */
     const char *source;      /* the file the runs come from (an input of the results) */
     const char *text;        /* what defines them, for the resume fingerprint */

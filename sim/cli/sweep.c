@@ -52,8 +52,9 @@ static const char usage[] =
     "usage: stepsim sweep SWEEP.yaml -o OUT.h5 [--resume] [--json] [--progress]\n"
     "                     [--no-timeline] [--steps N]\n"
     "\n"
-    "Runs every combination of a sweep file's axes over its base scenario (docs/sweeps.md)\n"
-    "and writes them into one results file, with a /sweep table of the runs. Invalid\n"
+    "Runs every combination of a sweep file's axes over its base scenario, or over each of a\n"
+    "list of scenario files (docs/sweeps.md), and writes them into one results file, with a\n"
+    "/sweep table of the runs. Invalid\n"
     "combinations are runs with status skipped, failed runs status error; neither stops the\n"
     "sweep. Runs under mpirun too (one coordinator that also works, dynamic balancing), with\n"
     "the same file whatever the number of ranks.\n"
@@ -177,7 +178,8 @@ static int execute(const sweep_ctx *c, size_t i)
     io_scenario_info *info = NULL;
     sim_diag diag = {0};
     io_load_stage stage;
-    int rc = io_scenario_load_ex(c->L.base, sets, n_sets, sc, &info, &diag, &stage);
+    const char *base = c->L.bases ? c->L.bases[i] : c->L.base;
+    int rc = io_scenario_load_ex(base, sets, n_sets, sc, &info, &diag, &stage);
     if (rc) {
         /* the values were each checked when the sweep was read: this is a combination */
         rc = save_status(c, i, REPLAY_STATUS_SKIPPED, diag.msg, 0);
@@ -680,8 +682,13 @@ static void sweep_runs(sweep_ctx *c)
 {
     const io_sweep *sw = c->sw;
     run_list *L = &c->L;
-    *L = (run_list){.base = sw->base, .name = sw->name, .source = sw->path, .text = sw->text,
-                    .n_runs = sw->n_runs, .n_axes = sw->n_axes};
+    *L = (run_list){.base = sw->bases[0], .name = sw->name, .source = sw->path,
+                    .text = sw->text, .n_runs = sw->n_runs, .n_axes = sw->n_axes};
+    if (sw->base_axis) {
+        L->bases = sim_calloc(sw->n_runs + 1, sizeof *L->bases);
+        for (size_t i = 0; i < sw->n_runs; i++)
+            L->bases[i] = io_sweep_run_base(sw, i);
+    }
     L->axis_names = sim_calloc(sw->n_axes + 1, sizeof *L->axis_names);
     for (size_t k = 0; k < sw->n_axes; k++)
         L->axis_names[k] = sw->axes[k].key;
@@ -708,6 +715,7 @@ static void free_runs(run_list *L)
     sim_free(L->n_sets);
     sim_free(L->values);
     sim_free(L->axis_names);
+    sim_free(L->bases);
 }
 
 int cli_sweep(int argc, char **argv)

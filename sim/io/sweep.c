@@ -111,6 +111,17 @@ static void flatten(io_sweep_value *out, const char *key, const io_ynode *v, con
     out->sets[out->n_sets++] = b.s;
 }
 
+/* A file name without its directory and extension: "sweeps/validation.yaml" -> "validation". */
+static char *stem_of(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    char *s = sim_strdup(slash ? slash + 1 : path);
+    char *dot = strrchr(s, '.');
+    if (dot && dot != s)
+        *dot = 0;
+    return s;
+}
+
 static char *dir_of(const char *path)
 {
     const char *slash = strrchr(path, '/');
@@ -157,8 +168,7 @@ static int value_error(const io_sweep *sw, const io_sweep_value *v, const sim_di
     if (inner->hints[0])
         sim_diag_hint(diag, "%s", inner->hints);
     if (strncmp(inner->file, "--set ", 6) != 0)
-        sim_diag_hint(diag, "(in %s%s%d)", inner->file, inner->line ? ":" : "",
-                      inner->line ? inner->line : 0);
+        sim_diag_hint(diag, inner->line ? "(in %s:%d)" : "(in %s)", inner->file, inner->line);
     return SIM_EINVAL;
 }
 
@@ -200,11 +210,23 @@ int io_sweep_load(const char *path, io_sweep **out, sim_diag *diag)
     const io_ypair *base = rc ? NULL : io_ymap_find(root, "base");
     const io_ypair *axes = rc ? NULL : io_ymap_find(root, "axes");
     const io_ypair *name = rc ? NULL : io_ymap_find(root, "name");
-    if (!rc && (!base || base->value->kind != IO_YSCALAR || !base->value->text[0]))
+    bool listed = base && base->value->kind == IO_YSEQ;
+    if (!rc && !listed && (!base || base->value->kind != IO_YSCALAR || !base->value->text[0]))
         rc = sim_diag_error(diag, path, base ? base->value->line : root->line,
                             base ? base->value->col : root->col,
-                            "base: expected the path of the base scenario");
-    if (!rc && (!axes || axes->value->kind != IO_YMAP || axes->value->n == 0))
+                            "base: expected the path of the base scenario, or a list of "
+                            "scenario paths");
+    for (size_t i = 0; !rc && listed && i < base->value->n; i++) {
+        const io_ynode *b = base->value->items[i];
+        if (b->kind != IO_YSCALAR || !b->text[0])
+            rc = sim_diag_error(diag, path, b->line, b->col,
+                                "base: expected the path of a scenario file");
+    }
+    if (!rc && listed && base->value->n == 0)
+        rc = sim_diag_error(diag, path, base->value->line, base->value->col,
+                            "base: expected at least one scenario path");
+    if (!rc && ((!axes && !listed) ||
+                (axes && (axes->value->kind != IO_YMAP || axes->value->n == 0))))
         rc = sim_diag_error(diag, path, axes ? axes->value->line : root->line,
                             axes ? axes->value->col : root->col,
                             "axes: expected a mapping of scenario keys to lists of values, "
@@ -214,23 +236,49 @@ int io_sweep_load(const char *path, io_sweep **out, sim_diag *diag)
         rc = sim_diag_error(diag, path, name->value->line, name->value->col,
                             "name: expected a run-name prefix without '/'");
     if (!rc) {
-        const char *b = base->value->text;
-        size_t len = strlen(dir) + strlen(b) + 2;
-        sw->base = sim_calloc(len, 1);
-        snprintf(sw->base, len, b[0] == '/' ? "%s" : "%s/%s", b[0] == '/' ? b : dir, b);
+        size_t nb = listed ? base->value->n : 1;
+        sw->bases = sim_calloc(nb, sizeof *sw->bases);
+        sw->n_bases = nb;
+        for (size_t i = 0; i < nb; i++) {
+            const char *b = listed ? base->value->items[i]->text : base->value->text;
+            size_t len = strlen(dir) + strlen(b) + 2;
+            sw->bases[i] = sim_calloc(len, 1);
+            snprintf(sw->bases[i], len, b[0] == '/' ? "%s" : "%s/%s", b[0] == '/' ? b : dir, b);
+        }
         if (name)
             sw->name = sim_strdup(name->value->text);
-        const io_ynode *ax = axes->value;
-        sw->axes = sim_calloc(ax->n, sizeof *sw->axes);
-        sw->n_axes = ax->n;
+        const io_ynode *ax = axes ? axes->value : NULL;
+        size_t n_ax = ax ? ax->n : 0;
+        sw->base_axis = listed;
+        sw->n_axes = n_ax + listed;
+        sw->axes = sim_calloc(sw->n_axes, sizeof *sw->axes);
         sw->n_runs = 1;
-        for (size_t i = 0; !rc && i < ax->n; i++) {
+        if (listed) { /* the outermost axis: one value per base, no overrides */
+            io_sweep_axis *a = &sw->axes[0];
+            a->key = sim_strdup("base");
+            a->values = sim_calloc(nb, sizeof *a->values);
+            a->n_values = nb;
+            for (size_t j = 0; j < nb; j++) {
+                const io_ynode *v = base->value->items[j];
+                sbuf t = {0};
+                sb_scalar(&t, v);
+                a->values[j] = (io_sweep_value){.text = t.s, .line = v->line, .col = v->col};
+            }
+            sw->n_runs = nb;
+        }
+        for (size_t i = 0; !rc && i < n_ax; i++) {
             const io_ypair *p = &ax->pairs[i];
-            io_sweep_axis *a = &sw->axes[i];
+            io_sweep_axis *a = &sw->axes[i + listed];
             a->key = sim_strdup(p->key->text);
             if (p->value->kind != IO_YSEQ || p->value->n == 0) {
                 rc = sim_diag_error(diag, path, p->value->line, p->value->col,
                                     "axes.%s: expected a non-empty list of values", a->key);
+                break;
+            }
+            if (listed && strcmp(a->key, "base") == 0) {
+                rc = sim_diag_error(diag, path, p->key->line, p->key->col,
+                                    "axes.base: 'base' is not a scenario key");
+                sim_diag_hint(diag, "list the scenario files under base instead");
                 break;
             }
             a->values = sim_calloc(p->value->n, sizeof *a->values);
@@ -250,24 +298,31 @@ int io_sweep_load(const char *path, io_sweep **out, sim_diag *diag)
             sw->n_runs *= a->n_values;
         }
     }
-    /* the base alone, then each value on its own: input errors are the sweep file's */
-    if (!rc) {
+    /* each base alone, then each value on its own over it: input errors are the sweep
+     * file's (a base that does not load is reported at its entry in a list) */
+    for (size_t b = 0; !rc && b < sw->n_bases; b++) {
         plan_scenario sc;
         sim_diag inner = {0};
         io_load_stage stage;
-        if (io_scenario_load_ex(sw->base, NULL, 0, &sc, NULL, &inner, &stage) &&
+        if (io_scenario_load_ex(sw->bases[b], NULL, 0, &sc, NULL, &inner, &stage) &&
             stage == IO_LOAD_INPUT) {
-            *diag = inner;
-            rc = SIM_EINVAL;
-        } else if (!sw->name) {
-            sw->name = sim_strdup(inner.set ? "sweep" : sc.name);
+            if (sw->base_axis && inner.line == 0) { /* cannot be read: say which entry */
+                const io_sweep_value *v = &sw->axes[0].values[b];
+                rc = sim_diag_error(diag, sw->path, v->line, v->col, "%s", inner.msg);
+                sim_diag_hint(diag, "relative paths in base resolve against the sweep file");
+            } else {
+                *diag = inner;
+                rc = SIM_EINVAL;
+            }
+        } else if (!sw->name && b == 0) {
+            sw->name = sw->base_axis ? stem_of(path) : sim_strdup(inner.set ? "sweep" : sc.name);
         }
-        for (size_t i = 0; !rc && i < sw->n_axes; i++)
+        for (size_t i = sw->base_axis; !rc && i < sw->n_axes; i++)
             for (size_t j = 0; !rc && j < sw->axes[i].n_values; j++) {
                 const io_sweep_value *v = &sw->axes[i].values[j];
                 memset(&inner, 0, sizeof inner);
-                if (io_scenario_load_ex(sw->base, (const char *const *)v->sets, v->n_sets, &sc,
-                                        NULL, &inner, &stage) &&
+                if (io_scenario_load_ex(sw->bases[b], (const char *const *)v->sets, v->n_sets,
+                                        &sc, NULL, &inner, &stage) &&
                     stage == IO_LOAD_INPUT)
                     rc = value_error(sw, v, &inner, diag);
             }
@@ -299,10 +354,20 @@ void io_sweep_destroy(io_sweep *sw)
     }
     sim_free(sw->axes);
     sim_free(sw->path);
-    sim_free(sw->base);
+    for (size_t i = 0; i < sw->n_bases; i++)
+        sim_free(sw->bases[i]);
+    sim_free(sw->bases);
     sim_free(sw->name);
     sim_free(sw->text);
     sim_free(sw);
+}
+
+const char *io_sweep_run_base(const io_sweep *sw, size_t index)
+{
+    SIM_ASSERT(index < sw->n_runs, "run %zu of %zu", index, sw->n_runs);
+    if (!sw->base_axis)
+        return sw->bases[0];
+    return sw->bases[index / (sw->n_runs / sw->n_bases)]; /* the outermost axis */
 }
 
 const char **io_sweep_run_sets(const io_sweep *sw, size_t index, size_t *n, size_t *value_of)

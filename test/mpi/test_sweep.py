@@ -124,6 +124,45 @@ with tempfile.TemporaryDirectory() as tmp:
     check(open(os.path.join(a, "out.h5"), "rb").read() == open(os.path.join(b, "out.h5"), "rb").read(),
           "resumed file = uninterrupted file")
 
+    # base as a list of scenario files: the outermost axis, named "base"; without axes, one
+    # run per file. Each run is its scenario as `stepsim run` runs it (same step time, bit
+    # for bit), named <sweep file's stem>-<index>, and 2 ranks give the serial file.
+    lst = os.path.join(tmp, "files.yaml")
+    open(lst, "w").write("base:\n  - %s/ddp.yaml\n  - %s/single.yaml\naxes:\n"
+                         "  training.micro_batch: [1, 2]\n" % (data, data))
+    files = {}
+    for ranks in (0, 2):
+        d = os.path.join(tmp, "files%d" % ranks)
+        os.mkdir(d)
+        p = sweep(d, lst, ranks, "--json", "--no-timeline")
+        check(p.returncode == 0, "base list, %d rank(s): %s" % (ranks, p.stderr))
+        files[ranks] = (open(os.path.join(d, "out.h5"), "rb").read() if p.returncode == 0 else b"",
+                        p.stdout)
+    check(files[0] == files[2], "base list: -n 2 gives the serial file and JSON")
+    objs = [json.loads(l) for l in files[0][1].splitlines()]
+    check([o["name"] for o in objs] == ["files-%d" % i for i in range(4)], "base list run names")
+    for i, (scen, mb) in enumerate((("ddp", 1), ("ddp", 2), ("single", 1), ("single", 2))):
+        q = subprocess.run([stepsim, "run", os.path.join(data, scen + ".yaml"), "--json",
+                            "--no-timeline", "--set", "training.micro_batch=%d" % mb],
+                           capture_output=True, text=True, env=env)
+        one = json.loads(q.stdout) if q.returncode == 0 else {}
+        check(i < len(objs) and objs[i]["step_time_s"] == one.get("step_time_s"),
+              "base list run %d = %s.yaml with micro_batch %d" % (i, scen, mb))
+    with h5py.File(os.path.join(tmp, "files0", "out.h5"), "r") as f:
+        col = [x.decode() for x in f["sweep"]["base"]]
+    check(col == ["%s/ddp.yaml" % data] * 2 + ["%s/single.yaml" % data] * 2,
+          "/sweep base column: %s" % col)
+    open(lst, "w").write("base: [%s/ddp.yaml, %s/single.yaml]\n" % (data, data))
+    d = os.path.join(tmp, "files-noaxes")
+    os.mkdir(d)
+    p = sweep(d, lst, 0, "--json", "--no-timeline")
+    check(p.returncode == 0 and len(p.stdout.splitlines()) == 2, "base list without axes: 2 runs")
+    open(lst, "w").write("base:\n  - %s/ddp.yaml\n  - nothere.yaml\n" % data)
+    p = sweep(d, lst, 0)
+    lines = [l for l in p.stderr.splitlines() if not l.startswith("  ")]
+    check(p.returncode == 2 and len(lines) == 1 and lines[0].startswith(lst + ":3:5: error: cannot open"),
+          "a missing file in base is reported at its entry: " + p.stderr)
+
     # bad sweep files: one error line at the offending value ("  parallel.tpp: [1, 2]": the
     # first value, 1, at 3:18) or key, exit 2, no output
     bad = os.path.join(tmp, "bad.yaml")
