@@ -3,7 +3,16 @@
 row, written by gen.py), compares with the published tables and writes or checks
 docs/validation.md.
 
-    validate.py STEPSIM SOURCE_ROOT SHARED_VALIDATION_DIR [--write] [--jobs N] [--only PREFIX]
+    validate.py STEPSIM SOURCE_ROOT SHARED_VALIDATION_DIR [--write] [--jobs N] [--ranks N]
+                [--only PREFIX]
+
+Where Open MPI's mpirun is on PATH the rows run distributed, as `stepsim sweep` runs over
+lists of scenario files under `mpirun -n N` (N: --ranks, default the number of cores;
+--ranks 0: no MPI): the rows below 1,024 GPUs as one sweep, the large ones (up to ~17 GiB
+each) as a second with as many ranks as the machine's memory holds at 18 GiB a run; where
+that is one rank, they run one at a time as plain `stepsim run`s, which write no results
+file. Without mpirun, a pool of --jobs processes (default 2) runs the small rows and the
+large ones run one at a time. The results are the same either way.
 
 --write rewrites docs/validation.md from this run. Without it the run is checked against the
 committed table: it fails when a table's mean absolute error grows by more than 1 point, or a
@@ -14,13 +23,15 @@ step time: A100 (Narayanan et al. 2021, Eq. 3, recompute included)
     F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)),   TFLOP/s per GPU = F / (step time x GPUs);
 H100 (Megatron-Core): model FLOPs without recompute, which is stepsim's tflops_per_gpu for
 these GELU MHA models (docs/models.md)."""
-import concurrent.futures, csv, json, os, re, resource, subprocess, sys, time
+import concurrent.futures, csv, json, os, re, resource, shutil, subprocess, sys, tempfile, time
 
 stepsim, root, shared = sys.argv[1:4]
 args = sys.argv[4:]
 write = "--write" in args
 jobs = int(args[args.index("--jobs") + 1]) if "--jobs" in args else 2
 only = args[args.index("--only") + 1] if "--only" in args else ""
+ranks = int(args[args.index("--ranks") + 1]) if "--ranks" in args else (os.cpu_count() or 1)
+mpirun = shutil.which("mpirun") if ranks >= 1 else None
 TIMEOUT = 1800
 MEM_LIMIT = 18 << 30  # address space per run: a trace that does not fit fails cleanly
 scen_dir = os.path.join(root, "test", "validation", "scenarios")
@@ -110,11 +121,62 @@ def record(c, d, err, wall):
                                      if c["sim"] else "not run: " + err), file=sys.stderr)
 
 
-with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
-    for got in ex.map(run, small):
-        record(*got)
-for c in large:
-    record(*run(c))
+def mem_total():
+    with open("/proc/meminfo") as f:
+        for line in f:
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) << 10
+    return MEM_LIMIT
+
+
+def sweep(batch, n):
+    """Runs `batch` as one `stepsim sweep` over their scenario files under `mpirun -n n`; each
+    run is a child process of its rank, under the same memory limit as a lone run."""
+    if not batch:
+        return
+    with tempfile.TemporaryDirectory() as tmp:
+        spec = os.path.join(tmp, "validation.yaml")
+        with open(spec, "w") as f:
+            f.write("base:\n" + "".join("  - %s\n" % os.path.abspath(os.path.join(scen_dir, c["file"] + ".yaml"))
+                                         for c in batch))
+        env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+        cmd = [mpirun, "-n", str(n)] + (["--oversubscribe"] if n > (os.cpu_count() or 1) else []) + \
+              [stepsim, "sweep", spec, "-o", os.path.join(tmp, "out.h5"), "--json", "--no-timeline"]
+        t0 = time.time()
+        print("%d rows: stepsim sweep under mpirun -n %d" % (len(batch), n), file=sys.stderr)
+        try:
+            p = subprocess.run(cmd, capture_output=True, text=True, env=env, preexec_fn=limit,
+                               timeout=TIMEOUT * len(batch))
+            objs = [json.loads(l) for l in p.stdout.splitlines() if l.startswith("{")]
+            why = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:200]
+        except subprocess.TimeoutExpired:
+            objs, why = [], "timed out"
+        wall = (time.time() - t0) / len(batch)  # per row, on average
+        for i, c in enumerate(batch):
+            d = objs[i] if i < len(objs) else None
+            if d and d.get("status") in ("ok", "oom"):
+                record(c, d, None, wall)
+            else:
+                err = (d or {}).get("error") or why
+                if d and d.get("status") == "error" and ("memory" in err or "signal" in err):
+                    err = "needs more than %d GiB of memory" % (MEM_LIMIT >> 30)
+                record(c, None, err, wall)
+
+
+if mpirun:
+    sweep(small, ranks)
+    n_large = min(ranks, mem_total() // MEM_LIMIT)
+    if n_large >= 2:
+        sweep(large, n_large)
+    else:  # one at a time: a plain run, without the sweep's results file (~1 GB, 2x the time)
+        for c in large:
+            record(*run(c))
+else:
+    with concurrent.futures.ThreadPoolExecutor(max_workers=jobs) as ex:
+        for got in ex.map(run, small):
+            record(*got)
+    for c in large:
+        record(*run(c))
 
 
 def summary(table):
@@ -147,8 +209,9 @@ if write:
              "(and the input-gradient collective beside the weight-gradient GEMM), "
              "distributed optimizer with overlapped gradient reduce-scatter and parameter all-gather "
              "(stated: \"DP grad-reduce/param-gather overlap\") in Megatron-Core's default buckets of "
-             "max(40M, 1M x DP) parameters, interleaved 1F1B with 2 chunks (v) "
-             "where possible."),
+             "max(40M, 1M x DP) parameters; with PP, interleaved 1F1B (stated: \"PP comm "
+             "overlap\", which Megatron-Core has only in the interleaved schedule) with the "
+             "fewest chunks per stage (v) that divide its layers."),
             ("A100-2022", "Megatron-LM on DGX A100, 2022 (Korthikanti et al. 2022, Tables 3 and 5)",
              "Iteration time in seconds; the error is in throughput (published time / simulated "
              "time - 1), as in the tables above. No data parallelism; full recompute without SP, "
