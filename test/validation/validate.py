@@ -4,7 +4,10 @@ row, written by gen.py), compares with the published tables and writes or checks
 docs/validation.md.
 
     validate.py STEPSIM SOURCE_ROOT SHARED_VALIDATION_DIR [--write] [--jobs N] [--ranks N]
-                [--only PREFIX]
+                [--only PREFIX[,PREFIX...]]
+
+--only runs the rows whose scenario names start with one of the prefixes and fails when one
+of them does not run (the committed tables are not compared).
 
 Where Open MPI's mpirun is on PATH the rows run distributed, as `stepsim sweep` runs over
 lists of scenario files under `mpirun -n N` (N: --ranks, default the number of cores;
@@ -32,6 +35,8 @@ jobs = int(args[args.index("--jobs") + 1]) if "--jobs" in args else 2
 only = args[args.index("--only") + 1] if "--only" in args else ""
 ranks = int(args[args.index("--ranks") + 1]) if "--ranks" in args else (os.cpu_count() or 1)
 mpirun = shutil.which("mpirun") if ranks >= 1 else None
+if write and only:
+    sys.exit("validate.py: --write rewrites the whole table: it cannot take --only")
 TIMEOUT = 1800
 MEM_LIMIT = 18 << 30  # address space per run: a trace that does not fit fails cleanly
 scen_dir = os.path.join(root, "test", "validation", "scenarios")
@@ -63,7 +68,7 @@ with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "kort
                               file="k2022-%s-%s" % (r["model"].lower(), mode), gpus=int(r["gpus"]),
                               layout="TP %s PP %s" % (r["tp"], r["pp"]), published=float(r[col]),
                               flops=None, time=True))
-cases = [c for c in cases if c["file"].startswith(only)]
+cases = [c for c in cases if any(c["file"].startswith(o) for o in only.split(","))]
 TABLES = ("A100", "H100", "A100-2022")
 
 
@@ -269,6 +274,11 @@ if write:
 # the regression guard
 old = open(doc).read()
 bad = 0
+if only:
+    missed = [c["file"] for c in cases if c["err"] is None]
+    for f in missed:
+        print("FAIL: %s did not run" % f, file=sys.stderr)
+    sys.exit(1 if missed or not cases else 0)
 for table in TABLES:
     m = re.search(r"\*\*%s: mean absolute error ([0-9.]+)%%, max ([0-9.]+)%% over (\d+) rows" % table, old)
     mean, worst, n = summary(table)
