@@ -81,6 +81,12 @@ typedef struct rank_state {
     uint32_t stream_first[TRACE_STREAMS + 1];
     uint32_t head[TRACE_STREAMS];
     bool busy[TRACE_STREAMS];
+    /* the compute kernel in flight under comm_interference: its completion event, the
+     * work it has left (ps at full speed) as of k_at, and whether a collective slows it */
+    sim_event *k_ev;
+    double k_left;
+    sim_time k_at;
+    bool k_slowed;
     sim_time stream_free[TRACE_STREAMS];
     size_t done_ops;
     int step;              /* 0-based step in progress */

@@ -21,7 +21,7 @@ static replay_cause cause_of_group(int cls)
 }
 
 /* `member`: the rank's place in the group of a collective op (-1 for other ops). */
-static void push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t, int member)
+static sim_event *push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t, int member)
 {
     sim_event *ev = sim_eventq_alloc(c->q);
     ev->type = EV_OP_DONE;
@@ -29,6 +29,37 @@ static void push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t, int m
     ev->b = member;
     ev->c = op;
     sim_eventq_push(c->q, ev, t);
+    return ev;
+}
+
+/* Whether a collective runs on one of the rank's communication streams. */
+static bool comm_running(const rank_state *rs)
+{
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+        if (rs->busy[TRACE_STREAM_COMM(g)])
+            return true;
+    return false;
+}
+
+/* NCCL kernels occupy SMs and HBM bandwidth: a compute kernel progresses at 1 / (1 + the
+ * catalog's comm_interference) while a collective runs on its GPU (docs/calibration.md),
+ * for exactly the part of it that overlaps. Called when the rank's communication starts or
+ * stops: the kernel in flight, if any, is charged its progress so far at the old rate and
+ * its end moved to where the rest takes it at the new one. */
+static void retime_kernel(replay_ctx *c, int rank, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    bool slowed = comm_running(rs);
+    if (!rs->k_ev || slowed == rs->k_slowed)
+        return;
+    double f = 1 + c->p->sc->topology.gpu.comm_interference;
+    rs->k_left = fmax(0, rs->k_left - (double)(now - rs->k_at) / (rs->k_slowed ? f : 1));
+    rs->k_at = now;
+    rs->k_slowed = slowed;
+    uint32_t op = (uint32_t)rs->k_ev->c;
+    sim_eventq_cancel(c->q, rs->k_ev);
+    rs->k_ev = push_op_done(c, rank, op, now + (sim_time)(rs->k_left * (slowed ? f : 1) + 0.5),
+                            -1);
 }
 
 static void finish_coll(replay_ctx *c, uint32_t ci, sim_time now)
@@ -148,6 +179,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     if (o->stream != TRACE_STREAM_ASYNC) {
         rs->busy[o->stream] = true;
         rs->stream_start[o->stream] = now;
+        if (rs->k_ev && o->stream != TRACE_STREAM_COMPUTE)
+            retime_kernel(c, rank, now);
     } else {
         /* point-to-point ops overlap each other: their start times are kept by op (a few
          * are in flight at a time) */
@@ -199,15 +232,17 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
             }
         }
         sim_time d = rs->dur[op];
-        /* NCCL kernels occupy SMs: a kernel that starts while communication runs on this
-         * GPU is slowed by the catalog's interference factor (docs/calibration.md) */
+        /* slowed while communication runs on this GPU (retime_kernel); a measured duration
+         * is taken as it is */
         double slow = c->p->sc->topology.gpu.comm_interference;
         if (slow > 0 && o->duration_ps < 0) {
-            bool comm = false;
-            for (int g = 0; g < PLAN_GROUP_COUNT; g++)
-                comm |= rs->busy[TRACE_STREAM_COMM(g)];
-            if (comm)
+            rs->k_left = (double)d;
+            rs->k_at = now;
+            rs->k_slowed = comm_running(rs);
+            if (rs->k_slowed)
                 d = (sim_time)((double)d * (1 + slow) + 0.5);
+            rs->k_ev = push_op_done(c, rank, op, now + d, -1);
+            return;
         }
         push_op_done(c, rank, op, now + d, -1);
         return;
@@ -350,6 +385,10 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
         rs->busy[o->stream] = false;
         rs->stream_free[o->stream] = now;
         rs->head[o->stream]++;
+        if (o->stream == TRACE_STREAM_COMPUTE)
+            rs->k_ev = NULL; /* popped: the loop frees it */
+        else if (rs->k_ev)
+            retime_kernel(c, rank, now);
     }
     rs->done_ops++;
     if (c->opt->timeline)

@@ -230,6 +230,43 @@ int main(void)
         replay_results_destroy(res);
         plan_destroy(p);
     }
+    /* 3b. Interference for exactly the overlap: comm_interference 0.5, a GEMM of 1e13 FLOPs
+     *     (T_K = 1e13 / 494.5e12 s = 20,222,446,916.08 ps, rounded up: ...917) and the
+     *     all-reduce (T_AR = 10.001 ms, unaffected) both start at 0. While the all-reduce
+     *     runs the GEMM progresses at 1 / 1.5: by T_AR it has done T_AR / 1.5 of its work,
+     *     the rest runs at full speed: it ends at T_AR + T_K - T_AR / 1.5 = T_K + T_AR / 3 =
+     *     20,222,446,917 + 3,333,666,666.7 = 23,556,113,583.7 ps, which sets the step (the
+     *     optimizer waits for both). Whether the GEMM or the collective starts first at 0
+     *     does not matter (a whole-kernel slowdown decided at the kernel's start would give
+     *     20.22 or 30.33 ms by that order). */
+    {
+        plan_scenario sc;
+        scenario(&sc, 1);
+        sc.topology.gpu.comm_interference = 0.5;
+        for (int comm_first = 0; comm_first < 2; comm_first++) {
+            trace *t = trace_create(2);
+            int32_t members[2] = {0, 1};
+            uint32_t g = trace_add_group(t, PLAN_GROUP_DP, 2, members);
+            uint32_t c = trace_add_coll(t, COLL_ALL_REDUCE, PLAN_COLL_RING, g, 1e9, 0);
+            for (int r = 0; r < 2; r++) {
+                uint32_t ids[2];
+                trace_op op = comm_first ? allreduce(t, c) : compute(t, "gemm", 1e13, HW_OP_MATMUL);
+                ids[0] = trace_add_op(t, r, &op, NULL, 0);
+                op = comm_first ? compute(t, "gemm", 1e13, HW_OP_MATMUL) : allreduce(t, c);
+                ids[1] = trace_add_op(t, r, &op, NULL, 0);
+                op = compute(t, "optimizer", 0, HW_OP_VECTOR);
+                trace_add_op(t, r, &op, ids, 2);
+            }
+            plan *p = make_plan(&sc, t);
+            replay_results *res = replay_results_create();
+            replay_options opt = {.timeline = false};
+            replay_run(p, &opt, res);
+            CHECK_NEAR(res->summary.step_time_s, 23556113583.7e-12, 0, 2e-12);
+            replay_results_destroy(res);
+            plan_destroy(p);
+        }
+    }
+
     /* 4. Progress: a chain of 5,000 kernels per rank on 2 ranks over 2 steps pushes at least
      *    20,000 events, so a callback due at every check (interval 0) is called at least
      *    20,000 / 4,096 = 4 times; what it sees never decreases, stays within the run, and
