@@ -15,7 +15,8 @@ lists of scenario files under `mpirun -n N` (N: --ranks, default the number of c
 each) as a second with as many ranks as the machine's memory holds at 18 GiB a run; where
 that is one rank, they run one at a time as plain `stepsim run`s, which write no results
 file. Without mpirun, a pool of --jobs processes (default 2) runs the small rows and the
-large ones run one at a time. The results are the same either way.
+large ones run one at a time; so do the rows of a sweep when mpirun fails to start. The
+results are the same either way.
 
 --write rewrites docs/validation.md from this run. Without it the run is checked against the
 committed table: it fails when a table's mean absolute error grows by more than 1 point, or a
@@ -156,6 +157,13 @@ def sweep(batch, n):
             why = (p.stderr.strip().splitlines() or ["exit %d" % p.returncode])[-1][:200]
         except subprocess.TimeoutExpired:
             objs, why = [], "timed out"
+        if not objs and why != "timed out":  # mpirun itself failed: run them without it
+            print("mpirun gave no results (%s); running the rows as plain processes" % why,
+                  file=sys.stderr)
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(jobs, n)) as ex:
+                for got in ex.map(run, batch):
+                    record(*got)
+            return
         wall = (time.time() - t0) / len(batch)  # per row, on average
         for i, c in enumerate(batch):
             d = objs[i] if i < len(objs) else None
