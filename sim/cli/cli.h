@@ -21,8 +21,9 @@ int cli_report(int argc, char **argv);
 /* Prints the report of results file `path` (table, or CSV); returns the exit code. */
 int cli_report_file(const char *path, bool csv);
 /* The validated error of stepsim's predictions (docs/validation.md): of step time
- * (`timing`) or of memory only, as one summary line. */
-void cli_print_accuracy(FILE *f, bool timing);
+ * (`timing`) or of memory only, as one summary line; with `gpu` (the catalog name of the
+ * run's GPU) the tables of that GPU, or that none validates it; NULL: every table. */
+void cli_print_accuracy(FILE *f, bool timing, const char *gpu);
 
 /* `stepsim sweep`: the exit code. */
 int cli_sweep(int argc, char **argv);

@@ -253,7 +253,7 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
     }
     if (s->binding_constraint)
         fprintf(f, "  binding         %s\n", s->binding_constraint);
-    cli_print_accuracy(f, replayed);
+    cli_print_accuracy(f, replayed, p->sc->topology.gpu.name);
 }
 
 /* A loaded scenario and its plan; what every sub-command starts from. */
