@@ -22,16 +22,15 @@ def rows(name):
 
 
 def vstages(layers, pp, A):
-    """Interleaved 1F1B with the fewest model chunks per stage Megatron allows: the smallest
-    v > 1 that divides the layers per stage, where the layers split evenly over the stages
-    and the micro-batches per pipeline are a multiple of pp (Megatron's conditions); else
-    1F1B. The README states "PP comm overlap", which Megatron-Core implements only in the
-    interleaved schedule (it turns overlap_p2p_comm off, with a warning, without one)."""
-    if pp > 1 and layers % pp == 0 and A % pp == 0:
-        per = layers // pp
-        v = next((d for d in range(2, per + 1) if per % d == 0), None)
-        if v:
-            return "{schedule: interleaved, virtual_stages: %d}" % v
+    """Interleaved 1F1B with 2 model chunks per stage where the layers split evenly and the
+    micro-batches per pipeline are a multiple of pp (Megatron's condition); else 1F1B.
+    Not every interleaving Megatron allows: the rows with an odd number of layers per stage
+    (119B: 23, 462B: 7) would need one-layer chunks, and their published rates read as plain
+    1F1B: between bubbles (x (m + p - 1) / m) they come to 499 and 568 TFLOP/s, rising with
+    the hidden size like the interleaved rows around them (70B 446, 177B 478, 314B 526),
+    where one-layer chunks would give 424 and 475, out of line (docs/validation.md)."""
+    if pp > 1 and layers % (2 * pp) == 0 and A % pp == 0:
+        return "{schedule: interleaved, virtual_stages: 2}"
     return "{schedule: 1f1b}"
 
 
@@ -121,9 +120,8 @@ H100_NOTE = """# Assumptions (the table does not state them; the same for every 
 # collective overlapped with the weight-gradient GEMM (Megatron-Core's default); the distributed
 # optimizer (ZeRO-1) with overlapped gradient reduce-scatter and parameter all-gather (the
 # README's "DP grad-reduce/param-gather overlap") in Megatron-Core's default buckets of
-# max(40M, 1M x DP) parameters (bf16 gradients: 2 bytes each); with PP, interleaved 1F1B (the
-# README's "PP comm overlap" exists only in Megatron-Core's interleaved schedule) with the
-# fewest chunks per stage that divide its layers (2, or 23 and 7 where a stage has 23 or 7)."""
+# max(40M, 1M x DP) parameters (bf16 gradients: 2 bytes each); interleaved 1F1B with 2 chunks
+# per stage where layers and micro-batches allow (else 1F1B: docs/validation.md)."""
 
 for r in rows("megatron2021_weak_scaling.csv"):
     h, L, a = int(r["hidden"]), int(r["layers"]), int(r["heads"])

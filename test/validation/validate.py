@@ -222,9 +222,10 @@ if write:
              "(and the input-gradient collective beside the weight-gradient GEMM), "
              "distributed optimizer with overlapped gradient reduce-scatter and parameter all-gather "
              "(stated: \"DP grad-reduce/param-gather overlap\") in Megatron-Core's default buckets of "
-             "max(40M, 1M x DP) parameters; with PP, interleaved 1F1B (stated: \"PP comm "
-             "overlap\", which Megatron-Core has only in the interleaved schedule) with the "
-             "fewest chunks per stage (v) that divide its layers."),
+             "max(40M, 1M x DP) parameters, interleaved 1F1B with 2 chunks (v) where the "
+             "layers per stage are even (else 1F1B; below, (12)). Stated: the throughputs "
+             "include data loading, optimizer steps and logging, which stepsim does not model "
+             "beyond the optimizer."),
             ("A100-2022", "Megatron-LM on DGX A100, 2022 (Korthikanti et al. 2022, Tables 3 and 5)",
              "Iteration time in seconds; the error is in throughput (published time / simulated "
              "time - 1), as in the tables above. No data parallelism; full recompute without SP, "
