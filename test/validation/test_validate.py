@@ -1,11 +1,12 @@
 #!/usr/bin/python3
 """validate.py's two ways of running rows give the same results: as a `stepsim sweep` over
 the rows' scenario files under mpirun (2 ranks, 3 rows: the sweep's base list) and as plain
-processes (--ranks 0). Three quick rows (H100 1.7B, the two 22B rows of the 2022 table), so
+processes (--ranks 0), and the fallback to plain processes when mpirun cannot start. Three
+quick rows (H100 1.7B, the two 22B rows of the 2022 table), so
 it runs in the default suite; the full tables are the slow `validation` suite's.
 
     test_validate.py STEPSIM SOURCE_ROOT SHARED_VALIDATION_DIR"""
-import os, re, shutil, subprocess, sys
+import os, re, shutil, subprocess, sys, tempfile
 
 stepsim, root, shared = sys.argv[1:4]
 script = os.path.join(root, "test", "validation", "validate.py")
@@ -20,9 +21,10 @@ def check(cond, what):
         print("FAIL:", what, file=sys.stderr)
 
 
-def results(ranks):
+def results(ranks, env=None):
     p = subprocess.run(["/usr/bin/python3", script, stepsim, root, shared, "--only", rows,
-                        "--ranks", str(ranks)], capture_output=True, text=True, timeout=600)
+                        "--ranks", str(ranks)], capture_output=True, text=True, timeout=600,
+                       env=env)
     check(p.returncode == 0, "--ranks %d: exit %d: %s" % (ranks, p.returncode, p.stderr[-2000:]))
     # "h100-1p7b      458.42 vs 408.80 TFLOP/s (+12.1%), 0 s wall": all but the wall time
     got = {}
@@ -40,6 +42,16 @@ if shutil.which("mpirun"):
     swept, err = results(2)
     check("3 rows: stepsim sweep under mpirun -n 2" in err, "the rows ran as an MPI sweep: " + err[-500:])
     check(swept == plain, "the MPI sweep gives the plain runs' results: %s vs %s" % (swept, plain))
+# an mpirun that cannot start (here a stand-in that fails at once) leaves the rows to plain
+# processes, with the same results
+with tempfile.TemporaryDirectory() as tmp:
+    fake = os.path.join(tmp, "mpirun")
+    with open(fake, "w") as f:
+        f.write("#!/bin/sh\necho 'mpirun: cannot start' >&2\nexit 1\n")
+    os.chmod(fake, 0o755)
+    fell, err = results(2, dict(os.environ, PATH=tmp + os.pathsep + os.environ.get("PATH", "")))
+    check("running the rows as plain processes" in err, "fallback announced: " + err[-500:])
+    check(fell == plain, "fallback gives the plain runs' results: %s vs %s" % (fell, plain))
 # a prefix that matches nothing fails rather than passing empty
 p = subprocess.run(["/usr/bin/python3", script, stepsim, root, shared, "--only", "nothing-"],
                    capture_output=True, text=True, timeout=60)
