@@ -144,7 +144,8 @@ static void fmt_duration(char *buf, size_t n, double s)
         snprintf(buf, n, "%.3g s", s);
 }
 
-static void print_table(const run_row *runs, size_t n, const char *path)
+/* Prints the runs' tables; returns how many completed. */
+static size_t print_table(const run_row *runs, size_t n, const char *path)
 {
     size_t done = 0;
     for (size_t i = 0; i < n; i++)
@@ -218,10 +219,7 @@ static void print_table(const run_row *runs, size_t n, const char *path)
         printf("%-36s %14.4g %12.0f %16s %12.4g %12s\n", r->name, r->budget[0], r->budget[1], t,
                r->budget[3], cost);
     }
-    if (done > 0) {
-        printf("\n");
-        cli_print_accuracy(stdout, true, NULL); /* the runs may be on several GPUs */
-    }
+    return done;
 }
 
 void cli_print_accuracy(FILE *f, bool timing, const char *gpu)
@@ -356,6 +354,32 @@ int cli_report(int argc, char **argv)
     return cli_report_file(in, csv);
 }
 
+/* A sweep over a list of scenario files (docs/sweeps.md): which file each run started from,
+ * since its name (<sweep>-<index>) does not say. Nothing for other files. */
+typedef struct base_row {
+    char *name, *base;
+} base_row;
+
+static int print_base_row(void *ud, void *rows, size_t first, size_t n)
+{
+    (void)ud;
+    const base_row *r = rows;
+    if (first == 0)
+        printf("\nscenario files (the sweep's base list):\n");
+    for (size_t i = 0; i < n; i++)
+        printf("  %-34s %s\n", r[i].name ? r[i].name : "", r[i].base ? r[i].base : "");
+    return 0;
+}
+
+static void print_bases(io_h5r_file *f)
+{
+    if (!io_h5r_has_column(f, "/sweep", "base"))
+        return;
+    const io_h5r_field fields[] = {{"name", IO_H5R_STR, offsetof(base_row, name)},
+                                   {"base", IO_H5R_STR, offsetof(base_row, base)}};
+    io_h5r_for_each(f, "/sweep", fields, 2, sizeof(base_row), 4096, print_base_row, NULL);
+}
+
 int cli_report_file(const char *in, bool csv)
 {
     sim_diag diag = {0};
@@ -380,10 +404,16 @@ int cli_report_file(const char *in, bool csv)
         rc = rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
     } else {
         qsort(runs, got, sizeof *runs, by_throughput);
-        if (csv)
+        if (csv) {
             print_csv(runs, got);
-        else
-            print_table(runs, got, in);
+        } else {
+            size_t done = print_table(runs, got, in);
+            print_bases(f);
+            if (done > 0) {
+                printf("\n");
+                cli_print_accuracy(stdout, true, NULL); /* the runs may be on several GPUs */
+            }
+        }
     }
     for (size_t i = 0; i < got; i++) {
         sim_free(runs[i].name);

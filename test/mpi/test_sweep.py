@@ -152,6 +152,13 @@ with tempfile.TemporaryDirectory() as tmp:
         col = [x.decode() for x in f["sweep"]["base"]]
     check(col == ["%s/ddp.yaml" % data] * 2 + ["%s/single.yaml" % data] * 2,
           "/sweep base column: %s" % col)
+    # report names each run's scenario file, since files-N does not
+    q = subprocess.run([stepsim, "report", os.path.join(tmp, "files0", "out.h5")],
+                       capture_output=True, text=True, env=env)
+    legend = q.stdout.split("scenario files (the sweep's base list):\n")[-1].splitlines()[:4]
+    check(q.returncode == 0 and [l.split() for l in legend] ==
+          [["files-%d" % i, "%s/%s.yaml" % (data, "ddp" if i < 2 else "single")] for i in range(4)],
+          "report lists each run's scenario file: %s" % legend)
     open(lst, "w").write("base: [%s/ddp.yaml, %s/single.yaml]\n" % (data, data))
     d = os.path.join(tmp, "files-noaxes")
     os.mkdir(d)
