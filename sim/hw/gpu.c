@@ -2,9 +2,10 @@
  *
  * A kernel's duration is (see gpu.h)
  *
- *   t = max(FLOPs / (peak x eff_mm(FLOPs)),  bytes / (HBM bw x eff_mem(bytes))) + launch
+ *   t = max(FLOPs / (peak x eff_mm(FLOPs)) x (1 + k0 / k),  bytes / (HBM bw x eff_mem(bytes)))
+ *       + launch
  *
- * for matmul-class ops, and the same with the fp32 CUDA-core peak and no matmul efficiency
+ * for matmul-class ops (k the inner dimension, when known), and the same with the fp32 CUDA-core peak and no matmul efficiency
  * for vector ops; fused attention kernels use the attention table at their sequence length
  * in place of eff_mm. The efficiency curves are tabulated in the catalog and interpolated
  * linearly in log10(x) with GSL, clamped to the end values outside the table: a GEMM larger
@@ -175,7 +176,7 @@ double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double fl
 }
 
 sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
-                        double bytes, double seq)
+                        double bytes, double dim)
 {
     const hw_gpu_spec *s = &gpu->spec;
     SIM_ASSERT(flops >= 0 && bytes >= 0 && isfinite(flops) && isfinite(bytes),
@@ -188,9 +189,11 @@ sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, doub
         SIM_ASSERT(peak > 0, "%s has no %s peak (dtype not supported)", s->name,
                    hw_dtype_name(dtype));
         double eff = cls == HW_OP_MATMUL ? hw_gpu_matmul_eff(gpu, flops)
-                                         : hw_gpu_attn_eff(gpu, cls, seq, flops);
+                                         : hw_gpu_attn_eff(gpu, cls, dim, flops);
         if (flops > 0)
             t_compute = flops / (peak * eff);
+        if (cls == HW_OP_MATMUL && dim > 0)
+            t_compute *= 1 + s->matmul_k_overhead / dim;
     } else {
         double peak = s->peak_flops[HW_DTYPE_FP32];
         SIM_ASSERT(peak > 0 || flops == 0, "%s has no fp32 peak for a vector op", s->name);

@@ -1,10 +1,15 @@
 /* GPU compute model: the catalog entry (hw_gpu_spec, filled by the loader) and the roofline
  * that turns an op's FLOPs and bytes into a duration.
  *
- *   t = max(FLOPs / (peak[dtype] x eff_mm(FLOPs)),  bytes / (HBM bw x eff_mem(bytes)))
+ *   t = max(FLOPs / (peak[dtype] x eff_mm(FLOPs)) x (1 + k0 / k),  bytes / (HBM bw x eff_mem(bytes)))
  *       + launch_overhead                                     for matmul-class ops
  *   t = max(FLOPs / peak[fp32], bytes / (HBM bw x eff_mem(bytes))) + launch_overhead
  *                                                             for vector (elementwise) ops
+ *
+ * k is the GEMM's inner (reduction) dimension and k0 the catalog's matmul_k_overhead: each
+ * output tile streams k elements of its operands and pays a fixed prologue and epilogue
+ * worth k0 more (docs/calibration.md); eff_mm is the rate as k grows large. An op whose k is
+ * not known (0) takes no correction.
  *
  * Fused (flash) attention kernels take the matmul form with the catalog's attention
  * efficiency at the kernel's sequence length, eff_attn(seq), in place of eff_mm(FLOPs)
@@ -50,7 +55,9 @@ typedef struct hw_gpu_spec {
     int64_t memory_bytes;            /* usable by a training process */
     double memory_bw_Bps;            /* HBM bandwidth */
     double peak_flops[HW_DTYPE_COUNT]; /* dense FLOP/s; 0 = dtype not supported */
-    hw_curve matmul_eff;             /* x = FLOP of one GEMM */
+    hw_curve matmul_eff;             /* x = FLOP of one GEMM, at a large inner dimension */
+    double matmul_k_overhead;        /* k0: a GEMM with inner dimension k runs at
+                                        k / (k + k0) of matmul_eff (elements; 0: none) */
     hw_curve memory_eff;             /* x = bytes moved by one kernel */
     hw_curve attn_eff[HW_ATTN_TABLES]; /* fused attention by hw_op_class - HW_OP_ATTN_FWD
                                         (causal forward, causal backward, unmasked forward,
@@ -98,10 +105,11 @@ double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes);
 double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double flops);
 
 /* Roofline duration of one kernel, launch overhead included, rounded up to the picosecond.
- * `dtype` selects the tensor-core peak (ignored for vector ops); `seq` is the sequence
- * length a fused-attention kernel attends over (ignored by the other classes). Asserts the
- * dtype is supported. */
+ * `dtype` selects the tensor-core peak (ignored for vector ops); `dim` is the kernel's shape
+ * parameter: for a matmul its inner dimension k (0: not known, no correction), for fused
+ * attention the keys each query attends over; vector ops ignore it. Asserts the dtype is
+ * supported. */
 sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
-                        double bytes, double seq);
+                        double bytes, double dim);
 
 #endif

@@ -417,6 +417,8 @@ static const io_key gpu_keys[] = {
     {.name = "peak", .type = IO_K_MAP, .map = &peak_map, .flags = IO_KEY_REQUIRED},
     {.name = "matmul_efficiency", .type = IO_K_CUSTOM, .offset = GPU(matmul_eff),
      .unit = IO_UNIT_FLOPS, .fn = curve_fn},
+    {.name = "matmul_k_overhead", .type = IO_K_FLOAT, .offset = GPU(matmul_k_overhead),
+     .flags = NONNEG},
     {.name = "memory_efficiency", .type = IO_K_CUSTOM, .offset = GPU(memory_eff),
      .unit = IO_UNIT_BYTES, .fn = curve_fn},
     {.name = "attention_efficiency", .type = IO_K_MAP, .map = &attn_eff_map},

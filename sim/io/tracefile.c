@@ -3,6 +3,7 @@
  * in slices of rows, so neither side holds more than the trace itself. */
 #include "core/sim.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -55,6 +56,7 @@ typedef struct op_row {
     const char *name;
     int32_t coll;
     double flops, model_flops, bytes, duration_s;
+    double inner; /* the last column: files written before it have none (read as 0) */
 } op_row;
 
 typedef struct dep_row {
@@ -110,6 +112,7 @@ static const h5_col op_cols[] = {
     {"model_flops", COL_F64, offsetof(op_row, model_flops), "FLOP"},
     {"bytes", COL_F64, offsetof(op_row, bytes), "B"},
     {"duration_s", COL_F64, offsetof(op_row, duration_s), "s"},
+    {"inner", COL_F64, offsetof(op_row, inner), NULL},
 };
 static const h5_col dep_cols[] = {
     {"rank", COL_I32, offsetof(dep_row, rank), NULL},
@@ -201,6 +204,7 @@ static void write_tables(h5_writer *w, const plan *p)
                 .duration_s = o->duration_ps == TRACE_MEASURED_NONE
                                   ? -1
                                   : sim_time_to_s(o->duration_ps),
+                .inner = o->kind == TRACE_OP_COMPUTE && o->cls == HW_OP_MATMUL ? o->inner : 0,
             };
             io__h5_append(&ops, &row, 1);
             for (uint32_t d = 0; d < o->n_deps; d++) {
@@ -480,6 +484,9 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             !isfinite(o->bytes) || !isfinite(o->model_flops) || !isfinite(o->duration_s))
             return bad_row(rd, "ops", row, "flops, model_flops and bytes must be finite and "
                                            ">= 0%s", NULL);
+        if (!(o->inner >= 0) || !(o->inner <= FLT_MAX))
+            return bad_row(rd, "ops", row, "inner is a matmul's inner dimension >= 0 (0: not "
+                                           "known)%s", NULL);
         if (o->duration_s < 0 && o->duration_s != -1)
             return bad_row(rd, "ops", row, "duration_s is -1 (modelled) or a duration >= 0%s",
                            NULL);
@@ -520,6 +527,8 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             .bytes = o->bytes,
             .duration_ps = o->duration_s < 0 ? TRACE_MEASURED_NONE : sim_time_from_s(o->duration_s),
         };
+        if (kind == TRACE_OP_COMPUTE && cls == HW_OP_MATMUL)
+            op.inner = (float)o->inner;
         trace_add_op(rd->t, o->rank, &op, os->on, n_on);
         os->next_op++;
     }
@@ -631,8 +640,9 @@ static int read_all(reader *rd, io_trace_info *info)
         if (!rc) {
             os.n_deps = io_h5r_table_rows(os.deps);
             os.buf = sim_calloc(SLICE, sizeof *os.buf);
-            rc = each_slice(rd, "ops", op_cols, SIM_ARRAY_LEN(op_cols), sizeof(op_row), read_ops,
-                            &os);
+            /* inner is the last column; a file from before it has none (all read as 0) */
+            size_t n_cols = SIM_ARRAY_LEN(op_cols) - !io_h5r_has_column(f, "/ops", "inner");
+            rc = each_slice(rd, "ops", op_cols, n_cols, sizeof(op_row), read_ops, &os);
             if (!rc && os.dep_at < os.n_deps)
                 rc = sim_diag_error(rd->diag, rd->path, 0, 0,
                                     "/deps row %zu: no such op (rows must be sorted by rank "

@@ -202,7 +202,8 @@ void model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m
                      double n)
 {
     double f = 2 * m * k * n;
-    model__push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * D->e + m * n * D->ea, 0);
+    model__push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * D->e + m * n * D->ea, 0)->inner =
+        k;
 }
 
 /* Input gradient of that GEMM, dX = dY @ W^T. With `accumulate` the result is added into
@@ -213,7 +214,8 @@ void model__gemm_dgrad(model_op_list *l, const dims *D, const char *name, double
 {
     double f = 2 * m * k * n;
     model__push(l, name, HW_OP_MATMUL, f, f,
-                (m * n + k * n) * D->e + (accumulate ? 2 : 1) * m * k * D->ea, 0);
+                (m * n + k * n) * D->e + (accumulate ? 2 : 1) * m * k * D->ea, 0)
+        ->inner = n;
 }
 
 /* Weight gradient of that GEMM, dW = X^T @ dY. */
@@ -222,7 +224,8 @@ void model__gemm_wgrad(model_op_list *l, const dims *D, const char *name, double
 {
     double f = 2 * m * k * n;
     model__push(l, name, HW_OP_MATMUL, f, f, (m * k + m * n) * D->e + k * n * D->ea,
-                grad_params);
+                grad_params)
+        ->inner = m;
 }
 
 /* Backward of that GEMM: dgrad, then wgrad (the weight gradient is the later kernel so that
@@ -277,7 +280,8 @@ void model__lora_fwd(model_op_list *l, const dims *D, int first, int last)
         double o = (double)out, fl = 2 * T * r * o;
         model__gemm_fwd(l, D, lora_names_of[i].a, T, (double)in, r);
         model__push(l, lora_names_of[i].b, HW_OP_MATMUL, fl, fl,
-                    (T * r + r * o) * D->e + 2 * T * o * D->ea, 0);
+                    (T * r + r * o) * D->e + 2 * T * o * D->ea, 0)
+            ->inner = r;
     }
 }
 
@@ -418,6 +422,7 @@ void model__attn_core_fwd(const dims *D, double dqk, double dvh, double kvh, mod
     model_op *op = model__push(l, "attn.scores", HW_OP_MATMUL, full_s, full_s,
                                D->T * (q + k) * D->ea + S * D->ea, 0);
     op->attn_core = true;
+    op->inner = dqk;
     op = model__push(l, "attn.softmax", HW_OP_VECTOR, S * FLOPS_SOFTMAX, 0, 2 * S * D->ea, 0);
     op->attn_core = true;
     if (D->dropout) {
@@ -428,6 +433,7 @@ void model__attn_core_fwd(const dims *D, double dqk, double dvh, double kvh, mod
     op = model__push(l, "attn.context", HW_OP_MATMUL, full_pv, full_pv,
                      S * D->ea + D->T * (v + o) * D->ea, 0);
     op->attn_core = true;
+    op->inner = D->ctx;
 }
 
 void model__attn_core_bwd(const dims *D, double dqk, double dvh, double kvh, model_op_list *l)
@@ -464,6 +470,7 @@ void model__attn_core_bwd(const dims *D, double dqk, double dvh, double kvh, mod
     model_op *op = model__push(l, "attn.context.bwd", HW_OP_MATMUL, 2 * full_pv, 2 * full_pv,
                                (2 * S + 2 * D->T * o + 2 * D->T * v) * D->ea, 0);
     op->attn_core = true;
+    op->inner = 2 / (1 / dvh + 1 / D->s); /* dP over the value dim, dV over the s queries */
     /* Through the dropout: dP = dP' * mask / (1 - p): reads dP' and the mask, writes dP. */
     if (D->dropout) {
         op = model__push(l, "attn.dropout.bwd", HW_OP_VECTOR, S * FLOPS_DROPOUT, 0,
@@ -478,6 +485,7 @@ void model__attn_core_bwd(const dims *D, double dqk, double dvh, double kvh, mod
     op = model__push(l, "attn.scores.bwd", HW_OP_MATMUL, 2 * full_s, 2 * full_s,
                      (2 * S + 2 * D->T * q + 2 * D->T * k) * D->ea, 0);
     op->attn_core = true;
+    op->inner = 2 / (1 / D->ctx + 1 / D->s); /* dQ over the keys, dK over the queries */
 }
 
 /* The MLP activation on X = tokens x (f/t) elements: GELU reads its f-wide input; SwiGLU

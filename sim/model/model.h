@@ -133,6 +133,9 @@ typedef struct model_op {
     double model_flops;      /* FLOPs by the Megatron convention (MFU): matmuls only, causal
                                 attention counted as full s^2, backward = 2 x forward */
     double bytes;            /* HBM bytes read + written */
+    double inner;            /* matmuls: the inner (reduction) dimension k the kernel runs
+                                over (two products of one kernel: their harmonic mean, which
+                                times the same as both); 0 otherwise */
     int64_t grad_params;     /* > 0 for a weight-gradient kernel: gradients it produces */
     bool attn_core;          /* part of the attention core (QK^T, softmax, PV): what selective
                                 recompute re-runs in backward */

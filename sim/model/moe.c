@@ -79,7 +79,8 @@ static void moe_fwd(const model_spec *m, const model_shape *sh, const dims *D,
         model__act_fwd(l, D, "moe.shared_act", T * fs);
         double fl = 2 * T * fs * h;
         model__push(l, "moe.shared_down", HW_OP_MATMUL, fl, fl,
-                    (T * fs + fs * h) * D->e + 2 * T * h * ea, 0);
+                    (T * fs + fs * h) * D->e + 2 * T * h * ea, 0)
+            ->inner = fs;
     }
     model__residual_op(l, D, "residual2");
 }

@@ -97,6 +97,7 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
         .flops = mo->flops,
         .model_flops = mo->model_flops,
         .bytes = mo->bytes,
+        .inner = (float)mo->inner,
         .duration_ps = TRACE_MEASURED_NONE,
     };
     if (!recompute)

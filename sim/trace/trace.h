@@ -89,7 +89,11 @@ typedef struct trace_op {
     uint32_t name;   /* id in the trace's name table */
     uint32_t dep_first, n_deps; /* into the rank's deps[] */
     uint32_t mem_first, n_mem;  /* into the rank's mem[] (valid after trace_finish) */
-    uint32_t coll;   /* TRACE_OP_COLL: ordinal among the rank's collective ops (trace_op_coll) */
+    union {
+        uint32_t coll; /* TRACE_OP_COLL: ordinal among the rank's collective ops (trace_op_coll) */
+        float inner;   /* TRACE_OP_COMPUTE matmuls: the GEMM's inner dimension k (0: unknown;
+                          hw_gpu_op_time) */
+    };
     double flops, model_flops, bytes;
     sim_time duration_ps; /* >= 0: a measured duration that replaces the roofline */
 } trace_op;

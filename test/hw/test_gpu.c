@@ -124,6 +124,24 @@ static void test_op_time(void)
      * passed: 1e12 / 67e12 s = 14,925,373,134.33 ps -> 14,925,373,135 ps. */
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_FP8, 1e12, 1e3, 0),
                  INT64_C(14925373135) + launch);
+    /* The inner dimension k: with k0 = matmul_k_overhead = 128, the 1 TFLOP GEMM above over
+     * k = 512 takes 1 + 128/512 = 1.25 x its compute time: 1,263,902,932.25 x 1.25 =
+     * 1,579,878,665.3 ps -> 1,579,878,666 ps. k = 0 (unknown) takes no correction, and a
+     * vector op ignores the dimension. */
+    hw_gpu_destroy(g);
+    s.matmul_k_overhead = 128;
+    g = hw_gpu_create(&s);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e12, 1e8, 512),
+                 1579878666 + launch);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e12, 1e8, 0),
+                 1263902933 + launch);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 1e9, 1e9, 512),
+                 331674959 + launch);
+    /* The memory-bound matmul above stays memory-bound while the corrected compute time is
+     * shorter: 1 GFLOP at eff 0.5 = 2.022 us x (1 + 128/128) = 4.04 us < 331.7 us. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e9, 1e9, 128),
+                 331674959 + launch);
+    s.matmul_k_overhead = 0;
     /* An empty kernel costs its launch. */
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 0, 0, 0), launch);
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 0, 0, 0), launch);

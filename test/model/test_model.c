@@ -240,6 +240,12 @@ static void test_llama_gemms(void)
     CHECK_NEAR(find(&l, "proj")->flops, 274877906944.0, 0, 0);
     CHECK_NEAR(find(&l, "mlp_up")->flops, 1924145348608.0, 0, 0);
     CHECK_NEAR(find(&l, "mlp_down")->flops, 962072674304.0, 0, 0);
+    /* Inner dimensions (what the GPU's per-tile overhead is charged against): a forward
+     * GEMM X (m x k) @ W (k x n) reduces over k, the hidden size 4096 for qkv and mlp_up,
+     * the FFN width 14336 for mlp_down; vector ops have none. */
+    CHECK_NEAR(op->inner, 4096, 0, 0);
+    CHECK_NEAR(find(&l, "mlp_down")->inner, 14336, 0, 0);
+    CHECK_NEAR(find(&l, "norm1")->inner, 0, 0, 0);
     /* Causal flash attention executes half of 4 b s^2 (heads x head_dim) =
      * 2 x 2 x 4096^2 x 4096 = 274,877,906,944 FLOPs; model FLOPs count the full
      * 549,755,813,888. */
@@ -274,6 +280,10 @@ static void test_llama_gemms(void)
     CHECK_INT_EQ(find(&l, "qkv.wgrad")->grad_params, 25165824);
     CHECK_INT_EQ(find(&l, "qkv.dgrad")->grad_params, 0);
     CHECK_INT_EQ(find(&l, "norm1.bwd")->grad_params, 4096);
+    /* dX = dY @ W^T reduces over the forward's n (qkv: 4096 + 2 x 1024 = 6144), dW = X^T @ dY
+     * over the tokens m (T = 8192). */
+    CHECK_NEAR(find(&l, "qkv.dgrad")->inner, 6144, 0, 0);
+    CHECK_NEAR(find(&l, "qkv.wgrad")->inner, 8192, 0, 0);
     /* FlashAttention-2 backward: 2.5 x the executed forward (5 matmuls vs 2) =
      * 687,194,767,360 FLOPs; model FLOPs 2 x the full forward = 1,099,511,627,776. */
     op = find(&l, "attn.bwd");
@@ -342,6 +352,9 @@ static void test_unfused_attention(void)
     CHECK(sc->attn_core && sm->attn_core && cx->attn_core);
     CHECK(find(&l, "rope") + 1 == sc);
     CHECK(cx + 1 == find(&l, "proj"));
+    /* QK^T reduces over the head dim (128), PV over the s = 1024 keys. */
+    CHECK_NEAR(sc->inner, 128, 0, 0);
+    CHECK_NEAR(cx->inner, 1024, 0, 0);
     /* backward: 2 x forward, dP/dV then softmax then dQ/dK */
     model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
     CHECK_NEAR(find(&l, "attn.context.bwd")->flops, 2 * 8589934592.0, 0, 0);
@@ -349,6 +362,11 @@ static void test_unfused_attention(void)
     CHECK(find(&l, "attn.context.bwd") + 1 == find(&l, "attn.softmax.bwd"));
     CHECK(find(&l, "attn.softmax.bwd") + 1 == find(&l, "attn.scores.bwd"));
     CHECK(find(&l, "attn.dropout.bwd") == NULL);
+    /* dP = dO V^T over the value dim (128) and dV = P^T dO over the 1024 queries: one kernel
+     * of two equal products, timed as their harmonic mean 2 / (1/128 + 1/1024) = 227.56
+     * (each product's (1 + k0/k) summed); dQ = dS K and dK = dS^T Q both over 1024. */
+    CHECK_NEAR(find(&l, "attn.context.bwd")->inner, 2048.0 / 9, 1e-12, 0);
+    CHECK_NEAR(find(&l, "attn.scores.bwd")->inner, 1024, 1e-12, 0);
 
     /* With dropout (Megatron 2021's GPT) the probabilities go through torch's dropout as a
      * kernel of its own: it reads P (2 bytes), writes the dropped copy (2) and a 1-byte

@@ -196,7 +196,8 @@ def trace_replay(tmp):
     cases = [("ddp.yaml", []), ("pipe.yaml", ["--set", "parallel.pp=4"]),
              ("ddp.yaml", ["--set", "parallel.dp=1", "--set", "parallel.cp=2", "--set", "training.global_batch=2",
                            "--set", "training.flash_attention=true"]),
-             ("ddp.yaml", ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.ep=2"])]
+             ("ddp.yaml", ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.ep=2"]),
+             ("ddp.yaml", ["--set", "topology.gpu.matmul_k_overhead=128"])]
     tr = os.path.join(tmp, "t.h5")
     for base, sets in cases:
         sc = os.path.join(data, base)
@@ -206,6 +207,28 @@ def trace_replay(tmp):
         rc2, b, err2 = run("replay", tr, "--json")
         check(rc1 == 0 and rc2 == 0 and json.loads(a) == json.loads(b),
               "replay %s %s = run: %s / %s" % (base, sets, a[:200], b[:200] + err2))
+    # The ops carry each matmul's inner dimension: with a per-tile overhead the step is
+    # slower than without, and a file from before the inner column (dropped here) replays
+    # its matmuls uncorrected, exactly as the run with no overhead.
+    sc = os.path.join(data, "ddp.yaml")
+    k0 = ["--set", "topology.gpu.matmul_k_overhead=128"]
+    rc, out, err = run("trace", sc, "-o", tr, *k0)
+    rc1, plain, err1 = run("run", sc, "--json")
+    rc2, slowed, err2 = run("run", sc, "--json", *k0)
+    check(rc == 0 and rc1 == 0 and rc2 == 0 and
+          json.loads(slowed)["step_time_s"] > json.loads(plain)["step_time_s"],
+          "matmul_k_overhead slows the step: %s %s %s" % (err, err1, err2))
+    f = h5py.File(tr, "r+")
+    ops = f["ops"][:]
+    check(ops["inner"].max() > 0 and (ops["inner"][decode(ops["class"]) != ["matmul"] * len(ops)] == 0).all(),
+          "inner set on matmuls only")
+    old = ops[[n for n in ops.dtype.names if n != "inner"]]
+    del f["ops"]
+    f.create_dataset("ops", data=np.asarray(old, dtype=[(n, ops.dtype[n]) for n in old.dtype.names]))
+    f.close()
+    rc, out, err = run("replay", tr, "--json")
+    check(rc == 0 and json.loads(out)["step_time_s"] == json.loads(plain)["step_time_s"],
+          "a trace without inner replays uncorrected: %s" % err)
     # Measured durations replace the roofline: a single ideal GPU (no communication) whose
     # every op is set to take 1 ms runs a step in (ops per step) ms; with the optimizer's
     # host-free DDP on one GPU every op is compute, so step = n_ops x 1 ms.
