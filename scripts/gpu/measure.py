@@ -15,9 +15,12 @@ over back-to-back iterations after a warm-up (kernel time, launch hidden), the m
 five such batches kept.
 - matmul: bf16 GEMMs of transformer-layer shapes (QKV, output projection and the two MLP
   GEMMs of hidden sizes 512 to 16,384 split 1 to 8 ways, as forward, input-gradient and
-  weight-gradient products), tokens 128 to 32,768; eff = 2mnk / (peak t). The catalog's curve is keyed
-  by FLOPs alone: each decade point takes the median efficiency of the shapes within a
-  factor of sqrt(10) of it (the CSV keeps every shape for a shape-aware model).
+  weight-gradient products), tokens 128 to 32,768; eff = 2mnk / (peak t). The catalog times
+  a GEMM as (t0 + F / (peak e)) (1 + k0 / k) or its memory roofline, whichever is longer
+  (k: inner dimension; docs/calibration.md): t0, e and k0 are fitted by least squares on the
+  shapes of >= 1 GFLOP (gemmfit.py, as test/validation/fit_gemm.py does on XLA's table),
+  with the memory curve measured below; matmul_efficiency samples 1 / (peak t0 / F + 1 / e)
+  by decade of F, matmul_k_overhead is k0.
 - memory: device-to-device copies; bytes moved = 2 x the tensor; eff = bytes / (bw t).
   Small copies run from L2 when repeated, as small kernels of a training step often do.
 - attention: torch's scaled_dot_product_attention on the cuDNN backend (what Transformer
@@ -83,7 +86,7 @@ def measure_gemm(rows, peak, quick):
         b = torch.randn(k, n, device="cuda", dtype=torch.bfloat16)
         flops = 2.0 * m * n * k
         t = timed(lambda: a @ b, iters_for(flops / (0.5 * peak)))
-        rows.append(dict(kind="matmul", name=name, shape="%dx%dx%d" % (m, n, k), flops=flops,
+        rows.append(dict(kind="matmul", name=name, shape="%dx%dx%d" % (m, n, k), k=k, flops=flops,
                          bytes=2.0 * (m * k + k * n + m * n), seconds=t, eff=flops / (peak * t)))
         del a, b
 
@@ -153,15 +156,27 @@ def measure_launch():
     return (time.perf_counter() - t0) / n
 
 
-def decade_curve(rows, kind, points, key):
+def decade_curve(rows, kind, points, key, eff="eff"):
     """For each point, the median efficiency of the rows within a factor sqrt(10) of it."""
     out = []
     for p in points:
-        near = [r["eff"] for r in rows if r["kind"] == kind and r[key] > 0
+        near = [r[eff] for r in rows if r["kind"] == kind and r[key] > 0
                 and abs(math.log10(r[key] / p)) <= 0.5]
         if near:
             out.append((p, statistics.median(near)))
     return out
+
+
+def on_curve(curve, x):
+    """The curve at x: linear in log10(x), clamped to its ends (as sim/hw/gpu.c reads it)."""
+    lx = math.log10(x)
+    pts = [(math.log10(p), e) for p, e in curve]
+    if lx <= pts[0][0]:
+        return pts[0][1]
+    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
+        if lx <= x1:
+            return y0 + (y1 - y0) * (lx - x0) / (x1 - x0)
+    return pts[-1][1]
 
 
 def main():
@@ -191,8 +206,12 @@ def main():
         for r in rows:
             w.writerow([r["kind"], r["name"], r["shape"], "%.6g" % r["flops"],
                         "%.6g" % r["bytes"], "%.6g" % r["seconds"], "%.4f" % r["eff"]])
-    mm = decade_curve(rows, "matmul", [1e7, 1e8, 1e9, 1e10, 1e11, 1e12], "flops")
     mem = decade_curve(rows, "memory", [1e5, 1e6, 1e7, 1e8, 1e9], "bytes")
+    import gemmfit  # beside this script (numpy): the catalog's GEMM model and its fit
+    big = [r for r in rows if r["kind"] == "matmul" and r["flops"] >= 1e9]
+    p = gemmfit.fit([r["flops"] for r in big], [r["k"] for r in big], [r["seconds"] for r in big],
+                    [r["bytes"] / (bw * on_curve(mem, r["bytes"])) for r in big], peak, 0.0)
+    mm, k0 = gemmfit.curve(p, peak), p[2]
     prop = torch.cuda.get_device_properties(0)
     lines = ["# Measured by scripts/gpu/measure.py on %s (%d SMs), %s" % (
                  prop.name, prop.multi_processor_count, datetime.date.today().isoformat()),
@@ -200,6 +219,7 @@ def main():
                  torch.__version__, torch.version.cuda, torch.backends.cudnn.version(),
                  a.peak_tflops, a.bandwidth_gbs),
              "matmul_efficiency: [%s]" % ", ".join("[%g GFLOP, %.3f]" % (p / 1e9, e) for p, e in mm),
+             "matmul_k_overhead: %.0f  # t0 %.2f us, plateau %.3f (kernels alone)" % (k0, p[0], p[1]),
              "memory_efficiency: [%s]" % ", ".join("[%g MB, %.3f]" % (p / 1e6, e) for p, e in mem)]
     if backend:
         lines.append("attention_efficiency:  # %s backend, head dim 128" % backend)

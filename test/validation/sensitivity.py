@@ -29,6 +29,7 @@ print("|---|" + "---:|" * len(ROWS))
 params = [
     ("GPU tensor-core peak (every GEMM and attention kernel)", lambda r: ["topology.gpu.peak.%s=%g TFLOP/s" % (r[2], r[3] * 1.1)]),
     ("HBM bandwidth", lambda r: ["topology.gpu.memory_bandwidth=%g GB/s" % (r[4] * 1.1)]),
+    ("GEMM per-tile overhead k0 (125)", lambda r: ["topology.gpu.matmul_k_overhead=137.5"]),
     ("kernel launch overhead (4 us)", lambda r: ["topology.gpu.launch_overhead=4.4 us"]),
     ("compute slowdown under NCCL (0.10)", lambda r: ["topology.gpu.comm_interference=0.11"]),
     ("NVLink/NVSwitch bandwidth", lambda r: ["topology.node.intra.bandwidth=%g GB/s" % (r[5] * 1.1)]),

@@ -1,0 +1,68 @@
+"""The GPU catalog's GEMM model and its least-squares fit to timed GEMMs (numpy only).
+
+stepsim times a GEMM of F FLOPs over inner dimension k moving B bytes as (sim/hw/gpu.h)
+
+    t = launch + max((t0 + F / (P e)) (1 + k0 / k),  t_mem(B))
+
+where t_mem is the memory roofline B / (bandwidth x eff_mem(B)). The catalog stores
+matmul_efficiency = 1 / (P t0 / F + 1 / e) sampled by decade of F, and matmul_k_overhead =
+k0. Used by scripts/gpu/measure.py (on a GPU) and test/validation/fit_gemm.py (on a
+published table); docs/calibration.md."""
+import numpy as np
+
+
+def model(p, F, k, t_mem, peak, launch):
+    """Seconds for each GEMM under parameters p = (t0 in us, e, k0)."""
+    t0, e, k0 = p[0] * 1e-6, p[1], p[2]
+    return launch + np.maximum((t0 + F / (peak * e)) * (1 + k0 / k), t_mem)
+
+
+def nelder_mead(f, x0, step, iters=4000):
+    """Minimises f from x0 (plain Nelder-Mead: reflection, expansion, contraction, shrink)."""
+    n = len(x0)
+    xs = [np.array(x0, float)] + [np.array(x0, float) + np.eye(n)[i] * step[i] for i in range(n)]
+    fs = [f(x) for x in xs]
+    for _ in range(iters):
+        order = np.argsort(fs)
+        xs, fs = [xs[i] for i in order], [fs[i] for i in order]
+        if abs(fs[-1] - fs[0]) < 1e-14:
+            break
+        c = np.mean(xs[:-1], axis=0)
+        r = c + (c - xs[-1])
+        fr = f(r)
+        if fr < fs[0]:
+            e = c + 2 * (c - xs[-1])
+            fe = f(e)
+            xs[-1], fs[-1] = (e, fe) if fe < fr else (r, fr)
+        elif fr < fs[-2]:
+            xs[-1], fs[-1] = r, fr
+        else:
+            h = c + 0.5 * (xs[-1] - c)
+            fh = f(h)
+            if fh < fs[-1]:
+                xs[-1], fs[-1] = h, fh
+            else:
+                xs = [xs[0] + 0.5 * (x - xs[0]) for x in xs]
+                fs = [f(x) for x in xs]
+    return xs[int(np.argmin(fs))]
+
+
+def fit(F, k, t, t_mem, peak, launch, free_k=True):
+    """(t0 in us, e, k0) minimising sum(log(model / t)^2); k0 = 0 when not free_k."""
+    F, k, t, t_mem = (np.asarray(a, float) for a in (F, k, t, t_mem))
+
+    def loss(q):
+        p = list(q) if free_k else [q[0], q[1], 0.0]
+        if p[0] < 0 or p[1] <= 0 or p[2] < 0:
+            return 1e9
+        return float(np.sum(np.log(model(p, F, k, t_mem, peak, launch) / t) ** 2))
+
+    if free_k:
+        return list(nelder_mead(loss, [2.0, 0.8, 100.0], [0.5, 0.05, 50.0]))
+    p = nelder_mead(loss, [2.0, 0.8], [0.5, 0.05])
+    return [p[0], p[1], 0.0]
+
+
+def curve(p, peak, points=(1e7, 1e8, 1e9, 1e10, 1e11, 1e12)):
+    """The catalog's matmul_efficiency samples [(F, 1 / (P t0 / F + 1 / e))] of a fit."""
+    return [(F, 1 / (peak * p[0] * 1e-6 / F + 1 / p[1])) for F in points]

@@ -1,0 +1,52 @@
+#!/usr/bin/python3
+"""The GEMM fit behind the catalog's matmul keys (scripts/gpu/gemmfit.py):
+
+    test_gemmfit.py SOURCE_ROOT
+
+1. It recovers the parameters of data made by its own model: GEMMs of measure.py's shapes
+   timed as (t0 + F / (P e)) (1 + k0 / k) with t0 = 1.4 us, e = 0.8, k0 = 100 and no launch
+   come back as those values (to 1e-4 relative), and as k0 = 0 when made without it.
+2. The H100 catalog entry holds the fit on the shipped XLA table: fit_gemm.py's t0 and k0
+   round to the catalog's (docs/calibration.md: 1.36 us -> 1.4, 124.5 -> 125), so a change to
+   the table, the model or the catalog that leaves them apart fails here."""
+import os, re, subprocess, sys
+
+root = sys.argv[1]
+sys.path.insert(0, os.path.join(root, "scripts", "gpu"))
+import gemmfit  # noqa: E402
+import measure  # noqa: E402  (its shape list; torch is imported only in its main())
+
+fails = []
+
+
+def check(ok, what):
+    if not ok:
+        fails.append(what)
+        print("FAIL: " + what)
+
+
+P = 989e12
+shapes = measure.gemm_shapes(False)
+F = [2.0 * m * n * k for _, m, n, k in shapes]
+K = [float(k) for _, m, n, k in shapes]
+sel = [i for i, f in enumerate(F) if f >= 1e9]
+for k0 in (100.0, 0.0):
+    t = [(1.4e-6 + F[i] / (P * 0.8)) * (1 + k0 / K[i]) for i in sel]
+    p = gemmfit.fit([F[i] for i in sel], [K[i] for i in sel], t, [0.0] * len(sel), P, 0.0, free_k=k0 > 0)
+    check(abs(p[0] - 1.4) < 1.4e-4 and abs(p[1] - 0.8) < 0.8e-4 and abs(p[2] - k0) < max(k0, 1) * 1e-4,
+          "recovers t0 1.4 us, e 0.8, k0 %g: got %s" % (k0, p))
+    # the catalog curve of the fit: 1 / (P t0 / F + 1 / e) at 1 TFLOP = 1 / (1.3846 + 1.25)
+    c = gemmfit.curve(p, P)
+    check(abs(c[-1][1] - 1 / (P * 1.4e-6 / 1e12 + 1 / 0.8)) < 1e-4, "curve at 1 TFLOP: %s" % c[-1][1])
+
+out = subprocess.run([sys.executable, os.path.join(root, "test", "validation", "fit_gemm.py")],
+                     capture_output=True, text=True, check=True).stdout
+m = re.search(r"with k0\s+t0 = ([0-9.]+) us, e = ([0-9.]+), k0 = ([0-9.]+)", out)
+check(m is not None, "fit_gemm.py prints the fit: " + out[:200])
+cat = open(os.path.join(root, "topologies", "gpus", "h100-sxm.yaml")).read()
+k0_cat = float(re.search(r"^matmul_k_overhead: ([0-9.]+)", cat, re.M).group(1))
+if m:
+    t0, k0 = float(m.group(1)), float(m.group(3))
+    check(round(t0, 1) == 1.4, "fitted t0 %.2f us rounds to the catalog's 1.4" % t0)
+    check(abs(k0 - k0_cat) <= 2.5, "fitted k0 %.1f vs the catalog's %g" % (k0, k0_cat))
+sys.exit(1 if fails else 0)

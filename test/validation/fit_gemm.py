@@ -1,0 +1,84 @@
+#!/usr/bin/python3
+"""Fits the matmul part of a GPU catalog entry to a table of GEMMs timed alone:
+
+    fit_gemm.py [CSV] [--peak TFLOPS] [--bandwidth GBS] [--launch US] [--memory-curve YAML]
+
+CSV (default test/validation/data/xla_sm90_gemm.csv, XLA's measured sm_90 table) has columns
+b, m, n, k, bf16_flops: C (b x m x n) = A (b x m x k) B (b x k x n) ran at bf16_flops FLOP/s.
+The defaults are the H100 SXM's: dense bf16 peak 989 TFLOP/s, 3350 GB/s, the catalog's
+4 us launch overhead and its memory curve (topologies/gpus/h100-sxm.yaml).
+
+stepsim times a GEMM of F FLOPs over inner dimension k that moves B bytes as (sim/hw/gpu.h)
+
+    t = launch + max((t0 + F / (P e)) (1 + k0 / k),  B / (bw eff_mem(B)))
+
+with B = 2 b (mk + kn + mn) here (bf16 in and out). This script fits t0, e and k0 by least
+squares on log(t_model / t_measured) (scripts/gpu/gemmfit.py, numpy only), once with k0 = 0 (the curve keyed by FLOPs alone) and
+once free, on the shapes a training step has: F >= 1 GFLOP and b m n >= 2^20 outputs
+(skinny outputs of a few tiles need split-K and are not transformer GEMMs). It prints both
+fits with their errors on that set and on every shape of >= 0.5 GFLOP, and the median rate
+by k for large outputs, measured and modelled."""
+import csv, math, os, re, sys
+
+import numpy as np
+
+here = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(here, "..", "..", "scripts", "gpu"))
+import gemmfit  # noqa: E402  (the catalog's GEMM model and the fit, shared with measure.py)
+args = sys.argv[1:]
+
+
+def opt(name, default):
+    return args[args.index(name) + 1] if name in args else default
+
+
+path = args[0] if args and not args[0].startswith("--") else os.path.join(here, "data", "xla_sm90_gemm.csv")
+P = float(opt("--peak", 989)) * 1e12
+BW = float(opt("--bandwidth", 3350)) * 1e9
+LAUNCH = float(opt("--launch", 4)) * 1e-6
+catalog = opt("--memory-curve", os.path.join(here, "..", "..", "topologies", "gpus", "h100-sxm.yaml"))
+
+text = open(catalog).read()
+line = re.search(r"^memory_efficiency: (.*)$", text, re.M).group(1)
+units = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "B": 1.0}
+pts = [(float(v) * units[u], float(e)) for v, u, e in re.findall(r"\[([0-9.]+) (KB|MB|GB|B), ([0-9.]+)\]", line)]
+mx = np.log10([p[0] for p in pts])
+my = np.array([p[1] for p in pts])
+
+with open(path) as f:
+    rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+b, m, n, k, rate = (np.array([float(r[c]) for r in rows]) for c in ("b", "m", "n", "k", "bf16_flops"))
+F = 2 * b * m * n * k
+t = F / rate
+B = 2 * b * (m * k + k * n + m * n)
+t_mem = B / (BW * np.interp(np.log10(B), mx, my))
+
+
+fit_set = (F >= 1e9) & (b * m * n >= 2 ** 20)
+wide = F >= 0.5e9
+
+
+def model(p):
+    return gemmfit.model(p, F, k, t_mem, P, LAUNCH)
+
+
+def errors(p, sel):
+    err = model(p)[sel] / t[sel] - 1
+    return "mean |error| %.1f%%, max %.1f%% over %d shapes" % (100 * np.mean(np.abs(err)), 100 * np.max(np.abs(err)), sel.sum())
+
+
+fits = {"F only (k0 = 0)": gemmfit.fit(F[fit_set], k[fit_set], t[fit_set], t_mem[fit_set], P, LAUNCH, False),
+        "with k0": gemmfit.fit(F[fit_set], k[fit_set], t[fit_set], t_mem[fit_set], P, LAUNCH)}
+print("%s: %d shapes; peak %.0f TFLOP/s, %.0f GB/s, launch %.1f us" % (path, len(rows), P / 1e12, BW / 1e9, LAUNCH * 1e6))
+for name, q in fits.items():
+    print("%-16s t0 = %.2f us, e = %.3f, k0 = %.1f | fit set: %s | all >= 0.5 GFLOP: %s" % (
+        name, q[0], q[1], q[2], errors(q, fit_set), errors(q, wide)))
+q = fits["with k0"]
+print()
+print("| k | measured TFLOP/s (median) | model with k0 | model, F only |")
+print("|---:|---:|---:|---:|")
+large = b * m * n >= 2 ** 22
+for kk in sorted(set(k)):
+    s = large & (k == kk)
+    print("| %d | %.0f | %.0f | %.0f |" % (kk, np.median(rate[s]) / 1e12, np.median(F[s] / model(q)[s]) / 1e12,
+                                       np.median(F[s] / model(fits["F only (k0 = 0)"])[s]) / 1e12))
