@@ -179,6 +179,29 @@ def on_curve(curve, x):
     return pts[-1][1]
 
 
+def catalog_lines(rows, peak, bw, backend, launch):
+    """The catalog keys (YAML lines) from the timings: the memory curve by decade of bytes,
+    the GEMM model fitted on the shapes of >= 1 GFLOP (gemmfit.py, kernel times: no launch
+    term) and sampled by decade of FLOPs, the attention tables as measured, the launch gap."""
+    import gemmfit  # beside this script (numpy): the catalog's GEMM model and its fit
+    mem = decade_curve(rows, "memory", [1e5, 1e6, 1e7, 1e8, 1e9], "bytes")
+    big = [r for r in rows if r["kind"] == "matmul" and r["flops"] >= 1e9]
+    fit = gemmfit.fit([r["flops"] for r in big], [r["k"] for r in big], [r["seconds"] for r in big],
+                      [r["bytes"] / (bw * on_curve(mem, r["bytes"])) for r in big], peak, 0.0)
+    lines = ["matmul_efficiency: [%s]" % ", ".join("[%g GFLOP, %.4g]" % (f / 1e9, e)
+                                                   for f, e in gemmfit.curve(fit, peak)),
+             "matmul_k_overhead: %.0f  # t0 %.2f us, plateau %.3f (kernels alone)" % (
+                 fit[2], fit[0], fit[1]),
+             "memory_efficiency: [%s]" % ", ".join("[%g MB, %.3f]" % (b / 1e6, e) for b, e in mem)]
+    if backend:
+        lines.append("attention_efficiency:  # %s backend, head dim 128" % backend)
+        for name in ("forward", "backward", "forward_unmasked", "backward_unmasked"):
+            pts = [(r["seq"], r["eff"]) for r in rows if r["kind"] == "attention" and r["name"] == name]
+            lines.append("  %s: [%s]" % (name, ", ".join("[%d, %.3f]" % p for p in pts)))
+    lines.append("launch_overhead: %.1f us  # eager in-place add, CPU-bound" % (launch * 1e6))
+    return lines
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peak-tflops", type=float, required=True, help="the catalog's bf16 peak")
@@ -206,27 +229,13 @@ def main():
         for r in rows:
             w.writerow([r["kind"], r["name"], r["shape"], "%.6g" % r["flops"],
                         "%.6g" % r["bytes"], "%.6g" % r["seconds"], "%.4f" % r["eff"]])
-    mem = decade_curve(rows, "memory", [1e5, 1e6, 1e7, 1e8, 1e9], "bytes")
-    import gemmfit  # beside this script (numpy): the catalog's GEMM model and its fit
-    big = [r for r in rows if r["kind"] == "matmul" and r["flops"] >= 1e9]
-    p = gemmfit.fit([r["flops"] for r in big], [r["k"] for r in big], [r["seconds"] for r in big],
-                    [r["bytes"] / (bw * on_curve(mem, r["bytes"])) for r in big], peak, 0.0)
-    mm, k0 = gemmfit.curve(p, peak), p[2]
     prop = torch.cuda.get_device_properties(0)
-    lines = ["# Measured by scripts/gpu/measure.py on %s (%d SMs), %s" % (
-                 prop.name, prop.multi_processor_count, datetime.date.today().isoformat()),
-             "# torch %s, CUDA %s, cuDNN %s; peak %g TFLOP/s, bandwidth %g GB/s as given" % (
-                 torch.__version__, torch.version.cuda, torch.backends.cudnn.version(),
-                 a.peak_tflops, a.bandwidth_gbs),
-             "matmul_efficiency: [%s]" % ", ".join("[%g GFLOP, %.3f]" % (p / 1e9, e) for p, e in mm),
-             "matmul_k_overhead: %.0f  # t0 %.2f us, plateau %.3f (kernels alone)" % (k0, p[0], p[1]),
-             "memory_efficiency: [%s]" % ", ".join("[%g MB, %.3f]" % (p / 1e6, e) for p, e in mem)]
-    if backend:
-        lines.append("attention_efficiency:  # %s backend, head dim 128" % backend)
-        for name in ("forward", "backward", "forward_unmasked", "backward_unmasked"):
-            pts = [(r["seq"], r["eff"]) for r in rows if r["kind"] == "attention" and r["name"] == name]
-            lines.append("  %s: [%s]" % (name, ", ".join("[%d, %.3f]" % p for p in pts)))
-    lines.append("launch_overhead: %.1f us  # eager in-place add, CPU-bound" % (launch * 1e6))
+    header = ["# Measured by scripts/gpu/measure.py on %s (%d SMs), %s" % (
+                  prop.name, prop.multi_processor_count, datetime.date.today().isoformat()),
+              "# torch %s, CUDA %s, cuDNN %s; peak %g TFLOP/s, bandwidth %g GB/s as given" % (
+                  torch.__version__, torch.version.cuda, torch.backends.cudnn.version(),
+                  a.peak_tflops, a.bandwidth_gbs)]
+    lines = header + catalog_lines(rows, peak, bw, backend, launch)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "gpu-measured.yaml"), "w") as f:
         f.write(text)

@@ -1,17 +1,20 @@
 #!/usr/bin/python3
 """The GEMM fit behind the catalog's matmul keys (scripts/gpu/gemmfit.py):
 
-    test_gemmfit.py SOURCE_ROOT
+    test_gemmfit.py STEPSIM SOURCE_ROOT
 
 1. It recovers the parameters of data made by its own model: GEMMs of measure.py's shapes
    timed as (t0 + F / (P e)) (1 + k0 / k) with t0 = 1.4 us, e = 0.8, k0 = 100 and no launch
    come back as those values (to 1e-4 relative), and as k0 = 0 when made without it.
 2. The H100 catalog entry holds the fit on the shipped XLA table: fit_gemm.py's t0 and k0
    round to the catalog's (docs/calibration.md: 1.36 us -> 1.4, 124.5 -> 125), so a change to
-   the table, the model or the catalog that leaves them apart fails here."""
-import os, re, subprocess, sys
+   the table, the model or the catalog that leaves them apart fails here.
+3. measure.py's post-processing (what a lent GPU's run ends with) turns timings made by the
+   model into catalog keys that give the model back (k0 100, the curve at 1 TFLOP), and a GPU
+   file built from them loads and runs in stepsim."""
+import os, re, subprocess, sys, tempfile
 
-root = sys.argv[1]
+stepsim, root = sys.argv[1:3]
 sys.path.insert(0, os.path.join(root, "scripts", "gpu"))
 import gemmfit  # noqa: E402
 import measure  # noqa: E402  (its shape list; torch is imported only in its main())
@@ -49,4 +52,38 @@ if m:
     t0, k0 = float(m.group(1)), float(m.group(3))
     check(round(t0, 1) == 1.4, "fitted t0 %.2f us rounds to the catalog's 1.4" % t0)
     check(abs(k0 - k0_cat) <= 2.5, "fitted k0 %.1f vs the catalog's %g" % (k0, k0_cat))
+
+# 3. measure.py's catalog lines from synthetic timings: GEMMs as above (k0 = 100), copies at
+# 0.9 of 3350 GB/s after a 1 us fixed cost, attention at 0.5 of peak, a 5 us launch gap.
+BW = 3350e9
+rows = []
+for (_, m, n, k), f in zip(shapes, F):
+    rows.append(dict(kind="matmul", k=k, flops=f, bytes=2.0 * (m * k + k * n + m * n),
+                     seconds=(1.4e-6 + f / (P * 0.8)) * (1 + 100 / k)))
+for b in (1e5, 1e6, 1e7, 1e8, 1e9):
+    rows.append(dict(kind="memory", flops=0.0, bytes=b, eff=1 / (BW * 1e-6 / b + 1 / 0.9)))
+for name in ("forward", "backward", "forward_unmasked", "backward_unmasked"):
+    for s in (512, 4096):
+        rows.append(dict(kind="attention", name=name, seq=s, eff=0.5))
+lines = measure.catalog_lines(rows, P, BW, "CUDNN_ATTENTION", 5e-6)
+text = "\n".join(lines) + "\n"
+k0 = re.search(r"^matmul_k_overhead: ([0-9.]+)", text, re.M)
+check(k0 is not None and abs(float(k0.group(1)) - 100) <= 0.5, "measure.py k0: " + text)
+top = re.search(r"\[1000 GFLOP, ([0-9.]+)\]", text)
+check(top is not None and abs(float(top.group(1)) - 1 / (P * 1.4e-6 / 1e12 + 1 / 0.8)) < 1e-3,
+      "measure.py curve at 1 TFLOP: " + text)
+check("launch_overhead: 5.0 us" in text, "launch line: " + text)
+with tempfile.TemporaryDirectory() as tmp:
+    data = os.path.join(root, "test", "cli", "data")
+    open(os.path.join(tmp, "gpu.yaml"), "w").write(
+        "name: measured\nmemory: 80 GiB\nmemory_bandwidth: 3350 GB/s\n"
+        "peak: {bf16: 989 TFLOP/s, fp32: 67 TFLOP/s}\n" + text)
+    open(os.path.join(tmp, "pair.yaml"), "w").write(
+        open(os.path.join(data, "ideal-pair.yaml")).read().replace("gpu: ideal-gpu.yaml", "gpu: gpu.yaml"))
+    open(os.path.join(tmp, "run.yaml"), "w").write(
+        open(os.path.join(data, "single.yaml")).read()
+        .replace("model: tiny-gpt.yaml", "model: %s" % os.path.join(data, "tiny-gpt.yaml"))
+        .replace("topology: ideal-pair.yaml", "topology: pair.yaml"))
+    r = subprocess.run([stepsim, "run", os.path.join(tmp, "run.yaml"), "--json"], capture_output=True, text=True)
+    check(r.returncode == 0 and '"step_time_s"' in r.stdout, "a GPU file from measure.py runs: " + r.stderr)
 sys.exit(1 if fails else 0)
