@@ -7,7 +7,8 @@ Needs PyTorch with CUDA (not this project's build). Writes DIR/gpu-measured.yaml
 catalog keys ready to paste (matmul_efficiency, memory_efficiency, attention_efficiency,
 launch_overhead) with the device and library versions in its header, and
 DIR/gpu-measured.csv, every timing behind them (kind, shape, FLOPs or bytes, seconds,
-efficiency). --peak-tflops and --bandwidth-gbs are the catalog's dense bf16 peak and memory
+efficiency), and DIR/gpu-gemms.csv, the GEMMs alone in the columns test/validation/fit_gemm.py
+reads (b, m, n, k, bf16_flops) to refit them another way. --peak-tflops and --bandwidth-gbs are the catalog's dense bf16 peak and memory
 bandwidth for this GPU: efficiencies are against them, as the simulator reads them.
 
 Method (docs/calibration.md, "How to recalibrate"): each kernel is timed with CUDA events
@@ -229,6 +230,13 @@ def main():
         for r in rows:
             w.writerow([r["kind"], r["name"], r["shape"], "%.6g" % r["flops"],
                         "%.6g" % r["bytes"], "%.6g" % r["seconds"], "%.4f" % r["eff"]])
+    with open(os.path.join(a.out, "gpu-gemms.csv"), "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["b", "m", "n", "k", "bf16_flops"])
+        for r in rows:
+            if r["kind"] == "matmul":
+                m, n, k = (int(x) for x in r["shape"].split("x"))
+                w.writerow([1, m, n, k, "%.0f" % (r["flops"] / r["seconds"])])
     prop = torch.cuda.get_device_properties(0)
     header = ["# Measured by scripts/gpu/measure.py on %s (%d SMs), %s" % (
                   prop.name, prop.multi_processor_count, datetime.date.today().isoformat()),
