@@ -1,8 +1,8 @@
 /* GPU compute model: the catalog entry (hw_gpu_spec, filled by the loader) and the roofline
  * that turns an op's FLOPs and bytes into a duration.
  *
- *   t = max(FLOPs / (peak[dtype] x eff_mm(FLOPs)) x (1 + k0 / k),  bytes / (HBM bw x eff_mem(bytes)))
- *       + launch_overhead                                     for matmul-class ops
+ *   t = max(FLOPs / (peak[dtype] x eff_mm(FLOPs)) x (1 + k0 / k),
+ *           bytes / (HBM bw x eff_mem(bytes))) + launch_overhead      for matmul-class ops
  *   t = max(FLOPs / peak[fp32], bytes / (HBM bw x eff_mem(bytes))) + launch_overhead
  *                                                             for vector (elementwise) ops
  *

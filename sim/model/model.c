@@ -202,8 +202,8 @@ void model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m
                      double n)
 {
     double f = 2 * m * k * n;
-    model__push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * D->e + m * n * D->ea, 0)->inner =
-        k;
+    model__push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * D->e + m * n * D->ea, 0)
+        ->inner = k;
 }
 
 /* Input gradient of that GEMM, dX = dY @ W^T. With `accumulate` the result is added into
