@@ -117,6 +117,8 @@ BAD = [
     ("bad-too-many-gpus.yaml", (5, 7), "GPU"),
     # an inline GPU whose attention table goes down in sequence length
     ("bad-attention-efficiency.yaml", (5, 56), "strictly increasing"),
+    # a negative per-tile GEMM overhead
+    ("bad-k-overhead.yaml", (5, 28), "must not be negative"),
 ]
 
 

@@ -222,6 +222,14 @@ def trace_replay(tmp):
     ops = f["ops"][:]
     check(ops["inner"].max() > 0 and (ops["inner"][decode(ops["class"]) != ["matmul"] * len(ops)] == 0).all(),
           "inner set on matmuls only")
+    bad = ops.copy()
+    bad["inner"][0] = -1
+    f["ops"][...] = bad
+    f.close()
+    rc, out, err = run("replay", tr)
+    check(rc == 2 and one_error(err) and "/ops row 0" in err and "inner" in err,
+          "a negative inner refused: " + err)
+    f = h5py.File(tr, "r+")
     old = ops[[n for n in ops.dtype.names if n != "inner"]]
     del f["ops"]
     f.create_dataset("ops", data=np.asarray(old, dtype=[(n, ops.dtype[n]) for n in old.dtype.names]))
