@@ -114,10 +114,14 @@ def record(c, d, err, wall):
         if d:
             if c.get("time"):  # published iteration time: the error is in throughput, as above
                 sim, err = d["step_time_s"], 100 * (c["published"] / d["step_time_s"] - 1)
+                pub_step = c["published"]
             else:
                 sim = c["flops"] / (d["step_time_s"] * c["gpus"]) / 1e12 if c["flops"] else d["tflops_per_gpu"]
                 err = 100 * (sim - c["published"]) / c["published"]
-            c.update(sim=sim, err=err, step=d["step_time_s"],
+                pub_step = d["step_time_s"] * sim / c["published"]  # the same FLOPs at the published rate
+            # the mean time a GPU computes: the step less its idle share (bubbles of every cause)
+            c.update(sim=sim, err=err, step=d["step_time_s"], pub_step=pub_step,
+                     compute=d["step_time_s"] * (1 - d["bubble_fraction"]),
                      mem=d["peak_mem_bytes"] / 2**30, status=d["status"], wall=wall)
         else:
             c.update(sim=None, err=None, why=err, wall=wall)
@@ -206,7 +210,11 @@ if write:
            "`../shared/validation/` and `test/validation/data/`); rerun it after changing the model or the catalog. The",
            "validation suite (`meson test -C build --setup validation --suite validation`) fails when a table's mean",
            "absolute error grows by more than 1 point over the numbers below, or when the A100 matmul",
-           "plateau no longer holds its fit to the layer benchmark (`test/validation/calibrate.py --check`).", ""]
+           "plateau no longer holds its fit to the layer benchmark (`test/validation/calibrate.py --check`).",
+           "Step times: the published one (the row's FLOPs at the published rate), the simulated one, and",
+           "the simulated compute (the mean time a GPU's compute stream is busy: the step less its",
+           "bubbles of every cause), so that published − compute is what the real run spent outside",
+           "the modelled kernels.", ""]
     for table, title, note in (
             ("A100", "Megatron-LM on DGX A100 (Narayanan et al. 2021, Table 1)",
              "TFLOP/s per GPU with the paper's Eq. 3 (recompute included) over the simulated step time. "
@@ -238,24 +246,25 @@ if write:
         timed = table == "A100-2022"
         if timed:
             out += ["## " + title, "", note, "",
-                    "| row | GPUs | layout | published (s) | simulated (s) | error | peak (GiB) |",
-                    "|---|---:|---|---:|---:|---:|---:|"]
+                    "| row | GPUs | layout | published (s) | simulated (s) | error | compute (s) | peak (GiB) |",
+                    "|---|---:|---|---:|---:|---:|---:|---:|"]
         else:
             out += ["## " + title, "", note, "",
-                    "| row | GPUs | layout | published | simulated | error | step (s) | peak (GiB) |",
+                    "| row | GPUs | layout | published | simulated | error | step (s): published / simulated / compute | peak (GiB) |",
                     "|---|---:|---|---:|---:|---:|---:|---:|"]
         for c in cases:
             if c["table"] != table:
                 continue
             if c["sim"] is None:
-                out.append("| %s | %d | %s | %.2f | not run: %s | |%s |" % (c["row"], c["gpus"], c["layout"],
-                                                                        c["published"], c["why"], "" if timed else " |"))
+                out.append("| %s | %d | %s | %.2f | not run: %s | | | |" % (c["row"], c["gpus"], c["layout"],
+                                                                          c["published"], c["why"]))
             elif timed:
-                out.append("| %s | %d | %s | %.2f | %.2f | %+.1f%% | %.1f |" % (
-                    c["row"], c["gpus"], c["layout"], c["published"], c["sim"], c["err"], c["mem"]))
+                out.append("| %s | %d | %s | %.2f | %.2f | %+.1f%% | %.2f | %.1f |" % (
+                    c["row"], c["gpus"], c["layout"], c["published"], c["sim"], c["err"], c["compute"], c["mem"]))
             else:
-                out.append("| %s | %d | %s | %.1f | %.1f | %+.1f%% | %.3f | %.1f |" % (
-                    c["row"], c["gpus"], c["layout"], c["published"], c["sim"], c["err"], c["step"], c["mem"]))
+                out.append("| %s | %d | %s | %.1f | %.1f | %+.1f%% | %.3f / %.3f / %.3f | %.1f |" % (
+                    c["row"], c["gpus"], c["layout"], c["published"], c["sim"], c["err"], c["pub_step"],
+                    c["step"], c["compute"], c["mem"]))
         out += ["", "**%s: mean absolute error %.1f%%, max %.1f%% over %d rows.**" % (table, mean or 0, worst or 0, n), ""]
     text = "\n".join(out) + "\n"
     marker = "<!-- end of generated tables -->"
