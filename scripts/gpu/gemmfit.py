@@ -17,6 +17,12 @@ def model(p, F, k, t_mem, peak, launch):
     return launch + np.maximum((t0 + F / (peak * e)) * (1 + k0 / k), t_mem)
 
 
+def curve_at(curve, x):
+    """A catalog curve [(size, efficiency), ...] at x: linear in log10(size), clamped to its
+    ends, as sim/hw/gpu.c reads it."""
+    return np.interp(np.log10(x), np.log10([p for p, _ in curve]), [e for _, e in curve])
+
+
 def nelder_mead(f, x0, step, iters=4000):
     """Minimises f from x0 (plain Nelder-Mead: reflection, expansion, contraction, shrink)."""
     n = len(x0)

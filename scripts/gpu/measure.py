@@ -168,18 +168,6 @@ def decade_curve(rows, kind, points, key, eff="eff"):
     return out
 
 
-def on_curve(curve, x):
-    """The curve at x: linear in log10(x), clamped to its ends (as sim/hw/gpu.c reads it)."""
-    lx = math.log10(x)
-    pts = [(math.log10(p), e) for p, e in curve]
-    if lx <= pts[0][0]:
-        return pts[0][1]
-    for (x0, y0), (x1, y1) in zip(pts, pts[1:]):
-        if lx <= x1:
-            return y0 + (y1 - y0) * (lx - x0) / (x1 - x0)
-    return pts[-1][1]
-
-
 def catalog_lines(rows, peak, bw, backend, launch):
     """The catalog keys (YAML lines) from the timings: the memory curve by decade of bytes,
     the GEMM model fitted on the shapes of >= 1 GFLOP (gemmfit.py, kernel times: no launch
@@ -188,7 +176,7 @@ def catalog_lines(rows, peak, bw, backend, launch):
     mem = decade_curve(rows, "memory", [1e5, 1e6, 1e7, 1e8, 1e9], "bytes")
     big = [r for r in rows if r["kind"] == "matmul" and r["flops"] >= 1e9]
     fit = gemmfit.fit([r["flops"] for r in big], [r["k"] for r in big], [r["seconds"] for r in big],
-                      [r["bytes"] / (bw * on_curve(mem, r["bytes"])) for r in big], peak, 0.0)
+                      [r["bytes"] / (bw * gemmfit.curve_at(mem, r["bytes"])) for r in big], peak, 0.0)
     lines = ["matmul_efficiency: [%s]" % ", ".join("[%g GFLOP, %.4g]" % (f / 1e9, e)
                                                    for f, e in gemmfit.curve(fit, peak)),
              "matmul_k_overhead: %.0f  # t0 %.2f us, plateau %.3f (kernels alone)" % (

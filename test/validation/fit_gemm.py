@@ -18,7 +18,7 @@ once free, on the shapes a training step has: F >= 1 GFLOP and b m n >= 2^20 out
 (skinny outputs of a few tiles need split-K and are not transformer GEMMs). It prints both
 fits with their errors on that set and on every shape of >= 0.5 GFLOP, and the median rate
 by k for large outputs, measured and modelled."""
-import csv, math, os, re, sys
+import csv, os, re, sys
 
 import numpy as np
 
@@ -42,8 +42,6 @@ text = open(catalog).read()
 line = re.search(r"^memory_efficiency: (.*)$", text, re.M).group(1)
 units = {"KB": 1e3, "MB": 1e6, "GB": 1e9, "B": 1.0}
 pts = [(float(v) * units[u], float(e)) for v, u, e in re.findall(r"\[([0-9.]+) (KB|MB|GB|B), ([0-9.]+)\]", line)]
-mx = np.log10([p[0] for p in pts])
-my = np.array([p[1] for p in pts])
 
 with open(path) as f:
     rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
@@ -51,7 +49,7 @@ b, m, n, k, rate = (np.array([float(r[c]) for r in rows]) for c in ("b", "m", "n
 F = 2 * b * m * n * k
 t = F / rate
 B = 2 * b * (m * k + k * n + m * n)
-t_mem = B / (BW * np.interp(np.log10(B), mx, my))
+t_mem = B / (BW * gemmfit.curve_at(pts, B))
 
 
 fit_set = (F >= 1e9) & (b * m * n >= 2 ** 20)
