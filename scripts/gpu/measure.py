@@ -183,7 +183,7 @@ def catalog_lines(rows, peak, bw, backend, launch):
                  fit[2], fit[0], fit[1]),
              "memory_efficiency: [%s]" % ", ".join("[%g MB, %.3f]" % (b / 1e6, e) for b, e in mem)]
     if backend:
-        lines.append("attention_efficiency:  # %s backend, head dim 128" % backend)
+        lines.append("attention_efficiency:  # %s backend, head dim 128, kernels alone" % backend)
         for name in ("forward", "backward", "forward_unmasked", "backward_unmasked"):
             pts = [(r["seq"], r["eff"]) for r in rows if r["kind"] == "attention" and r["name"] == name]
             lines.append("  %s: [%s]" % (name, ", ".join("[%d, %.3f]" % p for p in pts)))

@@ -11,7 +11,13 @@
    the table, the model or the catalog that leaves them apart fails here.
 3. measure.py's post-processing (what a lent GPU's run ends with) turns timings made by the
    model into catalog keys that give the model back (k0 100, the curve at 1 TFLOP), and a GPU
-   file built from them loads and runs in stepsim."""
+   file built from them loads and runs in stepsim.
+4. The Hopper attention tables (h100-sxm, h200-sxm, h800-sxm) are the FlashAttention-3
+   paper's cuDNN figures (test/validation/data/fa3_cudnn_h100_attention.csv) over the 989
+   TFLOP/s peak times the in-training ratio, the A100 plateau over its MAMF efficiency
+   (0.678 / 0.87 = 0.7793, docs/calibration.md), the causal backward being the unmasked one
+   times the forward's causal / unmasked ratio: e.g. the forward at 4k keys,
+   518 / 989 x 0.7793 = 0.408, to the catalog's three digits."""
 import os, re, subprocess, sys, tempfile
 
 stepsim, root = sys.argv[1:3]
@@ -86,4 +92,26 @@ with tempfile.TemporaryDirectory() as tmp:
         .replace("topology: ideal-pair.yaml", "topology: pair.yaml"))
     r = subprocess.run([stepsim, "run", os.path.join(tmp, "run.yaml"), "--json"], capture_output=True, text=True)
     check(r.returncode == 0 and '"step_time_s"' in r.stdout, "a GPU file from measure.py runs: " + r.stderr)
+
+# 4. the Hopper attention tables from their source and the in-training ratio
+a100 = open(os.path.join(root, "topologies", "gpus", "a100-sxm-80gb.yaml")).read()
+plateau = float(re.search(r"\[1000 GFLOP, ([0-9.]+)\]", a100).group(1))
+ratio = round(plateau, 3) / 0.87  # the A100 MAMF, 271.2 of 312 TFLOP/s (calibration.md)
+src = {}
+with open(os.path.join(root, "test", "validation", "data", "fa3_cudnn_h100_attention.csv")) as f:
+    lines_ = [l.strip().split(",") for l in f if l.strip() and not l.startswith("#")]
+keys = [int(x) for x in lines_[0][1:]]
+for row in lines_[1:]:
+    src[row[0]] = [float(x) for x in row[1:]]
+src["backward"] = [b * c / u for b, c, u in zip(src["backward_unmasked"], src["forward"], src["forward_unmasked"])]
+for gpu in ("h100-sxm", "h200-sxm", "h800-sxm"):
+    cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+    for name, tflops in src.items():
+        m = re.search(r"^  %s: (\[.*\])$" % name, cat, re.M)
+        check(m is not None, "%s has an attention %s table" % (gpu, name))
+        if m:
+            got = [(int(a), float(b)) for a, b in re.findall(r"\[(\d+), ([0-9.]+)\]", m.group(1))]
+            want = [(k, t / 989.0 * ratio) for k, t in zip(keys, tflops)]
+            check(len(got) == len(want) and all(g[0] == w[0] and abs(g[1] - w[1]) <= 6e-4 for g, w in zip(got, want)),
+                  "%s attention %s: %s, want %s" % (gpu, name, got, [(k, round(v, 3)) for k, v in want]))
 sys.exit(1 if fails else 0)
