@@ -24,6 +24,7 @@ stepsim, root = sys.argv[1:3]
 sys.path.insert(0, os.path.join(root, "scripts", "gpu"))
 import gemmfit  # noqa: E402
 import measure  # noqa: E402  (its shape list; torch is imported only in its main())
+import attention  # noqa: E402
 
 fails = []
 
@@ -97,13 +98,7 @@ with tempfile.TemporaryDirectory() as tmp:
 a100 = open(os.path.join(root, "topologies", "gpus", "a100-sxm-80gb.yaml")).read()
 plateau = float(re.search(r"\[1000 GFLOP, ([0-9.]+)\]", a100).group(1))
 ratio = round(plateau, 3) / 0.87  # the A100 MAMF, 271.2 of 312 TFLOP/s (calibration.md)
-src = {}
-with open(os.path.join(root, "test", "validation", "data", "fa3_cudnn_h100_attention.csv")) as f:
-    lines_ = [l.strip().split(",") for l in f if l.strip() and not l.startswith("#")]
-keys = [int(x) for x in lines_[0][1:]]
-for row in lines_[1:]:
-    src[row[0]] = [float(x) for x in row[1:]]
-src["backward"] = [b * c / u for b, c, u in zip(src["backward_unmasked"], src["forward"], src["forward_unmasked"])]
+keys, src = attention.rates(os.path.join(root, "test", "validation", "data", "fa3_cudnn_h100_attention.csv"))
 for gpu in ("h100-sxm", "h200-sxm", "h800-sxm"):
     cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
     for name, tflops in src.items():

@@ -6,7 +6,7 @@
 Each parameter is raised by 10% (a latency or overhead likewise) with --set, one at a time;
 the table gives the step-time change per +10%, i.e. about ten times the elasticity. Prints a
 Markdown table (docs/calibration.md, "Sensitivity")."""
-import json, os, subprocess, sys
+import json, os, re, subprocess, sys
 
 stepsim, root = sys.argv[1:3]
 scen = os.path.join(root, "test", "validation", "scenarios")
@@ -24,12 +24,25 @@ def step(path, *sets):
     return json.loads(p.stdout)["step_time_s"]
 
 
+def attention_tables(row, scale):
+    """--set value: the row's GPU attention tables (its catalog file) with every rate x scale."""
+    gpu = re.search(r"^  gpu: (\S+)", open(os.path.join(scen, row + ".yaml")).read(), re.M).group(1)
+    cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+    parts = []
+    for name in ("forward", "backward", "forward_unmasked", "backward_unmasked"):
+        pts = re.findall(r"\[(\d+), ([0-9.]+)\]", re.search(r"^  %s: (\[.*\])$" % name, cat, re.M).group(1))
+        parts.append("%s: [%s]" % (name, ", ".join("[%s, %.5f]" % (k, float(e) * scale) for k, e in pts)))
+    return "{%s}" % ", ".join(parts)
+
+
 print("| parameter (+10%) | " + " | ".join(r[1] for r in ROWS) + " |")
 print("|---|" + "---:|" * len(ROWS))
 params = [
     ("GPU tensor-core peak (every GEMM and attention kernel)", lambda r: ["topology.gpu.peak.%s=%g TFLOP/s" % (r[2], r[3] * 1.1)]),
     ("HBM bandwidth", lambda r: ["topology.gpu.memory_bandwidth=%g GB/s" % (r[4] * 1.1)]),
     ("GEMM per-tile overhead k0 (125)", lambda r: ["topology.gpu.matmul_k_overhead=137.5"]),
+    ("fused-attention rate (the A100 row runs unfused attention)",
+     lambda r: ["topology.gpu.attention_efficiency=" + attention_tables(r[0], 1.1)] if r[2] == "bf16" else None),
     ("kernel launch overhead (4 us)", lambda r: ["topology.gpu.launch_overhead=4.4 us"]),
     ("compute slowdown under NCCL (0.10)", lambda r: ["topology.gpu.comm_interference=0.11"]),
     ("NVLink/NVSwitch bandwidth", lambda r: ["topology.node.intra.bandwidth=%g GB/s" % (r[5] * 1.1)]),
@@ -41,6 +54,9 @@ base = {r[0]: step(os.path.join(scen, r[0] + ".yaml")) for r in ROWS}
 for name, sets in params:
     cells = []
     for r in ROWS:
+        if sets(r) is None:
+            cells.append("—")
+            continue
         t = step(os.path.join(scen, r[0] + ".yaml"), *sets(r))
         cells.append("%+.2f%%" % (100 * (t - base[r[0]]) / base[r[0]]))
     print("| %s | %s |" % (name, " | ".join(cells)))

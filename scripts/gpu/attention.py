@@ -1,0 +1,21 @@
+"""Published fused-attention rates behind the GPU catalog's attention_efficiency tables.
+
+rates(path) reads a CSV of TFLOP/s by keys per query (test/validation/data/
+fa3_cudnn_h100_attention.csv: the FlashAttention-3 paper's cuDNN figures, timed alone) and
+returns (keys, {table: [TFLOP/s, ...]}) for the catalog's four tables, the causal backward,
+which the paper does not measure, being the unmasked one times the forward's causal /
+unmasked ratio at each length. The catalog holds each over the peak times the in-training
+ratio (docs/calibration.md, "Fused attention"). Used by test/analysis/test_gemmfit.py and
+test/validation/assumptions.py."""
+import csv
+
+TABLES = ("forward", "backward", "forward_unmasked", "backward_unmasked")
+
+
+def rates(path):
+    with open(path) as f:
+        rows = list(csv.reader(l for l in f if l.strip() and not l.startswith("#")))
+    keys = [int(x) for x in rows[0][1:]]
+    t = {r[0]: [float(x) for x in r[1:]] for r in rows[1:]}
+    t["backward"] = [b * c / u for b, c, u in zip(t["backward_unmasked"], t["forward"], t["forward_unmasked"])]
+    return keys, {n: t[n] for n in TABLES}
