@@ -2,14 +2,18 @@
 """Measures, on the GPU at hand, the curves of a GPU catalog entry (topologies/gpus/*.yaml):
 
     python3 scripts/gpu/measure.py --peak-tflops 989 --bandwidth-gbs 3350 --out DIR [--quick]
+                                   [--in-training R]
 
 Needs PyTorch with CUDA (not this project's build). Writes DIR/gpu-measured.yaml, the
 catalog keys ready to paste (matmul_efficiency, memory_efficiency, attention_efficiency,
 launch_overhead) with the device and library versions in its header, and
 DIR/gpu-measured.csv, every timing behind them (kind, shape, FLOPs or bytes, seconds,
 efficiency), and DIR/gpu-gemms.csv, the GEMMs alone in the columns test/validation/fit_gemm.py
-reads (b, m, n, k, bf16_flops) to refit them another way. --peak-tflops and --bandwidth-gbs are the catalog's dense bf16 peak and memory
-bandwidth for this GPU: efficiencies are against them, as the simulator reads them.
+reads (b, m, n, k, bf16_flops) to refit them another way. --peak-tflops and --bandwidth-gbs
+are the catalog's dense bf16 peak and memory bandwidth for this GPU: efficiencies are against
+them, as the simulator reads them. The rates written are the kernels' alone; --in-training R
+scales the GEMM plateau and the attention tables to a training step's (R = 0.779, the A100's
+calibrated ratio, docs/calibration.md), the CSVs keeping the timings as measured.
 
 Method (docs/calibration.md, "How to recalibrate"): each kernel is timed with CUDA events
 over back-to-back iterations after a warm-up (kernel time, launch hidden), the median of
@@ -168,24 +172,31 @@ def decade_curve(rows, kind, points, key, eff="eff"):
     return out
 
 
-def catalog_lines(rows, peak, bw, backend, launch):
+def catalog_lines(rows, peak, bw, backend, launch, in_training=1.0):
     """The catalog keys (YAML lines) from the timings: the memory curve by decade of bytes,
     the GEMM model fitted on the shapes of >= 1 GFLOP (gemmfit.py, kernel times: no launch
-    term) and sampled by decade of FLOPs, the attention tables as measured, the launch gap."""
+    term) and sampled by decade of FLOPs, the attention tables as measured, the launch gap.
+    in_training scales the tensor-core rates (the GEMM plateau, t0 and k0 kept, and the
+    attention tables) from the kernels' rates alone to the rate a training step sustains
+    (docs/calibration.md: 0.779, the A100's calibrated ratio); 1 keeps them as measured."""
     import gemmfit  # beside this script (numpy): the catalog's GEMM model and its fit
     mem = decade_curve(rows, "memory", [1e5, 1e6, 1e7, 1e8, 1e9], "bytes")
     big = [r for r in rows if r["kind"] == "matmul" and r["flops"] >= 1e9]
     fit = gemmfit.fit([r["flops"] for r in big], [r["k"] for r in big], [r["seconds"] for r in big],
                       [r["bytes"] / (bw * gemmfit.curve_at(mem, r["bytes"])) for r in big], peak, 0.0)
+    alone = ("kernels alone" if in_training == 1.0
+             else "alone %.3f x %g in training" % (fit[1], in_training))
+    fit = (fit[0], fit[1] * in_training, fit[2])
     lines = ["matmul_efficiency: [%s]" % ", ".join("[%g GFLOP, %.4g]" % (f / 1e9, e)
                                                    for f, e in gemmfit.curve(fit, peak)),
-             "matmul_k_overhead: %.0f  # t0 %.2f us, plateau %.3f (kernels alone)" % (
-                 fit[2], fit[0], fit[1]),
+             "matmul_k_overhead: %.0f  # t0 %.2f us, plateau %.3f (%s)" % (fit[2], fit[0], fit[1], alone),
              "memory_efficiency: [%s]" % ", ".join("[%g MB, %.3f]" % (b / 1e6, e) for b, e in mem)]
     if backend:
-        lines.append("attention_efficiency:  # %s backend, head dim 128, kernels alone" % backend)
+        lines.append("attention_efficiency:  # %s backend, head dim 128, %s" % (
+            backend, "kernels alone" if in_training == 1.0 else "alone x %g in training" % in_training))
         for name in ("forward", "backward", "forward_unmasked", "backward_unmasked"):
-            pts = [(r["seq"], r["eff"]) for r in rows if r["kind"] == "attention" and r["name"] == name]
+            pts = [(r["seq"], r["eff"] * in_training) for r in rows
+                   if r["kind"] == "attention" and r["name"] == name]
             lines.append("  %s: [%s]" % (name, ", ".join("[%d, %.3f]" % p for p in pts)))
     lines.append("launch_overhead: %.1f us  # eager in-place add, CPU-bound" % (launch * 1e6))
     return lines
@@ -197,7 +208,13 @@ def main():
     ap.add_argument("--bandwidth-gbs", type=float, required=True, help="the catalog's HBM GB/s")
     ap.add_argument("--out", default=".", help="folder for gpu-measured.yaml and .csv")
     ap.add_argument("--quick", action="store_true", help="fewer GEMM shapes (about a minute)")
+    ap.add_argument("--in-training", type=float, default=1.0, metavar="R",
+                    help="scale the GEMM plateau and the attention tables by R, from the rates "
+                         "alone to a training step's (0.779: docs/calibration.md); default 1, "
+                         "as measured")
     a = ap.parse_args()
+    if not 0 < a.in_training <= 1:
+        ap.error("--in-training must be in (0, 1]")
     load_torch()
     if not torch.cuda.is_available():
         sys.exit("measure.py: no CUDA device")
@@ -231,7 +248,7 @@ def main():
               "# torch %s, CUDA %s, cuDNN %s; peak %g TFLOP/s, bandwidth %g GB/s as given" % (
                   torch.__version__, torch.version.cuda, torch.backends.cudnn.version(),
                   a.peak_tflops, a.bandwidth_gbs)]
-    lines = header + catalog_lines(rows, peak, bw, backend, launch)
+    lines = header + catalog_lines(rows, peak, bw, backend, launch, a.in_training)
     text = "\n".join(lines) + "\n"
     with open(os.path.join(a.out, "gpu-measured.yaml"), "w") as f:
         f.write(text)

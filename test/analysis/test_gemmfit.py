@@ -11,7 +11,8 @@
    the table, the model or the catalog that leaves them apart fails here.
 3. measure.py's post-processing (what a lent GPU's run ends with) turns timings made by the
    model into catalog keys that give the model back (k0 100, the curve at 1 TFLOP), and a GPU
-   file built from them loads and runs in stepsim.
+   file built from them loads and runs in stepsim; with an in-training ratio the plateau and
+   the attention tables scale by it, t0 and k0 stay.
 4. The Hopper attention tables (h100-sxm, h200-sxm, h800-sxm) are the FlashAttention-3
    paper's cuDNN figures (test/validation/data/fa3_cudnn_h100_attention.csv) over the 989
    TFLOP/s peak times the in-training ratio, the A100 plateau over its MAMF efficiency
@@ -80,6 +81,14 @@ top = re.search(r"\[1000 GFLOP, ([0-9.]+)\]", text)
 check(top is not None and abs(float(top.group(1)) - 1 / (P * 1.4e-6 / 1e12 + 1 / 0.8)) < 1e-3,
       "measure.py curve at 1 TFLOP: " + text)
 check("launch_overhead: 5.0 us" in text, "launch line: " + text)
+# --in-training 0.5 halves the plateau (t0, k0 kept) and the attention tables: at 1 TFLOP
+# 1 / (P 1.4e-6 / 1e12 + 1 / (0.8 x 0.5)) = 1 / (1.3846 + 2.5) = 0.2574; attention 0.5 x 0.5
+half = "\n".join(measure.catalog_lines(rows, P, BW, "CUDNN_ATTENTION", 5e-6, 0.5))
+top = re.search(r"\[1000 GFLOP, ([0-9.]+)\]", half)
+check(top is not None and abs(float(top.group(1)) - 1 / (P * 1.4e-6 / 1e12 + 1 / 0.4)) < 1e-3,
+      "measure.py --in-training 0.5 curve at 1 TFLOP: " + half)
+check(re.search(r"^matmul_k_overhead: 100\b", half, re.M) is not None, "k0 kept: " + half)
+check(half.count("[512, 0.250]") == 4 and half.count("[4096, 0.250]") == 4, "attention x 0.5: " + half)
 with tempfile.TemporaryDirectory() as tmp:
     data = os.path.join(root, "test", "cli", "data")
     open(os.path.join(tmp, "gpu.yaml"), "w").write(
