@@ -236,8 +236,8 @@ void cli_print_accuracy(FILE *f, bool timing, const char *gpu)
                 STEPSIM_VALIDATED_A100_2022_MAX, STEPSIM_VALIDATED_A100_2022_ROWS, mem);
     } else if (gpu && strncmp(gpu, "h100", 4) == 0) {
         fprintf(f, "  accuracy        step time vs published H100 runs: mean error %.1f%% (max "
-                   "%.1f%%) on %d Megatron-Core rows (its GEMM rate is an estimate, "
-                   "docs/calibration.md); %s\n",
+                   "%.1f%%) on %d Megatron-Core rows (its GEMM and attention rates are "
+                   "estimates, docs/calibration.md); %s\n",
                 STEPSIM_VALIDATED_H100_MAPE, STEPSIM_VALIDATED_H100_MAX,
                 STEPSIM_VALIDATED_H100_ROWS, mem);
     } else if (gpu) {
