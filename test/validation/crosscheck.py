@@ -1,0 +1,57 @@
+#!/usr/bin/python3
+"""Cross-checks outside the validation tables: Llama 3 405B on H100 (docs/validation.md):
+
+    crosscheck.py STEPSIM SOURCE_ROOT
+
+The Llama 3 paper's Table 4 (test/validation/data/llama3_table4.csv) gives three
+configurations of Llama 3 405B pre-training with their TFLOP/s per GPU, but not the number
+of virtual pipeline stages, which moves the result most. Each row runs with one data-parallel
+replica simulated (`simulation.symmetry: dp`, within 0.2-0.7% of the full run here,
+docs/performance.md) in plain 1F1B and interleaved with 2 and 4 virtual stages, from the
+shipped scenarios: scenarios/bench/llama3.1-405b-16384xh100.yaml (8,192 tokens; the
+8,192-GPU row with 1,024 nodes and DP 64) and scenarios/llama3.1-405b-131k-16384xh100.yaml.
+Prints a Markdown table of TFLOP/s per GPU (stepsim's count, attention in full), the error
+against the paper, and the memory verdict. About 2 minutes on 2 cores."""
+import csv, json, os, subprocess, sys
+
+stepsim, root = sys.argv[1:3]
+with open(os.path.join(root, "test", "validation", "data", "llama3_table4.csv")) as f:
+    rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+SCHEDULES = [("1F1B", ["parallel.pipeline.schedule=1f1b", "parallel.pipeline.virtual_stages=1"]),
+             ("v 2", ["parallel.pipeline.schedule=interleaved", "parallel.pipeline.virtual_stages=2"]),
+             ("v 4", ["parallel.pipeline.schedule=interleaved", "parallel.pipeline.virtual_stages=4"])]
+
+
+def setup(r):
+    """The scenario file and --set overrides that run a Table 4 row."""
+    if int(r["seq_len"]) == 131072:
+        return os.path.join(root, "scenarios", "llama3.1-405b-131k-16384xh100.yaml"), []
+    gpus, dp = int(r["gpus"]), int(r["dp"])
+    return (os.path.join(root, "scenarios", "bench", "llama3.1-405b-16384xh100.yaml"),
+            ["topology.nodes=%d" % (gpus // 8), "parallel.dp=%d" % dp,
+             "training.global_batch=%d" % (dp * int(r["batch_per_dp"]))])
+
+
+print("| GPUs | TP CP PP DP | seq | published | " + " | ".join(s[0] for s in SCHEDULES) + " |")
+print("|---:|---|---:|---:|" + "---:|" * len(SCHEDULES))
+for r in rows:
+    path, sets = setup(r)
+    cells = []
+    for _, sched in SCHEDULES:
+        cmd = [stepsim, "run", path, "--json", "--steps", "1", "--set", "simulation.symmetry=dp"]
+        for s in sets + sched:
+            cmd += ["--set", s]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit("%s: %s" % (" ".join(cmd), p.stderr.strip().splitlines()[-1]))
+        d = json.loads(p.stdout)
+        pub = float(r["tflops_per_gpu"])
+        cell = "%.0f (%+.1f%%)" % (d["tflops_per_gpu"], 100 * (d["tflops_per_gpu"] / pub - 1))
+        if d["status"] != "ok":
+            cell += ", needs %.0f GiB" % (d["peak_mem_bytes"] / 2**30)
+        cells.append(cell)
+        print("%s %s %s: %s" % (r["gpus"], r["seq_len"], _, cell), file=sys.stderr)
+    print("| %s | %s %s %s %s | %s | %s | %s |" % (
+        format(int(r["gpus"]), ","), r["tp"], r["cp"], r["pp"], r["dp"],
+        format(int(r["seq_len"]), ","), r["tflops_per_gpu"], " | ".join(cells)))
+    sys.stdout.flush()
