@@ -5,9 +5,10 @@ fa3_cudnn_h100_attention.csv: the FlashAttention-3 paper's cuDNN figures, timed 
 returns (keys, {table: [TFLOP/s, ...]}) for the catalog's four tables, the causal backward,
 which the paper does not measure, being the unmasked one times the forward's causal /
 unmasked ratio at each length. The catalog holds each over the peak times the in-training
-ratio (docs/calibration.md, "Fused attention"). Used by test/analysis/test_gemmfit.py and
-test/validation/assumptions.py."""
-import csv
+ratio (docs/calibration.md, "Fused attention"). catalog_table(text, name) reads one of those
+tables back from a GPU file's text. Used by test/analysis/test_gemmfit.py,
+test/validation/assumptions.py and test/validation/sensitivity.py."""
+import csv, re
 
 TABLES = ("forward", "backward", "forward_unmasked", "backward_unmasked")
 
@@ -19,3 +20,12 @@ def rates(path):
     t = {r[0]: [float(x) for x in r[1:]] for r in rows[1:]}
     t["backward"] = [b * c / u for b, c, u in zip(t["backward_unmasked"], t["forward"], t["forward_unmasked"])]
     return keys, {n: t[n] for n in TABLES}
+
+
+def catalog_table(text, name):
+    """[(keys, efficiency), ...] of attention_efficiency's `name` table in a GPU file's text
+    (one flow-style line, as the catalog writes it), or None if it has none."""
+    m = re.search(r"^  %s: (\[.*\])$" % name, text, re.M)
+    if m is None:
+        return None
+    return [(int(k), float(e)) for k, e in re.findall(r"\[(\d+), ([0-9.]+)\]", m.group(1))]

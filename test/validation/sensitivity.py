@@ -10,6 +10,8 @@ import json, os, re, subprocess, sys
 
 stepsim, root = sys.argv[1:3]
 scen = os.path.join(root, "test", "validation", "scenarios")
+sys.path.insert(0, os.path.join(root, "scripts", "gpu"))
+import attention  # noqa: E402  (reads the catalog's attention tables)
 ROWS = [("a100-7p5b", "Megatron A100, GPT 7.5B, TP 4, mb 16, 128 GPUs", "fp16", 312, 2039, 300, 200),
         ("h100-7p1b", "Megatron-Core H100, GPT 7.1B, TP 2, 96 GPUs", "bf16", 989, 3350, 450, 400)]
 
@@ -29,9 +31,9 @@ def attention_tables(row, scale):
     gpu = re.search(r"^  gpu: (\S+)", open(os.path.join(scen, row + ".yaml")).read(), re.M).group(1)
     cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
     parts = []
-    for name in ("forward", "backward", "forward_unmasked", "backward_unmasked"):
-        pts = re.findall(r"\[(\d+), ([0-9.]+)\]", re.search(r"^  %s: (\[.*\])$" % name, cat, re.M).group(1))
-        parts.append("%s: [%s]" % (name, ", ".join("[%s, %.5f]" % (k, float(e) * scale) for k, e in pts)))
+    for name in attention.TABLES:
+        pts = attention.catalog_table(cat, name)
+        parts.append("%s: [%s]" % (name, ", ".join("[%d, %.5f]" % (k, e * scale) for k, e in pts)))
     return "{%s}" % ", ".join(parts)
 
 
