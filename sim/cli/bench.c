@@ -24,7 +24,7 @@
 
 #include "cli/cli.h"
 #include "core/eventq.h"
-#include "io/load.h"
+#include "input/load.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
 
@@ -142,10 +142,10 @@ typedef struct scenario_result {
 static void run_child(const char *path, bool symmetry, scenario_stats *st)
 {
     plan_scenario sc;
-    io_scenario_info *info = NULL;
+    input_scenario_info *info = NULL;
     sim_diag diag = {0};
     double t0 = now_s();
-    int rc = io_scenario_load(path, NULL, 0, &sc, &info, &diag);
+    int rc = input_scenario_load(path, NULL, 0, &sc, &info, &diag);
     plan *p = NULL;
     if (rc == 0) {
         sc.simulation.steps = 1;
@@ -157,7 +157,7 @@ static void run_child(const char *path, bool symmetry, scenario_stats *st)
     if (rc != 0) {
         st->status = 2;
         snprintf(st->error, sizeof st->error, "%.199s", diag.set ? diag.msg : sim_strerror(rc));
-        io_scenario_info_destroy(info);
+        input_scenario_info_destroy(info);
         return;
     }
     st->plan_s = now_s() - t0;
@@ -184,7 +184,7 @@ static void run_child(const char *path, bool symmetry, scenario_stats *st)
     st->step_s = res->summary.step_time_s;
     replay_results_destroy(res);
     plan_destroy(p);
-    io_scenario_info_destroy(info);
+    input_scenario_info_destroy(info);
 }
 
 static double physical_gib(void)

@@ -9,8 +9,8 @@
 
 #include "cli/cli.h"
 #include "coll/select.h"
-#include "io/load.h"
-#include "io/units.h"
+#include "input/load.h"
+#include "input/units.h"
 
 static const char usage_bench[] =
     "usage: stepsim bench-coll --topology T.yaml --op OP --gpus N [--algo A] [--proto P]\n"
@@ -91,7 +91,7 @@ static int parse(int argc, char **argv, bench_args *a)
             a->gpus = (int)n;
         } else if (strcmp(k, "--min-bytes") == 0 || strcmp(k, "--max-bytes") == 0) {
             int64_t b;
-            if (io_parse_bytes(v, &b) != 0 || b < 1)
+            if (input_parse_bytes(v, &b) != 0 || b < 1)
                 return cli_invalid(k, "expects a positive size such as 8, 1MiB or 8GiB, got", v,
                                    hint);
             *(k[2] == 'm' && k[3] == 'i' ? &a->min_bytes : &a->max_bytes) = b;
@@ -147,7 +147,7 @@ int cli_bench_coll(int argc, char **argv)
     int32_t *gpu = NULL, *node = NULL;
     if (rc == 0) {
         sim_diag diag = {0};
-        if (io_topology_load(a.topology, a.sets, a.n_sets, spec, &diag) != 0 ||
+        if (input_topology_load(a.topology, a.sets, a.n_sets, spec, &diag) != 0 ||
             hw_topo_create(spec, &topo, &diag) != 0) {
             if (diag.line == 0 && strcmp(diag.file, "topology") == 0)
                 snprintf(diag.file, sizeof diag.file, "%s", a.topology);

@@ -20,8 +20,8 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "io/h5read.h"
-#include "io/json.h"
+#include "results/h5read.h"
+#include "results/json.h"
 
 #define SLICE 65536
 #define LANES 16
@@ -139,47 +139,47 @@ static int timeline_slice(void *ud, void *rows_, size_t first, size_t k)
         x->lanes[r->rank] |= (uint16_t)(1u << lane);
         event_start(x, "X", r->rank, lane);
         fputs(",\"name\":", x->out);
-        io_json_string(x->out, r->name);
+        results_json_string(x->out, r->name);
         fputs(",\"cat\":", x->out);
-        io_json_string(x->out, strcmp(r->group, "none") ? r->group : "compute");
+        results_json_string(x->out, strcmp(r->group, "none") ? r->group : "compute");
         us(x->out, "ts", r->start_s);
         us(x->out, "dur", r->end_s - r->start_s);
         fprintf(x->out, ",\"args\":{\"layer\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":",
                 (int)r->layer, (int)r->microbatch, (int)r->step);
-        io_json_string(x->out, r->kind);
+        results_json_string(x->out, r->kind);
         fputs(",\"phase\":", x->out);
-        io_json_string(x->out, r->phase);
+        results_json_string(x->out, r->phase);
         fputs(",\"bytes\":", x->out);
-        io_json_number(x->out, r->bytes);
+        results_json_number(x->out, r->bytes);
         fputs(",\"flops\":", x->out);
-        io_json_number(x->out, r->flops);
+        results_json_number(x->out, r->flops);
         fputs("}}", x->out);
         x->n_ops++;
     }
     return 0;
 }
 
-static int export_timeline(exporter *x, io_h5r_file *f, const char *path, const char *run)
+static int export_timeline(exporter *x, results_h5r_file *f, const char *path, const char *run)
 {
-    static const io_h5r_field fields[] = {
-        {"rank", IO_H5R_I32, offsetof(tl_row, rank)},
-        {"stream", IO_H5R_STR, offsetof(tl_row, stream)},
-        {"kind", IO_H5R_STR, offsetof(tl_row, kind)},
-        {"name", IO_H5R_STR, offsetof(tl_row, name)},
-        {"layer", IO_H5R_I32, offsetof(tl_row, layer)},
-        {"microbatch", IO_H5R_I32, offsetof(tl_row, microbatch)},
-        {"phase", IO_H5R_STR, offsetof(tl_row, phase)},
-        {"group", IO_H5R_STR, offsetof(tl_row, group)},
-        {"step", IO_H5R_I32, offsetof(tl_row, step)},
-        {"start_s", IO_H5R_F64, offsetof(tl_row, start_s)},
-        {"end_s", IO_H5R_F64, offsetof(tl_row, end_s)},
-        {"bytes", IO_H5R_F64, offsetof(tl_row, bytes)},
-        {"flops", IO_H5R_F64, offsetof(tl_row, flops)},
+    static const results_h5r_field fields[] = {
+        {"rank", RESULTS_H5R_I32, offsetof(tl_row, rank)},
+        {"stream", RESULTS_H5R_STR, offsetof(tl_row, stream)},
+        {"kind", RESULTS_H5R_STR, offsetof(tl_row, kind)},
+        {"name", RESULTS_H5R_STR, offsetof(tl_row, name)},
+        {"layer", RESULTS_H5R_I32, offsetof(tl_row, layer)},
+        {"microbatch", RESULTS_H5R_I32, offsetof(tl_row, microbatch)},
+        {"phase", RESULTS_H5R_STR, offsetof(tl_row, phase)},
+        {"group", RESULTS_H5R_STR, offsetof(tl_row, group)},
+        {"step", RESULTS_H5R_I32, offsetof(tl_row, step)},
+        {"start_s", RESULTS_H5R_F64, offsetof(tl_row, start_s)},
+        {"end_s", RESULTS_H5R_F64, offsetof(tl_row, end_s)},
+        {"bytes", RESULTS_H5R_F64, offsetof(tl_row, bytes)},
+        {"flops", RESULTS_H5R_F64, offsetof(tl_row, flops)},
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/timeline", run);
     slice_ctx sc = {x, path};
-    return io_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(tl_row), SLICE,
+    return results_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(tl_row), SLICE,
                            timeline_slice, &sc);
 }
 
@@ -197,7 +197,7 @@ static int bubble_slice(void *ud, void *rows_, size_t first, size_t k)
         x->lanes[r->rank] |= 1u << LANE_BUBBLES;
         event_start(x, "X", r->rank, LANE_BUBBLES);
         fputs(",\"name\":", x->out);
-        io_json_string(x->out, r->cause);
+        results_json_string(x->out, r->cause);
         fputs(",\"cat\":\"bubble\"", x->out);
         us(x->out, "ts", r->start_s);
         us(x->out, "dur", r->end_s - r->start_s);
@@ -207,19 +207,19 @@ static int bubble_slice(void *ud, void *rows_, size_t first, size_t k)
     return 0;
 }
 
-static int export_bubbles(exporter *x, io_h5r_file *f, const char *path, const char *run)
+static int export_bubbles(exporter *x, results_h5r_file *f, const char *path, const char *run)
 {
-    static const io_h5r_field fields[] = {
-        {"rank", IO_H5R_I32, offsetof(bubble_row, rank)},
-        {"step", IO_H5R_I32, offsetof(bubble_row, step)},
-        {"start_s", IO_H5R_F64, offsetof(bubble_row, start_s)},
-        {"end_s", IO_H5R_F64, offsetof(bubble_row, end_s)},
-        {"cause", IO_H5R_STR, offsetof(bubble_row, cause)},
+    static const results_h5r_field fields[] = {
+        {"rank", RESULTS_H5R_I32, offsetof(bubble_row, rank)},
+        {"step", RESULTS_H5R_I32, offsetof(bubble_row, step)},
+        {"start_s", RESULTS_H5R_F64, offsetof(bubble_row, start_s)},
+        {"end_s", RESULTS_H5R_F64, offsetof(bubble_row, end_s)},
+        {"cause", RESULTS_H5R_STR, offsetof(bubble_row, cause)},
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/bubbles", run);
     slice_ctx sc = {x, path};
-    return io_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(bubble_row), SLICE,
+    return results_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(bubble_row), SLICE,
                            bubble_slice, &sc);
 }
 
@@ -250,18 +250,18 @@ static int memory_slice(void *ud, void *rows_, size_t first, size_t k)
     return 0;
 }
 
-static int export_memory(exporter *x, io_h5r_file *f, const char *path, const char *run)
+static int export_memory(exporter *x, results_h5r_file *f, const char *path, const char *run)
 {
-    static const io_h5r_field fields[] = {
-        {"rank", IO_H5R_I32, offsetof(mem_row, rank)},
-        {"t_s", IO_H5R_F64, offsetof(mem_row, t_s)},
-        {"category", IO_H5R_STR, offsetof(mem_row, category)},
-        {"bytes", IO_H5R_I64, offsetof(mem_row, bytes)},
+    static const results_h5r_field fields[] = {
+        {"rank", RESULTS_H5R_I32, offsetof(mem_row, rank)},
+        {"t_s", RESULTS_H5R_F64, offsetof(mem_row, t_s)},
+        {"category", RESULTS_H5R_STR, offsetof(mem_row, category)},
+        {"bytes", RESULTS_H5R_I64, offsetof(mem_row, bytes)},
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/memory", run);
     slice_ctx sc = {x, path};
-    return io_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(mem_row), SLICE,
+    return results_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(mem_row), SLICE,
                            memory_slice, &sc);
 }
 
@@ -293,21 +293,21 @@ static void export_names(exporter *x)
     }
 }
 
-static int read_ranks(exporter *x, io_h5r_file *f, const char *run)
+static int read_ranks(exporter *x, results_h5r_file *f, const char *run)
 {
-    static const io_h5r_field fields[] = {
-        {"rank", IO_H5R_I32, offsetof(rank_row, rank)},
-        {"node", IO_H5R_I32, offsetof(rank_row, node)},
+    static const results_h5r_field fields[] = {
+        {"rank", RESULTS_H5R_I32, offsetof(rank_row, rank)},
+        {"node", RESULTS_H5R_I32, offsetof(rank_row, node)},
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/ranks", run);
-    io_h5r_table *t = NULL;
-    int rc = io_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(rank_row), &t);
+    results_h5r_table *t = NULL;
+    int rc = results_h5r_table_open(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(rank_row), &t);
     if (rc)
         return rc;
-    size_t n = io_h5r_table_rows(t);
+    size_t n = results_h5r_table_rows(t);
     rank_row *rows = sim_calloc(n + 1, sizeof *rows);
-    rc = io_h5r_table_read(t, 0, n, rows);
+    rc = results_h5r_table_read(t, 0, n, rows);
     x->n_ranks = n;
     x->node = sim_calloc(n + 1, sizeof *x->node);
     x->lanes = sim_calloc(n + 1, sizeof *x->lanes);
@@ -316,15 +316,15 @@ static int read_ranks(exporter *x, io_h5r_file *f, const char *run)
         if (rows[i].rank >= 0 && (size_t)rows[i].rank < n)
             x->node[rows[i].rank] = rows[i].node;
     sim_free(rows);
-    io_h5r_table_close(t);
+    results_h5r_table_close(t);
     return rc;
 }
 
 /* The run to export: --run, or the file's only run. */
-static int pick_run(io_h5r_file *f, const char *path, const char *want, const char **run)
+static int pick_run(results_h5r_file *f, const char *path, const char *want, const char **run)
 {
     const char *const *names;
-    size_t n = io_h5r_runs(f, &names);
+    size_t n = results_h5r_runs(f, &names);
     if (want) {
         for (size_t i = 0; i < n; i++)
             if (strcmp(names[i], want) == 0) {
@@ -348,7 +348,7 @@ static int pick_run(io_h5r_file *f, const char *path, const char *want, const ch
     return cli_invalid(path, "the file holds several runs", NULL, hint);
 }
 
-static int export_run(io_h5r_file *f, const char *path, const char *run, const char *out_path,
+static int export_run(results_h5r_file *f, const char *path, const char *run, const char *out_path,
                       size_t *n_events)
 {
     exporter x = {.first = true};
@@ -364,7 +364,7 @@ static int export_run(io_h5r_file *f, const char *path, const char *run, const c
     }
     if (!rc) {
         fputs("{\"displayTimeUnit\":\"ms\",\"otherData\":{\"source\":\"stepsim\",\"run\":", x.out);
-        io_json_string(x.out, run);
+        results_json_string(x.out, run);
         fputs("},\"traceEvents\":[", x.out);
         rc = export_timeline(&x, f, path, run);
         if (!rc)
@@ -425,8 +425,8 @@ int cli_export_perfetto(int argc, char **argv)
     if (!out)
         return cli_invalid("stepsim export-perfetto", "missing -o TRACE.json", NULL, hint);
     sim_diag diag = {0};
-    io_h5r_file *f = NULL;
-    int rc = io_h5r_open(in, &f, &diag);
+    results_h5r_file *f = NULL;
+    int rc = results_h5r_open(in, &f, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
         return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
@@ -441,6 +441,6 @@ int cli_export_perfetto(int argc, char **argv)
             rc = rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
         }
     }
-    io_h5r_close(f);
+    results_h5r_close(f);
     return rc;
 }

@@ -10,10 +10,10 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
-#include "io/h5.h"
-#include "io/json.h"
-#include "io/load.h"
-#include "io/tracefile.h"
+#include "results/h5.h"
+#include "results/json.h"
+#include "input/load.h"
+#include "results/tracefile.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
 
@@ -259,14 +259,14 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
 /* A loaded scenario and its plan; what every sub-command starts from. */
 typedef struct cli_job {
     plan_scenario sc;
-    io_scenario_info *info;
+    input_scenario_info *info;
     plan *p;
 } cli_job;
 
 static void job_clear(cli_job *j)
 {
     plan_destroy(j->p);
-    io_scenario_info_destroy(j->info);
+    input_scenario_info_destroy(j->info);
 }
 
 /* Loads the scenario, applies the CLI overrides and builds the plan (with the trace when
@@ -274,7 +274,7 @@ static void job_clear(cli_job *j)
 static int job_load(const cli_args *a, bool with_trace, cli_job *j)
 {
     sim_diag diag = {0};
-    int rc = io_scenario_load(a->scenario, a->sets, a->n_sets, &j->sc, &j->info, &diag);
+    int rc = input_scenario_load(a->scenario, a->sets, a->n_sets, &j->sc, &j->info, &diag);
     if (rc != 0) {
         if (!diag.set)
             sim_diag_error(&diag, a->scenario, 0, 0, "%s", sim_strerror(rc));
@@ -299,38 +299,38 @@ static int job_load(const cli_args *a, bool with_trace, cli_job *j)
 
 /* Starts the results file before the replay, so an unwritable path fails at once; the
  * replay streams its timeline into it. */
-static int open_h5(const cli_args *a, const cli_job *j, io_h5_file **f, sim_diag *diag)
+static int open_h5(const cli_args *a, const cli_job *j, results_h5_file **f, sim_diag *diag)
 {
-    const io_scenario_info *info = j->info;
-    io_h5_input *inputs = sim_calloc(info->n_inputs + 1, sizeof *inputs);
+    const input_scenario_info *info = j->info;
+    results_h5_input *inputs = sim_calloc(info->n_inputs + 1, sizeof *inputs);
     for (size_t i = 0; i < info->n_inputs; i++)
-        inputs[i] = (io_h5_input){.path = info->inputs[i].path, .hash = info->inputs[i].hash};
-    int rc = io_h5_open(a->out, a->command_line, inputs, info->n_inputs, f, diag);
+        inputs[i] = (results_h5_input){.path = info->inputs[i].path, .hash = info->inputs[i].hash};
+    int rc = results_h5_open(a->out, a->command_line, inputs, info->n_inputs, f, diag);
     sim_free(inputs);
     return rc;
 }
 
 typedef struct h5_sink {
-    io_h5_file *f;
+    results_h5_file *f;
     const char *run;
 } h5_sink;
 
 static int stream_rows(void *ud, const replay_timeline_row *rows, size_t n)
 {
     h5_sink *s = ud;
-    return io_h5_stream_timeline(s->f, s->run, rows, n);
+    return results_h5_stream_timeline(s->f, s->run, rows, n);
 }
 
-static int finish_h5(io_h5_file *f, const cli_job *j, const replay_results *res, sim_diag *diag)
+static int finish_h5(results_h5_file *f, const cli_job *j, const replay_results *res, sim_diag *diag)
 {
-    io_h5_run run = {.results = res, .scenario_yaml = j->info->resolved_yaml};
-    int rc = io_h5_add_run(f, &run, j->sc.simulation.timeline);
+    results_h5_run run = {.results = res, .scenario_yaml = j->info->resolved_yaml};
+    int rc = results_h5_add_run(f, &run, j->sc.simulation.timeline);
     if (rc) {
-        io_h5_abort(f);
+        results_h5_abort(f);
         return rc;
     }
     (void)diag;
-    return io_h5_close(f);
+    return results_h5_close(f);
 }
 
 /* A progress line on stderr for replays that take a while (every 15 s of wall time). */
@@ -348,11 +348,11 @@ static void print_progress(void *ud, const replay_progress *at)
  * fault (exit 2, a trace read from a file) rather than an internal error (exit 1). */
 static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
 {
-    io_h5_file *f = NULL;
+    results_h5_file *f = NULL;
     sim_diag diag = {0};
     if (a->out && open_h5(a, j, &f, &diag) != 0) {
         sim_diag_print(&diag, stderr);
-        io_h5_abort(f);
+        results_h5_abort(f);
         return 1;
     }
     int rc = 0;
@@ -368,7 +368,7 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
     replay_run(j->p, &opt, res);
     if (res->summary.status == REPLAY_STATUS_ERROR) {
         fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
-        io_h5_abort(f);
+        results_h5_abort(f);
         rc = input_error ? EXIT_INVALID : 1;
     } else if (f) {
         int wrc = finish_h5(f, j, res, &diag);
@@ -379,7 +379,7 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
     }
     if (rc == 0) {
         if (a->json)
-            io_json_write_run(stdout, res);
+            results_json_write_run(stdout, res);
         else
             print_summary(stdout, j->p, res, true);
         int own = 0;
@@ -416,7 +416,7 @@ static int cmd_trace(const cli_args *a)
     int rc = job_load(a, true, j);
     if (rc == 0) {
         sim_diag diag = {0};
-        if (io_trace_write(a->out, a->command_line, j->info->resolved_yaml, j->p, &diag)) {
+        if (results_trace_write(a->out, a->command_line, j->info->resolved_yaml, j->p, &diag)) {
             sim_diag_print(&diag, stderr);
             rc = 1;
         } else {
@@ -456,7 +456,7 @@ static int load_embedded(const cli_args *a, const char *yaml, cli_job *j)
     for (size_t i = 0; i < a->n_sets; i++)
         sets[n++] = a->sets[i];
     sim_diag diag = {0};
-    int rc = ok ? io_scenario_load(path, sets, n, &j->sc, &j->info, &diag) : SIM_EIO;
+    int rc = ok ? input_scenario_load(path, sets, n, &j->sc, &j->info, &diag) : SIM_EIO;
     unlink(path);
     sim_free(sets);
     if (rc) {
@@ -486,8 +486,8 @@ static int cmd_replay(const cli_args *a)
 {
     sim_diag diag = {0};
     trace *t = NULL;
-    io_trace_info info;
-    int rc = io_trace_read(a->scenario, &t, &info, &diag);
+    results_trace_info info;
+    int rc = results_trace_read(a->scenario, &t, &info, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
         return rc == SIM_EINVAL ? EXIT_INVALID : 1;
@@ -539,7 +539,7 @@ static int cmd_mem(const cli_args *a)
         replay_results *res = replay_results_create();
         replay_memory_only(j->p, res);
         if (a->json)
-            io_json_write_mem(stdout, &res->summary);
+            results_json_write_mem(stdout, &res->summary);
         else
             print_summary(stdout, j->p, res, false);
         replay_results_destroy(res);

@@ -28,8 +28,8 @@
 
 #include "cli/cli.h"
 #include "cli/runs.h"
-#include "io/h5read.h"
-#include "io/load.h"
+#include "results/h5read.h"
+#include "input/load.h"
 #include "plan/plan.h"
 
 static const char usage[] =
@@ -248,44 +248,44 @@ static int plan_finish(sweep_ctx *c)
         return 0;
     }
     sim_diag diag = {0};
-    io_h5r_file *f = NULL;
-    int rc = io_h5r_open(c->a->out, &f, &diag);
-    io_h5r_field fields[8 + AXES];
+    results_h5r_file *f = NULL;
+    int rc = results_h5r_open(c->a->out, &f, &diag);
+    results_h5r_field fields[8 + AXES];
     size_t nf = 0;
-    fields[nf++] = (io_h5r_field){"index", IO_H5R_I32, offsetof(row, index)};
-    fields[nf++] = (io_h5r_field){"status", IO_H5R_STR, offsetof(row, status)};
-    fields[nf++] = (io_h5r_field){"error", IO_H5R_STR, offsetof(row, error)};
-    fields[nf++] = (io_h5r_field){"step_time_s", IO_H5R_F64, offsetof(row, step_time_s)};
-    fields[nf++] = (io_h5r_field){"tokens_per_s", IO_H5R_F64, offsetof(row, tokens_per_s)};
-    fields[nf++] = (io_h5r_field){"mfu", IO_H5R_F64, offsetof(row, mfu)};
-    fields[nf++] = (io_h5r_field){"peak_mem_bytes", IO_H5R_I64, offsetof(row, peak)};
+    fields[nf++] = (results_h5r_field){"index", RESULTS_H5R_I32, offsetof(row, index)};
+    fields[nf++] = (results_h5r_field){"status", RESULTS_H5R_STR, offsetof(row, status)};
+    fields[nf++] = (results_h5r_field){"error", RESULTS_H5R_STR, offsetof(row, error)};
+    fields[nf++] = (results_h5r_field){"step_time_s", RESULTS_H5R_F64, offsetof(row, step_time_s)};
+    fields[nf++] = (results_h5r_field){"tokens_per_s", RESULTS_H5R_F64, offsetof(row, tokens_per_s)};
+    fields[nf++] = (results_h5r_field){"mfu", RESULTS_H5R_F64, offsetof(row, mfu)};
+    fields[nf++] = (results_h5r_field){"peak_mem_bytes", RESULTS_H5R_I64, offsetof(row, peak)};
     for (int a = 0; a < AXES; a++)
-        fields[nf++] = (io_h5r_field){axis_keys[a], IO_H5R_STR,
+        fields[nf++] = (results_h5r_field){axis_keys[a], RESULTS_H5R_STR,
                                       offsetof(row, axis) + (size_t)a * sizeof(char *)};
-    io_h5r_table *t = NULL;
+    results_h5r_table *t = NULL;
     if (!rc)
-        rc = io_h5r_table_open(f, "/sweep", fields, nf, sizeof(row), &t);
-    size_t n = rc ? 0 : io_h5r_table_rows(t);
+        rc = results_h5r_table_open(f, "/sweep", fields, nf, sizeof(row), &t);
+    size_t n = rc ? 0 : results_h5r_table_rows(t);
     row *rows = sim_calloc(n + 1, sizeof *rows);
     if (!rc)
-        rc = io_h5r_table_read(t, 0, n, rows);
+        rc = results_h5r_table_read(t, 0, n, rows);
     /* each run's capacity and binding constraint, from its summary */
-    static const io_h5r_field sf[] = {
-        {"capacity_bytes", IO_H5R_I64, offsetof(row, capacity)},
-        {"binding_constraint", IO_H5R_STR, offsetof(row, binding)},
+    static const results_h5r_field sf[] = {
+        {"capacity_bytes", RESULTS_H5R_I64, offsetof(row, capacity)},
+        {"binding_constraint", RESULTS_H5R_STR, offsetof(row, binding)},
     };
     for (size_t i = 0; !rc && i < n; i++) {
         char path[300];
         snprintf(path, sizeof path, "/runs/%s-%d/summary", c->L.name, rows[i].index);
-        io_h5r_table *s = NULL;
+        results_h5r_table *s = NULL;
         row tmp = {0};
-        if (io_h5r_table_open(f, path, sf, 2, sizeof(row), &s) == 0 &&
-            io_h5r_table_read(s, 0, 1, &tmp) == 0) {
+        if (results_h5r_table_open(f, path, sf, 2, sizeof(row), &s) == 0 &&
+            results_h5r_table_read(s, 0, 1, &tmp) == 0) {
             rows[i].capacity = tmp.capacity;
             rows[i].binding = sim_strdup(tmp.binding ? tmp.binding : "");
-            io_h5r_release(s, &tmp, 1);
+            results_h5r_release(s, &tmp, 1);
         }
-        io_h5r_table_close(s);
+        results_h5r_table_close(s);
     }
     if (rc) {
         sim_diag_print(&diag, stderr);
@@ -332,12 +332,12 @@ static int plan_finish(sweep_ctx *c)
         sim_free(oom);
     }
     if (t)
-        io_h5r_release(t, rows, n);
+        results_h5r_release(t, rows, n);
     for (size_t i = 0; i < n; i++)
         sim_free(rows[i].binding);
     sim_free(rows);
-    io_h5r_table_close(t);
-    io_h5r_close(f);
+    results_h5r_table_close(t);
+    results_h5r_close(f);
     return rc ? 1 : 0;
 }
 
@@ -395,9 +395,9 @@ int cli_plan(int argc, char **argv)
         MPI_Comm_size(MPI_COMM_WORLD, &c.size);
     }
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
-    io_scenario_info *info = NULL;
+    input_scenario_info *info = NULL;
     sim_diag diag = {0};
-    int rc = io_scenario_load(a.file, NULL, 0, sc, &info, &diag);
+    int rc = input_scenario_load(a.file, NULL, 0, sc, &info, &diag);
     if (rc) {
         if (c.rank == 0)
             sim_diag_print(&diag, stderr);
@@ -454,7 +454,7 @@ int cli_plan(int argc, char **argv)
     }
     sim_free(tmp_out);
     sim_free(c.dir);
-    io_scenario_info_destroy(info);
+    input_scenario_info_destroy(info);
     sim_free(sc);
     if (c.mpi)
         MPI_Finalize();

@@ -15,7 +15,7 @@
 
 #include "cli/cli.h"
 #include "cli/validated.h"
-#include "io/h5read.h"
+#include "results/h5read.h"
 #include "plan/scenario.h"
 #include "replay/results.h"
 
@@ -45,52 +45,52 @@ static const char *const budget_keys[5] = {"tokens", "steps", "time_to_train_s",
                                            "cost"};
 
 /* Reads /runs/NAME/summary into *r; the budget columns are optional (NaN when absent). */
-static int read_summary(io_h5r_file *f, const char *name, run_row *r)
+static int read_summary(results_h5r_file *f, const char *name, run_row *r)
 {
     char path[512];
     snprintf(path, sizeof path, "/runs/%s/summary", name);
-    io_h5r_field fields[8 + N_CAUSES + N_GROUPS + 5 + 4];
+    results_h5r_field fields[8 + N_CAUSES + N_GROUPS + 5 + 4];
     char names[N_CAUSES + N_GROUPS + 5][48];
     size_t n = 0, k = 0;
-#define F(col, type, member) fields[n++] = (io_h5r_field){col, type, offsetof(run_row, member)}
-    F("name", IO_H5R_STR, name);
-    F("status", IO_H5R_STR, status);
-    F("error", IO_H5R_STR, error);
-    F("gpus", IO_H5R_I32, gpus);
-    F("step_time_s", IO_H5R_F64, step_time_s);
-    F("tokens_per_s", IO_H5R_F64, tokens_per_s);
-    F("mfu", IO_H5R_F64, mfu);
-    F("bubble_fraction", IO_H5R_F64, bubble_fraction);
-    F("peak_mem_bytes", IO_H5R_I64, peak_mem_bytes);
-    F("capacity_bytes", IO_H5R_I64, capacity_bytes);
-    F("binding_constraint", IO_H5R_STR, binding);
+#define F(col, type, member) fields[n++] = (results_h5r_field){col, type, offsetof(run_row, member)}
+    F("name", RESULTS_H5R_STR, name);
+    F("status", RESULTS_H5R_STR, status);
+    F("error", RESULTS_H5R_STR, error);
+    F("gpus", RESULTS_H5R_I32, gpus);
+    F("step_time_s", RESULTS_H5R_F64, step_time_s);
+    F("tokens_per_s", RESULTS_H5R_F64, tokens_per_s);
+    F("mfu", RESULTS_H5R_F64, mfu);
+    F("bubble_fraction", RESULTS_H5R_F64, bubble_fraction);
+    F("peak_mem_bytes", RESULTS_H5R_I64, peak_mem_bytes);
+    F("capacity_bytes", RESULTS_H5R_I64, capacity_bytes);
+    F("binding_constraint", RESULTS_H5R_STR, binding);
 #undef F
     for (int c = 0; c < N_CAUSES; c++, k++) {
         snprintf(names[k], sizeof names[k], "bubble_by_cause.%s", replay_cause_name((replay_cause)c));
-        fields[n++] = (io_h5r_field){names[k], IO_H5R_F64,
+        fields[n++] = (results_h5r_field){names[k], RESULTS_H5R_F64,
                                      offsetof(run_row, bubble) + (size_t)c * sizeof(double)};
     }
     for (int g = 0; g < N_GROUPS; g++, k++) {
         snprintf(names[k], sizeof names[k], "exposed_comm_s.%s",
                  plan_group_name((plan_group_class)g));
-        fields[n++] = (io_h5r_field){names[k], IO_H5R_F64,
+        fields[n++] = (results_h5r_field){names[k], RESULTS_H5R_F64,
                                      offsetof(run_row, exposed) + (size_t)g * sizeof(double)};
     }
     bool has_budget[5];
     for (int b = 0; b < 5; b++, k++) {
         snprintf(names[k], sizeof names[k], "budget.%s", budget_keys[b]);
-        has_budget[b] = io_h5r_has_column(f, path, names[k]);
+        has_budget[b] = results_h5r_has_column(f, path, names[k]);
         if (has_budget[b])
-            fields[n++] = (io_h5r_field){names[k], IO_H5R_F64,
+            fields[n++] = (results_h5r_field){names[k], RESULTS_H5R_F64,
                                          offsetof(run_row, budget) + (size_t)b * sizeof(double)};
     }
-    io_h5r_table *t = NULL;
-    int rc = io_h5r_table_open(f, path, fields, n, sizeof *r, &t);
-    if (!rc && io_h5r_table_rows(t) != 1)
+    results_h5r_table *t = NULL;
+    int rc = results_h5r_table_open(f, path, fields, n, sizeof *r, &t);
+    if (!rc && results_h5r_table_rows(t) != 1)
         rc = SIM_EINVAL;
     if (!rc) {
         run_row tmp;
-        rc = io_h5r_table_read(t, 0, 1, &tmp);
+        rc = results_h5r_table_read(t, 0, 1, &tmp);
         if (!rc) {
             /* strings are HDF5's: copy them, then give the row back */
             for (int b = 0; b < 5; b++) /* absent from older files */
@@ -101,10 +101,10 @@ static int read_summary(io_h5r_file *f, const char *name, run_row *r)
             r->status = sim_strdup(tmp.status ? tmp.status : "");
             r->error = sim_strdup(tmp.error ? tmp.error : "");
             r->binding = sim_strdup(tmp.binding ? tmp.binding : "");
-            io_h5r_release(t, &tmp, 1);
+            results_h5r_release(t, &tmp, 1);
         }
     }
-    io_h5r_table_close(t);
+    results_h5r_table_close(t);
     return rc;
 }
 
@@ -372,26 +372,26 @@ static int print_base_row(void *ud, void *rows, size_t first, size_t n)
     return 0;
 }
 
-static void print_bases(io_h5r_file *f)
+static void print_bases(results_h5r_file *f)
 {
-    if (!io_h5r_has_column(f, "/sweep", "base"))
+    if (!results_h5r_has_column(f, "/sweep", "base"))
         return;
-    const io_h5r_field fields[] = {{"name", IO_H5R_STR, offsetof(base_row, name)},
-                                   {"base", IO_H5R_STR, offsetof(base_row, base)}};
-    io_h5r_for_each(f, "/sweep", fields, 2, sizeof(base_row), 4096, print_base_row, NULL);
+    const results_h5r_field fields[] = {{"name", RESULTS_H5R_STR, offsetof(base_row, name)},
+                                   {"base", RESULTS_H5R_STR, offsetof(base_row, base)}};
+    results_h5r_for_each(f, "/sweep", fields, 2, sizeof(base_row), 4096, print_base_row, NULL);
 }
 
 int cli_report_file(const char *in, bool csv)
 {
     sim_diag diag = {0};
-    io_h5r_file *f = NULL;
-    int rc = io_h5r_open(in, &f, &diag);
+    results_h5r_file *f = NULL;
+    int rc = results_h5r_open(in, &f, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
         return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
     }
     const char *const *names;
-    size_t n = io_h5r_runs(f, &names);
+    size_t n = results_h5r_runs(f, &names);
     run_row *runs = sim_calloc(n + 1, sizeof *runs);
     size_t got = 0;
     for (size_t i = 0; i < n && !rc; i++) {
@@ -423,6 +423,6 @@ int cli_report_file(const char *in, bool csv)
         sim_free(runs[i].binding);
     }
     sim_free(runs);
-    io_h5r_close(f);
+    results_h5r_close(f);
     return rc;
 }

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "io/sweep.h"
+#include "input/sweep.h"
 
 typedef struct sweep_args {
     const char *file, *out;
@@ -33,7 +33,7 @@ typedef struct run_list {
 
 typedef struct sweep_ctx {
     const sweep_args *a;
-    io_sweep *sw;
+    input_sweep *sw;
     run_list L;
     char *dir; /* OUT.h5.runs */
     int rank, size;

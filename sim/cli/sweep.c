@@ -37,11 +37,11 @@
 
 #include "cli/cli.h"
 #include "cli/runs.h"
-#include "io/h5.h"
-#include "io/h5read.h"
-#include "io/json.h"
-#include "io/load.h"
-#include "io/sweep.h"
+#include "results/h5.h"
+#include "results/h5read.h"
+#include "results/json.h"
+#include "input/load.h"
+#include "input/sweep.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
 
@@ -120,21 +120,21 @@ static int write_durable(const char *path, const char *text, size_t len)
 
 /* Writes run i's results file and then its JSON marker. */
 static int save_run(const sweep_ctx *c, size_t i, const replay_results *res, const char *yaml,
-                    const io_scenario_info *info)
+                    const input_scenario_info *info)
 {
     char h5[4200], js[4200];
     run_path(c, i, "h5", h5, sizeof h5);
     run_path(c, i, "json", js, sizeof js);
     size_t n_in = info ? info->n_inputs : 0;
-    io_h5_input *inputs = sim_calloc(n_in + 1, sizeof *inputs);
+    results_h5_input *inputs = sim_calloc(n_in + 1, sizeof *inputs);
     char (*hashes)[32] = sim_calloc(n_in + 1, sizeof *hashes);
     for (size_t k = 0; k < n_in; k++) {
         snprintf(hashes[k], sizeof hashes[k], "fnv1a64:%s", info->inputs[k].hash);
-        inputs[k] = (io_h5_input){info->inputs[k].path, hashes[k]};
+        inputs[k] = (results_h5_input){info->inputs[k].path, hashes[k]};
     }
-    io_h5_run run = {.results = res, .scenario_yaml = yaml};
+    results_h5_run run = {.results = res, .scenario_yaml = yaml};
     sim_diag diag = {0};
-    int rc = io_h5_write(h5, c->a->command, inputs, n_in, &run, 1,
+    int rc = results_h5_write(h5, c->a->command, inputs, n_in, &run, 1,
                          !c->a->no_timeline, &diag);
     sim_free(inputs);
     sim_free(hashes);
@@ -145,7 +145,7 @@ static int save_run(const sweep_ctx *c, size_t i, const replay_results *res, con
     char *buf = NULL;
     size_t len = 0;
     FILE *m = open_memstream(&buf, &len);
-    io_json_write_run(m, res);
+    results_json_write_run(m, res);
     fclose(m);
     rc = write_durable(js, buf, len);
     free(buf);
@@ -174,11 +174,11 @@ static int execute(const sweep_ctx *c, size_t i)
     size_t n_sets = c->L.n_sets[i];
     const char **sets = c->L.sets[i];
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
-    io_scenario_info *info = NULL;
+    input_scenario_info *info = NULL;
     sim_diag diag = {0};
-    io_load_stage stage;
+    input_load_stage stage;
     const char *base = c->L.bases ? c->L.bases[i] : c->L.base;
-    int rc = io_scenario_load_ex(base, sets, n_sets, sc, &info, &diag, &stage);
+    int rc = input_scenario_load_ex(base, sets, n_sets, sc, &info, &diag, &stage);
     if (rc) {
         /* the values were each checked when the sweep was read: this is a combination */
         rc = save_status(c, i, REPLAY_STATUS_SKIPPED, diag.msg, 0);
@@ -206,7 +206,7 @@ static int execute(const sweep_ctx *c, size_t i)
         replay_results_destroy(res);
         plan_destroy(p);
     }
-    io_scenario_info_destroy(info);
+    input_scenario_info_destroy(info);
     sim_free(sc);
     return rc;
 }
@@ -475,22 +475,22 @@ static int merge(const sweep_ctx *c)
     size_t n_inputs = 0;
     sim_diag diag = {0};
     int rc = 0;
-    static const io_h5r_field fields[] = {
-        {"path", IO_H5R_STR, offsetof(input_row, path)},
-        {"hash", IO_H5R_STR, offsetof(input_row, hash)},
+    static const results_h5r_field fields[] = {
+        {"path", RESULTS_H5R_STR, offsetof(input_row, path)},
+        {"hash", RESULTS_H5R_STR, offsetof(input_row, hash)},
     };
     for (size_t i = 0; i < L->n_runs && !rc; i++) {
         char p[4200];
         run_path(c, i, "h5", p, sizeof p);
-        io_h5r_file *f = NULL;
-        rc = io_h5r_open(p, &f, &diag);
-        io_h5r_table *t = NULL;
+        results_h5r_file *f = NULL;
+        rc = results_h5r_open(p, &f, &diag);
+        results_h5r_table *t = NULL;
         if (!rc)
-            rc = io_h5r_table_open(f, "/inputs", fields, 2, sizeof(input_row), &t);
+            rc = results_h5r_table_open(f, "/inputs", fields, 2, sizeof(input_row), &t);
         if (!rc) {
-            size_t n = io_h5r_table_rows(t);
+            size_t n = results_h5r_table_rows(t);
             input_row *rows = sim_calloc(n + 1, sizeof *rows);
-            rc = io_h5r_table_read(t, 0, n, rows);
+            rc = results_h5r_table_read(t, 0, n, rows);
             for (size_t k = 0; !rc && k < n; k++) {
                 bool seen = false;
                 for (size_t m = 0; m < n_inputs && !seen; m++)
@@ -501,36 +501,36 @@ static int merge(const sweep_ctx *c)
                                                      sim_strdup(rows[k].hash)};
                 }
             }
-            io_h5r_release(t, rows, n);
+            results_h5r_release(t, rows, n);
             sim_free(rows);
         }
-        io_h5r_table_close(t);
-        io_h5r_close(f);
+        results_h5r_table_close(t);
+        results_h5r_close(f);
     }
-    io_h5_input *in = sim_calloc(n_inputs + 2, sizeof *in);
+    results_h5_input *in = sim_calloc(n_inputs + 2, sizeof *in);
     char sweep_hash[40];
     snprintf(sweep_hash, sizeof sweep_hash, "fnv1a64:%016" PRIx64,
              fnv1a(UINT64_C(0xcbf29ce484222325), L->text, strlen(L->text)));
-    in[0] = (io_h5_input){L->source, sweep_hash};
+    in[0] = (results_h5_input){L->source, sweep_hash};
     for (size_t k = 0; k < n_inputs; k++)
-        in[k + 1] = (io_h5_input){inputs[k].path, inputs[k].hash};
-    io_h5_file *f = NULL;
+        in[k + 1] = (results_h5_input){inputs[k].path, inputs[k].hash};
+    results_h5_file *f = NULL;
     if (!rc)
-        rc = io_h5_open(c->a->out, c->a->command, in, n_inputs + 1, &f, &diag);
+        rc = results_h5_open(c->a->out, c->a->command, in, n_inputs + 1, &f, &diag);
     if (!rc)
-        io_h5_sweep_axes(f, L->axis_names, L->n_axes);
+        results_h5_sweep_axes(f, L->axis_names, L->n_axes);
     for (size_t i = 0; i < L->n_runs && !rc; i++) {
         char p[4200], name[300];
         run_path(c, i, "h5", p, sizeof p);
         snprintf(name, sizeof name, "%s-%zu", L->name, i);
-        rc = io_h5_copy_run(f, p, name);
+        rc = results_h5_copy_run(f, p, name);
         if (!rc)
-            io_h5_run_axes(f, L->values[i]);
+            results_h5_run_axes(f, L->values[i]);
     }
     if (rc)
-        io_h5_abort(f);
+        results_h5_abort(f);
     else
-        rc = io_h5_close(f);
+        rc = results_h5_close(f);
     if (rc)
         sim_diag_print(&diag, stderr);
     for (size_t k = 0; k < n_inputs; k++) {
@@ -679,14 +679,14 @@ static int sweep_finish(sweep_ctx *c)
 /* The run list of a loaded sweep (strings borrowed from it). */
 static void sweep_runs(sweep_ctx *c)
 {
-    const io_sweep *sw = c->sw;
+    const input_sweep *sw = c->sw;
     run_list *L = &c->L;
     *L = (run_list){.base = sw->bases[0], .name = sw->name, .source = sw->path,
                     .text = sw->text, .n_runs = sw->n_runs, .n_axes = sw->n_axes};
     if (sw->base_axis) {
         L->bases = sim_calloc(sw->n_runs + 1, sizeof *L->bases);
         for (size_t i = 0; i < sw->n_runs; i++)
-            L->bases[i] = io_sweep_run_base(sw, i);
+            L->bases[i] = input_sweep_run_base(sw, i);
     }
     L->axis_names = sim_calloc(sw->n_axes + 1, sizeof *L->axis_names);
     for (size_t k = 0; k < sw->n_axes; k++)
@@ -696,7 +696,7 @@ static void sweep_runs(sweep_ctx *c)
     L->values = sim_calloc(sw->n_runs + 1, sizeof *L->values);
     size_t *which = sim_calloc(sw->n_axes + 1, sizeof *which);
     for (size_t i = 0; i < sw->n_runs; i++) {
-        L->sets[i] = io_sweep_run_sets(sw, i, &L->n_sets[i], which);
+        L->sets[i] = input_sweep_run_sets(sw, i, &L->n_sets[i], which);
         L->values[i] = sim_calloc(sw->n_axes + 1, sizeof *L->values[i]);
         for (size_t k = 0; k < sw->n_axes; k++)
             L->values[i][k] = sw->axes[k].values[which[k]].text;
@@ -731,7 +731,7 @@ int cli_sweep(int argc, char **argv)
         MPI_Comm_size(MPI_COMM_WORLD, &c.size);
     }
     sim_diag diag = {0};
-    rc = io_sweep_load(a.file, &c.sw, &diag);
+    rc = input_sweep_load(a.file, &c.sw, &diag);
     if (rc) { /* every rank read the same file and failed alike; one prints */
         if (c.rank == 0)
             sim_diag_print(&diag, stderr);
@@ -741,7 +741,7 @@ int cli_sweep(int argc, char **argv)
         rc = cli__runs_execute(&c, sweep_finish);
         free_runs(&c.L);
     }
-    io_sweep_destroy(c.sw);
+    input_sweep_destroy(c.sw);
     sim_free(c.dir);
     if (c.mpi)
         MPI_Finalize();

@@ -8,7 +8,7 @@
 
 #include "cli/cli.h"
 #include "hw/topo.h"
-#include "io/load.h"
+#include "input/load.h"
 
 static const char usage_topo[] =
     "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]...\n"
@@ -85,7 +85,7 @@ int cli_topo(int argc, char **argv)
     hw_topo *t = NULL;
     if (rc == 0) {
         sim_diag diag = {0};
-        if (io_topology_load(path, sets, n_sets, spec, &diag) != 0 ||
+        if (input_topology_load(path, sets, n_sets, spec, &diag) != 0 ||
             hw_topo_create(spec, &t, &diag) != 0) {
             if (diag.line == 0 && strcmp(diag.file, "topology") == 0)
                 snprintf(diag.file, sizeof diag.file, "%s", path);

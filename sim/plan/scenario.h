@@ -1,6 +1,6 @@
 /* A fully loaded and validated scenario: cluster, model, training and parallel settings.
  *
- * The loader (sim/io) fills it from YAML; defaults are those of DESIGN.md §7 and are set
+ * The loader (sim/input) fills it from YAML; defaults are those of DESIGN.md §7 and are set
  * by plan_scenario_defaults. Keys whose feature does not exist yet are rejected by the
  * loader when set to a non-default value, so everything here is either supported or at
  * its default. */

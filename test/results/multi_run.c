@@ -9,8 +9,8 @@
 
 #include <stdio.h>
 
-#include "io/h5.h"
-#include "io/load.h"
+#include "results/h5.h"
+#include "input/load.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
 
@@ -22,30 +22,30 @@ int main(int argc, char **argv)
     }
     int n = argc - 2, rc = 0;
     plan_scenario *sc = sim_calloc((size_t)n, sizeof *sc);
-    io_scenario_info **info = sim_calloc((size_t)n, sizeof *info);
+    input_scenario_info **info = sim_calloc((size_t)n, sizeof *info);
     plan **p = sim_calloc((size_t)n, sizeof *p);
     replay_results **res = sim_calloc((size_t)n, sizeof *res);
-    io_h5_run *runs = sim_calloc((size_t)n, sizeof *runs);
+    results_h5_run *runs = sim_calloc((size_t)n, sizeof *runs);
     sim_diag diag = {0};
     for (int i = 0; i < n && !rc; i++) {
-        rc = io_scenario_load(argv[i + 2], NULL, 0, &sc[i], &info[i], &diag);
+        rc = input_scenario_load(argv[i + 2], NULL, 0, &sc[i], &info[i], &diag);
         if (!rc)
             rc = plan_create(&sc[i], true, &p[i], &diag);
         if (!rc) {
             res[i] = replay_results_create();
             replay_options opt = {.timeline = true};
             replay_run(p[i], &opt, res[i]);
-            runs[i] = (io_h5_run){res[i], info[i]->resolved_yaml};
+            runs[i] = (results_h5_run){res[i], info[i]->resolved_yaml};
         }
     }
     if (!rc)
-        rc = io_h5_write(argv[1], "multi_run", NULL, 0, runs, (size_t)n, 1, &diag);
+        rc = results_h5_write(argv[1], "multi_run", NULL, 0, runs, (size_t)n, 1, &diag);
     if (rc)
         sim_diag_print(&diag, stderr);
     for (int i = 0; i < n; i++) {
         replay_results_destroy(res[i]);
         plan_destroy(p[i]);
-        io_scenario_info_destroy(info[i]);
+        input_scenario_info_destroy(info[i]);
     }
     sim_free(sc);
     sim_free(info);

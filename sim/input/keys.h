@@ -1,0 +1,67 @@
+/* The scenario's key tables (DESIGN.md §7; reference in docs/scenario-format.md) and the
+ * checks that span several keys, implemented in keys.c, explicit.c and validate.c. Private
+ * to sim/input: the loader (load.c) is the only user. */
+#ifndef SIM_INPUT_KEYS_H
+#define SIM_INPUT_KEYS_H
+
+#include "input/schema.h"
+#include "plan/scenario.h"
+
+/* The schema of a whole scenario file, with topology (and its GPU entry) and model inlined.
+ * Static table; cannot fail. */
+const input_map *input__scenario_schema(void);
+
+/* The schema of a topology mapping (the value of a scenario's `topology`). Static table;
+ * cannot fail. */
+const input_map *input__topology_schema(void);
+
+/* Sets the topology's loader defaults and marks the ones that depend on other keys (part of
+ * input__scenario_prefill, for input_topology_load). Cannot fail. */
+void input__topology_prefill(hw_topology_spec *t);
+
+/* After input_schema_apply of a topology: the dependent defaults (a missing name becomes the
+ * stem of the file the topology was read from, else `default_name` when not NULL; the GPU's
+ * name likewise from its file; latencies, PCIe generation and lanes) and the cross-key
+ * checks, on a tree `root` that holds the topology at key "topology" (part of
+ * input__scenario_finish). Returns 0, SIM_EINVAL or SIM_ENOTSUP (ctx->diag filled). */
+int input__topology_finish(const input_ynode *root, const char *default_name, hw_topology_spec *t,
+                        input_schema_ctx *ctx);
+
+/* Sets what plan_scenario_defaults leaves zero (topology and model) to the loader's defaults,
+ * and marks the defaults that depend on other keys (latencies, kv_heads, head_dim, PCIe) so
+ * that input__scenario_finish can fill them. Call before input_schema_apply. Cannot fail. */
+void input__scenario_prefill(plan_scenario *sc);
+
+/* After input_schema_apply: fills the dependent defaults (name from `default_name` when the
+ * scenario has none, model and topology names from their files, latencies by link kind,
+ * kv_heads, head_dim, PCIe generation) and checks everything that involves more than one key,
+ * reporting at the most relevant key or value of the tree `root`. Returns 0, SIM_EINVAL or
+ * SIM_ENOTSUP (ctx->diag filled). */
+int input__scenario_finish(const input_ynode *root, const char *default_name, plan_scenario *sc,
+                        input_schema_ctx *ctx);
+
+/* "Not given" for times where 0 is a valid value (filled by a default later). */
+#define INPUT__UNSET_TIME ((sim_time)-1)
+
+/* Names of device kinds and link classes in the explicit form (keys.c), terminated by
+ * {NULL}. */
+extern const input_enum_name input__dev_kind_names[];
+
+/* The file stem of a path ("topologies/dgx-h100.yaml" -> "dgx-h100") into buf (size > 0),
+ * truncated to fit: the default name of a scenario, topology or model. Pure. */
+void input__file_stem(const char *path, char *buf, size_t size);
+extern const input_enum_name input__link_class_names[];
+
+/* The explicit topology form (explicit.c). input__devices_fn and input__links_fn are the custom
+ * readers of `topology.devices` and `topology.links` (input_key_fn contract; they leave link
+ * ends unresolved). input__topology_check is the topology mapping's check (input_map_check_fn
+ * contract): it rejects a mix of the parametric and explicit forms, requires `node` in the
+ * parametric one, and in the explicit one resolves link ends to device indices, fills the
+ * link classes and latencies that depend on the ends, checks that every GPU is on a link,
+ * and sets nodes and gpus_per_node from the GPUs' node numbers. */
+int input__devices_fn(const input_key *key, const input_ynode *v, void *base, input_schema_ctx *ctx);
+int input__links_fn(const input_key *key, const input_ynode *v, void *base, input_schema_ctx *ctx);
+int input__topology_check(const input_ynode *node, const input_ynode *parent_key, void *base,
+                       input_schema_ctx *ctx);
+
+#endif

@@ -1,0 +1,499 @@
+/* Loader defaults that depend on other keys, and checks that span several keys (DESIGN.md §7,
+ * docs/scenario-format.md "Cross-checks"). Each error points at the value the user most likely
+ * has to change, found again in the node tree: the value when it was written, else the key of
+ * the mapping that lacks it, else the scenario's root. */
+#include "core/sim.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "input/keys.h"
+
+static const char *dtype_name(hw_dtype d)
+{
+    static const char *const names[HW_DTYPE_COUNT] = {"bf16", "fp16", "fp8", "tf32", "fp32"};
+    return d >= 0 && d < HW_DTYPE_COUNT ? names[d] : "?";
+}
+
+/* Sentinel for "not given" where 0 is a valid value. */
+#define UNSET_TIME INPUT__UNSET_TIME
+
+/* Default latencies (docs/scenario-format.md): per hop, NCCL-like base latencies. */
+#define LAT_NVLINK_PS SIM_PS_PER_US       /* nvswitch, nvlink: 1 us */
+#define LAT_NIC_PS (2 * SIM_PS_PER_US)    /* NIC: 2 us */
+#define LAT_FABRIC_PS SIM_PS_PER_US       /* fabric switch hop: 1 us */
+#define PCIE_GEN_DEFAULT 4
+#define PCIE_LANES_DEFAULT 16
+
+/* Defaults of the node's PCIe tree and host (docs/scenario-format.md, docs/topologies.md). */
+#define PCIE_SOCKETS_DEFAULT 1
+#define PCIE_SWITCH_LANES_DEFAULT 16
+#define LAT_PCIE_HOP_PS (SIM_PS_PER_US / 2)      /* per PCIe hop: 0.5 us */
+#define HOST_MEMORY_BPS_DEFAULT 204.8e9          /* 8 channels x DDR4-3200 x 8 B = 204.8 GB/s */
+#define HOST_SOCKET_LINK_BPS_DEFAULT 64e9        /* per direction */
+#define LAT_SOCKET_LINK_PS (SIM_PS_PER_US / 2)   /* 0.5 us */
+#define FABRIC_RADIX_DEFAULT 64
+
+void input__topology_prefill(hw_topology_spec *t)
+{
+    t->nodes = 1;
+    t->intra.kind = HW_INTRA_NVSWITCH;
+    t->intra.latency_ps = UNSET_TIME;
+    t->intra.p2p = true;
+    t->intra.shape = HW_NVLINK_MESH;
+    t->pcie.switches = 0;
+    t->pcie.sockets = PCIE_SOCKETS_DEFAULT;
+    t->pcie.switch_lanes = PCIE_SWITCH_LANES_DEFAULT;
+    t->pcie.latency_ps = LAT_PCIE_HOP_PS;
+    t->host.memory_bw_Bps = HOST_MEMORY_BPS_DEFAULT;
+    t->host.socket_link_bw_Bps = HOST_SOCKET_LINK_BPS_DEFAULT;
+    t->host.socket_link_latency_ps = LAT_SOCKET_LINK_PS;
+    t->nics.latency_ps = UNSET_TIME;
+    t->fabric.kind = HW_FABRIC_NONE;
+    t->fabric.oversubscription = 1.0;
+    t->fabric.latency_ps = UNSET_TIME;
+    t->fabric.radix = FABRIC_RADIX_DEFAULT;
+    t->fabric.levels = 0;
+    hw_protocols_defaults(&t->protocols);
+}
+
+void input__scenario_prefill(plan_scenario *sc)
+{
+    input__topology_prefill(&sc->topology);
+    model_spec *m = &sc->model;
+    m->activation = MODEL_ACT_SWIGLU;
+    m->norm = MODEL_NORM_RMSNORM;
+    m->position = MODEL_POS_ROPE;
+    m->attention.kind = MODEL_ATTN_MHA;
+}
+
+/* The value at `path` if it was given (present and not null), else NULL. */
+static const input_ynode *given(const input_ynode *root, const char *path)
+{
+    const input_ypair *p = input_ypath_find(root, path);
+    return p && !input_ynode_is_null(p->value) ? p->value : NULL;
+}
+
+/* Where to report: the value at `value_path` if given, else the key `key_path` (the mapping
+ * that lacks it), else the root. */
+static const input_ynode *locate(const input_ynode *root, const char *value_path, const char *key_path)
+{
+    const input_ynode *v = value_path ? given(root, value_path) : NULL;
+    if (v)
+        return v;
+    const input_ypair *k = key_path ? input_ypath_find(root, key_path) : NULL;
+    return k ? k->key : root;
+}
+
+/* The file stem of a path ("topologies/dgx-h100.yaml" -> "dgx-h100") into buf, truncated to
+ * fit. */
+void input__file_stem(const char *path, char *buf, size_t size)
+{
+    const char *base = strrchr(path, '/');
+    base = base ? base + 1 : path;
+    size_t len = strlen(base);
+    if (len > 5 && strcmp(base + len - 5, ".yaml") == 0)
+        len -= 5;
+    else if (len > 4 && strcmp(base + len - 4, ".yml") == 0)
+        len -= 4;
+    if (len >= size)
+        len = size - 1;
+    memcpy(buf, base, len);
+    buf[len] = '\0';
+}
+
+/* Names default to the stem of the file a mapping was read from, if it has its own file. */
+static void default_name_from_file(const input_ynode *root, const char *path, const input_ynode *parent,
+                                   char *name, size_t size)
+{
+    const input_ypair *p = input_ypath_find(root, path);
+    if (name[0] || !p || p->value->origin == parent->origin || p->value->origin->is_set)
+        return;
+    input__file_stem(p->value->origin->name, name, size);
+}
+
+/* The PCIe generation and lanes of a pcie node are given once: in node.intra (the older
+ * spelling) or in node.pcie (each GPU's host link, which for kind pcie is the same link). A
+ * value given in one place fills the other; both given and different is an error at
+ * node.pcie. */
+static int unify_pcie(const input_ynode *root, hw_topology_spec *t, input_schema_ctx *ctx)
+{
+    const char *keys[2] = {"gen", "lanes"};
+    int *intra_v[2] = {&t->intra.pcie_gen, &t->intra.pcie_lanes};
+    int *pcie_v[2] = {&t->pcie.gen, &t->pcie.lanes};
+    for (size_t i = 0; i < 2; i++) {
+        char ipath[64], ppath[64];
+        snprintf(ipath, sizeof ipath, "topology.node.intra.%s", keys[i]);
+        snprintf(ppath, sizeof ppath, "topology.node.pcie.%s", keys[i]);
+        int *iv = intra_v[i], *pv = pcie_v[i];
+        const input_ynode *ig = given(root, ipath), *pg = given(root, ppath);
+        if (ig && pg && *iv != *pv) {
+            input_schema_error(ctx, SIM_EINVAL, pg,
+                            "%s: %d differs from topology.node.intra.%s (%d); for kind pcie "
+                            "they describe the same link",
+                            ppath, *pv, keys[i], *iv);
+            sim_diag_hint(ctx->diag, "give it once, in node.pcie");
+            return SIM_EINVAL;
+        }
+        if (!ig && pg)
+            *iv = *pv;
+    }
+    return 0;
+}
+
+static int check_intra(const input_ynode *root, const input_ynode *intra, hw_topology_spec *t,
+                       input_schema_ctx *ctx)
+{
+    static const char *const pcie_only[] = {"gen", "lanes", "p2p"};
+    for (size_t i = 0; i < SIM_ARRAY_LEN(pcie_only); i++) {
+        const input_ypair *k = input_ymap_find(intra, pcie_only[i]);
+        if (k && t->intra.kind != HW_INTRA_PCIE)
+            return input_schema_error(ctx, SIM_EINVAL, k->key,
+                                   "topology.node.intra.%s applies only to kind pcie (this "
+                                   "link is %s)",
+                                   pcie_only[i], hw_intra_kind_name(t->intra.kind));
+    }
+    const input_ypair *shape = input_ymap_find(intra, "shape");
+    if (shape && !input_ynode_is_null(shape->value) && t->intra.kind != HW_INTRA_NVLINK)
+        return input_schema_error(ctx, SIM_EINVAL, shape->key,
+                               "topology.node.intra.shape applies only to kind nvlink (this "
+                               "link is %s)",
+                               hw_intra_kind_name(t->intra.kind));
+    const input_ypair *sharp = input_ymap_find(intra, "sharp");
+    if (sharp && t->intra.sharp && t->intra.kind != HW_INTRA_NVSWITCH)
+        return input_schema_error(ctx, SIM_EINVAL, sharp->value,
+                               "topology.node.intra.sharp: NVLink SHARP needs kind nvswitch "
+                               "(this link is %s)",
+                               hw_intra_kind_name(t->intra.kind));
+    if (t->intra.kind != HW_INTRA_PCIE) {
+        if (t->intra.bw_Bps == 0)
+            return input_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node.intra"),
+                                   "topology.node.intra: a %s link needs 'bandwidth'",
+                                   hw_intra_kind_name(t->intra.kind));
+        return 0;
+    }
+    const input_ypair *lat = input_ymap_find(intra, "latency");
+    if (lat && !input_ynode_is_null(lat->value)) {
+        input_schema_error(ctx, SIM_EINVAL, lat->key,
+                        "topology.node.intra.latency does not apply to kind pcie: a PCIe path "
+                        "takes the latency of each hop of the node's PCIe tree");
+        sim_diag_hint(ctx->diag, "set node.pcie.latency (per PCIe hop)");
+        return SIM_EINVAL;
+    }
+    int rc = unify_pcie(root, t, ctx);
+    if (rc)
+        return rc;
+    if (t->intra.pcie_lanes == 0)
+        t->intra.pcie_lanes = PCIE_LANES_DEFAULT;
+    if (t->intra.bw_Bps == 0 && t->intra.pcie_gen == 0)
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node.intra"),
+                               "topology.node.intra: a pcie link needs 'gen' (and 'lanes', "
+                               "default 16), here or in node.pcie, or 'bandwidth'");
+    return 0;
+}
+
+static int check_topology(const input_ynode *root, hw_topology_spec *t, input_schema_ctx *ctx)
+{
+    /* The explicit form (t->n_devices > 0) was checked with the topology mapping
+     * (input__topology_check); its parametric fields keep their defaults, filled below. */
+    bool parametric = t->n_devices == 0;
+    const input_ynode *intra = given(root, "topology.node.intra");
+    if (parametric && !intra && t->gpus_per_node > 1)
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node"),
+                               "topology.node: 'intra' is required when a node has more than "
+                               "one GPU (%d)",
+                               t->gpus_per_node);
+    int rc;
+    if (parametric && intra && (rc = check_intra(root, intra, t, ctx)))
+        return rc;
+    if (t->intra.latency_ps == UNSET_TIME)
+        /* kind pcie: unused, the PCIe tree's per-hop latency (pcie.latency) applies */
+        t->intra.latency_ps = t->intra.kind == HW_INTRA_PCIE ? 0 : LAT_NVLINK_PS;
+    if (t->pcie.gen == 0)
+        t->pcie.gen = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_gen) ? t->intra.pcie_gen
+                                                                            : PCIE_GEN_DEFAULT;
+    if (t->pcie.lanes == 0)
+        t->pcie.lanes = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_lanes)
+                            ? t->intra.pcie_lanes
+                            : PCIE_LANES_DEFAULT;
+    if (t->nics.latency_ps == UNSET_TIME)
+        t->nics.latency_ps = LAT_NIC_PS;
+    if (t->fabric.latency_ps == UNSET_TIME)
+        t->fabric.latency_ps = LAT_FABRIC_PS;
+    if (t->fabric.radix % 2 != 0) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "topology.fabric.radix", "topology.fabric"),
+                        "topology.fabric.radix: must be even (got %d)", t->fabric.radix);
+        sim_diag_hint(ctx->diag, "a leaf switch uses half its ports for NICs and half for "
+                                 "uplinks");
+        return SIM_EINVAL;
+    }
+    if (parametric && t->nodes > 1 && (t->fabric.kind == HW_FABRIC_NONE || t->nics.count == 0)) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "topology.nodes", "topology"),
+                        "topology.nodes: %d nodes need a network, but topology%s%s%s has no %s",
+                        t->nodes, t->name[0] ? " '" : "", t->name, t->name[0] ? "'" : "",
+                        t->fabric.kind == HW_FABRIC_NONE ? "'fabric'" : "NICs (node.nics)");
+        sim_diag_hint(ctx->diag, "add fabric: {kind: fat-tree} and node.nics: {count: 8, "
+                                 "bandwidth: 400 Gb/s}, or use nodes: 1");
+        return SIM_EINVAL;
+    }
+
+    hw_gpu_spec *g = &t->gpu;
+    if (g->peak_flops[HW_DTYPE_BF16] == 0 && g->peak_flops[HW_DTYPE_FP16] == 0)
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.gpu.peak"),
+                               "topology.gpu.peak: needs bf16 or fp16 (tensor-core peak of a "
+                               "training GPU)");
+    return 0;
+}
+
+static int check_model(const input_ynode *root, plan_scenario *sc, input_schema_ctx *ctx)
+{
+    model_spec *m = &sc->model;
+    if (m->kv_heads == 0)
+        m->kv_heads = m->heads;
+    if (m->heads % m->kv_heads != 0)
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, "model.kv_heads", "model"),
+                               "model.kv_heads: heads (%d) must be a multiple of kv_heads (%d)",
+                               m->heads, m->kv_heads);
+    if (m->attention.kind == MODEL_ATTN_MLA) {
+        /* MLA: head_dim is qk_nope_head_dim, unrelated to hidden / heads (DeepSeek-V3: 128,
+         * not 56), so it must be given; the key/value latent is what MLA is */
+        const char *missing = m->head_dim == 0                  ? "model.head_dim"
+                              : m->attention.kv_lora_rank == 0  ? "model.attention.kv_lora_rank"
+                              : m->attention.v_head_dim == 0    ? "model.attention.v_head_dim"
+                                                                : NULL;
+        if (missing) {
+            input_schema_error(ctx, SIM_EINVAL, locate(root, "model.attention.kind", "model"),
+                            "model.attention.kind: mla needs %s > 0", missing);
+            sim_diag_hint(ctx->diag, "MLA's shape comes from the model's config.json: head_dim "
+                                     "= qk_nope_head_dim, kv_lora_rank, v_head_dim "
+                                     "(workloads/deepseek-v3.yaml)");
+            return SIM_EINVAL;
+        }
+        if (m->qk_norm)
+            return input_schema_error(ctx, SIM_EINVAL, locate(root, "model.qk_norm", "model"),
+                                   "model.qk_norm: per-head q/k norms do not apply to MLA "
+                                   "(it normalises its latents)");
+        for (int i = 0; i < sc->training.finetune.n_targets; i++) {
+            const char *t = sc->training.finetune.targets[i];
+            if (t[1] == '\0' && (t[0] == 'q' || t[0] == 'k' || t[0] == 'v'))
+                return input_schema_error(ctx, SIM_EINVAL,
+                                       locate(root, "training.finetune.targets", "training"),
+                                       "training.finetune.targets: '%s': MLA has no %s "
+                                       "projection; adapt o and the MLP", t, t);
+        }
+    }
+    if (m->head_dim == 0) {
+        if (m->hidden % m->heads != 0) {
+            input_schema_error(ctx, SIM_EINVAL, locate(root, "model.heads", "model"),
+                            "model.heads: hidden (%d) is not a multiple of heads (%d)", m->hidden,
+                            m->heads);
+            sim_diag_hint(ctx->diag, "give head_dim explicitly when it is not hidden / heads");
+            return SIM_EINVAL;
+        }
+        m->head_dim = m->hidden / m->heads;
+    }
+    if (m->max_seq_len > 0 && sc->training.seq_len > m->max_seq_len)
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, "training.seq_len", "training"),
+                               "training.seq_len: %lld exceeds model.max_seq_len (%d)",
+                               (long long)sc->training.seq_len, m->max_seq_len);
+    return 0;
+}
+
+static int check_training(const input_ynode *root, plan_scenario *sc, input_schema_ctx *ctx)
+{
+    plan_training *tr = &sc->training;
+    plan_parallel *p = &sc->parallel;
+    const hw_topology_spec *t = &sc->topology;
+
+    if (t->gpu.peak_flops[tr->precision] == 0) {
+        const input_ynode *at = given(root, "training.precision");
+        return input_schema_error(ctx, SIM_EINVAL, at ? at : locate(root, NULL, "topology.gpu.peak"),
+                               "training.precision: %s needs topology.gpu.peak.%s, which GPU%s%s%s "
+                               "does not give",
+                               dtype_name(tr->precision), dtype_name(tr->precision),
+                               t->gpu.name[0] ? " '" : "", t->gpu.name, t->gpu.name[0] ? "'" : "");
+    }
+
+    /* Degrees are at most 2^20 each, so the product fits in a double exactly. */
+    double need = (double)p->dp * p->tp * p->pp * p->cp;
+    double have = (double)t->nodes * t->gpus_per_node;
+    char shape[64];
+    snprintf(shape, sizeof shape, "%d nodes x %d", t->nodes, t->gpus_per_node);
+    if (t->n_devices > 0) { /* explicit form: the GPUs listed */
+        int gpus = 0;
+        for (int i = 0; i < t->n_devices; i++)
+            gpus += t->devices[i].kind == HW_DEV_GPU;
+        have = gpus;
+        snprintf(shape, sizeof shape, "listed in topology.devices");
+    }
+    if (need > have)
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.dp", "parallel"),
+                               "parallel.dp: dp %d x tp %d x pp %d x cp %d needs %.0f GPUs but "
+                               "topology%s%s%s has %.0f (%s)",
+                               p->dp, p->tp, p->pp, p->cp, need, t->name[0] ? " '" : "", t->name,
+                               t->name[0] ? "'" : "", have, shape);
+    if (p->dp % p->ep != 0)
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
+                               "parallel.ep: %d does not divide dp (%d)", p->ep, p->dp);
+    /* Megatron splits attention heads and the MLP's hidden dimension over the TP group; KV
+     * heads are split too, or replicated when there are fewer of them than TP ranks. */
+    const model_spec *m = &sc->model;
+    if (p->tp > 1) {
+        const char *what = NULL;
+        int value = 0;
+        if (m->heads % p->tp != 0)
+            what = "model.heads", value = m->heads;
+        else if (m->ffn % p->tp != 0)
+            what = "model.ffn", value = m->ffn;
+        else if (m->kv_heads % p->tp != 0 && p->tp % m->kv_heads != 0)
+            what = "model.kv_heads", value = m->kv_heads;
+        if (what) {
+            input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.tp", "parallel"),
+                            "parallel.tp: %d does not split %s (%d) evenly", p->tp, what, value);
+            sim_diag_hint(ctx->diag, "choose a tp that divides the number of heads and the ffn "
+                                     "size (kv_heads may also be a divisor of tp)");
+            return SIM_EINVAL;
+        }
+    }
+    /* Ring attention with causal load balancing (Megatron/Transformer Engine): the sequence
+     * is cut into 2·cp equal chunks, and the steps are flash-attention kernels. */
+    if (p->cp > 1 && tr->seq_len % (2 * (int64_t)p->cp) != 0) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.cp", "parallel"),
+                        "parallel.cp: %d needs training.seq_len (%lld) to be a multiple of "
+                        "2 x cp = %d", p->cp, (long long)tr->seq_len, 2 * p->cp);
+        sim_diag_hint(ctx->diag, "causal load balancing gives each rank two of 2 x cp equal "
+                                 "chunks of the sequence");
+        return SIM_EINVAL;
+    }
+    if (p->cp > 1 && !tr->flash_attention) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.cp", "parallel"),
+                        "parallel.cp: context parallelism needs training.flash_attention: "
+                        "true");
+        sim_diag_hint(ctx->diag, "ring attention runs one fused attention kernel per ring "
+                                 "step, as Transformer Engine does");
+        return SIM_EINVAL;
+    }
+    model_spec *mm = &sc->model;
+    if (mm->moe.experts > 0) {
+        if (mm->moe.top_k < 1 || mm->moe.top_k > mm->moe.experts)
+            return input_schema_error(ctx, SIM_EINVAL, locate(root, "model.moe.top_k", "model.moe"),
+                                   "model.moe.top_k: must be from 1 to experts (%d), got %d",
+                                   mm->moe.experts, mm->moe.top_k);
+        if (mm->moe.expert_ffn == 0)
+            mm->moe.expert_ffn = mm->ffn; /* default: the dense MLP's size */
+        if (tr->finetune.method != PLAN_FT_FULL)
+            return input_schema_error(ctx, SIM_EINVAL,
+                                   locate(root, "training.finetune.method", "training"),
+                                   "training.finetune.method: LoRA/QLoRA on mixture-of-experts "
+                                   "models is not supported yet");
+        if (mm->moe.dense_layers >= mm->layers)
+            return input_schema_error(ctx, SIM_EINVAL,
+                                   locate(root, "model.moe.dense_layers", "model.moe"),
+                                   "model.moe.dense_layers: %d leaves no MoE layer of %d",
+                                   mm->moe.dense_layers, mm->layers);
+    }
+    if (mm->moe.experts == 0 && (tr->moe_capacity_factor > 0 || tr->moe_routing_skew > 0)) {
+        bool cf = tr->moe_capacity_factor > 0;
+        const char *key = cf ? "training.moe_capacity_factor" : "training.moe_routing_skew";
+        input_schema_error(ctx, SIM_EINVAL, locate(root, key, "training"),
+                        "%s: the model has no experts (model.moe.experts is 0)", key);
+        sim_diag_hint(ctx->diag, "routing settings apply to mixture-of-experts models only");
+        return SIM_EINVAL;
+    }
+    if (p->ep > 1 && (mm->moe.experts == 0 || mm->moe.experts % p->ep != 0))
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
+                               "parallel.ep: %d must divide the number of experts (%d)", p->ep,
+                               mm->moe.experts);
+    if (sc->simulation.symmetry == PLAN_SYMMETRY_DP && (p->ep > 1 || mm->moe.experts > 0)) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "simulation.symmetry", "simulation"),
+                        "simulation.symmetry: dp needs identical data-parallel replicas, and "
+                        "a mixture-of-experts model routes tokens differently in each");
+        sim_diag_hint(ctx->diag, "use symmetry: none for MoE models (ops of ranks doing the same "
+                                 "work are shared anyway)");
+        return SIM_EINVAL;
+    }
+    if (p->sp && p->tp == 1)
+        return input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.sp", "parallel"),
+                               "parallel.sp: sequence parallelism needs tp > 1");
+    if (p->tp_comm_overlap && !p->sp) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.tp_comm_overlap", "parallel"),
+                        "parallel.tp_comm_overlap: overlapping TP communication needs "
+                        "sequence parallelism (sp: true)");
+        sim_diag_hint(ctx->diag, "Megatron's userbuffers overlap the all-gathers and "
+                                 "reduce-scatters of sequence parallelism with their GEMMs");
+        return SIM_EINVAL;
+    }
+
+    if (tr->global_batch > 0) {
+        /* micro_batch and dp are bounded (int64 and 2^20): compare in double to avoid overflow */
+        double per_step = (double)tr->micro_batch * p->dp;
+        if (per_step > (double)tr->global_batch ||
+            tr->global_batch % (tr->micro_batch * p->dp) != 0) {
+            input_schema_error(ctx, SIM_EINVAL, locate(root, "training.global_batch", "training"),
+                            "training.global_batch: %lld is not a multiple of micro_batch x dp "
+                            "= %lld x %d",
+                            (long long)tr->global_batch, (long long)tr->micro_batch, p->dp);
+            sim_diag_hint(ctx->diag, "accumulation steps = global_batch / (micro_batch x dp) "
+                                     "must be a whole number");
+            return SIM_EINVAL;
+        }
+    }
+
+    if (p->pipeline.virtual_stages > 1 && p->pipeline.schedule != PLAN_SCHED_INTERLEAVED)
+        return input_schema_error(ctx, SIM_EINVAL,
+                               locate(root, "parallel.pipeline.virtual_stages", "parallel"),
+                               "parallel.pipeline.virtual_stages: %d virtual stages need "
+                               "schedule: interleaved",
+                               p->pipeline.virtual_stages);
+    if (p->pipeline.n_stage_layers > 0) {
+        const input_ynode *at = locate(root, "parallel.pipeline.stage_layers", "parallel");
+        long long stages = (long long)p->pp * p->pipeline.virtual_stages, sum = 0;
+        for (int i = 0; i < p->pipeline.n_stage_layers; i++)
+            sum += p->pipeline.stage_layers[i];
+        if (p->pipeline.n_stage_layers != stages)
+            return input_schema_error(ctx, SIM_EINVAL, at,
+                                   "parallel.pipeline.stage_layers: %d entries, but pp x "
+                                   "virtual_stages = %lld stages",
+                                   p->pipeline.n_stage_layers, stages);
+        if (sum != sc->model.layers)
+            return input_schema_error(ctx, SIM_EINVAL, at,
+                                   "parallel.pipeline.stage_layers: the stages hold %lld layers, "
+                                   "the model has %d",
+                                   sum, sc->model.layers);
+    }
+
+    if (tr->finetune.n_targets == 0) {
+        static const char *const all[] = {"q", "k", "v", "o", "gate", "up", "down"};
+        for (size_t i = 0; i < SIM_ARRAY_LEN(all); i++)
+            snprintf(tr->finetune.targets[i], sizeof tr->finetune.targets[i], "%s", all[i]);
+        tr->finetune.n_targets = (int)SIM_ARRAY_LEN(all);
+    }
+    return 0;
+}
+
+int input__topology_finish(const input_ynode *root, const char *default_name, hw_topology_spec *t,
+                        input_schema_ctx *ctx)
+{
+    const input_ypair *topo = input_ypath_find(root, "topology");
+    default_name_from_file(root, "topology", root, t->name, sizeof t->name);
+    if (!t->name[0] && default_name)
+        snprintf(t->name, sizeof t->name, "%s", default_name);
+    if (topo)
+        default_name_from_file(root, "topology.gpu", topo->value, t->gpu.name,
+                               sizeof t->gpu.name);
+    return check_topology(root, t, ctx);
+}
+
+int input__scenario_finish(const input_ynode *root, const char *default_name, plan_scenario *sc,
+                        input_schema_ctx *ctx)
+{
+    if (!sc->name[0])
+        snprintf(sc->name, sizeof sc->name, "%s", default_name);
+    default_name_from_file(root, "model", root, sc->model.name, sizeof sc->model.name);
+
+    int rc;
+    if ((rc = input__topology_finish(root, NULL, &sc->topology, ctx)) ||
+        (rc = check_model(root, sc, ctx)) || (rc = check_training(root, sc, ctx)))
+        return rc;
+    return 0;
+}

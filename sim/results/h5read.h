@@ -1,0 +1,70 @@
+/* Reading stepsim's HDF5 results files (docs/hdf5-schema.md) back: the runs of a file, their
+ * attributes, and any table in bounded slices of rows converted into a caller's struct
+ * (columns matched by name, so files with extra columns read the same). Used by `stepsim
+ * report` and `stepsim export-perfetto`.
+ *
+ * Errors are one diagnostic line against the file ("<path>: error: ..."), SIM_EINVAL for a
+ * file that is not a stepsim results file or lacks what was asked for, SIM_EIO when it cannot
+ * be opened or read. HDF5's automatic error printing is off inside every call. */
+#ifndef SIM_RESULTS_H5READ_H
+#define SIM_RESULTS_H5READ_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "core/error.h"
+
+typedef enum results_h5r_type { RESULTS_H5R_I32, RESULTS_H5R_I64, RESULTS_H5R_F64, RESULTS_H5R_STR } results_h5r_type;
+
+/* One column to read into field `offset` of the caller's row struct: int32_t, int64_t,
+ * double, or char * (a string the reader allocates; results_h5r_release frees it). */
+typedef struct results_h5r_field {
+    const char *name;
+    results_h5r_type type;
+    size_t offset;
+} results_h5r_field;
+
+typedef struct results_h5r_file results_h5r_file;
+typedef struct results_h5r_table results_h5r_table;
+
+/* Opens results file `path` read-only; checks the root attribute schema_version is 1 and
+ * lists its runs. */
+int results_h5r_open(const char *path, results_h5r_file **out, sim_diag *diag);
+/* Opens any HDF5 file whose root attribute `version_attr` is `version`, e.g. a trace file
+ * (trace_format_version 1); `what` names the kind of file in messages. */
+int results_h5r_open_kind(const char *path, const char *version_attr, int version, const char *what,
+                     results_h5r_file **out, sim_diag *diag);
+void results_h5r_close(results_h5r_file *f);
+
+/* The run group names under /runs, in the file's (alphabetical) link order. The array and
+ * names belong to f. */
+size_t results_h5r_runs(const results_h5r_file *f, const char *const **names);
+
+/* String attribute `attr` of object `obj` ("/" or "/runs/NAME"), as a new string
+ * (sim_free); NULL with diag set when absent. Integer attributes: results_h5r_attr_int. */
+char *results_h5r_attr_str(results_h5r_file *f, const char *obj, const char *attr);
+int results_h5r_attr_int(results_h5r_file *f, const char *obj, const char *attr, int *value);
+int results_h5r_attr_f64(results_h5r_file *f, const char *obj, const char *attr, double *value);
+
+/* Opens table `path` ("/runs/NAME/timeline") for rows of `row_size` bytes with `fields`
+ * (which must all exist in the table). */
+int results_h5r_table_open(results_h5r_file *f, const char *path, const results_h5r_field *fields,
+                      size_t n_fields, size_t row_size, results_h5r_table **out);
+size_t results_h5r_table_rows(const results_h5r_table *t);
+/* Whether table `path` exists and has column `column` (files from older versions may
+ * lack recent columns). Records no error. */
+bool results_h5r_has_column(results_h5r_file *f, const char *path, const char *column);
+/* Reads rows [first, first + n) into `rows` (n x row_size bytes). */
+int results_h5r_table_read(results_h5r_table *t, size_t first, size_t n, void *rows);
+/* Frees the strings of n rows read by results_h5r_table_read. */
+void results_h5r_release(results_h5r_table *t, void *rows, size_t n);
+void results_h5r_table_close(results_h5r_table *t);
+
+/* Reads table `path` in slices of at most `slice` rows, calling fn(ud, rows, first, n) on
+ * each (rows valid during the call only); stops at the first non-zero return, which it
+ * returns. Memory: one slice. */
+typedef int (*results_h5r_slice_fn)(void *ud, void *rows, size_t first, size_t n);
+int results_h5r_for_each(results_h5r_file *f, const char *path, const results_h5r_field *fields,
+                    size_t n_fields, size_t row_size, size_t slice, results_h5r_slice_fn fn, void *ud);
+
+#endif
