@@ -1,6 +1,6 @@
 /* `stepsim bench-coll`: one collective at a time on an idle cluster, for doubling sizes,
  * printed in nccl-tests' layout (size, count, type, redop, root, time, algbw, busbw) or as
- * JSON rows (DESIGN.md §6). algbw = size / time; busbw = algbw x nccl-tests' factor. */
+ * JSON rows (docs/json.md). algbw = size / time; busbw = algbw x nccl-tests' factor. */
 #include "core/sim.h"
 
 #include <stdio.h>

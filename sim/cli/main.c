@@ -1,5 +1,5 @@
 /* The `stepsim` command: argument parsing, sub-command dispatch, human-readable output.
- * Exit codes (DESIGN.md §6): 0 success (an OOM verdict is a result), 1 internal error,
+ * Exit codes (docs/cli.md): 0 success (an OOM verdict is a result), 1 internal error,
  * 2 invalid input — reported as exactly one `...: error: ...` line plus hint lines. */
 #include "core/sim.h"
 

@@ -1,4 +1,4 @@
-/* Collective operations as schedules of point-to-point transfers (DESIGN.md §3).
+/* Collective operations as schedules of point-to-point transfers (docs/collectives.md).
  *
  * A schedule is a list of rounds; the transfers of a round start together and the next
  * round starts when the whole round has finished (each round also pays the protocol's

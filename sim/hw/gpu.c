@@ -13,7 +13,7 @@
  * catalog curves were obtained is in docs/calibration.md.
  *
  * GSL's interpolators abort through its default error handler when evaluated outside the
- * range (PLATFORM.md); we turn the handler off, clamp before evaluating and use the _e
+ * range (docs/platform.md); we turn the handler off, clamp before evaluating and use the _e
  * variant. No gsl_interp_accel is kept: it is a mutable cache, and hw_gpu_op_time takes a
  * const model that several replay contexts may share; the table has at most HW_CURVE_MAX
  * points, so the binary search it saves is a handful of comparisons. */

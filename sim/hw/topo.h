@@ -21,7 +21,7 @@
 #include <stdint.h>
 
 #include "core/error.h"
-#include "hw/topology.h"
+#include "hw/spec.h"
 
 typedef struct hw_device {
     char name[48];

@@ -1,5 +1,5 @@
 /* The topology's two forms, and the explicit one's `devices:` and `links:` lists
- * (DESIGN.md §3, docs/scenario-format.md "Explicit form", docs/topologies.md).
+ * (docs/scenario-format.md "Explicit form", docs/topologies.md).
  *
  * A topology is either parametric (`nodes`, `node`, `fabric`) or explicit (`devices`,
  * `links`); input__topology_check, run once the whole topology mapping is read, rejects a mix at

@@ -1,4 +1,4 @@
-/* Key tables of the scenario format (DESIGN.md §7): scenario, training, parallel, simulation,
+/* Key tables of the scenario format (docs/scenario-format.md): scenario, training, parallel, simulation,
  * collectives, topology (the explicit form's lists are read in explicit.c), GPU catalog entry
  * and model, plus the custom readers for the keys that are structured lists. Defaults come
  * from plan_scenario_defaults and input__scenario_prefill (validate.c); docs/scenario-format.md

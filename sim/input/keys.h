@@ -1,4 +1,4 @@
-/* The scenario's key tables (DESIGN.md §7; reference in docs/scenario-format.md) and the
+/* The scenario's key tables (reference: docs/scenario-format.md) and the
  * checks that span several keys, implemented in keys.c, explicit.c and validate.c. Private
  * to sim/input: the loader (load.c) is the only user. */
 #ifndef SIM_INPUT_KEYS_H

@@ -384,7 +384,7 @@ static int resolve_slot(loader *L, input_ypair *pair, const char *path)
 
 /* Deep merge of an override mapping into the existing mapping at `path`: keys of `src`
  * replace those of `dst`, except that a mapping merges into a mapping (a reference to a file
- * is loaded first); new keys are appended. Sweep axes merge the same way (DESIGN.md §7). */
+ * is loaded first); new keys are appended. Sweep axes merge the same way (docs/sweeps.md). */
 static int merge_map(loader *L, input_ynode *dst, const input_ynode *src, const char *path)
 {
     for (size_t i = 0; i < src->n; i++) {

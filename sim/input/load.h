@@ -1,5 +1,5 @@
 /* The scenario loader: YAML files plus `--set KEY=VALUE` overrides in, a validated
- * plan_scenario out, or exactly one error with its FILE:LINE:COL (DESIGN.md §6, §7).
+ * plan_scenario out, or exactly one error with its FILE:LINE:COL (docs/cli.md, docs/scenario-format.md).
  *
  * Steps: parse the scenario file; apply the overrides in order (a path through a reference
  * such as `topology.gpu.memory` loads the referenced file first, so that its keys can be

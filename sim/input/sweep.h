@@ -1,4 +1,4 @@
-/* Sweep files (DESIGN.md §7): a base scenario plus axes; the runs are the cartesian product in
+/* Sweep files (docs/sweeps.md): a base scenario plus axes; the runs are the cartesian product in
  * axis order, last axis fastest. `base` may also be a list of scenario files: it is then the
  * outermost axis, named "base" (its values the paths as written, with no overrides), and
  * `axes` may be left out (a sweep over a set of scenario files). Each run is the base scenario with its axis values applied

@@ -1,4 +1,4 @@
-/* Physical quantities written with units (DESIGN.md §7), for the scenario loader and for CLI
+/* Physical quantities written with units (docs/scenario-format.md), for the scenario loader and for CLI
  * flags such as `--min-bytes 8GiB`.
  *
  * A quantity is a decimal number (optional sign, digits, optional fraction, optional exponent

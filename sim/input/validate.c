@@ -1,4 +1,4 @@
-/* Loader defaults that depend on other keys, and checks that span several keys (DESIGN.md §7,
+/* Loader defaults that depend on other keys, and checks that span several keys (docs/scenario-format.md,
  * docs/scenario-format.md "Cross-checks"). Each error points at the value the user most likely
  * has to change, found again in the node tree: the value when it was written, else the key of
  * the mapping that lacks it, else the scenario's root. */

@@ -6,7 +6,7 @@
  * their text untyped plus whether they were quoted: typing is the schema's job (see
  * docs/scenario-format.md), and a quoted "2" is a string, never an int.
  *
- * Stricter than libyaml, on purpose (PLATFORM.md lists the traps):
+ * Stricter than libyaml, on purpose (docs/platform.md lists the traps):
  * - duplicate keys are errors ("duplicate key 'x' (first at LINE:COL)");
  * - `<<` merge keys are errors (libyaml does not apply them; silently keeping a key named
  *   "<<" would be worse);

@@ -1,4 +1,4 @@
-/* The process groups of a plan (DESIGN.md §6): every rank has a coordinate (pp, tp, cp, dp)
+/* The process groups of a plan (docs/strategies.md): every rank has a coordinate (pp, tp, cp, dp)
  * and, carved out of dp, an expert coordinate. From them:
  *
  *   data-parallel   the ranks with the same (pp, tp): dp x cp of them, since context-parallel

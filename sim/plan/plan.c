@@ -17,7 +17,7 @@ void plan_rank_coord(const plan_parallel *par, int rank, plan_coord *out)
     for (int i = 0; i < PLAN_GROUP_COUNT; i++) {
         plan_group_class g = par->order[i];
         if (g == PLAN_GROUP_EP)
-            continue; /* ep does not multiply the GPU count (DESIGN.md §6) */
+            continue; /* ep does not multiply the GPU count (docs/strategies.md) */
         out->c[g] = rest % deg[g];
         rest /= deg[g];
     }

@@ -1,4 +1,4 @@
-/* Scenario defaults and enum names (DESIGN.md §7). */
+/* Scenario defaults and enum names (docs/scenario-format.md). */
 #include "core/sim.h"
 
 #include <string.h>

@@ -1,6 +1,6 @@
 /* A fully loaded and validated scenario: cluster, model, training and parallel settings.
  *
- * The loader (sim/input) fills it from YAML; defaults are those of DESIGN.md §7 and are set
+ * The loader (sim/input) fills it from YAML; defaults are those of docs/scenario-format.md and are set
  * by plan_scenario_defaults. Keys whose feature does not exist yet are rejected by the
  * loader when set to a non-default value, so everything here is either supported or at
  * its default. */
@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "hw/topology.h"
+#include "hw/spec.h"
 #include "model/model.h"
 
 /* Process-group classes (also the communication stream classes). */
@@ -125,7 +125,7 @@ typedef struct plan_scenario {
     plan_coll_algo collectives[PLAN_GROUP_COUNT];
 } plan_scenario;
 
-/* Fills every field with the defaults of DESIGN.md §7 (topology and model zeroed). */
+/* Fills every field with the defaults of docs/scenario-format.md (topology and model zeroed). */
 void plan_scenario_defaults(plan_scenario *sc);
 
 #endif

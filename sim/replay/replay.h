@@ -1,5 +1,5 @@
 /* Replay: executes a plan's trace event by event on the hardware model and fills the
- * results (DESIGN.md §4 definitions).
+ * results (definitions: docs/json.md).
  *
  * Each rank has one compute stream and one communication stream per group class. An op
  * starts when it heads its stream and its dependencies have finished; compute ops take

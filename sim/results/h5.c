@@ -24,7 +24,7 @@
 #include <hdf5.h>
 
 #include "coll/coll.h"
-#include "hw/topology.h"
+#include "hw/spec.h"
 #include "results/h5.h"
 #include "results/h5-internal.h"
 #include "trace/trace.h"

@@ -1,4 +1,4 @@
-/* HDF5 results files (DESIGN.md §8, schema version 1; the layout is in docs/hdf5-schema.md).
+/* HDF5 results files (schema version 1; the layout is in docs/hdf5-schema.md).
  *
  * One file per `run`, `sweep` or `plan` command: root attributes (stepsim_version,
  * schema_version, command, input_hashes), an /inputs table, one group /runs/<name> per run

@@ -212,7 +212,7 @@ void results_json_write_run(FILE *out, const replay_results *r)
     }
 
     if (s->symmetry_dp) {
-        /* reported when used, never silently (DESIGN.md §5) */
+        /* reported when used, never silently */
         json_key(out, "symmetry");
         fputs("\"dp\",", out);
         json_key(out, "symmetry_collectives");

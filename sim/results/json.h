@@ -1,4 +1,4 @@
-/* JSON output of run results: the `--json` objects of DESIGN.md §6 (CONTRACT).
+/* JSON output of run results: the `--json` objects of docs/json.md (a contract).
  *
  * Each object is printed on one line, keys in a fixed order, SI units. Doubles are printed
  * in the shortest form that reads back to the same value (at most 17 significant digits),
@@ -15,7 +15,7 @@
 
 #include "replay/results.h"
 
-/* Prints the run's JSON object (DESIGN.md §6 keys plus `steps` and `capacity_bytes`) on one
+/* Prints the run's JSON object (docs/json.md: the run keys plus `steps` and `capacity_bytes`) on one
  * line followed by '\n'. Reads `r->summary` only; `r` stays owned by the caller. A
  * non-finite number in the summary is a broken invariant (SIM_ASSERT). Write errors are
  * left in `out`'s error indicator for the caller to check (ferror). */

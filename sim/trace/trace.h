@@ -1,5 +1,5 @@
 /* The trace: for every rank, the ordered operations of one training step and their
- * dependencies (DESIGN.md §1). It is plain data with no I/O; the plan builds it, the replay
+ * dependencies (docs/architecture.md). It is plain data with no I/O; the plan builds it, the replay
  * executes it, and later issues read and write it as a file.
  *
  * Semantics:

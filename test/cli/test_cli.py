@@ -301,7 +301,7 @@ def topo():
 
 def nccl():
     # bench-coll against nccl-tests' published bus bandwidths at large messages
-    # (../shared/validation/nccl_busbw.csv), within 10% as the collectives issue asks. The
+    # (test/validation/data/nccl_busbw.csv), within 10% as the collectives issue asks. The
     # rows' machines map to shipped topologies; the H100 PCIe NVLink-bridge pair is not
     # shipped (its bridge count is not stated) and is skipped.
     import csv
@@ -370,7 +370,7 @@ def dp():
             got = d.get("comm_bytes_per_gpu", {}).get("dp", 0)
             near(got, want * unit, 1e-9, "zero %d, global batch %d: dp bytes = %d x 2P(n-1)/n" % (zero, gb, want))
     # Model states per GPU against ZeRO (Rajbhandari et al. 2020, Table 1;
-    # ../shared/validation/zero_model_states.csv): with mixed-precision Adam (K = 12)
+    # test/validation/data/zero_model_states.csv): with mixed-precision Adam (K = 12)
     #   ZeRO-1: 4P + 12P/n, ZeRO-2: 2P + 14P/n, ZeRO-3: 16P/n   (bytes)
     # checked via `stepsim mem --json` (params + grads + optimizer) for n up to 1024 GPUs,
     # within 0.5% of the formula (shards round up to whole parameters), and the published

@@ -9,7 +9,7 @@
 #include "hw/gpu.h"
 #include "test.h"
 
-/* An H100-like spec with the DESIGN.md §7 example curve; numbers chosen for hand
+/* An H100-like spec with an example efficiency curve; numbers chosen for hand
  * arithmetic, not the catalog's. */
 static hw_gpu_spec spec_h100_like(void)
 {

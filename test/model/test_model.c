@@ -1,7 +1,7 @@
 /* Unit test of the transformer model (sim/model/model.c): exact parameter counts of
  * published models, per-GEMM shapes, model FLOPs against Korthikanti et al. 2022 App. A and
  * Narayanan et al. 2021 Eq. 3, gradient accounting, and activation bytes against
- * Korthikanti et al. 2022 Table 2 (shared/validation/activation_memory.md) and its
+ * Korthikanti et al. 2022 Table 2 (test/validation/data/activation_memory.md) and its
  * generalisation to flash attention, GQA, SwiGLU and qk-norm (docs/models.md); LoRA
  * (Hu et al. 2021) and QLoRA (Dettmers et al. 2023) adapters, frozen bases and NF4 storage;
  * mixture-of-experts layers (Mixtral 8x7B, Jiang et al. 2024; Qwen3-30B-A3B): parameter

@@ -105,7 +105,7 @@ with tempfile.TemporaryDirectory() as tmp:
         time.sleep(0.01)
     os.killpg(proc.pid, signal.SIGKILL)
     proc.wait()
-    time.sleep(2)  # ranks can outlive mpirun for a moment (PLATFORM.md)
+    time.sleep(2)  # ranks can outlive mpirun for a moment (docs/platform.md)
     before = sorted(x for x in os.listdir(runs) if x.endswith(".json"))
     check(4 <= len(before) < 200, "killed mid-way: %d of 200 runs done" % len(before))
     p = sweep(a, spec2, 0)
@@ -113,7 +113,7 @@ with tempfile.TemporaryDirectory() as tmp:
     p = sweep(a, spec2, 2, "--resume")
     check(p.returncode == 0, "resume: " + p.stderr)
     # ranks and their children can outlive a killed mpirun by a moment and finish a run or
-    # two more (PLATFORM.md): at least the runs seen done are not run again
+    # two more (docs/platform.md): at least the runs seen done are not run again
     import re
     line = [l for l in p.stderr.splitlines() if "done before" in l]
     m = re.search(r"200 runs: (\d+) done before, (\d+) run now", line[0] if line else "")

@@ -234,7 +234,7 @@ static void test_contents(void)
     CHECK_INT_EQ(rows_of(f, "/runs/tiny/links"), SAMPLE_LINK_ROWS);
     CHECK_INT_EQ(rows_of(f, "/sweep"), -1); /* one run: no sweep table */
 
-    /* Columns exactly in DESIGN.md §8 order (plus step). */
+    /* Columns exactly in docs/hdf5-schema.md order (plus step). */
     col_names(f, "/runs/tiny/timeline", buf, sizeof buf);
     CHECK_STR_EQ(buf, "rank,stream,kind,name,layer,microbatch,phase,group,step,start_s,end_s,"
                       "bytes,flops");

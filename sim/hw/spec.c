@@ -1,7 +1,8 @@
-/* Topology helpers: PCIe bandwidth by generation and the names of intra/inter kinds. */
+/* Cluster description helpers (the spec of hw/spec.h): PCIe bandwidth by generation and the
+ * names of the device, link, intra-node, fabric and protocol kinds. */
 #include "core/sim.h"
 
-#include "hw/topology.h"
+#include "hw/spec.h"
 
 double hw_pcie_bw_Bps(int gen, int lanes)
 {

@@ -1,9 +1,9 @@
-/* Cluster description (parametric form of DESIGN.md §7) as the loader fills it.
+/* Cluster description (docs/topologies.md) as the loader fills it.
  *
  * Two forms: parametric (a node template plus an inter-node fabric) and explicit (devices
  * and links listed one by one). sim/hw/topo.h turns either into the device/link graph. */
-#ifndef SIM_HW_TOPOLOGY_H
-#define SIM_HW_TOPOLOGY_H
+#ifndef SIM_HW_SPEC_H
+#define SIM_HW_SPEC_H
 
 #include <stdbool.h>
 
@@ -70,7 +70,7 @@ typedef struct hw_protocols {
 /* The defaults of docs/collectives.md (NCCL's tuning model and nccl-tests measurements). */
 void hw_protocols_defaults(hw_protocols *p);
 
-/* Explicit form: devices and links listed one by one (DESIGN.md §3). GPUs are numbered in
+/* Explicit form: devices and links listed one by one (docs/topologies.md). GPUs are numbered in
  * the order they are listed. */
 #define HW_EXPLICIT_DEVICES_MAX 512
 #define HW_EXPLICIT_LINKS_MAX 2048
