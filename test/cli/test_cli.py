@@ -165,6 +165,43 @@ def errors():
             check(rc == 0 and out.startswith("usage: stepsim " + cmd), "%s --help" % cmd)
         rc, out, err = run("--help")
         check(rc == 0 and "usage: stepsim" in out, "stepsim --help")
+        # the option reader every command uses (sim/cli/opts.c): an unknown option, a
+        # missing value, a bad value, an unexpected or a missing argument is exit 2, one
+        # error line and nothing on stdout, before any file is read
+        top = os.path.join(root, "topologies", "dgx-h100.yaml")
+        for args, where in (
+                (["run", good, "--stesp", "3"], "unknown option '--stesp'"),
+                (["check", good, "--json"], "unknown option '--json'"),
+                (["sweep", "s.yaml", "-o", "o.h5", "--bogus"], "unknown option '--bogus'"),
+                (["run", good, "-o"], "-o: error: expects a value"),
+                (["plan", good, "--top"], "--top: error: expects a value"),
+                (["topo", top, "--route", "gpu0"], "--route: error: expects two values"),
+                (["bench", "--only"], "--only: error: expects a value"),
+                (["bench-coll", "--topology", top, "--op", "all_reduce", "--gpus=0"], "--gpus: error:"),
+                (["run", good, "--json=yes"], "--json: error: takes no value"),
+                (["report", "a.h5", "b.h5"], "unexpected argument 'b.h5'"),
+                (["export-perfetto", "a.h5", "b.h5", "-o", "t.json"], "unexpected argument 'b.h5'"),
+                (["mem", good, good], "unexpected argument"),
+                (["replay", "--json"], "missing TRACE.h5"),
+                (["trace", good], "missing -o TRACE.h5")):
+            rc, out, err = run(*args)
+            check(rc == 2 and out == "" and one_error_line(err) and where in err.splitlines()[0],
+                  "%s: exit 2 (got %d), one error line with %r, no stdout:\n%s%s" % (args, rc, where, out, err))
+        # `--steps=3` is `--steps 3`: the same JSON summary, of 3 steps
+        a, b = run_json(good, "--steps=3"), run_json(good, "--steps", "3")
+        check(a == b and a.get("steps") == 3, "--steps=3 as --steps 3: %s vs %s" % (a, b))
+        # `stepsim --help` lists the 12 commands, each of whose usage `CMD --help` and
+        # `help CMD` print alike
+        names = ["run", "check", "mem", "topo", "bench-coll", "bench", "trace", "replay", "report",
+                 "export-perfetto", "sweep", "plan"]
+        rc, out, err = run("--help")
+        listed = [l.split()[0] for l in out.split("commands:\n")[-1].splitlines() if l.startswith("  ")]
+        check(listed == names, "stepsim --help lists %s" % listed)
+        for name in names:
+            rc, out, err = run(name, "--help")
+            rc2, out2, err2 = run("help", name)
+            check(rc == rc2 == 0 and out == out2 and out.startswith("usage: stepsim " + name + " "),
+                  "%s --help: %s" % (name, out[:80]))
 
 
 def determinism():
