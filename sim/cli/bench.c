@@ -151,7 +151,7 @@ static void run_child(const char *path, bool symmetry, scenario_stats *st)
         sc.simulation.timeline = false;
         if (symmetry)
             sc.simulation.symmetry = PLAN_SYMMETRY_DP;
-        rc = plan_create(&sc, true, &p, &diag);
+        rc = plan_create(&sc, &(plan_options){.with_trace = true}, &p, &diag);
     }
     if (rc != 0) {
         st->status = 2;

@@ -31,6 +31,7 @@ typedef struct cli_args {
     cli_list sets;
     bool json;
     bool no_timeline;
+    bool no_op_sharing, no_isolated_rounds;
     int steps; /* 0 = from the scenario */
     char command_line[4096];
 } cli_args;
@@ -47,20 +48,28 @@ typedef struct cli_args {
      .offset = offsetof(cli_args, steps)}
 #define OPT_NO_TIMELINE                                                                     \
     {.name = "--no-timeline", .kind = CLI_OPT_FLAG, .offset = offsetof(cli_args, no_timeline)}
+/* verification switches: results are the same without them, so files do not record them */
+#define OPT_NO_OP_SHARING                                                                   \
+    {.name = "--no-op-sharing", .kind = CLI_OPT_FLAG, .unrecorded = true,                   \
+     .offset = offsetof(cli_args, no_op_sharing)}
+#define OPT_NO_ISOLATED_ROUNDS                                                              \
+    {.name = "--no-isolated-rounds", .kind = CLI_OPT_FLAG, .unrecorded = true,              \
+     .offset = offsetof(cli_args, no_isolated_rounds)}
 
 static const cli_arg scenario_arg[] = {
     {.name = "SCENARIO.yaml", .offset = offsetof(cli_args, scenario)}};
 static const cli_arg trace_arg[] = {{.name = "TRACE.h5", .offset = offsetof(cli_args, scenario)}};
 
 static const cli_opt run_opts[] = {OPT_OUTPUT("OUT.h5", false), OPT_SET, OPT_JSON, OPT_STEPS,
-                                   OPT_NO_TIMELINE};
+                                   OPT_NO_TIMELINE, OPT_NO_OP_SHARING, OPT_NO_ISOLATED_ROUNDS};
 static const cli_opt check_opts[] = {OPT_SET};
-static const cli_opt mem_opts[] = {OPT_SET, OPT_JSON};
+static const cli_opt mem_opts[] = {OPT_SET, OPT_JSON, OPT_NO_OP_SHARING};
 static const cli_opt trace_opts[] = {OPT_OUTPUT("TRACE.h5", true), OPT_SET};
 static const cli_opt replay_opts[] = {
     {.name = "--topology", .kind = CLI_OPT_STRING, .metavar = "T.yaml",
      .offset = offsetof(cli_args, topology)},
-    OPT_SET, OPT_OUTPUT("OUT.h5", false), OPT_JSON, OPT_STEPS, OPT_NO_TIMELINE};
+    OPT_SET, OPT_OUTPUT("OUT.h5", false), OPT_JSON, OPT_STEPS, OPT_NO_TIMELINE,
+    OPT_NO_ISOLATED_ROUNDS};
 
 #define SPEC(OPTS, ARGS)                                                                    \
     {.opts = OPTS, .n_opts = SIM_ARRAY_LEN(OPTS), .args = ARGS, .n_args = SIM_ARRAY_LEN(ARGS)}
@@ -191,7 +200,8 @@ static int job_load(const cli_args *a, bool with_trace, cli_job *j)
         j->sc.simulation.steps = a->steps;
     if (a->no_timeline)
         j->sc.simulation.timeline = false;
-    rc = plan_create(&j->sc, with_trace, &j->p, &diag);
+    plan_options po = {.with_trace = with_trace, .no_op_sharing = a->no_op_sharing};
+    rc = plan_create(&j->sc, &po, &j->p, &diag);
     if (rc != 0) {
         /* the plan has no file positions: report against the scenario file */
         snprintf(diag.file, sizeof diag.file, "%s", a->scenario);
@@ -270,7 +280,8 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
                           .progress = print_progress,
                           .progress_ud = j->sc.name,
                           .progress_every_s = 15,
-                          .no_bubble_rows = f == NULL /* only a results file holds them */};
+                          .no_bubble_rows = f == NULL, /* only a results file holds them */
+                          .no_isolated_rounds = a->no_isolated_rounds};
     replay_run(j->p, &opt, res);
     if (res->summary.status == REPLAY_STATUS_ERROR) {
         fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
@@ -485,7 +496,7 @@ static int replay_main(const cli_command *cmd, int argc, char **argv)
 
 static const char usage_run[] =
     "usage: stepsim run SCENARIO.yaml [-o OUT.h5] [--set KEY=VALUE]... [--json] [--steps N]\n"
-    "                   [--no-timeline]\n"
+    "                   [--no-timeline] [--no-op-sharing] [--no-isolated-rounds]\n"
     "\n"
     "Generates the trace the scenario implies, replays it on the modelled cluster and reports\n"
     "step time, throughput, MFU, bubbles, exposed communication and per-GPU memory.\n"
@@ -495,7 +506,11 @@ static const char usage_run[] =
     "                        topology.gpu.memory=\"40 GiB\"); VALUE is a YAML flow value\n"
     "  --json                print the summary as one JSON object (docs/json.md)\n"
     "  --steps N             simulate N optimizer steps (overrides simulation.steps)\n"
-    "  --no-timeline         do not record the per-op timeline (smaller files)\n";
+    "  --no-timeline         do not record the per-op timeline (smaller files)\n"
+    "  --no-op-sharing       generate every rank's ops, none borrowed from the first rank of\n"
+    "                        its pipeline stage; a check: the results are the same\n"
+    "  --no-isolated-rounds  time every transfer as a max-min flow, also collective rounds\n"
+    "                        alone on their links; a check: the results are the same\n";
 
 static const char usage_check[] =
     "usage: stepsim check SCENARIO.yaml [--set KEY=VALUE]...\n"
@@ -504,10 +519,10 @@ static const char usage_check[] =
     "with one FILE:LINE:COL: error: line when not.\n";
 
 static const char usage_mem[] =
-    "usage: stepsim mem SCENARIO.yaml [--set KEY=VALUE]... [--json]\n"
+    "usage: stepsim mem SCENARIO.yaml [--set KEY=VALUE]... [--json] [--no-op-sharing]\n"
     "\n"
     "Prints the per-GPU memory plan (params, grads, optimizer, activations, buffers) and the\n"
-    "OOM verdict without replaying the step. --set and --json as for run.\n";
+    "OOM verdict without replaying the step. --set, --json and --no-op-sharing as for run.\n";
 
 static const char usage_topo[] =
     "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]...\n"
@@ -572,13 +587,13 @@ static const char usage_trace[] =
 
 static const char usage_replay[] =
     "usage: stepsim replay TRACE.h5 [--topology T.yaml] [--set KEY=VALUE]... [-o OUT.h5]\n"
-    "                      [--json] [--steps N] [--no-timeline]\n"
+    "                      [--json] [--steps N] [--no-timeline] [--no-isolated-rounds]\n"
     "\n"
     "Replays a trace file on a cluster and reports as `stepsim run` does. The scenario the\n"
     "trace was made from (stored in it) supplies the topology, GPU and simulation settings;\n"
     "--topology replaces the topology, --set changes keys of that scenario (the trace's ops\n"
     "stay as they are: the parallel layout must keep its number of ranks). -o, --json,\n"
-    "--steps and --no-timeline as for run.\n";
+    "--steps, --no-timeline and --no-isolated-rounds as for run.\n";
 
 static const char usage_report[] =
     "usage: stepsim report OUT.h5 [--csv]\n"
@@ -602,7 +617,7 @@ static const char usage_export[] =
 
 static const char usage_sweep[] =
     "usage: stepsim sweep SWEEP.yaml -o OUT.h5 [--resume] [--json] [--progress]\n"
-    "                     [--no-timeline] [--steps N]\n"
+    "                     [--no-timeline] [--steps N] [--no-op-sharing] [--no-isolated-rounds]\n"
     "\n"
     "Runs every combination of a sweep file's axes over its base scenario, or over each of a\n"
     "list of scenario files (docs/sweeps.md), and writes them into one results file, with a\n"
@@ -616,11 +631,13 @@ static const char usage_sweep[] =
     "  --progress            print progress on stderr even when it is not a terminal (it is\n"
     "                        never one under mpirun)\n"
     "  --no-timeline         do not record the runs' timelines\n"
-    "  --steps N             simulate N steps per run\n";
+    "  --steps N             simulate N steps per run\n"
+    "  --no-op-sharing       generate every rank's ops in every run, as for run\n"
+    "  --no-isolated-rounds  every transfer a max-min flow in every run, as for run\n";
 
 static const char usage_plan[] =
     "usage: stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] [--progress]\n"
-    "                    [--steps N] [--resume]\n"
+    "                    [--steps N] [--resume] [--no-op-sharing] [--no-isolated-rounds]\n"
     "\n"
     "Searches the parallel strategies for the scenario's model, cluster and batch (TP/SP,\n"
     "PP and its schedule, CP, EP, DDP/ZeRO/FSDP, micro-batch, recompute, offload): plans each,\n"
@@ -634,7 +651,9 @@ static const char usage_plan[] =
     "                        the table\n"
     "  --progress            print progress on stderr even when it is not a terminal\n"
     "  --steps N             simulate N steps per candidate\n"
-    "  --resume              finish an interrupted search of the same -o OUT.h5\n";
+    "  --resume              finish an interrupted search of the same -o OUT.h5\n"
+    "  --no-op-sharing       generate every rank's ops in every candidate, as for run\n"
+    "  --no-isolated-rounds  every transfer a max-min flow in every candidate, as for run\n";
 
 static const cli_command cli_commands[] = {
     {.name = "run", .args = "SCENARIO.yaml", .usage = usage_run, .run = run_main,

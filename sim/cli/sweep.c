@@ -181,13 +181,15 @@ static int execute(const sweep_ctx *c, size_t i)
     if (c->a->no_timeline)
         sc->simulation.timeline = false;
     plan *p = NULL;
-    rc = plan_create(sc, true, &p, &diag);
+    plan_options po = {.with_trace = true, .no_op_sharing = c->a->no_op_sharing};
+    rc = plan_create(sc, &po, &p, &diag);
     if (rc) {
         rc = save_status(c, i, REPLAY_STATUS_SKIPPED, diag.msg,
                          sc->parallel.tp * sc->parallel.cp * sc->parallel.pp * sc->parallel.dp);
     } else {
         replay_results *res = replay_results_create();
-        replay_options opt = {.timeline = sc->simulation.timeline};
+        replay_options opt = {.timeline = sc->simulation.timeline,
+                              .no_isolated_rounds = c->a->no_isolated_rounds};
         if (c->L.prune_oom && p->oom)
             replay_memory_only(p, res); /* a plan does not time what cannot run */
         else

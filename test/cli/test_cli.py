@@ -928,8 +928,8 @@ def sharing():
     # collective rounds alone on their links are timed with one event (hw/net.c); neither
     # may change a result: for each strategy, the JSON summary, the memory plan and the
     # HDF5 results file (timeline and link counters included) are byte-identical with both
-    # switched off (STEPSIM_NO_SHARING=1: every rank generated; STEPSIM_NO_ISOLATED_ROUNDS=1:
-    # every transfer an ordinary max-min flow).
+    # switched off (--no-op-sharing: every rank generated; --no-isolated-rounds: every
+    # transfer an ordinary max-min flow; the file does not record these two switches).
     ddp = os.path.join(data, "ddp.yaml")
     topo = ["--set", "topology=" + os.path.join(root, "topologies", "dgx-h100.yaml"),
             "--set", "topology.nodes=2", "--set", "training.flash_attention=true",
@@ -947,23 +947,23 @@ def sharing():
         "zero1-gather": ["--set", "parallel.tp=2", "--set", "parallel.pp=2", "--set", "parallel.dp=4",
                          "--set", "parallel.zero=1", "--set", "parallel.ddp.overlap_param_gather=true"],
     }
-    env_off = dict(os.environ, STEPSIM_NO_SHARING="1", STEPSIM_NO_ISOLATED_ROUNDS="1")
     with tempfile.TemporaryDirectory() as tmp:
         for name, sets in cases.items():
             outs = []
-            for env in (None, env_off):
+            for off in (False, True):
                 # the same path both times: the command line is stored in the file
                 h5 = os.path.join(tmp, "out.h5")
                 args = [stepsim, "run", ddp] + topo + sets + ["--json", "-o", h5, "--set", "simulation.timeline=true"]
-                p = subprocess.run(args, capture_output=True, text=True, env=env)
+                p = subprocess.run(args + ["--no-op-sharing", "--no-isolated-rounds"] * off,
+                                   capture_output=True, text=True)
                 check(p.returncode == 0, "%s: %s" % (name, p.stderr.strip()))
                 # 16 GPUs; with sharing, ops are generated for one rank per pipeline stage
                 own = re.search(r"ops generated for (\d+) rank", p.stderr)
-                want = (2 if "parallel.pp=2" in sets else 1) if env is None else 16
+                want = 16 if off else (2 if "parallel.pp=2" in sets else 1)
                 check(own and int(own.group(1)) == want,
                       "%s: ops generated for %s ranks, expected %d" % (name, own and own.group(1), want))
-                m = subprocess.run([stepsim, "mem", ddp] + topo + sets + ["--json"],
-                                   capture_output=True, text=True, env=env)
+                m = subprocess.run([stepsim, "mem", ddp] + topo + sets + ["--json"] +
+                                   ["--no-op-sharing"] * off, capture_output=True, text=True)
                 check(m.returncode == 0, "%s mem: %s" % (name, m.stderr.strip()))
                 data_h5 = open(h5, "rb").read() if os.path.exists(h5) else b""
                 if os.path.exists(h5):
