@@ -710,20 +710,24 @@ static const cli_command *find_command(const char *name)
     return NULL;
 }
 
+/* The error line, then the commands as hint lines of at most 96 columns. */
 static int unknown_command(const char *name)
 {
     const char *names[SIM_ARRAY_LEN(cli_commands)];
-    char list[512] = "commands:";
-    size_t len = strlen(list);
-    for (size_t k = 0; k < SIM_ARRAY_LEN(cli_commands); k++) {
+    for (size_t k = 0; k < SIM_ARRAY_LEN(cli_commands); k++)
         names[k] = cli_commands[k].name;
-        len += (size_t)snprintf(list + len, sizeof list - len, "%s %s", k ? "," : "", names[k]);
-    }
     const char *near = input_suggest(name, names, SIM_ARRAY_LEN(names));
     fprintf(stderr, "stepsim: error: unknown command '%s'", name);
     if (near)
         fprintf(stderr, "; did you mean '%s'?", near);
-    fprintf(stderr, "\n  %s\n  see `stepsim --help`\n", list);
+    int col = fprintf(stderr, "\n  commands:") - 1;
+    for (size_t k = 0; k < SIM_ARRAY_LEN(cli_commands); k++) {
+        bool last = k + 1 == SIM_ARRAY_LEN(cli_commands);
+        if (col + 2 + (int)strlen(names[k]) > 96)
+            col = fprintf(stderr, "\n   ") - 1;
+        col += fprintf(stderr, " %s%s", names[k], last ? "" : ",");
+    }
+    fprintf(stderr, "\n  see `stepsim --help`\n");
     return EXIT_INVALID;
 }
 
