@@ -65,8 +65,7 @@ static const cli_opt options[] = {
      .offset = offsetof(bench_opts, mem_limit_gib)},
     {.name = "--json", .kind = CLI_OPT_FLAG, .offset = offsetof(bench_opts, json)},
 };
-static const cli_spec bench_spec = {.opts = options,
-                                    .n_opts = SIM_ARRAY_LEN(options)};
+static const cli_spec bench_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options)};
 
 /* ---- engine floor ---------------------------------------------------------------------- */
 

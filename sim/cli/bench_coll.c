@@ -21,7 +21,7 @@ typedef struct bench_args {
     cli_list sets;
 } bench_args;
 
-static const cli_opt bench_opts[] = {
+static const cli_opt options[] = {
     {.name = "--topology", .kind = CLI_OPT_STRING, .metavar = "T.yaml", .required = true,
      .offset = offsetof(bench_args, topology)},
     {.name = "--op", .kind = CLI_OPT_STRING, .metavar = "OP", .required = true,
@@ -40,7 +40,7 @@ static const cli_opt bench_opts[] = {
      .offset = offsetof(bench_args, sets)},
     {.name = "--json", .kind = CLI_OPT_FLAG, .offset = offsetof(bench_args, json)},
 };
-static const cli_spec bench_spec = {.opts = bench_opts, .n_opts = SIM_ARRAY_LEN(bench_opts)};
+static const cli_spec bench_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options)};
 
 static void on_done(void *ctx, uint64_t tag, sim_time now)
 {

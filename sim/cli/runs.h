@@ -8,7 +8,6 @@
 #include <stddef.h>
 
 #include "cli/opts.h"
-
 #include "input/sweep.h"
 
 typedef struct sweep_args {
