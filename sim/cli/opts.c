@@ -158,7 +158,7 @@ int cli_opts_parse(const cli_command *cmd, const cli_spec *spec, int argc, char 
                               o->metavar);
         }
     }
-    if (rc == 0 && n_pos < spec->n_args && !spec->args[n_pos].optional)
+    if (rc == 0 && n_pos < spec->n_args)
         rc = fail(cmd, "stepsim", "missing %s", spec->args[n_pos].name);
     for (size_t k = 0; rc == 0 && k < spec->n_opts; k++) {
         const cli_opt *o = &spec->opts[k];

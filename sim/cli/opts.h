@@ -48,10 +48,10 @@ typedef struct cli_opt {
     bool unrecorded;
 } cli_opt;
 
+/* A positional argument; each is required. */
 typedef struct cli_arg {
     const char *name; /* "SCENARIO.yaml" */
     size_t offset;    /* of a const char * in the command's argument struct */
-    bool optional;
 } cli_arg;
 
 /* A command's options and positional arguments, in the order they are filled. */
