@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,27 +24,11 @@
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "core/eventq.h"
 #include "input/load.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
-
-static const char usage_bench[] =
-    "usage: stepsim bench [--engine-only] [--quick] [--only NAME[,NAME...]] [--dir DIR]\n"
-    "                     [--mem-limit GIB] [--json]\n"
-    "\n"
-    "Measures the simulator: the event queue alone (the engine floor, events/s with 10^3 and\n"
-    "10^5 events pending), then each reference scenario of DIR (default scenarios/bench,\n"
-    "run from the repository root) in a child process: ops generated, events, flows and\n"
-    "flow-rate re-solves, generation and replay wall time, events/s, ns per event against\n"
-    "the floor, peak RSS, simulated time / wall time. One step each, no timeline.\n"
-    "\n"
-    "  --engine-only   only the engine floor\n"
-    "  --quick         10x fewer engine events; only the scenarios under 1,024 GPUs\n"
-    "  --only NAMES    only these scenarios (file names without .yaml)\n"
-    "  --mem-limit G   address-space limit of each scenario's process, GiB (default: 90%\n"
-    "                  of physical memory); a scenario that needs more fails cleanly\n"
-    "  --json          one JSON object instead of the tables\n";
 
 /* The fixed reference set, in this order (docs/performance.md), with each one's GPU count
  * (for --quick, which leaves out those of 1,024 GPUs and more); the last entry runs the
@@ -68,6 +53,19 @@ typedef struct bench_opts {
     const char *dir, *only;
     double mem_limit_gib;
 } bench_opts;
+
+static const cli_opt options[] = {
+    {.name = "--engine-only", .kind = CLI_OPT_FLAG, .offset = offsetof(bench_opts, engine_only)},
+    {.name = "--quick", .kind = CLI_OPT_FLAG, .offset = offsetof(bench_opts, quick)},
+    {.name = "--only", .kind = CLI_OPT_STRING, .metavar = "NAME[,NAME...]",
+     .offset = offsetof(bench_opts, only)},
+    {.name = "--dir", .kind = CLI_OPT_STRING, .metavar = "DIR",
+     .offset = offsetof(bench_opts, dir)},
+    {.name = "--mem-limit", .kind = CLI_OPT_REAL, .metavar = "GIB",
+     .offset = offsetof(bench_opts, mem_limit_gib)},
+    {.name = "--json", .kind = CLI_OPT_FLAG, .offset = offsetof(bench_opts, json)},
+};
+static const cli_spec bench_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options)};
 
 /* ---- engine floor ---------------------------------------------------------------------- */
 
@@ -152,7 +150,7 @@ static void run_child(const char *path, bool symmetry, scenario_stats *st)
         sc.simulation.timeline = false;
         if (symmetry)
             sc.simulation.symmetry = PLAN_SYMMETRY_DP;
-        rc = plan_create(&sc, true, &p, &diag);
+        rc = plan_create(&sc, &(plan_options){.with_trace = true}, &p, &diag);
     }
     if (rc != 0) {
         st->status = 2;
@@ -362,42 +360,13 @@ static bool selected(const bench_opts *o, const char *name)
     return false;
 }
 
-int cli_bench(int argc, char **argv)
+int cli_bench(const cli_command *cmd, int argc, char **argv)
 {
     bench_opts o = {.dir = "scenarios/bench", .mem_limit_gib = 0.9 * physical_gib()};
-    for (int i = 2; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            fputs(usage_bench, stdout);
-            return 0;
-        } else if (strcmp(arg, "--engine-only") == 0) {
-            o.engine_only = true;
-        } else if (strcmp(arg, "--quick") == 0) {
-            o.quick = true;
-        } else if (strcmp(arg, "--json") == 0) {
-            o.json = true;
-        } else if ((strcmp(arg, "--only") == 0 || strcmp(arg, "--dir") == 0 ||
-                    strcmp(arg, "--mem-limit") == 0)) {
-            if (i + 1 >= argc)
-                return cli_invalid("stepsim bench", "missing value of", arg,
-                                   "see stepsim bench --help");
-            const char *v = argv[++i];
-            if (strcmp(arg, "--only") == 0) {
-                o.only = v;
-            } else if (strcmp(arg, "--dir") == 0) {
-                o.dir = v;
-            } else {
-                char *end;
-                o.mem_limit_gib = strtod(v, &end);
-                if (*end || !(o.mem_limit_gib > 0))
-                    return cli_invalid("stepsim bench", "--mem-limit wants GiB > 0, not", v,
-                                       NULL);
-            }
-        } else {
-            return cli_invalid("stepsim bench", "unknown argument", arg,
-                               "see stepsim bench --help");
-        }
-    }
+    int rc = cli_opts_parse(cmd, &bench_spec, argc, argv, &o);
+    cli_opts_free(&bench_spec, &o);
+    if (rc)
+        return rc == CLI_OPTS_HELP ? 0 : rc;
     if (o.only)
         for (const char *p = o.only; *p;) {
             const char *end = strchr(p, ',');

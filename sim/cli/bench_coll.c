@@ -3,41 +3,44 @@
  * JSON rows (docs/json.md). algbw = size / time; busbw = algbw x nccl-tests' factor. */
 #include "core/sim.h"
 
+#include <stddef.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "coll/select.h"
 #include "input/load.h"
 #include "input/units.h"
 
-static const char usage_bench[] =
-    "usage: stepsim bench-coll --topology T.yaml --op OP --gpus N [--algo A] [--proto P]\n"
-    "                          [--min-bytes B] [--max-bytes B] [--set KEY=VALUE]... [--json]\n"
-    "\n"
-    "Times one collective on the first N GPUs of the topology, alone on the network, for\n"
-    "sizes from --min-bytes to --max-bytes (doubling; default 8 B to 8 GiB), like\n"
-    "nccl-tests. Sizes follow nccl-tests: the buffer of all_reduce/broadcast/reduce, the\n"
-    "gathered output of all_gather, the input of reduce_scatter, the send buffer of\n"
-    "all_to_all.\n"
-    "\n"
-    "  --op OP          all_reduce, all_gather, reduce_scatter, broadcast, reduce,\n"
-    "                   all_to_all, send_recv (nccl-tests spellings like allreduce work)\n"
-    "  --algo A         ring, tree, hd, direct, pairwise, hierarchical, nvls (default: auto,\n"
-    "                   the fastest by the model, as NCCL's tuner picks)\n"
-    "  --proto P        ll, ll128, simple (default: auto)\n"
-    "  --set KEY=VALUE  override a topology key (nodes=2, protocols.simple.efficiency.nvlink=0.9)\n"
-    "  --json           one JSON object per size instead of the table\n";
-
 typedef struct bench_args {
-    const char *topology;
+    const char *topology, *op_name, *algo_name, *proto_name;
     int op, algo, proto, gpus;
     int64_t min_bytes, max_bytes;
     bool json;
-    const char **sets;
-    size_t n_sets;
+    cli_list sets;
 } bench_args;
+
+static const cli_opt options[] = {
+    {.name = "--topology", .kind = CLI_OPT_STRING, .metavar = "T.yaml", .required = true,
+     .offset = offsetof(bench_args, topology)},
+    {.name = "--op", .kind = CLI_OPT_STRING, .metavar = "OP", .required = true,
+     .offset = offsetof(bench_args, op_name)},
+    {.name = "--gpus", .kind = CLI_OPT_INT, .metavar = "N", .min = 1, .max = 1 << 20,
+     .required = true, .offset = offsetof(bench_args, gpus)},
+    {.name = "--algo", .kind = CLI_OPT_STRING, .metavar = "A",
+     .offset = offsetof(bench_args, algo_name)},
+    {.name = "--proto", .kind = CLI_OPT_STRING, .metavar = "P",
+     .offset = offsetof(bench_args, proto_name)},
+    {.name = "--min-bytes", .kind = CLI_OPT_BYTES, .metavar = "B",
+     .offset = offsetof(bench_args, min_bytes)},
+    {.name = "--max-bytes", .kind = CLI_OPT_BYTES, .metavar = "B",
+     .offset = offsetof(bench_args, max_bytes)},
+    {.name = "--set", .kind = CLI_OPT_LIST, .metavar = "KEY=VALUE",
+     .offset = offsetof(bench_args, sets)},
+    {.name = "--json", .kind = CLI_OPT_FLAG, .offset = offsetof(bench_args, json)},
+};
+static const cli_spec bench_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options)};
 
 static void on_done(void *ctx, uint64_t tag, sim_time now)
 {
@@ -46,67 +49,31 @@ static void on_done(void *ctx, uint64_t tag, sim_time now)
     ++*(int *)ctx;
 }
 
-static int parse(int argc, char **argv, bench_args *a)
+/* Reads the options, then the names of the operation, algorithm and protocol. */
+static int parse(const cli_command *cmd, int argc, char **argv, bench_args *a)
 {
-    const char *hint = "see `stepsim bench-coll --help`";
-    for (int i = 2; i < argc; i++) {
-        const char *k = argv[i];
-        if (strcmp(k, "-h") == 0 || strcmp(k, "--help") == 0) {
-            fputs(usage_bench, stdout);
-            return -1;
-        }
-        if (strcmp(k, "--json") == 0) {
-            a->json = true;
-            continue;
-        }
-        if (i + 1 >= argc)
-            return cli_invalid(k, "expects a value", NULL, hint);
-        const char *v = argv[++i];
-        if (strcmp(k, "--topology") == 0) {
-            a->topology = v;
-        } else if (strcmp(k, "--set") == 0) {
-            a->sets[a->n_sets++] = v;
-        } else if (strcmp(k, "--op") == 0) {
-            if ((a->op = coll_op_parse(v)) < 0)
-                return cli_invalid("--op", "unknown operation", v,
-                                   "one of: all_reduce, all_gather, reduce_scatter, broadcast, "
-                                   "reduce, all_to_all, send_recv");
-        } else if (strcmp(k, "--algo") == 0) {
-            if (strcmp(v, "auto") != 0 && (a->algo = coll_algo_parse(v)) < 0)
-                return cli_invalid("--algo", "unknown algorithm", v,
-                                   "one of: auto, ring, tree, hd, direct, pairwise, "
-                                   "hierarchical, nvls");
-        } else if (strcmp(k, "--proto") == 0) {
-            a->proto = -1;
-            for (int p = 0; p < HW_PROTO_COUNT; p++)
-                if (strcmp(v, hw_proto_name((hw_proto)p)) == 0)
-                    a->proto = p;
-            if (a->proto < 0 && strcmp(v, "auto") != 0)
-                return cli_invalid("--proto", "unknown protocol", v, "one of: auto, ll, ll128, simple");
-        } else if (strcmp(k, "--gpus") == 0) {
-            char *end;
-            long n = strtol(v, &end, 10);
-            if (*end || n < 1 || n > 1 << 20)
-                return cli_invalid("--gpus", "expects a positive integer, got", v, hint);
-            a->gpus = (int)n;
-        } else if (strcmp(k, "--min-bytes") == 0 || strcmp(k, "--max-bytes") == 0) {
-            int64_t b;
-            if (input_parse_bytes(v, &b) != 0 || b < 1)
-                return cli_invalid(k, "expects a positive size such as 8, 1MiB or 8GiB, got", v,
-                                   hint);
-            *(k[2] == 'm' && k[3] == 'i' ? &a->min_bytes : &a->max_bytes) = b;
-        } else {
-            return cli_invalid("stepsim", "unknown option for `stepsim bench-coll`", k, hint);
-        }
+    int rc = cli_opts_parse(cmd, &bench_spec, argc, argv, a);
+    if (rc)
+        return rc;
+    if ((a->op = coll_op_parse(a->op_name)) < 0)
+        return cli_invalid("--op", "unknown operation", a->op_name,
+                           "one of: all_reduce, all_gather, reduce_scatter, broadcast, "
+                           "reduce, all_to_all, send_recv");
+    if (a->algo_name && strcmp(a->algo_name, "auto") != 0 &&
+        (a->algo = coll_algo_parse(a->algo_name)) < 0)
+        return cli_invalid("--algo", "unknown algorithm", a->algo_name,
+                           "one of: auto, ring, tree, hd, direct, pairwise, hierarchical, nvls");
+    if (a->proto_name && strcmp(a->proto_name, "auto") != 0) {
+        for (int p = 0; p < HW_PROTO_COUNT; p++)
+            if (strcmp(a->proto_name, hw_proto_name((hw_proto)p)) == 0)
+                a->proto = p;
+        if (a->proto < 0)
+            return cli_invalid("--proto", "unknown protocol", a->proto_name,
+                               "one of: auto, ll, ll128, simple");
     }
-    if (!a->topology)
-        return cli_invalid("stepsim", "bench-coll needs --topology T.yaml", NULL, hint);
-    if (a->op < 0)
-        return cli_invalid("stepsim", "bench-coll needs --op OP", NULL, hint);
-    if (a->gpus < 1)
-        return cli_invalid("stepsim", "bench-coll needs --gpus N", NULL, hint);
     if (a->min_bytes > a->max_bytes)
-        return cli_invalid("--min-bytes", "is larger than --max-bytes", NULL, hint);
+        return cli_invalid("--min-bytes", "is larger than --max-bytes", NULL,
+                           "see `stepsim bench-coll --help`");
     return 0;
 }
 
@@ -136,18 +103,17 @@ static double run_one(hw_topo *topo, const coll_target *t, const coll_schedule *
     return sim_time_to_s(end);
 }
 
-int cli_bench_coll(int argc, char **argv)
+int cli_bench_coll(const cli_command *cmd, int argc, char **argv)
 {
     bench_args a = {.op = -1, .algo = -1, .proto = -1, .min_bytes = 8,
                     .max_bytes = INT64_C(8) << 30};
-    a.sets = sim_calloc((size_t)argc, sizeof *a.sets);
-    int rc = parse(argc, argv, &a);
+    int rc = parse(cmd, argc, argv, &a);
     hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
     hw_topo *topo = NULL;
     int32_t *gpu = NULL, *node = NULL;
     if (rc == 0) {
         sim_diag diag = {0};
-        if (input_topology_load(a.topology, a.sets, a.n_sets, spec, &diag) != 0 ||
+        if (input_topology_load(a.topology, a.sets.v, a.sets.n, spec, &diag) != 0 ||
             hw_topo_create(spec, &topo, &diag) != 0) {
             if (diag.line == 0 && strcmp(diag.file, "topology") == 0)
                 snprintf(diag.file, sizeof diag.file, "%s", a.topology);
@@ -219,6 +185,6 @@ int cli_bench_coll(int argc, char **argv)
     sim_free(spec);
     sim_free(gpu);
     sim_free(node);
-    sim_free(a.sets);
-    return rc < 0 ? 0 : rc;
+    cli_opts_free(&bench_spec, &a);
+    return rc == CLI_OPTS_HELP ? 0 : rc;
 }

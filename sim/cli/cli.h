@@ -7,17 +7,28 @@
 
 #define CLI_EXIT_INVALID 2
 
+/* A sub-command: one row of main.c's cli_commands[], from which `stepsim --help`, `stepsim
+ * help NAME`, `stepsim NAME --help`, the unknown-command hint and the dispatch all come. */
+typedef struct cli_command {
+    const char *name;    /* "run" */
+    const char *args;    /* its main argument in the command list ("SCENARIO.yaml"), or "" */
+    const char *summary; /* one line for the command list */
+    const char *usage;   /* the full usage text (`stepsim help NAME`, `stepsim NAME --help`) */
+    /* Runs the command on the whole argv (argv[1] is its name); returns the exit code. */
+    int (*run)(const struct cli_command *cmd, int argc, char **argv);
+} cli_command;
+
 /* Prints `WHAT: error: MSG 'ARG'` (ARG may be NULL) and an optional hint line; returns
  * CLI_EXIT_INVALID. */
 int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint);
 
-/* `stepsim topo` and `stepsim bench-coll`: return the exit code. */
-int cli_topo(int argc, char **argv);
-int cli_bench_coll(int argc, char **argv);
-/* `stepsim bench`: the engine floor and the reference scenarios; the exit code. */
-int cli_bench(int argc, char **argv);
-int cli_export_perfetto(int argc, char **argv);
-int cli_report(int argc, char **argv);
+/* The sub-commands outside main.c (each reads its options with cli_opts_parse). */
+int cli_topo(const cli_command *cmd, int argc, char **argv);
+int cli_bench_coll(const cli_command *cmd, int argc, char **argv);
+/* `stepsim bench`: the engine floor and the reference scenarios. */
+int cli_bench(const cli_command *cmd, int argc, char **argv);
+int cli_export_perfetto(const cli_command *cmd, int argc, char **argv);
+int cli_report(const cli_command *cmd, int argc, char **argv);
 /* Prints the report of results file `path` (table, or CSV); returns the exit code. */
 int cli_report_file(const char *path, bool csv);
 /* The validated error of stepsim's predictions (docs/validation.md): of step time
@@ -25,9 +36,7 @@ int cli_report_file(const char *path, bool csv);
  * run's GPU) the tables of that GPU, or that none validates it; NULL: every table. */
 void cli_print_accuracy(FILE *f, bool timing, const char *gpu);
 
-/* `stepsim sweep`: the exit code. */
-int cli_sweep(int argc, char **argv);
-/* `stepsim plan`: the exit code. */
-int cli_plan(int argc, char **argv);
+int cli_sweep(const cli_command *cmd, int argc, char **argv);
+int cli_plan(const cli_command *cmd, int argc, char **argv);
 
 #endif

@@ -15,28 +15,19 @@
 #include "core/sim.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "results/h5read.h"
 #include "results/json.h"
 
 #define SLICE 65536
 #define LANES 16
 #define MEM_CATS 6
-
-static const char usage[] =
-    "usage: stepsim export-perfetto OUT.h5 [--run NAME] -o TRACE.json\n"
-    "\n"
-    "Writes a run of a results file as Chrome Trace Event JSON for ui.perfetto.dev or\n"
-    "chrome://tracing: one process per node, one thread per GPU stream, ops as complete\n"
-    "events (layer, micro-batch, bytes and FLOPs in args), bubbles on their own track and\n"
-    "memory as a counter per GPU.\n"
-    "\n"
-    "  --run NAME           the run to export (needed when the file holds several)\n"
-    "  -o, --output FILE    the JSON file to write\n";
 
 static const char *const lane_names[] = {"compute", "dp",   "tp",  "pp",      "ep",
                                          "cp",      "offload", "host", "p2p", "bubbles"};
@@ -397,45 +388,39 @@ static int export_run(results_h5r_file *f, const char *path, const char *run, co
     return rc;
 }
 
-int cli_export_perfetto(int argc, char **argv)
+typedef struct export_args {
+    const char *in, *run, *out;
+} export_args;
+
+static const cli_opt options[] = {
+    {.name = "--run", .kind = CLI_OPT_STRING, .metavar = "NAME",
+     .offset = offsetof(export_args, run)},
+    {.name = "--output", .alias = "-o", .kind = CLI_OPT_STRING, .metavar = "TRACE.json",
+     .required = true, .offset = offsetof(export_args, out)},
+};
+static const cli_arg args[] = {{.name = "OUT.h5", .offset = offsetof(export_args, in)}};
+static const cli_spec spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options), .args = args,
+                              .n_args = SIM_ARRAY_LEN(args)};
+
+int cli_export_perfetto(const cli_command *cmd, int argc, char **argv)
 {
-    const char *in = NULL, *run = NULL, *out = NULL;
-    const char *hint = "see `stepsim export-perfetto --help`";
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (strcmp(a, "--run") == 0 || strcmp(a, "-o") == 0 || strcmp(a, "--output") == 0) {
-            if (i + 1 >= argc)
-                return cli_invalid(a, "needs a value", NULL, hint);
-            *(strcmp(a, "--run") == 0 ? &run : &out) = argv[++i];
-        } else if (a[0] == '-' && a[1]) {
-            return cli_invalid("stepsim export-perfetto", "unknown option", a, hint);
-        } else if (!in) {
-            in = a;
-        } else {
-            return cli_invalid("stepsim export-perfetto", "unexpected argument", a, hint);
-        }
-    }
-    if (!in)
-        return cli_invalid("stepsim export-perfetto", "missing the results file (OUT.h5)", NULL,
-                           hint);
-    if (!out)
-        return cli_invalid("stepsim export-perfetto", "missing -o TRACE.json", NULL, hint);
+    export_args a = {0};
+    int rc = cli_opts_parse(cmd, &spec, argc, argv, &a);
+    cli_opts_free(&spec, &a);
+    if (rc)
+        return rc == CLI_OPTS_HELP ? 0 : rc;
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    int rc = results_h5r_open(in, &f, &diag);
+    rc = results_h5r_open(a.in, &f, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
         return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
     }
     const char *name = NULL;
-    rc = pick_run(f, in, run, &name);
+    rc = pick_run(f, a.in, a.run, &name);
     size_t n_events = 0;
     if (!rc) {
-        rc = export_run(f, in, name, out, &n_events);
+        rc = export_run(f, a.in, name, a.out, &n_events);
         if (rc && diag.set) { /* a table missing or unreadable */
             sim_diag_print(&diag, stderr);
             rc = rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;

@@ -1,98 +1,83 @@
-/* The `stepsim` command: argument parsing, sub-command dispatch, human-readable output.
+/* The `stepsim` command: the table of sub-commands (their usage texts and the dispatch) and
+ * the commands run, check, mem, trace and replay with their human-readable output.
  * Exit codes (docs/cli.md): 0 success (an OOM verdict is a result), 1 internal error,
  * 2 invalid input — reported as exactly one `...: error: ...` line plus hint lines. */
 #include "core/sim.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "results/h5.h"
 #include "results/json.h"
 #include "input/load.h"
+#include "input/suggest.h"
 #include "results/tracefile.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
 
 #define EXIT_INVALID CLI_EXIT_INVALID
 
+/* The arguments of run, check, mem, trace and replay (each takes those it declares). */
 typedef struct cli_args {
-    const char *cmd;
-    const char *scenario;
+    const char *scenario; /* replay: the trace file */
     const char *out;
     const char *topology; /* replay: --topology */
-    const char **sets;
-    size_t n_sets;
+    cli_list sets;
     bool json;
     bool no_timeline;
+    bool no_op_sharing, no_isolated_rounds;
     int steps; /* 0 = from the scenario */
     char command_line[4096];
 } cli_args;
 
-static const char usage_main[] =
-    "usage: stepsim COMMAND [ARGS]\n"
-    "\n"
-    "Discrete-event simulator of distributed LLM training on GPU clusters.\n"
-    "\n"
-    "commands:\n"
-    "  run SCENARIO.yaml    simulate training steps; print a summary, --json, or -o OUT.h5\n"
-    "  check SCENARIO.yaml  validate a scenario (exit 0 valid, 2 invalid)\n"
-    "  mem SCENARIO.yaml    the per-GPU memory plan and OOM verdict, without replay\n"
-    "  topo TOPOLOGY.yaml   describe a topology: devices, links, bisection, routes\n"
-    "  bench-coll ...       time a collective over sizes, like nccl-tests\n"
-    "  bench                the simulator's own speed: engine floor and reference scenarios\n"
-    "  trace SCENARIO.yaml  write the generated per-rank op DAG (-o TRACE.h5)\n"
-    "  replay TRACE.h5      replay a trace file (edited, or with measured durations)\n"
-    "  report OUT.h5        the runs of a results file as a table (--csv)\n"
-    "  export-perfetto OUT.h5  a run as Chrome Trace Event JSON for ui.perfetto.dev\n"
-    "  sweep SWEEP.yaml     run every combination of a sweep file's axes (also under mpirun)\n"
-    "  plan SCENARIO.yaml   search the parallel strategies for the model, cluster and batch\n"
-    "Run `stepsim COMMAND --help` for a command's options; docs/cli.md has the details.\n";
+#define OPT_SET                                                                             \
+    {.name = "--set", .kind = CLI_OPT_LIST, .metavar = "KEY=VALUE",                         \
+     .offset = offsetof(cli_args, sets)}
+#define OPT_OUTPUT(META, REQUIRED)                                                          \
+    {.name = "--output", .alias = "-o", .kind = CLI_OPT_STRING, .metavar = META,            \
+     .offset = offsetof(cli_args, out), .required = REQUIRED}
+#define OPT_JSON {.name = "--json", .kind = CLI_OPT_FLAG, .offset = offsetof(cli_args, json)}
+#define OPT_STEPS                                                                           \
+    {.name = "--steps", .kind = CLI_OPT_INT, .metavar = "N", .min = 1, .max = 1000000,       \
+     .offset = offsetof(cli_args, steps)}
+#define OPT_NO_TIMELINE                                                                     \
+    {.name = "--no-timeline", .kind = CLI_OPT_FLAG, .offset = offsetof(cli_args, no_timeline)}
+/* verification switches: results are the same without them, so files do not record them */
+#define OPT_NO_OP_SHARING                                                                   \
+    {.name = "--no-op-sharing", .kind = CLI_OPT_FLAG, .unrecorded = true,                   \
+     .offset = offsetof(cli_args, no_op_sharing)}
+#define OPT_NO_ISOLATED_ROUNDS                                                              \
+    {.name = "--no-isolated-rounds", .kind = CLI_OPT_FLAG, .unrecorded = true,              \
+     .offset = offsetof(cli_args, no_isolated_rounds)}
 
-static const char usage_run[] =
-    "usage: stepsim run SCENARIO.yaml [-o OUT.h5] [--set KEY=VALUE]... [--json] [--steps N]\n"
-    "                   [--no-timeline]\n"
-    "\n"
-    "Generates the trace the scenario implies, replays it on the modelled cluster and reports\n"
-    "step time, throughput, MFU, bubbles, exposed communication and per-GPU memory.\n"
-    "\n"
-    "  -o, --output OUT.h5  write the results (HDF5 schema 1, docs/hdf5-schema.md)\n"
-    "  --set KEY=VALUE      override a scenario key by dotted path (parallel.dp=4,\n"
-    "                       topology.gpu.memory=\"40 GiB\"); VALUE is a YAML flow value\n"
-    "  --json               print the summary as one JSON object (docs/json.md)\n"
-    "  --steps N            simulate N optimizer steps (overrides simulation.steps)\n"
-    "  --no-timeline        do not record the per-op timeline (smaller files)\n";
+static const cli_arg scenario_arg[] = {
+    {.name = "SCENARIO.yaml", .offset = offsetof(cli_args, scenario)}};
+static const cli_arg trace_arg[] = {{.name = "TRACE.h5", .offset = offsetof(cli_args, scenario)}};
 
-static const char usage_trace[] =
-    "usage: stepsim trace SCENARIO.yaml -o TRACE.h5 [--set KEY=VALUE]...\n"
-    "\n"
-    "Writes the trace the scenario implies: every rank's ops (compute kernels with FLOPs and\n"
-    "bytes, collectives, copies), their dependencies and memory events, in the HDF5 layout\n"
-    "of docs/trace-format.md. Edit it, or set measured durations, then `stepsim replay` it.\n";
+static const cli_opt run_opts[] = {OPT_OUTPUT("OUT.h5", false), OPT_SET, OPT_JSON, OPT_STEPS,
+                                   OPT_NO_TIMELINE, OPT_NO_OP_SHARING, OPT_NO_ISOLATED_ROUNDS};
+static const cli_opt check_opts[] = {OPT_SET};
+static const cli_opt mem_opts[] = {OPT_SET, OPT_JSON, OPT_NO_OP_SHARING};
+static const cli_opt trace_opts[] = {OPT_OUTPUT("TRACE.h5", true), OPT_SET};
+static const cli_opt replay_opts[] = {
+    {.name = "--topology", .kind = CLI_OPT_STRING, .metavar = "T.yaml",
+     .offset = offsetof(cli_args, topology)},
+    OPT_SET, OPT_OUTPUT("OUT.h5", false), OPT_JSON, OPT_STEPS, OPT_NO_TIMELINE,
+    OPT_NO_ISOLATED_ROUNDS};
 
-static const char usage_replay[] =
-    "usage: stepsim replay TRACE.h5 [--topology T.yaml] [--set KEY=VALUE]... [-o OUT.h5]\n"
-    "                      [--json] [--steps N] [--no-timeline]\n"
-    "\n"
-    "Replays a trace file on a cluster and reports as `stepsim run` does. The scenario the\n"
-    "trace was made from (stored in it) supplies the topology, GPU and simulation settings;\n"
-    "--topology replaces the topology, --set changes keys of that scenario (the trace's ops\n"
-    "stay as they are: the parallel layout must keep its number of ranks).\n";
-
-static const char usage_check[] =
-    "usage: stepsim check SCENARIO.yaml [--set KEY=VALUE]...\n"
-    "\n"
-    "Loads and validates the scenario and the files it references. Exit 0 when valid; 2\n"
-    "with one FILE:LINE:COL: error: line when not.\n";
-
-static const char usage_mem[] =
-    "usage: stepsim mem SCENARIO.yaml [--set KEY=VALUE]... [--json]\n"
-    "\n"
-    "Prints the per-GPU memory plan (params, grads, optimizer, activations, buffers) and the\n"
-    "OOM verdict without replaying the step.\n";
+#define SPEC(OPTS, ARGS)                                                                    \
+    {.opts = OPTS, .n_opts = SIM_ARRAY_LEN(OPTS), .args = ARGS, .n_args = SIM_ARRAY_LEN(ARGS)}
+static const cli_spec run_spec = SPEC(run_opts, scenario_arg);
+static const cli_spec check_spec = SPEC(check_opts, scenario_arg);
+static const cli_spec mem_spec = SPEC(mem_opts, scenario_arg);
+static const cli_spec trace_spec = SPEC(trace_opts, scenario_arg);
+static const cli_spec replay_spec = SPEC(replay_opts, trace_arg);
 
 int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint)
 {
@@ -105,89 +90,19 @@ int cli_invalid(const char *what, const char *msg, const char *arg, const char *
     return CLI_EXIT_INVALID;
 }
 
-static int invalid(const char *what, const char *msg, const char *hint)
+/* Reads the arguments of `spec` and runs `body` on them; returns the exit code. */
+static int with_args(const cli_command *cmd, const cli_spec *spec, int argc, char **argv,
+                     int (*body)(const cli_args *a))
 {
-    fprintf(stderr, "%s: error: %s\n", what, msg);
-    if (hint)
-        fprintf(stderr, "  %s\n", hint);
-    return EXIT_INVALID;
-}
-
-static const char *usage_of(const char *cmd)
-{
-    if (strcmp(cmd, "run") == 0)
-        return usage_run;
-    if (strcmp(cmd, "check") == 0)
-        return usage_check;
-    if (strcmp(cmd, "mem") == 0)
-        return usage_mem;
-    if (strcmp(cmd, "trace") == 0)
-        return usage_trace;
-    if (strcmp(cmd, "replay") == 0)
-        return usage_replay;
-    return NULL;
-}
-
-/* Returns 0 to go on, -1 when help was printed (exit 0), or EXIT_INVALID. */
-static int parse_args(int argc, char **argv, cli_args *a)
-{
-    char hint[128];
-    snprintf(hint, sizeof hint, "see `stepsim %s --help`", a->cmd);
-    size_t len = 0;
-    for (int i = 0; i < argc && len + 2 < sizeof a->command_line; i++)
-        len += (size_t)snprintf(a->command_line + len, sizeof a->command_line - len, "%s%s",
-                                i ? " " : "", i == 0 ? "stepsim" : argv[i]);
-    bool is_replay = strcmp(a->cmd, "replay") == 0, is_trace = strcmp(a->cmd, "trace") == 0;
-    bool is_run = strcmp(a->cmd, "run") == 0 || is_replay, is_mem = strcmp(a->cmd, "mem") == 0;
-    for (int i = 2; i < argc; i++) {
-        const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            fputs(usage_of(a->cmd), stdout);
-            return -1;
-        }
-        if (strcmp(arg, "--set") == 0 || strncmp(arg, "--set=", 6) == 0) {
-            const char *v = arg[5] == '=' ? arg + 6 : (i + 1 < argc ? argv[++i] : NULL);
-            if (!v)
-                return invalid("--set", "expects KEY=VALUE", hint);
-            a->sets[a->n_sets++] = v;
-        } else if (is_replay && strcmp(arg, "--topology") == 0) {
-            if (i + 1 >= argc)
-                return invalid(arg, "expects a topology file", hint);
-            a->topology = argv[++i];
-        } else if ((is_run || is_trace) &&
-                   (strcmp(arg, "-o") == 0 || strcmp(arg, "--output") == 0)) {
-            if (i + 1 >= argc)
-                return invalid(arg, "expects an output file name", hint);
-            a->out = argv[++i];
-        } else if ((is_run || is_mem) && strcmp(arg, "--json") == 0) {
-            a->json = true;
-        } else if (is_run && strcmp(arg, "--no-timeline") == 0) {
-            a->no_timeline = true;
-        } else if (is_run && strcmp(arg, "--steps") == 0) {
-            if (i + 1 >= argc)
-                return invalid("--steps", "expects a number of steps", hint);
-            char *end;
-            long n = strtol(argv[++i], &end, 10);
-            if (*end || n < 1 || n > 1000000)
-                return invalid("--steps", "expects an integer from 1 to 1000000", hint);
-            a->steps = (int)n;
-        } else if (arg[0] == '-' && arg[1] != '\0') {
-            char msg[256];
-            snprintf(msg, sizeof msg, "unknown option '%s' for `stepsim %s`", arg, a->cmd);
-            return invalid("stepsim", msg, hint);
-        } else if (!a->scenario) {
-            a->scenario = arg;
-        } else {
-            char msg[256];
-            snprintf(msg, sizeof msg, "unexpected argument '%s'", arg);
-            return invalid("stepsim", msg, hint);
-        }
+    cli_args *a = sim_calloc(1, sizeof *a);
+    int rc = cli_opts_parse(cmd, spec, argc, argv, a);
+    if (rc == 0) {
+        cli_command_line(spec, argc, argv, a->command_line, sizeof a->command_line);
+        rc = body(a);
     }
-    if (!a->scenario)
-        return invalid("stepsim", is_replay ? "missing TRACE.h5" : "missing SCENARIO.yaml", hint);
-    if (is_trace && !a->out)
-        return invalid("stepsim", "missing -o TRACE.h5", hint);
-    return 0;
+    cli_opts_free(spec, a);
+    sim_free(a);
+    return rc == CLI_OPTS_HELP ? 0 : rc;
 }
 
 static void print_bytes(FILE *f, double b)
@@ -274,7 +189,7 @@ static void job_clear(cli_job *j)
 static int job_load(const cli_args *a, bool with_trace, cli_job *j)
 {
     sim_diag diag = {0};
-    int rc = input_scenario_load(a->scenario, a->sets, a->n_sets, &j->sc, &j->info, &diag);
+    int rc = input_scenario_load(a->scenario, a->sets.v, a->sets.n, &j->sc, &j->info, &diag);
     if (rc != 0) {
         if (!diag.set)
             sim_diag_error(&diag, a->scenario, 0, 0, "%s", sim_strerror(rc));
@@ -285,7 +200,8 @@ static int job_load(const cli_args *a, bool with_trace, cli_job *j)
         j->sc.simulation.steps = a->steps;
     if (a->no_timeline)
         j->sc.simulation.timeline = false;
-    rc = plan_create(&j->sc, with_trace, &j->p, &diag);
+    plan_options po = {.with_trace = with_trace, .no_op_sharing = a->no_op_sharing};
+    rc = plan_create(&j->sc, &po, &j->p, &diag);
     if (rc != 0) {
         /* the plan has no file positions: report against the scenario file */
         snprintf(diag.file, sizeof diag.file, "%s", a->scenario);
@@ -364,7 +280,8 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
                           .progress = print_progress,
                           .progress_ud = j->sc.name,
                           .progress_every_s = 15,
-                          .no_bubble_rows = f == NULL /* only a results file holds them */};
+                          .no_bubble_rows = f == NULL, /* only a results file holds them */
+                          .no_isolated_rounds = a->no_isolated_rounds};
     replay_run(j->p, &opt, res);
     if (res->summary.status == REPLAY_STATUS_ERROR) {
         fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
@@ -446,15 +363,15 @@ static int load_embedded(const cli_args *a, const char *yaml, cli_job *j)
     bool ok = f && fputs(yaml, f) >= 0;
     if (f)
         ok = fclose(f) == 0 && ok;
-    const char **sets = sim_calloc(a->n_sets + 2, sizeof *sets);
+    const char **sets = sim_calloc(a->sets.n + 2, sizeof *sets);
     size_t n = 0;
     char topo[4200];
     if (a->topology) {
         snprintf(topo, sizeof topo, "topology=%s", a->topology);
         sets[n++] = topo;
     }
-    for (size_t i = 0; i < a->n_sets; i++)
-        sets[n++] = a->sets[i];
+    for (size_t i = 0; i < a->sets.n; i++)
+        sets[n++] = a->sets.v[i];
     sim_diag diag = {0};
     int rc = ok ? input_scenario_load(path, sets, n, &j->sc, &j->info, &diag) : SIM_EIO;
     unlink(path);
@@ -549,55 +466,297 @@ static int cmd_mem(const cli_args *a)
     return rc;
 }
 
+
+static int run_main(const cli_command *cmd, int argc, char **argv)
+{
+    return with_args(cmd, &run_spec, argc, argv, cmd_run);
+}
+
+static int check_main(const cli_command *cmd, int argc, char **argv)
+{
+    return with_args(cmd, &check_spec, argc, argv, cmd_check);
+}
+
+static int mem_main(const cli_command *cmd, int argc, char **argv)
+{
+    return with_args(cmd, &mem_spec, argc, argv, cmd_mem);
+}
+
+static int trace_main(const cli_command *cmd, int argc, char **argv)
+{
+    return with_args(cmd, &trace_spec, argc, argv, cmd_trace);
+}
+
+static int replay_main(const cli_command *cmd, int argc, char **argv)
+{
+    return with_args(cmd, &replay_spec, argc, argv, cmd_replay);
+}
+
+/* ---- the commands ---------------------------------------------------------------------- */
+
+static const char usage_run[] =
+    "usage: stepsim run SCENARIO.yaml [-o OUT.h5] [--set KEY=VALUE]... [--json] [--steps N]\n"
+    "                   [--no-timeline] [--no-op-sharing] [--no-isolated-rounds]\n"
+    "\n"
+    "Generates the trace the scenario implies, replays it on the modelled cluster and reports\n"
+    "step time, throughput, MFU, bubbles, exposed communication and per-GPU memory.\n"
+    "\n"
+    "  -o, --output OUT.h5   write the results (HDF5 schema 1, docs/hdf5-schema.md)\n"
+    "  --set KEY=VALUE       override a scenario key by dotted path (parallel.dp=4,\n"
+    "                        topology.gpu.memory=\"40 GiB\"); VALUE is a YAML flow value\n"
+    "  --json                print the summary as one JSON object (docs/json.md)\n"
+    "  --steps N             simulate N optimizer steps (overrides simulation.steps)\n"
+    "  --no-timeline         do not record the per-op timeline (smaller files)\n"
+    "  --no-op-sharing       generate every rank's ops, none borrowed from the first rank of\n"
+    "                        its pipeline stage; a check: the results are the same\n"
+    "  --no-isolated-rounds  time every transfer as a max-min flow, also collective rounds\n"
+    "                        alone on their links; a check: the results are the same\n";
+
+static const char usage_check[] =
+    "usage: stepsim check SCENARIO.yaml [--set KEY=VALUE]...\n"
+    "\n"
+    "Loads and validates the scenario and the files it references. Exit 0 when valid; 2\n"
+    "with one FILE:LINE:COL: error: line when not.\n";
+
+static const char usage_mem[] =
+    "usage: stepsim mem SCENARIO.yaml [--set KEY=VALUE]... [--json] [--no-op-sharing]\n"
+    "\n"
+    "Prints the per-GPU memory plan (params, grads, optimizer, activations, buffers) and the\n"
+    "OOM verdict without replaying the step. --set, --json and --no-op-sharing as for run.\n";
+
+static const char usage_topo[] =
+    "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]...\n"
+    "\n"
+    "Builds the topology graph and prints its devices and links by class, the bandwidth a\n"
+    "GPU can inject inside its node and into the network, the bisection bandwidth (the first\n"
+    "half of the GPUs to the second), and the route, latency and bottleneck between GPUs.\n"
+    "\n"
+    "  --set KEY=VALUE  override a topology key (nodes=64, node.nics.count=4, ...)\n"
+    "  --route A B      show the route from A to B (device names like gpu3, or GPU indices)\n";
+
+static const char usage_bench_coll[] =
+    "usage: stepsim bench-coll --topology T.yaml --op OP --gpus N [--algo A] [--proto P]\n"
+    "                          [--min-bytes B] [--max-bytes B] [--set KEY=VALUE]... [--json]\n"
+    "\n"
+    "Times one collective on the first N GPUs of the topology, alone on the network, for\n"
+    "sizes from --min-bytes to --max-bytes (doubling; default 8 B to 8 GiB), like\n"
+    "nccl-tests. Sizes follow nccl-tests: the buffer of all_reduce/broadcast/reduce, the\n"
+    "gathered output of all_gather, the input of reduce_scatter, the send buffer of\n"
+    "all_to_all.\n"
+    "\n"
+    "  --topology T.yaml  the topology file\n"
+    "  --op OP            all_reduce, all_gather, reduce_scatter, broadcast, reduce,\n"
+    "                     all_to_all, send_recv (nccl-tests spellings like allreduce work)\n"
+    "  --gpus N           the first N GPUs of the topology (1 to 1048576; 2 for send_recv)\n"
+    "  --algo A           ring, tree, hd, direct, pairwise, hierarchical, nvls (default:\n"
+    "                     auto, the fastest by the model, as NCCL's tuner picks)\n"
+    "  --proto P          ll, ll128, simple (default: auto)\n"
+    "  --min-bytes B      the first size (default 8; units accepted: 1MiB, 8GiB)\n"
+    "  --max-bytes B      the last size at most (default 8GiB)\n"
+    "  --set KEY=VALUE    override a topology key (nodes=2,\n"
+    "                     protocols.simple.efficiency.nvlink=0.9)\n"
+    "  --json             one JSON object per size instead of the table\n";
+
+static const char usage_bench[] =
+    "usage: stepsim bench [--engine-only] [--quick] [--only NAME[,NAME...]] [--dir DIR]\n"
+    "                     [--mem-limit GIB] [--json]\n"
+    "\n"
+    "Measures the simulator: the event queue alone (the engine floor, events/s with 10^3 and\n"
+    "10^5 events pending), then each reference scenario of DIR (default scenarios/bench,\n"
+    "run from the repository root) in a child process: ops generated, events, flows and\n"
+    "flow-rate re-solves, generation and replay wall time, events/s, ns per event against\n"
+    "the floor, peak RSS, simulated time / wall time. One step each, no timeline.\n"
+    "\n"
+    "  --engine-only    only the engine floor\n"
+    "  --quick          10x fewer engine events; only the scenarios under 1,024 GPUs\n"
+    "  --only NAMES     only these scenarios (file names without .yaml, comma-separated)\n"
+    "  --dir DIR        where the reference scenarios are (default scenarios/bench)\n"
+    "  --mem-limit GIB  address-space limit of each scenario's process, GiB (default: 90%\n"
+    "                   of physical memory); a scenario that needs more fails cleanly\n"
+    "  --json           one JSON object instead of the tables\n";
+
+static const char usage_trace[] =
+    "usage: stepsim trace SCENARIO.yaml -o TRACE.h5 [--set KEY=VALUE]...\n"
+    "\n"
+    "Writes the trace the scenario implies: every rank's ops (compute kernels with FLOPs and\n"
+    "bytes, collectives, copies), their dependencies and memory events, in the HDF5 layout\n"
+    "of docs/trace-format.md. Edit it, or set measured durations, then `stepsim replay` it.\n"
+    "\n"
+    "  -o, --output TRACE.h5  the trace file to write\n"
+    "  --set KEY=VALUE        override a scenario key, as for run\n";
+
+static const char usage_replay[] =
+    "usage: stepsim replay TRACE.h5 [--topology T.yaml] [--set KEY=VALUE]... [-o OUT.h5]\n"
+    "                      [--json] [--steps N] [--no-timeline] [--no-isolated-rounds]\n"
+    "\n"
+    "Replays a trace file on a cluster and reports as `stepsim run` does. The scenario the\n"
+    "trace was made from (stored in it) supplies the topology, GPU and simulation settings;\n"
+    "--topology replaces the topology, --set changes keys of that scenario (the trace's ops\n"
+    "stay as they are: the parallel layout must keep its number of ranks). -o, --json,\n"
+    "--steps, --no-timeline and --no-isolated-rounds as for run.\n";
+
+static const char usage_report[] =
+    "usage: stepsim report OUT.h5 [--csv]\n"
+    "\n"
+    "Summarises a results file: one line per run sorted by throughput (OOM runs flagged,\n"
+    "skipped and failed runs listed with their reason), the bubble and exposed-communication\n"
+    "breakdown per run, and time to train, GPU-hours and cost for runs with training.tokens.\n"
+    "\n"
+    "  --csv   one comma-separated row per run (with a header), for spreadsheets\n";
+
+static const char usage_export[] =
+    "usage: stepsim export-perfetto OUT.h5 [--run NAME] -o TRACE.json\n"
+    "\n"
+    "Writes a run of a results file as Chrome Trace Event JSON for ui.perfetto.dev or\n"
+    "chrome://tracing: one process per node, one thread per GPU stream, ops as complete\n"
+    "events (layer, micro-batch, bytes and FLOPs in args), bubbles on their own track and\n"
+    "memory as a counter per GPU.\n"
+    "\n"
+    "  --run NAME           the run to export (needed when the file holds several)\n"
+    "  -o, --output FILE    the JSON file to write\n";
+
+static const char usage_sweep[] =
+    "usage: stepsim sweep SWEEP.yaml -o OUT.h5 [--resume] [--json] [--progress]\n"
+    "                     [--no-timeline] [--steps N] [--no-op-sharing] [--no-isolated-rounds]\n"
+    "\n"
+    "Runs every combination of a sweep file's axes over its base scenario, or over each of a\n"
+    "list of scenario files (docs/sweeps.md), and writes them into one results file, with a\n"
+    "/sweep table of the runs. Invalid combinations are runs with status skipped, failed runs\n"
+    "status error; neither stops the sweep. Runs under mpirun too (one coordinator that also\n"
+    "works, dynamic balancing), with the same file whatever the number of ranks.\n"
+    "\n"
+    "  -o, --output OUT.h5   the results file (runs in progress live in OUT.h5.runs/)\n"
+    "  --resume              finish an interrupted sweep: run only the runs not done yet\n"
+    "  --json                print one JSON object per run, in run order, at the end\n"
+    "  --progress            print progress on stderr even when it is not a terminal (it is\n"
+    "                        never one under mpirun)\n"
+    "  --no-timeline         do not record the runs' timelines\n"
+    "  --steps N             simulate N steps per run\n"
+    "  --no-op-sharing       generate every rank's ops in every run, as for run\n"
+    "  --no-isolated-rounds  every transfer a max-min flow in every run, as for run\n";
+
+static const char usage_plan[] =
+    "usage: stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] [--progress]\n"
+    "                    [--steps N] [--resume] [--no-op-sharing] [--no-isolated-rounds]\n"
+    "\n"
+    "Searches the parallel strategies for the scenario's model, cluster and batch (TP/SP,\n"
+    "PP and its schedule, CP, EP, DDP/ZeRO/FSDP, micro-batch, recompute, offload): plans each,\n"
+    "replays those whose memory fits, and prints the best K with step time, throughput, MFU\n"
+    "and memory headroom, then the best of those that do not fit and why. Runs under mpirun\n"
+    "like a sweep (docs/plan.md).\n"
+    "\n"
+    "  --top K               how many strategies to list (default 10)\n"
+    "  -o, --output OUT.h5   keep every candidate's results (default: a temporary file)\n"
+    "  --json                one JSON object per candidate, in candidate order, instead of\n"
+    "                        the table\n"
+    "  --progress            print progress on stderr even when it is not a terminal\n"
+    "  --steps N             simulate N steps per candidate\n"
+    "  --resume              finish an interrupted search of the same -o OUT.h5\n"
+    "  --no-op-sharing       generate every rank's ops in every candidate, as for run\n"
+    "  --no-isolated-rounds  every transfer a max-min flow in every candidate, as for run\n";
+
+static const cli_command cli_commands[] = {
+    {.name = "run", .args = "SCENARIO.yaml", .usage = usage_run, .run = run_main,
+     .summary = "simulate training steps; print a summary, --json, or -o OUT.h5"},
+    {.name = "check", .args = "SCENARIO.yaml", .usage = usage_check, .run = check_main,
+     .summary = "validate a scenario (exit 0 valid, 2 invalid)"},
+    {.name = "mem", .args = "SCENARIO.yaml", .usage = usage_mem, .run = mem_main,
+     .summary = "the per-GPU memory plan and OOM verdict, without replay"},
+    {.name = "topo", .args = "TOPOLOGY.yaml", .usage = usage_topo, .run = cli_topo,
+     .summary = "describe a topology: devices, links, bisection, routes"},
+    {.name = "bench-coll", .args = "--op OP ...", .usage = usage_bench_coll,
+     .run = cli_bench_coll, .summary = "time a collective over sizes, like nccl-tests"},
+    {.name = "bench", .args = "", .usage = usage_bench, .run = cli_bench,
+     .summary = "the simulator's own speed: engine floor and reference scenarios"},
+    {.name = "trace", .args = "SCENARIO.yaml", .usage = usage_trace, .run = trace_main,
+     .summary = "write the generated per-rank op DAG (-o TRACE.h5)"},
+    {.name = "replay", .args = "TRACE.h5", .usage = usage_replay, .run = replay_main,
+     .summary = "replay a trace file (edited, or with measured durations)"},
+    {.name = "report", .args = "OUT.h5", .usage = usage_report, .run = cli_report,
+     .summary = "the runs of a results file as a table (--csv)"},
+    {.name = "export-perfetto", .args = "OUT.h5", .usage = usage_export,
+     .run = cli_export_perfetto,
+     .summary = "a run as Chrome Trace Event JSON for ui.perfetto.dev"},
+    {.name = "sweep", .args = "SWEEP.yaml", .usage = usage_sweep, .run = cli_sweep,
+     .summary = "run every combination of a sweep file's axes (also under mpirun)"},
+    {.name = "plan", .args = "SCENARIO.yaml", .usage = usage_plan, .run = cli_plan,
+     .summary = "search the parallel strategies for the model, cluster and batch"},
+};
+
+static void print_usage(FILE *f)
+{
+    fputs("usage: stepsim COMMAND [ARGS]\n"
+          "\n"
+          "Discrete-event simulator of distributed LLM training on GPU clusters.\n"
+          "\n"
+          "commands:\n", f);
+    for (size_t k = 0; k < SIM_ARRAY_LEN(cli_commands); k++) {
+        const cli_command *c = &cli_commands[k];
+        char head[64];
+        snprintf(head, sizeof head, "%s%s%s", c->name, c->args[0] ? " " : "", c->args);
+        fprintf(f, "  %-22s  %s\n", head, c->summary);
+    }
+    fputs("\n"
+          "Options take their value as `--opt VALUE` or `--opt=VALUE`. `stepsim COMMAND\n"
+          "--help` (or `stepsim help COMMAND`) prints a command's options, `stepsim --version`\n"
+          "the version; docs/cli.md has the details.\n", f);
+}
+
+static const cli_command *find_command(const char *name)
+{
+    for (size_t k = 0; k < SIM_ARRAY_LEN(cli_commands); k++)
+        if (strcmp(cli_commands[k].name, name) == 0)
+            return &cli_commands[k];
+    return NULL;
+}
+
+/* The error line, then the commands as hint lines of at most 96 columns. */
+static int unknown_command(const char *name)
+{
+    const char *names[SIM_ARRAY_LEN(cli_commands)];
+    for (size_t k = 0; k < SIM_ARRAY_LEN(cli_commands); k++)
+        names[k] = cli_commands[k].name;
+    const char *near = input_suggest(name, names, SIM_ARRAY_LEN(names));
+    fprintf(stderr, "stepsim: error: unknown command '%s'", name);
+    if (near)
+        fprintf(stderr, "; did you mean '%s'?", near);
+    int col = fprintf(stderr, "\n  commands:") - 1;
+    for (size_t k = 0; k < SIM_ARRAY_LEN(cli_commands); k++) {
+        bool last = k + 1 == SIM_ARRAY_LEN(cli_commands);
+        if (col + 2 + (int)strlen(names[k]) > 96)
+            col = fprintf(stderr, "\n   ") - 1;
+        col += fprintf(stderr, " %s%s", names[k], last ? "" : ",");
+    }
+    fprintf(stderr, "\n  see `stepsim --help`\n");
+    return EXIT_INVALID;
+}
+
 int main(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0 ||
-        strcmp(argv[1], "help") == 0) {
-        const char *u = argc >= 3 && strcmp(argv[1], "help") == 0 ? usage_of(argv[2]) : NULL;
-        fputs(u ? u : usage_main, argc < 2 ? stderr : stdout);
-        return argc < 2 ? EXIT_INVALID : 0;
+    if (argc < 2) {
+        print_usage(stderr);
+        return EXIT_INVALID;
     }
-    if (strcmp(argv[1], "--version") == 0) {
+    const char *name = argv[1];
+    if (strcmp(name, "-h") == 0 || strcmp(name, "--help") == 0 ||
+        (strcmp(name, "help") == 0 && argc == 2)) {
+        print_usage(stdout);
+        return 0;
+    }
+    if (strcmp(name, "--version") == 0) {
         printf("stepsim %s\n", STEPSIM_VERSION);
         return 0;
     }
-    if (strcmp(argv[1], "topo") == 0)
-        return cli_topo(argc, argv);
-    if (strcmp(argv[1], "bench-coll") == 0)
-        return cli_bench_coll(argc, argv);
-    if (strcmp(argv[1], "bench") == 0)
-        return cli_bench(argc, argv);
-    if (strcmp(argv[1], "export-perfetto") == 0)
-        return cli_export_perfetto(argc, argv);
-    if (strcmp(argv[1], "report") == 0)
-        return cli_report(argc, argv);
-    if (strcmp(argv[1], "sweep") == 0)
-        return cli_sweep(argc, argv);
-    if (strcmp(argv[1], "plan") == 0)
-        return cli_plan(argc, argv);
-    cli_args a = {.cmd = argv[1]};
-    if (!usage_of(a.cmd)) {
-        char msg[256];
-        snprintf(msg, sizeof msg, "unknown command '%s'", a.cmd);
-        return invalid("stepsim", msg, "commands: run, check, mem, topo, bench-coll, bench, trace, replay, report, "
-                                         "export-perfetto (see `stepsim --help`)");
+    if (strcmp(name, "help") == 0) {
+        const cli_command *c = find_command(argv[2]);
+        if (!c)
+            return unknown_command(argv[2]);
+        if (argc > 3)
+            return cli_invalid("stepsim", "unexpected argument", argv[3],
+                               "usage: stepsim help COMMAND");
+        fputs(c->usage, stdout);
+        return 0;
     }
-    a.sets = sim_calloc((size_t)argc, sizeof *a.sets);
-    int rc = parse_args(argc, argv, &a);
-    if (rc == 0) {
-        if (strcmp(a.cmd, "run") == 0)
-            rc = cmd_run(&a);
-        else if (strcmp(a.cmd, "check") == 0)
-            rc = cmd_check(&a);
-        else if (strcmp(a.cmd, "trace") == 0)
-            rc = cmd_trace(&a);
-        else if (strcmp(a.cmd, "replay") == 0)
-            rc = cmd_replay(&a);
-        else
-            rc = cmd_mem(&a);
-    } else if (rc < 0) {
-        rc = 0;
-    }
-    sim_free(a.sets);
-    return rc;
+    const cli_command *c = find_command(name);
+    return c ? c->run(c, argc, argv) : unknown_command(name);
 }

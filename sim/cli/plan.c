@@ -1,4 +1,4 @@
-/* `stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] [--progress]` (docs/plan.md):
+/* `stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] ...` (docs/plan.md):
  * the strategies that could train the scenario's model on its cluster at its batch, each
  * planned, the ones whose memory plan fits replayed, and the best printed.
  *
@@ -31,20 +31,6 @@
 #include "results/h5read.h"
 #include "input/load.h"
 #include "plan/plan.h"
-
-static const char usage[] =
-    "usage: stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] [--progress]\n"
-    "                    [--steps N] [--resume]\n"
-    "\n"
-    "Searches the parallel strategies for the scenario's model, cluster and batch (TP/SP,\n"
-    "PP and its schedule, CP, EP, DDP/ZeRO/FSDP, micro-batch, recompute, offload): plans each,\n"
-    "replays those whose memory fits, and prints the best K with step time, throughput, MFU\n"
-    "and memory headroom, then the best of those that do not fit and why. Runs under mpirun\n"
-    "like a sweep (docs/plan.md).\n"
-    "\n"
-    "  --top K              how many strategies to list (default 10)\n"
-    "  -o, --output OUT.h5  keep every candidate's results (default: a temporary file)\n"
-    "  --json               one JSON object per candidate, in candidate order, instead\n";
 
 #define AXES 12
 static const char *const axis_keys[AXES] = {
@@ -200,8 +186,6 @@ typedef struct row {
     char *binding;
 } row;
 
-static int top_k = 10;
-
 static void describe(const row *r, char *buf, size_t n)
 {
     /* tp, sp, pp, cp, dp, ep, zero, schedule, vstages, mb, recompute, offload */
@@ -307,7 +291,7 @@ static int plan_finish(sweep_ctx *c)
         if (n_ok) {
             printf("%4s  %-52s %9s %12s %6s %17s\n", "rank", "strategy", "step (s)", "tokens/s",
                    "MFU", "memory (GiB)");
-            for (size_t i = 0; i < n_ok && i < (size_t)top_k; i++) {
+            for (size_t i = 0; i < n_ok && i < (size_t)c->a->top; i++) {
                 char d[160], mem[48];
                 describe(&ok[i], d, sizeof d);
                 snprintf(mem, sizeof mem, "%.1f of %.1f", (double)ok[i].peak / 1073741824.0,
@@ -341,51 +325,23 @@ static int plan_finish(sweep_ctx *c)
     return rc ? 1 : 0;
 }
 
-int cli_plan(int argc, char **argv)
+static const cli_opt options[] = {
+    CLI_RUNS_OPTS(false),
+    {.name = "--top", .kind = CLI_OPT_INT, .metavar = "K", .min = 1, .max = 1000000,
+     .offset = offsetof(sweep_args, top)},
+};
+static const cli_arg args[] = {{.name = "SCENARIO.yaml", .offset = offsetof(sweep_args, file)}};
+static const cli_spec plan_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
+                                   .args = args, .n_args = SIM_ARRAY_LEN(args)};
+
+int cli_plan(const cli_command *cmd, int argc, char **argv)
 {
-    sweep_args a = {0};
-    const char *hint = "see `stepsim plan --help`";
-    size_t len = (size_t)snprintf(a.command, sizeof a.command, "stepsim");
-    for (int i = 1; i < argc; i++)
-        if ((i < 2 || (strcmp(argv[i], "--resume") && strcmp(argv[i], "--progress"))) &&
-            len + 2 < sizeof a.command)
-            len += (size_t)snprintf(a.command + len, sizeof a.command - len, " %s", argv[i]);
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (!strcmp(s, "-o") || !strcmp(s, "--output") || !strcmp(s, "--top") ||
-            !strcmp(s, "--steps")) {
-            if (i + 1 >= argc)
-                return cli_invalid(s, "expects a value", NULL, hint);
-            const char *v = argv[++i];
-            if (!strcmp(s, "--top") || !strcmp(s, "--steps")) {
-                char *end;
-                long k = strtol(v, &end, 10);
-                if (*end || k < 1 || k > 1000000)
-                    return cli_invalid(s, "expects a positive integer", v, hint);
-                *(!strcmp(s, "--top") ? &top_k : &a.steps) = (int)k;
-            } else {
-                a.out = v;
-            }
-        } else if (!strcmp(s, "--json")) {
-            a.json = true;
-        } else if (!strcmp(s, "--progress")) {
-            a.progress = true;
-        } else if (!strcmp(s, "--resume")) {
-            a.resume = true;
-        } else if (s[0] == '-' && s[1]) {
-            return cli_invalid("stepsim plan", "unknown option", s, hint);
-        } else if (!a.file) {
-            a.file = s;
-        } else {
-            return cli_invalid("stepsim plan", "unexpected argument", s, hint);
-        }
-    }
-    if (!a.file)
-        return cli_invalid("stepsim plan", "missing SCENARIO.yaml", NULL, hint);
+    sweep_args a = {.top = 10};
+    int rc = cli_opts_parse(cmd, &plan_spec, argc, argv, &a);
+    cli_opts_free(&plan_spec, &a);
+    if (rc)
+        return rc == CLI_OPTS_HELP ? 0 : rc;
+    cli_command_line(&plan_spec, argc, argv, a.command, sizeof a.command);
     a.no_timeline = true; /* a plan compares summaries; -o keeps them */
     sweep_ctx c = {.a = &a, .size = 1};
     c.mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
@@ -397,7 +353,7 @@ int cli_plan(int argc, char **argv)
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     input_scenario_info *info = NULL;
     sim_diag diag = {0};
-    int rc = input_scenario_load(a.file, NULL, 0, sc, &info, &diag);
+    rc = input_scenario_load(a.file, NULL, 0, sc, &info, &diag);
     if (rc) {
         if (c.rank == 0)
             sim_diag_print(&diag, stderr);

@@ -9,24 +9,17 @@
 #include "core/sim.h"
 
 #include <math.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "cli/validated.h"
 #include "results/h5read.h"
 #include "plan/scenario.h"
 #include "replay/results.h"
-
-static const char usage[] =
-    "usage: stepsim report OUT.h5 [--csv]\n"
-    "\n"
-    "Summarises a results file: one line per run sorted by throughput (OOM runs flagged,\n"
-    "skipped and failed runs listed with their reason), the bubble and exposed-communication\n"
-    "breakdown per run, and time to train, GPU-hours and cost for runs with training.tokens.\n"
-    "\n"
-    "  --csv   one comma-separated row per run (with a header), for spreadsheets\n";
 
 #define N_CAUSES REPLAY_CAUSE_COUNT
 #define N_GROUPS PLAN_GROUP_COUNT
@@ -330,29 +323,25 @@ static void print_csv(const run_row *runs, size_t n)
     }
 }
 
-int cli_report(int argc, char **argv)
+typedef struct report_args {
+    const char *in;
+    bool csv;
+} report_args;
+
+static const cli_opt options[] = {
+    {.name = "--csv", .kind = CLI_OPT_FLAG, .offset = offsetof(report_args, csv)}};
+static const cli_arg args[] = {{.name = "OUT.h5", .offset = offsetof(report_args, in)}};
+static const cli_spec spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options), .args = args,
+                              .n_args = SIM_ARRAY_LEN(args)};
+
+int cli_report(const cli_command *cmd, int argc, char **argv)
 {
-    const char *in = NULL;
-    bool csv = false;
-    const char *hint = "see `stepsim report --help`";
-    for (int i = 2; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "-h") == 0 || strcmp(a, "--help") == 0) {
-            fputs(usage, stdout);
-            return 0;
-        }
-        if (strcmp(a, "--csv") == 0)
-            csv = true;
-        else if (a[0] == '-' && a[1])
-            return cli_invalid("stepsim report", "unknown option", a, hint);
-        else if (!in)
-            in = a;
-        else
-            return cli_invalid("stepsim report", "unexpected argument", a, hint);
-    }
-    if (!in)
-        return cli_invalid("stepsim report", "missing the results file (OUT.h5)", NULL, hint);
-    return cli_report_file(in, csv);
+    report_args a = {0};
+    int rc = cli_opts_parse(cmd, &spec, argc, argv, &a);
+    cli_opts_free(&spec, &a);
+    if (rc)
+        return rc == CLI_OPTS_HELP ? 0 : rc;
+    return cli_report_file(a.in, a.csv);
 }
 
 /* A sweep over a list of scenario files (docs/sweeps.md): which file each run started from,

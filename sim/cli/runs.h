@@ -7,14 +7,35 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "cli/opts.h"
 #include "input/sweep.h"
 
 typedef struct sweep_args {
     const char *file, *out;
     bool resume, json, progress, no_timeline;
+    bool no_op_sharing, no_isolated_rounds; /* verification switches, as for `stepsim run` */
     int steps;
+    int top; /* plan: how many strategies to list */
     char command[4096];
 } sweep_args;
+
+/* The options sweep and plan share: entries of a cli_opt table over sweep_args. --resume,
+ * --progress and the verification switches change nothing in the results file, which does
+ * not record them. */
+#define CLI_RUNS_OPTS(OUT_REQUIRED)                                                         \
+    {.name = "--output", .alias = "-o", .kind = CLI_OPT_STRING, .metavar = "OUT.h5",        \
+     .required = OUT_REQUIRED, .offset = offsetof(sweep_args, out)},                        \
+    {.name = "--resume", .kind = CLI_OPT_FLAG, .unrecorded = true,                          \
+     .offset = offsetof(sweep_args, resume)},                                               \
+    {.name = "--json", .kind = CLI_OPT_FLAG, .offset = offsetof(sweep_args, json)},         \
+    {.name = "--progress", .kind = CLI_OPT_FLAG, .unrecorded = true,                        \
+     .offset = offsetof(sweep_args, progress)},                                             \
+    {.name = "--steps", .kind = CLI_OPT_INT, .metavar = "N", .min = 1, .max = 1000000,       \
+     .offset = offsetof(sweep_args, steps)},                                                \
+    {.name = "--no-op-sharing", .kind = CLI_OPT_FLAG, .unrecorded = true,                   \
+     .offset = offsetof(sweep_args, no_op_sharing)},                                        \
+    {.name = "--no-isolated-rounds", .kind = CLI_OPT_FLAG, .unrecorded = true,              \
+     .offset = offsetof(sweep_args, no_isolated_rounds)}
 
 /* The runs to execute: a sweep's cartesian product, or a plan's candidates. */
 typedef struct run_list {

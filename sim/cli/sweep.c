@@ -48,23 +48,13 @@
 #define TAG_REQ 1
 #define TAG_WORK 2
 
-static const char usage[] =
-    "usage: stepsim sweep SWEEP.yaml -o OUT.h5 [--resume] [--json] [--progress]\n"
-    "                     [--no-timeline] [--steps N]\n"
-    "\n"
-    "Runs every combination of a sweep file's axes over its base scenario, or over each of a\n"
-    "list of scenario files (docs/sweeps.md), and writes them into one results file, with a\n"
-    "/sweep table of the runs. Invalid combinations are runs with status skipped, failed runs\n"
-    "status error; neither stops the sweep. Runs under mpirun too (one coordinator that also\n"
-    "works, dynamic balancing), with the same file whatever the number of ranks.\n"
-    "\n"
-    "  -o, --output OUT.h5  the results file (runs in progress live in OUT.h5.runs/)\n"
-    "  --resume             finish an interrupted sweep: run only the runs not done yet\n"
-    "  --json               print one JSON object per run, in run order, at the end\n"
-    "  --progress           print progress on stderr even when it is not a terminal (it is\n"
-    "                       never one under mpirun)\n"
-    "  --no-timeline        do not record the runs' timelines\n"
-    "  --steps N            simulate N steps per run\n";
+static const cli_opt options[] = {
+    CLI_RUNS_OPTS(true),
+    {.name = "--no-timeline", .kind = CLI_OPT_FLAG, .offset = offsetof(sweep_args, no_timeline)},
+};
+static const cli_arg args[] = {{.name = "SWEEP.yaml", .offset = offsetof(sweep_args, file)}};
+static const cli_spec sweep_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
+                                    .args = args, .n_args = SIM_ARRAY_LEN(args)};
 
 static double now_s(void)
 {
@@ -191,13 +181,15 @@ static int execute(const sweep_ctx *c, size_t i)
     if (c->a->no_timeline)
         sc->simulation.timeline = false;
     plan *p = NULL;
-    rc = plan_create(sc, true, &p, &diag);
+    plan_options po = {.with_trace = true, .no_op_sharing = c->a->no_op_sharing};
+    rc = plan_create(sc, &po, &p, &diag);
     if (rc) {
         rc = save_status(c, i, REPLAY_STATUS_SKIPPED, diag.msg,
                          sc->parallel.tp * sc->parallel.cp * sc->parallel.pp * sc->parallel.dp);
     } else {
         replay_results *res = replay_results_create();
-        replay_options opt = {.timeline = sc->simulation.timeline};
+        replay_options opt = {.timeline = sc->simulation.timeline,
+                              .no_isolated_rounds = c->a->no_isolated_rounds};
         if (c->L.prune_oom && p->oom)
             replay_memory_only(p, res); /* a plan does not time what cannot run */
         else
@@ -575,56 +567,6 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
-static int parse(int argc, char **argv, sweep_args *a)
-{
-    const char *hint = "see `stepsim sweep --help`";
-    size_t len = snprintf(a->command, sizeof a->command, "stepsim");
-    for (int i = 1; i < argc; i++) {
-        const char *s = argv[i];
-        if (i >= 2 && (!strcmp(s, "--resume") || !strcmp(s, "--progress")))
-            continue; /* not part of what the file holds: a resumed sweep writes the same */
-        if (len + 2 < sizeof a->command)
-            len += (size_t)snprintf(a->command + len, sizeof a->command - len, " %s", s);
-    }
-    for (int i = 2; i < argc; i++) {
-        const char *s = argv[i];
-        if (!strcmp(s, "-h") || !strcmp(s, "--help")) {
-            fputs(usage, stdout);
-            return -1;
-        }
-        if (!strcmp(s, "-o") || !strcmp(s, "--output")) {
-            if (i + 1 >= argc)
-                return cli_invalid(s, "expects an output file name", NULL, hint);
-            a->out = argv[++i];
-        } else if (!strcmp(s, "--resume")) {
-            a->resume = true;
-        } else if (!strcmp(s, "--json")) {
-            a->json = true;
-        } else if (!strcmp(s, "--progress")) {
-            a->progress = true;
-        } else if (!strcmp(s, "--no-timeline")) {
-            a->no_timeline = true;
-        } else if (!strcmp(s, "--steps")) {
-            char *end;
-            long n = i + 1 < argc ? strtol(argv[++i], &end, 10) : 0;
-            if (n < 1 || n > 1000000 || *end)
-                return cli_invalid("--steps", "expects an integer from 1 to 1000000", NULL, hint);
-            a->steps = (int)n;
-        } else if (s[0] == '-' && s[1]) {
-            return cli_invalid("stepsim sweep", "unknown option", s, hint);
-        } else if (!a->file) {
-            a->file = s;
-        } else {
-            return cli_invalid("stepsim sweep", "unexpected argument", s, hint);
-        }
-    }
-    if (!a->file)
-        return cli_invalid("stepsim sweep", "missing SWEEP.yaml", NULL, hint);
-    if (!a->out)
-        return cli_invalid("stepsim sweep", "missing -o OUT.h5", NULL, hint);
-    return 0;
-}
-
 int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
 {
     const sweep_args *a = c->a;
@@ -717,12 +659,14 @@ static void free_runs(run_list *L)
     sim_free(L->bases);
 }
 
-int cli_sweep(int argc, char **argv)
+int cli_sweep(const cli_command *cmd, int argc, char **argv)
 {
     sweep_args a = {0};
-    int rc = parse(argc, argv, &a);
+    int rc = cli_opts_parse(cmd, &sweep_spec, argc, argv, &a);
+    cli_opts_free(&sweep_spec, &a);
     if (rc)
-        return rc < 0 ? 0 : rc;
+        return rc == CLI_OPTS_HELP ? 0 : rc;
+    cli_command_line(&sweep_spec, argc, argv, a.command, sizeof a.command);
     sweep_ctx c = {.a = &a, .size = 1};
     c.mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
     if (c.mpi) {

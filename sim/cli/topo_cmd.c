@@ -2,23 +2,30 @@
  * injection bandwidth, bisection bandwidth, and routes between named GPUs. */
 #include "core/sim.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "cli/cli.h"
+#include "cli/opts.h"
 #include "hw/topo.h"
 #include "input/load.h"
 
-static const char usage_topo[] =
-    "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]...\n"
-    "\n"
-    "Builds the topology graph and prints its devices and links by class, the bandwidth a\n"
-    "GPU can inject inside its node and into the network, the bisection bandwidth (the first\n"
-    "half of the GPUs to the second), and the route, latency and bottleneck between GPUs.\n"
-    "\n"
-    "  --set KEY=VALUE  override a topology key (nodes=64, node.nics.count=4, ...)\n"
-    "  --route A B      show the route from A to B (device names like gpu3, or GPU indices)\n";
+typedef struct topo_args {
+    const char *path;
+    cli_list sets, routes; /* routes: pairs A B */
+} topo_args;
+
+static const cli_opt options[] = {
+    {.name = "--set", .kind = CLI_OPT_LIST, .metavar = "KEY=VALUE",
+     .offset = offsetof(topo_args, sets)},
+    {.name = "--route", .kind = CLI_OPT_PAIRS, .metavar = "A B",
+     .offset = offsetof(topo_args, routes)},
+};
+static const cli_arg args[] = {{.name = "TOPOLOGY.yaml", .offset = offsetof(topo_args, path)}};
+static const cli_spec topo_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
+                                   .args = args, .n_args = SIM_ARRAY_LEN(args)};
 
 static void print_bw(double bps)
 {
@@ -53,49 +60,25 @@ static void print_route(hw_topo *t, int a, int b)
     printf("\n");
 }
 
-int cli_topo(int argc, char **argv)
+int cli_topo(const cli_command *cmd, int argc, char **argv)
 {
-    const char *path = NULL;
-    const char **sets = sim_calloc((size_t)argc, sizeof *sets);
-    const char **routes = sim_calloc((size_t)argc, sizeof *routes);
-    size_t n_sets = 0, n_routes = 0;
-    int rc = 0;
-    for (int i = 2; i < argc && rc == 0; i++) {
-        if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            fputs(usage_topo, stdout);
-            rc = -1;
-        } else if (strcmp(argv[i], "--set") == 0 && i + 1 < argc) {
-            sets[n_sets++] = argv[++i];
-        } else if (strcmp(argv[i], "--route") == 0 && i + 2 < argc) {
-            routes[n_routes++] = argv[++i];
-            routes[n_routes++] = argv[++i];
-        } else if (argv[i][0] == '-') {
-            rc = cli_invalid("stepsim", "unknown option or missing value", argv[i],
-                             "see `stepsim topo --help`");
-        } else if (!path) {
-            path = argv[i];
-        } else {
-            rc = cli_invalid("stepsim", "unexpected argument", argv[i],
-                             "see `stepsim topo --help`");
-        }
-    }
-    if (rc == 0 && !path)
-        rc = cli_invalid("stepsim", "missing TOPOLOGY.yaml", NULL, "see `stepsim topo --help`");
+    topo_args a = {0};
+    int rc = cli_opts_parse(cmd, &topo_spec, argc, argv, &a);
     hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
     hw_topo *t = NULL;
     if (rc == 0) {
         sim_diag diag = {0};
-        if (input_topology_load(path, sets, n_sets, spec, &diag) != 0 ||
+        if (input_topology_load(a.path, a.sets.v, a.sets.n, spec, &diag) != 0 ||
             hw_topo_create(spec, &t, &diag) != 0) {
             if (diag.line == 0 && strcmp(diag.file, "topology") == 0)
-                snprintf(diag.file, sizeof diag.file, "%s", path);
+                snprintf(diag.file, sizeof diag.file, "%s", a.path);
             sim_diag_print(&diag, stderr);
             rc = CLI_EXIT_INVALID;
         }
     }
-    for (size_t i = 0; rc == 0 && i < n_routes; i++)
-        if (find_gpu(t, routes[i]) < 0)
-            rc = cli_invalid("--route", "no such GPU or device", routes[i],
+    for (size_t i = 0; rc == 0 && i < a.routes.n; i++)
+        if (find_gpu(t, a.routes.v[i]) < 0)
+            rc = cli_invalid("--route", "no such GPU or device", a.routes.v[i],
                              "name a device (gpu0, n1.nic3) or give a GPU index");
     if (rc == 0) {
         int gpus = hw_topo_gpu_count(t);
@@ -152,12 +135,11 @@ int cli_topo(int argc, char **argv)
         printf("\nbisection (GPUs 0-%d to %d-%d): ", gpus / 2 - 1, gpus / 2, gpus - 1);
         print_bw(hw_topo_bisection_Bps(t));
         printf("\n");
-        for (size_t i = 0; i < n_routes; i += 2)
-            print_route(t, find_gpu(t, routes[i]), find_gpu(t, routes[i + 1]));
+        for (size_t i = 0; i < a.routes.n; i += 2)
+            print_route(t, find_gpu(t, a.routes.v[i]), find_gpu(t, a.routes.v[i + 1]));
     }
     hw_topo_destroy(t);
     sim_free(spec);
-    sim_free(sets);
-    sim_free(routes);
-    return rc < 0 ? 0 : rc;
+    cli_opts_free(&topo_spec, &a);
+    return rc == CLI_OPTS_HELP ? 0 : rc;
 }

@@ -681,10 +681,10 @@ static void route_tokens(gen *g, int ep_block, int ep_coord)
                 counts[at * (size_t)E + (size_t)(ep_coord * g->n_local + e)];
 }
 
-int plan__dp_trace(plan *p, bool stream, sim_diag *diag)
+int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)
 {
     const plan_scenario *sc = p->sc;
-    gen g = {.p = p, .sc = sc, .zero = sc->parallel.zero, .A = p->accum_steps,
+    gen g = {.p = p, .sc = sc, .sharing = sharing, .zero = sc->parallel.zero, .A = p->accum_steps,
              .model = sc->model, .tp = sc->parallel.tp, .sp = sc->parallel.sp,
              .cp = sc->parallel.cp};
     /* Megatron pads the vocabulary to a multiple of 128 x tp (make-vocab-size-divisible-by) */

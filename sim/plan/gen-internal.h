@@ -30,6 +30,7 @@ typedef struct coll_seq {
 typedef struct gen {
     plan *p;
     const plan_scenario *sc;
+    bool sharing;       /* ranks may borrow their template's ops (share.c) */
     model_spec model;   /* the scenario's model, vocabulary padded as Megatron pads it */
     trace *t;
     model_shape sh;

@@ -14,10 +14,11 @@
  * hybrid shard), with memory events and each rank's persistent bytes, and p->mem (the
  * persistent bytes per rank), p->model_flops_per_step, p->hardware_flops_per_step.
  * Returns 0 or SIM_EINVAL with diag set (e.g. a hybrid shard over unequal nodes). */
-int plan__dp_trace(plan *p, bool stream, sim_diag *diag);
+int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag);
 /* With `stream` each rank's ops are walked for memory (plan__walk_rank) and released as soon
  * as the rank is generated, so only the groups and collective instances stay: planning
- * without a replay (`stepsim check`, `stepsim mem`) then needs one rank's ops at a time. */
+ * without a replay (`stepsim check`, `stepsim mem`) then needs one rank's ops at a time.
+ * `sharing` false: every rank's ops generated, none borrowed (share.c). */
 
 /* Sets p->peak[r] (allocated) from rank r's finished ops and p->mem[r]. */
 void plan__walk_rank(plan *p, int r);

@@ -83,8 +83,9 @@ static plan *plan_new(const plan_scenario *sc, hw_topo *topo, int n, int have, i
     return p;
 }
 
-int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *diag)
+int plan_create(const plan_scenario *sc, const plan_options *opt, plan **out, sim_diag *diag)
 {
+    bool with_trace = opt->with_trace;
     const plan_parallel *par = &sc->parallel;
     hw_topo *topo = NULL;
     int rc = hw_topo_create(&sc->topology, &topo, diag);
@@ -109,7 +110,7 @@ int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *
     }
 
     plan *p = plan_new(sc, topo, n, have, gb);
-    rc = plan__dp_trace(p, !with_trace, diag);
+    rc = plan__dp_trace(p, !with_trace, !opt->no_op_sharing, diag);
     if (rc != 0) {
         plan_destroy(p);
         return rc;

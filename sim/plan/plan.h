@@ -43,13 +43,20 @@ typedef struct plan {
     double moe_load_max_over_mean; /* busiest expert / mean expert, averaged over draws */
 } plan;
 
+/* How plan_create builds a plan; {0} is the default of each. */
+typedef struct plan_options {
+    bool with_trace;    /* keep the trace (false: freed once the memory is judged) */
+    /* Generate every rank's ops instead of letting the ranks of a pipeline stage borrow
+     * their stage's first rank's (share.c). A verification switch: no result changes. */
+    bool no_op_sharing;
+} plan_options;
+
 /* Lays out ranks, generates the trace of one step with its memory events, and judges the
  * memory by walking each rank's ops in program order (`stepsim mem`; the replay tracks the
- * same events in simulated time). `with_trace` false frees the trace once judged.
- * `sc` must come from the loader (validated). On success *out owns a new plan. Returns 0,
- * or SIM_EINVAL / SIM_ENOTSUP with `diag` set (file "scenario", no position) for
- * combinations the loader cannot see. */
-int plan_create(const plan_scenario *sc, bool with_trace, plan **out, sim_diag *diag);
+ * same events in simulated time). `opt` as above. `sc` must come from the loader
+ * (validated). On success *out owns a new plan. Returns 0, or SIM_EINVAL / SIM_ENOTSUP with
+ * `diag` set (file "scenario", no position) for combinations the loader cannot see. */
+int plan_create(const plan_scenario *sc, const plan_options *opt, plan **out, sim_diag *diag);
 
 /* The figures of a plan that a trace does not hold, saved beside it in a trace file. */
 typedef struct plan_trace_figures {

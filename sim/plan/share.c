@@ -13,11 +13,10 @@
  *
  * Not shared (every rank generated): mixture-of-experts models (each EP block draws its own
  * routing), CPU optimizer offload (host memory bandwidth is split among the GPUs that share
- * it), and any run with the environment variable STEPSIM_NO_SHARING set to a non-empty
- * value other than 0, which the tests use to check that sharing changes no result. */
+ * it), and any plan created with plan_options.no_op_sharing (`stepsim run --no-op-sharing`),
+ * which the tests use to check that sharing changes no result. */
 #include "core/sim.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 #include "plan/gen-internal.h"
@@ -61,10 +60,7 @@ static int member_index(const trace *t, uint32_t group, int r)
 
 static bool share_enabled(const gen *g)
 {
-    const char *off = getenv("STEPSIM_NO_SHARING");
-    if (off && off[0] && strcmp(off, "0") != 0)
-        return false;
-    return g->n_local == 0 && g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE;
+    return g->sharing && g->n_local == 0 && g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE;
 }
 
 void plan__share_init(gen *g, plan_share *s)

@@ -5,7 +5,6 @@
 
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
-#include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
@@ -663,9 +662,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     c.gpu = hw_gpu_create(&p->sc->topology.gpu);
     c.topo = p->topo;
     c.net = hw_net_create(c.topo, c.q, EV_NET, on_flow_done, &c);
-    /* STEPSIM_NO_ISOLATED_ROUNDS=1: every transfer an ordinary flow (tests compare the two) */
-    const char *no_rounds = getenv("STEPSIM_NO_ISOLATED_ROUNDS");
-    if (no_rounds && no_rounds[0] && strcmp(no_rounds, "0") != 0)
+    if (opt->no_isolated_rounds) /* every transfer an ordinary flow (tests compare the two) */
         hw_net_set_rounds(c.net, false);
     c.ranks = sim_calloc((size_t)p->n_ranks, sizeof *c.ranks);
     if (p->sc->simulation.symmetry == PLAN_SYMMETRY_DP && p->sc->parallel.dp > 1)

@@ -43,6 +43,10 @@ typedef struct replay_options {
     /* Keep the summary's bubble figures but not the per-gap rows (for a caller that writes
      * no results file; a 16K-GPU step has tens of millions of gaps). */
     bool no_bubble_rows;
+    /* Time every transfer as an ordinary max-min flow, also the collective rounds alone on
+     * their links that are otherwise timed with one event (hw/net.c). A verification
+     * switch: no result changes. */
+    bool no_isolated_rounds;
 } replay_options;
 
 /* Replays `p` (which must carry a trace) for sc->simulation.steps steps and fills `out`

@@ -165,6 +165,43 @@ def errors():
             check(rc == 0 and out.startswith("usage: stepsim " + cmd), "%s --help" % cmd)
         rc, out, err = run("--help")
         check(rc == 0 and "usage: stepsim" in out, "stepsim --help")
+        # the option reader every command uses (sim/cli/opts.c): an unknown option, a
+        # missing value, a bad value, an unexpected or a missing argument is exit 2, one
+        # error line and nothing on stdout, before any file is read
+        top = os.path.join(root, "topologies", "dgx-h100.yaml")
+        for args, where in (
+                (["run", good, "--stesp", "3"], "unknown option '--stesp'"),
+                (["check", good, "--json"], "unknown option '--json'"),
+                (["sweep", "s.yaml", "-o", "o.h5", "--bogus"], "unknown option '--bogus'"),
+                (["run", good, "-o"], "-o: error: expects a value"),
+                (["plan", good, "--top"], "--top: error: expects a value"),
+                (["topo", top, "--route", "gpu0"], "--route: error: expects two values"),
+                (["bench", "--only"], "--only: error: expects a value"),
+                (["bench-coll", "--topology", top, "--op", "all_reduce", "--gpus=0"], "--gpus: error:"),
+                (["run", good, "--json=yes"], "--json: error: takes no value"),
+                (["report", "a.h5", "b.h5"], "unexpected argument 'b.h5'"),
+                (["export-perfetto", "a.h5", "b.h5", "-o", "t.json"], "unexpected argument 'b.h5'"),
+                (["mem", good, good], "unexpected argument"),
+                (["replay", "--json"], "missing TRACE.h5"),
+                (["trace", good], "missing -o TRACE.h5")):
+            rc, out, err = run(*args)
+            check(rc == 2 and out == "" and one_error_line(err) and where in err.splitlines()[0],
+                  "%s: exit 2 (got %d), one error line with %r, no stdout:\n%s%s" % (args, rc, where, out, err))
+        # `--steps=3` is `--steps 3`: the same JSON summary, of 3 steps
+        a, b = run_json(good, "--steps=3"), run_json(good, "--steps", "3")
+        check(a == b and a.get("steps") == 3, "--steps=3 as --steps 3: %s vs %s" % (a, b))
+        # `stepsim --help` lists the 12 commands, each of whose usage `CMD --help` and
+        # `help CMD` print alike
+        names = ["run", "check", "mem", "topo", "bench-coll", "bench", "trace", "replay", "report",
+                 "export-perfetto", "sweep", "plan"]
+        rc, out, err = run("--help")
+        listed = [l.split()[0] for l in out.split("commands:\n")[-1].splitlines() if l.startswith("  ")]
+        check(listed == names, "stepsim --help lists %s" % listed)
+        for name in names:
+            rc, out, err = run(name, "--help")
+            rc2, out2, err2 = run("help", name)
+            check(rc == rc2 == 0 and out == out2 and out.startswith("usage: stepsim " + name + " "),
+                  "%s --help: %s" % (name, out[:80]))
 
 
 def determinism():
@@ -891,8 +928,8 @@ def sharing():
     # collective rounds alone on their links are timed with one event (hw/net.c); neither
     # may change a result: for each strategy, the JSON summary, the memory plan and the
     # HDF5 results file (timeline and link counters included) are byte-identical with both
-    # switched off (STEPSIM_NO_SHARING=1: every rank generated; STEPSIM_NO_ISOLATED_ROUNDS=1:
-    # every transfer an ordinary max-min flow).
+    # switched off (--no-op-sharing: every rank generated; --no-isolated-rounds: every
+    # transfer an ordinary max-min flow; the file does not record these two switches).
     ddp = os.path.join(data, "ddp.yaml")
     topo = ["--set", "topology=" + os.path.join(root, "topologies", "dgx-h100.yaml"),
             "--set", "topology.nodes=2", "--set", "training.flash_attention=true",
@@ -910,23 +947,23 @@ def sharing():
         "zero1-gather": ["--set", "parallel.tp=2", "--set", "parallel.pp=2", "--set", "parallel.dp=4",
                          "--set", "parallel.zero=1", "--set", "parallel.ddp.overlap_param_gather=true"],
     }
-    env_off = dict(os.environ, STEPSIM_NO_SHARING="1", STEPSIM_NO_ISOLATED_ROUNDS="1")
     with tempfile.TemporaryDirectory() as tmp:
         for name, sets in cases.items():
             outs = []
-            for env in (None, env_off):
+            for off in (False, True):
                 # the same path both times: the command line is stored in the file
                 h5 = os.path.join(tmp, "out.h5")
                 args = [stepsim, "run", ddp] + topo + sets + ["--json", "-o", h5, "--set", "simulation.timeline=true"]
-                p = subprocess.run(args, capture_output=True, text=True, env=env)
+                p = subprocess.run(args + ["--no-op-sharing", "--no-isolated-rounds"] * off,
+                                   capture_output=True, text=True)
                 check(p.returncode == 0, "%s: %s" % (name, p.stderr.strip()))
                 # 16 GPUs; with sharing, ops are generated for one rank per pipeline stage
                 own = re.search(r"ops generated for (\d+) rank", p.stderr)
-                want = (2 if "parallel.pp=2" in sets else 1) if env is None else 16
+                want = 16 if off else (2 if "parallel.pp=2" in sets else 1)
                 check(own and int(own.group(1)) == want,
                       "%s: ops generated for %s ranks, expected %d" % (name, own and own.group(1), want))
-                m = subprocess.run([stepsim, "mem", ddp] + topo + sets + ["--json"],
-                                   capture_output=True, text=True, env=env)
+                m = subprocess.run([stepsim, "mem", ddp] + topo + sets + ["--json"] +
+                                   ["--no-op-sharing"] * off, capture_output=True, text=True)
                 check(m.returncode == 0, "%s mem: %s" % (name, m.stderr.strip()))
                 data_h5 = open(h5, "rb").read() if os.path.exists(h5) else b""
                 if os.path.exists(h5):

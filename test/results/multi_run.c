@@ -30,7 +30,7 @@ int main(int argc, char **argv)
     for (int i = 0; i < n && !rc; i++) {
         rc = input_scenario_load(argv[i + 2], NULL, 0, &sc[i], &info[i], &diag);
         if (!rc)
-            rc = plan_create(&sc[i], true, &p[i], &diag);
+            rc = plan_create(&sc[i], &(plan_options){.with_trace = true}, &p[i], &diag);
         if (!rc) {
             res[i] = replay_results_create();
             replay_options opt = {.timeline = true};
