@@ -306,7 +306,7 @@ def nccl():
     # shipped (its bridge count is not stated) and is skipped.
     import csv
     machines = {"DGX/HGX H100": "dgx-h100.yaml", "8x A100 SXM": "dgx-a100.yaml"}
-    path = os.path.join(root, "..", "shared", "validation", "nccl_busbw.csv")
+    path = os.path.join(root, "test", "validation", "data", "nccl_busbw.csv")
     rows = [r for r in csv.reader(l for l in open(path) if not l.startswith("#"))][1:]
     compared = 0
     for system, gpus, op, algo, busbw, _ in rows:
@@ -376,7 +376,7 @@ def dp():
     # within 0.5% of the formula (shards round up to whole parameters), and the published
     # cells against the same formula at their own P, within their rounding.
     import csv
-    path = os.path.join(root, "..", "shared", "validation", "zero_model_states.csv")
+    path = os.path.join(root, "test", "validation", "data", "zero_model_states.csv")
     rows = [r for r in csv.reader(l for l in open(path) if not l.startswith("#"))][1:]
     for r in rows:
         pb, n = float(r[0]), int(r[1])
