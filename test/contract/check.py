@@ -195,35 +195,40 @@ def parse_type(name, cell):
     return Key(name, words[0], "or null" in base, elem, bool(cond.strip()), cond.strip())
 
 
+def key_of(row):
+    """A row of a `| key | type | meaning |` table of docs/json.md."""
+    names = codes(row["key"])
+    if len(names) != 1:
+        raise DocError("docs/json.md: key cell %r" % row["key"])
+    key = parse_type(names[0], row["type"])
+    meaning = row["meaning"]
+    if key.kind == "string":
+        # "`ok`, `oom` (...), ..." or "the NCCL protocol used: `ll`, `ll128`, `simple`"
+        key.values = leading_values(meaning) or listed(meaning)
+    if key.kind == "object":
+        key.sub = listed(meaning)
+        # a sub-key whose parenthesis says `null` (budget's `cost`) may be null
+        last = None
+        for k, s, d in pieces(after_colon(meaning)):
+            if k == "code" and d == 0:
+                last = s
+            elif k == "code" and s == "null" and last in key.sub:
+                key.sub_null.add(last)
+        if not key.sub:
+            raise DocError("docs/json.md: object key %s lists no keys" % key.name)
+    if re.search(r"\b0\.\.1\b", meaning):
+        key.range = (0.0, 1.0)
+    m = re.search(r"sums to `(\w+)`", meaning)
+    if m:
+        key.sums_to = m.group(1)
+    return key
+
+
 def json_spec(docs):
     path = os.path.join(docs, "json.md")
     secs = sections(open(path, encoding="utf-8").read())
     _, body = section(secs, r"^`run --json`$", "docs/json.md")
-    run = []
-    for row in table(body, "key", "docs/json.md"):
-        names = codes(row["key"])
-        if len(names) != 1:
-            raise DocError("docs/json.md: key cell %r" % row["key"])
-        key = parse_type(names[0], row["type"])
-        meaning = row["meaning"]
-        if key.kind == "string":
-            key.values = leading_values(meaning)
-        if key.kind == "object":
-            key.sub = listed(meaning)
-            # a sub-key whose parenthesis says `null` (budget's `cost`) may be null
-            rest = after_colon(meaning)
-            for s in key.sub:
-                m = re.search(r"`%s`\s*\(([^`]*(`[^`]*`[^`]*)*?)\)" % re.escape(s), rest)
-                if m and "`null`" in m.group(0):
-                    key.sub_null.add(s)
-            if not key.sub:
-                raise DocError("docs/json.md: object key %s lists no keys" % key.name)
-        if re.search(r"\b0\.\.1\b", meaning):
-            key.range = (0.0, 1.0)
-        m = re.search(r"sums to `(\w+)`", meaning)
-        if m:
-            key.sums_to = m.group(1)
-        run.append(key)
+    run = [key_of(row) for row in table(body, "key", "docs/json.md")]
     _, body = section(secs, r"^`mem --json`$", "docs/json.md")
     m = re.search(r"```json\n(.*?)```", body, re.S)
     if not m:
@@ -239,6 +244,10 @@ def json_spec(docs):
             raise DocError("docs/json.md: mem key %s is not in the run table" % name)
         k = by_name[name]
         mem.append(k)
+    if any(re.search(r"^`bench-coll --json`$", t) for t in secs):
+        _, body = section(secs, r"^`bench-coll --json`$", "docs/json.md")
+        coll = [key_of(row) for row in table(body, "key", "docs/json.md")]
+        return run, mem, coll
     path = os.path.join(docs, "collectives.md")
     secs = sections(open(path, encoding="utf-8").read())
     _, body = section(secs, r"^`stepsim bench-coll`$", "docs/collectives.md")
@@ -443,8 +452,12 @@ def h5_spec(docs):
     if not m:
         raise DocError("%s: the layout does not list a run's tables" % doc)
     spec["tables"] = m.group(1).split()
-    spec["sweep_only_several"] = bool(re.search(r"^/sweep .*only when the file holds more than "
-                                                r"one run", layout, re.M))
+    m = re.search(r"^/sweep .*$", layout, re.M)
+    line = m.group(0) if m else ""
+    # "/sweep  table, only when the file holds more than one run" (or "when the file holds
+    # more than one run or ..."): several runs need it; "only when" forbids it with one
+    spec["sweep_if_several"] = "more than one run" in line
+    spec["sweep_only_several"] = spec["sweep_if_several"] and "only when" in line
     tabs = {}
     for name in spec["tables"] + ["/inputs", "/sweep"]:
         title, body = section(secs, r"^`%s`" % re.escape(name), doc)
@@ -615,9 +628,10 @@ def check_h5(path, docs):
         runs = list(f["runs"])
         for name in runs:
             check_run_group(name, f["runs"][name], spec)
-        if spec["sweep_only_several"] and ("sweep" in f) != (len(runs) > 1):
-            problem("%d run(s) and %s /sweep table (only when more than one run)"
-                    % (len(runs), "a" if "sweep" in f else "no"))
+        if spec["sweep_if_several"] and len(runs) > 1 and "sweep" not in f:
+            problem("%d runs and no /sweep table" % len(runs))
+        if spec["sweep_only_several"] and len(runs) == 1 and "sweep" in f:
+            problem("1 run and a /sweep table (only when more than one run)")
         if "sweep" in f:
             data = check_table("/sweep", f["sweep"], tabs["/sweep"], spec, len(runs))
             if data is not None and "name" in data.dtype.names:
