@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The validation suite: every published row of ../shared/validation's Megatron tables as a
-# scenario (test/validation/scenarios, from test/validation/gen.py), run and compared with the
+# The validation suite: every published row of the Megatron tables in test/validation/data as
+# a scenario (test/validation/scenarios, from test/validation/gen.py), run and compared with the
 # published throughput, distributed as an MPI sweep where mpirun is found (--ranks N; 0: no
 # MPI). Slow (about 8 minutes on 2 cores): not part of scripts/test.sh.
 #   scripts/validate.sh            check against the committed docs/validation.md (fails when a
@@ -12,6 +12,5 @@ cd "$(dirname "$0")/.."
 stepsim_install_packages
 stepsim_build
 build="${STEPSIM_BUILD_DIR:-build}"
-shared="${STEPSIM_SHARED_DIR:-../shared}/validation"
-/usr/bin/python3 test/validation/gen.py "$shared" test/validation/scenarios
-/usr/bin/python3 test/validation/validate.py "$build/sim/cli/stepsim" . "$shared" "$@"
+/usr/bin/python3 test/validation/gen.py test/validation/scenarios
+/usr/bin/python3 test/validation/validate.py "$build/sim/cli/stepsim" . "$@"

@@ -9,7 +9,8 @@ Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
 mode, stepsim, root = sys.argv[1], sys.argv[2], sys.argv[3]
-contract_check = sys.argv[4] if len(sys.argv) > 4 else None
+contract_check = (sys.argv[4] if len(sys.argv) > 4
+                  else os.path.join(root, "test", "contract", "check.py"))
 data = os.path.join(root, "test", "cli", "data")
 failures = 0
 checks = 0
@@ -223,7 +224,8 @@ def determinism():
 
 
 def contract():
-    # The JSON and HDF5 outputs pass the shared contract checker, and h5py reads them.
+    # The JSON and HDF5 outputs pass the contract checker (test/contract/check.py: the docs'
+    # keys and columns), and h5py reads them.
     with tempfile.TemporaryDirectory() as tmp:
         h5 = os.path.join(tmp, "out.h5")
         rc, out, err = run("run", os.path.join(data, "ddp.yaml"), "-o", h5, "--json")
@@ -343,7 +345,7 @@ def nccl():
     # shipped (its bridge count is not stated) and is skipped.
     import csv
     machines = {"DGX/HGX H100": "dgx-h100.yaml", "8x A100 SXM": "dgx-a100.yaml"}
-    path = os.path.join(root, "..", "shared", "validation", "nccl_busbw.csv")
+    path = os.path.join(root, "test", "validation", "data", "nccl_busbw.csv")
     rows = [r for r in csv.reader(l for l in open(path) if not l.startswith("#"))][1:]
     compared = 0
     for system, gpus, op, algo, busbw, _ in rows:
@@ -373,11 +375,10 @@ def nccl():
     check(len(objs) == 31, "8 B .. 8 GiB is 31 sizes: %d" % len(objs))
     check(objs[1]["time_s"] < 1.1 * objs[0]["time_s"], "8 B and 16 B take the same time")
     check(objs[-2]["busbw_GBps"] > 0.95 * objs[-1]["busbw_GBps"], "busbw flat at the top")
-    if contract_check:
-        js = os.path.join(tempfile.mkdtemp(), "coll.json")
-        open(js, "w").write(out)
-        p = subprocess.run(["/usr/bin/python3", contract_check, "json", js], capture_output=True, text=True)
-        check(p.returncode == 0, "contract-check json (bench-coll): " + p.stdout)
+    js = os.path.join(tempfile.mkdtemp(), "coll.json")
+    open(js, "w").write(out)
+    p = subprocess.run(["/usr/bin/python3", contract_check, "json", js], capture_output=True, text=True)
+    check(p.returncode == 0, "contract-check json (bench-coll): " + p.stdout)
     # bad input: one error line, exit 2
     for args in (["--op", "all_gather", "--algo", "nvls"], ["--op", "frobnicate"], ["--gpus", "64"]):
         base = ["bench-coll", "--topology", os.path.join(root, "topologies", "dgx-h100.yaml"),
@@ -413,7 +414,7 @@ def dp():
     # within 0.5% of the formula (shards round up to whole parameters), and the published
     # cells against the same formula at their own P, within their rounding.
     import csv
-    path = os.path.join(root, "..", "shared", "validation", "zero_model_states.csv")
+    path = os.path.join(root, "test", "validation", "data", "zero_model_states.csv")
     rows = [r for r in csv.reader(l for l in open(path) if not l.startswith("#"))][1:]
     for r in rows:
         pb, n = float(r[0]), int(r[1])
@@ -914,7 +915,7 @@ def cp():
         h5 = os.path.join(tmp, "cp.h5")
         rc, out, err = run("run", ddp, *base, "-o", h5)
         check(rc == 0, "cp run with HDF5: " + err)
-        if rc == 0 and contract_check:
+        if rc == 0:
             p = subprocess.run(["/usr/bin/python3", contract_check, "h5", h5], capture_output=True, text=True)
             check(p.returncode == 0, "contract-check cp h5: " + p.stdout + p.stderr)
             t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]

@@ -4,10 +4,10 @@
     check_outputs.py MODE WRITE_SAMPLE CONTRACT_CHECK
 
 WRITE_SAMPLE is the write_sample test executable (test/results/write_sample.c), CONTRACT_CHECK
-the path of shared/tools/contract-check. MODE:
-  contract-h5    contract-check h5 on 1-run, 3-run and --no-timeline files; two writes of the
+the path of test/contract/check.py. MODE:
+  contract-h5    check.py h5 on 1-run, 3-run and --no-timeline files; two writes of the
                  same input by two processes are h5diff-identical and byte-identical
-  contract-json  contract-check json on the JSON objects, and json.loads of each line
+  contract-json  check.py json on the JSON objects, and json.loads of each line
   pandas         every table of docs/hdf5-schema.md read as pandas.DataFrame(f[path][:])
 Exit 0 ok, 1 failure, 77 when an optional tool (pandas, h5diff) is absent."""
 import json

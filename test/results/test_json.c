@@ -1,6 +1,6 @@
 /* Unit test of sim/results/json: key set and order, number formatting, string escaping. The
  * contract itself (types, key sets, mem_bytes summing to the peak) is checked on the output
- * of write_sample by contract-check in the io-contract-json test. */
+ * of write_sample by test/contract/check.py in the results-out-contract-json test. */
 #include "core/sim.h"
 
 #include <stdlib.h>

@@ -1,9 +1,9 @@
 #!/usr/bin/python3
 """How much the unstated choices of the H100 table move its rows:
 
-    assumptions.py STEPSIM SOURCE_ROOT SHARED_VALIDATION_DIR [--jobs N] [--only ROW[,ROW...]]
+    assumptions.py STEPSIM SOURCE_ROOT [--jobs N] [--only ROW[,ROW...]]
 
-The Megatron-LM README's H100 table (shared/validation/megatron_h100_weak_scaling.csv) states
+The Megatron-LM README's H100 table (test/validation/data/megatron_h100_weak_scaling.csv) states
 the layout, batch, sequence and overlaps but not the micro-batch, the recomputation, the
 dropout or the position embedding; test/validation/scenarios/h100-*.yaml take one choice for
 each (docs/validation.md). This script reruns every row with one choice changed at a time
@@ -24,8 +24,8 @@ Rows of 1,024 GPUs or more run one at a time (each needs up to ~17 GiB), the oth
 pool of --jobs processes (default 2). The full table takes about 25 minutes on 2 cores."""
 import concurrent.futures, csv, json, os, subprocess, sys
 
-stepsim, root, shared = sys.argv[1:4]
-args = sys.argv[4:]
+stepsim, root = sys.argv[1:3]
+args = sys.argv[3:]
 jobs = int(args[args.index("--jobs") + 1]) if "--jobs" in args else 2
 only = args[args.index("--only") + 1].split(",") if "--only" in args else None
 scen = os.path.join(root, "test", "validation", "scenarios")
@@ -47,7 +47,7 @@ VARIANTS = [("as assumed", []),
             ("micro-batch 2", ["training.micro_batch=2"]),
             ("attention rates alone", ["topology.gpu.attention_efficiency=" + alone_tables()])]
 
-with open(os.path.join(shared, "megatron_h100_weak_scaling.csv")) as f:
+with open(os.path.join(root, "test", "validation", "data", "megatron_h100_weak_scaling.csv")) as f:
     rows = [r for r in csv.DictReader(l for l in f if not l.startswith("#"))
             if only is None or r["model"] in only]
 

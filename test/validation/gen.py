@@ -1,18 +1,19 @@
 #!/usr/bin/python3
 """Writes the validation scenarios, one per row of the published tables:
 
-    gen.py SHARED_VALIDATION_DIR OUT_DIR
+    gen.py OUT_DIR
 
-megatron2021_weak_scaling.csv (Narayanan et al. 2021, Table 1: GPT on DGX A100) and
-megatron_h100_weak_scaling.csv (Megatron-Core README, GPT on H100), and from this folder's
-data/ Korthikanti et al. 2022 (Table 4: one layer of a 22B model, the A100 calibration set of
-docs/calibration.md; Table 5: end-to-end iterations on A100). What the tables state is
+From this folder's data/ (data/README.md): megatron2021_weak_scaling.csv (Narayanan et al.
+2021, Table 1: GPT on DGX A100), megatron_h100_weak_scaling.csv (Megatron-Core README, GPT on
+H100) and Korthikanti et al. 2022 (Table 4: one layer of a 22B model, the A100 calibration
+set of docs/calibration.md; Table 5: end-to-end iterations on A100). What the tables state is
 copied; what they leave unstated is an assumption, the same for every row of a table and
 written into each scenario's header and docs/validation.md. Nothing here depends on the
 published throughput."""
 import csv, os, sys
 
-src, out = sys.argv[1], sys.argv[2]
+src = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
+out = sys.argv[1]
 os.makedirs(out, exist_ok=True)
 
 
@@ -229,22 +230,14 @@ simulation:
            sched=sched)
 
 
-here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
-
-
-def local_rows(name):
-    with open(os.path.join(here, name)) as f:
-        return list(csv.DictReader(l for l in f if not l.startswith("#")))
-
-
-for i, r in enumerate(local_rows("korthikanti2022_layer.csv")):
+for i, r in enumerate(rows("korthikanti2022_layer.csv")):
     name = "k2022-layer-%d" % (i + 1)
     what = "Table 4, \"%s\": one layer of the 22B model\n# (TP 8, micro-batch 4), published forward %s ms, backward %s ms." % (
         r["experiment"], r["forward_ms"], r["backward_ms"])
     open(os.path.join(out, name + ".yaml"), "w").write(
         k2022(name, what, 48, 6144, 64, 1, 8, 4, 4, 1, r["recompute"], r["sp"]))
 
-for r in local_rows("korthikanti2022_iteration.csv"):
+for r in rows("korthikanti2022_iteration.csv"):
     for mode, rc, sp, col in (("full", "full", "false", "full_recompute_s"),
                               ("present", "selective", "true", "present_work_s")):
         name = "k2022-%s-%s" % (r["model"].lower(), mode)

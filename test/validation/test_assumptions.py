@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """assumptions.py on one row (quick; the default suite keeps the slow script from rotting):
 
-    test_assumptions.py STEPSIM SOURCE_ROOT SHARED_VALIDATION_DIR
+    test_assumptions.py STEPSIM SOURCE_ROOT
 
 Runs `assumptions.py --only 1.7B` and checks its table:
 - one row and a mean/max line with a cell for each of the six variants, the mean and max of
@@ -13,7 +13,7 @@ Runs `assumptions.py --only 1.7B` and checks its table:
   runs faster, so both give a shorter step and a larger (more optimistic) error."""
 import json, os, re, subprocess, sys
 
-stepsim, root, shared = sys.argv[1:4]
+stepsim, root = sys.argv[1:3]
 fails = []
 
 
@@ -24,7 +24,7 @@ def check(ok, what):
 
 
 out = subprocess.run([sys.executable, os.path.join(root, "test", "validation", "assumptions.py"),
-                      stepsim, root, shared, "--only", "1.7B"], capture_output=True, text=True)
+                      stepsim, root, "--only", "1.7B"], capture_output=True, text=True)
 check(out.returncode == 0, "assumptions.py runs: " + out.stderr[-300:])
 lines = [l for l in out.stdout.splitlines() if l.startswith("|")]
 head = [c.strip() for c in lines[0].strip("|").split("|")] if lines else []

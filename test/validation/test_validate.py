@@ -5,10 +5,10 @@ processes (--ranks 0), and the fallback to plain processes when mpirun cannot st
 quick rows (H100 1.7B, the two 22B rows of the 2022 table), so
 it runs in the default suite; the full tables are the slow `validation` suite's.
 
-    test_validate.py STEPSIM SOURCE_ROOT SHARED_VALIDATION_DIR"""
+    test_validate.py STEPSIM SOURCE_ROOT"""
 import os, re, shutil, subprocess, sys, tempfile
 
-stepsim, root, shared = sys.argv[1:4]
+stepsim, root = sys.argv[1:3]
 script = os.path.join(root, "test", "validation", "validate.py")
 rows = "h100-1p,k2022-22b"
 failures = 0
@@ -22,7 +22,7 @@ def check(cond, what):
 
 
 def results(ranks, env=None):
-    p = subprocess.run(["/usr/bin/python3", script, stepsim, root, shared, "--only", rows,
+    p = subprocess.run(["/usr/bin/python3", script, stepsim, root, "--only", rows,
                         "--ranks", str(ranks)], capture_output=True, text=True, timeout=600,
                        env=env)
     check(p.returncode == 0, "--ranks %d: exit %d: %s" % (ranks, p.returncode, p.stderr[-2000:]))
@@ -53,7 +53,7 @@ with tempfile.TemporaryDirectory() as tmp:
     check("running the rows as plain processes" in err, "fallback announced: " + err[-500:])
     check(fell == plain, "fallback gives the plain runs' results: %s vs %s" % (fell, plain))
 # a prefix that matches nothing fails rather than passing empty
-p = subprocess.run(["/usr/bin/python3", script, stepsim, root, shared, "--only", "nothing-"],
+p = subprocess.run(["/usr/bin/python3", script, stepsim, root, "--only", "nothing-"],
                    capture_output=True, text=True, timeout=60)
 check(p.returncode == 1, "--only matching no row fails: exit %d" % p.returncode)
 sys.exit(1 if failures else 0)

@@ -1,0 +1,240 @@
+#!/usr/bin/python3
+"""The contract checker (check.py) can fail: stepsim's own outputs pass it, and copies of them
+with one thing broken are reported, each with the line the checker prints for it.
+
+    test_check.py STEPSIM SOURCE_ROOT
+
+The outputs come from test/cli/data/ddp.yaml (one run, 2 ranks, DDP, 2 steps): `run -o
+--json`, `mem --json`, and `bench-coll --json` on the ideal pair. The expectations follow from
+docs/json.md and docs/hdf5-schema.md as check.py reads them; a run of the docs themselves
+with a key added or a column removed shows that the checker reads them rather than a list of
+its own."""
+import json, math, os, shutil, subprocess, sys, tempfile
+
+import h5py
+import numpy as np
+
+stepsim, root = sys.argv[1:3]
+checker = os.path.join(root, "test", "contract", "check.py")
+data = os.path.join(root, "test", "cli", "data")
+failures = 0
+checks = 0
+
+
+def check(cond, what):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def contract(kind, path, *extra):
+    p = subprocess.run(["/usr/bin/python3", checker, kind, path] + list(extra),
+                       capture_output=True, text=True)
+    return p.returncode, p.stdout
+
+
+def expect(kind, path, lines, what, *extra):
+    """The checker exits 1 and prints each of lines (substrings of its problem lines)."""
+    rc, out = contract(kind, path, *extra)
+    check(rc == 1, "%s: exit 1, got %d: %s" % (what, rc, out))
+    for line in lines:
+        check(line in out, "%s: %r reported: %s" % (what, line, out))
+
+
+tmp = tempfile.mkdtemp(prefix="stepsim-contract-")
+try:
+    h5 = os.path.join(tmp, "ok.h5")
+    p = subprocess.run([stepsim, "run", os.path.join(data, "ddp.yaml"), "-o", h5, "--json"],
+                       capture_output=True, text=True)
+    check(p.returncode == 0, "stepsim run: " + p.stderr)
+    run = json.loads(p.stdout)
+    p = subprocess.run([stepsim, "mem", os.path.join(data, "ddp.yaml"), "--json"],
+                       capture_output=True, text=True)
+    mem = json.loads(p.stdout)
+    p = subprocess.run([stepsim, "bench-coll", "--topology", os.path.join(data, "ideal-pair.yaml"),
+                        "--op", "all_reduce", "--gpus", "2", "--min-bytes", "1MiB",
+                        "--max-bytes", "2MiB", "--json"], capture_output=True, text=True)
+    coll = [json.loads(line) for line in p.stdout.splitlines()]
+    # 1 MiB and 2 MiB: two sizes, doubling
+    check(p.returncode == 0 and len(coll) == 2, "bench-coll: %s" % p.stderr)
+
+    def write(objs, name):
+        path = os.path.join(tmp, name + ".json")
+        with open(path, "w") as f:
+            for o in objs:
+                f.write(json.dumps(o) + "\n")
+        return path
+
+    # --- JSON ---------------------------------------------------------------------------------
+    # the real objects pass: 1 run, 1 mem, 2 bench-coll objects
+    rc, out = contract("json", write([run, mem] + coll, "all"))
+    check(rc == 0 and "4 JSON object(s) (2 bench-coll, 1 mem, 1 run): as documented" in out,
+          "stepsim's own JSON passes: " + out)
+
+    def mutated(obj, change):
+        o = json.loads(json.dumps(obj))
+        change(o)
+        return o
+
+    # a required key removed (json.md: `tokens_per_s` | float, no "only ..." condition)
+    o = mutated(run, lambda o: o.pop("tokens_per_s"))
+    expect("json", write([o], "m1"), ["object 0 (run ddp): missing tokens_per_s"], "key removed")
+    # a wrong type: `gpus` is an int; 2.5 is not
+    o = mutated(run, lambda o: o.update(gpus=2.5))
+    expect("json", write([o], "m2"), ["gpus should be int, is 2.5"], "float for an int")
+    # a string where a number is documented
+    o = mutated(run, lambda o: o.update(step_time_s="fast"))
+    expect("json", write([o], "m3"), ["step_time_s should be float, is 'fast'"], "string")
+    # a number that is not finite (Python's json writes NaN; json.md: numbers are finite)
+    o = mutated(run, lambda o: o.update(step_time_s=math.nan))
+    expect("json", write([o], "m4"), ["step_time_s should be float, is nan"], "NaN")
+    # a status outside the enumeration `ok`, `oom`, `skipped`, `error`
+    o = mutated(run, lambda o: o.update(status="crashed"))
+    expect("json", write([o], "m5"),
+           ["status 'crashed' not one of ok oom skipped error"], "unknown status")
+    # a key the docs do not list
+    o = mutated(run, lambda o: o.update(wall_s=1.0))
+    expect("json", write([o], "m6"), ["key wall_s is not documented"], "undocumented key")
+    # a nested key removed and one added: bubble_by_cause lists pipeline, dp, ..., other
+    o = mutated(run, lambda o: (o["bubble_by_cause"].pop("dp"),
+                                o["bubble_by_cause"].update(nccl=0)))
+    expect("json", write([o], "m7"), ["bubble_by_cause lacks dp",
+                                      "bubble_by_cause.nccl is not documented"], "nested keys")
+    # mem_bytes "sums to `peak_mem_bytes`": one more byte of `other` breaks it, the sum being
+    # peak_mem_bytes + 1
+    o = mutated(run, lambda o: o["mem_bytes"].update(other=o["mem_bytes"]["other"] + 1))
+    expect("json", write([o], "m8"), ["mem_bytes sums to %d, peak_mem_bytes is %d"
+                                      % (run["peak_mem_bytes"] + 1, run["peak_mem_bytes"])],
+           "mem_bytes sum")
+    # mfu is documented 0..1
+    o = mutated(run, lambda o: o.update(mfu=1.5))
+    expect("json", write([o], "m9"), ["mfu = 1.5 outside [0, 1]"], "mfu range")
+    # a skipped run says why ("`error` | string or null | why the run was skipped or failed")
+    o = mutated(run, lambda o: o.update(status="skipped"))
+    expect("json", write([o], "m10"), ["status skipped without an error message"],
+           "skipped without error")
+    # "Keys always appear, in the order below": gpus moved to the end
+    o = mutated(run, lambda o: o.update(gpus=o.pop("gpus")))
+    expect("json", write([o], "m11"), ["keys not in the documented order"], "key order")
+    # an optional key with its condition: symmetry_collectives only with symmetry
+    o = mutated(run, lambda o: o.update(symmetry_collectives="flows"))
+    expect("json", write([o], "m12"), ["symmetry_collectives without symmetry"],
+           "conditional key")
+    # the mem object: its keys are the example's in json.md, capacity_bytes among them
+    o = mutated(mem, lambda o: o.pop("capacity_bytes"))
+    expect("json", write([o], "m13"), ["object 0 (mem ddp): missing capacity_bytes"], "mem key")
+    # bench-coll: the object of docs/collectives.md, busbw_GBps among its keys
+    o = mutated(coll[0], lambda o: o.pop("busbw_GBps"))
+    expect("json", write([o], "m14"), ["missing busbw_GBps"], "bench-coll key")
+    # not JSON at all
+    expect("json", write([], "m15"), ["no JSON object found"], "empty input")
+
+    # the checker reads the docs: a copy of docs/ whose run table gains a key `new_key` makes
+    # the real run object fail (documented but not written), and one whose summary table
+    # loses its `hfu` row makes the real file fail (written but not documented)
+    docs = os.path.join(tmp, "docs")
+    shutil.copytree(os.path.join(root, "docs"), docs)
+    text = open(os.path.join(docs, "json.md"), encoding="utf-8").read()
+    row = "| `steps` | int | optimizer steps simulated |\n"
+    check(row in text, "json.md has the steps row")
+    open(os.path.join(docs, "json.md"), "w", encoding="utf-8").write(
+        text.replace(row, row + "| `new_key` | int | a key the code does not write |\n"))
+    expect("json", write([run], "d1"), ["object 0 (run ddp): missing new_key"],
+           "key documented, not written", "--docs", docs)
+    text = open(os.path.join(docs, "hdf5-schema.md"), encoding="utf-8").read()
+    row = "| `hfu` | float64 | 1 | hardware FLOPs utilisation (recompute included) |\n"
+    check(row in text, "hdf5-schema.md has the hfu row")
+    open(os.path.join(docs, "hdf5-schema.md"), "w", encoding="utf-8").write(text.replace(row, ""))
+    # hfu also leaves the units attribute's documented list: two problem lines
+    expect("h5", h5, ["/runs/ddp/summary: column hfu is not documented",
+                      "/runs/ddp/summary: units lists hfu: '1', documented None"],
+           "column written, not documented", "--docs", docs)
+
+    # --- HDF5 ---------------------------------------------------------------------------------
+    rc, out = contract("h5", h5)
+    check(rc == 0 and "1 run(s): as documented" in out, "stepsim's own file passes: " + out)
+
+    def h5_mutated(name, change):
+        path = os.path.join(tmp, name + ".h5")
+        shutil.copy(h5, path)
+        with h5py.File(path, "r+") as f:
+            change(f)
+        return path
+
+    def rewrite(f, path, drop=(), add=None):
+        """Writes table path again without the columns in drop, or with a column add =
+        (name, numpy dtype) of zeros; its attributes are kept."""
+        old = f[path]
+        attrs, rows = dict(old.attrs), old[:]
+        fields = [(n, old.dtype[n]) for n in old.dtype.names if n not in drop]
+        if add:
+            fields.append(add)
+        new = np.zeros(len(rows), dtype=np.dtype(fields))
+        for n in new.dtype.names:
+            if n in old.dtype.names:
+                new[n] = rows[n]
+        del f[path]
+        ds = f.create_dataset(path, data=new)
+        for k, v in attrs.items():
+            ds.attrs[k] = v
+
+    # a column removed: ranks lists idle_s
+    path = h5_mutated("h1", lambda f: rewrite(f, "/runs/ddp/ranks", drop=("idle_s",)))
+    expect("h5", path, ["/runs/ddp/ranks: column idle_s missing"], "HDF5 column removed")
+    # a column added that the docs do not list
+    path = h5_mutated("h2", lambda f: rewrite(f, "/runs/ddp/steps", add=("wall_s", "<f8")))
+    expect("h5", path, ["/runs/ddp/steps: column wall_s is not documented"], "HDF5 extra column")
+    # a table removed: an ok run holds all seven, links among them
+    path = h5_mutated("h3", lambda f: f.__delitem__("/runs/ddp/links"))
+    expect("h5", path, ["/runs/ddp/links missing"], "HDF5 table removed")
+    # an unknown status: the attribute is outside ok/oom/skipped/error, and the summary's status
+    # (ok) is no longer the group attribute's
+    path = h5_mutated("h4", lambda f: f["/runs/ddp"].attrs.__setitem__("status", "crashed"))
+    expect("h5", path, ["/runs/ddp: attribute status = 'crashed' not one of ok oom skipped error",
+                        "/runs/ddp/summary: status 'ok', the group attribute is 'crashed'"],
+           "HDF5 unknown status")
+    # schema_version is an int32 `1`: 2 is not, and an int64 1 has the wrong type
+    path = h5_mutated("h5", lambda f: f.attrs.__setitem__("schema_version", np.int32(2)))
+    expect("h5", path, ["attribute schema_version = 2 not one of 1"], "schema_version value")
+    path = h5_mutated("h6", lambda f: f.attrs.__setitem__("schema_version", np.int64(1)))
+    expect("h5", path, ["attribute schema_version should be a scalar int32"],
+           "schema_version type")
+
+    def stream(f):
+        t = f["/runs/ddp/timeline"][:]
+        t["stream"][0] = b"gpu"
+        f["/runs/ddp/timeline"][:] = t
+
+    # a value outside the stream enumeration (compute dp tp pp ep cp p2p offload host)
+    path = h5_mutated("h7", stream)
+    expect("h5", path, ["/runs/ddp/timeline: column stream holds 'gpu'"], "HDF5 enumeration")
+    # the units attribute lacking flops (documented FLOP)
+    path = h5_mutated("h8", lambda f: f["/runs/ddp/timeline"].attrs.__setitem__(
+        "units", "start_s: s, end_s: s, bytes: B"))
+    expect("h5", path, ["/runs/ddp/timeline: units lists flops: None, documented 'FLOP'"],
+           "HDF5 units")
+
+    def nan_step(f):
+        s = f["/runs/ddp/summary"][:]
+        s["step_time_s"][0] = np.nan
+        f["/runs/ddp/summary"][:] = s
+
+    # a NaN where the docs do not allow one (they do for moe.* and budget.*)
+    path = h5_mutated("h9", nan_step)
+    expect("h5", path, ["/runs/ddp/summary: column step_time_s holds 1 non-finite value(s)"],
+           "HDF5 NaN")
+    # timeline_written 0: "the timeline table then exists but is empty"; this one has rows
+    path = h5_mutated("h10", lambda f: f["/runs/ddp"].attrs.__setitem__(
+        "timeline_written", np.int32(0)))
+    expect("h5", path, ["/runs/ddp/timeline:", "row(s) with timeline_written 0"],
+           "timeline_written")
+    # two runs (the run copied under a second name) and no /sweep table, which a file of more
+    # than one run holds (the layout of docs/hdf5-schema.md)
+    path = h5_mutated("h11", lambda f: f.copy("/runs/ddp", "/runs/ddp2"))
+    expect("h5", path, ["2 runs and no /sweep table"], "HDF5 two runs without /sweep")
+finally:
+    shutil.rmtree(tmp)
+print("%d checks, %d failed" % (checks, failures))
+sys.exit(1 if failures else 0)
