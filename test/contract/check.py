@@ -12,8 +12,8 @@ docs/collectives.md, and the attribute and column tables of docs/hdf5-schema.md 
 enumerations and the statements on which tables a run holds. A key or column the docs do not
 list, or one they list that the output lacks, is a problem; so are a wrong type, a number
 that is not finite, a value outside its documented enumeration or range, and a broken stated
-invariant (mem_bytes sums to peak_mem_bytes, one summary row, a sweep table only with several
-runs, ...). It checks the shape of the outputs, not whether the numbers are right.
+invariant (mem_bytes sums to peak_mem_bytes, one summary row, the tables each status holds,
+...). It checks the shape of the outputs, not whether the numbers are right.
 
 Prints one line per problem and exits 1 if any, else a one-line summary and exits 0; exits 2
 on bad usage or when a doc table cannot be read."""
