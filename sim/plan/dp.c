@@ -689,8 +689,8 @@ int plan__dp_trace(plan *p, bool stream, sim_diag *diag)
              .cp = sc->parallel.cp};
     /* Megatron pads the vocabulary to a multiple of 128 x tp (make-vocab-size-divisible-by) */
     if (g.tp > 1) {
-        int64_t unit = 128 * (int64_t)g.tp;
-        g.model.vocab = (g.model.vocab + unit - 1) / unit * unit;
+        int64_t multiple = 128 * (int64_t)g.tp;
+        g.model.vocab = (g.model.vocab + multiple - 1) / multiple * multiple;
     }
     g.sh = (model_shape){.micro_batch = sc->training.micro_batch,
                          .seq_len = sc->training.seq_len,
