@@ -29,6 +29,11 @@
 
 #include "hw/net-internal.h"
 
+/* Share (fraction of the link's bandwidth) given to each flow on a link whose remaining
+ * bandwidth came out <= 0 from float residue while filling: tiny but positive, so the flows
+ * still finish instead of stalling at rate 0. */
+#define SATURATED_SHARE 1e-12
+
 hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow_done_fn done,
                       void *ctx)
 {
@@ -467,7 +472,7 @@ static void resolve(hw_net *net, sim_time now)
         int32_t li = entry_link(net, e);
         double share = entry_key(net, e);
         if (share <= 0)
-            share = net->links[li].st.bw_Bps * 1e-12; /* float residue on a saturated link */
+            share = net->links[li].st.bw_Bps * SATURATED_SHARE; /* float residue */
         heap_remove(net, 0, &hn);
         if (e < 0) {
             fix_flow(net, ~e, share, &hn, now);

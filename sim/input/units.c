@@ -307,7 +307,7 @@ int input_bytes_parse(const char *text, unsigned flags, int64_t *out, input_unit
         return SIM_EINVAL;
     }
     double r = nearbyint(mag);
-    if (r >= 9.2e18) {
+    if (r >= SIM_INT64_DOUBLE_LIMIT) {
         set_err(err, NULL, "'%s' is out of range", text);
         return SIM_EINVAL;
     }
@@ -325,7 +325,7 @@ int input_time_parse_ps(const char *text, unsigned flags, sim_time *out, input_u
     if (rc)
         return rc;
     double r = ceil(ps);
-    if (r >= 9.2e18) {
+    if (r >= SIM_INT64_DOUBLE_LIMIT) {
         set_err(err, NULL, "'%s' is out of range", text);
         return SIM_EINVAL;
     }

@@ -604,6 +604,22 @@ static void build_units(gen *g)
  * (computed on the rank's local tokens, before the dispatch); the rest are dropped: not
  * sent, not computed. g->sent holds the assignments a rank dispatches, averaged over the
  * group (the all-to-all is modelled with equal buffers on every rank). */
+/* Seed mixing for the routing draws: odd multipliers, primes or well-known hash constants,
+ * that make nearby (seed, layer, micro-batch, EP group) tuples give unrelated MT19937 seeds.
+ * Their values are part of the output (they decide every routing draw): never change them.
+ * Popularity order of a layer: seed x 1000003 (a prime) + layer x 7919 (the 1000th prime) + 1. */
+#define ORDER_SEED_MUL 1000003u
+#define ORDER_LAYER_MUL 7919u
+#define ORDER_SEED_ADD 1u
+/* Routing of one micro-batch: seed x 2654435761 (Knuth's multiplicative hash, 2^32/phi) +
+ * layer x 40503 (its 16-bit analogue) + micro-batch x 69069 (Marsaglia's LCG multiplier) +
+ * EP group x 2246822519 (xxHash32's PRIME32_2) + 7. */
+#define ROUTE_SEED_MUL 2654435761u
+#define ROUTE_LAYER_MUL 40503u
+#define ROUTE_MB_MUL 69069u
+#define ROUTE_BLOCK_MUL 2246822519u
+#define ROUTE_SEED_ADD 7u
+
 static void draw_block(gen *g, int ep_block)
 {
     const plan_scenario *sc = g->sc;
@@ -623,7 +639,8 @@ static void draw_block(gen *g, int ep_block)
         if (l < g->model.moe.dense_layers)
             continue;
         /* the layer's popularity order */
-        gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * 1000003u + (uint64_t)l * 7919u + 1u));
+        gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * ORDER_SEED_MUL +
+                                         (uint64_t)l * ORDER_LAYER_MUL + ORDER_SEED_ADD));
         for (int e = 0; e < E; e++)
             order[e] = (size_t)e;
         gsl_ran_shuffle(rng, order, (size_t)E, sizeof *order);
@@ -632,9 +649,11 @@ static void draw_block(gen *g, int ep_block)
         for (int64_t mb = 0; mb < g->A; mb++) {
             size_t at = (size_t)l * (size_t)g->A + (size_t)mb;
             unsigned int *count = &counts[at * (size_t)E];
-            gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * 2654435761u +
-                                             (uint64_t)l * 40503u + (uint64_t)mb * 69069u +
-                                             (uint64_t)ep_block * 2246822519u + 7u));
+            gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * ROUTE_SEED_MUL +
+                                             (uint64_t)l * ROUTE_LAYER_MUL +
+                                             (uint64_t)mb * ROUTE_MB_MUL +
+                                             (uint64_t)ep_block * ROUTE_BLOCK_MUL +
+                                             ROUTE_SEED_ADD));
             double kept = 0;
             if (cf > 0) {
                 for (int src = 0; src < g->ep; src++) {

@@ -11,6 +11,15 @@
 
 #include "replay/replay-internal.h"
 
+#define SECONDS_PER_NS 1e-9
+
+/* Wall-clock seconds from t0 to t1 (CLOCK_MONOTONIC). */
+static double elapsed_s(const struct timespec *t0, const struct timespec *t1)
+{
+    return (double)(t1->tv_sec - t0->tv_sec) +
+           SECONDS_PER_NS * (double)(t1->tv_nsec - t0->tv_nsec);
+}
+
 static replay_cause cause_of_group(int cls)
 {
     static const replay_cause map[PLAN_GROUP_COUNT] = {
@@ -633,7 +642,7 @@ static void report_progress(replay_ctx *c, sim_time now, const struct timespec *
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    double wall = (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+    double wall = elapsed_s(t0, &t);
     if (wall < *next_report)
         return;
     *next_report = wall + c->opt->progress_every_s;
@@ -688,7 +697,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
 
     struct timespec t_loop;
     clock_gettime(CLOCK_MONOTONIC, &t_loop);
-    out->setup_s = (double)(t_loop.tv_sec - t0.tv_sec) + 1e-9 * (double)(t_loop.tv_nsec - t0.tv_nsec);
+    out->setup_s = elapsed_s(&t0, &t_loop);
     sim_time now = 0;
     sim_event *ev;
     double next_report = opt->progress_every_s;
@@ -743,7 +752,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     out->rounds_split = hw_net_rounds_split(c.net);
     out->simulated_s = sim_time_to_s(now);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    out->wall_s = elapsed_s(&t0, &t1);
 
     replay__clear(&c);
     hw_net_destroy(c.net);
