@@ -29,14 +29,36 @@ static replay_cause cause_of_group(int cls)
     return map[cls];
 }
 
+/* An EV_OP_DONE event's payload: the rank, the rank's place in the group of a collective op
+ * (-1 for other ops) and the op's index in the rank's trace. */
+static int op_ev_rank(const sim_event *ev)
+{
+    return ev->a;
+}
+
+static int op_ev_member(const sim_event *ev)
+{
+    return ev->b;
+}
+
+static uint32_t op_ev_op(const sim_event *ev)
+{
+    return (uint32_t)ev->c;
+}
+
+static void op_ev_set(sim_event *ev, int rank, int member, uint32_t op)
+{
+    ev->a = rank;
+    ev->b = member;
+    ev->c = op;
+}
+
 /* `member`: the rank's place in the group of a collective op (-1 for other ops). */
 static sim_event *push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t, int member)
 {
     sim_event *ev = sim_eventq_alloc(c->q);
     ev->type = EV_OP_DONE;
-    ev->a = rank;
-    ev->b = member;
-    ev->c = op;
+    op_ev_set(ev, rank, member, op);
     sim_eventq_push(c->q, ev, t);
     return ev;
 }
@@ -65,7 +87,7 @@ static void retime_kernel(replay_ctx *c, int rank, sim_time now)
     rs->k_left = fmax(0, rs->k_left - (double)(now - rs->k_at) / (rs->k_slowed ? f : 1));
     rs->k_at = now;
     rs->k_slowed = slowed;
-    uint32_t op = (uint32_t)rs->k_ev->c;
+    uint32_t op = op_ev_op(rs->k_ev);
     sim_eventq_cancel(c->q, rs->k_ev);
     rs->k_ev = push_op_done(c, rank, op, now + (sim_time)(rs->k_left * (slowed ? f : 1) + 0.5),
                             -1);
@@ -711,8 +733,8 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
             hw_net_handle(c.net, ev);
             continue;
         }
-        int rank = ev->a, member = ev->b;
-        uint32_t op = (uint32_t)ev->c;
+        int rank = op_ev_rank(ev), member = op_ev_member(ev);
+        uint32_t op = op_ev_op(ev);
         sim_eventq_free(c.q, ev);
         op_done(&c, rank, op, member, now);
     }

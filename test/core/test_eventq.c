@@ -21,6 +21,8 @@ static uint64_t xorshift64(uint64_t *s)
     return *s = x;
 }
 
+/* The queue never reads the payload: these tests carry a tag in its field `a` to tell events
+ * apart. */
 static sim_event *push_at(sim_eventq *q, sim_time t, int32_t tag)
 {
     sim_event *ev = sim_eventq_alloc(q);
