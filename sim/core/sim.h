@@ -30,8 +30,4 @@
 #define SIM_FMIX64_C2 UINT64_C(0xc4ceb9fe1a85ec53)
 #define SIM_GOLDEN64 UINT64_C(0x9E3779B97F4A7C15)
 
-/* Recover the enclosing struct from a pointer to an embedded member (intrusive containers). */
-#define sim_container_of(ptr, type, member) \
-    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
-
 #endif

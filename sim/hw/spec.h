@@ -145,6 +145,5 @@ typedef struct hw_topology_spec {
 double hw_pcie_bw_Bps(int gen, int lanes);
 
 const char *hw_intra_kind_name(hw_intra_kind k);
-const char *hw_fabric_kind_name(hw_fabric_kind k);
 
 #endif

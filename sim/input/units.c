@@ -93,12 +93,6 @@ const char *input_unit_kind_example(input_unit_kind kind)
     return kinds[kind].example;
 }
 
-const char *input_unit_kind_units(input_unit_kind kind)
-{
-    SIM_ASSERT(kind >= 0 && kind < INPUT_UNIT_KIND_COUNT, "kind %d", (int)kind);
-    return kinds[kind].unit_list;
-}
-
 static const char *article(const char *noun)
 {
     return strchr("aeiouAEIOU", noun[0]) ? "an" : "a";
