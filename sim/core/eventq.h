@@ -21,7 +21,11 @@ typedef struct sim_event {
     uint16_t type;   /* dispatch tag, owned by the engine's user */
     uint8_t bucket;  /* the queue's bucket holding it (meaningful only while queued) */
     uint8_t spare;
-    int32_t a, b;    /* payload (e.g. rank, op index) */
+    /* Payload, opaque to the queue (zeroed by sim_eventq_alloc). Each user names its meaning
+     * through accessors beside its dispatch, never the letters: replay/replay.c op_ev_* (a
+     * rank, its place in a collective, an op), hw/net.c net_ev_* (an event kind, a flow or
+     * round index). ptr is free for a user that needs one. */
+    int32_t a, b;
     int64_t c;
     void *ptr;
 } sim_event;

@@ -19,8 +19,15 @@
 #define SIM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SIM_MAX(a, b) ((a) > (b) ? (a) : (b))
 
-/* Recover the enclosing struct from a pointer to an embedded member (intrusive containers). */
-#define sim_container_of(ptr, type, member) \
-    ((type *)(void *)((char *)(ptr) - offsetof(type, member)))
+/* Hash constants, fixed forever: hashes pick among equal routes and index caches, so a new
+ * constant would change which route a run takes. FNV-1a 64-bit (Fowler, Noll, Vo): offset
+ * basis and prime, for hashing input files. MurmurHash3's fmix64 finalizer multipliers
+ * (Appleby), which spread every input bit over the output. 2^64 / golden ratio, the additive
+ * constant of boost::hash_combine's 64-bit form (and of SplitMix64). */
+#define SIM_FNV64_OFFSET UINT64_C(0xcbf29ce484222325)
+#define SIM_FNV64_PRIME UINT64_C(0x100000001b3)
+#define SIM_FMIX64_C1 UINT64_C(0xff51afd7ed558ccd)
+#define SIM_FMIX64_C2 UINT64_C(0xc4ceb9fe1a85ec53)
+#define SIM_GOLDEN64 UINT64_C(0x9E3779B97F4A7C15)
 
 #endif

@@ -11,7 +11,7 @@ sim_time sim_time_from_s(double seconds)
      * an integer (e.g. 0.1 s): undo the step when the value below reproduces the input. */
     if (ps >= 1 && (ps - 1) / (double)SIM_PS_PER_S >= seconds)
         ps -= 1;
-    if (ps >= 9.2e18)
+    if (ps >= SIM_INT64_DOUBLE_LIMIT)
         return SIM_TIME_NEVER - 1;
     return (sim_time)ps;
 }

@@ -15,6 +15,9 @@ typedef int64_t sim_time;
 #define SIM_PS_PER_US INT64_C(1000000)
 #define SIM_PS_PER_NS INT64_C(1000)
 #define SIM_TIME_NEVER INT64_MAX
+/* Doubles at or above this do not fit an int64_t (INT64_MAX ~ 9.223e18) once converted: a
+ * round bound below it, safe against the conversion's rounding. */
+#define SIM_INT64_DOUBLE_LIMIT 9.2e18
 
 /* Seconds (>= 0, finite) to picoseconds, rounded up. Values beyond ~106 days saturate at
  * SIM_TIME_NEVER - 1. Cannot fail. */

@@ -29,6 +29,11 @@
 
 #include "hw/net-internal.h"
 
+/* Share (fraction of the link's bandwidth) given to each flow on a link whose remaining
+ * bandwidth came out <= 0 from float residue while filling: tiny but positive, so the flows
+ * still finish instead of stalling at rate 0. */
+#define SATURATED_SHARE 1e-12
+
 hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow_done_fn done,
                       void *ctx)
 {
@@ -78,12 +83,29 @@ void hw_net_destroy(hw_net *net)
     sim_free(net);
 }
 
+/* A network event's payload: its kind (NET_EV_*) and the flow (NET_EV_ACTIVATE, _COMPLETE;
+ * -1 for NET_EV_RESOLVE) or round (NET_EV_ROUND) it concerns. */
+static int net_ev_kind(const sim_event *ev)
+{
+    return ev->a;
+}
+
+static int32_t net_ev_id(const sim_event *ev)
+{
+    return (int32_t)ev->c;
+}
+
+static void net_ev_set(sim_event *ev, int kind, int64_t id)
+{
+    ev->a = kind;
+    ev->c = id;
+}
+
 static void schedule(hw_net *net, int32_t flow, int kind, sim_time t)
 {
     sim_event *ev = sim_eventq_alloc(net->q);
     ev->type = net->type;
-    ev->a = kind;
-    ev->c = flow;
+    net_ev_set(ev, kind, flow);
     if (flow >= 0)
         net->flows[flow].ev = ev;
     sim_eventq_push(net->q, ev, t);
@@ -467,7 +489,7 @@ static void resolve(hw_net *net, sim_time now)
         int32_t li = entry_link(net, e);
         double share = entry_key(net, e);
         if (share <= 0)
-            share = net->links[li].st.bw_Bps * 1e-12; /* float residue on a saturated link */
+            share = net->links[li].st.bw_Bps * SATURATED_SHARE; /* float residue */
         heap_remove(net, 0, &hn);
         if (e < 0) {
             fix_flow(net, ~e, share, &hn, now);
@@ -580,8 +602,7 @@ void hw_net_round_end(hw_net *net, uint64_t tag)
     }
     sim_event *ev = sim_eventq_alloc(net->q);
     ev->type = net->type;
-    ev->a = NET_EV_ROUND;
-    ev->c = ri;
+    net_ev_set(ev, NET_EV_ROUND, ri);
     R->ev = ev;
     sim_eventq_push(net->q, ev, R->end);
     net->rounds_fast++;
@@ -678,8 +699,8 @@ void hw_net_handle(hw_net *net, sim_event *ev)
 {
     SIM_ASSERT(ev->type == net->type, "event type %u", ev->type);
     sim_time now = ev->time;
-    int kind = ev->a;
-    int32_t id = (int32_t)ev->c;
+    int kind = net_ev_kind(ev);
+    int32_t id = net_ev_id(ev);
     sim_eventq_free(net->q, ev);
     switch (kind) {
     case NET_EV_ACTIVATE: {

@@ -28,17 +28,6 @@ const char *hw_intra_kind_name(hw_intra_kind k)
     return "?";
 }
 
-const char *hw_fabric_kind_name(hw_fabric_kind k)
-{
-    switch (k) {
-    case HW_FABRIC_NONE: return "none";
-    case HW_FABRIC_FAT_TREE: return "fat-tree";
-    case HW_FABRIC_RAIL_OPTIMIZED: return "rail-optimized";
-    case HW_FABRIC_SINGLE_SWITCH: return "single-switch";
-    }
-    return "?";
-}
-
 const char *hw_dev_kind_name(hw_dev_kind k)
 {
     static const char *const names[HW_DEV_KIND_COUNT] = {

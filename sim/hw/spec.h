@@ -113,6 +113,8 @@ typedef struct hw_topology_spec {
     } pcie;
     struct {
         double memory_bw_Bps;      /* DRAM bandwidth per socket (reads + writes) */
+#define HW_HOST_MEMORY_BPS_DEFAULT 204.8e9 /* 8 channels x DDR4-3200 x 8 B = 204.8 GB/s */
+#define HW_HOST_SOCKET_LINK_BPS_DEFAULT 64e9 /* per direction */
         double socket_link_bw_Bps; /* between two sockets, per direction */
         sim_time socket_link_latency_ps;
     } host;
@@ -143,6 +145,5 @@ typedef struct hw_topology_spec {
 double hw_pcie_bw_Bps(int gen, int lanes);
 
 const char *hw_intra_kind_name(hw_intra_kind k);
-const char *hw_fabric_kind_name(hw_fabric_kind k);
 
 #endif

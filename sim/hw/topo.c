@@ -180,8 +180,9 @@ static void build_parametric(hw_topo *t, const hw_topology_spec *s)
                                   s->pcie.switch_lanes ? s->pcie.switch_lanes : 16);
     /* defaults for fields a hand-built spec may leave at 0 (the loader sets the same ones,
      * docs/topologies.md): 8-channel DDR4-3200 per socket, a 64 GB/s socket link */
-    double mem_bw = s->host.memory_bw_Bps > 0 ? s->host.memory_bw_Bps : 204.8e9;
-    double sock_bw = s->host.socket_link_bw_Bps > 0 ? s->host.socket_link_bw_Bps : 64e9;
+    double mem_bw = s->host.memory_bw_Bps > 0 ? s->host.memory_bw_Bps : HW_HOST_MEMORY_BPS_DEFAULT;
+    double sock_bw = s->host.socket_link_bw_Bps > 0 ? s->host.socket_link_bw_Bps
+                                                    : HW_HOST_SOCKET_LINK_BPS_DEFAULT;
     int32_t *nics = sim_calloc((size_t)(N * K) + 1, sizeof *nics);
     int32_t cpu[64], mem[64], sw[256], gpu[1024];
     SIM_ASSERT(S <= 64 && W <= 256 && G <= 1024, "node too large: %d sockets %d switches %d "
@@ -389,12 +390,13 @@ static bool bfs_to(hw_topo *t, int src, int dst, int only)
     return found;
 }
 
+/* MurmurHash3's fmix64 finalizer: spreads a key over 64 bits (route tie-breaks, cache). */
 static uint64_t mix(uint64_t x)
 {
     x ^= x >> 33;
-    x *= UINT64_C(0xff51afd7ed558ccd);
+    x *= SIM_FMIX64_C1;
     x ^= x >> 33;
-    x *= UINT64_C(0xc4ceb9fe1a85ec53);
+    x *= SIM_FMIX64_C2;
     x ^= x >> 33;
     return x;
 }
@@ -757,6 +759,10 @@ static void fn_add(flownet *f, int a, int b, double cap)
     f->first[b] = (int32_t)f->n_arcs++;
 }
 
+/* Residual capacity (bytes/s) below which an arc counts as saturated: link bandwidths are
+ * >= 1e9 B/s, so this only absorbs the rounding left by subtracting pushed flow. */
+#define FLOW_CAP_EPS 1e-9
+
 static bool fn_bfs(flownet *f, int s, int sink)
 {
     for (int i = 0; i < f->n; i++)
@@ -767,7 +773,7 @@ static bool fn_bfs(flownet *f, int s, int sink)
     while (h < tl) {
         int u = f->queue[h++];
         for (int32_t e = f->first[u]; e >= 0; e = f->next[e])
-            if (f->arcs[e].cap > 1e-9 && f->level[f->arcs[e].to] < 0) {
+            if (f->arcs[e].cap > FLOW_CAP_EPS && f->level[f->arcs[e].to] < 0) {
                 f->level[f->arcs[e].to] = f->level[u] + 1;
                 f->queue[tl++] = f->arcs[e].to;
             }
@@ -781,7 +787,7 @@ static double fn_dfs(flownet *f, int u, int sink, double pushed)
         return pushed;
     for (; f->it[u] >= 0; f->it[u] = f->next[f->it[u]]) {
         arc *a = &f->arcs[f->it[u]];
-        if (a->cap <= 1e-9 || f->level[a->to] != f->level[u] + 1)
+        if (a->cap <= FLOW_CAP_EPS || f->level[a->to] != f->level[u] + 1)
             continue;
         double got = fn_dfs(f, a->to, sink, fmin(pushed, a->cap));
         if (got > 0) {

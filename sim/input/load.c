@@ -134,10 +134,10 @@ static size_t data_dirs(const char *dirs[3])
 
 static void hash_hex(const char *data, size_t len, char out[17])
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325); /* FNV-1a 64 offset basis */
+    uint64_t h = SIM_FNV64_OFFSET;
     for (size_t i = 0; i < len; i++) {
         h ^= (unsigned char)data[i];
-        h *= UINT64_C(0x100000001b3); /* FNV 64 prime */
+        h *= SIM_FNV64_PRIME;
     }
     snprintf(out, 17, "%016" PRIx64, h);
 }

@@ -93,12 +93,6 @@ const char *input_unit_kind_example(input_unit_kind kind)
     return kinds[kind].example;
 }
 
-const char *input_unit_kind_units(input_unit_kind kind)
-{
-    SIM_ASSERT(kind >= 0 && kind < INPUT_UNIT_KIND_COUNT, "kind %d", (int)kind);
-    return kinds[kind].unit_list;
-}
-
 static const char *article(const char *noun)
 {
     return strchr("aeiouAEIOU", noun[0]) ? "an" : "a";
@@ -307,7 +301,7 @@ int input_bytes_parse(const char *text, unsigned flags, int64_t *out, input_unit
         return SIM_EINVAL;
     }
     double r = nearbyint(mag);
-    if (r >= 9.2e18) {
+    if (r >= SIM_INT64_DOUBLE_LIMIT) {
         set_err(err, NULL, "'%s' is out of range", text);
         return SIM_EINVAL;
     }
@@ -325,7 +319,7 @@ int input_time_parse_ps(const char *text, unsigned flags, sim_time *out, input_u
     if (rc)
         return rc;
     double r = ceil(ps);
-    if (r >= 9.2e18) {
+    if (r >= SIM_INT64_DOUBLE_LIMIT) {
         set_err(err, NULL, "'%s' is out of range", text);
         return SIM_EINVAL;
     }

@@ -35,8 +35,6 @@ typedef enum input_unit_kind {
 const char *input_unit_kind_name(input_unit_kind kind);
 /* An example quantity of the kind, e.g. "450 GB/s". Static string; cannot fail. */
 const char *input_unit_kind_example(input_unit_kind kind);
-/* The accepted units of the kind, space-separated, e.g. "ps ns us ms s". Static string. */
-const char *input_unit_kind_units(input_unit_kind kind);
 
 /* Why a quantity was rejected: one message line (without location) and one hint line (may
  * be empty), ready for sim_diag_error / sim_diag_hint. */

@@ -29,8 +29,6 @@ static const char *dtype_name(hw_dtype d)
 #define PCIE_SOCKETS_DEFAULT 1
 #define PCIE_SWITCH_LANES_DEFAULT 16
 #define LAT_PCIE_HOP_PS (SIM_PS_PER_US / 2)      /* per PCIe hop: 0.5 us */
-#define HOST_MEMORY_BPS_DEFAULT 204.8e9          /* 8 channels x DDR4-3200 x 8 B = 204.8 GB/s */
-#define HOST_SOCKET_LINK_BPS_DEFAULT 64e9        /* per direction */
 #define LAT_SOCKET_LINK_PS (SIM_PS_PER_US / 2)   /* 0.5 us */
 #define FABRIC_RADIX_DEFAULT 64
 
@@ -45,8 +43,8 @@ void input__topology_prefill(hw_topology_spec *t)
     t->pcie.sockets = PCIE_SOCKETS_DEFAULT;
     t->pcie.switch_lanes = PCIE_SWITCH_LANES_DEFAULT;
     t->pcie.latency_ps = LAT_PCIE_HOP_PS;
-    t->host.memory_bw_Bps = HOST_MEMORY_BPS_DEFAULT;
-    t->host.socket_link_bw_Bps = HOST_SOCKET_LINK_BPS_DEFAULT;
+    t->host.memory_bw_Bps = HW_HOST_MEMORY_BPS_DEFAULT;
+    t->host.socket_link_bw_Bps = HW_HOST_SOCKET_LINK_BPS_DEFAULT;
     t->host.socket_link_latency_ps = LAT_SOCKET_LINK_PS;
     t->nics.latency_ps = UNSET_TIME;
     t->fabric.kind = HW_FABRIC_NONE;

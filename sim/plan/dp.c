@@ -604,6 +604,22 @@ static void build_units(gen *g)
  * (computed on the rank's local tokens, before the dispatch); the rest are dropped: not
  * sent, not computed. g->sent holds the assignments a rank dispatches, averaged over the
  * group (the all-to-all is modelled with equal buffers on every rank). */
+/* Seed mixing for the routing draws: odd multipliers, primes or well-known hash constants,
+ * that make nearby (seed, layer, micro-batch, EP group) tuples give unrelated MT19937 seeds.
+ * Their values are part of the output (they decide every routing draw): never change them.
+ * Popularity order of a layer: seed x 1000003 (a prime) + layer x 7919 (the 1000th prime) + 1. */
+#define ORDER_SEED_MUL 1000003u
+#define ORDER_LAYER_MUL 7919u
+#define ORDER_SEED_ADD 1u
+/* Routing of one micro-batch: seed x 2654435761 (Knuth's multiplicative hash, 2^32/phi) +
+ * layer x 40503 (its 16-bit analogue) + micro-batch x 69069 (Marsaglia's LCG multiplier) +
+ * EP group x 2246822519 (xxHash32's PRIME32_2) + 7. */
+#define ROUTE_SEED_MUL 2654435761u
+#define ROUTE_LAYER_MUL 40503u
+#define ROUTE_MB_MUL 69069u
+#define ROUTE_BLOCK_MUL 2246822519u
+#define ROUTE_SEED_ADD 7u
+
 static void draw_block(gen *g, int ep_block)
 {
     const plan_scenario *sc = g->sc;
@@ -623,7 +639,8 @@ static void draw_block(gen *g, int ep_block)
         if (l < g->model.moe.dense_layers)
             continue;
         /* the layer's popularity order */
-        gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * 1000003u + (uint64_t)l * 7919u + 1u));
+        gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * ORDER_SEED_MUL +
+                                         (uint64_t)l * ORDER_LAYER_MUL + ORDER_SEED_ADD));
         for (int e = 0; e < E; e++)
             order[e] = (size_t)e;
         gsl_ran_shuffle(rng, order, (size_t)E, sizeof *order);
@@ -632,9 +649,11 @@ static void draw_block(gen *g, int ep_block)
         for (int64_t mb = 0; mb < g->A; mb++) {
             size_t at = (size_t)l * (size_t)g->A + (size_t)mb;
             unsigned int *count = &counts[at * (size_t)E];
-            gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * 2654435761u +
-                                             (uint64_t)l * 40503u + (uint64_t)mb * 69069u +
-                                             (uint64_t)ep_block * 2246822519u + 7u));
+            gsl_rng_set(rng, (unsigned long)(sc->simulation.seed * ROUTE_SEED_MUL +
+                                             (uint64_t)l * ROUTE_LAYER_MUL +
+                                             (uint64_t)mb * ROUTE_MB_MUL +
+                                             (uint64_t)ep_block * ROUTE_BLOCK_MUL +
+                                             ROUTE_SEED_ADD));
             double kept = 0;
             if (cf > 0) {
                 for (int src = 0; src < g->ep; src++) {
@@ -681,180 +700,247 @@ static void route_tokens(gen *g, int ep_block, int ep_coord)
                 counts[at * (size_t)E + (size_t)(ep_coord * g->n_local + e)];
 }
 
-int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)
+/* Stage 1: the generator's view of the scenario: the model (vocabulary padded), the shape
+ * of a micro-batch, bytes per weight and gradient, the pipeline's chunks. */
+static void init_gen(gen *g, plan *p, bool sharing)
 {
     const plan_scenario *sc = p->sc;
-    gen g = {.p = p, .sc = sc, .sharing = sharing, .zero = sc->parallel.zero, .A = p->accum_steps,
-             .model = sc->model, .tp = sc->parallel.tp, .sp = sc->parallel.sp,
-             .cp = sc->parallel.cp};
+    *g = (gen){.p = p, .sc = sc, .sharing = sharing, .zero = sc->parallel.zero,
+               .A = p->accum_steps, .model = sc->model, .tp = sc->parallel.tp,
+               .sp = sc->parallel.sp, .cp = sc->parallel.cp};
     /* Megatron pads the vocabulary to a multiple of 128 x tp (make-vocab-size-divisible-by) */
-    if (g.tp > 1) {
-        int64_t unit = 128 * (int64_t)g.tp;
-        g.model.vocab = (g.model.vocab + unit - 1) / unit * unit;
+    if (g->tp > 1) {
+        int64_t multiple = 128 * (int64_t)g->tp;
+        g->model.vocab = (g->model.vocab + multiple - 1) / multiple * multiple;
     }
-    g.sh = (model_shape){.micro_batch = sc->training.micro_batch,
-                         .seq_len = sc->training.seq_len,
-                         .tp = sc->parallel.tp,
-                         .sp = sc->parallel.sp,
-                         .cp = sc->parallel.cp,
-                         .dtype = sc->training.precision,
-                         .flash_attention = sc->training.flash_attention,
-                         .ft = finetune_of(&sc->training)};
-    g.wbytes = sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);
-    g.gbytes = hw_dtype_bytes(sc->training.grad_dtype);
-    int n = p->n_ranks, dp = sc->parallel.dp, pp = sc->parallel.pp;
-    g.pp = pp;
-    g.vstages = pp > 1 ? sc->parallel.pipeline.virtual_stages : 1;
-    g.chunks = pp * g.vstages;
-    if (pp > 1 && g.zero == 3)
+    g->sh = (model_shape){.micro_batch = sc->training.micro_batch,
+                          .seq_len = sc->training.seq_len,
+                          .tp = sc->parallel.tp,
+                          .sp = sc->parallel.sp,
+                          .cp = sc->parallel.cp,
+                          .dtype = sc->training.precision,
+                          .flash_attention = sc->training.flash_attention,
+                          .ft = finetune_of(&sc->training)};
+    g->wbytes =
+        sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);
+    g->gbytes = hw_dtype_bytes(sc->training.grad_dtype);
+    int pp = sc->parallel.pp;
+    g->pp = pp;
+    g->vstages = pp > 1 ? sc->parallel.pipeline.virtual_stages : 1;
+    g->chunks = pp * g->vstages;
+}
+
+/* Stage 2: refuses the combinations the generator cannot build, and sets the expert layout
+ * and whether FSDP shards within a node (hybrid). */
+static int check_strategy(gen *g, sim_diag *diag)
+{
+    const plan_scenario *sc = g->sc;
+    int dp = sc->parallel.dp, pp = sc->parallel.pp;
+    if (pp > 1 && g->zero == 3)
         return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
                                    "FSDP/ZeRO-3 with pipeline parallelism is not supported yet");
-    if (g.chunks > sc->model.layers)
+    if (g->chunks > sc->model.layers)
         return sim_diag_error(diag, "scenario", 0, 0,
                               "%d pipeline chunks (pp %d x virtual_stages %d) for %d layers",
-                              g.chunks, pp, g.vstages, sc->model.layers);
-    if (pp > 1 && g.vstages > 1 && sc->parallel.pipeline.schedule == PLAN_SCHED_INTERLEAVED &&
-        g.A % pp != 0)
+                              g->chunks, pp, g->vstages, sc->model.layers);
+    if (pp > 1 && g->vstages > 1 && sc->parallel.pipeline.schedule == PLAN_SCHED_INTERLEAVED &&
+        g->A % pp != 0)
         return sim_diag_error(diag, "scenario", 0, 0,
                               "the interleaved schedule needs the micro-batches per pipeline "
-                              "(%lld) to be a multiple of pp (%d)", (long long)g.A, pp);
-    g.ep = sc->parallel.ep;
-    g.n_local = g.model.moe.experts > 0 ? g.model.moe.experts / g.ep : 0;
-    g.sh.ep = g.ep;
-    if (g.model.moe.experts > 0 && g.zero == 3)
+                              "(%lld) to be a multiple of pp (%d)", (long long)g->A, pp);
+    g->ep = sc->parallel.ep;
+    g->n_local = g->model.moe.experts > 0 ? g->model.moe.experts / g->ep : 0;
+    g->sh.ep = g->ep;
+    if (g->model.moe.experts > 0 && g->zero == 3)
         return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
                                    "FSDP/ZeRO-3 with mixture-of-experts models is not supported "
                                    "yet");
-    g.hybrid = g.zero == 3 && sc->parallel.fsdp.hybrid_shard && dp * g.cp > 1;
-    int rc = plan__groups_create(&g, diag);
-    if (rc != 0) {
-        trace_destroy(g.t);
-        plan__groups_destroy(&g);
-        return rc;
-    }
+    g->hybrid = g->zero == 3 && sc->parallel.fsdp.hybrid_shard && dp * g->cp > 1;
+    return 0;
+}
 
-    g.mem_sharers = sim_calloc((size_t)n, sizeof *g.mem_sharers);
-    if (sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU) {
-        for (int r = 0; r < n; r++) {
-            int mem = hw_topo_host_memory(p->topo, r);
-            if (mem < 0) {
-                sim_free(g.mem_sharers);
-                trace_destroy(g.t);
-                plan__groups_destroy(&g);
-                return sim_diag_error(diag, "scenario", 0, 0,
-                                      "offload.optimizer: cpu needs host memory, and GPU %d "
-                                      "reaches none in topology '%s'", r, sc->topology.name);
-            }
-            for (int q = 0; q < n; q++)
-                g.mem_sharers[r] += hw_topo_host_memory(p->topo, q) == mem;
-        }
+/* Stage 3 (optimizer offload): per rank, the ranks staging in the same host memory; an error
+ * when a GPU reaches none. */
+static int count_mem_sharers(gen *g, sim_diag *diag)
+{
+    const plan *p = g->p;
+    int n = p->n_ranks;
+    g->mem_sharers = sim_calloc((size_t)n, sizeof *g->mem_sharers);
+    if (g->sc->parallel.offload.optimizer != PLAN_OFFLOAD_CPU)
+        return 0;
+    for (int r = 0; r < n; r++) {
+        int mem = hw_topo_host_memory(p->topo, r);
+        if (mem < 0)
+            return sim_diag_error(diag, "scenario", 0, 0,
+                                  "offload.optimizer: cpu needs host memory, and GPU %d "
+                                  "reaches none in topology '%s'", r, g->sc->topology.name);
+        for (int q = 0; q < n; q++)
+            g->mem_sharers[r] += hw_topo_host_memory(p->topo, q) == mem;
     }
-    g.seq = sim_calloc(g.t->n_groups, sizeof *g.seq);
-    g.seq_pos = sim_calloc(g.t->n_groups, sizeof *g.seq_pos);
-    build_units(&g);
-    g.cp_kv = model_cp_kv_bytes(&g.model, &g.sh);
-    g.gather_of = sim_calloc((size_t)g.n_units + 1, sizeof *g.gather_of);
-    int C = g.chunks;
-    /* chunks of units: embedding with chunk 0, head with the last */
-    g.chunk_first = sim_calloc((size_t)C + 1, sizeof *g.chunk_first);
+    return 0;
+}
+
+/* Stage 4: the units (embedding, layers, head), their split into pipeline chunks (the
+ * embedding with chunk 0, the head with the last), and the per-group collective sequences. */
+static void build_layout(gen *g)
+{
+    const plan_scenario *sc = g->sc;
+    g->seq = sim_calloc(g->t->n_groups, sizeof *g->seq);
+    g->seq_pos = sim_calloc(g->t->n_groups, sizeof *g->seq_pos);
+    build_units(g);
+    g->cp_kv = model_cp_kv_bytes(&g->model, &g->sh);
+    g->gather_of = sim_calloc((size_t)g->n_units + 1, sizeof *g->gather_of);
+    int C = g->chunks;
+    g->chunk_first = sim_calloc((size_t)C + 1, sizeof *g->chunk_first);
     int *layers = sim_calloc((size_t)C, sizeof *layers);
     if (sc->parallel.pipeline.n_stage_layers == C)
         for (int c = 0; c < C; c++)
             layers[c] = sc->parallel.pipeline.stage_layers[c];
     else
         plan_pp_partition(sc->model.layers, C, layers);
-    g.chunk_first[0] = 0;
+    g->chunk_first[0] = 0;
     for (int c = 0; c < C; c++)
-        g.chunk_first[c + 1] = g.chunk_first[c] + layers[c] + (c == 0 ? 1 : 0);
-    g.chunk_first[C] = g.n_units; /* the head joins the last chunk */
+        g->chunk_first[c + 1] = g->chunk_first[c] + layers[c] + (c == 0 ? 1 : 0);
+    g->chunk_first[C] = g->n_units; /* the head joins the last chunk */
     sim_free(layers);
-    g.mine = sim_calloc((size_t)g.n_units, sizeof *g.mine);
-    size_t per_block = (size_t)g.model.layers * (size_t)g.A;
-    int n_blocks = g.n_local > 0 ? g.cp * dp / g.ep : 0;
-    g.route = sim_calloc(per_block * (size_t)g.n_local, sizeof *g.route);
-    g.moe_drawn = sim_calloc((size_t)n_blocks, sizeof *g.moe_drawn);
-    g.moe_counts = sim_calloc((size_t)n_blocks * per_block * (size_t)g.model.moe.experts,
-                              sizeof *g.moe_counts);
-    g.moe_sent = sim_calloc((size_t)n_blocks * per_block, sizeof *g.moe_sent);
-    p->mem = sim_calloc((size_t)n, sizeof *p->mem);
+    g->mine = sim_calloc((size_t)g->n_units, sizeof *g->mine);
+}
+
+/* Stage 5: room for the MoE routing, one draw per EP group (none for a dense model). */
+static void alloc_routing(gen *g)
+{
+    size_t per_block = (size_t)g->model.layers * (size_t)g->A;
+    int n_blocks = g->n_local > 0 ? g->cp * g->sc->parallel.dp / g->ep : 0;
+    g->route = sim_calloc(per_block * (size_t)g->n_local, sizeof *g->route);
+    g->moe_drawn = sim_calloc((size_t)n_blocks, sizeof *g->moe_drawn);
+    g->moe_counts = sim_calloc((size_t)n_blocks * per_block * (size_t)g->model.moe.experts,
+                               sizeof *g->moe_counts);
+    g->moe_sent = sim_calloc((size_t)n_blocks * per_block, sizeof *g->moe_sent);
+}
+
+/* Stage 6, one rank: its groups, units and persistent memory; then its ops, borrowed from an
+ * identical rank's template when plan/share.c finds one, else generated by the strategy
+ * (pipeline, FSDP, or bucketed DDP/ZeRO-1/2). Streaming walks the rank at once. */
+static void gen_rank(gen *g, plan_share *share, int r, bool stream)
+{
+    plan *p = g->p;
+    int dp = g->sc->parallel.dp, pp = g->pp, C = g->chunks;
+    plan__groups_select(g, r);
+    for (int u = 0; u < g->n_units; u++)
+        g->mine[u] = false;
+    for (int c = g->stage; c < C; c += pp)
+        for (int u = g->chunk_first[c]; u < g->chunk_first[c + 1]; u++)
+            g->mine[u] = true;
+    memset(g->seq_pos, 0, g->t->n_groups * sizeof *g->seq_pos);
+    persistent(g, &p->mem[r]);
+    memcpy(g->t->ranks[r].base_mem, p->mem[r].bytes, sizeof g->t->ranks[r].base_mem);
+    if (plan__share_clone(g, share, r)) {
+        if (stream) {
+            p->trace = g->t;
+            plan__walk_rank(p, r);
+            trace_release_rank(g->t, r);
+        }
+        return;
+    }
+    if (g->n_local > 0)
+        route_tokens(g, p->coords[r].c[PLAN_GROUP_CP] * (dp / g->ep) +
+                            p->coords[r].c[PLAN_GROUP_DP] / g->ep,
+                     p->coords[r].c[PLAN_GROUP_EP]);
+    g->have_last_coll = false;
+    g->have_pending = false;
+    g->defer_pending = false;
+    g->have_held = false;
+    g->have_gather = false;
+    g->have_compute = false;
+    g->fill = 0;
+    g->n_deferred = 0;
+    double mf = g->model_flops, hf = g->hardware_flops;
+    if (pp > 1)
+        gen_pipeline(g);
+    else if (g->zero == 3 && g->n > 1)
+        gen_fsdp(g);
+    else
+        gen_bucketed(g);
+    share->model_flops[r] = g->model_flops - mf;
+    share->hardware_flops[r] = g->hardware_flops - hf;
+    if (stream || share->users[r] > 0)
+        trace_finish_rank(g->t, r);
+    plan__share_template_done(g, share, r);
+    if (stream) {
+        p->trace = g->t;
+        plan__walk_rank(p, r);
+        /* a template stays until the end: later ranks borrow its ops */
+        if (share->users[r] == 0)
+            trace_release_rank(g->t, r);
+    }
+}
+
+/* Stage 7: the plan takes the trace, the step's FLOPs and the MoE statistics. */
+static void publish(gen *g, bool stream)
+{
+    plan *p = g->p;
+    if (!stream)
+        trace_finish(g->t);
+    p->trace = g->t;
+    p->model_flops_per_step = g->model_flops;
+    p->hardware_flops_per_step = g->hardware_flops;
+    p->moe = g->n_local > 0;
+    if (g->moe_draws > 0) {
+        p->moe_dropped_fraction = g->moe_dropped / g->moe_assigned;
+        p->moe_load_max_over_mean = g->moe_imbalance_sum / g->moe_draws;
+    }
+}
+
+/* Stage 8: frees the generator's state (the trace now belongs to the plan). */
+static void free_gen(gen *g)
+{
+    for (size_t i = 0; i < g->t->n_groups; i++)
+        sim_free(g->seq[i].ids);
+    sim_free(g->seq);
+    sim_free(g->seq_pos);
+    sim_free(g->units);
+    sim_free(g->deferred);
+    sim_free(g->mem_sharers);
+    plan__groups_destroy(g);
+    sim_free(g->route);
+    sim_free(g->moe_drawn);
+    sim_free(g->moe_counts);
+    sim_free(g->moe_sent);
+    sim_free(g->chunk_first);
+    sim_free(g->mine);
+    sim_free(g->gather_of);
+}
+
+int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)
+{
+    gen g;
+    init_gen(&g, p, sharing);
+    int rc = check_strategy(&g, diag);
+    if (rc != 0)
+        return rc;
+    rc = plan__groups_create(&g, diag);
+    if (rc != 0) {
+        trace_destroy(g.t);
+        plan__groups_destroy(&g);
+        return rc;
+    }
+    rc = count_mem_sharers(&g, diag);
+    if (rc != 0) {
+        sim_free(g.mem_sharers);
+        trace_destroy(g.t);
+        plan__groups_destroy(&g);
+        return rc;
+    }
+    build_layout(&g);
+    alloc_routing(&g);
+    p->mem = sim_calloc((size_t)p->n_ranks, sizeof *p->mem);
     plan_share share;
     plan__share_init(&g, &share);
-    for (int r = 0; r < n; r++) {
-        plan__groups_select(&g, r);
-        for (int u = 0; u < g.n_units; u++)
-            g.mine[u] = false;
-        for (int c = g.stage; c < C; c += pp)
-            for (int u = g.chunk_first[c]; u < g.chunk_first[c + 1]; u++)
-                g.mine[u] = true;
-        memset(g.seq_pos, 0, g.t->n_groups * sizeof *g.seq_pos);
-        persistent(&g, &p->mem[r]);
-        memcpy(g.t->ranks[r].base_mem, p->mem[r].bytes, sizeof g.t->ranks[r].base_mem);
-        if (plan__share_clone(&g, &share, r)) {
-            if (stream) {
-                p->trace = g.t;
-                plan__walk_rank(p, r);
-                trace_release_rank(g.t, r);
-            }
-            continue;
-        }
-        if (g.n_local > 0)
-            route_tokens(&g, p->coords[r].c[PLAN_GROUP_CP] * (dp / g.ep) +
-                                 p->coords[r].c[PLAN_GROUP_DP] / g.ep,
-                         p->coords[r].c[PLAN_GROUP_EP]);
-        g.have_last_coll = false;
-        g.have_pending = false;
-        g.defer_pending = false;
-        g.have_held = false;
-        g.have_gather = false;
-        g.have_compute = false;
-        g.fill = 0;
-        g.n_deferred = 0;
-        double mf = g.model_flops, hf = g.hardware_flops;
-        if (pp > 1)
-            gen_pipeline(&g);
-        else if (g.zero == 3 && g.n > 1)
-            gen_fsdp(&g);
-        else
-            gen_bucketed(&g);
-        share.model_flops[r] = g.model_flops - mf;
-        share.hardware_flops[r] = g.hardware_flops - hf;
-        if (stream || share.users[r] > 0)
-            trace_finish_rank(g.t, r);
-        plan__share_template_done(&g, &share, r);
-        if (stream) {
-            p->trace = g.t;
-            plan__walk_rank(p, r);
-            /* a template stays until the end: later ranks borrow its ops */
-            if (share.users[r] == 0)
-                trace_release_rank(g.t, r);
-        }
-    }
+    for (int r = 0; r < p->n_ranks; r++)
+        gen_rank(&g, &share, r, stream);
     plan__share_clear(&share);
-    if (!stream)
-        trace_finish(g.t);
-    p->trace = g.t;
-    p->model_flops_per_step = g.model_flops;
-    p->hardware_flops_per_step = g.hardware_flops;
-    p->moe = g.n_local > 0;
-    if (g.moe_draws > 0) {
-        p->moe_dropped_fraction = g.moe_dropped / g.moe_assigned;
-        p->moe_load_max_over_mean = g.moe_imbalance_sum / g.moe_draws;
-    }
-    for (size_t i = 0; i < g.t->n_groups; i++)
-        sim_free(g.seq[i].ids);
-    sim_free(g.seq);
-    sim_free(g.seq_pos);
-    sim_free(g.units);
-    sim_free(g.deferred);
-    sim_free(g.mem_sharers);
-    plan__groups_destroy(&g);
-    sim_free(g.route);
-    sim_free(g.moe_drawn);
-    sim_free(g.moe_counts);
-    sim_free(g.moe_sent);
-    sim_free(g.chunk_first);
-    sim_free(g.mine);
-    sim_free(g.gather_of);
+    publish(&g, stream);
+    free_gen(&g);
     SIM_ASSERT(stream || trace__check(p->trace) == 0, "generated trace is inconsistent");
     return 0;
 }

@@ -10,6 +10,15 @@
 
 #include "replay/replay-internal.h"
 
+#define SECONDS_PER_NS 1e-9
+
+/* Wall-clock seconds from t0 to t1 (CLOCK_MONOTONIC). */
+static double elapsed_s(const struct timespec *t0, const struct timespec *t1)
+{
+    return (double)(t1->tv_sec - t0->tv_sec) +
+           SECONDS_PER_NS * (double)(t1->tv_nsec - t0->tv_nsec);
+}
+
 static replay_cause cause_of_group(int cls)
 {
     static const replay_cause map[PLAN_GROUP_COUNT] = {
@@ -19,14 +28,36 @@ static replay_cause cause_of_group(int cls)
     return map[cls];
 }
 
+/* An EV_OP_DONE event's payload: the rank, the rank's place in the group of a collective op
+ * (-1 for other ops) and the op's index in the rank's trace. */
+static int op_ev_rank(const sim_event *ev)
+{
+    return ev->a;
+}
+
+static int op_ev_member(const sim_event *ev)
+{
+    return ev->b;
+}
+
+static uint32_t op_ev_op(const sim_event *ev)
+{
+    return (uint32_t)ev->c;
+}
+
+static void op_ev_set(sim_event *ev, int rank, int member, uint32_t op)
+{
+    ev->a = rank;
+    ev->b = member;
+    ev->c = op;
+}
+
 /* `member`: the rank's place in the group of a collective op (-1 for other ops). */
 static sim_event *push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t, int member)
 {
     sim_event *ev = sim_eventq_alloc(c->q);
     ev->type = EV_OP_DONE;
-    ev->a = rank;
-    ev->b = member;
-    ev->c = op;
+    op_ev_set(ev, rank, member, op);
     sim_eventq_push(c->q, ev, t);
     return ev;
 }
@@ -55,7 +86,7 @@ static void retime_kernel(replay_ctx *c, int rank, sim_time now)
     rs->k_left = fmax(0, rs->k_left - (double)(now - rs->k_at) / (rs->k_slowed ? f : 1));
     rs->k_at = now;
     rs->k_slowed = slowed;
-    uint32_t op = (uint32_t)rs->k_ev->c;
+    uint32_t op = op_ev_op(rs->k_ev);
     sim_eventq_cancel(c->q, rs->k_ev);
     rs->k_ev = push_op_done(c, rank, op, now + (sim_time)(rs->k_left * (slowed ? f : 1) + 0.5),
                             -1);
@@ -632,7 +663,7 @@ static void report_progress(replay_ctx *c, sim_time now, const struct timespec *
 {
     struct timespec t;
     clock_gettime(CLOCK_MONOTONIC, &t);
-    double wall = (double)(t.tv_sec - t0->tv_sec) + 1e-9 * (double)(t.tv_nsec - t0->tv_nsec);
+    double wall = elapsed_s(t0, &t);
     if (wall < *next_report)
         return;
     *next_report = wall + c->opt->progress_every_s;
@@ -685,7 +716,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
 
     struct timespec t_loop;
     clock_gettime(CLOCK_MONOTONIC, &t_loop);
-    out->setup_s = (double)(t_loop.tv_sec - t0.tv_sec) + 1e-9 * (double)(t_loop.tv_nsec - t0.tv_nsec);
+    out->setup_s = elapsed_s(&t0, &t_loop);
     sim_time now = 0;
     sim_event *ev;
     double next_report = opt->progress_every_s;
@@ -699,8 +730,8 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
             hw_net_handle(c.net, ev);
             continue;
         }
-        int rank = ev->a, member = ev->b;
-        uint32_t op = (uint32_t)ev->c;
+        int rank = op_ev_rank(ev), member = op_ev_member(ev);
+        uint32_t op = op_ev_op(ev);
         sim_eventq_free(c.q, ev);
         op_done(&c, rank, op, member, now);
     }
@@ -740,7 +771,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     out->rounds_split = hw_net_rounds_split(c.net);
     out->simulated_s = sim_time_to_s(now);
     clock_gettime(CLOCK_MONOTONIC, &t1);
-    out->wall_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+    out->wall_s = elapsed_s(&t0, &t1);
 
     replay__clear(&c);
     hw_net_destroy(c.net);

@@ -128,9 +128,9 @@ static uint64_t sched_hash(uint32_t group, int op, int algo, int32_t root, doubl
     memcpy(&b, &bytes, sizeof b);
     uint64_t h = ((uint64_t)group << 32) ^ ((uint64_t)(uint8_t)op << 24) ^
                  ((uint64_t)(uint8_t)algo << 16) ^ (uint64_t)(uint32_t)root;
-    h ^= b + UINT64_C(0x9E3779B97F4A7C15) + (h << 6) + (h >> 2);
-    h ^= h >> 33;
-    h *= UINT64_C(0xff51afd7ed558ccd);
+    h ^= b + SIM_GOLDEN64 + (h << 6) + (h >> 2); /* boost::hash_combine */
+    h ^= h >> 33; /* half of MurmurHash3's fmix64 */
+    h *= SIM_FMIX64_C1;
     return h ^ (h >> 33);
 }
 

@@ -183,7 +183,7 @@ static bool copies_causal(const coll_schedule *s, int n, const double *start, bo
 /* copies_causal() for an all_gather (reversed: a reduce_scatter) of S over n members. */
 static bool gather_causal(const coll_schedule *s, int n, bool reversed)
 {
-    double start[MAXN];
+    double start[MAXN] = {0}; /* members n.. are never read (GCC cannot see that) */
     for (int m = 0; m < n; m++)
         start[m] = S / n;
     return copies_causal(s, n, start, reversed, S);

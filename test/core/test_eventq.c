@@ -21,6 +21,8 @@ static uint64_t xorshift64(uint64_t *s)
     return *s = x;
 }
 
+/* The queue never reads the payload: these tests carry a tag in its field `a` to tell events
+ * apart. */
 static sim_event *push_at(sim_eventq *q, sim_time t, int32_t tag)
 {
     sim_event *ev = sim_eventq_alloc(q);
@@ -142,7 +144,9 @@ static void test_repush(void)
     sim_eventq_destroy(q);
 }
 
-/* Finds the queued event in bucket `bucket`, slot `slot` among ev[0..n), or NULL. */
+/* Finds the queued event in bucket `bucket`, slot `slot` among ev[0..n), or NULL. Cancelled
+ * events are back in the pool (freed under pool_debug): the caller sets their entries to NULL
+ * so they are never read. */
 static sim_event *at_slot(sim_event **ev, int n, unsigned bucket, uint32_t slot)
 {
     for (int i = 0; i < n; i++)
@@ -171,12 +175,14 @@ static void test_cancel(void)
 
     /* head (bucket 0, a tombstone): t=10 becomes the earliest */
     sim_eventq_cancel(q, ev[0]);
+    ev[0] = NULL;
     CHECK_INT_EQ(sim_eventq__check(q), 0);
     CHECK_INT_EQ(sim_eventq_peek_time(q), 10);
     CHECK_INT_EQ(sim_eventq_size(q), 19);
 
     /* middle of bucket 7: t=70 (tag 7, slot 0); the bucket's last entry (tag 12) fills it */
     sim_eventq_cancel(q, ev[7]);
+    ev[7] = NULL;
     CHECK_INT_EQ(sim_eventq__check(q), 0);
     CHECK_INT_EQ(ev[12]->slot, 0);
     CHECK_INT_EQ(sim_eventq_size(q), 18);

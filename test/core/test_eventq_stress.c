@@ -97,7 +97,7 @@ static void test_hold_model(void)
     uint64_t rng = 0x2545F4914F6CDD1Du;
     for (int i = 0; i < N_HOLD; i++) {
         sim_event *ev = sim_eventq_alloc(q);
-        ev->a = i;
+        ev->a = i; /* payload: a tag the queue never reads */
         sim_eventq_push(q, ev, (sim_time)(xorshift64(&rng) % 1000));
     }
     int checks_ok = 1, time_ok = 1, key_ok = 1;

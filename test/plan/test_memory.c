@@ -1,0 +1,158 @@
+/* The persistent memory plan of each rank (sim/plan/dp.c persistent(); docs/memory.md) and
+ * the activations one layer keeps, for tiny models whose sizes are derived by hand.
+ *
+ * Parameters of tiny_llama (tiny.h), Ψ: per layer q, k, v 3 x 64 x 64 = 12,288, o 64 x 64 =
+ * 4,096, SwiGLU gate, up, down 3 x 64 x 128 = 24,576, two RMSNorm weights 128: 41,088;
+ * embedding 256 x 64 = 16,384, untied LM head 16,384, final norm 64. Ψ = 2 x 41,088 +
+ * 16,384 + 16,384 + 64 = 115,008.
+ *
+ * Mixed-precision Adam (Rajbhandari et al. 2020, ZeRO §3: K = 12): 16-bit weights 2Ψ,
+ * 16-bit gradients 2Ψ, fp32 master weights, momentum and variance 12Ψ. ZeRO-1 shards the 12Ψ
+ * over the N_d data-parallel ranks, ZeRO-2 also the gradients, ZeRO-3 also the weights.
+ * With N_d = 4 and Ψ = 115,008 (divisible by 4, so no rounding):
+ *             params   grads    optimizer   (bytes per rank)
+ *   DDP       230,016  230,016  1,380,096   2Ψ, 2Ψ, 12Ψ
+ *   ZeRO-1    230,016  230,016    345,024   2Ψ, 2Ψ, 12Ψ/4
+ *   ZeRO-2    230,016   57,504    345,024   2Ψ, 2Ψ/4, 12Ψ/4
+ *   ZeRO-3     57,504   57,504    345,024   2Ψ/4, 2Ψ/4, 12Ψ/4
+ * Besides: DDP and ZeRO-1 keep two gradient buckets in flight, min(2 x 25 MiB, 2Ψ) = 2Ψ =
+ * 230,016 here (none for ZeRO-2/3, which reduce into their shards, nor on one GPU); every
+ * rank reserves 512 MiB for the framework plus 256 MiB of NCCL buffers when there are
+ * several ranks: 805,306,368 (536,870,912 on one GPU). */
+#include "core/sim.h"
+
+#include "test.h"
+#include "tiny.h"
+
+#define PSI INT64_C(115008)
+#define FRAMEWORK (INT64_C(512) << 20)
+#define NCCL (INT64_C(256) << 20)
+
+static void test_psi(void)
+{
+    model_spec m = tiny_llama();
+    model_params p;
+    model_count_params(&m, &p);
+    CHECK_INT_EQ(p.per_layer, 41088);
+    CHECK_INT_EQ(p.total, PSI);
+}
+
+static plan *make(int dp, int zero)
+{
+    static plan_scenario sc; /* the plan borrows it until plan_destroy */
+    tiny_scenario(&sc, dp);
+    sc.model = tiny_llama();
+    sc.parallel.dp = dp;
+    sc.parallel.zero = zero;
+    sc.training.global_batch = dp;
+    plan *p = NULL;
+    sim_diag diag = {0};
+    int rc = plan_create(&sc, &(plan_options){.with_trace = false}, &p, &diag);
+    CHECK_INT_EQ(rc, 0);
+    if (rc != 0)
+        sim_diag_print(&diag, stderr);
+    return p;
+}
+
+static void check_mem(const plan_mem *m, int64_t params, int64_t grads, int64_t opt,
+                      int64_t buffers, int64_t other)
+{
+    CHECK_INT_EQ(m->bytes[PLAN_MEM_PARAMS], params);
+    CHECK_INT_EQ(m->bytes[PLAN_MEM_GRADS], grads);
+    CHECK_INT_EQ(m->bytes[PLAN_MEM_OPTIMIZER], opt);
+    CHECK_INT_EQ(m->bytes[PLAN_MEM_ACTIVATIONS], 0); /* transient: in the trace */
+    CHECK_INT_EQ(m->bytes[PLAN_MEM_BUFFERS], buffers);
+    CHECK_INT_EQ(m->bytes[PLAN_MEM_OTHER], other);
+    CHECK_INT_EQ(m->total, params + grads + opt + buffers + other);
+}
+
+static void test_zero_stages(void)
+{
+    /* the table of the file comment, on every rank of dp 4 */
+    const struct {
+        int zero;
+        int64_t params, grads, opt, buffers;
+    } rows[] = {
+        {0, 2 * PSI, 2 * PSI, 12 * PSI, 2 * PSI},
+        {1, 2 * PSI, 2 * PSI, 12 * PSI / 4, 2 * PSI},
+        {2, 2 * PSI, 2 * PSI / 4, 12 * PSI / 4, 0},
+        {3, 2 * PSI / 4, 2 * PSI / 4, 12 * PSI / 4, 0},
+    };
+    CHECK_INT_EQ(2 * PSI, 230016);
+    CHECK_INT_EQ(12 * PSI / 4, 345024);
+    CHECK_INT_EQ(FRAMEWORK + NCCL, 805306368);
+    for (size_t i = 0; i < SIM_ARRAY_LEN(rows); i++) {
+        plan *p = make(4, rows[i].zero);
+        if (!p)
+            continue;
+        for (int r = 0; r < 4; r++)
+            check_mem(&p->mem[r], rows[i].params, rows[i].grads, rows[i].opt,
+                      rows[i].buffers, FRAMEWORK + NCCL);
+        plan_destroy(p);
+    }
+    /* one GPU: all model states, no bucket in flight (nothing to reduce), no NCCL buffers:
+     * 2Ψ + 2Ψ + 12Ψ + 512 MiB = 1,840,128 + 536,870,912 = 538,711,040 */
+    plan *p = make(1, 0);
+    if (p) {
+        check_mem(&p->mem[0], 2 * PSI, 2 * PSI, 12 * PSI, 0, FRAMEWORK);
+        CHECK_INT_EQ(p->mem[0].total, 538711040);
+        plan_destroy(p);
+    }
+}
+
+/* Activations of one layer in the plan's trace: the forward of layer 0 allocates what its
+ * backward needs, one event at its last kernel. For a GPT layer (LayerNorm, GELU MLP of 4h,
+ * dropout kept, no flash attention, 16-bit) that is Korthikanti et al. 2022 Table 2 without
+ * parallelism: sbh(34 + 5as/h). With s = 32, b = 1, h = 64, a = 4: sbh = 2,048 and
+ * 5as/h = 5 x 4 x 32 / 64 = 10, so 2,048 x 44 = 90,112 bytes; the backward frees as much. */
+static void test_layer_activations(void)
+{
+    static plan_scenario sc;
+    tiny_scenario(&sc, 1);
+    sc.model = (model_spec){.name = "tiny-gpt", .layers = 2, .hidden = 64, .heads = 4,
+                            .kv_heads = 4, .head_dim = 16, .ffn = 256, .vocab = 256,
+                            .activation = MODEL_ACT_GELU, .norm = MODEL_NORM_LAYERNORM,
+                            .position = MODEL_POS_LEARNED, .dropout = 0.1,
+                            .tied_embeddings = true, .max_seq_len = 32, .bias = true};
+    sc.training.flash_attention = false;
+    sc.training.global_batch = 1;
+    plan *p = NULL;
+    sim_diag diag = {0};
+    int rc = plan_create(&sc, &(plan_options){.with_trace = true}, &p, &diag);
+    CHECK_INT_EQ(rc, 0);
+    if (rc != 0) {
+        sim_diag_print(&diag, stderr);
+        return;
+    }
+    const trace_rank *tr = &p->trace->ranks[0];
+    int64_t alloc = 0, freed = 0;
+    int n_alloc = 0;
+    for (size_t i = 0; i < tr->n_ops; i++) {
+        const trace_op *o = &tr->ops[i];
+        if (o->layer != 0)
+            continue;
+        for (uint32_t k = 0; k < o->n_mem; k++) {
+            const trace_mem *e = &tr->mem[o->mem_first + k];
+            if (e->cat != PLAN_MEM_ACTIVATIONS)
+                continue;
+            if (e->bytes > 0) {
+                alloc += e->bytes;
+                n_alloc++;
+            } else {
+                freed -= e->bytes;
+            }
+        }
+    }
+    CHECK_INT_EQ(n_alloc, 1);
+    CHECK_INT_EQ(alloc, 90112);
+    CHECK_INT_EQ(freed, 90112);
+    plan_destroy(p);
+}
+
+int main(void)
+{
+    test_psi();
+    test_zero_stages();
+    test_layer_activations();
+    return test_finish();
+}
