@@ -22,6 +22,10 @@ typedef struct cli_command {
  * CLI_EXIT_INVALID. */
 int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint);
 
+/* Wall-clock seconds on the monotonic clock, for progress lines and the timing figures
+ * printed on stderr; never part of a result. */
+double cli_wall_s(void);
+
 /* The sub-commands outside main.c (each reads its options with cli_opts_parse). */
 int cli_topo(const cli_command *cmd, int argc, char **argv);
 int cli_bench_coll(const cli_command *cmd, int argc, char **argv);

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -78,6 +79,13 @@ static const cli_spec check_spec = SPEC(check_opts, scenario_arg);
 static const cli_spec mem_spec = SPEC(mem_opts, scenario_arg);
 static const cli_spec trace_spec = SPEC(trace_opts, scenario_arg);
 static const cli_spec replay_spec = SPEC(replay_opts, trace_arg);
+
+double cli_wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec; /* 1e-9 s per ns */
+}
 
 int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint)
 {

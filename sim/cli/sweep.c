@@ -47,6 +47,8 @@
 
 #define TAG_REQ 1
 #define TAG_WORK 2
+/* Floor of the elapsed time a progress rate divides by (s): no division by zero at the start. */
+#define MIN_ELAPSED_S 1e-9
 
 static const cli_opt options[] = {
     CLI_RUNS_OPTS(true),
@@ -55,13 +57,6 @@ static const cli_opt options[] = {
 static const cli_arg args[] = {{.name = "SWEEP.yaml", .offset = offsetof(sweep_args, file)}};
 static const cli_spec sweep_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
                                     .args = args, .n_args = SIM_ARRAY_LEN(args)};
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 static void nap_us(long us)
 {
@@ -282,11 +277,11 @@ static void progress_tick(progress *pr, bool final)
 {
     if (!pr->on)
         return;
-    double t = now_s();
+    double t = cli_wall_s();
     if (!final && t - pr->last < 2.0)
         return;
     pr->last = t;
-    double rate = (double)(pr->done - pr->start_done) / SIM_MAX(t - pr->t0, 1e-9);
+    double rate = (double)(pr->done - pr->start_done) / SIM_MAX(t - pr->t0, MIN_ELAPSED_S);
     double eta = rate > 0 ? (double)(pr->total - pr->done) / rate : 0;
     fprintf(stderr, "stepsim: %zu/%zu runs done, %.3g runs/s, ETA %.0f s\n", pr->done,
             pr->total, rate, eta);
@@ -397,7 +392,7 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
 {
     for (size_t i = 0; i < n; i++) {
         h ^= (unsigned char)s[i];
-        h *= UINT64_C(0x100000001b3);
+        h *= SIM_FNV64_PRIME;
     }
     return h;
 }
@@ -406,7 +401,7 @@ static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
  * flags that change results. */
 static char *fingerprint(const sweep_ctx *c)
 {
-    uint64_t h = UINT64_C(0xcbf29ce484222325);
+    uint64_t h = SIM_FNV64_OFFSET;
     h = fnv1a(h, c->L.text, strlen(c->L.text));
     for (size_t i = 0; i < c->L.n_runs; i++)
         for (size_t k = 0; k < c->L.n_sets[i]; k++)
@@ -502,7 +497,7 @@ static int merge(const sweep_ctx *c)
     results_h5_input *in = sim_calloc(n_inputs + 2, sizeof *in);
     char sweep_hash[40];
     snprintf(sweep_hash, sizeof sweep_hash, "fnv1a64:%016" PRIx64,
-             fnv1a(UINT64_C(0xcbf29ce484222325), L->text, strlen(L->text)));
+             fnv1a(SIM_FNV64_OFFSET, L->text, strlen(L->text)));
     in[0] = (results_h5_input){L->source, sweep_hash};
     for (size_t k = 0; k < n_inputs; k++)
         in[k + 1] = (results_h5_input){inputs[k].path, inputs[k].hash};
@@ -579,7 +574,7 @@ int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
     if (rc)
         return rc;
     progress pr = {.on = c->rank == 0 && (a->progress || isatty(2)), .total = c->L.n_runs,
-                   .t0 = now_s()};
+                   .t0 = cli_wall_s()};
     if (!c->mpi || c->size == 1)
         rc = serial(c, &pr);
     else if (c->rank == 0)
@@ -595,7 +590,7 @@ int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
         return rc;
     progress_tick(&pr, true);
     fprintf(stderr, "stepsim: %zu runs: %zu done before, %zu run now on %d rank(s) in %.3g s\n",
-            c->L.n_runs, pr.start_done, c->L.n_runs - pr.start_done, c->size, now_s() - pr.t0);
+            c->L.n_runs, pr.start_done, c->L.n_runs - pr.start_done, c->size, cli_wall_s() - pr.t0);
     if (rc) {
         fprintf(stderr, "%s: error: could not complete; the finished runs are in %s (--resume "
                         "goes on from there)\n", c->L.source, c->dir);
