@@ -53,14 +53,10 @@ static void test_4d_layout(void)
     sc.model = tiny_llama();
     sc.parallel.tp = sc.parallel.cp = sc.parallel.dp = sc.parallel.pp = 2;
     sc.training.global_batch = 4; /* micro_batch 1 x dp 2 x 2 micro-batches per pipeline */
-    plan *p = NULL;
-    sim_diag diag = {0};
-    int rc = plan_create(&sc, &(plan_options){.with_trace = true}, &p, &diag);
-    CHECK_INT_EQ(rc, 0);
-    if (rc != 0) {
-        sim_diag_print(&diag, stderr);
+    plan *p = tiny_plan(&sc, true);
+    CHECK(p != NULL);
+    if (!p)
         return;
-    }
     CHECK_INT_EQ(p->n_ranks, 16);
     CHECK_INT_EQ(p->accum_steps, 2);
     const trace *t = p->trace;
@@ -116,14 +112,10 @@ static void test_expert_layout(void)
     sc.parallel.dp = 4;
     sc.parallel.ep = 2;
     sc.training.global_batch = 4;
-    plan *p = NULL;
-    sim_diag diag = {0};
-    int rc = plan_create(&sc, &(plan_options){.with_trace = true}, &p, &diag);
-    CHECK_INT_EQ(rc, 0);
-    if (rc != 0) {
-        sim_diag_print(&diag, stderr);
+    plan *p = tiny_plan(&sc, true);
+    CHECK(p != NULL);
+    if (!p)
         return;
-    }
     const trace *t = p->trace;
     CHECK_INT_EQ(t->n_groups, 5);
     for (int r = 0; r < 4; r++) {

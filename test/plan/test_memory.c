@@ -45,12 +45,8 @@ static plan *make(int dp, int zero)
     sc.parallel.dp = dp;
     sc.parallel.zero = zero;
     sc.training.global_batch = dp;
-    plan *p = NULL;
-    sim_diag diag = {0};
-    int rc = plan_create(&sc, &(plan_options){.with_trace = false}, &p, &diag);
-    CHECK_INT_EQ(rc, 0);
-    if (rc != 0)
-        sim_diag_print(&diag, stderr);
+    plan *p = tiny_plan(&sc, false);
+    CHECK(p != NULL);
     return p;
 }
 
@@ -116,14 +112,10 @@ static void test_layer_activations(void)
                             .tied_embeddings = true, .max_seq_len = 32, .bias = true};
     sc.training.flash_attention = false;
     sc.training.global_batch = 1;
-    plan *p = NULL;
-    sim_diag diag = {0};
-    int rc = plan_create(&sc, &(plan_options){.with_trace = true}, &p, &diag);
-    CHECK_INT_EQ(rc, 0);
-    if (rc != 0) {
-        sim_diag_print(&diag, stderr);
+    plan *p = tiny_plan(&sc, true);
+    CHECK(p != NULL);
+    if (!p)
         return;
-    }
     const trace_rank *tr = &p->trace->ranks[0];
     int64_t alloc = 0, freed = 0;
     int n_alloc = 0;

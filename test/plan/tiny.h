@@ -46,4 +46,17 @@ static inline model_spec tiny_llama(void)
                         .position = MODEL_POS_ROPE};
 }
 
+/* The plan of `sc` (with its trace when `with_trace`), or NULL after printing why it could
+ * not be made: the tests then fail on the NULL. */
+static inline plan *tiny_plan(const plan_scenario *sc, bool with_trace)
+{
+    plan *p = NULL;
+    sim_diag diag = {0};
+    if (plan_create(sc, &(plan_options){.with_trace = with_trace}, &p, &diag) != 0) {
+        sim_diag_print(&diag, stderr);
+        return NULL;
+    }
+    return p;
+}
+
 #endif
