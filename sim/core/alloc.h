@@ -7,10 +7,10 @@
 #include <stddef.h>
 
 /* malloc(n * size), zero-filled. Never returns NULL (n == 0 yields a unique pointer). */
-void *sim_calloc(size_t n, size_t size);
+void *sim_calloc(size_t n, size_t size) __attribute__((returns_nonnull));
 
 /* realloc to n * size bytes; new bytes are NOT zeroed. Never returns NULL. */
-void *sim_realloc_array(void *p, size_t n, size_t size);
+void *sim_realloc_array(void *p, size_t n, size_t size) __attribute__((returns_nonnull));
 
 /* strdup through the wrapper. s may be NULL (returns NULL). */
 char *sim_strdup(const char *s);
