@@ -363,15 +363,13 @@ static bool selected(const bench_opts *o, const char *name)
     return false;
 }
 
-int cli_bench(const cli_command *cmd, int argc, char **argv)
+static int bench_body(void *parsed, int argc, char **argv)
 {
-    bench_opts o = {.dir = "scenarios/bench", .mem_limit_gib = 0.9 * physical_gib()};
-    int rc = cli_opts_parse(cmd, &bench_spec, argc, argv, &o);
-    cli_opts_free(&bench_spec, &o);
-    if (rc)
-        return rc == CLI_OPTS_HELP ? 0 : rc;
-    if (o.only)
-        for (const char *p = o.only; *p;) {
+    bench_opts *o = parsed;
+    (void)argc;
+    (void)argv;
+    if (o->only)
+        for (const char *p = o->only; *p;) {
             const char *end = strchr(p, ',');
             size_t len = end ? (size_t)(end - p) : strlen(p);
             bool known = false;
@@ -387,26 +385,26 @@ int cli_bench(const cli_command *cmd, int argc, char **argv)
             }
             p += len + (end != NULL);
         }
-    if (!o.engine_only) {
+    if (!o->engine_only) {
         char path[4096];
-        snprintf(path, sizeof path, "%s/%s.yaml", o.dir, bench_set[0].name);
+        snprintf(path, sizeof path, "%s/%s.yaml", o->dir, bench_set[0].name);
         if (access(path, R_OK) != 0)
-            return cli_invalid("stepsim bench", "cannot read the reference scenarios in", o.dir,
+            return cli_invalid("stepsim bench", "cannot read the reference scenarios in", o->dir,
                                "run from the repository root, or pass --dir DIR");
     }
 
-    uint64_t n_events = o.quick ? 2000000 : 20000000;
+    uint64_t n_events = o->quick ? 2000000 : 20000000;
     engine_result e[2] = {engine_hold(1000, n_events), engine_hold(100000, n_events)};
     scenario_result s[BENCH_N];
     size_t n_s = 0;
-    for (size_t k = 0; k < BENCH_N && !o.engine_only; k++) {
-        if (!selected(&o, bench_set[k].name) || (o.quick && !o.only && bench_set[k].gpus >= 1024))
+    for (size_t k = 0; k < BENCH_N && !o->engine_only; k++) {
+        if (!selected(o, bench_set[k].name) || (o->quick && !o->only && bench_set[k].gpus >= 1024))
             continue;
-        if (!o.json)
+        if (!o->json)
             fprintf(stderr, "stepsim bench: %s ...\n", bench_set[k].name);
-        s[n_s++] = run_scenario(&o, &bench_set[k]);
+        s[n_s++] = run_scenario(o, &bench_set[k]);
     }
-    if (o.json)
+    if (o->json)
         print_json(e, 2, s, n_s);
     else
         print_tables(e, 2, s, n_s);
@@ -414,4 +412,10 @@ int cli_bench(const cli_command *cmd, int argc, char **argv)
         if (s[i].st.status != 0)
             return 1;
     return 0;
+}
+
+int cli_bench(const cli_command *cmd, int argc, char **argv)
+{
+    bench_opts o = {.dir = "scenarios/bench", .mem_limit_gib = 0.9 * physical_gib()};
+    return cli_opts_run(cmd, &bench_spec, argc, argv, &o, bench_body);
 }

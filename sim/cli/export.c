@@ -402,25 +402,23 @@ static const cli_arg args[] = {{.name = "OUT.h5", .offset = offsetof(export_args
 static const cli_spec spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options), .args = args,
                               .n_args = SIM_ARRAY_LEN(args)};
 
-int cli_export_perfetto(const cli_command *cmd, int argc, char **argv)
+static int export_body(void *parsed, int argc, char **argv)
 {
-    export_args a = {0};
-    int rc = cli_opts_parse(cmd, &spec, argc, argv, &a);
-    cli_opts_free(&spec, &a);
-    if (rc)
-        return rc == CLI_OPTS_HELP ? 0 : rc;
+    export_args *a = parsed;
+    (void)argc;
+    (void)argv;
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    rc = results_h5r_open(a.in, &f, &diag);
+    int rc = results_h5r_open(a->in, &f, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
         return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
     }
     const char *name = NULL;
-    rc = pick_run(f, a.in, a.run, &name);
+    rc = pick_run(f, a->in, a->run, &name);
     size_t n_events = 0;
     if (!rc) {
-        rc = export_run(f, a.in, name, a.out, &n_events);
+        rc = export_run(f, a->in, name, a->out, &n_events);
         if (rc && diag.set) { /* a table missing or unreadable */
             sim_diag_print(&diag, stderr);
             rc = rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
@@ -428,4 +426,10 @@ int cli_export_perfetto(const cli_command *cmd, int argc, char **argv)
     }
     results_h5r_close(f);
     return rc;
+}
+
+int cli_export_perfetto(const cli_command *cmd, int argc, char **argv)
+{
+    export_args a = {0};
+    return cli_opts_run(cmd, &spec, argc, argv, &a, export_body);
 }

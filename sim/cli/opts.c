@@ -193,3 +193,13 @@ void cli_command_line(const cli_spec *spec, int argc, char **argv, char *buf, si
             len += (size_t)snprintf(buf + len, size - len, " %s", argv[i]);
     }
 }
+
+int cli_opts_run(const cli_command *cmd, const cli_spec *spec, int argc, char **argv, void *args,
+                 int (*body)(void *args, int argc, char **argv))
+{
+    int rc = cli_opts_parse(cmd, spec, argc, argv, args);
+    if (rc == 0)
+        rc = body(args, argc, argv);
+    cli_opts_free(spec, args);
+    return rc == CLI_OPTS_HELP ? 0 : rc;
+}

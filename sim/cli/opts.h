@@ -69,6 +69,11 @@ typedef struct cli_spec {
 int cli_opts_parse(const cli_command *cmd, const cli_spec *spec, int argc, char **argv,
                    void *out);
 
+/* Parses into `args` (as cli_opts_parse), runs `body(args, argc, argv)` when that succeeded,
+ * frees the option lists afterwards and returns the exit code (0 after --help). */
+int cli_opts_run(const cli_command *cmd, const cli_spec *spec, int argc, char **argv, void *args,
+                 int (*body)(void *args, int argc, char **argv));
+
 /* Frees the lists of `out`'s repeatable options. */
 void cli_opts_free(const cli_spec *spec, void *out);
 

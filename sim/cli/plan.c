@@ -334,16 +334,13 @@ static const cli_arg args[] = {{.name = "SCENARIO.yaml", .offset = offsetof(swee
 static const cli_spec plan_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
                                    .args = args, .n_args = SIM_ARRAY_LEN(args)};
 
-int cli_plan(const cli_command *cmd, int argc, char **argv)
+static int plan_body(void *parsed, int argc, char **argv)
 {
-    sweep_args a = {.top = 10};
-    int rc = cli_opts_parse(cmd, &plan_spec, argc, argv, &a);
-    cli_opts_free(&plan_spec, &a);
-    if (rc)
-        return rc == CLI_OPTS_HELP ? 0 : rc;
-    cli_command_line(&plan_spec, argc, argv, a.command, sizeof a.command);
-    a.no_timeline = true; /* a plan compares summaries; -o keeps them */
-    sweep_ctx c = {.a = &a, .size = 1};
+    sweep_args *a = parsed;
+    int rc = 0;
+    cli_command_line(&plan_spec, argc, argv, a->command, sizeof a->command);
+    a->no_timeline = true; /* a plan compares summaries; -o keeps them */
+    sweep_ctx c = {.a = a, .size = 1};
     c.mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
     if (c.mpi) {
         MPI_Init(&argc, &argv);
@@ -353,7 +350,7 @@ int cli_plan(const cli_command *cmd, int argc, char **argv)
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     input_scenario_info *info = NULL;
     sim_diag diag = {0};
-    rc = input_scenario_load(a.file, NULL, 0, sc, &info, &diag);
+    rc = input_scenario_load(a->file, NULL, 0, sc, &info, &diag);
     if (rc) {
         if (c.rank == 0)
             sim_diag_print(&diag, stderr);
@@ -361,7 +358,7 @@ int cli_plan(const cli_command *cmd, int argc, char **argv)
     }
     char tmpdir[] = "/tmp/stepsim-plan-XXXXXX";
     char *tmp_out = NULL;
-    if (!rc && !a.out) {
+    if (!rc && !a->out) {
         /* rank 0 makes the directory; all ranks must use the same path */
         int ok = c.rank == 0 ? mkdtemp(tmpdir) != NULL : 1;
         if (c.mpi) {
@@ -370,7 +367,7 @@ int cli_plan(const cli_command *cmd, int argc, char **argv)
         }
         tmp_out = sim_calloc(strlen(tmpdir) + 16, 1);
         sprintf(tmp_out, "%s/plan.h5", tmpdir);
-        a.out = tmp_out;
+        a->out = tmp_out;
         rc = ok ? 0 : 1;
     }
     if (!rc) {
@@ -394,10 +391,10 @@ int cli_plan(const cli_command *cmd, int argc, char **argv)
         if (g.n == 0) {
             if (c.rank == 0)
                 fprintf(stderr, "%s: error: no parallel layout splits this model on %d GPUs\n",
-                        a.file, gpus);
+                        a->file, gpus);
             rc = CLI_EXIT_INVALID;
         } else {
-            plan_runs(&c, &g, a.file, sc->name, batch, full);
+            plan_runs(&c, &g, a->file, sc->name, batch, full);
             rc = cli__runs_execute(&c, plan_finish);
             free_plan_runs(&c.L);
         }
@@ -415,4 +412,10 @@ int cli_plan(const cli_command *cmd, int argc, char **argv)
     if (c.mpi)
         MPI_Finalize();
     return rc;
+}
+
+int cli_plan(const cli_command *cmd, int argc, char **argv)
+{
+    sweep_args a = {.top = 10};
+    return cli_opts_run(cmd, &plan_spec, argc, argv, &a, plan_body);
 }

@@ -334,14 +334,18 @@ static const cli_arg args[] = {{.name = "OUT.h5", .offset = offsetof(report_args
 static const cli_spec spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options), .args = args,
                               .n_args = SIM_ARRAY_LEN(args)};
 
+static int report_body(void *parsed, int argc, char **argv)
+{
+    report_args *a = parsed;
+    (void)argc;
+    (void)argv;
+    return cli_report_file(a->in, a->csv);
+}
+
 int cli_report(const cli_command *cmd, int argc, char **argv)
 {
     report_args a = {0};
-    int rc = cli_opts_parse(cmd, &spec, argc, argv, &a);
-    cli_opts_free(&spec, &a);
-    if (rc)
-        return rc == CLI_OPTS_HELP ? 0 : rc;
-    return cli_report_file(a.in, a.csv);
+    return cli_opts_run(cmd, &spec, argc, argv, &a, report_body);
 }
 
 /* A sweep over a list of scenario files (docs/sweeps.md): which file each run started from,

@@ -654,15 +654,12 @@ static void free_runs(run_list *L)
     sim_free(L->bases);
 }
 
-int cli_sweep(const cli_command *cmd, int argc, char **argv)
+static int sweep_body(void *parsed, int argc, char **argv)
 {
-    sweep_args a = {0};
-    int rc = cli_opts_parse(cmd, &sweep_spec, argc, argv, &a);
-    cli_opts_free(&sweep_spec, &a);
-    if (rc)
-        return rc == CLI_OPTS_HELP ? 0 : rc;
-    cli_command_line(&sweep_spec, argc, argv, a.command, sizeof a.command);
-    sweep_ctx c = {.a = &a, .size = 1};
+    sweep_args *a = parsed;
+    int rc = 0;
+    cli_command_line(&sweep_spec, argc, argv, a->command, sizeof a->command);
+    sweep_ctx c = {.a = a, .size = 1};
     c.mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;
     if (c.mpi) {
         MPI_Init(&argc, &argv);
@@ -670,7 +667,7 @@ int cli_sweep(const cli_command *cmd, int argc, char **argv)
         MPI_Comm_size(MPI_COMM_WORLD, &c.size);
     }
     sim_diag diag = {0};
-    rc = input_sweep_load(a.file, &c.sw, &diag);
+    rc = input_sweep_load(a->file, &c.sw, &diag);
     if (rc) { /* every rank read the same file and failed alike; one prints */
         if (c.rank == 0)
             sim_diag_print(&diag, stderr);
@@ -685,4 +682,10 @@ int cli_sweep(const cli_command *cmd, int argc, char **argv)
     if (c.mpi)
         MPI_Finalize();
     return rc;
+}
+
+int cli_sweep(const cli_command *cmd, int argc, char **argv)
+{
+    sweep_args a = {0};
+    return cli_opts_run(cmd, &sweep_spec, argc, argv, &a, sweep_body);
 }

@@ -1,5 +1,5 @@
 /* Cluster description helpers (the spec of hw/spec.h): PCIe bandwidth by generation and the
- * names of the device, link, intra-node, fabric and protocol kinds. */
+ * names of the device, link, intra-node and protocol kinds. */
 #include "core/sim.h"
 
 #include "hw/spec.h"

@@ -591,19 +591,6 @@ static void build_units(gen *g)
     }
 }
 
-/* Tokens each of this rank's experts processes, per MoE layer and micro-batch: the EP group's
- * ep·T tokens each pick top_k experts, drawn as one multinomial over the experts (GSL,
- * seeded from the scenario seed, the layer, the micro-batch and the EP group, so every
- * TP/PP rank of a group sees the same routing and results never depend on run order).
- * training.moe_routing_skew s sets the popularity: expert at rank j of a per-layer random
- * order gets weight (j+1)^-s; s = 0 is uniform.
- *
- * With training.moe_capacity_factor c > 0 each source rank's T·top_k assignments are drawn
- * on their own (a sum of multinomials with equal weights is the group multinomial), and
- * each expert keeps at most ceil(c·T·top_k/E) of them from that rank, Megatron's capacity
- * (computed on the rank's local tokens, before the dispatch); the rest are dropped: not
- * sent, not computed. g->sent holds the assignments a rank dispatches, averaged over the
- * group (the all-to-all is modelled with equal buffers on every rank). */
 /* Seed mixing for the routing draws: odd multipliers, primes or well-known hash constants,
  * that make nearby (seed, layer, micro-batch, EP group) tuples give unrelated MT19937 seeds.
  * Their values are part of the output (they decide every routing draw): never change them.
@@ -620,6 +607,19 @@ static void build_units(gen *g)
 #define ROUTE_BLOCK_MUL 2246822519u
 #define ROUTE_SEED_ADD 7u
 
+/* Tokens each of this rank's experts processes, per MoE layer and micro-batch: the EP group's
+ * ep·T tokens each pick top_k experts, drawn as one multinomial over the experts (GSL,
+ * seeded from the scenario seed, the layer, the micro-batch and the EP group, so every
+ * TP/PP rank of a group sees the same routing and results never depend on run order).
+ * training.moe_routing_skew s sets the popularity: expert at rank j of a per-layer random
+ * order gets weight (j+1)^-s; s = 0 is uniform.
+ *
+ * With training.moe_capacity_factor c > 0 each source rank's T·top_k assignments are drawn
+ * on their own (a sum of multinomials with equal weights is the group multinomial), and
+ * each expert keeps at most ceil(c·T·top_k/E) of them from that rank, Megatron's capacity
+ * (computed on the rank's local tokens, before the dispatch); the rest are dropped: not
+ * sent, not computed. g->sent holds the assignments a rank dispatches, averaged over the
+ * group (the all-to-all is modelled with equal buffers on every rank). */
 static void draw_block(gen *g, int ep_block)
 {
     const plan_scenario *sc = g->sc;
@@ -919,18 +919,10 @@ int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)
     if (rc != 0)
         return rc;
     rc = plan__groups_create(&g, diag);
-    if (rc != 0) {
-        trace_destroy(g.t);
-        plan__groups_destroy(&g);
-        return rc;
-    }
-    rc = count_mem_sharers(&g, diag);
-    if (rc != 0) {
-        sim_free(g.mem_sharers);
-        trace_destroy(g.t);
-        plan__groups_destroy(&g);
-        return rc;
-    }
+    if (rc == 0)
+        rc = count_mem_sharers(&g, diag);
+    if (rc != 0)
+        goto fail;
     build_layout(&g);
     alloc_routing(&g);
     p->mem = sim_calloc((size_t)p->n_ranks, sizeof *p->mem);
@@ -943,4 +935,9 @@ int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)
     free_gen(&g);
     SIM_ASSERT(stream || trace__check(p->trace) == 0, "generated trace is inconsistent");
     return 0;
+fail:
+    sim_free(g.mem_sharers);
+    trace_destroy(g.t);
+    plan__groups_destroy(&g);
+    return rc;
 }

@@ -1,6 +1,6 @@
 /* The trace: for every rank, the ordered operations of one training step and their
- * dependencies (docs/architecture.md). It is plain data with no I/O; the plan builds it, the replay
- * executes it, and later issues read and write it as a file.
+ * dependencies (docs/architecture.md). It is plain data with no I/O; the plan builds it, the
+ * replay executes it, and sim/results/tracefile.c reads and writes it as a file.
  *
  * Semantics:
  * - Each op runs on one stream of its rank. Ops of a stream run one at a time in the order

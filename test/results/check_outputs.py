@@ -138,7 +138,7 @@ def mode_pandas(tmp):
     return 0
 
 
-tmp = tempfile.mkdtemp(prefix="stepsim-io-check-")
+tmp = tempfile.mkdtemp(prefix="stepsim-results-check-")
 try:
     rc = {"contract-h5": mode_contract_h5, "contract-json": mode_contract_json,
           "pandas": mode_pandas}[mode](tmp)

@@ -1,6 +1,6 @@
-/* Writes the synthetic sample of sample.h for the Python checks (check_h5.py):
+/* Writes the synthetic sample of sample.h for the Python checks (check_outputs.py):
  *
- *     io_write_sample OUT.h5 OUT.json [N_RUNS] [--no-timeline]
+ *     write_sample OUT.h5 OUT.json [N_RUNS] [--no-timeline]
  *
  * OUT.h5 holds N_RUNS runs (default 1; up to 3: ok, oom, skipped), OUT.json one
  * results_json_write_run object per run followed by one results_json_write_mem object. Exits 0 on
