@@ -374,7 +374,8 @@ static int bench_body(void *parsed, int argc, char **argv)
             size_t len = end ? (size_t)(end - p) : strlen(p);
             bool known = false;
             for (size_t k = 0; k < BENCH_N; k++)
-                known |= strlen(bench_set[k].name) == len && strncmp(bench_set[k].name, p, len) == 0;
+                known |=
+                    strlen(bench_set[k].name) == len && strncmp(bench_set[k].name, p, len) == 0;
             if (!known) {
                 char name[256];
                 snprintf(name, sizeof name, "%.*s", (int)SIM_MIN(len, 200), p);
@@ -393,6 +394,9 @@ static int bench_body(void *parsed, int argc, char **argv)
                                "run from the repository root, or pass --dir DIR");
     }
 
+    if (!LIMIT_ADDRESS_SPACE && !o->engine_only)
+        fprintf(stderr, "stepsim bench: an AddressSanitizer build: the scenarios run without "
+                        "the --mem-limit address-space limit (its shadow memory needs more)\n");
     uint64_t n_events = o->quick ? 2000000 : 20000000;
     engine_result e[2] = {engine_hold(1000, n_events), engine_hold(100000, n_events)};
     scenario_result s[BENCH_N];

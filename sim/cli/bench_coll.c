@@ -163,14 +163,15 @@ int cli_bench_coll(const cli_command *cmd, int argc, char **argv)
             double time_s = run_one(topo, &t, &s, &ch);
             double algbw = time_s > 0 ? (double)bytes / time_s / 1e9 : 0;
             double busbw = algbw * coll_busbw_factor((coll_op)a.op, a.gpus);
-            bool reduces = a.op == COLL_ALL_REDUCE || a.op == COLL_REDUCE_SCATTER || a.op == COLL_REDUCE;
+            bool reduces =
+                a.op == COLL_ALL_REDUCE || a.op == COLL_REDUCE_SCATTER || a.op == COLL_REDUCE;
             bool rooted = a.op == COLL_BROADCAST || a.op == COLL_REDUCE;
             if (a.json)
                 printf("{\"op\": \"%s\", \"algo\": \"%s\", \"proto\": \"%s\", \"gpus\": %d, "
                        "\"bytes\": %lld, \"time_s\": %.9g, \"algbw_GBps\": %.6g, "
                        "\"busbw_GBps\": %.6g}\n",
-                       coll_op_name((coll_op)a.op), coll_algo_name(ch.algo), hw_proto_name(ch.proto),
-                       a.gpus, (long long)bytes, time_s, algbw, busbw);
+                       coll_op_name((coll_op)a.op), coll_algo_name(ch.algo),
+                       hw_proto_name(ch.proto), a.gpus, (long long)bytes, time_s, algbw, busbw);
             else
                 printf("  %10lld %12lld %6s %6s %6d %12.2f %9.2f %9.2f  %-12s %s\n",
                        (long long)bytes, (long long)(bytes / 4), "float",

@@ -161,8 +161,10 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
                         plan_group_name((plan_group_class)g), s->comm_bytes_per_gpu[g] / 1e9,
                         s->exposed_comm_s[g]);
         if (s->moe)
-            fprintf(f, "  experts         busiest %.3g x the mean load, %.2f%% of assignments dropped\n",
-                    s->moe_load_max_over_mean, 100 * s->moe_dropped_fraction);
+            fprintf(
+                f,
+                "  experts         busiest %.3g x the mean load, %.2f%% of assignments dropped\n",
+                s->moe_load_max_over_mean, 100 * s->moe_dropped_fraction);
     }
     fprintf(f, "  memory (peak)   ");
     print_bytes(f, (double)s->peak_mem_bytes);
@@ -245,7 +247,8 @@ static int stream_rows(void *ud, const replay_timeline_row *rows, size_t n)
     return results_h5_stream_timeline(s->f, s->run, rows, n);
 }
 
-static int finish_h5(results_h5_file *f, const cli_job *j, const replay_results *res, sim_diag *diag)
+static int finish_h5(results_h5_file *f, const cli_job *j, const replay_results *res,
+                     sim_diag *diag)
 {
     results_h5_run run = {.results = res, .scenario_yaml = j->info->resolved_yaml};
     int rc = results_h5_add_run(f, &run, j->sc.simulation.timeline);
@@ -474,7 +477,6 @@ static int cmd_mem(const cli_args *a)
     return rc;
 }
 
-
 static int run_main(const cli_command *cmd, int argc, char **argv)
 {
     return with_args(cmd, &run_spec, argc, argv, cmd_run);
@@ -500,7 +502,7 @@ static int replay_main(const cli_command *cmd, int argc, char **argv)
     return with_args(cmd, &replay_spec, argc, argv, cmd_replay);
 }
 
-/* ---- the commands ---------------------------------------------------------------------- */
+/* ---- the command table: each command's usage text, then cli_commands[] ---- */
 
 static const char usage_run[] =
     "usage: stepsim run SCENARIO.yaml [-o OUT.h5] [--set KEY=VALUE]... [--json] [--steps N]\n"

@@ -240,7 +240,8 @@ static int plan_finish(sweep_ctx *c)
     fields[nf++] = (results_h5r_field){"status", RESULTS_H5R_STR, offsetof(row, status)};
     fields[nf++] = (results_h5r_field){"error", RESULTS_H5R_STR, offsetof(row, error)};
     fields[nf++] = (results_h5r_field){"step_time_s", RESULTS_H5R_F64, offsetof(row, step_time_s)};
-    fields[nf++] = (results_h5r_field){"tokens_per_s", RESULTS_H5R_F64, offsetof(row, tokens_per_s)};
+    fields[nf++] =
+        (results_h5r_field){"tokens_per_s", RESULTS_H5R_F64, offsetof(row, tokens_per_s)};
     fields[nf++] = (results_h5r_field){"mfu", RESULTS_H5R_F64, offsetof(row, mfu)};
     fields[nf++] = (results_h5r_field){"peak_mem_bytes", RESULTS_H5R_I64, offsetof(row, peak)};
     for (int a = 0; a < AXES; a++)

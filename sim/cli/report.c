@@ -59,7 +59,8 @@ static int read_summary(results_h5r_file *f, const char *name, run_row *r)
     F("binding_constraint", RESULTS_H5R_STR, binding);
 #undef F
     for (int c = 0; c < N_CAUSES; c++, k++) {
-        snprintf(names[k], sizeof names[k], "bubble_by_cause.%s", replay_cause_name((replay_cause)c));
+        snprintf(names[k], sizeof names[k], "bubble_by_cause.%s",
+                 replay_cause_name((replay_cause)c));
         fields[n++] = (results_h5r_field){names[k], RESULTS_H5R_F64,
                                      offsetof(run_row, bubble) + (size_t)c * sizeof(double)};
     }
@@ -190,9 +191,11 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
             printf("\nout of memory, skipped or failed:\n");
         header = true;
         if (strcmp(r->status, "oom") == 0)
-            printf("  %s: oom: %s\n", r->name, r->binding[0] ? r->binding : "(no constraint recorded)");
+            printf("  %s: oom: %s\n", r->name,
+                   r->binding[0] ? r->binding : "(no constraint recorded)");
         else
-            printf("  %s: %s: %s\n", r->name, r->status, r->error[0] ? r->error : "(no reason recorded)");
+            printf("  %s: %s: %s\n", r->name, r->status,
+                   r->error[0] ? r->error : "(no reason recorded)");
     }
     header = false;
     for (size_t i = 0; i < n; i++) {
@@ -222,8 +225,9 @@ void cli_print_accuracy(FILE *f, bool timing, const char *gpu)
         fprintf(f, "  accuracy        memory formulas exact to 0.5%% against the published ZeRO "
                    "and activation tables (docs/validation.md)\n");
     } else if (gpu && strncmp(gpu, "a100", 4) == 0) {
-        fprintf(f, "  accuracy        step time vs published A100 runs: mean error %.1f%% (max "
-                   "%.1f%%) on %d Megatron-LM rows of 2021, %.1f%% (max %.1f%%) on %d of 2022; %s\n",
+        fprintf(f,
+                "  accuracy        step time vs published A100 runs: mean error %.1f%% (max "
+                "%.1f%%) on %d Megatron-LM rows of 2021, %.1f%% (max %.1f%%) on %d of 2022; %s\n",
                 STEPSIM_VALIDATED_A100_MAPE, STEPSIM_VALIDATED_A100_MAX,
                 STEPSIM_VALIDATED_A100_ROWS, STEPSIM_VALIDATED_A100_2022_MAPE,
                 STEPSIM_VALIDATED_A100_2022_MAX, STEPSIM_VALIDATED_A100_2022_ROWS, mem);
@@ -246,9 +250,10 @@ void cli_print_accuracy(FILE *f, bool timing, const char *gpu)
                         STEPSIM_VALIDATED_A100_2022_MAX),
                 mem);
     } else {
-        fprintf(f, "  accuracy        step time vs published runs: mean error %.1f%% (max %.1f%%) on "
-                   "%d Megatron-LM A100 rows of 2021 and %.1f%% (max %.1f%%) on %d of 2022, "
-                   "%.1f%% (max %.1f%%) on %d Megatron-Core H100 rows; %s\n",
+        fprintf(f,
+                "  accuracy        step time vs published runs: mean error %.1f%% (max %.1f%%) on "
+                "%d Megatron-LM A100 rows of 2021 and %.1f%% (max %.1f%%) on %d of 2022, "
+                "%.1f%% (max %.1f%%) on %d Megatron-Core H100 rows; %s\n",
                 STEPSIM_VALIDATED_A100_MAPE, STEPSIM_VALIDATED_A100_MAX,
                 STEPSIM_VALIDATED_A100_ROWS, STEPSIM_VALIDATED_A100_2022_MAPE,
                 STEPSIM_VALIDATED_A100_2022_MAX, STEPSIM_VALIDATED_A100_2022_ROWS,

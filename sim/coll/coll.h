@@ -53,7 +53,8 @@ typedef enum coll_algo {
     COLL_ALGO_HD,           /* recursive halving-doubling (Rabenseifner for all_reduce) */
     COLL_ALGO_DIRECT,       /* all_to_all: everyone to everyone at once */
     COLL_ALGO_PAIRWISE,     /* all_to_all: n-1 rounds of shifted pairs */
-    COLL_ALGO_HIERARCHICAL, /* intra-node reduce-scatter, inter-node all-reduce, intra-node all-gather */
+    COLL_ALGO_HIERARCHICAL, /* intra-node reduce-scatter, inter-node all-reduce, intra-node
+                               all-gather */
     COLL_ALGO_NVLS,         /* NVLink SHARP: reduction in the NVSwitch */
     COLL_ALGO_COUNT
 } coll_algo;

@@ -4,8 +4,8 @@
  * run in the order they were scheduled and equal keys never occur: the order is total and
  * independent of pointer values. Discrete-event simulation never schedules into the past,
  * and the queue relies on it: an event may not be pushed earlier than the last one popped
- * (asserted; peeking does not count). Each event records where it is queued (bucket, slot), which makes
- * cancellation O(1). */
+ * (asserted; peeking does not count). Each event records where it is queued (bucket, slot), which
+ * makes cancellation O(1). */
 #ifndef SIM_CORE_EVENTQ_H
 #define SIM_CORE_EVENTQ_H
 

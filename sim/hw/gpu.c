@@ -7,10 +7,10 @@
  *
  * for matmul-class ops (k the inner dimension, when known), and the same with the fp32
  * CUDA-core peak and no matmul efficiency for vector ops; fused attention kernels use the
- * attention table at their sequence length in place of eff_mm. The efficiency curves are tabulated in the catalog and interpolated
- * linearly in log10(x) with GSL, clamped to the end values outside the table: a GEMM larger
- * than any measured one runs at the largest measured efficiency, never above it. How the
- * catalog curves were obtained is in docs/calibration.md.
+ * attention table at their sequence length in place of eff_mm. The efficiency curves are tabulated
+ * in the catalog and interpolated linearly in log10(x) with GSL, clamped to the end values outside
+ * the table: a GEMM larger than any measured one runs at the largest measured efficiency, never
+ * above it. How the catalog curves were obtained is in docs/calibration.md.
  *
  * GSL's interpolators abort through its default error handler when evaluated outside the
  * range (docs/platform.md); we turn the handler off, clamp before evaluating and use the _e

@@ -76,15 +76,14 @@ static size_t path_index(input_schema_ctx *ctx, size_t i)
     return len;
 }
 
-static int expect_items(input_schema_ctx *ctx, const input_ynode *v, const char *example, size_t max,
-                        const char *what)
+static int expect_items(input_schema_ctx *ctx, const input_ynode *v, const char *example,
+                        size_t max, const char *what)
 {
     if (v->kind != INPUT_YSEQ)
-        return input_schema_error(ctx, SIM_EINVAL, v, "%s: expected a list such as %s, got %s%s%s%s",
-                               ctx->path, example, input_ykind_name(v->kind),
-                               v->kind == INPUT_YSCALAR ? " '" : "",
-                               v->kind == INPUT_YSCALAR ? v->text : "",
-                               v->kind == INPUT_YSCALAR ? "'" : "");
+        return input_schema_error(
+            ctx, SIM_EINVAL, v, "%s: expected a list such as %s, got %s%s%s%s", ctx->path, example,
+            input_ykind_name(v->kind), v->kind == INPUT_YSCALAR ? " '" : "",
+            v->kind == INPUT_YSCALAR ? v->text : "", v->kind == INPUT_YSCALAR ? "'" : "");
     if (v->n > max)
         return input_schema_error(ctx, SIM_EINVAL, v, "%s: at most %zu %s, got %zu", ctx->path, max,
                                what, v->n);
@@ -95,11 +94,10 @@ static int expect_item_map(input_schema_ctx *ctx, const input_ynode *item, const
 {
     if (item->kind == INPUT_YMAP)
         return 0;
-    return input_schema_error(ctx, SIM_EINVAL, item, "%s: expected a mapping such as %s, got %s%s%s%s",
-                           ctx->path, example, input_ykind_name(item->kind),
-                           item->kind == INPUT_YSCALAR ? " '" : "",
-                           item->kind == INPUT_YSCALAR ? item->text : "",
-                           item->kind == INPUT_YSCALAR ? "'" : "");
+    return input_schema_error(
+        ctx, SIM_EINVAL, item, "%s: expected a mapping such as %s, got %s%s%s%s", ctx->path,
+        example, input_ykind_name(item->kind), item->kind == INPUT_YSCALAR ? " '" : "",
+        item->kind == INPUT_YSCALAR ? item->text : "", item->kind == INPUT_YSCALAR ? "'" : "");
 }
 
 /* ---------------------------------------------------------------------------------------- */
@@ -111,10 +109,12 @@ static const input_key device_keys[] = {
      .size = sizeof(((hw_dev_spec *)0)->name), .flags = INPUT_KEY_REQUIRED},
     {.name = "kind", .type = INPUT_K_ENUM, .offset = DV(kind), .enums = input__dev_kind_names,
      .flags = INPUT_KEY_REQUIRED},
-    {.name = "node", .type = INPUT_K_INT, .offset = DV(node), .flags = INPUT_KEY_MIN | INPUT_KEY_MAX,
+    {.name = "node", .type = INPUT_K_INT, .offset = DV(node),
+     .flags = INPUT_KEY_MIN | INPUT_KEY_MAX,
      .min = 0, .max = 1048575},
     {.name = "p2p", .type = INPUT_K_BOOL, .offset = DV(p2p)},
-    {.name = "bandwidth", .type = INPUT_K_QUANTITY, .offset = DV(bw_Bps), .unit = INPUT_UNIT_BANDWIDTH,
+    {.name = "bandwidth", .type = INPUT_K_QUANTITY, .offset = DV(bw_Bps),
+     .unit = INPUT_UNIT_BANDWIDTH,
      .flags = INPUT_KEY_MIN_EXCL, .min = 0},
 };
 static const input_map device_map = {
@@ -188,7 +188,8 @@ int input__devices_fn(const input_key *key, const input_ynode *v, void *base, in
 
 /* `between`, `from`, `to`: device names, resolved in input__topology_check; here only their
  * shape is checked. */
-static int endpoint_fn(const input_key *key, const input_ynode *v, void *base, input_schema_ctx *ctx)
+static int endpoint_fn(const input_key *key, const input_ynode *v, void *base,
+                       input_schema_ctx *ctx)
 {
     (void)key;
     (void)base;
@@ -225,7 +226,8 @@ static const input_key link_keys[] = {
     {.name = "between", .type = INPUT_K_CUSTOM, .fn = between_fn},
     {.name = "from", .type = INPUT_K_CUSTOM, .fn = endpoint_fn},
     {.name = "to", .type = INPUT_K_CUSTOM, .fn = endpoint_fn},
-    {.name = "bandwidth", .type = INPUT_K_QUANTITY, .offset = LK(bw_Bps), .unit = INPUT_UNIT_BANDWIDTH,
+    {.name = "bandwidth", .type = INPUT_K_QUANTITY, .offset = LK(bw_Bps),
+     .unit = INPUT_UNIT_BANDWIDTH,
      .flags = INPUT_KEY_REQUIRED | INPUT_KEY_MIN_EXCL, .min = 0},
     {.name = "latency", .type = INPUT_K_TIME, .offset = LK(latency_ps), .flags = INPUT_KEY_MIN,
      .min = 0},
@@ -241,7 +243,8 @@ static int check_link_ends(const input_ynode *item, input_schema_ctx *ctx)
                    *to = given_pair(item, "to");
     if (bw && (fr || to)) {
         /* at whichever of the two forms comes second */
-        const input_ypair *one = fr && (!to || pair_index(item, fr) < pair_index(item, to)) ? fr : to;
+        const input_ypair *one =
+            fr && (!to || pair_index(item, fr) < pair_index(item, to)) ? fr : to;
         const input_ypair *at = pair_index(item, bw) > pair_index(item, one) ? bw : one;
         input_schema_error(ctx, SIM_EINVAL, at->key,
                         "%s: a link has either 'between' (both directions) or 'from' and 'to' "

@@ -1,6 +1,6 @@
-/* Key tables of the scenario format (docs/scenario-format.md): scenario, training, parallel, simulation,
- * collectives, topology (the explicit form's lists are read in explicit.c), GPU catalog entry
- * and model, plus the custom readers for the keys that are structured lists. Defaults come
+/* Key tables of the scenario format (docs/scenario-format.md): scenario, training, parallel,
+ * simulation, collectives, topology (the explicit form's lists are read in explicit.c), GPU catalog
+ * entry and model, plus the custom readers for the keys that are structured lists. Defaults come
  * from plan_scenario_defaults and input__scenario_prefill (validate.c); docs/scenario-format.md
  * documents every key. */
 #include "core/sim.h"
@@ -106,17 +106,17 @@ static const input_notsup ns_jitter = {.feature = "compute jitter",
 /* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
 
-static const input_ynode *expect_list(input_schema_ctx *ctx, const input_ynode *v, const char *example,
-                                   int *rc)
+static const input_ynode *expect_list(input_schema_ctx *ctx, const input_ynode *v,
+                                      const char *example, int *rc)
 {
     if (v->kind == INPUT_YSEQ) {
         *rc = 0;
         return v;
     }
-    *rc = input_schema_error(ctx, SIM_EINVAL, v, "%s: expected a list such as %s, got %s%s%s%s",
-                          ctx->path, example, input_ykind_name(v->kind),
-                          v->kind == INPUT_YSCALAR ? " '" : "", v->kind == INPUT_YSCALAR ? v->text : "",
-                          v->kind == INPUT_YSCALAR ? "'" : "");
+    *rc = input_schema_error(
+        ctx, SIM_EINVAL, v, "%s: expected a list such as %s, got %s%s%s%s", ctx->path, example,
+        input_ykind_name(v->kind), v->kind == INPUT_YSCALAR ? " '" : "",
+        v->kind == INPUT_YSCALAR ? v->text : "", v->kind == INPUT_YSCALAR ? "'" : "");
     return NULL;
 }
 
@@ -129,7 +129,8 @@ static int targets_fn(const input_key *key, const input_ynode *v, void *base, in
     if (!expect_list(ctx, v, "[q, k, v, o]", &rc))
         return rc;
     if (v->n == 0)
-        return input_schema_error(ctx, SIM_EINVAL, v, "%s: name at least one projection", ctx->path);
+        return input_schema_error(ctx, SIM_EINVAL, v, "%s: name at least one projection",
+                                  ctx->path);
     if (v->n > PLAN_TARGETS_MAX)
         return input_schema_error(ctx, SIM_EINVAL, v, "%s: at most %d targets", ctx->path,
                                PLAN_TARGETS_MAX);
@@ -151,7 +152,8 @@ static int targets_fn(const input_key *key, const input_ynode *v, void *base, in
 }
 
 /* parallel.pipeline.stage_layers: `auto` or a list of layer counts (>= 1) per stage. */
-static int stage_layers_fn(const input_key *key, const input_ynode *v, void *base, input_schema_ctx *ctx)
+static int stage_layers_fn(const input_key *key, const input_ynode *v, void *base,
+                           input_schema_ctx *ctx)
 {
     (void)key;
     plan_parallel *p = base;
@@ -177,8 +179,8 @@ static int stage_layers_fn(const input_key *key, const input_ynode *v, void *bas
         if ((rc = input_schema_int(ctx, what, v->items[i], &x)))
             return rc;
         if (x < 1 || x > 1000000)
-            return input_schema_error(ctx, SIM_EINVAL, v->items[i], "%s: must be at least 1 (got %s)",
-                                   what, v->items[i]->text);
+            return input_schema_error(ctx, SIM_EINVAL, v->items[i],
+                                      "%s: must be at least 1 (got %s)", what, v->items[i]->text);
         p->pipeline.stage_layers[i] = (int)x;
     }
     p->pipeline.n_stage_layers = (int)v->n;
@@ -247,8 +249,8 @@ static int curve_fn(const input_key *key, const input_ynode *v, void *base, inpu
             (rc = input_schema_float(ctx, what, pt->items[1], &y)))
             return rc;
         if (!(x > 0))
-            return input_schema_error(ctx, SIM_EINVAL, pt->items[0], "%s: must be positive (got %s)",
-                                   what, pt->items[0]->text);
+            return input_schema_error(ctx, SIM_EINVAL, pt->items[0],
+                                      "%s: must be positive (got %s)", what, pt->items[0]->text);
         if (i > 0 && !(x > c->x[i - 1]))
             return input_schema_error(ctx, SIM_EINVAL, pt->items[0],
                                    "%s: sizes must be strictly increasing (%s is not above the "
@@ -278,7 +280,8 @@ static int curve_fn(const input_key *key, const input_ynode *v, void *base, inpu
 
 #define TR(m) offsetof(plan_training, m)
 static const input_key finetune_keys[] = {
-    {.name = "method", .type = INPUT_K_ENUM, .offset = TR(finetune.method), .enums = finetune_names},
+    {.name = "method", .type = INPUT_K_ENUM, .offset = TR(finetune.method),
+     .enums = finetune_names},
     {.name = "rank", .type = INPUT_K_INT, .offset = TR(finetune.rank), .flags = DEGREE},
     {.name = "targets", .type = INPUT_K_CUSTOM, .fn = targets_fn},
 };
@@ -291,13 +294,15 @@ static const input_key training_keys[] = {
     {.name = "precision", .type = INPUT_K_ENUM, .offset = TR(precision), .enums = precision_names},
     {.name = "master_weights", .type = INPUT_K_ENUM, .offset = TR(master_weights),
      .enums = master_names},
-    {.name = "grad_dtype", .type = INPUT_K_ENUM, .offset = TR(grad_dtype), .enums = grad_dtype_names},
+    {.name = "grad_dtype", .type = INPUT_K_ENUM, .offset = TR(grad_dtype),
+     .enums = grad_dtype_names},
     {.name = "optimizer", .type = INPUT_K_ENUM, .offset = TR(optimizer), .enums = optimizer_names},
     {.name = "optimizer_state", .type = INPUT_K_ENUM, .offset = TR(optimizer_state),
      .enums = state_names},
     {.name = "recompute", .type = INPUT_K_ENUM, .offset = TR(recompute), .enums = recompute_names},
     {.name = "flash_attention", .type = INPUT_K_BOOL, .offset = TR(flash_attention)},
-    {.name = "finetune", .type = INPUT_K_MAP, .map = &finetune_map}, /* anonymous struct: offset 0 */
+    {.name = "finetune", .type = INPUT_K_MAP,
+     .map = &finetune_map}, /* anonymous struct: offset 0 */
     {.name = "tokens", .type = INPUT_K_FLOAT, .offset = TR(tokens), .flags = NONNEG},
     {.name = "moe_routing_skew", .type = INPUT_K_FLOAT, .offset = TR(moe_routing_skew),
      .flags = NONNEG},
@@ -308,7 +313,8 @@ MAP(training_map, "training", training_keys);
 
 #define PA(m) offsetof(plan_parallel, m)
 static const input_key fsdp_keys[] = {
-    {.name = "reshard_after_forward", .type = INPUT_K_BOOL, .offset = PA(fsdp.reshard_after_forward)},
+    {.name = "reshard_after_forward", .type = INPUT_K_BOOL,
+     .offset = PA(fsdp.reshard_after_forward)},
     {.name = "prefetch", .type = INPUT_K_INT, .offset = PA(fsdp.prefetch), .flags = NONNEG},
     {.name = "hybrid_shard", .type = INPUT_K_BOOL, .offset = PA(fsdp.hybrid_shard)},
 };
@@ -343,7 +349,8 @@ static const input_key parallel_keys[] = {
     {.name = "ep", .type = INPUT_K_INT, .offset = PA(ep), .flags = DEGREE},
     {.name = "cp", .type = INPUT_K_INT, .offset = PA(cp), .flags = DEGREE},
     {.name = "sp", .type = INPUT_K_BOOL, .offset = PA(sp)},
-    {.name = "zero", .type = INPUT_K_INT, .offset = PA(zero), .flags = INPUT_KEY_MIN | INPUT_KEY_MAX,
+    {.name = "zero", .type = INPUT_K_INT, .offset = PA(zero),
+     .flags = INPUT_KEY_MIN | INPUT_KEY_MAX,
      .min = 0, .max = 3},
     {.name = "fsdp", .type = INPUT_K_MAP, .map = &fsdp_map},
     {.name = "ddp", .type = INPUT_K_MAP, .map = &ddp_map},
@@ -357,7 +364,8 @@ MAP(parallel_map, "parallel", parallel_keys);
 
 #define SI(m) offsetof(plan_simulation, m)
 static const input_key simulation_keys[] = {
-    {.name = "steps", .type = INPUT_K_INT, .offset = SI(steps), .flags = INPUT_KEY_MIN | INPUT_KEY_MAX,
+    {.name = "steps", .type = INPUT_K_INT, .offset = SI(steps),
+     .flags = INPUT_KEY_MIN | INPUT_KEY_MAX,
      .min = 1, .max = 1000000},
     {.name = "seed", .type = INPUT_K_UINT64, .offset = SI(seed)},
     {.name = "timeline", .type = INPUT_K_BOOL, .offset = SI(timeline)},
@@ -386,7 +394,8 @@ static const input_key peak_keys[] = {
      .unit = INPUT_UNIT_FLOP_RATE, .flags = NONNEG},
     {.name = "fp16", .type = INPUT_K_QUANTITY, .offset = PEAK(HW_DTYPE_FP16),
      .unit = INPUT_UNIT_FLOP_RATE, .flags = NONNEG},
-    {.name = "fp8", .type = INPUT_K_QUANTITY, .offset = PEAK(HW_DTYPE_FP8), .unit = INPUT_UNIT_FLOP_RATE,
+    {.name = "fp8", .type = INPUT_K_QUANTITY, .offset = PEAK(HW_DTYPE_FP8),
+     .unit = INPUT_UNIT_FLOP_RATE,
      .flags = NONNEG},
     {.name = "tf32", .type = INPUT_K_QUANTITY, .offset = PEAK(HW_DTYPE_TF32),
      .unit = INPUT_UNIT_FLOP_RATE, .flags = NONNEG},
@@ -409,7 +418,8 @@ static const input_key attn_eff_keys[] = {
 MAP(attn_eff_map, "attention_efficiency", attn_eff_keys);
 
 static const input_key gpu_keys[] = {
-    {.name = "name", .type = INPUT_K_STRING, .offset = GPU(name), .size = sizeof(((hw_gpu_spec *)0)->name)},
+    {.name = "name", .type = INPUT_K_STRING, .offset = GPU(name),
+     .size = sizeof(((hw_gpu_spec *)0)->name)},
     {.name = "memory", .type = INPUT_K_BYTES, .offset = GPU(memory_bytes),
      .flags = INPUT_KEY_REQUIRED | POSITIVE},
     {.name = "memory_bandwidth", .type = INPUT_K_QUANTITY, .offset = GPU(memory_bw_Bps),
@@ -447,7 +457,8 @@ static const input_key intra_keys[] = {
 MAP(intra_map, "intra", intra_keys);
 
 static const input_key pcie_keys[] = {
-    {.name = "gen", .type = INPUT_K_INT, .offset = TO(pcie.gen), .flags = INPUT_KEY_MIN | INPUT_KEY_MAX,
+    {.name = "gen", .type = INPUT_K_INT, .offset = TO(pcie.gen),
+     .flags = INPUT_KEY_MIN | INPUT_KEY_MAX,
      .min = 1, .max = 6},
     {.name = "lanes", .type = INPUT_K_INT, .offset = TO(pcie.lanes),
      .flags = INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 1, .max = 32},
@@ -535,7 +546,8 @@ MAP(nvls_map, "nvls", nvls_keys);
 static const input_key protocols_keys[] = {
     {.name = "ll", .type = INPUT_K_MAP, .offset = PR(proto[HW_PROTO_LL]), .map = &proto_map},
     {.name = "ll128", .type = INPUT_K_MAP, .offset = PR(proto[HW_PROTO_LL128]), .map = &proto_map},
-    {.name = "simple", .type = INPUT_K_MAP, .offset = PR(proto[HW_PROTO_SIMPLE]), .map = &proto_map},
+    {.name = "simple", .type = INPUT_K_MAP, .offset = PR(proto[HW_PROTO_SIMPLE]),
+     .map = &proto_map},
     {.name = "nvls", .type = INPUT_K_MAP, .map = &nvls_map},
 };
 MAP(protocols_map, "protocols", protocols_keys);
@@ -565,32 +577,41 @@ static const input_key moe_keys[] = {
     {.name = "experts", .type = INPUT_K_INT, .offset = MO(moe.experts), .flags = NONNEG},
     {.name = "top_k", .type = INPUT_K_INT, .offset = MO(moe.top_k), .flags = DEGREE},
     {.name = "expert_ffn", .type = INPUT_K_INT, .offset = MO(moe.expert_ffn), .flags = POSITIVE},
-    {.name = "shared_experts", .type = INPUT_K_INT, .offset = MO(moe.shared_experts), .flags = NONNEG},
+    {.name = "shared_experts", .type = INPUT_K_INT, .offset = MO(moe.shared_experts),
+     .flags = NONNEG},
     {.name = "dense_layers", .type = INPUT_K_INT, .offset = MO(moe.dense_layers), .flags = NONNEG},
 };
 MAP(moe_map, "moe", moe_keys);
 
 static const input_key attention_keys[] = {
     {.name = "kind", .type = INPUT_K_ENUM, .offset = MO(attention.kind), .enums = attention_names},
-    {.name = "q_lora_rank", .type = INPUT_K_INT, .offset = MO(attention.q_lora_rank), .flags = NONNEG},
+    {.name = "q_lora_rank", .type = INPUT_K_INT, .offset = MO(attention.q_lora_rank),
+     .flags = NONNEG},
     {.name = "kv_lora_rank", .type = INPUT_K_INT, .offset = MO(attention.kv_lora_rank),
      .flags = NONNEG},
     {.name = "qk_rope_head_dim", .type = INPUT_K_INT, .offset = MO(attention.qk_rope_head_dim),
      .flags = NONNEG},
-    {.name = "v_head_dim", .type = INPUT_K_INT, .offset = MO(attention.v_head_dim), .flags = NONNEG},
+    {.name = "v_head_dim", .type = INPUT_K_INT, .offset = MO(attention.v_head_dim),
+     .flags = NONNEG},
 };
 MAP(attention_map, "attention", attention_keys);
 
 static const input_key model_keys[] = {
-    {.name = "name", .type = INPUT_K_STRING, .offset = MO(name), .size = sizeof(((model_spec *)0)->name)},
-    {.name = "layers", .type = INPUT_K_INT, .offset = MO(layers), .flags = INPUT_KEY_REQUIRED | POSITIVE},
-    {.name = "hidden", .type = INPUT_K_INT, .offset = MO(hidden), .flags = INPUT_KEY_REQUIRED | POSITIVE},
-    {.name = "heads", .type = INPUT_K_INT, .offset = MO(heads), .flags = INPUT_KEY_REQUIRED | POSITIVE},
+    {.name = "name", .type = INPUT_K_STRING, .offset = MO(name),
+     .size = sizeof(((model_spec *)0)->name)},
+    {.name = "layers", .type = INPUT_K_INT, .offset = MO(layers),
+     .flags = INPUT_KEY_REQUIRED | POSITIVE},
+    {.name = "hidden", .type = INPUT_K_INT, .offset = MO(hidden),
+     .flags = INPUT_KEY_REQUIRED | POSITIVE},
+    {.name = "heads", .type = INPUT_K_INT, .offset = MO(heads),
+     .flags = INPUT_KEY_REQUIRED | POSITIVE},
     {.name = "kv_heads", .type = INPUT_K_INT, .offset = MO(kv_heads), .flags = POSITIVE},
     {.name = "head_dim", .type = INPUT_K_INT, .offset = MO(head_dim), .flags = POSITIVE},
     {.name = "ffn", .type = INPUT_K_INT, .offset = MO(ffn), .flags = INPUT_KEY_REQUIRED | POSITIVE},
-    {.name = "vocab", .type = INPUT_K_INT64, .offset = MO(vocab), .flags = INPUT_KEY_REQUIRED | POSITIVE},
-    {.name = "activation", .type = INPUT_K_ENUM, .offset = MO(activation), .enums = activation_names},
+    {.name = "vocab", .type = INPUT_K_INT64, .offset = MO(vocab),
+     .flags = INPUT_KEY_REQUIRED | POSITIVE},
+    {.name = "activation", .type = INPUT_K_ENUM, .offset = MO(activation),
+     .enums = activation_names},
     {.name = "norm", .type = INPUT_K_ENUM, .offset = MO(norm), .enums = norm_names},
     {.name = "position", .type = INPUT_K_ENUM, .offset = MO(position), .enums = position_names},
     {.name = "dropout", .type = INPUT_K_FLOAT, .offset = MO(dropout),
@@ -606,7 +627,8 @@ MAP(model_map, "model", model_keys);
 
 #define SC(m) offsetof(plan_scenario, m)
 static const input_key scenario_keys[] = {
-    {.name = "name", .type = INPUT_K_STRING, .offset = SC(name), .size = sizeof(((plan_scenario *)0)->name)},
+    {.name = "name", .type = INPUT_K_STRING, .offset = SC(name),
+     .size = sizeof(((plan_scenario *)0)->name)},
     {.name = "topology", .type = INPUT_K_MAP, .offset = SC(topology), .map = &topology_map,
      .flags = INPUT_KEY_REQUIRED},
     {.name = "model", .type = INPUT_K_MAP, .offset = SC(model), .map = &model_map,
@@ -614,7 +636,8 @@ static const input_key scenario_keys[] = {
     {.name = "training", .type = INPUT_K_MAP, .offset = SC(training), .map = &training_map},
     {.name = "parallel", .type = INPUT_K_MAP, .offset = SC(parallel), .map = &parallel_map},
     {.name = "simulation", .type = INPUT_K_MAP, .offset = SC(simulation), .map = &simulation_map},
-    {.name = "collectives", .type = INPUT_K_MAP, .offset = SC(collectives), .map = &collectives_map},
+    {.name = "collectives", .type = INPUT_K_MAP, .offset = SC(collectives),
+     .map = &collectives_map},
 };
 MAP(scenario_map, "the scenario", scenario_keys);
 

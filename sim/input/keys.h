@@ -59,7 +59,8 @@ extern const input_enum_name input__link_class_names[];
  * parametric one, and in the explicit one resolves link ends to device indices, fills the
  * link classes and latencies that depend on the ends, checks that every GPU is on a link,
  * and sets nodes and gpus_per_node from the GPUs' node numbers. */
-int input__devices_fn(const input_key *key, const input_ynode *v, void *base, input_schema_ctx *ctx);
+int input__devices_fn(const input_key *key, const input_ynode *v, void *base,
+                      input_schema_ctx *ctx);
 int input__links_fn(const input_key *key, const input_ynode *v, void *base, input_schema_ctx *ctx);
 int input__topology_check(const input_ynode *node, const input_ynode *parent_key, void *base,
                        input_schema_ctx *ctx);

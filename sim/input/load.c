@@ -454,8 +454,8 @@ static int apply_set(loader *L, input_ynode *root, const char *set)
         if (i + 1 == n) {
             /* The last segment: set, or merge a mapping into a mapping. */
             if (!p) {
-                input_ymap_append(L->arena, cur, input_yscalar_new(L->arena, o, 0, 0, segs[i], false),
-                               value);
+                input_ymap_append(L->arena, cur,
+                                  input_yscalar_new(L->arena, o, 0, 0, segs[i], false), value);
             } else {
                 if (value->kind == INPUT_YMAP && (rc = resolve_slot(L, p, path)))
                     return rc;
@@ -501,8 +501,8 @@ void input_scenario_info_destroy(input_scenario_info *info)
     sim_free(info);
 }
 
-int input_scenario_load(const char *path, const char *const *sets, size_t n_sets, plan_scenario *out,
-                     input_scenario_info **info_out, sim_diag *diag)
+int input_scenario_load(const char *path, const char *const *sets, size_t n_sets,
+                        plan_scenario *out, input_scenario_info **info_out, sim_diag *diag)
 {
     return input_scenario_load_ex(path, sets, n_sets, out, info_out, diag, NULL);
 }

@@ -1,5 +1,6 @@
 /* The scenario loader: YAML files plus `--set KEY=VALUE` overrides in, a validated
- * plan_scenario out, or exactly one error with its FILE:LINE:COL (docs/cli.md, docs/scenario-format.md).
+ * plan_scenario out, or exactly one error with its FILE:LINE:COL (docs/cli.md,
+ * docs/scenario-format.md).
  *
  * Steps: parse the scenario file; apply the overrides in order (a path through a reference
  * such as `topology.gpu.memory` loads the referenced file first, so that its keys can be
@@ -41,8 +42,8 @@ typedef struct input_scenario_info {
  * untouched. `diag` may be NULL. Relative references resolve against the directory of the file
  * that names them (the current directory for override values); bare names against the data
  * directories (environment STEPSIM_DATA_DIR, then the source tree, then the install prefix). */
-int input_scenario_load(const char *path, const char *const *sets, size_t n_sets, plan_scenario *out,
-                     input_scenario_info **info_out, sim_diag *diag);
+int input_scenario_load(const char *path, const char *const *sets, size_t n_sets,
+                        plan_scenario *out, input_scenario_info **info_out, sim_diag *diag);
 
 /* Which part of loading failed: the input itself (a file, YAML, a key, a value's type or
  * unit: the user must fix what they wrote) or only the cross-field checks of valid values

@@ -240,7 +240,8 @@ static double as_double(const input_key *k, const value *v)
     }
 }
 
-static int check_range(input_schema_ctx *ctx, const input_key *k, const input_ynode *n, const value *v)
+static int check_range(input_schema_ctx *ctx, const input_key *k, const input_ynode *n,
+                       const value *v)
 {
     if (!(k->flags & (INPUT_KEY_MIN | INPUT_KEY_MIN_EXCL | INPUT_KEY_MAX | INPUT_KEY_MAX_EXCL)))
         return 0;
@@ -257,7 +258,8 @@ static int check_range(input_schema_ctx *ctx, const input_key *k, const input_yn
     if (ok)
         return 0;
     char rule[128];
-    bool lo = k->flags & (INPUT_KEY_MIN | INPUT_KEY_MIN_EXCL), hi = k->flags & (INPUT_KEY_MAX | INPUT_KEY_MAX_EXCL);
+    bool lo = k->flags & (INPUT_KEY_MIN | INPUT_KEY_MIN_EXCL),
+         hi = k->flags & (INPUT_KEY_MAX | INPUT_KEY_MAX_EXCL);
     if (lo && !hi && k->min == 0)
         snprintf(rule, sizeof rule, "%s", (k->flags & INPUT_KEY_MIN_EXCL) ? "must be positive"
                                                                         : "must not be negative");
@@ -275,7 +277,8 @@ static int check_range(input_schema_ctx *ctx, const input_key *k, const input_yn
 }
 
 /* Converts a scalar value of a typed key into *v; *size is the field size. */
-static int convert(input_schema_ctx *ctx, const input_key *k, const input_ynode *n, value *v, size_t *size)
+static int convert(input_schema_ctx *ctx, const input_key *k, const input_ynode *n, value *v,
+                   size_t *size)
 {
     const char *what = ctx->path;
     input_unit_error ue;
@@ -286,7 +289,8 @@ static int convert(input_schema_ctx *ctx, const input_key *k, const input_ynode 
         if ((rc = input_schema_int(ctx, what, n, &i64)))
             return rc;
         if (i64 < -2147483647 || i64 > 2147483647)
-            return input_schema_error(ctx, SIM_EINVAL, n, "%s: '%s' is out of range", what, n->text);
+            return input_schema_error(ctx, SIM_EINVAL, n, "%s: '%s' is out of range", what,
+                                      n->text);
         v->i = (int)i64;
         *size = sizeof(int);
         return 0;
@@ -301,8 +305,8 @@ static int convert(input_schema_ctx *ctx, const input_key *k, const input_ynode 
                 i++;
             if (i == 0 || s[i] != '\0' || (s[0] == '0' && i > 1)) {
                 if (s[0] == '-' && is_digit(s[1]))
-                    return input_schema_error(ctx, SIM_EINVAL, n, "%s: must not be negative (got %s)",
-                                           what, s);
+                    return input_schema_error(ctx, SIM_EINVAL, n,
+                                              "%s: must not be negative (got %s)", what, s);
                 return input_schema_error(ctx, SIM_EINVAL, n,
                                        "%s: expected a non-negative decimal integer, got '%s'",
                                        what, s);
@@ -361,12 +365,14 @@ static bool same_value(const input_key *k, const value *v, const void *field)
     }
 }
 
-static int notsup_error(input_schema_ctx *ctx, const input_key *k, const input_ynode *at, bool show_value)
+static int notsup_error(input_schema_ctx *ctx, const input_key *k, const input_ynode *at,
+                        bool show_value)
 {
     const input_notsup *ns = k->notsup;
     if (show_value)
-        input_schema_error(ctx, SIM_ENOTSUP, at, "`%s: %s`: %s %s not supported yet (coming with %s)",
-                        ctx->path, at->text, ns->feature, ns->plural ? "are" : "is", ns->issue);
+        input_schema_error(ctx, SIM_ENOTSUP, at,
+                           "`%s: %s`: %s %s not supported yet (coming with %s)", ctx->path,
+                           at->text, ns->feature, ns->plural ? "are" : "is", ns->issue);
     else
         input_schema_error(ctx, SIM_ENOTSUP, at, "%s: %s %s not supported yet (coming with %s)",
                         ctx->path, ns->feature, ns->plural ? "are" : "is", ns->issue);
@@ -392,8 +398,8 @@ static int apply_key(const input_key *k, const input_ypair *pair, void *base, in
         return k->fn(k, n, base, ctx);
     case INPUT_K_STRING:
         if (n->kind != INPUT_YSCALAR)
-            return input_schema_error(ctx, SIM_EINVAL, n, "%s: expected a string, got %s", ctx->path,
-                                   input_ykind_name(n->kind));
+            return input_schema_error(ctx, SIM_EINVAL, n, "%s: expected a string, got %s",
+                                      ctx->path, input_ykind_name(n->kind));
         if (strlen(n->text) >= k->size)
             return input_schema_error(ctx, SIM_EINVAL, n, "%s: longer than %zu characters",
                                    ctx->path, k->size - 1);

@@ -76,7 +76,8 @@ typedef struct input_map input_map;
 /* Custom conversion: reads `value` (never null) and stores into the struct at `base` (the
  * base of the mapping being filled; the key's own field is at base + key->offset). Returns 0
  * or a negative SIM_E* with ctx->diag filled. */
-typedef int (*input_key_fn)(const input_key *key, const input_ynode *value, void *base, input_schema_ctx *ctx);
+typedef int (*input_key_fn)(const input_key *key, const input_ynode *value, void *base,
+                            input_schema_ctx *ctx);
 
 struct input_key {
     const char *name;
@@ -96,8 +97,8 @@ struct input_key {
  * into `base` (for rules that involve several keys of one mapping, such as the topology's
  * two forms). Same contract as input_schema_apply: returns 0 or a negative SIM_E* with
  * ctx->diag filled; ctx->path is the mapping's path. */
-typedef int (*input_map_check_fn)(const input_ynode *node, const input_ynode *parent_key, void *base,
-                               input_schema_ctx *ctx);
+typedef int (*input_map_check_fn)(const input_ynode *node, const input_ynode *parent_key,
+                                  void *base, input_schema_ctx *ctx);
 
 struct input_map {
     const char *what;           /* used when the path is empty: "the scenario" */
@@ -108,8 +109,9 @@ struct input_map {
 
 /* Fills `base` from mapping `node` by `map` (see the top of this file). `node` must be a
  * mapping; `parent_key` is the key node naming it (NULL at the root), where a missing required
- * key is reported (or at the mapping itself when it was read from another file). ctx->path is the dotted path of `node` ("" at the root) and is restored on
- * return. Returns 0, SIM_EINVAL or SIM_ENOTSUP (ctx->diag filled). */
+ * key is reported (or at the mapping itself when it was read from another file). ctx->path is the
+ * dotted path of `node` ("" at the root) and is restored on return. Returns 0, SIM_EINVAL or
+ * SIM_ENOTSUP (ctx->diag filled). */
 int input_schema_apply(const input_map *map, const input_ynode *node, const input_ynode *parent_key,
                     void *base, input_schema_ctx *ctx);
 

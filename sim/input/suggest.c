@@ -48,7 +48,8 @@ const char *input_suggest(const char *word, const char *const *candidates, size_
     const char *best = NULL;
     int best_d = limit + 1;
     for (size_t i = 0; i < n; i++) {
-        int dist = same_ignoring_case(word, candidates[i]) ? 1 : input_edit_distance(word, candidates[i]);
+        int dist =
+            same_ignoring_case(word, candidates[i]) ? 1 : input_edit_distance(word, candidates[i]);
         if (dist < best_d) {
             best_d = dist;
             best = candidates[i];

@@ -1,10 +1,10 @@
 /* Sweep files (docs/sweeps.md): a base scenario plus axes; the runs are the cartesian product in
  * axis order, last axis fastest. `base` may also be a list of scenario files: it is then the
  * outermost axis, named "base" (its values the paths as written, with no overrides), and
- * `axes` may be left out (a sweep over a set of scenario files). Each run is the base scenario with its axis values applied
- * as --set overrides: a mapping value is deep-merged (flattened into one override per leaf:
- * `parallel: {dp: 2, zero: 3}` sets parallel.dp and parallel.zero), a scalar or list
- * replaces. Relative paths in the values of reference keys (topology, model, topology.gpu)
+ * `axes` may be left out (a sweep over a set of scenario files). Each run is the base scenario with
+ * its axis values applied as --set overrides: a mapping value is deep-merged (flattened into one
+ * override per leaf: `parallel: {dp: 2, zero: 3}` sets parallel.dp and parallel.zero), a scalar or
+ * list replaces. Relative paths in the values of reference keys (topology, model, topology.gpu)
  * resolve against the sweep file. Format: docs/sweeps.md. */
 #ifndef SIM_INPUT_SWEEP_H
 #define SIM_INPUT_SWEEP_H
@@ -40,10 +40,11 @@ typedef struct input_sweep {
 } input_sweep;
 
 /* Reads and checks a sweep file: keys base (required: a path, or a non-empty list of paths),
- * name, axes (a mapping of non-empty lists; required with a single base). Checks every axis value on its own against the base scenario (unknown
- * key, wrong type or unit, missing file: the errors of a bad sweep file, reported at the
- * value: "sweep.yaml:7:12: error: ..."); combinations that are invalid together are the
- * runs' business (status skipped). Returns 0, or SIM_EINVAL / SIM_ENOENT with diag set. */
+ * name, axes (a mapping of non-empty lists; required with a single base). Checks every axis value
+ * on its own against the base scenario (unknown key, wrong type or unit, missing file: the errors
+ * of a bad sweep file, reported at the value: "sweep.yaml:7:12: error: ..."); combinations that are
+ * invalid together are the runs' business (status skipped). Returns 0, or SIM_EINVAL / SIM_ENOENT
+ * with diag set. */
 int input_sweep_load(const char *path, input_sweep **out, sim_diag *diag);
 void input_sweep_destroy(input_sweep *sw);
 

@@ -1,5 +1,5 @@
-/* Physical quantities written with units (docs/scenario-format.md), for the scenario loader and for CLI
- * flags such as `--min-bytes 8GiB`.
+/* Physical quantities written with units (docs/scenario-format.md), for the scenario loader and for
+ * CLI flags such as `--min-bytes 8GiB`.
  *
  * A quantity is a decimal number (optional sign, digits, optional fraction, optional exponent
  * `e±N`), optional spaces, and a case-sensitive unit. Decimal prefixes are powers of ten, binary

@@ -1,7 +1,7 @@
-/* Loader defaults that depend on other keys, and checks that span several keys (docs/scenario-format.md,
- * docs/scenario-format.md "Cross-checks"). Each error points at the value the user most likely
- * has to change, found again in the node tree: the value when it was written, else the key of
- * the mapping that lacks it, else the scenario's root. */
+/* Loader defaults that depend on other keys, and checks that span several keys
+ * (docs/scenario-format.md, docs/scenario-format.md "Cross-checks"). Each error points at the value
+ * the user most likely has to change, found again in the node tree: the value when it was written,
+ * else the key of the mapping that lacks it, else the scenario's root. */
 #include "core/sim.h"
 
 #include <stdio.h>
@@ -74,7 +74,8 @@ static const input_ynode *given(const input_ynode *root, const char *path)
 
 /* Where to report: the value at `value_path` if given, else the key `key_path` (the mapping
  * that lacks it), else the root. */
-static const input_ynode *locate(const input_ynode *root, const char *value_path, const char *key_path)
+static const input_ynode *locate(const input_ynode *root, const char *value_path,
+                                 const char *key_path)
 {
     const input_ynode *v = value_path ? given(root, value_path) : NULL;
     if (v)
@@ -101,8 +102,8 @@ void input__file_stem(const char *path, char *buf, size_t size)
 }
 
 /* Names default to the stem of the file a mapping was read from, if it has its own file. */
-static void default_name_from_file(const input_ynode *root, const char *path, const input_ynode *parent,
-                                   char *name, size_t size)
+static void default_name_from_file(const input_ynode *root, const char *path,
+                                   const input_ynode *parent, char *name, size_t size)
 {
     const input_ypair *p = input_ypath_find(root, path);
     if (name[0] || !p || p->value->origin == parent->origin || p->value->origin->is_set)
@@ -219,8 +220,9 @@ static int check_topology(const input_ynode *root, hw_topology_spec *t, input_sc
     if (t->fabric.latency_ps == UNSET_TIME)
         t->fabric.latency_ps = LAT_FABRIC_PS;
     if (t->fabric.radix % 2 != 0) {
-        input_schema_error(ctx, SIM_EINVAL, locate(root, "topology.fabric.radix", "topology.fabric"),
-                        "topology.fabric.radix: must be even (got %d)", t->fabric.radix);
+        input_schema_error(ctx, SIM_EINVAL,
+                           locate(root, "topology.fabric.radix", "topology.fabric"),
+                           "topology.fabric.radix: must be even (got %d)", t->fabric.radix);
         sim_diag_hint(ctx->diag, "a leaf switch uses half its ports for NICs and half for "
                                  "uplinks");
         return SIM_EINVAL;
@@ -305,11 +307,12 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
 
     if (t->gpu.peak_flops[tr->precision] == 0) {
         const input_ynode *at = given(root, "training.precision");
-        return input_schema_error(ctx, SIM_EINVAL, at ? at : locate(root, NULL, "topology.gpu.peak"),
-                               "training.precision: %s needs topology.gpu.peak.%s, which GPU%s%s%s "
-                               "does not give",
-                               dtype_name(tr->precision), dtype_name(tr->precision),
-                               t->gpu.name[0] ? " '" : "", t->gpu.name, t->gpu.name[0] ? "'" : "");
+        return input_schema_error(
+            ctx, SIM_EINVAL, at ? at : locate(root, NULL, "topology.gpu.peak"),
+            "training.precision: %s needs topology.gpu.peak.%s, which GPU%s%s%s "
+            "does not give",
+            dtype_name(tr->precision), dtype_name(tr->precision), t->gpu.name[0] ? " '" : "",
+            t->gpu.name, t->gpu.name[0] ? "'" : "");
     }
 
     /* Degrees are at most 2^20 each, so the product fits in a double exactly. */

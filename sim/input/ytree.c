@@ -67,7 +67,8 @@ char *input_yarena_strdup(input_yarena *a, const char *s)
     return d;
 }
 
-const input_yorigin *input_yorigin_new(input_yarena *a, const char *name, const char *dir, bool is_set)
+const input_yorigin *input_yorigin_new(input_yarena *a, const char *name, const char *dir,
+                                       bool is_set)
 {
     input_yorigin *o = input_yarena_alloc(a, sizeof *o);
     o->name = input_yarena_strdup(a, name);
@@ -79,7 +80,8 @@ const input_yorigin *input_yorigin_new(input_yarena *a, const char *name, const 
 /* ---------------------------------------------------------------------------------------- */
 /* Nodes                                                                                    */
 
-input_ynode *input_ynode_new(input_yarena *a, input_ykind kind, const input_yorigin *origin, int line, int col)
+input_ynode *input_ynode_new(input_yarena *a, input_ykind kind, const input_yorigin *origin,
+                             int line, int col)
 {
     input_ynode *n = input_yarena_alloc(a, sizeof *n);
     n->kind = kind;
@@ -395,10 +397,12 @@ static int parse_mapping(parser *p, input_ynode *map, int depth)
         if (rc)
             return rc;
         if (key->kind != INPUT_YSCALAR)
-            return PERR(p, &km, "mapping keys must be scalars, not %s", input_ykind_name(key->kind));
+            return PERR(p, &km, "mapping keys must be scalars, not %s",
+                        input_ykind_name(key->kind));
         if (!key->quoted && strcmp(key->text, "<<") == 0) {
             PERR(p, &km, "YAML merge keys ('<<') are not supported");
-            sim_diag_hint(p->d, "write the keys out, or use an alias as a whole value (key: *name)");
+            sim_diag_hint(p->d,
+                          "write the keys out, or use an alias as a whole value (key: *name)");
             return SIM_EINVAL;
         }
         const input_ypair *dup = input_ymap_find(map, key->text);
@@ -674,7 +678,8 @@ int input_yaml_emit(const input_ynode *root, char **text_out)
     yaml_emitter_set_indent(&em, 2);
     yaml_event_t ev;
     int rc = SIM_EINTERNAL;
-    if (yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) && yaml_emitter_emit(&em, &ev) &&
+    if (yaml_stream_start_event_initialize(&ev, YAML_UTF8_ENCODING) &&
+        yaml_emitter_emit(&em, &ev) &&
         yaml_document_start_event_initialize(&ev, NULL, NULL, NULL, 1) &&
         yaml_emitter_emit(&em, &ev) && emit_node(&em, root, false) == 0 &&
         yaml_document_end_event_initialize(&ev, 1) && yaml_emitter_emit(&em, &ev) &&

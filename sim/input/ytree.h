@@ -68,11 +68,13 @@ void *input_yarena_alloc(input_yarena *a, size_t size);
 char *input_yarena_strdup(input_yarena *a, const char *s);
 
 /* An origin owned by the arena (name and dir are copied). */
-const input_yorigin *input_yorigin_new(input_yarena *a, const char *name, const char *dir, bool is_set);
+const input_yorigin *input_yorigin_new(input_yarena *a, const char *name, const char *dir,
+                                       bool is_set);
 
 /* Node constructors and editors (all memory from the arena; cannot fail). A node made with a
  * --set origin gets line and column 0. */
-input_ynode *input_ynode_new(input_yarena *a, input_ykind kind, const input_yorigin *origin, int line, int col);
+input_ynode *input_ynode_new(input_yarena *a, input_ykind kind, const input_yorigin *origin,
+                             int line, int col);
 input_ynode *input_yscalar_new(input_yarena *a, const input_yorigin *origin, int line, int col,
                          const char *text, bool quoted);
 void input_yseq_append(input_yarena *a, input_ynode *seq, input_ynode *item);

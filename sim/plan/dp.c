@@ -405,7 +405,8 @@ static void gen_fsdp(gen *g)
                     const unit *v = &g->units[U - 1 - issued];
                     if (v->has_bwd) {
                         int prev = issued - k - 1;
-                        uint32_t dep = prev >= 0 && bwd[U - 1 - prev].any ? bwd[U - 1 - prev].last : 0;
+                        uint32_t dep =
+                            prev >= 0 && bwd[U - 1 - prev].any ? bwd[U - 1 - prev].last : 0;
                         bool have = prev >= 0 && bwd[U - 1 - prev].any;
                         ag[U - 1 - issued] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER,
                                                          v->weight_bytes, "fsdp.gather", v->layer,
@@ -429,8 +430,8 @@ static void gen_fsdp(gen *g)
                 continue;
             /* unsharded gradients live from the unit's backward to its reduce-scatter */
             trace_add_mem(g->t, g->rank, bwd[ui].first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
-            uint32_t rs = plan__add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, gb, "fsdp.reduce_scatter",
-                                      u->layer, m, &bwd[ui].last, 1);
+            uint32_t rs = plan__add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, gb,
+                                            "fsdp.reduce_scatter", u->layer, m, &bwd[ui].last, 1);
             trace_add_mem(g->t, g->rank, rs, PLAN_MEM_BUFFERS, -(int64_t)gb, true);
             if (g->hybrid)
                 plan__add_coll_op(g, g->g_rep, COLL_ALL_REDUCE, gb / g->n, "hsdp.all_reduce",
@@ -478,7 +479,8 @@ static void persistent(gen *g, plan_mem *m)
     if (g->n > 1 && g->zero <= 1)
         m->bytes[PLAN_MEM_BUFFERS] =
             (int64_t)SIM_MIN(2.0 * (double)g->sc->parallel.ddp.bucket_bytes, trained * g->gbytes);
-    m->bytes[PLAN_MEM_OTHER] = PLAN_FRAMEWORK_BYTES + (g->p->n_ranks > 1 ? PLAN_NCCL_BUFFER_BYTES : 0);
+    m->bytes[PLAN_MEM_OTHER] =
+        PLAN_FRAMEWORK_BYTES + (g->p->n_ranks > 1 ? PLAN_NCCL_BUFFER_BYTES : 0);
     for (int c = 0; c < PLAN_MEM_COUNT; c++)
         m->total += m->bytes[c];
 }

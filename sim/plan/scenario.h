@@ -1,9 +1,8 @@
 /* A fully loaded and validated scenario: cluster, model, training and parallel settings.
  *
- * The loader (sim/input) fills it from YAML; defaults are those of docs/scenario-format.md and are set
- * by plan_scenario_defaults. Keys whose feature does not exist yet are rejected by the
- * loader when set to a non-default value, so everything here is either supported or at
- * its default. */
+ * The loader (sim/input) fills it from YAML; defaults are those of docs/scenario-format.md and are
+ * set by plan_scenario_defaults. Keys whose feature does not exist yet are rejected by the loader
+ * when set to a non-default value, so everything here is either supported or at its default. */
 #ifndef SIM_PLAN_SCENARIO_H
 #define SIM_PLAN_SCENARIO_H
 
@@ -27,9 +26,17 @@ const char *plan_group_name(plan_group_class g); /* "dp", "tp", ... */
 
 typedef enum plan_master_weights { PLAN_MASTER_FP32, PLAN_MASTER_NONE } plan_master_weights;
 typedef enum plan_optimizer { PLAN_OPT_ADAM, PLAN_OPT_SGD } plan_optimizer;
-typedef enum plan_state_dtype { PLAN_STATE_FP32, PLAN_STATE_BF16, PLAN_STATE_INT8 } plan_state_dtype;
+typedef enum plan_state_dtype {
+    PLAN_STATE_FP32,
+    PLAN_STATE_BF16,
+    PLAN_STATE_INT8
+} plan_state_dtype;
 typedef enum plan_finetune { PLAN_FT_FULL, PLAN_FT_LORA, PLAN_FT_QLORA } plan_finetune;
-typedef enum plan_schedule { PLAN_SCHED_GPIPE, PLAN_SCHED_1F1B, PLAN_SCHED_INTERLEAVED } plan_schedule;
+typedef enum plan_schedule {
+    PLAN_SCHED_GPIPE,
+    PLAN_SCHED_1F1B,
+    PLAN_SCHED_INTERLEAVED
+} plan_schedule;
 typedef enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU } plan_offload;
 typedef enum plan_symmetry { PLAN_SYMMETRY_NONE, PLAN_SYMMETRY_DP } plan_symmetry;
 /* How symmetry times the collectives that span replicas (docs/scenario-format.md). */

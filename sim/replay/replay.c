@@ -344,8 +344,8 @@ static void begin_step(replay_ctx *c, int rank, sim_time now)
     rs->done_ops = 0;
     for (int s = 0; s < TRACE_STREAMS; s++)
         try_start(c, rank, s, now);
-    for (uint32_t k = rs->stream_first[TRACE_STREAM_ASYNC]; k < rs->stream_first[TRACE_STREAM_ASYNC + 1];
-         k++)
+    for (uint32_t k = rs->stream_first[TRACE_STREAM_ASYNC];
+         k < rs->stream_first[TRACE_STREAM_ASYNC + 1]; k++)
         if (rs->pending[rs->stream_ops[k]] == 0)
             start_op(c, rank, rs->stream_ops[k], now);
 }

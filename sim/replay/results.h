@@ -1,4 +1,5 @@
-/* Results of one scenario run: the JSON summary and the HDF5 tables of docs/json.md and docs/hdf5-schema.md.
+/* Results of one scenario run: the JSON summary and the HDF5 tables of docs/json.md and
+ * docs/hdf5-schema.md.
  *
  * Rows hold `const char *` strings that point to static strings or to the run's string
  * table (owned by the results object). Arrays are owned by the results object and freed by

@@ -451,7 +451,8 @@ void replay__add_estimated_traffic(replay_ctx *c)
     }
     for (int l = 0; l < nl; l++)
         if (bytes[l] > 0)
-            hw_net_add_traffic(c->net, l, bytes[l], (sim_time)ceil(busy_s[l] * (double)SIM_PS_PER_S));
+            hw_net_add_traffic(c->net, l, bytes[l],
+                               (sim_time)ceil(busy_s[l] * (double)SIM_PS_PER_S));
     sim_free(bytes);
     sim_free(busy_s);
     sim_free(tmp);

@@ -17,7 +17,8 @@
 #define RESULTS_H5_CHUNK_BYTES ((size_t)1 << 20) /* target size of one chunk of a large table */
 #define RESULTS_H5_DEFLATE_LEVEL 4
 #define RESULTS_H5_REASON_MAX 256
-#define RESULTS_H5_RESERVE ((size_t)64 << 20) /* free space kept beyond the file (results__h5_guard) */
+#define RESULTS_H5_RESERVE                                                                         \
+    ((size_t)64 << 20)           /* free space kept beyond the file (results__h5_guard) */
 #define RESULTS_H5_STR_HEAP 64.0 /* global-heap bytes budgeted per variable-length string */
 
 typedef enum h5_col_type { COL_I32, COL_I64, COL_F64, COL_STR } h5_col_type;

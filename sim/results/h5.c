@@ -459,8 +459,8 @@ static int stream_begin(results_h5_file *f, const char *name)
     return w->rc;
 }
 
-int results_h5_stream_timeline(results_h5_file *f, const char *name, const replay_timeline_row *rows,
-                          size_t n)
+int results_h5_stream_timeline(results_h5_file *f, const char *name,
+                               const replay_timeline_row *rows, size_t n)
 {
     if (f->w.rc)
         return f->w.rc;
@@ -530,12 +530,13 @@ int results_h5_add_run(results_h5_file *f, const results_h5_run *run, int write_
     }
     size_t in_memory = streamed || !write_timeline ? 0 : r->n_timeline;
     if (!rc)
-        rc = results__h5_guard(w, results__h5_rows_bytes(timeline_cols, SIM_ARRAY_LEN(timeline_cols), in_memory) +
-                             results__h5_rows_bytes(bubble_cols, SIM_ARRAY_LEN(bubble_cols), r->n_bubbles) +
-                             results__h5_rows_bytes(memory_cols, SIM_ARRAY_LEN(memory_cols), r->n_memory) +
-                             results__h5_rows_bytes(rank_cols, SIM_ARRAY_LEN(rank_cols), r->n_ranks) +
-                             results__h5_rows_bytes(link_cols, SIM_ARRAY_LEN(link_cols), r->n_links) +
-                             (double)strlen(run->scenario_yaml ? run->scenario_yaml : ""));
+        rc = results__h5_guard(
+            w, results__h5_rows_bytes(timeline_cols, SIM_ARRAY_LEN(timeline_cols), in_memory) +
+                   results__h5_rows_bytes(bubble_cols, SIM_ARRAY_LEN(bubble_cols), r->n_bubbles) +
+                   results__h5_rows_bytes(memory_cols, SIM_ARRAY_LEN(memory_cols), r->n_memory) +
+                   results__h5_rows_bytes(rank_cols, SIM_ARRAY_LEN(rank_cols), r->n_ranks) +
+                   results__h5_rows_bytes(link_cols, SIM_ARRAY_LEN(link_cols), r->n_links) +
+                   (double)strlen(run->scenario_yaml ? run->scenario_yaml : ""));
     if (!rc)
         rc = h5_write_run(w, g, where, &f->sc, run, write_timeline, streamed);
     if (streamed)

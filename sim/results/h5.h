@@ -51,8 +51,8 @@ int results_h5_open(const char *path, const char *command, const results_h5_inpu
  * long the timeline. One run streams at a time, and must be added before another starts.
  * The rows' strings must stay valid until results_h5_add_run of the run. Returns 0, the first
  * error (sticky), or SIM_EINVAL for a run name that cannot name a group or is taken. */
-int results_h5_stream_timeline(results_h5_file *f, const char *name, const replay_timeline_row *rows,
-                          size_t n);
+int results_h5_stream_timeline(results_h5_file *f, const char *name,
+                               const replay_timeline_row *rows, size_t n);
 
 /* Adds one run: attributes (scenario, status, error, timeline_written) and tables. Runs
  * with status ok or oom get every table, skipped and error runs the summary only. The
@@ -71,16 +71,16 @@ void results_h5_run_axes(results_h5_file *f, const char *const *values);
  * Returns 0 or the first error. */
 int results_h5_copy_run(results_h5_file *f, const char *src_path, const char *name);
 
-/* Writes /sweep when the file holds more than one run (or has sweep axes), closes, fsyncs and renames the file
- * over its path. Frees f. Returns 0 or the first error of the file's life (then nothing is
- * left at the temporary name and `path` is untouched). */
+/* Writes /sweep when the file holds more than one run (or has sweep axes), closes, fsyncs and
+ * renames the file over its path. Frees f. Returns 0 or the first error of the file's life (then
+ * nothing is left at the temporary name and `path` is untouched). */
 int results_h5_close(results_h5_file *f);
 
 /* Gives up the file: closes it and removes the temporary name. Frees f (NULL is fine). */
 void results_h5_abort(results_h5_file *f);
 
-/* results_h5_open, results_h5_add_run for each run (in order), results_h5_close: one results file holding
- * `runs`. Run names are checked before anything is created. */
+/* results_h5_open, results_h5_add_run for each run (in order), results_h5_close: one results file
+ * holding `runs`. Run names are checked before anything is created. */
 int results_h5_write(const char *path, const char *command, const results_h5_input *inputs,
                 size_t n_inputs, const results_h5_run *runs, size_t n_runs, int write_timeline,
                 sim_diag *diag);

@@ -358,7 +358,8 @@ void results_h5r_table_close(results_h5r_table *t)
 }
 
 int results_h5r_for_each(results_h5r_file *f, const char *path, const results_h5r_field *fields,
-                    size_t n_fields, size_t row_size, size_t slice, results_h5r_slice_fn fn, void *ud)
+                         size_t n_fields, size_t row_size, size_t slice, results_h5r_slice_fn fn,
+                         void *ud)
 {
     results_h5r_table *t = NULL;
     int rc = results_h5r_table_open(f, path, fields, n_fields, row_size, &t);

@@ -14,7 +14,12 @@
 
 #include "core/error.h"
 
-typedef enum results_h5r_type { RESULTS_H5R_I32, RESULTS_H5R_I64, RESULTS_H5R_F64, RESULTS_H5R_STR } results_h5r_type;
+typedef enum results_h5r_type {
+    RESULTS_H5R_I32,
+    RESULTS_H5R_I64,
+    RESULTS_H5R_F64,
+    RESULTS_H5R_STR
+} results_h5r_type;
 
 /* One column to read into field `offset` of the caller's row struct: int32_t, int64_t,
  * double, or char * (a string the reader allocates; results_h5r_release frees it). */
@@ -65,6 +70,7 @@ void results_h5r_table_close(results_h5r_table *t);
  * returns. Memory: one slice. */
 typedef int (*results_h5r_slice_fn)(void *ud, void *rows, size_t first, size_t n);
 int results_h5r_for_each(results_h5r_file *f, const char *path, const results_h5r_field *fields,
-                    size_t n_fields, size_t row_size, size_t slice, results_h5r_slice_fn fn, void *ud);
+                         size_t n_fields, size_t row_size, size_t slice, results_h5r_slice_fn fn,
+                         void *ud);
 
 #endif

@@ -15,9 +15,10 @@
 
 #include "replay/results.h"
 
-/* Prints the run's JSON object (the keys of docs/json.md) on one line followed by '\n'. Reads `r->summary` only; `r` stays owned by the caller. A
- * non-finite number in the summary is a broken invariant (SIM_ASSERT). Write errors are
- * left in `out`'s error indicator for the caller to check (ferror). */
+/* Prints the run's JSON object (the keys of docs/json.md) on one line followed by '\n'. Reads
+ * `r->summary` only; `r` stays owned by the caller. A non-finite number in the summary is a broken
+ * invariant (SIM_ASSERT). Write errors are left in `out`'s error indicator for the caller to check
+ * (ferror). */
 void results_json_write_run(FILE *out, const replay_results *r);
 
 /* Prints the memory-only object of `stepsim mem --json`: name, status, error, gpus,

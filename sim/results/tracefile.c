@@ -233,7 +233,8 @@ int results_trace_write(const char *path, const char *command, const char *scena
         hid_t root = w.file;
         results__h5_attr_str(&w, root, "/", "stepsim_version", STEPSIM_VERSION);
         if (!w.rc)
-            results__h5_attr_int(&w, root, "/", "trace_format_version", RESULTS_TRACE_FORMAT_VERSION);
+            results__h5_attr_int(&w, root, "/", "trace_format_version",
+                                 RESULTS_TRACE_FORMAT_VERSION);
         if (!w.rc)
             results__h5_attr_str(&w, root, "/", "command", command);
         if (!w.rc)
@@ -250,7 +251,8 @@ int results_trace_write(const char *path, const char *command, const char *scena
         if (!w.rc)
             results__h5_attr_f64(&w, root, "/", "moe_dropped_fraction", p->moe_dropped_fraction);
         if (!w.rc)
-            results__h5_attr_f64(&w, root, "/", "moe_load_max_over_mean", p->moe_load_max_over_mean);
+            results__h5_attr_f64(&w, root, "/", "moe_load_max_over_mean",
+                                 p->moe_load_max_over_mean);
         if (!w.rc)
             write_tables(&w, p);
     }
@@ -460,7 +462,8 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
         if (o->op != os->next_op)
             return bad_row(rd, "ops", row, "a rank's ops must be numbered 0, 1, 2... in order%s",
                            NULL);
-        int kind = lookup(o->kind, kind_names, 4), stream = lookup(o->stream, streams, TRACE_STREAMS);
+        int kind = lookup(o->kind, kind_names, 4),
+            stream = lookup(o->stream, streams, TRACE_STREAMS);
         int phase = lookup(o->phase, phases, TRACE_PHASE_COUNT);
         int cls = lookup(o->cls, classes, HW_OP_CLASS_COUNT);
         int dtype = lookup(o->dtype, dtypes, HW_DTYPE_COUNT);

@@ -6,14 +6,13 @@
     check.py h5 FILE.h5       a results file (Debian's python3-h5py and numpy)
     --docs DIR                read the documentation from DIR (default: this checkout's docs/)
 
-The expectations are read from the docs, not written here: the key table of `run --json` and
-the example of `mem --json` in docs/json.md, the object of `bench-coll --json` in
-docs/collectives.md, and the attribute and column tables of docs/hdf5-schema.md with its
-enumerations and the statements on which tables a run holds. A key or column the docs do not
-list, or one they list that the output lacks, is a problem; so are a wrong type, a number
-that is not finite, a value outside its documented enumeration or range, and a broken stated
-invariant (mem_bytes sums to peak_mem_bytes, one summary row, the tables each status holds,
-...). It checks the shape of the outputs, not whether the numbers are right.
+The expectations are read from the docs, not written here: in docs/json.md the key tables of
+`run --json` and `bench-coll --json` and the example of `mem --json`; in docs/hdf5-schema.md
+the attribute and column tables with their enumerations and the statements on which tables
+a run holds. A key or column the docs do not list, or one they list that the output lacks,
+is a problem; so are a wrong type, a number that is not finite, a value outside its
+documented enumeration or range, and a broken stated invariant (mem_bytes sums to
+peak_mem_bytes, one summary row, the tables each status holds, ...). It checks the shape of the outputs, not whether the numbers are right.
 
 Prints one line per problem and exits 1 if any, else a one-line summary and exits 0; exits 2
 on bad usage or when a doc table cannot be read."""
@@ -244,28 +243,8 @@ def json_spec(docs):
             raise DocError("docs/json.md: mem key %s is not in the run table" % name)
         k = by_name[name]
         mem.append(k)
-    if any(re.search(r"^`bench-coll --json`$", t) for t in secs):
-        _, body = section(secs, r"^`bench-coll --json`$", "docs/json.md")
-        coll = [key_of(row) for row in table(body, "key", "docs/json.md")]
-        return run, mem, coll
-    path = os.path.join(docs, "collectives.md")
-    secs = sections(open(path, encoding="utf-8").read())
-    _, body = section(secs, r"^`stepsim bench-coll`$", "docs/collectives.md")
-    m = re.search(r"one object per size: `\{([^}]*)\}`", body.replace("\n", " "))
-    if not m:
-        raise DocError("docs/collectives.md: bench-coll's JSON object is not listed")
-    coll = []
-    for name in re.findall(r'"(\w+)"', m.group(1)):
-        # the types are not tabled there: as the run table has them (gpus), else bytes an
-        # integer (json.md: sizes are whole bytes), *_s and *_GBps numbers, the rest strings
-        if name in by_name:
-            coll.append(by_name[name])
-        elif name == "bytes":
-            coll.append(Key(name, "int"))
-        elif name.endswith("_s") or name.endswith("_GBps"):
-            coll.append(Key(name, "float"))
-        else:
-            coll.append(Key(name, "string"))
+    _, body = section(secs, r"^`bench-coll --json`$", "docs/json.md")
+    coll = [key_of(row) for row in table(body, "key", "docs/json.md")]
     return run, mem, coll
 
 

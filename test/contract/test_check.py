@@ -52,6 +52,7 @@ try:
     run = json.loads(p.stdout)
     p = subprocess.run([stepsim, "mem", os.path.join(data, "ddp.yaml"), "--json"],
                        capture_output=True, text=True)
+    check(p.returncode == 0, "stepsim mem: " + p.stderr)
     mem = json.loads(p.stdout)
     p = subprocess.run([stepsim, "bench-coll", "--topology", os.path.join(data, "ideal-pair.yaml"),
                         "--op", "all_reduce", "--gpus", "2", "--min-bytes", "1MiB",
@@ -125,7 +126,7 @@ try:
     # the mem object: its keys are the example's in json.md, capacity_bytes among them
     o = mutated(mem, lambda o: o.pop("capacity_bytes"))
     expect("json", write([o], "m13"), ["object 0 (mem ddp): missing capacity_bytes"], "mem key")
-    # bench-coll: the object of docs/collectives.md, busbw_GBps among its keys
+    # bench-coll: the key table of docs/json.md, busbw_GBps among its keys
     o = mutated(coll[0], lambda o: o.pop("busbw_GBps"))
     expect("json", write([o], "m14"), ["missing busbw_GBps"], "bench-coll key")
     # not JSON at all
@@ -221,7 +222,8 @@ try:
         s["step_time_s"][0] = np.nan
         f["/runs/ddp/summary"][:] = s
 
-    # a NaN where the docs do not allow one (they do for moe.* and budget.*)
+    # a NaN where the docs do not allow one (they do for moe.* and budget.*): the summary has
+    # one row and one of its cells, step_time_s, is set to NaN, so one non-finite value
     path = h5_mutated("h9", nan_step)
     expect("h5", path, ["/runs/ddp/summary: column step_time_s holds 1 non-finite value(s)"],
            "HDF5 NaN")
