@@ -388,27 +388,18 @@ static int work(const sweep_ctx *c)
 
 /* ---- set-up and merge ----------------------------------------------------------------- */
 
-static uint64_t fnv1a(uint64_t h, const char *s, size_t n)
-{
-    for (size_t i = 0; i < n; i++) {
-        h ^= (unsigned char)s[i];
-        h *= SIM_FNV64_PRIME;
-    }
-    return h;
-}
-
 /* What a resumed sweep must agree on: the sweep file, the expanded runs' overrides and the
  * flags that change results. */
 static char *fingerprint(const sweep_ctx *c)
 {
     uint64_t h = SIM_FNV64_OFFSET;
-    h = fnv1a(h, c->L.text, strlen(c->L.text));
+    h = sim_fnv1a64(h, c->L.text, strlen(c->L.text));
     for (size_t i = 0; i < c->L.n_runs; i++)
         for (size_t k = 0; k < c->L.n_sets[i]; k++)
-            h = fnv1a(h, c->L.sets[i][k], strlen(c->L.sets[i][k]) + 1);
+            h = sim_fnv1a64(h, c->L.sets[i][k], strlen(c->L.sets[i][k]) + 1);
     char flags[64];
     snprintf(flags, sizeof flags, "steps=%d timeline=%d", c->a->steps, !c->a->no_timeline);
-    h = fnv1a(h, flags, strlen(flags));
+    h = sim_fnv1a64(h, flags, strlen(flags));
     char *out = sim_calloc(96, 1);
     snprintf(out, 96, "stepsim sweep %" PRIx64 " runs=%zu\n", h, c->L.n_runs);
     return out;
@@ -497,7 +488,7 @@ static int merge(const sweep_ctx *c)
     results_h5_input *in = sim_calloc(n_inputs + 2, sizeof *in);
     char sweep_hash[40];
     snprintf(sweep_hash, sizeof sweep_hash, "fnv1a64:%016" PRIx64,
-             fnv1a(SIM_FNV64_OFFSET, L->text, strlen(L->text)));
+             sim_fnv1a64(SIM_FNV64_OFFSET, L->text, strlen(L->text)));
     in[0] = (results_h5_input){L->source, sweep_hash};
     for (size_t k = 0; k < n_inputs; k++)
         in[k + 1] = (results_h5_input){inputs[k].path, inputs[k].hash};

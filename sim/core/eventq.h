@@ -24,10 +24,9 @@ typedef struct sim_event {
     /* Payload, opaque to the queue (zeroed by sim_eventq_alloc). Each user names its meaning
      * through accessors beside its dispatch, never the letters: replay/replay.c op_ev_* (a
      * rank, its place in a collective, an op), hw/net.c net_ev_* (an event kind, a flow or
-     * round index). ptr is free for a user that needs one. */
+     * round index). */
     int32_t a, b;
     int64_t c;
-    void *ptr;
 } sim_event;
 
 #define SIM_EVENT_NOT_QUEUED UINT32_MAX

@@ -30,4 +30,15 @@
 #define SIM_FMIX64_C2 UINT64_C(0xc4ceb9fe1a85ec53)
 #define SIM_GOLDEN64 UINT64_C(0x9E3779B97F4A7C15)
 
+/* FNV-1a 64 of `n` bytes at `data`, continuing from `h` (SIM_FNV64_OFFSET to start). */
+static inline uint64_t sim_fnv1a64(uint64_t h, const void *data, size_t n)
+{
+    const unsigned char *b = data;
+    for (size_t i = 0; i < n; i++) {
+        h ^= b[i];
+        h *= SIM_FNV64_PRIME;
+    }
+    return h;
+}
+
 #endif

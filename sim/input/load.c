@@ -134,12 +134,7 @@ static size_t data_dirs(const char *dirs[3])
 
 static void hash_hex(const char *data, size_t len, char out[17])
 {
-    uint64_t h = SIM_FNV64_OFFSET;
-    for (size_t i = 0; i < len; i++) {
-        h ^= (unsigned char)data[i];
-        h *= SIM_FNV64_PRIME;
-    }
-    snprintf(out, 17, "%016" PRIx64, h);
+    snprintf(out, 17, "%016" PRIx64, sim_fnv1a64(SIM_FNV64_OFFSET, data, len));
 }
 
 static void record_input(loader *L, const char *display, const char *data, size_t len)
