@@ -602,8 +602,8 @@ static const char usage_replay[] =
     "Replays a trace file on a cluster and reports as `stepsim run` does. The scenario the\n"
     "trace was made from (stored in it) supplies the topology, GPU and simulation settings;\n"
     "--topology replaces the topology, --set changes keys of that scenario (the trace's ops\n"
-    "stay as they are: the parallel layout must keep its number of ranks). -o, --json,\n"
-    "--steps, --no-timeline and --no-isolated-rounds as for run.\n";
+    "stay as they are: the parallel layout must keep its number of ranks). -o (--output),\n"
+    "--json, --steps, --no-timeline and --no-isolated-rounds as for run.\n";
 
 static const char usage_report[] =
     "usage: stepsim report OUT.h5 [--csv]\n"
