@@ -158,4 +158,9 @@ bool plan__share_clone(gen *g, plan_share *s, int r);
 /* Gradient bytes the unit's backward produces on this rank. */
 double plan__unit_grad_bytes(const gen *g, const unit *u);
 
+/* routing.c: points the rank at its EP group's token routing (g->route, g->sent), drawing
+ * the group's routing on its first use; ep_block indexes the EP group, ep_coord is the
+ * rank's place in it. */
+void plan__route_tokens(gen *g, int ep_block, int ep_coord);
+
 #endif
