@@ -14,6 +14,7 @@
 
 #include "cli/cli.h"
 #include "cli/opts.h"
+#include "cli/output.h"
 #include "results/h5.h"
 #include "results/json.h"
 #include "input/load.h"
@@ -186,12 +187,43 @@ typedef struct cli_job {
     plan_scenario sc;
     input_scenario_info *info;
     plan *p;
+    cli_output_lock lock; /* of -o, while it is written */
 } cli_job;
 
 static void job_clear(cli_job *j)
 {
+    cli_output_lock_release(&j->lock);
     plan_destroy(j->p);
     input_scenario_info_destroy(j->info);
+}
+
+/* Before any work on a command with -o: refuses an empty path and a target that is not a
+ * regular file; installs the signal handlers (output.h). Returns 0 or EXIT_INVALID. */
+static int out_precheck(const cli_args *a)
+{
+    cli_signals_install();
+    return a->out ? cli_output_check("--output", a->out, NULL, 0) : 0;
+}
+
+/* Once the inputs are known: refuses -o naming one of them (`first`, the file the command
+ * was given, and the job's inputs), takes the output's lock and removes the temporaries a
+ * killed writer left. Returns 0 or the exit code. */
+static int out_guard(const cli_args *a, cli_job *j, const char *first)
+{
+    if (!a->out)
+        return 0;
+    size_t n = j->info ? j->info->n_inputs : 0;
+    const char **in = sim_calloc(n + 1, sizeof *in);
+    in[0] = first;
+    for (size_t i = 0; i < n; i++)
+        in[i + 1] = j->info->inputs[i].path;
+    int rc = cli_output_check("--output", a->out, in, n + 1);
+    sim_free(in);
+    if (rc == 0)
+        rc = cli_output_lock_take(&j->lock, a->out);
+    if (rc == 0)
+        cli_output_remove_stale(a->out);
+    return rc;
 }
 
 /* Loads the scenario, applies the CLI overrides and builds the plan (with the trace when
@@ -206,6 +238,8 @@ static int job_load(const cli_args *a, bool with_trace, cli_job *j)
         sim_diag_print(&diag, stderr);
         return EXIT_INVALID;
     }
+    if ((rc = out_guard(a, j, a->scenario)) != 0)
+        return rc;
     if (a->steps > 0)
         j->sc.simulation.steps = a->steps;
     if (a->no_timeline)
@@ -292,9 +326,13 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
                           .progress_ud = j->sc.name,
                           .progress_every_s = 15,
                           .no_bubble_rows = f == NULL, /* only a results file holds them */
-                          .no_isolated_rounds = a->no_isolated_rounds};
+                          .no_isolated_rounds = a->no_isolated_rounds,
+                          .cancel = cli_signal_flag()};
     replay_run(j->p, &opt, res);
-    if (res->summary.status == REPLAY_STATUS_ERROR) {
+    if (res->cancelled || *cli_signal_flag()) {
+        results_h5_abort(f); /* removes the temporary */
+        rc = cli_signal_exit(f ? "nothing written" : "stopped");
+    } else if (res->summary.status == REPLAY_STATUS_ERROR) {
         fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
         results_h5_abort(f);
         rc = input_error ? EXIT_INVALID : 1;
@@ -329,9 +367,12 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
 
 static int cmd_run(const cli_args *a)
 {
+    int rc = out_precheck(a);
+    if (rc)
+        return rc;
     cli_job *j = sim_calloc(1, sizeof *j);
-    int rc = job_load(a, true, j);
-    if (rc == 0)
+    rc = job_load(a, true, j);
+    if (rc == 0 && (rc = cli_signal_exit("nothing written")) == 0)
         rc = replay_and_report(a, j, false);
     job_clear(j);
     sim_free(j);
@@ -340,8 +381,13 @@ static int cmd_run(const cli_args *a)
 
 static int cmd_trace(const cli_args *a)
 {
+    int rc = out_precheck(a);
+    if (rc)
+        return rc;
     cli_job *j = sim_calloc(1, sizeof *j);
-    int rc = job_load(a, true, j);
+    rc = job_load(a, true, j);
+    if (rc == 0)
+        rc = cli_signal_exit("nothing written");
     if (rc == 0) {
         sim_diag diag = {0};
         if (results_trace_write(a->out, a->command_line, j->info->resolved_yaml, j->p, &diag)) {
@@ -353,6 +399,8 @@ static int cmd_trace(const cli_args *a)
                 ops += j->p->trace->ranks[r].n_ops;
             fprintf(stderr, "stepsim: %s: %d rank(s), %zu ops, %zu collective instances -> %s\n",
                     j->sc.name, j->p->n_ranks, ops, j->p->trace->n_colls, a->out);
+            /* the file is written in one pass: a signal during it is acted on after */
+            rc = cli_signal_exit("the trace was written whole before stopping");
         }
     }
     job_clear(j);
@@ -412,16 +460,24 @@ static int load_embedded(const cli_args *a, const char *yaml, cli_job *j)
 
 static int cmd_replay(const cli_args *a)
 {
+    const char *given[] = {a->scenario, a->topology};
+    int rc = out_precheck(a);
+    if (rc == 0 && a->out)
+        rc = cli_output_check("--output", a->out, given, SIM_ARRAY_LEN(given));
+    if (rc)
+        return rc;
     sim_diag diag = {0};
     trace *t = NULL;
     results_trace_info info;
-    int rc = results_trace_read(a->scenario, &t, &info, &diag);
+    rc = results_trace_read(a->scenario, &t, &info, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
         return rc == SIM_EINVAL ? EXIT_INVALID : 1;
     }
     cli_job *j = sim_calloc(1, sizeof *j);
     rc = load_embedded(a, info.scenario_yaml, j);
+    if (rc == 0)
+        rc = out_guard(a, j, a->scenario);
     if (rc == 0) {
         plan_trace_figures fig = {
             .global_batch = info.global_batch,
@@ -440,7 +496,7 @@ static int cmd_replay(const cli_args *a)
         }
     }
     trace_destroy(t);
-    if (rc == 0)
+    if (rc == 0 && (rc = cli_signal_exit("nothing written")) == 0)
         rc = replay_and_report(a, j, true);
     sim_free(info.scenario_yaml);
     job_clear(j);

@@ -724,8 +724,14 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         SIM_ASSERT(ev->time >= now, "time went backwards: %lld < %lld", (long long)ev->time,
                    (long long)now);
         now = ev->time;
-        if (opt->progress && (popped & 0xfff) == 0)
-            report_progress(&c, now, &t0, &next_report);
+        if ((popped & 0xfff) == 0) {
+            if (opt->progress)
+                report_progress(&c, now, &t0, &next_report);
+            if (opt->cancel && *opt->cancel) {
+                out->cancelled = true; /* ev and the queued events go with the queue's pool */
+                break;
+            }
+        }
         if (ev->type == EV_NET) {
             hw_net_handle(c.net, ev);
             continue;
@@ -748,7 +754,11 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         peaks[r] = c.ranks[c.active && !c.active[r] ? c.twin[r] : r].peak;
     fill_memory(p, peaks, out);
     sim_free(peaks);
-    if (stalled < 0) {
+    if (out->cancelled) {
+        out->summary.status = REPLAY_STATUS_ERROR;
+        snprintf(out->summary.error, sizeof out->summary.error,
+                 "cancelled at %.6g s simulated", sim_time_to_s(now));
+    } else if (stalled < 0) {
         summarize(&c);
     } else {
         /* a trace whose ops wait on each other in a cycle (across ranks, through

@@ -11,6 +11,7 @@
 #ifndef SIM_REPLAY_REPLAY_H
 #define SIM_REPLAY_REPLAY_H
 
+#include <signal.h>
 #include <stdbool.h>
 
 #include "plan/plan.h"
@@ -47,12 +48,17 @@ typedef struct replay_options {
      * their links that are otherwise timed with one event (hw/net.c). A verification
      * switch: no result changes. */
     bool no_isolated_rounds;
+    /* When not NULL, read every 4096 events (not per event): once non-zero, the replay stops
+     * where it is and ends with summary.status REPLAY_STATUS_ERROR, `cancelled` set and
+     * nothing summarized (the CLI's flag for SIGINT/SIGTERM/SIGHUP). */
+    const volatile sig_atomic_t *cancel;
 } replay_options;
 
 /* Replays `p` (which must carry a trace) for sc->simulation.steps steps and fills `out`
  * (an empty results object). A trace that deadlocks (ops waiting on each other in a cycle,
  * which only a hand-edited trace can do) ends with summary.status REPLAY_STATUS_ERROR and
- * the stalled rank and op in summary.error; anything else wrong asserts. */
+ * the stalled rank and op in summary.error; so does a replay stopped by opt->cancel, with
+ * out->cancelled set. Anything else wrong asserts. */
 void replay_run(const plan *p, const replay_options *opt, replay_results *out);
 
 /* Fills only what needs no replay (name, status, gpus, memory, binding constraint) — the

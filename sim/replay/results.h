@@ -135,6 +135,7 @@ typedef struct replay_results {
     double simulated_s;   /* simulated time at the last event */
     double setup_s;       /* of wall_s: before the first event (schedules, routes, state) */
     double wall_s;
+    bool cancelled;       /* replay_options.cancel stopped the replay: nothing summarized */
     /* owned strings the rows point to */
     char **strings;
     size_t n_strings, cap_strings;
