@@ -22,6 +22,7 @@
 
 #include "cli/cli.h"
 #include "cli/opts.h"
+#include "cli/output.h"
 #include "results/h5read.h"
 #include "results/json.h"
 
@@ -407,10 +408,19 @@ static int export_body(void *parsed, int argc, char **argv)
     export_args *a = parsed;
     (void)argc;
     (void)argv;
+    const char *inputs[] = {a->in};
+    cli_output_lock lock = {.fd = -1};
+    int rc = cli_output_check("--output", a->out, inputs, SIM_ARRAY_LEN(inputs));
+    if (rc == 0)
+        rc = cli_output_lock_take(&lock, a->out);
+    if (rc)
+        return rc;
+    cli_output_remove_stale(a->out);
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    int rc = results_h5r_open(a->in, &f, &diag);
+    rc = results_h5r_open(a->in, &f, &diag);
     if (rc) {
+        cli_output_lock_release(&lock);
         sim_diag_print(&diag, stderr);
         return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
     }
@@ -425,6 +435,7 @@ static int export_body(void *parsed, int argc, char **argv)
         }
     }
     results_h5r_close(f);
+    cli_output_lock_release(&lock);
     return rc;
 }
 

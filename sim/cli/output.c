@@ -184,7 +184,11 @@ const volatile sig_atomic_t *cli_signal_flag(void)
 
 int cli_signal_exit(const char *what)
 {
-    int sig = received;
+    return cli_signal_report(received, what);
+}
+
+int cli_signal_report(int sig, const char *what)
+{
     if (!sig)
         return 0;
     const char *name = sig == SIGINT ? "SIGINT" : sig == SIGTERM ? "SIGTERM" : "SIGHUP";

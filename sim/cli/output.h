@@ -49,4 +49,7 @@ const volatile sig_atomic_t *cli_signal_flag(void);
  * returns its exit code (128 + its number: 129 SIGHUP, 130 SIGINT, 143 SIGTERM); else 0. */
 int cli_signal_exit(const char *what);
 
+/* cli_signal_exit for signal `sig` (received here or on another MPI rank); 0 when 0. */
+int cli_signal_report(int sig, const char *what);
+
 #endif

@@ -27,6 +27,7 @@
 #include <mpi.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "cli/runs.h"
 #include "results/h5read.h"
 #include "input/load.h"
@@ -348,6 +349,7 @@ static int plan_body(void *parsed, int argc, char **argv)
         MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
         MPI_Comm_size(MPI_COMM_WORLD, &c.size);
     }
+    cli_signals_install(); /* after MPI_Init: ours, whatever it installs */
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     input_scenario_info *info = NULL;
     sim_diag diag = {0};

@@ -36,6 +36,7 @@
 #include <mpi.h>
 
 #include "cli/cli.h"
+#include "cli/output.h"
 #include "cli/runs.h"
 #include "results/h5.h"
 #include "results/h5read.h"
@@ -47,6 +48,8 @@
 
 #define TAG_REQ 1
 #define TAG_WORK 2
+/* What a worker that received a signal sends instead of a finished run index. */
+#define WORKER_STOPPED (-2LL)
 /* Floor of the elapsed time a progress rate divides by (s): no division by zero at the start. */
 #define MIN_ELAPSED_S 1e-9
 
@@ -184,12 +187,14 @@ static int execute(const sweep_ctx *c, size_t i)
     } else {
         replay_results *res = replay_results_create();
         replay_options opt = {.timeline = sc->simulation.timeline,
-                              .no_isolated_rounds = c->a->no_isolated_rounds};
+                              .no_isolated_rounds = c->a->no_isolated_rounds,
+                              .cancel = cli_signal_flag()};
         if (c->L.prune_oom && p->oom)
             replay_memory_only(p, res); /* a plan does not time what cannot run */
         else
             replay_run(p, &opt, res);
-        rc = save_run(c, i, res, info->resolved_yaml, info);
+        /* a stopped replay saves nothing: --resume runs it again */
+        rc = res->cancelled ? -1 : save_run(c, i, res, info->resolved_yaml, info);
         replay_results_destroy(res);
         plan_destroy(p);
     }
@@ -229,8 +234,10 @@ static pid_t start_run(const sweep_ctx *c, size_t i)
         dup2(fd, 2);
         close(fd);
     }
-    signal(SIGINT, SIG_DFL);
-    _exit(execute(c, i) ? 3 : 0);
+    /* the handlers stay (the flag is 0 here): a signal stops the replay, nothing is saved */
+    int rc = execute(c, i);
+    const volatile sig_atomic_t *sig = cli_signal_flag();
+    _exit(*sig ? 128 + *sig : rc ? 3 : 0);
 }
 
 /* After the child of run i has ended: an error run if it left no marker. */
@@ -254,15 +261,39 @@ static int finish_run(const sweep_ctx *c, size_t i, int status)
     return rc;
 }
 
+/* After the child of run i has ended (its pid reaped): finish_run, unless a signal stopped
+ * the sweep, when the run is left without a marker for --resume (its log removed). */
+static int child_ended(const sweep_ctx *c, size_t i, int status)
+{
+    if (!*cli_signal_flag())
+        return finish_run(c, i, status);
+    char log[4200];
+    run_path(c, i, "log", log, sizeof log);
+    unlink(log);
+    return -1;
+}
+
+/* Waits for run i's child, polling (every 10 ms) so that a signal to this process alone
+ * (kill PID, not the terminal's whole group) is passed on to the child. */
 static int run_blocking(const sweep_ctx *c, size_t i)
 {
     pid_t pid = start_run(c, i);
     if (pid < 0)
         return -1;
     int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-        ;
-    return finish_run(c, i, status);
+    bool passed = false;
+    for (;;) {
+        pid_t w = waitpid(pid, &status, WNOHANG);
+        if (w == pid || (w < 0 && errno != EINTR))
+            break;
+        int sig = *cli_signal_flag();
+        if (sig && !passed) {
+            kill(pid, sig);
+            passed = true;
+        }
+        nap_us(10000);
+    }
+    return child_ended(c, i, status);
 }
 
 /* ---- progress ------------------------------------------------------------------------- */
@@ -306,9 +337,9 @@ static int serial(const sweep_ctx *c, progress *pr)
     size_t *todo = pending_runs(c, &n);
     pr->done = pr->start_done = c->L.n_runs - n;
     int rc = 0;
-    for (size_t k = 0; k < n && !rc; k++) {
+    for (size_t k = 0; k < n && !rc && !*cli_signal_flag(); k++) {
         rc = run_blocking(c, todo[k]);
-        pr->done++;
+        pr->done += !*cli_signal_flag(); /* a stopped run is not done */
         progress_tick(pr, false);
     }
     sim_free(todo);
@@ -325,7 +356,9 @@ static int coordinate(const sweep_ctx *c, progress *pr)
     int stopped = 0, rc = 0;
     pid_t child = -1;
     size_t child_run = 0;
-    while (stopped < c->size - 1 || child > 0 || (next < n && !rc)) {
+    bool passed = false;
+    const volatile sig_atomic_t *sig = cli_signal_flag();
+    while (stopped < c->size - 1 || child > 0 || (next < n && !rc && !*sig)) {
         bool busy = false;
         int flag = 0;
         MPI_Status st;
@@ -336,21 +369,29 @@ static int coordinate(const sweep_ctx *c, progress *pr)
                      MPI_STATUS_IGNORE);
             if (done_run >= 0)
                 pr->done++;
-            long long give = next < n && !rc ? (long long)todo[next++] : -1;
-            MPI_Send(&give, 1, MPI_LONG_LONG, st.MPI_SOURCE, TAG_WORK, MPI_COMM_WORLD);
-            stopped += give < 0;
+            if (done_run == WORKER_STOPPED) { /* a signalled worker, gone without an answer */
+                stopped++;
+            } else {
+                long long give = next < n && !rc && !*sig ? (long long)todo[next++] : -1;
+                MPI_Send(&give, 1, MPI_LONG_LONG, st.MPI_SOURCE, TAG_WORK, MPI_COMM_WORLD);
+                stopped += give < 0;
+            }
             busy = true;
         }
         if (child > 0) {
             int status;
             pid_t w = waitpid(child, &status, WNOHANG);
             if (w == child) {
-                rc = rc ? rc : finish_run(c, child_run, status);
+                int crc = child_ended(c, child_run, status);
+                rc = rc ? rc : crc;
                 child = -1;
-                pr->done++;
+                pr->done += !*sig;
                 busy = true;
+            } else if (*sig && !passed) {
+                kill(child, *sig);
+                passed = true;
             }
-        } else if (next < n && !rc) {
+        } else if (next < n && !rc && !*sig) {
             child_run = todo[next++];
             child = start_run(c, child_run);
             if (child < 0)
@@ -379,9 +420,14 @@ static int work(const sweep_ctx *c)
             nap_us(200);
         if (run < 0)
             break;
-        if (!rc)
+        if (!rc && !*cli_signal_flag())
             rc = run_blocking(c, (size_t)run);
         done_run = run;
+        if (*cli_signal_flag()) {
+            done_run = WORKER_STOPPED;
+            MPI_Send(&done_run, 1, MPI_LONG_LONG, 0, TAG_REQ, MPI_COMM_WORLD);
+            break;
+        }
     }
     return rc;
 }
@@ -403,6 +449,23 @@ static char *fingerprint(const sweep_ctx *c)
     char *out = sim_calloc(96, 1);
     snprintf(out, 96, "stepsim sweep %" PRIx64 " runs=%zu\n", h, c->L.n_runs);
     return out;
+}
+
+/* The NNNNNNN.*.tmp-PID files of runs killed outright (SIGKILL, a crash) in a resumed
+ * sweep's directory: the runs without a marker run again and write their own. */
+static void remove_temporaries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d)
+        return;
+    struct dirent *e;
+    char p[4300];
+    while ((e = readdir(d)))
+        if (strstr(e->d_name, ".tmp-")) {
+            snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+            unlink(p);
+        }
+    closedir(d);
 }
 
 /* Rank 0: creates OUT.h5.runs (or checks it for --resume). Returns 0, or an exit code. */
@@ -436,6 +499,8 @@ static int prepare_dir(const sweep_ctx *c)
             rc = cli_invalid(c->dir, "holds runs of a different sweep (the sweep file, its "
                                      "runs or --steps/--no-timeline changed)",
                              NULL, "remove the directory to start over");
+        else
+            remove_temporaries(c->dir);
     }
     sim_free(fp);
     return rc;
@@ -497,7 +562,8 @@ static int merge(const sweep_ctx *c)
         rc = results_h5_open(c->a->out, c->a->command, in, n_inputs + 1, &f, &diag);
     if (!rc)
         results_h5_sweep_axes(f, L->axis_names, L->n_axes);
-    for (size_t i = 0; i < L->n_runs && !rc; i++) {
+    bool stopped = false;
+    for (size_t i = 0; i < L->n_runs && !rc && !(stopped = *cli_signal_flag()); i++) {
         char p[4200], name[300];
         run_path(c, i, "h5", p, sizeof p);
         snprintf(name, sizeof name, "%s-%zu", L->name, i);
@@ -505,8 +571,8 @@ static int merge(const sweep_ctx *c)
         if (!rc)
             results_h5_run_axes(f, L->values[i]);
     }
-    if (rc)
-        results_h5_abort(f);
+    if (rc || stopped)
+        results_h5_abort(f); /* removes OUT.h5.tmp-PID */
     else
         rc = results_h5_close(f);
     if (rc)
@@ -517,7 +583,7 @@ static int merge(const sweep_ctx *c)
     }
     sim_free(inputs);
     sim_free(in);
-    return rc ? 1 : 0;
+    return rc ? 1 : stopped ? -1 : 0;
 }
 
 void cli__runs_print_json(const sweep_ctx *c)
@@ -553,17 +619,74 @@ static void remove_dir(const char *dir)
     rmdir(dir);
 }
 
+/* Rank 0, before any run: refuses an unsafe -o (output.h) — the inputs are the runs' source
+ * file, their base scenarios and the files those reference — then takes OUT.h5's lock, which
+ * also covers OUT.h5.runs, and removes the temporaries of a merge killed outright. */
+static int guard_output(const sweep_ctx *c, cli_output_lock *lock)
+{
+    const run_list *L = &c->L;
+    size_t n = 0, cap = 8;
+    const char **in = sim_calloc(cap, sizeof *in);
+    in[n++] = L->source;
+    size_t n_bases = L->bases ? L->n_runs : 1;
+    input_scenario_info **infos = sim_calloc(n_bases + 1, sizeof *infos);
+    for (size_t b = 0; b < n_bases; b++) {
+        const char *base = L->bases ? L->bases[b] : L->base;
+        bool seen = false;
+        for (size_t k = 0; k < b && !seen; k++)
+            seen = strcmp(L->bases[k], base) == 0;
+        if (seen)
+            continue;
+        plan_scenario *sc = sim_calloc(1, sizeof *sc);
+        /* a base that does not load alone (valid only with a run's overrides) still counts */
+        (void)input_scenario_load(base, NULL, 0, sc, &infos[b], NULL);
+        sim_free(sc);
+        size_t more = 1 + (infos[b] ? infos[b]->n_inputs : 0);
+        if (n + more > cap) {
+            cap = 2 * (n + more);
+            in = sim_realloc_array(in, cap, sizeof *in);
+        }
+        in[n++] = base;
+        for (size_t k = 0; infos[b] && k < infos[b]->n_inputs; k++)
+            in[n++] = infos[b]->inputs[k].path;
+    }
+    int rc = cli_output_check("--output", c->a->out, in, n);
+    for (size_t b = 0; b < n_bases; b++)
+        input_scenario_info_destroy(infos[b]);
+    sim_free(infos);
+    sim_free(in);
+    if (rc == 0)
+        rc = cli_output_lock_take(lock, c->a->out);
+    if (rc == 0)
+        cli_output_remove_stale(c->a->out);
+    return rc;
+}
+
+/* Rank 0 after a signal: says where the finished runs are; the exit code. */
+static int stopped_by(const sweep_ctx *c, int sig)
+{
+    char what[4300];
+    snprintf(what, sizeof what, "the finished runs are in %s (--resume goes on from there)",
+             c->dir);
+    return cli_signal_report(sig, what);
+}
+
 int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
 {
     const sweep_args *a = c->a;
     size_t len = strlen(a->out) + 8;
     c->dir = sim_calloc(len, 1);
     snprintf(c->dir, len, "%s.runs", a->out);
-    int rc = c->rank == 0 ? prepare_dir(c) : 0;
+    cli_output_lock lock = {.fd = -1};
+    int rc = c->rank == 0 ? guard_output(c, &lock) : 0;
+    if (c->rank == 0 && rc == 0)
+        rc = prepare_dir(c);
     if (c->mpi)
         MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
-    if (rc)
+    if (rc) {
+        cli_output_lock_release(&lock);
         return rc;
+    }
     progress pr = {.on = c->rank == 0 && (a->progress || isatty(2)), .total = c->L.n_runs,
                    .t0 = cli_wall_s()};
     if (!c->mpi || c->size == 1)
@@ -572,26 +695,33 @@ int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
         rc = coordinate(c, &pr);
     else
         rc = work(c);
+    int sig = *cli_signal_flag();
     if (c->mpi) {
-        int any = rc != 0, all;
-        MPI_Allreduce(&any, &all, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        rc = all ? 1 : 0;
+        int mine[2] = {rc != 0, sig}, all[2];
+        MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+        rc = all[0] ? 1 : 0;
+        sig = all[1];
     }
     if (c->rank != 0)
-        return rc;
+        return sig ? 128 + sig : rc;
     progress_tick(&pr, true);
     fprintf(stderr, "stepsim: %zu runs: %zu done before, %zu run now on %d rank(s) in %.3g s\n",
             c->L.n_runs, pr.start_done, c->L.n_runs - pr.start_done, c->size, cli_wall_s() - pr.t0);
-    if (rc) {
+    if (sig) {
+        rc = stopped_by(c, sig);
+    } else if (rc) {
         fprintf(stderr, "%s: error: could not complete; the finished runs are in %s (--resume "
                         "goes on from there)\n", c->L.source, c->dir);
-        return rc;
+    } else {
+        rc = merge(c);
+        if (rc < 0)
+            rc = stopped_by(c, *cli_signal_flag());
+        if (!rc)
+            rc = finish(c);
+        if (!rc)
+            remove_dir(c->dir);
     }
-    rc = merge(c);
-    if (!rc)
-        rc = finish(c);
-    if (!rc)
-        remove_dir(c->dir);
+    cli_output_lock_release(&lock);
     return rc;
 }
 
@@ -657,6 +787,7 @@ static int sweep_body(void *parsed, int argc, char **argv)
         MPI_Comm_rank(MPI_COMM_WORLD, &c.rank);
         MPI_Comm_size(MPI_COMM_WORLD, &c.size);
     }
+    cli_signals_install(); /* after MPI_Init: ours, whatever it installs */
     sim_diag diag = {0};
     rc = input_sweep_load(a->file, &c.sw, &diag);
     if (rc) { /* every rank read the same file and failed alike; one prints */
