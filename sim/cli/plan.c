@@ -359,6 +359,17 @@ static int plan_body(void *parsed, int argc, char **argv)
             sim_diag_print(&diag, stderr);
         rc = CLI_EXIT_INVALID;
     }
+    if (!rc && a->out) { /* before the candidates line; cli__runs_execute takes the lock */
+        const char **in = sim_calloc(info->n_inputs + 1, sizeof *in);
+        in[0] = a->file;
+        for (size_t i = 0; i < info->n_inputs; i++)
+            in[i + 1] = info->inputs[i].path;
+        if (c.rank == 0)
+            rc = cli_output_check("--output", a->out, in, info->n_inputs + 1);
+        sim_free(in);
+        if (c.mpi)
+            MPI_Bcast(&rc, 1, MPI_INT, 0, MPI_COMM_WORLD);
+    }
     char tmpdir[] = "/tmp/stepsim-plan-XXXXXX";
     char *tmp_out = NULL;
     if (!rc && !a->out) {

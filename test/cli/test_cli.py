@@ -4,7 +4,7 @@
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
-      | cp
+      | cp | outputs
 Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
@@ -1066,9 +1066,131 @@ def bench():
     check(rc == 2 and "--dir" in err, "missing directory: " + err)
 
 
+def outputs():
+    """Every command that writes a file refuses an unsafe -o before any work (exit 2, one
+    error line, nothing on stdout, nothing created), a second writer of the same output is
+    locked out, and a signal leaves nothing behind (docs/cli.md, "How outputs are written")."""
+    import fcntl, shutil, signal, stat, time
+    def refused(args, where, what):
+        rc, out, err = run(*args, cwd=tmp) # a stepsim without the checks writes nothing here
+        check(rc == 2 and out == "" and one_error_line(err) and where in err.splitlines()[0],
+              "%s: exit 2 (got %d), one error line with %r, no stdout:\n%s%s"
+              % (what, rc, where, out, err))
+    with tempfile.TemporaryDirectory() as tmp:
+        # single.yaml references ideal-pair.yaml (topology), which references ideal-gpu.yaml,
+        # and tiny-gpt.yaml (model): copies side by side are the run's four input files
+        for name in ("single.yaml", "ideal-pair.yaml", "ideal-gpu.yaml", "tiny-gpt.yaml"):
+            shutil.copy(os.path.join(data, name), tmp)
+        scen, topo = os.path.join(tmp, "single.yaml"), os.path.join(tmp, "ideal-pair.yaml")
+        sweep = os.path.join(tmp, "w.yaml")
+        with open(sweep, "w") as f:
+            f.write("base: single.yaml\nname: w\naxes:\n  training.micro_batch: [1, 2]\n")
+        trace_h5, res_h5 = os.path.join(tmp, "t.h5"), os.path.join(tmp, "r.h5")
+        rc, _, err = run("trace", scen, "-o", trace_h5)
+        check(rc == 0, "trace for the replay cases: " + err)
+        rc, _, err = run("run", scen, "-o", res_h5)
+        check(rc == 0, "run for the export-perfetto cases: " + err)
+        writers = (["run", scen], ["trace", scen], ["replay", trace_h5], ["sweep", sweep],
+                   ["plan", scen], ["export-perfetto", res_h5])
+        before = sorted(os.listdir(tmp))
+        # an empty path names no file: refused by every writer, and the option is named
+        for cmd in writers:
+            refused(cmd + ["-o", ""], "--output: error: the output path is empty",
+                    "%s -o ''" % cmd[0])
+        # a FIFO: refused (the rename would replace it with the results)
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)
+        failed = failures
+        refused(["run", scen, "-o", fifo], "is a FIFO", "run -o FIFO")
+        os.remove(fifo)
+        # a device: refused, and it stays a device. Only tried when the FIFO was refused: a
+        # stepsim without the check, run as root, would replace /dev/null with a results file
+        if failures == failed:
+            for cmd in writers:
+                refused(cmd + ["-o", "/dev/null"], "/dev/null: error: the output exists and is "
+                        "a character device", "%s -o /dev/null" % cmd[0])
+        check(stat.S_ISCHR(os.stat("/dev/null").st_mode), "/dev/null is still a device")
+        # a directory, and a symlink to one
+        sub = os.path.join(tmp, "sub")
+        os.mkdir(sub)
+        os.symlink(sub, os.path.join(tmp, "sub-link"))
+        refused(["run", scen, "-o", sub], "is a directory", "run -o DIR")
+        refused(["run", scen, "-o", os.path.join(tmp, "sub-link")],
+                "is a directory (through a symlink)", "run -o LINK-TO-DIR")
+        os.remove(os.path.join(tmp, "sub-link"))
+        os.rmdir(sub)
+        # one of the command's own inputs: the scenario, the topology it references, the file
+        # given to sweep, replay, export-perfetto; each is byte-identical afterwards
+        def own(args, path, what):
+            with open(path, "rb") as f:
+                bytes_before = f.read()
+            refused(args + ["-o", path], "error: the output would overwrite an input", what)
+            with open(path, "rb") as f:
+                check(f.read() == bytes_before, "%s: the input is unchanged" % what)
+        own(["run", scen], scen, "run -o SCENARIO")
+        own(["run", scen], topo, "run -o its topology")
+        own(["run", scen], os.path.join(tmp, "ideal-gpu.yaml"), "run -o the topology's gpu")
+        own(["trace", scen], scen, "trace -o SCENARIO")
+        own(["plan", scen], scen, "plan -o SCENARIO")
+        own(["sweep", sweep], sweep, "sweep -o SWEEP")
+        own(["sweep", sweep], scen, "sweep -o its base scenario")
+        own(["sweep", sweep], topo, "sweep -o a file its base references")
+        own(["replay", trace_h5], trace_h5, "replay -o TRACE")
+        own(["replay", trace_h5, "--topology", topo], topo, "replay -o its --topology")
+        own(["export-perfetto", res_h5], res_h5, "export-perfetto -o OUT.h5")
+        # the same file through a symlink is the same file (st_dev, st_ino)
+        os.symlink(scen, os.path.join(tmp, "link.yaml"))
+        own(["run", scen], os.path.join(tmp, "link.yaml"), "run -o a symlink to SCENARIO")
+        os.remove(os.path.join(tmp, "link.yaml"))
+        # no refusal created anything (no temporary, lock or runs directory)
+        check(sorted(os.listdir(tmp)) == before, "refusals leave the directory as it was: %s"
+              % sorted(os.listdir(tmp)))
+        # the lock: while another process holds OUT.lock (here this test, with the flock the
+        # command takes), a writer of OUT fails at once with the holder's pid and writes nothing
+        out_h5 = os.path.join(tmp, "o.h5")
+        with open(out_h5 + ".lock", "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            lock.write("%d\n" % os.getpid())
+            lock.flush()
+            for cmd in (["run", scen], ["sweep", sweep]):
+                refused(cmd + ["-o", out_h5], "%s: error: another stepsim is writing it (pid %d)"
+                        % (out_h5, os.getpid()), "%s while locked" % cmd[0])
+            check(not os.path.exists(out_h5) and not os.path.exists(out_h5 + ".runs"),
+                  "a locked-out writer creates nothing")
+        # a lock file nobody holds (its holder died) does not block; the run removes it
+        rc, _, err = run("run", scen, "-o", out_h5)
+        check(rc == 0 and sorted(os.listdir(tmp)) == sorted(before + ["o.h5"]),
+              "run after the lock is released: exit 0 (got %d), o.h5 and no lock left: %s\n%s"
+              % (rc, sorted(os.listdir(tmp)), err))
+    # Signals: a run of llama3.1-70b on 64 H100s, 50 steps without timeline (about 0.2 s
+    # per step on an idle core: some 10 s in all), is stopped once its temporary exists
+    # (the results file is opened before the replay). Exit 128 + the signal's number:
+    # SIGHUP 1 -> 129, SIGINT 2 -> 130, SIGTERM 15 -> 143; the temporary and the lock are
+    # removed, so the fresh output directory is empty again.
+    big = os.path.join(root, "scenarios", "llama3.1-70b-64xh100.yaml")
+    for sig, code in ((signal.SIGINT, 130), (signal.SIGTERM, 143), (signal.SIGHUP, 129)):
+        with tempfile.TemporaryDirectory() as d:
+            p = subprocess.Popen([stepsim, "run", big, "--no-timeline", "--steps", "50", "-o",
+                                  os.path.join(d, "o.h5")], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True)
+            t0 = time.time()
+            while (time.time() - t0 < 60 and p.poll() is None
+                   and not any(".tmp-" in n for n in os.listdir(d))):
+                time.sleep(0.02)
+            check(p.poll() is None, "%s: the run is still going when signalled" % sig.name)
+            time.sleep(0.3) # into the replay's event loop
+            p.send_signal(sig)
+            out, err = p.communicate(timeout=60)
+            check(p.returncode == code, "%s: exit %d (got %d): %s"
+                  % (sig.name, code, p.returncode, err))
+            check(out == "" and "interrupted by %s" % sig.name in err,
+                  "%s: no summary, says why it stopped: %r" % (sig.name, err))
+            check(os.listdir(d) == [], "%s: nothing left: %s" % (sig.name, os.listdir(d)))
+
+
 {"acceptance": acceptance, "sharing": sharing, "bench": bench, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
- "moe": moe, "cp": cp}[mode]()
+ "moe": moe, "cp": cp, "outputs": outputs}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
