@@ -382,6 +382,7 @@ static int plan_body(void *parsed, int argc, char **argv)
         tmp_out = sim_calloc(strlen(tmpdir) + 16, 1);
         sprintf(tmp_out, "%s/plan.h5", tmpdir);
         a->out = tmp_out;
+        c.scratch = true;
         rc = ok ? 0 : 1;
     }
     if (!rc) {
@@ -416,6 +417,8 @@ static int plan_body(void *parsed, int argc, char **argv)
         sim_free(full);
     }
     if (tmp_out && c.rank == 0) {
+        if (c.dir) /* the runs of a stopped plan without -o: nothing could resume them */
+            cli__runs_remove_dir(c.dir);
         unlink(tmp_out);
         rmdir(tmpdir);
     }

@@ -57,6 +57,7 @@ typedef struct sweep_ctx {
     input_sweep *sw;
     run_list L;
     char *dir; /* OUT.h5.runs */
+    bool scratch; /* OUT.h5 is a temporary of `plan` without -o: no --resume of its runs */
     int rank, size;
     bool mpi;
 } sweep_ctx;
@@ -65,6 +66,8 @@ typedef struct sweep_ctx {
  * OUT.h5 and calls `finish` for the command's own output before removing the runs
  * directory. Returns the exit code (on rank 0; 0 or 1 on the others). */
 int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c));
+/* Removes a runs directory (OUT.h5.runs) and the files in it; an absent one is a no-op. */
+void cli__runs_remove_dir(const char *dir);
 /* Prints every run's JSON object (its marker file) in run order; for `finish`. */
 void cli__runs_print_json(const sweep_ctx *c);
 

@@ -602,7 +602,7 @@ void cli__runs_print_json(const sweep_ctx *c)
     }
 }
 
-static void remove_dir(const char *dir)
+void cli__runs_remove_dir(const char *dir)
 {
     DIR *d = opendir(dir);
     if (!d)
@@ -668,6 +668,8 @@ static int stopped_by(const sweep_ctx *c, int sig)
     char what[4300];
     snprintf(what, sizeof what, "the finished runs are in %s (--resume goes on from there)",
              c->dir);
+    if (c->scratch)
+        snprintf(what, sizeof what, "nothing kept");
     return cli_signal_report(sig, what);
 }
 
@@ -719,7 +721,7 @@ int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
         if (!rc)
             rc = finish(c);
         if (!rc)
-            remove_dir(c->dir);
+            cli__runs_remove_dir(c->dir);
     }
     cli_output_lock_release(&lock);
     return rc;
