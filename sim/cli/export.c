@@ -27,6 +27,8 @@
 #include "results/json.h"
 
 #define SLICE 65536
+/* What a slice returns once a signal arrived (not a SIM_E* code). */
+#define STOPPED 1
 #define LANES 16
 #define MEM_CATS 6
 
@@ -119,6 +121,8 @@ typedef struct slice_ctx {
 static int timeline_slice(void *ud, void *rows_, size_t first, size_t k)
 {
     (void)first;
+    if (*cli_signal_flag())
+        return STOPPED; /* between slices: export_run removes the temporary */
     slice_ctx *sc = ud;
     exporter *x = sc->x;
     const tl_row *rows = rows_;
@@ -178,6 +182,8 @@ static int export_timeline(exporter *x, results_h5r_file *f, const char *path, c
 static int bubble_slice(void *ud, void *rows_, size_t first, size_t k)
 {
     (void)first;
+    if (*cli_signal_flag())
+        return STOPPED; /* between slices: export_run removes the temporary */
     slice_ctx *sc = ud;
     exporter *x = sc->x;
     const bubble_row *rows = rows_;
@@ -218,6 +224,8 @@ static int export_bubbles(exporter *x, results_h5r_file *f, const char *path, co
 static int memory_slice(void *ud, void *rows_, size_t first, size_t k)
 {
     (void)first;
+    if (*cli_signal_flag())
+        return STOPPED; /* between slices: export_run removes the temporary */
     slice_ctx *sc = ud;
     exporter *x = sc->x;
     const mem_row *rows = rows_;
@@ -409,6 +417,7 @@ static int export_body(void *parsed, int argc, char **argv)
     (void)argc;
     (void)argv;
     const char *inputs[] = {a->in};
+    cli_signals_install();
     cli_output_lock lock = {.fd = -1};
     int rc = cli_output_check("--output", a->out, inputs, SIM_ARRAY_LEN(inputs));
     if (rc == 0)
@@ -436,7 +445,9 @@ static int export_body(void *parsed, int argc, char **argv)
     }
     results_h5r_close(f);
     cli_output_lock_release(&lock);
-    return rc;
+    /* a signal after the last slice lets the export finish: the file is whole */
+    int stopped = rc ? cli_signal_exit("nothing written") : 0;
+    return stopped ? stopped : rc;
 }
 
 int cli_export_perfetto(const cli_command *cmd, int argc, char **argv)
