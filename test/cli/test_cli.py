@@ -1071,8 +1071,11 @@ def outputs():
     error line, nothing on stdout, nothing created), a second writer of the same output is
     locked out, and a signal leaves nothing behind (docs/cli.md, "How outputs are written")."""
     import fcntl, shutil, signal, stat, time
+    exe = os.path.abspath(stepsim)
     def refused(args, where, what):
-        rc, out, err = run(*args, cwd=tmp) # a stepsim without the checks writes nothing here
+        # run in the temporary directory: a stepsim without the checks writes nothing here
+        p = subprocess.run([exe] + args, capture_output=True, text=True, cwd=tmp)
+        rc, out, err = p.returncode, p.stdout, p.stderr
         check(rc == 2 and out == "" and one_error_line(err) and where in err.splitlines()[0],
               "%s: exit 2 (got %d), one error line with %r, no stdout:\n%s%s"
               % (what, rc, where, out, err))
