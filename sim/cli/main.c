@@ -1,6 +1,7 @@
 /* The `stepsim` command: the table of sub-commands (their usage texts and the dispatch) and
  * the commands run, check, mem, trace and replay with their human-readable output.
- * Exit codes (docs/cli.md): 0 success (an OOM verdict is a result), 1 internal error,
+ * Exit codes (docs/cli.md): 0 success (an OOM verdict is a result), 1 internal error (a
+ * failed SIM_ASSERT too: cli_fatal_cleanup removes the temporary and lock first),
  * 2 invalid input — reported as exactly one `...: error: ...` line plus hint lines. */
 #include "core/sim.h"
 
@@ -316,6 +317,11 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
         results_h5_abort(f);
         return 1;
     }
+    /* Test hook (test_cli.py, mode hostile): no input reaches a failed assertion, so the
+     * exit code 1 and the cleanup of a failed one are provoked here, once the temporary and
+     * the lock exist. Read by the CLI only, never by the library. */
+    if (f && getenv("STEPSIM_TEST_ASSERT"))
+        SIM_ASSERT(!getenv("STEPSIM_TEST_ASSERT"), "STEPSIM_TEST_ASSERT is set (a test hook)");
     int rc = 0;
     replay_results *res = replay_results_create();
     h5_sink sink = {.f = f, .run = j->sc.name};
@@ -799,6 +805,7 @@ static int unknown_command(const char *name)
 
 int main(int argc, char **argv)
 {
+    sim_set_fatal_hook(cli_fatal_cleanup);
     if (argc < 2) {
         print_usage(stderr);
         return EXIT_INVALID;

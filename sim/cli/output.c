@@ -68,6 +68,47 @@ static long lock_owner(int fd)
     return strtol(buf, NULL, 10);
 }
 
+/* What a failed assertion removes on its way out (cli_fatal_cleanup): the lock file and the
+ * temporary of each output whose lock this process holds. Fixed slots of copied paths: the
+ * hook runs where malloc may be broken and may only unlink. The second mutable global of the
+ * program, for the same reason as `received` below: a dying process reaches nothing else. */
+#define CLEANUP_SLOTS 8
+#define CLEANUP_PATH 4352
+static char cleanup_paths[CLEANUP_SLOTS][CLEANUP_PATH];
+
+static void cleanup_add(const char *path)
+{
+    if (strlen(path) >= CLEANUP_PATH)
+        return; /* open() would have refused it already */
+    for (size_t i = 0; i < CLEANUP_SLOTS; i++)
+        if (!cleanup_paths[i][0]) {
+            memcpy(cleanup_paths[i], path, strlen(path) + 1);
+            return;
+        }
+}
+
+static void cleanup_drop(const char *path)
+{
+    for (size_t i = 0; i < CLEANUP_SLOTS; i++)
+        if (strcmp(cleanup_paths[i], path) == 0) {
+            cleanup_paths[i][0] = '\0';
+            return;
+        }
+}
+
+/* "PATH.tmp-PID", the temporary every writer of PATH uses (h5table.c, export.c). */
+static void temporary_of(const char *path, char *buf, size_t n)
+{
+    snprintf(buf, n, "%s.tmp-%ld", path, (long)getpid());
+}
+
+void cli_fatal_cleanup(void)
+{
+    for (size_t i = 0; i < CLEANUP_SLOTS; i++)
+        if (cleanup_paths[i][0])
+            unlink(cleanup_paths[i]);
+}
+
 int cli_output_lock_take(cli_output_lock *l, const char *path)
 {
     *l = (cli_output_lock){.fd = -1};
@@ -105,6 +146,10 @@ int cli_output_lock_take(cli_output_lock *l, const char *path)
             }
             l->path = lp;
             l->fd = fd;
+            char tmp[CLEANUP_PATH];
+            temporary_of(path, tmp, sizeof tmp);
+            cleanup_add(tmp);
+            cleanup_add(lp);
             return 0;
         }
         close(fd);
@@ -115,6 +160,13 @@ void cli_output_lock_release(cli_output_lock *l)
 {
     if (!l->path)
         return;
+    char tmp[CLEANUP_PATH];
+    size_t len = strlen(l->path) - strlen(".lock");
+    snprintf(tmp, sizeof tmp, "%.*s", (int)len, l->path);
+    char t2[CLEANUP_PATH + 32];
+    temporary_of(tmp, t2, sizeof t2);
+    cleanup_drop(t2);
+    cleanup_drop(l->path);
     unlink(l->path); /* before closing: a waiting process then re-checks the path */
     close(l->fd);
     sim_free(l->path);

@@ -38,6 +38,12 @@ void cli_output_lock_release(cli_output_lock *l);
  * outright (SIGKILL, a crash) left next to it. Returns how many were removed. */
 int cli_output_remove_stale(const char *path);
 
+/* The fatal hook of a failed SIM_ASSERT (core/assert.h), set by main: unlinks the lock file
+ * and the temporary PATH.tmp-<pid> of every output whose lock is held (registered by
+ * cli_output_lock_take, forgotten by cli_output_lock_release). Only unlink(): it runs on the
+ * way to _exit(1), from wherever the assertion failed. */
+void cli_fatal_cleanup(void);
+
 /* Installs the handlers of SIGINT, SIGTERM and SIGHUP, which only record the signal. */
 void cli_signals_install(void);
 
