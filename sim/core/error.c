@@ -1,7 +1,11 @@
 /* Error strings and input diagnostics (see error.h). */
 #include "core/sim.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 const char *sim_strerror(int err)
 {
@@ -81,4 +85,34 @@ void sim_diag_print(const sim_diag *d, FILE *out)
         fprintf(out, "  %.*s\n", (int)n, h);
         h += n + (nl ? 1 : 0);
     }
+}
+
+int sim_open_regular(const char *path, const char **kind)
+{
+    *kind = NULL;
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0)
+        return -1;
+    struct stat st;
+    if (fstat(fd, &st) != 0) {
+        int e = errno;
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        *kind = S_ISDIR(st.st_mode)    ? "a directory"
+                : S_ISFIFO(st.st_mode) ? "a FIFO"
+                : S_ISCHR(st.st_mode)  ? "a character device"
+                : S_ISBLK(st.st_mode)  ? "a block device"
+                : S_ISSOCK(st.st_mode) ? "a socket"
+                                       : "of another kind";
+        close(fd);
+        errno = 0;
+        return -1;
+    }
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0)
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return fd;
 }

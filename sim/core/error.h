@@ -60,4 +60,12 @@ void sim_diag_hint(sim_diag *d, const char *fmt, ...) __attribute__((format(prin
  * hints, each on its own line starting with two spaces. */
 void sim_diag_print(const sim_diag *d, FILE *out);
 
+/* Opens input file `path` read-only (close-on-exec) and checks, on the open descriptor, that
+ * it is a regular file: a FIFO would block the open and every read for ever, a directory or
+ * a device is no input. The open does not wait (O_NONBLOCK, cleared again before the
+ * descriptor is returned). Returns the descriptor; or -1 with errno set when the file cannot
+ * be opened; or -1 with errno 0 and *kind naming what it is ("a FIFO", "a directory", "a
+ * character device", "a block device", "a socket") when it is not a regular file. */
+int sim_open_regular(const char *path, const char **kind);
+
 #endif

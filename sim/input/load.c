@@ -170,9 +170,19 @@ static int file_error(loader *L, int code, const input_ynode *ref, const char *d
 static int load_file(loader *L, const char *open_path, const char *display, const input_ynode *ref,
                      input_ynode **root)
 {
-    FILE *f = fopen(open_path, "rb");
+    const char *kind;
+    int fd = sim_open_regular(open_path, &kind);
+    if (fd < 0 && kind) {
+        if (ref)
+            return file_error(L, SIM_EINVAL, ref, display, "'%s' is not a regular file (%s)",
+                              display, kind);
+        return file_error(L, SIM_EINVAL, NULL, display, "not a regular file (%s)", kind);
+    }
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
     if (!f) {
         int e = errno;
+        if (fd >= 0)
+            close(fd);
         return file_error(L, e == ENOENT || e == ENOTDIR ? SIM_ENOENT : SIM_EINVAL, ref, display,
                           "cannot open '%s': %s", display, strerror(e));
     }

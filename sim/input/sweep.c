@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "input/load.h"
 #include "input/suggest.h"
@@ -134,10 +135,19 @@ static char *dir_of(const char *path)
 
 static char *read_text(const char *path, sim_diag *diag, int *rc)
 {
-    FILE *f = fopen(path, "rb");
+    const char *kind;
+    int fd = sim_open_regular(path, &kind);
+    if (fd < 0 && kind) {
+        *rc = sim_diag_error(diag, path, 0, 0, "not a regular file (%s)", kind);
+        return NULL;
+    }
+    FILE *f = fd < 0 ? NULL : fdopen(fd, "rb");
     if (!f) {
-        *rc = sim_diag_error_code(diag, errno == ENOENT ? SIM_ENOENT : SIM_EINVAL, path, 0, 0,
-                                  "cannot open sweep file: %s", strerror(errno));
+        int e = errno;
+        if (fd >= 0)
+            close(fd);
+        *rc = sim_diag_error_code(diag, e == ENOENT ? SIM_ENOENT : SIM_EINVAL, path, 0, 0,
+                                  "cannot open sweep file: %s", strerror(e));
         return NULL;
     }
     sbuf b = {0};

@@ -5,6 +5,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <hdf5.h>
 
@@ -92,12 +93,15 @@ int results_h5r_open_kind(const char *path, const char *version_attr, int want, 
     *out = NULL;
     quiet(f);
     int rc = 0;
-    FILE *probe = fopen(path, "rb");
-    if (!probe) {
+    const char *kind;
+    int probe = sim_open_regular(path, &kind); /* H5Fopen would block on a FIFO */
+    if (probe < 0 && kind) {
+        rc = sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0, "not a regular file (%s)", kind);
+    } else if (probe < 0) {
         rc = sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0, "cannot open file: %s",
                                  strerror(errno));
     } else {
-        fclose(probe);
+        close(probe);
         if (H5Fis_hdf5(path) <= 0)
             rc = sim_diag_error_code(diag, SIM_EINVAL, path, 0, 0,
                                      "not an HDF5 file (expected a stepsim %s)", what);
