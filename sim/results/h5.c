@@ -365,10 +365,10 @@ static char *h5_input_hashes_text(const results_h5_input *inputs, size_t n_input
 
 static int check_run_name(h5_writer *w, const char *name)
 {
-    if (!name[0] || strcmp(name, ".") == 0 || strchr(name, '/'))
+    if (!name[0] || strcmp(name, ".") == 0 || strcmp(name, "..") == 0 || strchr(name, '/'))
         return sim_diag_error_code(w->diag, SIM_EINVAL, w->path, 0, 0,
                                    "run name \"%s\" cannot name an HDF5 group (it is empty, "
-                                   "\".\" or contains '/')",
+                                   "\".\", \"..\" or contains '/')",
                                    name);
     return 0;
 }
@@ -467,7 +467,8 @@ int results_h5_stream_timeline(results_h5_file *f, const char *name,
     if (f->stream_group < 0 || strcmp(f->stream_run, name) != 0) {
         SIM_ASSERT(f->stream_group < 0, "timeline of run %s streamed while %s is open", name,
                    f->stream_run);
-        stream_begin(f, name);
+        if (stream_begin(f, name) != 0)
+            return f->w.rc; /* no group to append to: the error goes up, the file is aborted */
     }
     results__h5_append(&f->timeline, rows, n);
     return f->w.rc;
