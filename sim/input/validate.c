@@ -491,6 +491,15 @@ int input__scenario_finish(const input_ynode *root, const char *default_name, pl
     if (!sc->name[0])
         snprintf(sc->name, sizeof sc->name, "%s", default_name);
     default_name_from_file(root, "model", root, sc->model.name, sizeof sc->model.name);
+    /* the run's group in a results file is /runs/NAME: one HDF5 link name */
+    const char *n = sc->name;
+    if (!n[0] || strcmp(n, ".") == 0 || strcmp(n, "..") == 0 || strchr(n, '/')) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "name", NULL),
+                           "name: \"%s\" cannot name a run (it is empty, \".\", \"..\" or "
+                           "contains '/')", n);
+        sim_diag_hint(ctx->diag, "a run is stored as the group /runs/NAME of a results file");
+        return SIM_EINVAL;
+    }
 
     int rc;
     if ((rc = input__topology_finish(root, NULL, &sc->topology, ctx)) ||
