@@ -446,6 +446,43 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                                "parallel.pipeline.virtual_stages: %d virtual stages need "
                                "schedule: interleaved",
                                p->pipeline.virtual_stages);
+    /* Each pipeline chunk (pp stages x virtual_stages chunks each; the plan ignores
+     * virtual_stages without a pipeline) holds at least one layer. */
+    int vst = p->pp > 1 ? p->pipeline.virtual_stages : 1;
+    long long chunks = (long long)p->pp * vst;
+    if (chunks > sc->model.layers) {
+        bool by_v = vst > 1 && given(root, "parallel.pipeline.virtual_stages");
+        if (by_v)
+            input_schema_error(ctx, SIM_EINVAL, given(root, "parallel.pipeline.virtual_stages"),
+                               "parallel.pipeline.virtual_stages: pp %d x virtual_stages %d = "
+                               "%lld pipeline chunks for %d layers",
+                               p->pp, vst, chunks, sc->model.layers);
+        else
+            input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.pp", "parallel"),
+                               "parallel.pp: %d pipeline stages for %d layers", p->pp,
+                               sc->model.layers);
+        sim_diag_hint(ctx->diag, "every pipeline chunk holds at least one layer");
+        return SIM_EINVAL;
+    }
+    if (p->pp > 1 && vst > 1 && p->pipeline.schedule == PLAN_SCHED_INTERLEAVED) {
+        int64_t per = tr->micro_batch * p->dp; /* global_batch is a multiple (checked above) */
+        int64_t accum = tr->global_batch > 0 ? tr->global_batch / per : 1;
+        if (accum % p->pp != 0) {
+            input_schema_error(ctx, SIM_EINVAL,
+                               locate(root, "parallel.pipeline.schedule", "parallel"),
+                               "parallel.pipeline.schedule: interleaved needs the micro-batches "
+                               "per pipeline (%lld) to be a multiple of pp (%d)",
+                               (long long)accum, p->pp);
+            sim_diag_hint(ctx->diag, "micro-batches per pipeline = global_batch / (micro_batch "
+                                     "x dp)");
+            return SIM_EINVAL;
+        }
+    }
+    if (p->zero == 3 && (p->pp > 1 || mm->moe.experts > 0))
+        return input_schema_error(ctx, SIM_ENOTSUP, locate(root, "parallel.zero", "parallel"),
+                                  "parallel.zero: FSDP/ZeRO-3 with %s is not supported yet",
+                                  p->pp > 1 ? "pipeline parallelism"
+                                            : "mixture-of-experts models");
     if (p->pipeline.n_stage_layers > 0) {
         const input_ynode *at = locate(root, "parallel.pipeline.stage_layers", "parallel");
         long long stages = (long long)p->pp * p->pipeline.virtual_stages, sum = 0;

@@ -4,7 +4,7 @@
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
-      | cp | outputs
+      | cp | outputs | hostile
 Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
@@ -1190,10 +1190,138 @@ def outputs():
                   "%s: no summary, says why it stopped: %r" % (sig.name, err))
             check(os.listdir(d) == [], "%s: nothing left: %s" % (sig.name, os.listdir(d)))
 
+def hostile():
+    """Hostile input files and the exit codes of docs/cli.md: an input path that is not a
+    regular file (a FIFO would block the reader for ever) is refused at once (exit 2, one
+    error line); a scenario name that cannot be a results group, and the pipeline checks on
+    key values, are errors at the offending value; a failed assertion exits 1 and leaves no
+    temporary or lock."""
+    import shutil
+    exe = os.path.abspath(stepsim)
+    def go(args, cwd, env=None):
+        try:
+            p = subprocess.run([exe] + args, capture_output=True, text=True, cwd=cwd,
+                               timeout=10, env=env)
+        except subprocess.TimeoutExpired:
+            return None, "", "blocked for 10 s"
+        return p.returncode, p.stdout, p.stderr
+    def refused(args, cwd, first, what):
+        # exit 2, nothing on stdout, one error line that starts with `first`
+        rc, out, err = go(args, cwd)
+        check(rc == 2 and out == "" and one_error_line(err) and err.startswith(first),
+              "%s: exit 2 (got %s), one error line starting %r, no stdout:\n%s%s"
+              % (what, rc, first, out, err))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name in ("single.yaml", "ideal-pair.yaml", "ideal-gpu.yaml", "tiny-gpt.yaml"):
+            shutil.copy(os.path.join(data, name), tmp)
+        def write(name, text):
+            with open(os.path.join(tmp, name), "w") as f:
+                f.write(text)
+        with open(os.path.join(data, "single.yaml")) as f:
+            single = f.read()
+        with open(os.path.join(data, "ideal-pair.yaml")) as f:
+            pair = f.read()
+        os.mkfifo(os.path.join(tmp, "f.yaml"))
+        os.mkdir(os.path.join(tmp, "sub"))
+        fifo = "f.yaml: error: not a regular file (a FIFO)"
+        # the FIFO given to every command that reads a file
+        for cmd in (["check", "f.yaml"], ["run", "f.yaml"], ["mem", "f.yaml"],
+                    ["trace", "f.yaml", "-o", "t.h5"], ["sweep", "f.yaml", "-o", "s.h5"],
+                    ["plan", "f.yaml"], ["replay", "f.yaml"], ["report", "f.yaml"],
+                    ["export-perfetto", "f.yaml", "-o", "x.json"]):
+            refused(cmd, tmp, fifo, "%s FIFO" % cmd[0])
+        # referenced from a scenario: single.yaml line 2 is `topology: ideal-pair.yaml`, its
+        # value after the 10 characters "topology: " (column 11); line 3 `model: tiny-gpt.yaml`,
+        # after "model: " (column 8). The error is at the reference.
+        write("t.yaml", single.replace("ideal-pair.yaml", "f.yaml"))
+        refused(["check", "t.yaml"], tmp, "t.yaml:2:11: error: 'f.yaml' is not a regular file "
+                "(a FIFO)", "a FIFO as the topology")
+        write("m.yaml", single.replace("tiny-gpt.yaml", "f.yaml"))
+        refused(["run", "m.yaml"], tmp, "m.yaml:3:8: error: 'f.yaml' is not a regular file "
+                "(a FIFO)", "a FIFO as the model")
+        # the topology's GPU: ideal-pair.yaml line 3 is `gpu: ideal-gpu.yaml` (column 6)
+        write("g-pair.yaml", pair.replace("ideal-gpu.yaml", "f.yaml"))
+        write("g.yaml", single.replace("ideal-pair.yaml", "g-pair.yaml"))
+        refused(["check", "g.yaml"], tmp, "g-pair.yaml:3:6: error: 'f.yaml' is not a regular "
+                "file (a FIFO)", "a FIFO as the GPU")
+        # a sweep's base, named by its path from the sweep file's directory
+        write("w.yaml", "base: f.yaml\nname: w\naxes:\n  training.micro_batch: [1, 2]\n")
+        refused(["sweep", "w.yaml", "-o", "s.h5"], tmp, "./" + fifo, "a FIFO as the sweep's base")
+        # a directory and a device are no input either
+        refused(["check", "sub"], tmp, "sub: error: not a regular file (a directory)",
+                "a directory as the scenario")
+        refused(["report", "sub"], tmp, "sub: error: not a regular file (a directory)",
+                "a directory as the results file")
+        refused(["check", "/dev/null"], tmp,
+                "/dev/null: error: not a regular file (a character device)",
+                "a device as the scenario")
+        # a run name HDF5 cannot take as one group: n.yaml line 1 `name: a/b`, the value
+        # after "name: " (column 7); refused by check too, so run -o writes nothing
+        write("n.yaml", single.replace("name: single", "name: a/b"))
+        refused(["check", "n.yaml"], tmp, "n.yaml:1:7: error: name: \"a/b\" cannot name a run",
+                "a name with '/'")
+        refused(["run", "n.yaml", "-o", "n.h5"], tmp, "n.yaml:1:7: error: name: \"a/b\"",
+                "run -o with a name with '/'")
+        for bad in ("..", "."):
+            refused(["check", "single.yaml", "--set", "name=" + bad], tmp,
+                    "--set name=%s: error: name: \"%s\" cannot name a run" % (bad, bad),
+                    "name %s" % bad)
+        # pipeline checks on key values. quad.yaml: ideal-pair with 4 GPUs; m4.yaml:
+        # tiny-gpt with 4 layers.
+        write("quad.yaml", pair.replace("gpus: 2", "gpus: 4"))
+        with open(os.path.join(data, "tiny-gpt.yaml")) as f:
+            write("m4.yaml", f.read().replace("layers: 2", "layers: 4"))
+        head = ("name: p\ntopology: quad.yaml\nmodel: %s\ntraining:\n  seq_len: 512\n"
+                "  global_batch: %d\n  micro_batch: 1\nparallel:\n")
+        # pp 3 > 2 layers (tiny-gpt): line 9 `  pp: 3`, the value after "  pp: " (column 7)
+        write("pp.yaml", head % ("tiny-gpt.yaml", 3) + "  pp: 3\n")
+        refused(["check", "pp.yaml"], tmp, "pp.yaml:9:7: error: parallel.pp: 3 pipeline stages "
+                "for 2 layers", "pp > layers")
+        # pp 2 x virtual_stages 2 = 4 chunks > 2 layers: line 12 `    virtual_stages: 2`, the
+        # value after 4 spaces and "virtual_stages: " (column 21)
+        inter = "  pp: 2\n  pipeline:\n    schedule: interleaved\n    virtual_stages: 2\n"
+        write("vs.yaml", head % ("tiny-gpt.yaml", 4) + inter)
+        refused(["check", "vs.yaml"], tmp, "vs.yaml:12:21: error: parallel.pipeline."
+                "virtual_stages: pp 2 x virtual_stages 2 = 4 pipeline chunks for 2 layers",
+                "pp x virtual_stages > layers")
+        # the same with 4 layers and global_batch 3: 3 / (micro_batch 1 x dp 1) = 3
+        # micro-batches per pipeline, not a multiple of pp 2; line 11 `    schedule:
+        # interleaved`, the value after 4 spaces and "schedule: " (column 15)
+        write("ia.yaml", head % ("m4.yaml", 3) + inter)
+        refused(["check", "ia.yaml"], tmp, "ia.yaml:11:15: error: parallel.pipeline.schedule: "
+                "interleaved needs the micro-batches per pipeline (3) to be a multiple of pp (2)",
+                "interleaved with 3 micro-batches on pp 2")
+        # and with global_batch 4 (4 micro-batches) it is valid
+        write("ok.yaml", head % ("m4.yaml", 4) + inter)
+        rc, out, err = go(["check", "ok.yaml"], tmp)
+        check(rc == 0, "4 layers, 4 micro-batches on pp 2 x 2 virtual stages: ok: " + err)
+        # ZeRO-3 with a pipeline: line 10 `  zero: 3`, after "  zero: " (column 9)
+        write("z.yaml", head % ("tiny-gpt.yaml", 2) + "  pp: 2\n  zero: 3\n")
+        refused(["check", "z.yaml"], tmp, "z.yaml:10:9: error: parallel.zero: FSDP/ZeRO-3 with "
+                "pipeline parallelism is not supported yet", "ZeRO-3 with pp")
+        # no refusal above created a file
+        check(sorted(os.listdir(tmp)) == sorted(
+            ["single.yaml", "ideal-pair.yaml", "ideal-gpu.yaml", "tiny-gpt.yaml", "f.yaml", "sub",
+             "t.yaml", "m.yaml", "g-pair.yaml", "g.yaml", "w.yaml", "n.yaml", "quad.yaml",
+             "m4.yaml", "pp.yaml", "vs.yaml", "ia.yaml", "ok.yaml", "z.yaml"]),
+              "refusals create nothing: %s" % sorted(os.listdir(tmp)))
+    # Exit 1: a failed assertion (provoked by the CLI's test hook STEPSIM_TEST_ASSERT once the
+    # results file's temporary and lock exist) prints one line and exits 1, not 134
+    # (SIGABRT), and removes OUT.tmp-PID and OUT.lock: the fresh directory stays empty.
+    with tempfile.TemporaryDirectory() as d:
+        env = dict(os.environ, STEPSIM_TEST_ASSERT="1")
+        rc, out, err = go(["run", os.path.abspath(os.path.join(data, "single.yaml")), "-o", "o.h5"],
+                          d, env)
+        check(rc == 1 and out == "" and len(err.splitlines()) == 1 and
+              "internal error: assertion" in err,
+              "a failed assertion: exit 1 (got %s), one line, no stdout:\n%s%s" % (rc, out, err))
+        check(os.listdir(d) == [], "a failed assertion leaves nothing: %s" % os.listdir(d))
+
 
 {"acceptance": acceptance, "sharing": sharing, "bench": bench, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
- "moe": moe, "cp": cp, "outputs": outputs}[mode]()
+ "moe": moe, "cp": cp, "outputs": outputs,
+ "hostile": hostile}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)

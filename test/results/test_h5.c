@@ -407,6 +407,17 @@ static void test_failures(void)
     CHECK_INT_EQ(results_h5_write(path, "cmd", NULL, 0, runs, 1, 1, &diag), SIM_EINVAL);
     CHECK_STR_HAS(diag.msg, "run name \"a/b\" cannot name an HDF5 group");
     CHECK_INT_EQ(dir_entries(), before);
+
+    /* The same name reaching a streamed timeline: the failed group creation is returned (it
+     * crashed in the append once), and the abort removes the temporary. */
+    results_h5_file *sf = NULL;
+    memset(&diag, 0, sizeof diag);
+    CHECK_INT_EQ(results_h5_open(path, "cmd", NULL, 0, &sf, &diag), 0);
+    replay_timeline_row row = {0};
+    CHECK_INT_EQ(results_h5_stream_timeline(sf, "a/b", &row, 1), SIM_EINVAL);
+    CHECK_STR_HAS(diag.msg, "run name \"a/b\" cannot name an HDF5 group");
+    results_h5_abort(sf);
+    CHECK_INT_EQ(dir_entries(), before);
     remove(path);
     replay_results_destroy(r0);
     replay_results_destroy(r1);
