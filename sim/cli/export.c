@@ -100,7 +100,7 @@ static void us(FILE *out, const char *key, double s)
 static int write_error(const char *path)
 {
     fprintf(stderr, "%s: error: cannot write: %s\n", path, strerror(errno));
-    return 1;
+    return CLI_EXIT_INVALID; /* the environment's fault (a full disk), not stepsim's */
 }
 
 static int check_rank(const char *path, int32_t rank, size_t n_ranks)

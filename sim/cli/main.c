@@ -258,6 +258,13 @@ static int job_load(const cli_args *a, bool with_trace, cli_job *j)
     return 0;
 }
 
+/* The exit code of a failed write of -o: the environment's fault (an unwritable place, a
+ * full disk: SIM_EIO) or the input's (SIM_EINVAL) is 2; anything else is internal, 1. */
+static int write_exit(int rc)
+{
+    return rc == SIM_EIO || rc == SIM_EINVAL ? EXIT_INVALID : 1;
+}
+
 /* Starts the results file before the replay, so an unwritable path fails at once; the
  * replay streams its timeline into it. */
 static int open_h5(const cli_args *a, const cli_job *j, results_h5_file **f, sim_diag *diag)
@@ -312,10 +319,11 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
 {
     results_h5_file *f = NULL;
     sim_diag diag = {0};
-    if (a->out && open_h5(a, j, &f, &diag) != 0) {
+    int orc = a->out ? open_h5(a, j, &f, &diag) : 0;
+    if (orc != 0) {
         sim_diag_print(&diag, stderr);
         results_h5_abort(f);
-        return 1;
+        return write_exit(orc);
     }
     /* Test hook (test_cli.py, mode hostile): no input reaches a failed assertion, so the
      * exit code 1 and the cleanup of a failed one are provoked here, once the temporary and
@@ -346,7 +354,7 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
         int wrc = finish_h5(f, j, res, &diag);
         if (wrc) {
             sim_diag_print(&diag, stderr);
-            rc = wrc == SIM_EINVAL ? EXIT_INVALID : 1;
+            rc = write_exit(wrc);
         }
     }
     if (rc == 0) {
@@ -396,9 +404,11 @@ static int cmd_trace(const cli_args *a)
         rc = cli_signal_exit("nothing written");
     if (rc == 0) {
         sim_diag diag = {0};
-        if (results_trace_write(a->out, a->command_line, j->info->resolved_yaml, j->p, &diag)) {
+        int wrc = results_trace_write(a->out, a->command_line, j->info->resolved_yaml, j->p,
+                                      &diag);
+        if (wrc) {
             sim_diag_print(&diag, stderr);
-            rc = 1;
+            rc = write_exit(wrc);
         } else {
             size_t ops = 0;
             for (int r = 0; r < j->p->trace->n_ranks; r++)

@@ -121,7 +121,7 @@ int cli_output_lock_take(cli_output_lock *l, const char *path)
             fprintf(stderr, "%s: error: cannot create the lock file '%s': %s\n", path, lp,
                     strerror(errno));
             sim_free(lp);
-            return 1;
+            return CLI_EXIT_INVALID;
         }
         if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
             long pid = lock_owner(fd);

@@ -28,7 +28,7 @@ typedef struct cli_output_lock {
 /* Takes the lock of output `path` without waiting: creates PATH.lock (holding this process's
  * pid, for the message of the next one), flock(LOCK_EX | LOCK_NB). Returns 0; or
  * CLI_EXIT_INVALID after printing "PATH: error: another stepsim is writing it (pid N)" when
- * another process holds it; 1 after printing why the lock file cannot be created. */
+ * another process holds it, or why the lock file cannot be created (an unwritable place). */
 int cli_output_lock_take(cli_output_lock *l, const char *path);
 
 /* Removes the lock file and releases the lock; a lock not held is a no-op. */

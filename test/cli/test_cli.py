@@ -1305,6 +1305,26 @@ def hostile():
              "t.yaml", "m.yaml", "g-pair.yaml", "g.yaml", "w.yaml", "n.yaml", "quad.yaml",
              "m4.yaml", "pp.yaml", "vs.yaml", "ia.yaml", "ok.yaml", "z.yaml"]),
               "refusals create nothing: %s" % sorted(os.listdir(tmp)))
+    # Exit 2 for an unusable environment: an output in a directory that does not exist, and
+    # a full disk (a file-size limit of 4096 bytes stands in: the results file of single.yaml
+    # with its timeline is larger, and so is its trace); nothing is left behind.
+    import resource, signal
+    def small_disk():
+        signal.signal(signal.SIGXFSZ, signal.SIG_IGN) # write() then fails with EFBIG
+        resource.setrlimit(resource.RLIMIT_FSIZE, (4096, 4096))
+    scen = os.path.abspath(os.path.join(data, "single.yaml"))
+    with tempfile.TemporaryDirectory() as d:
+        refused(["run", scen, "-o", os.path.join(d, "no-dir", "o.h5")], d,
+                os.path.join(d, "no-dir", "o.h5") + ": error: ", "run -o in a missing directory")
+        for cmd in ("run", "trace"):
+            p = subprocess.run([exe, cmd, scen, "-o", "o.h5"], capture_output=True, text=True,
+                               cwd=d, timeout=60, preexec_fn=small_disk)
+            check(p.returncode == 2 and p.stdout == "" and one_error_line(p.stderr) and
+                  "o.h5: error: cannot write" in p.stderr,
+                  "%s on a full disk: exit 2 (got %d), one error line:\n%s"
+                  % (cmd, p.returncode, p.stderr))
+            check(os.listdir(d) == [], "%s on a full disk leaves nothing: %s"
+                  % (cmd, os.listdir(d)))
     # Exit 1: a failed assertion (provoked by the CLI's test hook STEPSIM_TEST_ASSERT once the
     # results file's temporary and lock exist) prints one line and exits 1, not 134
     # (SIGABRT), and removes OUT.tmp-PID and OUT.lock: the fresh directory stays empty.
