@@ -22,7 +22,8 @@ typedef enum results_h5r_type {
 } results_h5r_type;
 
 /* One column to read into field `offset` of the caller's row struct: int32_t, int64_t,
- * double, or char * (a string the reader allocates; results_h5r_release frees it). */
+ * double, or char * (a string the reader allocates; results_h5r_release frees it; NULL where
+ * the file holds no string, e.g. in rows a writer never filled: callers must allow for it). */
 typedef struct results_h5r_field {
     const char *name;
     results_h5r_type type;

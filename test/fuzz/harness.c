@@ -243,6 +243,7 @@ static int check(reader *r, const char *call, int rc)
     return rc;
 }
 
+/* As export does: a string cell may be absent (NULL, h5read.h). */
 static const char *or_empty(const char *s)
 {
     return s ? s : "";
@@ -352,11 +353,11 @@ static int timeline_slice(void *ud, void *rows_, size_t first, size_t k)
     for (size_t i = 0; i < k; i++) {
         if (rows[i].rank < 0 || (size_t)rows[i].rank >= r->n_ranks)
             return REFUSED; /* export refuses the row */
-        results_json_string(sink, rows[i].stream);
-        results_json_string(sink, rows[i].kind);
-        results_json_string(sink, rows[i].name);
-        results_json_string(sink, rows[i].phase);
-        results_json_string(sink, rows[i].group);
+        results_json_string(sink, or_empty(rows[i].stream));
+        results_json_string(sink, or_empty(rows[i].kind));
+        results_json_string(sink, or_empty(rows[i].name));
+        results_json_string(sink, or_empty(rows[i].phase));
+        results_json_string(sink, or_empty(rows[i].group));
         results_json_number(sink, rows[i].bytes);
         results_json_number(sink, rows[i].flops);
         results_json_number(sink, rows[i].end_s - rows[i].start_s);
@@ -378,7 +379,7 @@ static int bubble_slice(void *ud, void *rows_, size_t first, size_t k)
     for (size_t i = 0; i < k; i++) {
         if (rows[i].rank < 0 || (size_t)rows[i].rank >= r->n_ranks)
             return REFUSED;
-        results_json_string(sink, rows[i].cause);
+        results_json_string(sink, or_empty(rows[i].cause));
         results_json_number(sink, rows[i].end_s - rows[i].start_s);
     }
     return 0;
@@ -399,7 +400,7 @@ static int memory_slice(void *ud, void *rows_, size_t first, size_t k)
     for (size_t i = 0; i < k; i++) {
         if (rows[i].rank < 0 || (size_t)rows[i].rank >= r->n_ranks)
             return REFUSED;
-        results_json_string(sink, rows[i].category);
+        results_json_string(sink, or_empty(rows[i].category));
         results_json_number(sink, rows[i].t_s);
     }
     return 0;

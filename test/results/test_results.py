@@ -191,6 +191,27 @@ def perfetto(tmp, h5, f, rows):
     near(max(e["ts"] + e["dur"] for e in ops) / 1e6, f["runs"]["pipe4"]["steps"]["end_s"][-1], 1e-6, "us")
 
 
+def perfetto_absent_strings(tmp):
+    """A file whose string cells are absent (test/fuzz/regressions/results/null-strings.h5:
+    the run 'pipe' of test/cli/data/pipe.yaml, 2 ranks, with its timeline, bubbles and memory
+    tables replaced by one never-written row each: numbers 0, strings NULL) exports them as
+    empty strings instead of crashing."""
+    h5 = os.path.join(root, "test", "fuzz", "regressions", "results", "null-strings.h5")
+    js = os.path.join(tmp, "absent.json")
+    rc, out, err = run("export-perfetto", h5, "-o", js)
+    check(rc == 0, "export-perfetto with absent strings: rc %d: %s" % (rc, err))
+    if rc:
+        return
+    ev = json.load(open(js))["traceEvents"]
+    # one row in each table: one op event (group absent: category "compute"), one bubble
+    # event (cause absent: named ""), one counter event
+    ops = [e for e in ev if e["ph"] == "X" and e["cat"] != "bubble"]
+    check(len(ops) == 1 and ops[0]["cat"] == "compute" and ops[0]["name"] == "", "op: %s" % ops)
+    bubbles = [e for e in ev if e["ph"] == "X" and e["cat"] == "bubble"]
+    check(len(bubbles) == 1 and bubbles[0]["name"] == "", "bubble: %s" % bubbles)
+    check(len([e for e in ev if e["ph"] == "C"]) == 1, "one counter event")
+
+
 def trace_replay(tmp):
     # trace then replay gives the run's JSON summary exactly (same plan, same replay)
     cases = [("ddp.yaml", []), ("pipe.yaml", ["--set", "parallel.pp=4"]),
@@ -329,6 +350,7 @@ with tempfile.TemporaryDirectory() as tmp:
         h5, f, rows = got
         perfetto(tmp, h5, f, rows)
         report(tmp, h5)
+    perfetto_absent_strings(tmp)
     trace_replay(tmp)
     budget(tmp)
 if failures:
