@@ -73,6 +73,13 @@ typedef struct exporter {
     size_t n_ops, n_bubbles, n_counters;
 } exporter;
 
+/* A string cell as read: NULL when the file holds none there (a variable-length string never
+ * written, as in rows past the end of what a writer filled): printed as "". */
+static const char *str(const char *s)
+{
+    return s ? s : "";
+}
+
 static int lane_of(const char *stream)
 {
     for (int i = 0; i < LANE_BUBBLES; i++)
@@ -131,20 +138,20 @@ static int timeline_slice(void *ud, void *rows_, size_t first, size_t k)
         int rc = check_rank(sc->path, r->rank, x->n_ranks);
         if (rc)
             return rc;
-        int lane = lane_of(r->stream);
+        int lane = lane_of(str(r->stream));
         x->lanes[r->rank] |= (uint16_t)(1u << lane);
         event_start(x, "X", r->rank, lane);
         fputs(",\"name\":", x->out);
-        results_json_string(x->out, r->name);
+        results_json_string(x->out, str(r->name));
         fputs(",\"cat\":", x->out);
-        results_json_string(x->out, strcmp(r->group, "none") ? r->group : "compute");
+        results_json_string(x->out, r->group && strcmp(r->group, "none") ? r->group : "compute");
         us(x->out, "ts", r->start_s);
         us(x->out, "dur", r->end_s - r->start_s);
         fprintf(x->out, ",\"args\":{\"layer\":%d,\"microbatch\":%d,\"step\":%d,\"kind\":",
                 (int)r->layer, (int)r->microbatch, (int)r->step);
-        results_json_string(x->out, r->kind);
+        results_json_string(x->out, str(r->kind));
         fputs(",\"phase\":", x->out);
-        results_json_string(x->out, r->phase);
+        results_json_string(x->out, str(r->phase));
         fputs(",\"bytes\":", x->out);
         results_json_number(x->out, r->bytes);
         fputs(",\"flops\":", x->out);
@@ -195,7 +202,7 @@ static int bubble_slice(void *ud, void *rows_, size_t first, size_t k)
         x->lanes[r->rank] |= 1u << LANE_BUBBLES;
         event_start(x, "X", r->rank, LANE_BUBBLES);
         fputs(",\"name\":", x->out);
-        results_json_string(x->out, r->cause);
+        results_json_string(x->out, str(r->cause));
         fputs(",\"cat\":\"bubble\"", x->out);
         us(x->out, "ts", r->start_s);
         us(x->out, "dur", r->end_s - r->start_s);
@@ -236,7 +243,7 @@ static int memory_slice(void *ud, void *rows_, size_t first, size_t k)
             return rc;
         int64_t *level = &x->mem[(size_t)r->rank * MEM_CATS];
         for (int c = 0; c < MEM_CATS; c++)
-            if (strcmp(r->category, mem_cats[c]) == 0)
+            if (strcmp(str(r->category), mem_cats[c]) == 0)
                 level[c] = r->bytes;
         event_start(x, "C", r->rank, -1);
         fprintf(x->out, ",\"name\":\"memory GPU %d\"", (int)r->rank);

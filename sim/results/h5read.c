@@ -13,6 +13,8 @@
 #include "results/h5read.h"
 
 #define REASON_MAX 256
+/* zlib's best compression ratio (about 1032:1 on runs of one byte), with room to spare. */
+#define DEFLATE_MAX_RATIO 1100.0
 
 static herr_t innermost(unsigned n, const H5E_error2_t *e, void *data)
 {
@@ -272,6 +274,16 @@ int results_h5r_table_open(results_h5r_file *f, const char *path, const results_
     hssize_t n = space >= 0 ? H5Sget_simple_extent_npoints(space) : -1;
     if (n < 0) {
         rc = fail(f, SIM_EIO, "cannot read table");
+        goto out;
+    }
+    /* Rows that were written take storage: at least their bytes / DEFLATE_MAX_RATIO. A table
+     * claiming more (a few bytes of header saying 2^40 rows) would have readers allocate or
+     * loop for rows that are not there. */
+    double need = (double)n * (double)H5Tget_size(file_t) / DEFLATE_MAX_RATIO;
+    if (n > 0 && (double)H5Dget_storage_size(dset) < need) {
+        rc = sim_diag_error_code(f->diag, SIM_EINVAL, f->path, 0, 0,
+                                 "%s claims %lld rows but stores only %llu bytes", path,
+                                 (long long)n, (unsigned long long)H5Dget_storage_size(dset));
         goto out;
     }
     results_h5r_table *t = sim_calloc(1, sizeof *t);

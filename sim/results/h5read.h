@@ -22,7 +22,8 @@ typedef enum results_h5r_type {
 } results_h5r_type;
 
 /* One column to read into field `offset` of the caller's row struct: int32_t, int64_t,
- * double, or char * (a string the reader allocates; results_h5r_release frees it). */
+ * double, or char * (a string the reader allocates; results_h5r_release frees it; NULL where
+ * the file holds no string, e.g. in rows a writer never filled: callers must allow for it). */
 typedef struct results_h5r_field {
     const char *name;
     results_h5r_type type;
@@ -52,7 +53,9 @@ int results_h5r_attr_int(results_h5r_file *f, const char *obj, const char *attr,
 int results_h5r_attr_f64(results_h5r_file *f, const char *obj, const char *attr, double *value);
 
 /* Opens table `path` ("/runs/NAME/timeline") for rows of `row_size` bytes with `fields`
- * (which must all exist in the table). */
+ * (which must all exist in the table). A table that claims more rows than its storage can
+ * hold, even deflated at zlib's best ratio, is refused (SIM_EINVAL): its rows were never
+ * written, and reading them would only allocate or loop. */
 int results_h5r_table_open(results_h5r_file *f, const char *path, const results_h5r_field *fields,
                       size_t n_fields, size_t row_size, results_h5r_table **out);
 size_t results_h5r_table_rows(const results_h5r_table *t);

@@ -191,6 +191,36 @@ def perfetto(tmp, h5, f, rows):
     near(max(e["ts"] + e["dur"] for e in ops) / 1e6, f["runs"]["pipe4"]["steps"]["end_s"][-1], 1e-6, "us")
 
 
+def perfetto_absent_strings(tmp):
+    """A file whose string cells are absent (test/fuzz/regressions/results/null-strings.h5:
+    the run 'pipe' of test/cli/data/pipe.yaml, 2 ranks, with its timeline, bubbles and memory
+    tables replaced by two rows each, chunked one row per chunk, of which only row 1 was
+    written (rank 1, every string 'x'): row 0 reads as numbers 0 and strings NULL) exports
+    them as empty strings instead of crashing."""
+    h5 = os.path.join(root, "test", "fuzz", "regressions", "results", "null-strings.h5")
+    js = os.path.join(tmp, "absent.json")
+    rc, out, err = run("export-perfetto", h5, "-o", js)
+    check(rc == 0, "export-perfetto with absent strings: rc %d: %s" % (rc, err))
+    if rc:
+        return
+    ev = json.load(open(js))["traceEvents"]
+    # two rows in each table: two op events, row 0's named "" in category "compute" (its
+    # group absent), row 1's named "x" in category "x"; two bubble events, "" and "x"; two
+    # counter events
+    ops = [(e["name"], e["cat"]) for e in ev if e["ph"] == "X" and e["cat"] != "bubble"]
+    check(ops == [("", "compute"), ("x", "x")], "op events: %s" % ops)
+    bubbles = [e["name"] for e in ev if e["ph"] == "X" and e["cat"] == "bubble"]
+    check(bubbles == ["", "x"], "bubble events: %s" % bubbles)
+    check(len([e for e in ev if e["ph"] == "C"]) == 2, "two counter events")
+    # a ranks table of 2^40 rows that stores none (ranks-2e40-rows.h5, 29 KB): refused as
+    # invalid (exit 2, one error) before anything is allocated for its rows
+    h5 = os.path.join(root, "test", "fuzz", "regressions", "results", "ranks-2e40-rows.h5")
+    rc, out, err = run("export-perfetto", h5, "-o", js + "2")
+    check(rc == 2 and one_error(err) and "claims 1099511627776 rows" in err,
+          "a table claiming rows it does not store: rc %d: %s" % (rc, err))
+    check(not os.path.exists(js + "2"), "no output for it")
+
+
 def trace_replay(tmp):
     # trace then replay gives the run's JSON summary exactly (same plan, same replay)
     cases = [("ddp.yaml", []), ("pipe.yaml", ["--set", "parallel.pp=4"]),
@@ -329,6 +359,7 @@ with tempfile.TemporaryDirectory() as tmp:
         h5, f, rows = got
         perfetto(tmp, h5, f, rows)
         report(tmp, h5)
+    perfetto_absent_strings(tmp)
     trace_replay(tmp)
     budget(tmp)
 if failures:
