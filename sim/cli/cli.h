@@ -22,6 +22,12 @@ typedef struct cli_command {
  * CLI_EXIT_INVALID. */
 int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint);
 
+/* The exit code of a failed read or write of a user's file (docs/cli.md): bad content
+ * (SIM_EINVAL, SIM_ENOTSUP), a missing file (SIM_ENOENT) or one that cannot be read or
+ * written (SIM_EIO: a corrupt file, an unwritable place, a full disk) is 2; anything else
+ * is internal, 1. */
+int cli_exit_of(int rc);
+
 /* Wall-clock seconds on the monotonic clock, for progress lines and the timing figures
  * printed on stderr; never part of a result. */
 double cli_wall_s(void);

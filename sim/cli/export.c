@@ -438,7 +438,7 @@ static int export_body(void *parsed, int argc, char **argv)
     if (rc) {
         cli_output_lock_release(&lock);
         sim_diag_print(&diag, stderr);
-        return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
+        return cli_exit_of(rc);
     }
     const char *name = NULL;
     rc = pick_run(f, a->in, a->run, &name);
@@ -447,7 +447,7 @@ static int export_body(void *parsed, int argc, char **argv)
         rc = export_run(f, a->in, name, a->out, &n_events);
         if (rc && diag.set) { /* a table missing or unreadable */
             sim_diag_print(&diag, stderr);
-            rc = rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
+            rc = cli_exit_of(rc);
         }
     }
     results_h5r_close(f);

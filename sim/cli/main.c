@@ -10,7 +10,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -81,24 +80,6 @@ static const cli_spec check_spec = SPEC(check_opts, scenario_arg);
 static const cli_spec mem_spec = SPEC(mem_opts, scenario_arg);
 static const cli_spec trace_spec = SPEC(trace_opts, scenario_arg);
 static const cli_spec replay_spec = SPEC(replay_opts, trace_arg);
-
-double cli_wall_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec; /* 1e-9 s per ns */
-}
-
-int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint)
-{
-    if (arg)
-        fprintf(stderr, "%s: error: %s '%s'\n", what, msg, arg);
-    else
-        fprintf(stderr, "%s: error: %s\n", what, msg);
-    if (hint)
-        fprintf(stderr, "  %s\n", hint);
-    return CLI_EXIT_INVALID;
-}
 
 /* Reads the arguments of `spec` and runs `body` on them; returns the exit code. */
 static int with_args(const cli_command *cmd, const cli_spec *spec, int argc, char **argv,
@@ -258,12 +239,6 @@ static int job_load(const cli_args *a, bool with_trace, cli_job *j)
     return 0;
 }
 
-/* The exit code of a failed write of -o: the environment's fault (an unwritable place, a
- * full disk: SIM_EIO) or the input's (SIM_EINVAL) is 2; anything else is internal, 1. */
-static int write_exit(int rc)
-{
-    return rc == SIM_EIO || rc == SIM_EINVAL ? EXIT_INVALID : 1;
-}
 
 /* Starts the results file before the replay, so an unwritable path fails at once; the
  * replay streams its timeline into it. */
@@ -323,7 +298,7 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
     if (orc != 0) {
         sim_diag_print(&diag, stderr);
         results_h5_abort(f);
-        return write_exit(orc);
+        return cli_exit_of(orc);
     }
     /* Test hook (test_cli.py, mode hostile): no input reaches a failed assertion, so the
      * exit code 1 and the cleanup of a failed one are provoked here, once the temporary and
@@ -354,7 +329,7 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
         int wrc = finish_h5(f, j, res, &diag);
         if (wrc) {
             sim_diag_print(&diag, stderr);
-            rc = write_exit(wrc);
+            rc = cli_exit_of(wrc);
         }
     }
     if (rc == 0) {
@@ -408,7 +383,7 @@ static int cmd_trace(const cli_args *a)
                                       &diag);
         if (wrc) {
             sim_diag_print(&diag, stderr);
-            rc = write_exit(wrc);
+            rc = cli_exit_of(wrc);
         } else {
             size_t ops = 0;
             for (int r = 0; r < j->p->trace->n_ranks; r++)
@@ -488,7 +463,7 @@ static int cmd_replay(const cli_args *a)
     rc = results_trace_read(a->scenario, &t, &info, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
-        return rc == SIM_EINVAL ? EXIT_INVALID : 1;
+        return cli_exit_of(rc);
     }
     cli_job *j = sim_calloc(1, sizeof *j);
     rc = load_embedded(a, info.scenario_yaml, j);

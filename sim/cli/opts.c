@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli/opts.h"
 #include "input/suggest.h"
@@ -207,4 +208,29 @@ int cli_opts_run(const cli_command *cmd, const cli_spec *spec, int argc, char **
         rc = body(args, argc, argv);
     cli_opts_free(spec, args);
     return rc == CLI_OPTS_HELP ? 0 : rc;
+}
+
+double cli_wall_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec; /* 1e-9 s per ns */
+}
+
+int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint)
+{
+    if (arg)
+        fprintf(stderr, "%s: error: %s '%s'\n", what, msg, arg);
+    else
+        fprintf(stderr, "%s: error: %s\n", what, msg);
+    if (hint)
+        fprintf(stderr, "  %s\n", hint);
+    return CLI_EXIT_INVALID;
+}
+
+int cli_exit_of(int rc)
+{
+    return rc == SIM_EINVAL || rc == SIM_ENOTSUP || rc == SIM_ENOENT || rc == SIM_EIO
+               ? CLI_EXIT_INVALID
+               : 1;
 }

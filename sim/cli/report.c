@@ -386,7 +386,7 @@ int cli_report_file(const char *in, bool csv)
     int rc = results_h5r_open(in, &f, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
-        return rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
+        return cli_exit_of(rc);
     }
     const char *const *names;
     size_t n = results_h5r_runs(f, &names);
@@ -400,7 +400,7 @@ int cli_report_file(const char *in, bool csv)
         if (!diag.set)
             sim_diag_error(&diag, in, 0, 0, "/runs/%s/summary: expected one row", names[got]);
         sim_diag_print(&diag, stderr);
-        rc = rc == SIM_EINVAL ? CLI_EXIT_INVALID : 1;
+        rc = cli_exit_of(rc);
     } else {
         qsort(runs, got, sizeof *runs, by_throughput);
         if (csv) {
