@@ -324,7 +324,7 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
     } else if (res->summary.status == REPLAY_STATUS_ERROR) {
         fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
         results_h5_abort(f);
-        rc = input_error ? EXIT_INVALID : 1;
+        rc = input_error || res->beyond_horizon ? EXIT_INVALID : 1;
     } else if (f) {
         int wrc = finish_h5(f, j, res, &diag);
         if (wrc) {

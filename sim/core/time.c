@@ -11,8 +11,17 @@ sim_time sim_time_from_s(double seconds)
      * an integer (e.g. 0.1 s): undo the step when the value below reproduces the input. */
     if (ps >= 1 && (ps - 1) / (double)SIM_PS_PER_S >= seconds)
         ps -= 1;
-    if (ps >= SIM_INT64_DOUBLE_LIMIT)
-        return SIM_TIME_NEVER - 1;
+    if (ps >= (double)SIM_TIME_HORIZON)
+        return SIM_TIME_HORIZON;
+    return (sim_time)ps;
+}
+
+sim_time sim_time_from_ps(double ps)
+{
+    if (!(ps > 0))
+        return 0; /* NaN and negative */
+    if (ps >= (double)SIM_TIME_HORIZON)
+        return SIM_TIME_HORIZON;
     return (sim_time)ps;
 }
 

@@ -413,7 +413,7 @@ static void fix_flow(hw_net *net, int32_t id, double share, size_t *hn, sim_time
     double dt_ps = ceil(f->remaining / f->rate * (double)SIM_PS_PER_S);
     if (f->ev)
         sim_eventq_cancel(net->q, f->ev);
-    schedule(net, id, NET_EV_COMPLETE, now + (sim_time)dt_ps);
+    schedule(net, id, NET_EV_COMPLETE, now + sim_time_from_ps(dt_ps));
 }
 
 /* Max-min rates of the component around the dirty links, by progressive filling: take the
@@ -597,7 +597,7 @@ void hw_net_round_end(hw_net *net, uint64_t tag)
             l->round = ri;
         }
         x->rate = rate;
-        x->end = x->act + (sim_time)ceil(x->bytes / rate * (double)SIM_PS_PER_S);
+        x->end = x->act + sim_time_from_ps(ceil(x->bytes / rate * (double)SIM_PS_PER_S));
         R->end = SIM_MAX(R->end, x->end);
     }
     sim_event *ev = sim_eventq_alloc(net->q);

@@ -88,7 +88,7 @@ static void retime_kernel(replay_ctx *c, int rank, sim_time now)
     rs->k_slowed = slowed;
     uint32_t op = op_ev_op(rs->k_ev);
     sim_eventq_cancel(c->q, rs->k_ev);
-    rs->k_ev = push_op_done(c, rank, op, now + (sim_time)(rs->k_left * (slowed ? f : 1) + 0.5),
+    rs->k_ev = push_op_done(c, rank, op, now + sim_time_from_ps(rs->k_left * (slowed ? f : 1) + 0.5),
                             -1);
 }
 
@@ -270,7 +270,7 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
             rs->k_at = now;
             rs->k_slowed = comm_running(rs);
             if (rs->k_slowed)
-                d = (sim_time)((double)d * (1 + slow) + 0.5);
+                d = sim_time_from_ps((double)d * (1 + slow) + 0.5);
             rs->k_ev = push_op_done(c, rank, op, now + d, -1);
             return;
         }
@@ -724,6 +724,10 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         SIM_ASSERT(ev->time >= now, "time went backwards: %lld < %lld", (long long)ev->time,
                    (long long)now);
         now = ev->time;
+        if (now >= SIM_TIME_HORIZON) {
+            out->beyond_horizon = true; /* ev and the queued events go with the queue's pool */
+            break;
+        }
         if ((popped & 0xfff) == 0) {
             if (opt->progress)
                 report_progress(&c, now, &t0, &next_report);
@@ -758,6 +762,17 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         out->summary.status = REPLAY_STATUS_ERROR;
         snprintf(out->summary.error, sizeof out->summary.error,
                  "cancelled at %.6g s simulated", sim_time_to_s(now));
+    } else if (out->beyond_horizon) {
+        int step = 0;
+        for (int r = 0; r < p->n_ranks; r++)
+            if ((!c.active || c.active[r]) && c.ranks[r].step < c.steps)
+                step = step ? SIM_MIN(step, c.ranks[r].step + 1) : c.ranks[r].step + 1;
+        out->summary.status = REPLAY_STATUS_ERROR;
+        snprintf(out->summary.error, sizeof out->summary.error,
+                 "simulated time reached the horizon of %.0f s (2^61 ps, about 26.7 days) in "
+                 "step %d of %d: an op or a transfer takes longer than stepsim represents "
+                 "(docs/engine.md, \"Horizon\")",
+                 sim_time_to_s(SIM_TIME_HORIZON), step, c.steps);
     } else if (stalled < 0) {
         summarize(&c);
     } else {

@@ -58,7 +58,9 @@ typedef struct replay_options {
  * (an empty results object). A trace that deadlocks (ops waiting on each other in a cycle,
  * which only a hand-edited trace can do) ends with summary.status REPLAY_STATUS_ERROR and
  * the stalled rank and op in summary.error; so does a replay stopped by opt->cancel, with
- * out->cancelled set. Anything else wrong asserts. */
+ * out->cancelled set, and one whose simulated time reaches SIM_TIME_HORIZON (an op or
+ * transfer of a trace from a file beyond what the loader's limits allow), with
+ * out->beyond_horizon set. Anything else wrong asserts. */
 void replay_run(const plan *p, const replay_options *opt, replay_results *out);
 
 /* Fills only what needs no replay (name, status, gpus, memory, binding constraint) — the

@@ -136,6 +136,7 @@ typedef struct replay_results {
     double setup_s;       /* of wall_s: before the first event (schedules, routes, state) */
     double wall_s;
     bool cancelled;       /* replay_options.cancel stopped the replay: nothing summarized */
+    bool beyond_horizon;  /* an event at or past SIM_TIME_HORIZON stopped it: status error */
     /* owned strings the rows point to */
     char **strings;
     size_t n_strings, cap_strings;

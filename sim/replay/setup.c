@@ -265,7 +265,7 @@ void replay__init_colls(replay_ctx *c)
             /* symmetry: a collective across replicas, timed by the cost model that chose
              * it (all members start together, as every replica is the same) */
             e->estimated = true;
-            e->est_ps = (sim_time)ceil(e->choice.est_s * (double)SIM_PS_PER_S);
+            e->est_ps = sim_time_from_ps(ceil(e->choice.est_s * (double)SIM_PS_PER_S));
             continue;
         }
         if (!e->costs && e->sched.n_xfers <= 4096)
@@ -418,7 +418,7 @@ static void joint_estimates(replay_ctx *c)
             double est = coll_estimate_joint(b - a, t, x, s);
             for (size_t j = a; j < b; j++) {
                 sched_entry *e = &c->scheds[k[j].sched];
-                e->est_ps = (sim_time)ceil(fmax(est, e->choice.est_s) * (double)SIM_PS_PER_S);
+                e->est_ps = sim_time_from_ps(ceil(fmax(est, e->choice.est_s) * (double)SIM_PS_PER_S));
             }
         }
         a = b;
@@ -452,7 +452,7 @@ void replay__add_estimated_traffic(replay_ctx *c)
     for (int l = 0; l < nl; l++)
         if (bytes[l] > 0)
             hw_net_add_traffic(c->net, l, bytes[l],
-                               (sim_time)ceil(busy_s[l] * (double)SIM_PS_PER_S));
+                               sim_time_from_ps(ceil(busy_s[l] * (double)SIM_PS_PER_S)));
     sim_free(bytes);
     sim_free(busy_s);
     sim_free(tmp);

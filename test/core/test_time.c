@@ -3,6 +3,8 @@
  * converted to seconds and back are unchanged. */
 #include "core/sim.h"
 
+#include <math.h>
+
 #include "test.h"
 
 static void test_units(void)
@@ -37,8 +39,18 @@ static void test_from_s(void)
     CHECK_INT_EQ(sim_time_from_s(1024.0 / 25e9), 40960);
     /* 3 s / 7 = 428571428571.428... ps, rounded up */
     CHECK_INT_EQ(sim_time_from_s(3.0 / 7.0), 428571428572LL);
-    /* 1e10 s = 1e22 ps does not fit in int64 (max ~9.22e18 ps, ~106 days): saturates */
-    CHECK_INT_EQ(sim_time_from_s(1e10), SIM_TIME_NEVER - 1);
+    /* 1e10 s = 1e22 ps is past the horizon (2^61 ps = 2,305,843.009213694 s): saturates */
+    CHECK_INT_EQ(sim_time_from_s(1e10), SIM_TIME_HORIZON);
+    /* 2,305,843 s = 2.305843e18 ps is 9,213,693,952 ps below 2^61 = 2305843009213693952:
+     * kept exactly; 2,305,844 s is past it and saturates */
+    CHECK_INT_EQ(sim_time_from_s(2305843.0), 2305843LL * SIM_PS_PER_S);
+    CHECK_INT_EQ(sim_time_from_s(2305844.0), SIM_TIME_HORIZON);
+    /* sim_time_from_ps truncates what the caller rounded, clamps NaN and negatives to 0 and
+     * 1e30 ps to the horizon */
+    CHECK_INT_EQ(sim_time_from_ps(1234.9), 1234);
+    CHECK_INT_EQ(sim_time_from_ps(-5.0), 0);
+    CHECK_INT_EQ(sim_time_from_ps(NAN), 0);
+    CHECK_INT_EQ(sim_time_from_ps(1e30), SIM_TIME_HORIZON);
     /* one day = 86400 s = 8.64e16 ps still fits */
     CHECK_INT_EQ(sim_time_from_s(86400.0), 86400LL * SIM_PS_PER_S);
 }
