@@ -3,6 +3,7 @@
 #define SIM_CLI_CLI_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #define CLI_EXIT_INVALID 2
@@ -27,6 +28,12 @@ int cli_invalid(const char *what, const char *msg, const char *arg, const char *
  * written (SIM_EIO: a corrupt file, an unwritable place, a full disk) is 2; anything else
  * is internal, 1. */
 int cli_exit_of(int rc);
+
+/* The memory budget of a run (docs/cli.md, "Memory budget"): `given` bytes when > 0
+ * (--max-memory), else 80% of the memory this process may use: physical memory, or the
+ * address-space limit or the cgroup's memory.max when lower (0 = no budget when none of
+ * them can be read). */
+double cli_memory_budget(int64_t given);
 
 /* Wall-clock seconds on the monotonic clock, for progress lines and the timing figures
  * printed on stderr; never part of a result. */

@@ -35,6 +35,7 @@ typedef struct cli_args {
     bool no_timeline;
     bool no_op_sharing, no_isolated_rounds;
     int steps; /* 0 = from the scenario */
+    int64_t max_memory; /* --max-memory; 0 = the default budget */
     char command_line[4096];
 } cli_args;
 
@@ -58,15 +59,21 @@ typedef struct cli_args {
     {.name = "--no-isolated-rounds", .kind = CLI_OPT_FLAG, .unrecorded = true,              \
      .offset = offsetof(cli_args, no_isolated_rounds)}
 
+/* the budget changes no result: not recorded */
+#define OPT_MAX_MEMORY                                                                      \
+    {.name = "--max-memory", .kind = CLI_OPT_BYTES, .metavar = "SIZE", .unrecorded = true,   \
+     .offset = offsetof(cli_args, max_memory)}
+
 static const cli_arg scenario_arg[] = {
     {.name = "SCENARIO.yaml", .offset = offsetof(cli_args, scenario)}};
 static const cli_arg trace_arg[] = {{.name = "TRACE.h5", .offset = offsetof(cli_args, scenario)}};
 
 static const cli_opt run_opts[] = {OPT_OUTPUT("OUT.h5", false), OPT_SET, OPT_JSON, OPT_STEPS,
-                                   OPT_NO_TIMELINE, OPT_NO_OP_SHARING, OPT_NO_ISOLATED_ROUNDS};
-static const cli_opt check_opts[] = {OPT_SET};
+                                   OPT_NO_TIMELINE, OPT_NO_OP_SHARING, OPT_NO_ISOLATED_ROUNDS,
+                                   OPT_MAX_MEMORY};
+static const cli_opt check_opts[] = {OPT_SET, OPT_MAX_MEMORY};
 static const cli_opt mem_opts[] = {OPT_SET, OPT_JSON, OPT_NO_OP_SHARING};
-static const cli_opt trace_opts[] = {OPT_OUTPUT("TRACE.h5", true), OPT_SET};
+static const cli_opt trace_opts[] = {OPT_OUTPUT("TRACE.h5", true), OPT_SET, OPT_MAX_MEMORY};
 static const cli_opt replay_opts[] = {
     {.name = "--topology", .kind = CLI_OPT_STRING, .metavar = "T.yaml",
      .offset = offsetof(cli_args, topology)},
@@ -209,11 +216,16 @@ static int out_guard(const cli_args *a, cli_job *j, const char *first)
 }
 
 /* Loads the scenario, applies the CLI overrides and builds the plan (with the trace when
- * `with_trace`). Bad input is printed as one error line; returns 0 or EXIT_INVALID. */
-static int job_load(const cli_args *a, bool with_trace, cli_job *j)
+ * `with_trace`), refusing a run over the memory budget when `budget` (the commands that
+ * build a whole trace, and `check`, which answers for `run`; `mem` keeps one rank's ops at a
+ * time). Bad input is printed as one error line; returns 0 or EXIT_INVALID. */
+static int job_load(const cli_args *a, bool with_trace, bool budget, cli_job *j)
 {
     sim_diag diag = {0};
-    int rc = input_scenario_load(a->scenario, a->sets.v, a->sets.n, &j->sc, &j->info, &diag);
+    input_load_options lo = {.steps = a->steps, .no_op_sharing = a->no_op_sharing,
+                             .max_memory_bytes = budget ? cli_memory_budget(a->max_memory) : 0};
+    int rc = input_scenario_load_opts(a->scenario, a->sets.v, a->sets.n, &lo, &j->sc, &j->info,
+                                      &diag, NULL);
     if (rc != 0) {
         if (!diag.set)
             sim_diag_error(&diag, a->scenario, 0, 0, "%s", sim_strerror(rc));
@@ -360,7 +372,7 @@ static int cmd_run(const cli_args *a)
     if (rc)
         return rc;
     cli_job *j = sim_calloc(1, sizeof *j);
-    rc = job_load(a, true, j);
+    rc = job_load(a, true, true, j);
     if (rc == 0 && (rc = cli_signal_exit("nothing written")) == 0)
         rc = replay_and_report(a, j, false);
     job_clear(j);
@@ -374,7 +386,7 @@ static int cmd_trace(const cli_args *a)
     if (rc)
         return rc;
     cli_job *j = sim_calloc(1, sizeof *j);
-    rc = job_load(a, true, j);
+    rc = job_load(a, true, true, j);
     if (rc == 0)
         rc = cli_signal_exit("nothing written");
     if (rc == 0) {
@@ -498,7 +510,7 @@ static int cmd_replay(const cli_args *a)
 static int cmd_check(const cli_args *a)
 {
     cli_job *j = sim_calloc(1, sizeof *j);
-    int rc = job_load(a, false, j);
+    int rc = job_load(a, false, true, j);
     if (rc == 0)
         printf("%s: ok (%d GPU(s), %s)\n", a->scenario, j->p->n_ranks, j->sc.name);
     job_clear(j);
@@ -509,7 +521,7 @@ static int cmd_check(const cli_args *a)
 static int cmd_mem(const cli_args *a)
 {
     cli_job *j = sim_calloc(1, sizeof *j);
-    int rc = job_load(a, false, j);
+    int rc = job_load(a, false, false, j);
     if (rc == 0) {
         replay_results *res = replay_results_create();
         replay_memory_only(j->p, res);
@@ -554,6 +566,7 @@ static int replay_main(const cli_command *cmd, int argc, char **argv)
 static const char usage_run[] =
     "usage: stepsim run SCENARIO.yaml [-o OUT.h5] [--set KEY=VALUE]... [--json] [--steps N]\n"
     "                   [--no-timeline] [--no-op-sharing] [--no-isolated-rounds]\n"
+    "                   [--max-memory SIZE]\n"
     "\n"
     "Generates the trace the scenario implies, replays it on the modelled cluster and reports\n"
     "step time, throughput, MFU, bubbles, exposed communication and per-GPU memory.\n"
@@ -567,13 +580,16 @@ static const char usage_run[] =
     "  --no-op-sharing       generate every rank's ops, none borrowed from the first rank of\n"
     "                        its pipeline stage; a check: the results are the same\n"
     "  --no-isolated-rounds  time every transfer as a max-min flow, also collective rounds\n"
-    "                        alone on their links; a check: the results are the same\n";
+    "                        alone on their links; a check: the results are the same\n"
+    "  --max-memory SIZE     refuse (exit 2) a run estimated to need more memory than SIZE\n"
+    "                        (8GiB, 500MB; default: 80% of this machine's memory)\n";
 
 static const char usage_check[] =
-    "usage: stepsim check SCENARIO.yaml [--set KEY=VALUE]...\n"
+    "usage: stepsim check SCENARIO.yaml [--set KEY=VALUE]... [--max-memory SIZE]\n"
     "\n"
-    "Loads and validates the scenario and the files it references. Exit 0 when valid; 2\n"
-    "with one FILE:LINE:COL: error: line when not.\n";
+    "Loads and validates the scenario and the files it references, and estimates the run's\n"
+    "work against stepsim's limits and the memory budget as `run` would. Exit 0 when valid;\n"
+    "2 with one FILE:LINE:COL: error: line when not. --set and --max-memory as for run.\n";
 
 static const char usage_mem[] =
     "usage: stepsim mem SCENARIO.yaml [--set KEY=VALUE]... [--json] [--no-op-sharing]\n"
@@ -633,14 +649,15 @@ static const char usage_bench[] =
     "  --json           one JSON object instead of the tables\n";
 
 static const char usage_trace[] =
-    "usage: stepsim trace SCENARIO.yaml -o TRACE.h5 [--set KEY=VALUE]...\n"
+    "usage: stepsim trace SCENARIO.yaml -o TRACE.h5 [--set KEY=VALUE]... [--max-memory SIZE]\n"
     "\n"
     "Writes the trace the scenario implies: every rank's ops (compute kernels with FLOPs and\n"
     "bytes, collectives, copies), their dependencies and memory events, in the HDF5 layout\n"
     "of docs/trace-format.md. Edit it, or set measured durations, then `stepsim replay` it.\n"
     "\n"
     "  -o, --output TRACE.h5  the trace file to write\n"
-    "  --set KEY=VALUE        override a scenario key, as for run\n";
+    "  --set KEY=VALUE        override a scenario key, as for run\n"
+    "  --max-memory SIZE      the memory budget, as for run\n";
 
 static const char usage_replay[] =
     "usage: stepsim replay TRACE.h5 [--topology T.yaml] [--set KEY=VALUE]... [-o OUT.h5]\n"
@@ -675,6 +692,7 @@ static const char usage_export[] =
 static const char usage_sweep[] =
     "usage: stepsim sweep SWEEP.yaml -o OUT.h5 [--resume] [--json] [--progress]\n"
     "                     [--no-timeline] [--steps N] [--no-op-sharing] [--no-isolated-rounds]\n"
+    "                     [--max-memory SIZE]\n"
     "\n"
     "Runs every combination of a sweep file's axes over its base scenario, or over each of a\n"
     "list of scenario files (docs/sweeps.md), and writes them into one results file, with a\n"
@@ -690,11 +708,14 @@ static const char usage_sweep[] =
     "  --no-timeline         do not record the runs' timelines\n"
     "  --steps N             simulate N steps per run\n"
     "  --no-op-sharing       generate every rank's ops in every run, as for run\n"
-    "  --no-isolated-rounds  every transfer a max-min flow in every run, as for run\n";
+    "  --no-isolated-rounds  every transfer a max-min flow in every run, as for run\n"
+    "  --max-memory SIZE     the memory budget of each run, as for run (a run over it is\n"
+    "                        skipped); per process, also under mpirun\n";
 
 static const char usage_plan[] =
     "usage: stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] [--progress]\n"
     "                    [--steps N] [--resume] [--no-op-sharing] [--no-isolated-rounds]\n"
+    "                    [--max-memory SIZE]\n"
     "\n"
     "Searches the parallel strategies for the scenario's model, cluster and batch (TP/SP,\n"
     "PP and its schedule, CP, EP, DDP/ZeRO/FSDP, micro-batch, recompute, offload): plans each,\n"
@@ -710,7 +731,9 @@ static const char usage_plan[] =
     "  --steps N             simulate N steps per candidate\n"
     "  --resume              finish an interrupted search of the same -o OUT.h5\n"
     "  --no-op-sharing       generate every rank's ops in every candidate, as for run\n"
-    "  --no-isolated-rounds  every transfer a max-min flow in every candidate, as for run\n";
+    "  --no-isolated-rounds  every transfer a max-min flow in every candidate, as for run\n"
+    "  --max-memory SIZE     the memory budget of each candidate, as for run (one over it is\n"
+    "                        skipped)\n";
 
 static const cli_command cli_commands[] = {
     {.name = "run", .args = "SCENARIO.yaml", .usage = usage_run, .run = run_main,

@@ -9,6 +9,9 @@
 #include <string.h>
 #include <time.h>
 
+#include <sys/resource.h>
+#include <unistd.h>
+
 #include "cli/opts.h"
 #include "input/suggest.h"
 #include "input/units.h"
@@ -233,4 +236,28 @@ int cli_exit_of(int rc)
     return rc == SIM_EINVAL || rc == SIM_ENOTSUP || rc == SIM_ENOENT || rc == SIM_EIO
                ? CLI_EXIT_INVALID
                : 1;
+}
+
+/* The memory this process may use: physical memory, or less where the address-space limit
+ * (ulimit -v) or the cgroup's (a container's memory.max, cgroup v2) says so; 0 if unknown. */
+static double memory_limit(void)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), size = sysconf(_SC_PAGE_SIZE);
+    double limit = pages > 0 && size > 0 ? (double)pages * (double)size : INFINITY;
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_AS, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY)
+        limit = fmin(limit, (double)rl.rlim_cur);
+    FILE *f = fopen("/sys/fs/cgroup/memory.max", "r");
+    if (f) {
+        unsigned long long v;
+        if (fscanf(f, "%llu", &v) == 1) /* "max" when unlimited */
+            limit = fmin(limit, (double)v);
+        fclose(f);
+    }
+    return isfinite(limit) ? limit : 0;
+}
+
+double cli_memory_budget(int64_t given)
+{
+    return given > 0 ? (double)given : 0.8 * memory_limit();
 }

@@ -6,6 +6,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cli/opts.h"
 #include "input/sweep.h"
@@ -15,6 +16,7 @@ typedef struct sweep_args {
     bool resume, json, progress, no_timeline;
     bool no_op_sharing, no_isolated_rounds; /* verification switches, as for `stepsim run` */
     int steps;
+    int64_t max_memory; /* --max-memory; 0 = the default budget */
     int top; /* plan: how many strategies to list */
     char command[4096];
 } sweep_args;
@@ -35,7 +37,9 @@ typedef struct sweep_args {
     {.name = "--no-op-sharing", .kind = CLI_OPT_FLAG, .unrecorded = true,                   \
      .offset = offsetof(sweep_args, no_op_sharing)},                                        \
     {.name = "--no-isolated-rounds", .kind = CLI_OPT_FLAG, .unrecorded = true,              \
-     .offset = offsetof(sweep_args, no_isolated_rounds)}
+     .offset = offsetof(sweep_args, no_isolated_rounds)},                                   \
+    {.name = "--max-memory", .kind = CLI_OPT_BYTES, .metavar = "SIZE", .unrecorded = true,   \
+     .offset = offsetof(sweep_args, max_memory)}
 
 /* The runs to execute: a sweep's cartesian product, or a plan's candidates. */
 typedef struct run_list {

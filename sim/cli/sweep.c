@@ -166,7 +166,9 @@ static int execute(const sweep_ctx *c, size_t i)
     sim_diag diag = {0};
     input_load_stage stage;
     const char *base = c->L.bases ? c->L.bases[i] : c->L.base;
-    int rc = input_scenario_load_ex(base, sets, n_sets, sc, &info, &diag, &stage);
+    input_load_options lo = {.steps = c->a->steps, .no_op_sharing = c->a->no_op_sharing,
+                             .max_memory_bytes = cli_memory_budget(c->a->max_memory)};
+    int rc = input_scenario_load_opts(base, sets, n_sets, &lo, sc, &info, &diag, &stage);
     if (rc) {
         /* the values were each checked when the sweep was read: this is a combination */
         rc = save_status(c, i, REPLAY_STATUS_SKIPPED, diag.msg, 0);

@@ -277,6 +277,14 @@ static int curve_fn(const input_key *key, const input_ynode *v, void *base, inpu
 #define NONNEG (INPUT_KEY_MIN), .min = 0
 #define AT_LEAST_1 (INPUT_KEY_MIN), .min = 1
 #define DEGREE (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 1, .max = 1048576
+/* Sizes: the largest value stepsim simulates (docs/scenario-format.md, "Limits"), far beyond
+ * any model trained (Llama 3.1 405B: 126 layers, hidden 16384, vocab 128256, 131072-token
+ * context; DeepSeek-V3: 256 experts); they keep every product of sizes inside int64. */
+#define SIZE_UP_TO(max_) (INPUT_KEY_MIN_EXCL | INPUT_KEY_MAX), .min = 0, .max = (max_)
+#define COUNT_UP_TO(max_) (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 0, .max = (max_)
+#define MAX_TOKENS 16777216.0  /* 2^24: seq_len, micro_batch, max_seq_len */
+#define MAX_WIDTH 1048576.0    /* 2^20: hidden, ffn, ranks of low-rank projections */
+#define MAX_COUNT 65536.0      /* 2^16: layers, heads, head_dim, experts */
 
 #define TR(m) offsetof(plan_training, m)
 static const input_key finetune_keys[] = {
@@ -288,9 +296,11 @@ static const input_key finetune_keys[] = {
 MAP(finetune_map, "finetune", finetune_keys);
 
 static const input_key training_keys[] = {
-    {.name = "seq_len", .type = INPUT_K_INT64, .offset = TR(seq_len), .flags = POSITIVE},
+    {.name = "seq_len", .type = INPUT_K_INT64, .offset = TR(seq_len),
+     .flags = SIZE_UP_TO(MAX_TOKENS)},
     {.name = "global_batch", .type = INPUT_K_INT64, .offset = TR(global_batch), .flags = NONNEG},
-    {.name = "micro_batch", .type = INPUT_K_INT64, .offset = TR(micro_batch), .flags = POSITIVE},
+    {.name = "micro_batch", .type = INPUT_K_INT64, .offset = TR(micro_batch),
+     .flags = SIZE_UP_TO(MAX_TOKENS)},
     {.name = "precision", .type = INPUT_K_ENUM, .offset = TR(precision), .enums = precision_names},
     {.name = "master_weights", .type = INPUT_K_ENUM, .offset = TR(master_weights),
      .enums = master_names},
@@ -574,11 +584,13 @@ static const input_map topology_map = {.what = "topology",
 
 #define MO(m) offsetof(model_spec, m)
 static const input_key moe_keys[] = {
-    {.name = "experts", .type = INPUT_K_INT, .offset = MO(moe.experts), .flags = NONNEG},
+    {.name = "experts", .type = INPUT_K_INT, .offset = MO(moe.experts),
+     .flags = COUNT_UP_TO(MAX_COUNT)},
     {.name = "top_k", .type = INPUT_K_INT, .offset = MO(moe.top_k), .flags = DEGREE},
-    {.name = "expert_ffn", .type = INPUT_K_INT, .offset = MO(moe.expert_ffn), .flags = POSITIVE},
+    {.name = "expert_ffn", .type = INPUT_K_INT, .offset = MO(moe.expert_ffn),
+     .flags = SIZE_UP_TO(MAX_WIDTH)},
     {.name = "shared_experts", .type = INPUT_K_INT, .offset = MO(moe.shared_experts),
-     .flags = NONNEG},
+     .flags = COUNT_UP_TO(MAX_COUNT)},
     {.name = "dense_layers", .type = INPUT_K_INT, .offset = MO(moe.dense_layers), .flags = NONNEG},
 };
 MAP(moe_map, "moe", moe_keys);
@@ -586,13 +598,13 @@ MAP(moe_map, "moe", moe_keys);
 static const input_key attention_keys[] = {
     {.name = "kind", .type = INPUT_K_ENUM, .offset = MO(attention.kind), .enums = attention_names},
     {.name = "q_lora_rank", .type = INPUT_K_INT, .offset = MO(attention.q_lora_rank),
-     .flags = NONNEG},
+     .flags = COUNT_UP_TO(MAX_WIDTH)},
     {.name = "kv_lora_rank", .type = INPUT_K_INT, .offset = MO(attention.kv_lora_rank),
-     .flags = NONNEG},
+     .flags = COUNT_UP_TO(MAX_WIDTH)},
     {.name = "qk_rope_head_dim", .type = INPUT_K_INT, .offset = MO(attention.qk_rope_head_dim),
-     .flags = NONNEG},
+     .flags = COUNT_UP_TO(MAX_WIDTH)},
     {.name = "v_head_dim", .type = INPUT_K_INT, .offset = MO(attention.v_head_dim),
-     .flags = NONNEG},
+     .flags = COUNT_UP_TO(MAX_WIDTH)},
 };
 MAP(attention_map, "attention", attention_keys);
 
@@ -600,16 +612,19 @@ static const input_key model_keys[] = {
     {.name = "name", .type = INPUT_K_STRING, .offset = MO(name),
      .size = sizeof(((model_spec *)0)->name)},
     {.name = "layers", .type = INPUT_K_INT, .offset = MO(layers),
-     .flags = INPUT_KEY_REQUIRED | POSITIVE},
+     .flags = INPUT_KEY_REQUIRED | SIZE_UP_TO(MAX_COUNT)},
     {.name = "hidden", .type = INPUT_K_INT, .offset = MO(hidden),
-     .flags = INPUT_KEY_REQUIRED | POSITIVE},
+     .flags = INPUT_KEY_REQUIRED | SIZE_UP_TO(MAX_WIDTH)},
     {.name = "heads", .type = INPUT_K_INT, .offset = MO(heads),
-     .flags = INPUT_KEY_REQUIRED | POSITIVE},
-    {.name = "kv_heads", .type = INPUT_K_INT, .offset = MO(kv_heads), .flags = POSITIVE},
-    {.name = "head_dim", .type = INPUT_K_INT, .offset = MO(head_dim), .flags = POSITIVE},
-    {.name = "ffn", .type = INPUT_K_INT, .offset = MO(ffn), .flags = INPUT_KEY_REQUIRED | POSITIVE},
+     .flags = INPUT_KEY_REQUIRED | SIZE_UP_TO(MAX_COUNT)},
+    {.name = "kv_heads", .type = INPUT_K_INT, .offset = MO(kv_heads),
+     .flags = SIZE_UP_TO(MAX_COUNT)},
+    {.name = "head_dim", .type = INPUT_K_INT, .offset = MO(head_dim),
+     .flags = SIZE_UP_TO(MAX_COUNT)},
+    {.name = "ffn", .type = INPUT_K_INT, .offset = MO(ffn),
+     .flags = INPUT_KEY_REQUIRED | SIZE_UP_TO(MAX_WIDTH)},
     {.name = "vocab", .type = INPUT_K_INT64, .offset = MO(vocab),
-     .flags = INPUT_KEY_REQUIRED | POSITIVE},
+     .flags = INPUT_KEY_REQUIRED | SIZE_UP_TO(2147483647.0)},
     {.name = "activation", .type = INPUT_K_ENUM, .offset = MO(activation),
      .enums = activation_names},
     {.name = "norm", .type = INPUT_K_ENUM, .offset = MO(norm), .enums = norm_names},
@@ -619,7 +634,8 @@ static const input_key model_keys[] = {
     {.name = "tied_embeddings", .type = INPUT_K_BOOL, .offset = MO(tied_embeddings)},
     {.name = "qk_norm", .type = INPUT_K_BOOL, .offset = MO(qk_norm)},
     {.name = "bias", .type = INPUT_K_BOOL, .offset = MO(bias)},
-    {.name = "max_seq_len", .type = INPUT_K_INT, .offset = MO(max_seq_len), .flags = POSITIVE},
+    {.name = "max_seq_len", .type = INPUT_K_INT, .offset = MO(max_seq_len),
+     .flags = SIZE_UP_TO(MAX_TOKENS)},
     {.name = "moe", .type = INPUT_K_MAP, .map = &moe_map},
     {.name = "attention", .type = INPUT_K_MAP, .map = &attention_map},
 };

@@ -4,6 +4,7 @@
 #ifndef SIM_INPUT_KEYS_H
 #define SIM_INPUT_KEYS_H
 
+#include "input/load.h"
 #include "input/schema.h"
 #include "plan/scenario.h"
 
@@ -39,6 +40,12 @@ void input__scenario_prefill(plan_scenario *sc);
  * SIM_ENOTSUP (ctx->diag filled). */
 int input__scenario_finish(const input_ynode *root, const char *default_name, plan_scenario *sc,
                         input_schema_ctx *ctx);
+
+/* After input__scenario_finish: refuses, at the key to change, a scenario whose estimated
+ * work (plan/estimate.h) stepsim cannot represent or that exceeds opt's memory budget (opt
+ * may be NULL). Returns 0 or SIM_EINVAL (ctx->diag filled). */
+int input__check_work(const input_ynode *root, const plan_scenario *sc,
+                      const input_load_options *opt, input_schema_ctx *ctx);
 
 /* "Not given" for times where 0 is a valid value (filled by a default later). */
 #define INPUT__UNSET_TIME ((sim_time)-1)

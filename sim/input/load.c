@@ -516,6 +516,14 @@ int input_scenario_load_ex(const char *path, const char *const *sets, size_t n_s
                         plan_scenario *out, input_scenario_info **info_out, sim_diag *diag,
                         input_load_stage *stage)
 {
+    return input_scenario_load_opts(path, sets, n_sets, NULL, out, info_out, diag, stage);
+}
+
+int input_scenario_load_opts(const char *path, const char *const *sets, size_t n_sets,
+                             const input_load_options *opt, plan_scenario *out,
+                             input_scenario_info **info_out, sim_diag *diag,
+                             input_load_stage *stage)
+{
     if (stage)
         *stage = INPUT_LOAD_INPUT;
     loader L = {.arena = input_yarena_create(), .diag = diag, .base = ""};
@@ -547,7 +555,8 @@ int input_scenario_load_ex(const char *path, const char *const *sets, size_t n_s
         goto fail;
     if (stage)
         *stage = INPUT_LOAD_CHECKS;
-    if ((rc = input__scenario_finish(root, stem, sc, &ctx)))
+    if ((rc = input__scenario_finish(root, stem, sc, &ctx)) ||
+        (rc = input__check_work(root, sc, opt, &ctx)))
         goto fail;
 
     if (info_out) {

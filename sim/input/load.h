@@ -12,6 +12,7 @@
 #ifndef SIM_INPUT_LOAD_H
 #define SIM_INPUT_LOAD_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "core/error.h"
@@ -51,10 +52,28 @@ int input_scenario_load(const char *path, const char *const *sets, size_t n_sets
  * work, which a sweep records as a skipped run). */
 typedef enum input_load_stage { INPUT_LOAD_INPUT, INPUT_LOAD_CHECKS } input_load_stage;
 
+/* What the commands that build a run add to the loader's checks (docs/cli.md, "Memory
+ * budget"); {0} adds nothing. */
+typedef struct input_load_options {
+    int steps;               /* > 0: the steps the run will take (--steps), for the horizon */
+    double max_memory_bytes; /* > 0: refuse a run whose estimated memory is above it */
+    bool no_op_sharing;      /* --no-op-sharing: the estimate generates every rank */
+} input_load_options;
+
 /* input_scenario_load, also telling (when `stage` is not NULL) which stage failed. */
 int input_scenario_load_ex(const char *path, const char *const *sets, size_t n_sets,
                         plan_scenario *out, input_scenario_info **info_out, sim_diag *diag,
                         input_load_stage *stage);
+
+/* input_scenario_load_ex with the run's options `opt` (NULL: none). Every load, with or
+ * without options, refuses at the offending key a scenario whose estimated work stepsim
+ * cannot represent (plan/estimate.h: ops one GPU cannot index, simulated time past the
+ * horizon); with opt->max_memory_bytes also one estimated above that budget (the stage is
+ * then INPUT_LOAD_CHECKS). */
+int input_scenario_load_opts(const char *path, const char *const *sets, size_t n_sets,
+                             const input_load_options *opt, plan_scenario *out,
+                             input_scenario_info **info_out, sim_diag *diag,
+                             input_load_stage *stage);
 
 /* Loads a topology file on its own (`stepsim topo`), with the overrides sets[0..n_sets)
  * whose keys are relative to the topology ("nodes=64", "node.nics.count=4", "gpu.memory=40

@@ -209,6 +209,18 @@ int input_schema_quantity(input_schema_ctx *ctx, const char *what, const input_y
     input_unit_error ue;
     if (input_quantity_parse(n->text, kind, 0, out, &ue))
         return unit_error(ctx, what, n, &ue);
+    double floor = kind == INPUT_UNIT_BANDWIDTH ? INPUT_BANDWIDTH_MIN_BPS
+                   : kind == INPUT_UNIT_FLOP_RATE ? INPUT_FLOP_RATE_MIN : 0;
+    if (*out > 0 && *out < floor) {
+        input_schema_error(ctx, SIM_EINVAL, n, "%s: %s is below %s, the slowest %s stepsim "
+                           "simulates", what, n->text,
+                           kind == INPUT_UNIT_BANDWIDTH ? "1 MB/s" : "1 GFLOP/s",
+                           input_unit_kind_name(kind));
+        sim_diag_hint(ctx->diag, "a rate this low would make one transfer or kernel outlast "
+                                 "the simulated-time horizon (docs/scenario-format.md, "
+                                 "\"Limits\")");
+        return SIM_EINVAL;
+    }
     return 0;
 }
 
@@ -340,7 +352,12 @@ static int convert(input_schema_ctx *ctx, const input_key *k, const input_ynode 
         *size = sizeof(sim_time);
         if ((rc = expect_quantity_scalar(ctx, what, n, INPUT_UNIT_TIME)))
             return rc;
-        return input_time_parse_ps(n->text, 0, &v->i64, &ue) ? unit_error(ctx, what, n, &ue) : 0;
+        if (input_time_parse_ps(n->text, 0, &v->i64, &ue))
+            return unit_error(ctx, what, n, &ue);
+        if (v->i64 > INPUT_TIME_MAX_PS)
+            return input_schema_error(ctx, SIM_EINVAL, n, "%s: %s is more than 1 s, the longest "
+                                      "latency or overhead stepsim simulates", what, n->text);
+        return 0;
     default:
         SIM_ASSERT(0, "type %d is not a scalar type", (int)k->type);
     }

@@ -31,6 +31,16 @@ typedef enum input_unit_kind {
     INPUT_UNIT_KIND_COUNT
 } input_unit_kind;
 
+/* Limits of what a scenario may give, whatever the key (docs/scenario-format.md, "Limits"):
+ * a non-zero bandwidth or FLOP rate below these (a denormal, 1e-300 GB/s) would make a
+ * single transfer or kernel outlast the simulated-time horizon, and no hardware stepsim
+ * models comes within orders of magnitude of them (the slowest link shipped, a PCIe 3.0 x1
+ * lane, moves about 1 GB/s; a CPU core does tens of GFLOP/s). A latency, overhead or
+ * per-step time beyond one second is not a hardware latency. */
+#define INPUT_BANDWIDTH_MIN_BPS 1e6   /* 1 MB/s */
+#define INPUT_FLOP_RATE_MIN 1e9       /* 1 GFLOP/s */
+#define INPUT_TIME_MAX_PS SIM_PS_PER_S /* 1 s */
+
 /* "size", "bandwidth", "time", "FLOP count", "FLOP rate". Static strings; cannot fail. */
 const char *input_unit_kind_name(input_unit_kind kind);
 /* An example quantity of the kind, e.g. "450 GB/s". Static string; cannot fail. */

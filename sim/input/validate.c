@@ -4,10 +4,12 @@
  * else the key of the mapping that lacks it, else the scenario's root. */
 #include "core/sim.h"
 
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "input/keys.h"
+#include "plan/estimate.h"
 
 static const char *dtype_name(hw_dtype d)
 {
@@ -196,6 +198,13 @@ static int check_topology(const input_ynode *root, hw_topology_spec *t, input_sc
     /* The explicit form (t->n_devices > 0) was checked with the topology mapping
      * (input__topology_check); its parametric fields keep their defaults, filled below. */
     bool parametric = t->n_devices == 0;
+    if (parametric && (double)t->nodes * t->gpus_per_node > PLAN_GPUS_MAX) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "topology.nodes", "topology"),
+                           "topology.nodes: %d nodes x %d GPUs is more than %d GPUs, the "
+                           "largest cluster stepsim simulates", t->nodes, t->gpus_per_node,
+                           PLAN_GPUS_MAX);
+        return SIM_EINVAL;
+    }
     const input_ynode *intra = given(root, "topology.node.intra");
     if (parametric && !intra && t->gpus_per_node > 1)
         return input_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.node"),
@@ -291,6 +300,29 @@ static int check_model(const input_ynode *root, plan_scenario *sc, input_schema_
             return SIM_EINVAL;
         }
         m->head_dim = m->hidden / m->heads;
+    }
+    /* Parameter counts are int64 sums of products of these sizes: bound them in double first
+     * (generously: every layer as wide as the widest kind, all experts and shared experts
+     * with gated MLPs, untied embeddings). */
+    double h = m->hidden, hd = m->head_dim, a = m->heads, kv = m->kv_heads;
+    double qr = m->attention.q_lora_rank, kvr = m->attention.kv_lora_rank,
+           rope = m->attention.qk_rope_head_dim, vd = m->attention.v_head_dim;
+    double attn = m->attention.kind == MODEL_ATTN_MLA
+                      ? (qr + kvr + rope) * h + qr * a * (hd + rope) + kvr * a * (hd + vd) +
+                            a * vd * h
+                      : h * (a * hd + 2 * kv * hd) + a * hd * h;
+    double mlp = 3 * h * m->ffn;
+    if (m->moe.experts > 0)
+        mlp = fmax(mlp, ((double)m->moe.experts + m->moe.shared_experts) * 3 * h *
+                            m->moe.expert_ffn + (double)m->moe.experts * h);
+    double params = (double)m->layers * (attn + mlp + 4 * h) + 2 * (double)m->vocab * h;
+    if (params > PLAN_PARAMS_MAX) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "model"),
+                           "model: about %.3g parameters, more than the %.3g (2^50) stepsim "
+                           "represents", params, PLAN_PARAMS_MAX);
+        sim_diag_hint(ctx->diag, "check layers, hidden, ffn, heads, vocab and moe.experts "
+                                 "(Llama 3.1 405B has 4.1e11 parameters)");
+        return SIM_EINVAL;
     }
     if (m->max_seq_len > 0 && sc->training.seq_len > m->max_seq_len)
         return input_schema_error(ctx, SIM_EINVAL, locate(root, "training.seq_len", "training"),
@@ -405,6 +437,16 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
         return input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
                                "parallel.ep: %d must divide the number of experts (%d)", p->ep,
                                mm->moe.experts);
+    if (mm->moe.experts / p->ep > MODEL_MOE_LOCAL_MAX) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "model.moe.experts"),
+                           "%s: %d experts over ep %d put %d on each GPU, more than the %d one "
+                           "GPU may hold", p->ep > 1 ? "parallel.ep" : "model.moe.experts",
+                           mm->moe.experts, p->ep, mm->moe.experts / p->ep, MODEL_MOE_LOCAL_MAX);
+        sim_diag_hint(ctx->diag, "raise parallel.ep (a divisor of dp and of the experts) to at "
+                                 "least %d", (mm->moe.experts + MODEL_MOE_LOCAL_MAX - 1) /
+                                                 MODEL_MOE_LOCAL_MAX);
+        return SIM_EINVAL;
+    }
     if (sc->simulation.symmetry == PLAN_SYMMETRY_DP && (p->ep > 1 || mm->moe.experts > 0)) {
         input_schema_error(ctx, SIM_EINVAL, locate(root, "simulation.symmetry", "simulation"),
                         "simulation.symmetry: dp needs identical data-parallel replicas, and "
@@ -542,5 +584,136 @@ int input__scenario_finish(const input_ynode *root, const char *default_name, pl
     if ((rc = input__topology_finish(root, NULL, &sc->topology, ctx)) ||
         (rc = check_model(root, sc, ctx)) || (rc = check_training(root, sc, ctx)))
         return rc;
+    return 0;
+}
+
+/* ---- the run's work (plan/estimate.h) ------------------------------------------------- */
+
+/* Bytes as "12.3 GiB". */
+static void gib(char *buf, size_t n, double bytes)
+{
+    snprintf(buf, n, "%.3g GiB", bytes / (1024.0 * 1024 * 1024));
+}
+
+/* Where a figure that grows with the micro-batches, the tokens or the model is reported:
+ * global_batch when the step has several micro-batches, else micro_batch, seq_len. */
+static const char *size_key(const plan_scenario *sc, const plan_work *w)
+{
+    if (w->micro_batches > 1)
+        return "training.global_batch";
+    return sc->training.micro_batch > 1 ? "training.micro_batch" : "training.seq_len";
+}
+
+/* The largest number of micro-batches per step, below the scenario's, whose estimate has
+ * at most `max_ops` ops per GPU and `max_bytes` bytes (and that the interleaved schedule
+ * allows: a multiple of pp); 0 when none does. Re-estimates each candidate, so the advice
+ * is what the check would accept. */
+static double fitting_micro_batches(const plan_scenario *sc, bool sharing, double max_ops,
+                                    double max_bytes, double A)
+{
+    plan_scenario *s = sim_calloc(1, sizeof *s);
+    *s = *sc;
+    const plan_parallel *p = &sc->parallel;
+    double step = p->pp > 1 && p->pipeline.virtual_stages > 1 &&
+                          p->pipeline.schedule == PLAN_SCHED_INTERLEAVED
+                      ? p->pp : 1;
+    double per = (double)sc->training.micro_batch * p->dp, found = 0;
+    /* halve to a fitting count, then step up by halving increments (the estimate grows
+     * with the count) */
+    double lo = 0, hi = A;
+    for (int i = 0; i < 64 && hi - lo > step; i++) {
+        double mid = floor((lo + hi) / 2 / step) * step;
+        if (mid <= lo)
+            break;
+        s->training.global_batch = (int64_t)(mid * per);
+        plan_work w;
+        plan_estimate_work(s, sharing, &w);
+        if (w.ops_per_rank <= max_ops && w.bytes <= max_bytes)
+            lo = found = mid;
+        else
+            hi = mid;
+    }
+    sim_free(s);
+    return found;
+}
+
+int input__check_work(const input_ynode *root, const plan_scenario *sc,
+                      const input_load_options *opt, input_schema_ctx *ctx)
+{
+    bool sharing = !(opt && opt->no_op_sharing);
+    plan_work w;
+    plan_estimate_work(sc, sharing, &w);
+    const plan_training *tr = &sc->training;
+    double A = w.micro_batches;
+    if (w.ops_per_rank > PLAN_OPS_PER_RANK_MAX) {
+        const char *key = A > 1 ? "training.global_batch" : "model.layers";
+        input_schema_error(ctx, SIM_EINVAL, locate(root, key, A > 1 ? "training" : "model"),
+                           "%s: one step would be about %.3g ops on one GPU (%.0f micro-batch%s), "
+                           "more than the %.3g (2^29) stepsim indexes", key, w.ops_per_rank, A,
+                           A == 1 ? "" : "es", PLAN_OPS_PER_RANK_MAX);
+        double budget = opt && opt->max_memory_bytes > 0 ? opt->max_memory_bytes : INFINITY;
+        double fit = A > 1 ? fitting_micro_batches(sc, sharing, PLAN_OPS_PER_RANK_MAX, budget,
+                                                   A)
+                           : 0;
+        if (fit >= 1)
+            sim_diag_hint(ctx->diag, "ops grow with the micro-batches per step: global_batch "
+                                     "%.0f (%.0f micro-batches) fits",
+                          fit * (double)tr->micro_batch * sc->parallel.dp, fit);
+        else
+            sim_diag_hint(ctx->diag, "split the layers over more pipeline stages "
+                                     "(parallel.pp)");
+        return SIM_EINVAL;
+    }
+    int steps = opt && opt->steps > 0 ? opt->steps : sc->simulation.steps;
+    double limit = PLAN_RUN_S_MAX;
+    if (w.step_s > limit) {
+        const char *key = size_key(sc, &w);
+        input_schema_error(ctx, SIM_EINVAL, locate(root, key, "training"),
+                           "%s: one step would take about %.3g s of simulated time (kernels "
+                           "%.3g s, communication %.3g s, estimated), past the %.0f s stepsim "
+                           "represents in a run", key, w.step_s, w.compute_s, w.comm_s, limit);
+        sim_diag_hint(ctx->diag, "simulated time is limited to about 6.7 days per run "
+                                 "(docs/scenario-format.md, \"Limits\"); check the sizes and "
+                                 "the GPU's and links' rates");
+        return SIM_EINVAL;
+    }
+    if (w.step_s * steps > limit) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "simulation.steps", "simulation"),
+                           "simulation.steps: %d steps of about %.3g s of simulated time each "
+                           "(estimated) go past the %.0f s stepsim represents in a run", steps,
+                           w.step_s, limit);
+        sim_diag_hint(ctx->diag, "%.0f steps or fewer fit", fmax(1, floor(limit / w.step_s)));
+        return SIM_EINVAL;
+    }
+    double budget = opt ? opt->max_memory_bytes : 0;
+    if (budget > 0 && w.bytes > budget) {
+        char need[32], have[32], sym[32];
+        gib(need, sizeof need, w.bytes);
+        gib(have, sizeof have, budget);
+        gib(sym, sizeof sym, w.bytes_symmetry);
+        const char *key = A > 1 ? "training.global_batch" : NULL;
+        input_schema_error(ctx, SIM_EINVAL, locate(root, key, NULL),
+                           "%s%sthe run needs about %s (estimated: %.3g ops per step on %.0f "
+                           "GPU%s), more than the memory budget of %s", key ? key : "",
+                           key ? ": " : "", need, w.ops, w.ranks, w.ranks == 1 ? "" : "s", have);
+        const char *either = "";
+        if (w.bytes_symmetry < budget) {
+            sim_diag_hint(ctx->diag, "--set simulation.symmetry=dp simulates one data-parallel "
+                                     "replica in about %s", sym);
+            either = "or ";
+        }
+        double fit = A > 1 ? fitting_micro_batches(sc, sharing, PLAN_OPS_PER_RANK_MAX,
+                                                   budget, A)
+                           : 0;
+        if (fit >= 1) {
+            sim_diag_hint(ctx->diag, "%sreduce global_batch to %.0f (%.0f micro-batches per "
+                                     "step instead of %.0f)", either,
+                          fit * (double)tr->micro_batch * sc->parallel.dp, fit, A);
+            either = "or ";
+        }
+        sim_diag_hint(ctx->diag, "%sraise the budget with --max-memory SIZE (default: 80%% "
+                                 "of the memory stepsim may use)", either);
+        return SIM_EINVAL;
+    }
     return 0;
 }

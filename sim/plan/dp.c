@@ -483,7 +483,7 @@ static void persistent(gen *g, plan_mem *m)
 }
 
 /* training.finetune -> the model's fine-tuning description (no targets listed = all seven) */
-static model_ft finetune_of(const plan_training *t)
+model_ft plan__finetune_of(const plan_training *t)
 {
     static const struct {
         const char *name;
@@ -610,7 +610,7 @@ static void init_gen(gen *g, plan *p, bool sharing)
                           .cp = sc->parallel.cp,
                           .dtype = sc->training.precision,
                           .flash_attention = sc->training.flash_attention,
-                          .ft = finetune_of(&sc->training)};
+                          .ft = plan__finetune_of(&sc->training)};
     g->wbytes =
         sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);
     g->gbytes = hw_dtype_bytes(sc->training.grad_dtype);

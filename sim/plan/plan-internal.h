@@ -20,6 +20,9 @@ int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag);
  * without a replay (`stepsim check`, `stepsim mem`) then needs one rank's ops at a time.
  * `sharing` false: every rank's ops generated, none borrowed (share.c). */
 
+/* The model's fine-tuning method, rank and target bits from the scenario's training keys. */
+model_ft plan__finetune_of(const plan_training *t);
+
 /* Sets p->peak[r] (allocated) from rank r's finished ops and p->mem[r]. */
 void plan__walk_rank(plan *p, int r);
 

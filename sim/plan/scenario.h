@@ -60,6 +60,11 @@ const char *plan_coll_algo_name(plan_coll_algo a);
 
 #define PLAN_TARGETS_MAX 16
 #define PLAN_STAGES_MAX 256
+/* The largest cluster stepsim simulates (docs/scenario-format.md, "Limits"). */
+#define PLAN_GPUS_MAX 1048576
+/* The largest model, in parameters (2^50, ~1.1e15: sums of products of sizes stay exact in
+ * int64 and double far below it). */
+#define PLAN_PARAMS_MAX 1125899906842624.0
 
 typedef struct plan_training {
     int64_t seq_len;

@@ -1,0 +1,193 @@
+/* The work a scenario implies, estimated without building it (see estimate.h). */
+#include "core/sim.h"
+
+#include <math.h>
+
+#include "hw/gpu.h"
+#include "model/model.h"
+#include "plan/estimate.h"
+#include "plan/plan-internal.h"
+
+/* Bytes per op, measured (docs/performance.md, "Memory estimate"): a generated op carries
+ * its record (trace_op, 72 bytes), its dependencies and memory events, and the replay's
+ * successor lists, stream order and roofline duration derived from it (about 160 bytes
+ * together, with the slack of growing arrays); every rank of the trace, borrowing or not,
+ * holds its collective ops' instances (about 5 bytes per op averaged over all ops: the
+ * 16,384-GPU Llama 3.1 405B step under symmetry, 0.43 GB for 82 M ops); every replayed rank
+ * keeps per op its unfinished-dependency count and end time (12 bytes) and its share of the
+ * collectives' replay state (about 19 bytes together: the same step at full detail, 1.97 GB,
+ * 24 bytes per op in all). */
+#define BYTES_PER_GENERATED_OP 160.0
+#define BYTES_PER_RANK_OP 5.0
+#define BYTES_PER_REPLAYED_OP 19.0
+/* The cluster's graph: devices, links and the routes between GPUs, per GPU (measured on
+ * fat-trees of 64 to 65,536 nodes of 8 GPUs: about 1.1 KB per GPU), and the process that
+ * holds it all (the executable, libraries, HDF5's caches). */
+#define BYTES_PER_GPU 1200.0
+#define BYTES_FIXED (16.0 * 1024 * 1024)
+
+/* Collective ops a layer adds per micro-batch, both passes, generously: TP's two all-reduces
+ * per pass (with SP: all-gather and reduce-scatter each, and the backward's re-gathers),
+ * CP's ring steps (a send and a receive each), EP's dispatch and combine (and their
+ * gradients), ZeRO-3's gather per pass and reduce-scatter. */
+static double layer_colls(const plan_scenario *sc, bool moe)
+{
+    const plan_parallel *p = &sc->parallel;
+    double n = 0;
+    if (p->tp > 1)
+        n += p->sp ? 10 : 4;
+    if (p->cp > 1)
+        n += 4.0 * p->cp;
+    if (moe)
+        n += 4;
+    if (p->zero == 3)
+        n += 3;
+    return n;
+}
+
+/* One block's kernels in both passes for one micro-batch: their count (recompute's included)
+ * into *ops, their time back to back into *s. */
+static void block_work(const plan_scenario *sc, const model_spec *m, const model_shape *sh,
+                       const hw_gpu *gpu, model_block blk, model_op_list *list, double *ops,
+                       double *s)
+{
+    *ops = 0;
+    *s = 0;
+    double attn_seq = (double)sc->training.seq_len / SIM_MAX(1, sc->parallel.cp);
+    for (int ph = 0; ph < 2; ph++) {
+        model_block_ops(m, sh, blk, ph ? MODEL_PHASE_BWD : MODEL_PHASE_FWD, list);
+        for (int i = 0; i < list->n; i++) {
+            const model_op *o = &list->op[i];
+            double t = sim_time_to_s(hw_gpu_op_time(gpu, o->cls, sh->dtype, o->flops, o->bytes,
+                                                    o->cls == HW_OP_MATMUL ? o->inner : attn_seq));
+            /* a forward kernel runs again in backward under full recompute, an attention
+             * core's under selective */
+            double again = ph == 0 && (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
+                                       (sc->training.recompute == MODEL_RECOMPUTE_SELECTIVE &&
+                                        o->attn_core))
+                               ? 2 : 1;
+            *ops += again;
+            *s += again * t;
+        }
+    }
+}
+
+/* The slowest link a rank's traffic may cross (per direction). */
+static double slowest_link_Bps(const hw_topology_spec *t)
+{
+    double bw = INFINITY;
+    if (t->n_devices > 0) {
+        for (int i = 0; i < t->n_links; i++)
+            if (t->links[i].bw_Bps > 0)
+                bw = fmin(bw, t->links[i].bw_Bps);
+        return isfinite(bw) ? bw : 1e9;
+    }
+    if (t->gpus_per_node > 1)
+        bw = t->intra.bw_Bps > 0 ? t->intra.bw_Bps
+                                 : hw_pcie_bw_Bps(t->intra.pcie_gen, t->intra.pcie_lanes);
+    if (t->nodes > 1 && t->nics.count > 0)
+        bw = fmin(bw, t->nics.bw_Bps / (t->fabric.oversubscription > 1
+                                             ? t->fabric.oversubscription : 1));
+    return isfinite(bw) ? bw : 1e12;
+}
+
+void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out)
+{
+    const plan_parallel *p = &sc->parallel;
+    const plan_training *tr = &sc->training;
+    const model_spec *m = &sc->model;
+    *out = (plan_work){0};
+    double ranks = (double)p->tp * p->cp * p->pp * p->dp;
+    double per_step = (double)tr->micro_batch * p->dp;
+    double A = tr->global_batch > 0 ? floor((double)tr->global_batch / per_step) : 1;
+    A = SIM_MAX(A, 1.0);
+    out->ranks = ranks;
+    out->micro_batches = A;
+
+    /* layers of the busiest stage: the explicit split's largest, else the even split's
+     * chunks rounded up */
+    int v = p->pp > 1 ? SIM_MAX(1, p->pipeline.virtual_stages) : 1;
+    double stage_layers = 0;
+    if (p->pipeline.n_stage_layers > 0) {
+        for (int s = 0; s < p->pp; s++) {
+            double sum = 0;
+            for (int c = s; c < p->pipeline.n_stage_layers; c += p->pp)
+                sum += p->pipeline.stage_layers[c];
+            stage_layers = fmax(stage_layers, sum);
+        }
+    } else {
+        stage_layers = ceil((double)m->layers / ((double)p->pp * v)) * v;
+    }
+    stage_layers = fmin(stage_layers, m->layers);
+    bool moe = m->moe.experts > 0;
+    double moe_layers = moe ? fmax(0, m->layers - m->moe.dense_layers) : 0;
+    double moe_share = m->layers > 0 ? moe_layers / m->layers : 0;
+
+    /* kernels and their time per micro-batch, by block (uniform routing) */
+    model_shape sh = {.micro_batch = tr->micro_batch, .seq_len = tr->seq_len, .tp = p->tp,
+                      .sp = p->sp, .cp = p->cp, .dtype = tr->precision,
+                      .flash_attention = tr->flash_attention, .ep = p->ep,
+                      .ft = plan__finetune_of(tr)};
+    hw_gpu *gpu = hw_gpu_create(&sc->topology.gpu);
+    model_op_list *list = sim_calloc(1, sizeof *list);
+    double n_layer, s_layer, n_moe = 0, s_moe = 0, n_embed, s_embed, n_head, s_head;
+    block_work(sc, m, &sh, gpu, MODEL_BLOCK_LAYER, list, &n_layer, &s_layer);
+    if (moe)
+        block_work(sc, m, &sh, gpu, MODEL_BLOCK_MOE, list, &n_moe, &s_moe);
+    block_work(sc, m, &sh, gpu, MODEL_BLOCK_EMBED, list, &n_embed, &s_embed);
+    block_work(sc, m, &sh, gpu, MODEL_BLOCK_HEAD, list, &n_head, &s_head);
+    sim_free(list);
+    hw_gpu_destroy(gpu);
+
+    double dense_in_stage = stage_layers * (1 - moe_share), moe_in_stage = stage_layers * moe_share;
+    double per_mb = dense_in_stage * (n_layer + layer_colls(sc, false)) +
+                    moe_in_stage * (n_moe + layer_colls(sc, true)) + n_embed + n_head +
+                    4.0 * v; /* pipeline sends and receives, both passes, per chunk */
+    double units = stage_layers + 2;
+    /* per step: gradient buckets or reduce-scatters, gathers and the optimizer per unit */
+    out->ops_per_rank = A * per_mb + 4 * units;
+    bool shared = op_sharing && !moe && p->offload.optimizer == PLAN_OFFLOAD_NONE;
+    out->generated = shared ? fmin(ranks, (double)p->pp * 2) : ranks;
+    bool symmetric = sc->simulation.symmetry == PLAN_SYMMETRY_DP && p->dp > 1;
+    out->replayed = symmetric ? ranks / p->dp : ranks;
+    out->ops = out->ops_per_rank * ranks;
+
+    /* time: the kernels, then the bytes this rank sends over its slowest link */
+    double compute_mb = dense_in_stage * s_layer + moe_in_stage * s_moe + s_embed + s_head;
+    model_params mp;
+    model_count_params(m, &mp);
+    double params_rank = (double)mp.total / ((double)p->tp * p->pp);
+    double wbytes = hw_dtype_bytes(tr->precision), gbytes = hw_dtype_bytes(tr->grad_dtype);
+    double dp_bytes = p->dp * p->cp > 1
+                          ? params_rank * (2 * gbytes + (p->zero >= 1 ? wbytes : 0) +
+                                           (p->zero == 3 ? 2 * wbytes * A : 0))
+                          : 0;
+    double act = (double)tr->micro_batch * (double)tr->seq_len / p->cp * m->hidden * wbytes;
+    double act_bytes = 0;
+    if (p->tp > 1)
+        act_bytes += 8 * act * stage_layers; /* four all-reduces, each about twice its size */
+    if (p->cp > 1)
+        act_bytes += 4 * act * stage_layers; /* keys and values around the ring, both passes */
+    if (moe)
+        act_bytes += 4 * act * m->moe.top_k * moe_in_stage;
+    if (p->pp > 1)
+        act_bytes += 2 * act * v;
+    out->compute_s = A * compute_mb;
+    out->comm_s = (dp_bytes + A * act_bytes) / slowest_link_Bps(&sc->topology);
+    /* a pipeline fills and drains: pp - 1 more micro-batch slots of a stage */
+    out->step_s = (out->compute_s + out->comm_s) * (A + p->pp - 1) / A;
+    out->run_s = out->step_s * sc->simulation.steps;
+
+    double gpus = (double)sc->topology.nodes * sc->topology.gpus_per_node;
+    if (sc->topology.n_devices > 0)
+        gpus = sc->topology.n_devices;
+    out->topology_bytes = gpus * BYTES_PER_GPU;
+    double common = BYTES_FIXED + out->topology_bytes +
+                    out->generated * out->ops_per_rank * BYTES_PER_GENERATED_OP +
+                    ranks * out->ops_per_rank * BYTES_PER_RANK_OP;
+    out->bytes = common + out->replayed * out->ops_per_rank * BYTES_PER_REPLAYED_OP;
+    out->bytes_symmetry = out->bytes;
+    if (!symmetric && p->dp > 1 && !moe)
+        out->bytes_symmetry =
+            common + ranks / p->dp * out->ops_per_rank * BYTES_PER_REPLAYED_OP;
+}
