@@ -691,11 +691,13 @@ int input__check_work(const input_ynode *root, const plan_scenario *sc,
         gib(need, sizeof need, w.bytes);
         gib(have, sizeof have, budget);
         gib(sym, sizeof sym, w.bytes_symmetry);
-        const char *key = A > 1 ? "training.global_batch" : NULL;
-        input_schema_error(ctx, SIM_EINVAL, locate(root, key, NULL),
-                           "%s%sthe run needs about %s (estimated: %.3g ops per step on %.0f "
-                           "GPU%s), more than the memory budget of %s", key ? key : "",
-                           key ? ": " : "", need, w.ops, w.ranks, w.ranks == 1 ? "" : "s", have);
+        /* memory grows with the micro-batches per step, else with the model's layers */
+        const char *key = A > 1 ? "training.global_batch" : "model";
+        input_schema_error(ctx, SIM_EINVAL,
+                           A > 1 ? locate(root, key, "training") : locate(root, NULL, key),
+                           "%s: the run needs about %s (estimated: %.3g ops per step on %.0f "
+                           "GPU%s), more than the memory budget of %s", key, need, w.ops,
+                           w.ranks, w.ranks == 1 ? "" : "s", have);
         const char *either = "";
         if (w.bytes_symmetry < budget) {
             sim_diag_hint(ctx->diag, "--set simulation.symmetry=dp simulates one data-parallel "

@@ -27,15 +27,16 @@
 #define BYTES_FIXED (16.0 * 1024 * 1024)
 
 /* Collective ops a layer adds per micro-batch, both passes, generously: TP's two all-reduces
- * per pass (with SP: all-gather and reduce-scatter each, and the backward's re-gathers),
+ * per pass (with SP: all-gather and reduce-scatter each, and the backward's re-gathers; a
+ * recomputed forward's again),
  * CP's ring steps (a send and a receive each), EP's dispatch and combine (and their
  * gradients), ZeRO-3's gather per pass and reduce-scatter. */
 static double layer_colls(const plan_scenario *sc, bool moe)
 {
     const plan_parallel *p = &sc->parallel;
     double n = 0;
-    if (p->tp > 1)
-        n += p->sp ? 10 : 4;
+    if (p->tp > 1) /* a recomputed forward repeats its collectives */
+        n += (p->sp ? 10 : 4) + (sc->training.recompute != MODEL_RECOMPUTE_NONE ? 4 : 0);
     if (p->cp > 1)
         n += 4.0 * p->cp;
     if (moe)
@@ -60,11 +61,13 @@ static void block_work(const plan_scenario *sc, const model_spec *m, const model
             const model_op *o = &list->op[i];
             double t = sim_time_to_s(hw_gpu_op_time(gpu, o->cls, sh->dtype, o->flops, o->bytes,
                                                     o->cls == HW_OP_MATMUL ? o->inner : attn_seq));
-            /* a forward kernel runs again in backward under full recompute, an attention
-             * core's under selective */
-            double again = ph == 0 && (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
-                                       (sc->training.recompute == MODEL_RECOMPUTE_SELECTIVE &&
-                                        o->attn_core))
+            /* a layer's forward kernel runs again in backward under full recompute, an
+             * attention core's under selective (embedding and head are not recomputed) */
+            bool layer = blk == MODEL_BLOCK_LAYER || blk == MODEL_BLOCK_MOE;
+            double again = layer && ph == 0 &&
+                                   (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
+                                    (sc->training.recompute == MODEL_RECOMPUTE_SELECTIVE &&
+                                     o->attn_core))
                                ? 2 : 1;
             *ops += again;
             *s += again * t;

@@ -4,7 +4,7 @@
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
-      | cp | outputs | hostile
+      | cp | outputs | hostile | limits
 Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
@@ -1338,10 +1338,145 @@ def hostile():
         check(os.listdir(d) == [], "a failed assertion leaves nothing: %s" % os.listdir(d))
 
 
+def limits():
+    """Values past stepsim's limits (docs/scenario-format.md, "Limits"), each a case the
+    hardening issue measured aborting, asserting or exhausting memory: every one is now exit 2
+    with one error line at the key to change (or a correct run, exit 0), within 10 s and
+    1 GiB of address space, leaving no file and the inputs byte-identical."""
+    import hashlib, resource, shutil
+    exe = os.path.abspath(stepsim)
+    gib = 1 << 30
+    def one_gib():
+        resource.setrlimit(resource.RLIMIT_AS, (gib, gib))
+    def go(args, cwd):
+        try:
+            p = subprocess.run([exe] + args, capture_output=True, text=True, cwd=cwd,
+                               timeout=10, preexec_fn=one_gib)
+        except subprocess.TimeoutExpired:
+            return None, "", "took more than 10 s"
+        return p.returncode, p.stdout, p.stderr
+    with tempfile.TemporaryDirectory() as tmp:
+        inputs = ("single.yaml", "ideal-pair.yaml", "ideal-gpu.yaml", "tiny-gpt.yaml")
+        for name in inputs:
+            shutil.copy(os.path.join(data, name), tmp)
+        def digest():
+            return {n: hashlib.sha256(open(os.path.join(tmp, n), "rb").read()).hexdigest()
+                    for n in inputs}
+        before = digest()
+        def refused(sets, first, what, extra=()):
+            # check, then run -o: exit 2, nothing on stdout, one error line starting `first`
+            args = sum([["--set", x] for x in sets], []) + list(extra)
+            for cmd in (["check", "single.yaml"], ["run", "single.yaml", "-o", "o.h5"]):
+                rc, out, err = go(cmd + args, tmp)
+                check(rc == 2 and out == "" and one_error_line(err) and err.startswith(first),
+                      "%s (%s): exit 2 (got %s), one error line starting %r:\n%s%s"
+                      % (what, cmd[0], rc, first, out, err))
+        # sizes whose products overflowed (seq_len 2^31 made the event time negative), past
+        # the per-key maxima 2^24 and 2^16
+        refused(["training.seq_len=2147483648"], "--set training.seq_len=2147483648: error: "
+                "training.seq_len: must be greater than 0 and at most 16777216", "seq_len 2^31")
+        refused(["training.micro_batch=2147483648", "training.global_batch=2147483648"],
+                "--set training.micro_batch=2147483648: error: training.micro_batch: must be "
+                "greater than 0 and at most 16777216", "micro_batch 2^31")
+        for layers in ("1000000000", "2147483647", "1000000"):
+            refused(["model.layers=" + layers], "--set model.layers=%s: error: model.layers: "
+                    "must be greater than 0 and at most 65536" % layers, "layers " + layers)
+        # a time beyond 1 s, rates below 1 MB/s and 1 GFLOP/s (a denormal), at their keys
+        refused(["topology.gpu.launch_overhead=1000000 s"], "--set topology.gpu.launch_overhead"
+                "=1000000 s: error: topology.gpu.launch_overhead: 1000000 s is more than 1 s",
+                "launch overhead 1e6 s")
+        refused(["topology.node.intra.bandwidth=1e-300 GB/s"], "--set topology.node.intra."
+                "bandwidth=1e-300 GB/s: error: topology.node.intra.bandwidth: 1e-300 GB/s is "
+                "below 1 MB/s", "bandwidth 1e-300 GB/s")
+        refused(["topology.gpu.peak.bf16=1e-310 TFLOP/s"], "--set topology.gpu.peak.bf16="
+                "1e-310 TFLOP/s: error: topology.gpu.peak.bf16: 1e-310 TFLOP/s is below 1 "
+                "GFLOP/s", "denormal peak")
+        # 2^20 nodes of 2 GPUs: past the 1,048,576 GPUs stepsim simulates
+        refused(["topology.nodes=1048576"], "--set topology.nodes=1048576: error: "
+                "topology.nodes: 1048576 nodes x 2 GPUs is more than 1048576 GPUs",
+                "2^20 nodes")
+        # 10^9 experts is past the key's 65,536; 512 experts on one GPU past its 256
+        refused(["model.moe.experts=1000000000", "model.moe.top_k=2", "model.moe.expert_ffn=64"],
+                "--set model.moe.experts=1000000000: error: model.moe.experts: must be at least "
+                "0 and at most 65536", "10^9 experts")
+        refused(["model.moe.experts=512", "model.moe.top_k=2", "model.moe.expert_ffn=64"],
+                "--set model.moe.experts=512: error: model.moe.experts: 512 experts over ep 1 "
+                "put 512 on each GPU, more than the 256", "512 local experts")
+        # a model of 65,536 layers of hidden = ffn = 2^20: about 65,536 x 4 x 2^40 = 2.9e17
+        # parameters, past 2^50; reported at the scenario's `model` key (single.yaml line 3)
+        refused(["model.layers=65536", "model.hidden=1048576", "model.ffn=1048576",
+                 "model.heads=1"], "single.yaml:3:1: error: model: about ", "2.9e17 parameters")
+        # global_batch 2^40 = 2^39 micro-batches of 2 sequences: far past 2^29 ops on the GPU
+        refused(["training.global_batch=1099511627776"], "--set training.global_batch="
+                "1099511627776: error: training.global_batch: one step would be about",
+                "global_batch 2^40")
+        # the memory budget: global_batch 2^20 is 2^19 micro-batches of the 2-layer model,
+        # tens of millions of ops (GiBs); the default budget is 80% of the 1 GiB address
+        # space this test allows. The hint's global batch is one the check accepts.
+        refused(["training.global_batch=1048576"], "--set training.global_batch=1048576: "
+                "error: training.global_batch: the run needs about", "global_batch 2^20")
+        rc, out, err = go(["check", "single.yaml", "--set", "training.global_batch=1048576"],
+                          tmp)
+        m = re.search(r"reduce global_batch to (\d+)", err)
+        check(m is not None, "the budget error names a global batch that fits: " + err)
+        if m:
+            rc, out, err = go(["check", "single.yaml", "--set",
+                               "training.global_batch=" + m.group(1)], tmp)
+            check(rc == 0, "the advised global batch %s is accepted: %s" % (m.group(1), err))
+        # --max-memory: the 2-GPU-free single.yaml run with 65,536 layers (millions of ops,
+        # hundreds of MB) refused under a 100 MB budget, at `model` (one micro-batch)
+        refused(["model.layers=65536"], "single.yaml:3:1: error: model: the run needs about",
+                "65,536 layers over --max-memory 100MB", ["--max-memory", "100MB"])
+        # simulated time: 16M-token sequences on a 1 GFLOP/s GPU, one step of months, at
+        # training.micro_batch (single.yaml line 7 `  micro_batch: 2`, value at column 16);
+        # 65,536 tokens, a step of about a day: 1000 steps go past the limit, at steps
+        refused(["training.seq_len=16777216", "topology.gpu.peak.bf16=1 GFLOP/s"],
+                "single.yaml:7:16: error: training.micro_batch: one step would take about",
+                "a step past the horizon")
+        refused(["training.seq_len=65536", "topology.gpu.peak.bf16=1 GFLOP/s",
+                 "simulation.steps=1000"], "--set simulation.steps=1000: error: "
+                "simulation.steps: 1000 steps of about", "1000 steps past the horizon")
+        # peak.fp32 0 (documented: unsupported) asserted in the roofline: a correct run now,
+        # its vector kernels timed by memory traffic. The ideal GPU's memory (10^18 B/s) and
+        # fp32 (10^21 FLOP/s) make every vector kernel cost under a picosecond either way,
+        # so the step time is the matmuls' alone in both runs.
+        rc, out, err = go(["run", "single.yaml", "--json", "--set",
+                           "topology.gpu.peak.fp32=0 TFLOP/s"], tmp)
+        check(rc == 0, "peak.fp32 0 runs: " + err)
+        rc2, out2, err2 = go(["run", "single.yaml", "--json"], tmp)
+        if rc == 0 and rc2 == 0:
+            near(json.loads(out)["step_time_s"], json.loads(out2)["step_time_s"], 1e-6,
+                 "peak.fp32 0: the matmuls' step")
+        # nothing written, nothing changed
+        check(sorted(os.listdir(tmp)) == sorted(inputs),
+              "refusals leave nothing: %s" % sorted(os.listdir(tmp)))
+        check(digest() == before, "the inputs are byte-identical")
+    # The replay's horizon (docs/engine.md): a trace whose ops take 10^6 s each (a measured
+    # duration a user can set) reaches 2^61 ps = 2,305,843 s at its third op: exit 2 with
+    # one line naming the horizon, not an overflowed event time.
+    import h5py
+    with tempfile.TemporaryDirectory() as d:
+        tr = os.path.join(d, "t.h5")
+        rc, out, err = go(["trace", os.path.join(os.path.abspath(data), "single.yaml"), "-o",
+                           tr], d)
+        check(rc == 0, "trace: " + err)
+        f = h5py.File(tr, "r+")
+        ops = f["ops"][:]
+        ops["duration_s"] = 1e6
+        f["ops"][...] = ops
+        f.close()
+        rc, out, err = go(["replay", tr, "-o", os.path.join(d, "o.h5")], d)
+        check(rc == 2 and out == "" and one_error_line(err) and
+              "simulated time reached the horizon" in err,
+              "a trace past the horizon: exit 2 (got %s), one line:\n%s" % (rc, err))
+        check(os.listdir(d) == ["t.h5"], "nothing left by the stopped replay: %s"
+              % os.listdir(d))
+
+
 {"acceptance": acceptance, "sharing": sharing, "bench": bench, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
  "moe": moe, "cp": cp, "outputs": outputs,
- "hostile": hostile}[mode]()
+ "hostile": hostile, "limits": limits}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
