@@ -480,12 +480,12 @@ static int prepare_dir(const sweep_ctx *c)
     if (mkdir(c->dir, 0777) == 0) {
         if (write_durable(fp_path, fp, strlen(fp)) != 0) {
             fprintf(stderr, "%s: error: cannot write: %s\n", fp_path, strerror(errno));
-            rc = 1;
+            rc = CLI_EXIT_INVALID; /* an unwritable place or a full disk */
         }
     } else if (errno != EEXIST) {
         fprintf(stderr, "%s: error: cannot create the runs directory: %s\n", c->dir,
                 strerror(errno));
-        rc = 1;
+        rc = CLI_EXIT_INVALID;
     } else if (!c->a->resume) {
         rc = cli_invalid(c->dir, "exists: an interrupted sweep left its runs here", NULL,
                          "finish it with --resume, or remove the directory to start over");
@@ -585,7 +585,8 @@ static int merge(const sweep_ctx *c)
     }
     sim_free(inputs);
     sim_free(in);
-    return rc ? 1 : stopped ? -1 : 0;
+    /* a failed write of OUT.h5 (a full disk) is the environment's: exit 2 */
+    return rc ? (rc < 0 ? cli_exit_of(rc) : 1) : stopped ? -1 : 0;
 }
 
 void cli__runs_print_json(const sweep_ctx *c)
@@ -703,7 +704,7 @@ int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
     if (c->mpi) {
         int mine[2] = {rc != 0, sig}, all[2];
         MPI_Allreduce(mine, all, 2, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-        rc = all[0] ? 1 : 0;
+        rc = all[0] ? (rc < 0 ? rc : 1) : 0; /* rank 0 keeps its own failed write's code */
         sig = all[1];
     }
     if (c->rank != 0)
@@ -713,6 +714,12 @@ int cli__runs_execute(sweep_ctx *c, int (*finish)(sweep_ctx *c))
             c->L.n_runs, pr.start_done, c->L.n_runs - pr.start_done, c->size, cli_wall_s() - pr.t0);
     if (sig) {
         rc = stopped_by(c, sig);
+    } else if (rc < 0) {
+        /* a failed write of a run's file, printed as its one error line (a full disk, an
+         * unwritable directory): the environment's, exit 2 */
+        fprintf(stderr, "  the finished runs are in %s (--resume goes on from there)\n",
+                c->dir);
+        rc = cli_exit_of(rc);
     } else if (rc) {
         fprintf(stderr, "%s: error: could not complete; the finished runs are in %s (--resume "
                         "goes on from there)\n", c->L.source, c->dir);

@@ -316,9 +316,17 @@ int input_sweep_load(const char *path, input_sweep **out, sim_diag *diag)
         input_load_stage stage;
         if (input_scenario_load_ex(sw->bases[b], NULL, 0, &sc, NULL, &inner, &stage) &&
             stage == INPUT_LOAD_INPUT) {
-            if (sw->base_axis && inner.line == 0) { /* cannot be read: say which entry */
-                const input_sweep_value *v = &sw->axes[0].values[b];
-                rc = sim_diag_error(diag, sw->path, v->line, v->col, "%s", inner.msg);
+            if (inner.line == 0) { /* cannot be read: say which entry, or the base */
+                int line = base->value->line, col = base->value->col;
+                if (sw->base_axis) {
+                    line = sw->axes[0].values[b].line;
+                    col = sw->axes[0].values[b].col;
+                }
+                if (strstr(inner.msg, inner.file)) /* "cannot open 'PATH': ..." */
+                    rc = sim_diag_error(diag, sw->path, line, col, "%s", inner.msg);
+                else
+                    rc = sim_diag_error(diag, sw->path, line, col, "'%s': %s", inner.file,
+                                        inner.msg);
                 sim_diag_hint(diag, "relative paths in base resolve against the sweep file");
             } else {
                 *diag = inner;

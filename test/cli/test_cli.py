@@ -1244,9 +1244,11 @@ def hostile():
         write("g.yaml", single.replace("ideal-pair.yaml", "g-pair.yaml"))
         refused(["check", "g.yaml"], tmp, "g-pair.yaml:3:6: error: 'f.yaml' is not a regular "
                 "file (a FIFO)", "a FIFO as the GPU")
-        # a sweep's base, named by its path from the sweep file's directory
+        # a sweep's base, named by its path from the sweep file's directory, at the base's
+        # value: w.yaml line 1 `base: f.yaml`, after "base: " (column 7)
         write("w.yaml", "base: f.yaml\nname: w\naxes:\n  training.micro_batch: [1, 2]\n")
-        refused(["sweep", "w.yaml", "-o", "s.h5"], tmp, "./" + fifo, "a FIFO as the sweep's base")
+        refused(["sweep", "w.yaml", "-o", "s.h5"], tmp, "w.yaml:1:7: error: './f.yaml': not a "
+                "regular file (a FIFO)", "a FIFO as the sweep's base")
         # a directory and a device are no input either
         refused(["check", "sub"], tmp, "sub: error: not a regular file (a directory)",
                 "a directory as the scenario")
@@ -1325,6 +1327,27 @@ def hostile():
                   % (cmd, p.returncode, p.stderr))
             check(os.listdir(d) == [], "%s on a full disk leaves nothing: %s"
                   % (cmd, os.listdir(d)))
+        # sweep and plan: the first run's file cannot be written either; one error line,
+        # exit 2 (it exited 196, the negated error code, with two error lines), no OUT.h5,
+        # the runs directory kept for --resume
+        import shutil
+        for name in ("single.yaml", "ideal-pair.yaml", "ideal-gpu.yaml", "tiny-gpt.yaml"):
+            shutil.copy(os.path.join(data, name), d)
+        with open(os.path.join(d, "w.yaml"), "w") as f:
+            f.write("base: single.yaml\nname: w\naxes:\n  training.micro_batch: [1, 2]\n")
+        for args, out in ((["sweep", "w.yaml"], "s.h5"), (["plan", "single.yaml"], "p.h5")):
+            p = subprocess.run([exe] + args + ["-o", out], capture_output=True, text=True,
+                               cwd=d, timeout=60, preexec_fn=small_disk)
+            # (besides the error and its hint, stderr has the commands' progress lines)
+            errs = [l for l in p.stderr.splitlines() if ": error:" in l]
+            check(p.returncode == 2 and len(errs) == 1 and
+                  ".runs/0000000.h5: error: cannot write" in errs[0] and
+                  "  the finished runs are in %s.runs" % out in p.stderr and
+                  not os.path.exists(os.path.join(d, out)) and
+                  os.path.isdir(os.path.join(d, out + ".runs")),
+                  "%s on a full disk: exit 2 (got %d), one error line, the runs kept:\n%s"
+                  % (args[0], p.returncode, p.stderr))
+            shutil.rmtree(os.path.join(d, out + ".runs"), ignore_errors=True)
     # Exit 1: a failed assertion (provoked by the CLI's test hook STEPSIM_TEST_ASSERT once the
     # results file's temporary and lock exist) prints one line and exits 1, not 134
     # (SIGABRT), and removes OUT.tmp-PID and OUT.lock: the fresh directory stays empty.
