@@ -20,12 +20,17 @@
 #include "fuzz/harness.h"
 #include "input/load.h"
 #include "input/sweep.h"
+#include "plan/plan.h"
 #include "plan/scenario.h"
+#include "replay/replay.h"
 #include "results/h5read.h"
 #include "results/tracefile.h"
 #include "trace/trace.h"
 
 #define PATH_LEN 4096
+/* The memory budget of the runs the scenario harness plans and replays (docs/cli.md): small,
+ * so that every accepted input replays in a fraction of a second. */
+#define FUZZ_RUN_BUDGET (32.0 * 1024 * 1024)
 
 static char work_dir[64];         /* the per-process directory, "" until made */
 static char input_path[PATH_LEN]; /* the YAML input, inside it */
@@ -154,11 +159,31 @@ int fuzz_scenario(const uint8_t *data, size_t size)
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     input_scenario_info *info = NULL;
     sim_diag diag = {0};
-    int rc = input_scenario_load(path, NULL, 0, sc, &info, &diag);
+    /* one step under a small budget: what the loader accepts is also planned and replayed,
+     * in bounded time and memory (values it accepts must not abort the run) */
+    input_load_options lo = {.steps = 1, .max_memory_bytes = FUZZ_RUN_BUDGET};
+    int rc = input_scenario_load_opts(path, NULL, 0, &lo, sc, &info, &diag, NULL);
     expect("input_scenario_load", rc, &diag);
     if (rc == 0 && (!info || !info->resolved_yaml))
         finding("%s succeeded without the resolved scenario (%d)", "input_scenario_load", rc);
     input_scenario_info_destroy(info);
+    if (rc == 0) {
+        sc->simulation.steps = 1;
+        sc->simulation.timeline = false;
+        plan *p = NULL;
+        memset(&diag, 0, sizeof diag);
+        rc = plan_create(sc, &(plan_options){.with_trace = true}, &p, &diag);
+        expect("plan_create", rc, &diag);
+        if (rc == 0) {
+            replay_results *res = replay_results_create();
+            replay_run(p, &(replay_options){.no_bubble_rows = true}, res);
+            if (res->summary.status == REPLAY_STATUS_ERROR && !res->beyond_horizon)
+                finding("replay_run of a loaded scenario ended in error: %s (%d)",
+                        res->summary.error, 0);
+            replay_results_destroy(res);
+            plan_destroy(p);
+        }
+    }
     sim_free(sc);
     unlink(path);
     return 0;

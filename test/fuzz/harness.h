@@ -11,7 +11,7 @@
 #include <stdint.h>
 
 /* Each returns 0 (libFuzzer's convention); a finding aborts. */
-int fuzz_scenario(const uint8_t *data, size_t size); /* input_scenario_load */
+int fuzz_scenario(const uint8_t *data, size_t size); /* load, plan, replay one step */
 int fuzz_topology(const uint8_t *data, size_t size); /* input_topology_load */
 int fuzz_sweep(const uint8_t *data, size_t size);    /* input_sweep_load */
 int fuzz_trace(const uint8_t *data, size_t size);    /* results_trace_read */
