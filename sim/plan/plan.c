@@ -174,9 +174,18 @@ int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures 
     for (int r = 0; r < n; r++) {
         for (int c = 0; c < PLAN_MEM_COUNT; c++) {
             p->mem[r].bytes[c] = t->ranks[r].base_mem[c];
-            p->mem[r].total += t->ranks[r].base_mem[c];
+            /* a trace from a file: trace_validate bounds base_mem, but never overflow */
+            if (__builtin_add_overflow(p->mem[r].total, t->ranks[r].base_mem[c],
+                                       &p->mem[r].total))
+                rc = sim_diag_error(diag, "trace", 0, 0, "rank %d's persistent memory "
+                                    "overflows", r);
         }
-        plan__walk_rank(p, r);
+        if (rc == 0)
+            plan__walk_rank(p, r);
+    }
+    if (rc != 0) {
+        plan_destroy(p);
+        return rc;
     }
     verdict(p);
     *out = p;
