@@ -204,6 +204,21 @@ int fuzz_sweep(const uint8_t *data, size_t size)
     return 0;
 }
 
+/* An input the pre-walk refused because libhdf5 crashed or hung on it: kept, when
+ * STEPSIM_FUZZ_HDF5_CRASHES names a directory (scripts/fuzz.sh sets it), as
+ * <dir>/hdf5-<fnv1a64 of the bytes>, for test/fuzz/regressions/. */
+static void keep_hdf5_crash(const sim_diag *d, const uint8_t *data, size_t size)
+{
+    const char *dir = getenv("STEPSIM_FUZZ_HDF5_CRASHES");
+    if (!dir || !d->set ||
+        (!strstr(d->msg, "libhdf5 crashed") && !strstr(d->msg, "reading it took more than")))
+        return;
+    char path[PATH_LEN];
+    snprintf(path, sizeof path, "%s/hdf5-%016llx", dir,
+             (unsigned long long)sim_fnv1a64(SIM_FNV64_OFFSET, data, size));
+    write_input(path, data, size);
+}
+
 int fuzz_trace(const uint8_t *data, size_t size)
 {
     setup();
@@ -215,6 +230,7 @@ int fuzz_trace(const uint8_t *data, size_t size)
      * refuses the file instead of stopping the fuzzer */
     int rc = results_h5r_prewalk(path, 0, &diag);
     expect("results_h5r_prewalk", rc, &diag);
+    keep_hdf5_crash(&diag, data, size);
     if (rc == 0) {
         rc = results_trace_read(path, &t, &info, &diag);
         expect("results_trace_read", rc, &diag);
@@ -262,6 +278,7 @@ int fuzz_results(const uint8_t *data, size_t size)
     sim_diag diag = {0};
     int walked = results_h5r_prewalk(path, 0, &diag);
     expect("results_h5r_prewalk", walked, &diag);
+    keep_hdf5_crash(&diag, data, size);
     int rc = cli_report_file(path, false);
     expect_exit("report", rc);
     if (walked && rc != CLI_EXIT_INVALID)
