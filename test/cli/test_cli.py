@@ -1463,6 +1463,14 @@ def untrusted():
         replay(crafted("sum.h5", many_events),
                "sum.h5: error: the trace is inconsistent: rank 0's persistent bytes and memory "
                "events add up to more than 2^60 bytes", "memory events summing past 2^60")
+        # a matmul in fp8, which ideal-gpu.yaml has no peak for (bf16 and fp32 only): the
+        # replay cannot time it (it used to fail an assertion, exit 1). The first matmul of
+        # rank 0 is looked up, and named by its op index.
+        with h5py.File(os.path.join(tmp, "base.h5"), "r") as f:
+            mm = int(np.nonzero(f["ops"][:]["class"] == b"matmul")[0][0])
+        replay(crafted("fp8.h5", set_cell("ops", mm, "dtype", b"fp8")),
+               "fp8.h5: error: rank 0 op %d computes in fp8, which GPU 'ideal' has no peak for"
+               % mm, "an fp8 matmul on a GPU without fp8")
         # a zero-byte collective is valid: it replays (exit 0) without touching NULL xfers
         z = crafted("zero.h5", set_cell("colls", 0, "bytes", 0.0))
         rc, out, err = go(["replay", z, "-o", "zero-out.h5"], tmp)
