@@ -1509,9 +1509,9 @@ def untrusted():
         refused(["export-perfetto", "hang-r.h5", "-o", "x.json"], tmp, "hang-r.h5",
                 "hang-r.h5: " + hang, "export of a results file whose reading hangs", env)
     # the inputs on which libhdf5 crashed or hung in the fuzzer (test/fuzz/regressions/*/
-    # hdf5-*: on hdf5-segv-* libhdf5 dies of SIGSEGV, on hdf5-hang-* it never returns): each command
-    # that reads that kind of file refuses them as corrupted, exit 2, one error line (a 2 s
-    # limit for the hang)
+    # hdf5-*: on hdf5-segv-* libhdf5 dies of SIGSEGV, on hdf5-hang-* it never returns):
+    # each command that reads that kind of file refuses them as corrupted, exit 2, one
+    # error line (a 2 s limit for the hang)
     env = dict(os.environ, STEPSIM_PREWALK_LIMIT_S="2")
     for kind, cmds in (("trace", (["replay"],)), ("results", (["report"], ["export-perfetto"]))):
         d = os.path.join(root, "test", "fuzz", "regressions", kind)
