@@ -57,6 +57,12 @@ for t in $targets; do
     else
         opts+=(-workers=1 -jobs=1)
     fi
+    # inputs on which libhdf5 crashed or hung in the pre-walk's child (results_h5r_prewalk):
+    # refused with exit 2, so no finding, but worth a place in test/fuzz/regressions/
+    hdf5="$root/$build/hdf5-crashes/$t"
+    mkdir -p "$hdf5"
+    export STEPSIM_FUZZ_HDF5_CRASHES="$hdf5"
+    hdf5_before=$(ls "$hdf5" | wc -l)
     before=$(ls "$crashes" | wc -l)
     start=$(date +%s)
     rm -f "$work"/fuzz-*.log
@@ -71,8 +77,9 @@ for t in $targets; do
     [ -n "$execs" ] || execs=$(sed -n 's/^#\([0-9]*\).*/\1/p' "$work/fuzz.log" | tail -1)
     grep -E '^(==[0-9]+==ERROR|SUMMARY|.*runtime error|fuzz: FINDING)' "$work/fuzz.log" |
         head -5 || true
-    line=$(printf '%-9s executions %10s  crashes %3d  time %5ss' "$t" "${execs:-?}" \
-        "$crashed" "$elapsed")
+    hdf5_new=$(($(ls "$hdf5" | wc -l) - hdf5_before))
+    line=$(printf '%-9s executions %10s  crashes %3d  time %5ss  libhdf5 crashes refused %d' \
+        "$t" "${execs:-?}" "$crashed" "$elapsed" "$hdf5_new")
     echo "$line"
     summary="$summary$line"$'\n'
     [ "$crashed" -eq 0 ] || failed=1

@@ -15,6 +15,7 @@
 #include "core/sim.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #define STOPPED 1
 #define LANES 16
 #define MEM_CATS 6
+#define EXPORT_RANKS_MAX ((size_t)1 << 24) /* as a trace (docs/trace-format.md) */
 
 static const char *const lane_names[] = {"compute", "dp",   "tp",  "pp",      "ep",
                                          "cp",      "offload", "host", "p2p", "bubbles"};
@@ -64,6 +66,7 @@ typedef struct rank_row {
 } rank_row;
 
 typedef struct exporter {
+    const char *path; /* the results file */
     FILE *out;
     int32_t *node;       /* per rank */
     size_t n_ranks;
@@ -110,24 +113,38 @@ static int write_error(const char *path)
     return CLI_EXIT_INVALID; /* the environment's fault (a full disk), not stepsim's */
 }
 
-static int check_rank(const char *path, int32_t rank, size_t n_ranks)
-{
-    if (rank >= 0 && (size_t)rank < n_ranks)
-        return 0;
-    char msg[128];
-    snprintf(msg, sizeof msg, "a row names rank %d, but the ranks table has %zu", (int)rank,
-             n_ranks);
-    return cli_invalid(path, msg, NULL, NULL);
-}
-
 typedef struct slice_ctx {
     exporter *x;
     const char *path;
+    const char *table; /* "/runs/NAME/timeline" */
 } slice_ctx;
+
+/* "PATH: /runs/NAME/TABLE row N: error: MSG" (exit 2): a value the file should not hold. */
+static int bad_row(const slice_ctx *sc, size_t row, const char *msg)
+{
+    char where[4700];
+    snprintf(where, sizeof where, "%s: %s row %zu", sc->path, sc->table, row);
+    return cli_invalid(where, msg, NULL, NULL);
+}
+
+static int check_rank(const slice_ctx *sc, size_t row, int32_t rank)
+{
+    if (rank >= 0 && (size_t)rank < sc->x->n_ranks)
+        return 0;
+    char msg[128];
+    snprintf(msg, sizeof msg, "rank %d, but the ranks table has %zu", (int)rank,
+             sc->x->n_ranks);
+    return bad_row(sc, row, msg);
+}
+
+/* An interval [start, end] in seconds: finite, end >= start (a JSON number cannot be NaN). */
+static bool interval_ok(double start, double end)
+{
+    return isfinite(start) && isfinite(end) && end >= start;
+}
 
 static int timeline_slice(void *ud, void *rows_, size_t first, size_t k)
 {
-    (void)first;
     if (*cli_signal_flag())
         return STOPPED; /* between slices: export_run removes the temporary */
     slice_ctx *sc = ud;
@@ -135,9 +152,13 @@ static int timeline_slice(void *ud, void *rows_, size_t first, size_t k)
     const tl_row *rows = rows_;
     for (size_t i = 0; i < k; i++) {
         const tl_row *r = &rows[i];
-        int rc = check_rank(sc->path, r->rank, x->n_ranks);
+        int rc = check_rank(sc, first + i, r->rank);
         if (rc)
             return rc;
+        if (!interval_ok(r->start_s, r->end_s))
+            return bad_row(sc, first + i, "start_s and end_s must be finite, end_s >= start_s");
+        if (!(r->bytes >= 0 && r->flops >= 0 && isfinite(r->bytes) && isfinite(r->flops)))
+            return bad_row(sc, first + i, "bytes and flops must be finite numbers >= 0");
         int lane = lane_of(str(r->stream));
         x->lanes[r->rank] |= (uint16_t)(1u << lane);
         event_start(x, "X", r->rank, lane);
@@ -181,14 +202,13 @@ static int export_timeline(exporter *x, results_h5r_file *f, const char *path, c
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/timeline", run);
-    slice_ctx sc = {x, path};
+    slice_ctx sc = {x, path, table};
     return results_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(tl_row), SLICE,
                            timeline_slice, &sc);
 }
 
 static int bubble_slice(void *ud, void *rows_, size_t first, size_t k)
 {
-    (void)first;
     if (*cli_signal_flag())
         return STOPPED; /* between slices: export_run removes the temporary */
     slice_ctx *sc = ud;
@@ -196,9 +216,11 @@ static int bubble_slice(void *ud, void *rows_, size_t first, size_t k)
     const bubble_row *rows = rows_;
     for (size_t i = 0; i < k; i++) {
         const bubble_row *r = &rows[i];
-        int rc = check_rank(sc->path, r->rank, x->n_ranks);
+        int rc = check_rank(sc, first + i, r->rank);
         if (rc)
             return rc;
+        if (!interval_ok(r->start_s, r->end_s))
+            return bad_row(sc, first + i, "start_s and end_s must be finite, end_s >= start_s");
         x->lanes[r->rank] |= 1u << LANE_BUBBLES;
         event_start(x, "X", r->rank, LANE_BUBBLES);
         fputs(",\"name\":", x->out);
@@ -223,14 +245,13 @@ static int export_bubbles(exporter *x, results_h5r_file *f, const char *path, co
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/bubbles", run);
-    slice_ctx sc = {x, path};
+    slice_ctx sc = {x, path, table};
     return results_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(bubble_row), SLICE,
                            bubble_slice, &sc);
 }
 
 static int memory_slice(void *ud, void *rows_, size_t first, size_t k)
 {
-    (void)first;
     if (*cli_signal_flag())
         return STOPPED; /* between slices: export_run removes the temporary */
     slice_ctx *sc = ud;
@@ -238,9 +259,11 @@ static int memory_slice(void *ud, void *rows_, size_t first, size_t k)
     const mem_row *rows = rows_;
     for (size_t i = 0; i < k; i++) {
         const mem_row *r = &rows[i];
-        int rc = check_rank(sc->path, r->rank, x->n_ranks);
+        int rc = check_rank(sc, first + i, r->rank);
         if (rc)
             return rc;
+        if (!isfinite(r->t_s))
+            return bad_row(sc, first + i, "t_s must be finite");
         int64_t *level = &x->mem[(size_t)r->rank * MEM_CATS];
         for (int c = 0; c < MEM_CATS; c++)
             if (strcmp(str(r->category), mem_cats[c]) == 0)
@@ -267,7 +290,7 @@ static int export_memory(exporter *x, results_h5r_file *f, const char *path, con
     };
     char table[512];
     snprintf(table, sizeof table, "/runs/%s/memory", run);
-    slice_ctx sc = {x, path};
+    slice_ctx sc = {x, path, table};
     return results_h5r_for_each(f, table, fields, SIM_ARRAY_LEN(fields), sizeof(mem_row), SLICE,
                            memory_slice, &sc);
 }
@@ -313,6 +336,12 @@ static int read_ranks(exporter *x, results_h5r_file *f, const char *run)
     if (rc)
         return rc;
     size_t n = results_h5r_table_rows(t);
+    if (n > EXPORT_RANKS_MAX) { /* per-rank state is allocated before any row is read */
+        char what[600];
+        snprintf(what, sizeof what, "%s: %s", x->path, table);
+        results_h5r_table_close(t);
+        return cli_invalid(what, "more than 2^24 ranks", NULL, NULL);
+    }
     rank_row *rows = sim_calloc(n + 1, sizeof *rows);
     rc = results_h5r_table_read(t, 0, n, rows);
     x->n_ranks = n;
@@ -358,7 +387,7 @@ static int pick_run(results_h5r_file *f, const char *path, const char *want, con
 static int export_run(results_h5r_file *f, const char *path, const char *run, const char *out_path,
                       size_t *n_events)
 {
-    exporter x = {.first = true};
+    exporter x = {.first = true, .path = path};
     int rc = read_ranks(&x, f, run);
     char *tmp = NULL;
     if (!rc) {
@@ -434,7 +463,9 @@ static int export_body(void *parsed, int argc, char **argv)
     cli_output_remove_stale(a->out);
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    rc = results_h5r_open(a->in, &f, &diag);
+    rc = results_h5r_prewalk(a->in, 0, &diag); /* libhdf5 may crash on a bad file */
+    if (rc == 0)
+        rc = results_h5r_open(a->in, &f, &diag);
     if (rc) {
         cli_output_lock_release(&lock);
         sim_diag_print(&diag, stderr);

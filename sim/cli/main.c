@@ -19,6 +19,7 @@
 #include "results/json.h"
 #include "input/load.h"
 #include "input/suggest.h"
+#include "results/h5read.h"
 #include "results/tracefile.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
@@ -471,8 +472,10 @@ static int cmd_replay(const cli_args *a)
         return rc;
     sim_diag diag = {0};
     trace *t = NULL;
-    results_trace_info info;
-    rc = results_trace_read(a->scenario, &t, &info, &diag);
+    results_trace_info info = {0};
+    rc = results_h5r_prewalk(a->scenario, 0, &diag); /* libhdf5 may crash on a bad file */
+    if (rc == 0)
+        rc = results_trace_read(a->scenario, &t, &info, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
         return cli_exit_of(rc);

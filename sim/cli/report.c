@@ -113,8 +113,11 @@ static int by_throughput(const void *a, const void *b)
     int sx = rank_of_status(x->status), sy = rank_of_status(y->status);
     if (sx != sy)
         return sx - sy;
-    if (x->tokens_per_s != y->tokens_per_s)
-        return x->tokens_per_s > y->tokens_per_s ? -1 : 1;
+    /* a NaN from a damaged file sorts last: the order stays total (qsort needs it) */
+    double tx = isnan(x->tokens_per_s) ? -INFINITY : x->tokens_per_s,
+           ty = isnan(y->tokens_per_s) ? -INFINITY : y->tokens_per_s;
+    if (tx != ty)
+        return tx > ty ? -1 : 1;
     return strcmp(x->name, y->name);
 }
 
@@ -383,7 +386,9 @@ int cli_report_file(const char *in, bool csv)
 {
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    int rc = results_h5r_open(in, &f, &diag);
+    int rc = results_h5r_prewalk(in, 0, &diag); /* libhdf5 may crash on a bad file */
+    if (rc == 0)
+        rc = results_h5r_open(in, &f, &diag);
     if (rc) {
         sim_diag_print(&diag, stderr);
         return cli_exit_of(rc);

@@ -141,7 +141,11 @@ bool coll_schedule_round_repeats(const coll_schedule *s, int r)
 {
     SIM_ASSERT(r > 0 && r < s->n_rounds, "round %d of %d", r, s->n_rounds);
     size_t n = s->round_first[r + 1] - s->round_first[r];
-    return n == s->round_first[r] - s->round_first[r - 1] &&
+    if (n != s->round_first[r] - s->round_first[r - 1])
+        return false;
+    /* two empty rounds (a zero-byte collective) repeat; xfers may then be NULL, which
+     * memcmp must not be given even for 0 bytes */
+    return n == 0 ||
            memcmp(&s->xfers[s->round_first[r]], &s->xfers[s->round_first[r - 1]],
                   n * sizeof *s->xfers) == 0;
 }

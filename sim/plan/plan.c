@@ -139,6 +139,36 @@ int plan_create(const plan_scenario *sc, const plan_options *opt, plan **out, si
     return 0;
 }
 
+/* What a trace from a file asks of the hardware that the replay takes for granted: a GPU
+ * peak for the dtype of every modelled compute op (fp32 for vector ops that compute), memory
+ * bandwidth for the bytes it moves, and host memory for every copy op's rank. */
+static int trace_fits(const plan_scenario *sc, hw_topo *topo, const trace *t, sim_diag *diag)
+{
+    const hw_gpu_spec *g = &sc->topology.gpu;
+    for (int r = 0; r < t->n_ranks; r++) {
+        const trace_rank *tr = &t->ranks[r];
+        const trace_rank *own = tr->tmpl >= 0 ? &t->ranks[tr->tmpl] : tr;
+        for (size_t i = 0; i < own->n_ops; i++) {
+            const trace_op *o = &own->ops[i];
+            if (o->kind == TRACE_OP_COPY && hw_topo_host_memory(topo, r) < 0)
+                return sim_diag_error(diag, "trace", 0, 0, "rank %d op %zu copies to or from "
+                                      "host memory, which GPU %d of topology '%s' has none of",
+                                      r, i, r, sc->topology.name);
+            if (o->kind != TRACE_OP_COMPUTE || o->duration_ps != TRACE_MEASURED_NONE)
+                continue;
+            hw_dtype d = o->cls == HW_OP_VECTOR ? HW_DTYPE_FP32 : (hw_dtype)o->dtype;
+            if ((o->cls != HW_OP_VECTOR || o->flops > 0) && !(g->peak_flops[d] > 0))
+                return sim_diag_error(diag, "trace", 0, 0, "rank %d op %zu computes in %s, "
+                                      "which GPU '%s' has no peak for", r, i,
+                                      hw_dtype_name(d), g->name);
+            if (o->bytes > 0 && !(g->memory_bw_Bps > 0))
+                return sim_diag_error(diag, "trace", 0, 0, "rank %d op %zu moves bytes, and GPU "
+                                      "'%s' has no memory bandwidth", r, i, g->name);
+        }
+    }
+    return 0;
+}
+
 int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures *fig,
                     plan **out, sim_diag *diag)
 {
@@ -158,6 +188,8 @@ int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures 
     else if (n > have)
         rc = sim_diag_error(diag, "trace", 0, 0, "the trace has %d ranks but topology '%s' has "
                             "%d GPUs", n, sc->topology.name, have);
+    else
+        rc = trace_fits(sc, topo, t, diag);
     if (rc != 0) {
         hw_topo_destroy(topo);
         trace_destroy(t);
@@ -174,9 +206,18 @@ int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures 
     for (int r = 0; r < n; r++) {
         for (int c = 0; c < PLAN_MEM_COUNT; c++) {
             p->mem[r].bytes[c] = t->ranks[r].base_mem[c];
-            p->mem[r].total += t->ranks[r].base_mem[c];
+            /* a trace from a file: trace_validate bounds base_mem, but never overflow */
+            if (__builtin_add_overflow(p->mem[r].total, t->ranks[r].base_mem[c],
+                                       &p->mem[r].total))
+                rc = sim_diag_error(diag, "trace", 0, 0, "rank %d's persistent memory "
+                                    "overflows", r);
         }
-        plan__walk_rank(p, r);
+        if (rc == 0)
+            plan__walk_rank(p, r);
+    }
+    if (rc != 0) {
+        plan_destroy(p);
+        return rc;
     }
     verdict(p);
     *out = p;

@@ -76,4 +76,26 @@ int results_h5r_for_each(results_h5r_file *f, const char *path, const results_h5
                          size_t n_fields, size_t row_size, size_t slice, results_h5r_slice_fn fn,
                          void *ud);
 
+/* The pre-walk of an HDF5 input (docs/cli.md, "Exit codes and errors"): libhdf5 itself can
+ * crash, hang or overrun its buffers on a corrupted file, which no check in our process can
+ * survive. So before a serial command's reader opens `path`, a forked child opens it and
+ * reads every attribute and every dataset (in slices of 4 MiB, variable-length strings
+ * included), following every link as the readers' paths would. The child's output goes to
+ * /dev/null and it leaves with _exit; the parent flushes its stdio first. Returns 0 when the
+ * child read everything and exited 0, and also when the file is not a regular file or not
+ * HDF5 at all (the reader then says so in its own words). Otherwise SIM_EINVAL with diag
+ * set, "PATH: error: corrupted HDF5 file (REASON)" and a hint, where REASON says whether
+ * libhdf5 crashed (the signal), failed (its message), or took longer than `limit_s` seconds
+ * (the child is killed). `limit_s` <= 0: the environment's STEPSIM_PREWALK_LIMIT_S (seconds)
+ * when set to a number > 0, else results_h5r_prewalk_limit_s of the file's size.
+ *
+ * Forks: only for serial commands (replay, report, export-perfetto), never in a process
+ * that runs under mpirun. */
+#define RESULTS_H5R_PREWALK_BASE_S 60.0
+#define RESULTS_H5R_PREWALK_BYTES_PER_S 1048576.0
+int results_h5r_prewalk(const char *path, double limit_s, sim_diag *diag);
+/* The default time limit: RESULTS_H5R_PREWALK_BASE_S plus one second per MiB of file
+ * (RESULTS_H5R_PREWALK_BYTES_PER_S): a minute for small files, 65 min for a 4 GiB trace. */
+double results_h5r_prewalk_limit_s(double file_bytes);
+
 #endif

@@ -277,11 +277,27 @@ static int lookup(const char *s, const char *const *names, int n)
     return -1;
 }
 
+/* "PATH: /TABLE row N: error: MSG" (arg, when given, fills MSG's one %s). */
 static int bad_row(reader *rd, const char *table, size_t row, const char *fmt, const char *arg)
 {
-    char msg[256];
+    char msg[256], where[SIM_DIAG_FILE_MAX];
     snprintf(msg, sizeof msg, fmt, arg ? arg : "");
-    return sim_diag_error(rd->diag, rd->path, 0, 0, "/%s row %zu: %s", table, row, msg);
+    snprintf(where, sizeof where, "%s: /%s row %zu", rd->path, table, row);
+    return sim_diag_error(rd->diag, where, 0, 0, "%s", msg);
+}
+
+/* "PATH: / attribute NAME: error: MSG" */
+static int bad_attr(reader *rd, const char *name, const char *msg)
+{
+    char where[SIM_DIAG_FILE_MAX];
+    snprintf(where, sizeof where, "%s: / attribute %s", rd->path, name);
+    return sim_diag_error(rd->diag, where, 0, 0, "%s", msg);
+}
+
+/* Whether a size read from the file is finite and within [0, TRACE_BYTES_MAX]. */
+static bool size_ok(double bytes)
+{
+    return bytes >= 0 && bytes <= TRACE_BYTES_MAX;
 }
 
 /* Reads table `name` slice by slice, calling fn(rd, rows, first, n, ud) on each. */
@@ -322,6 +338,8 @@ typedef struct group_state {
     size_t n;
     int32_t **members;
     int *filled;
+    size_t member_rows, sizes; /* rows of /group_members; the groups' sizes so far */
+    size_t *seen;              /* per rank: 1 + the last group that listed it */
 } group_state;
 
 static int read_groups(reader *rd, void *rows, size_t first, size_t n, void *ud)
@@ -342,6 +360,10 @@ static int read_groups(reader *rd, void *rows, size_t first, size_t n, void *ud)
                            r[i].cls);
         if (r[i].size < 1 || r[i].size > rd->t->n_ranks)
             return bad_row(rd, "groups", row, "size out of range%s", NULL);
+        gs->sizes += (size_t)r[i].size;
+        if (gs->sizes > gs->member_rows)
+            return bad_row(rd, "groups", row, "the groups' sizes add up to more than the rows "
+                                              "of /group_members%s", NULL);
         gs->groups = sim_realloc_array(gs->groups, gs->n + 1, sizeof *gs->groups);
         gs->cls = sim_realloc_array(gs->cls, gs->n + 1, sizeof *gs->cls);
         gs->members = sim_realloc_array(gs->members, gs->n + 1, sizeof *gs->members);
@@ -369,6 +391,10 @@ static int read_members(reader *rd, void *rows, size_t first, size_t n, void *ud
                            "members must be listed in index order 0..size-1%s", NULL);
         if (r[i].rank < 0 || r[i].rank >= rd->t->n_ranks)
             return bad_row(rd, "group_members", row, "rank out of range%s", NULL);
+        if (gs->seen[r[i].rank] == (size_t)g + 1)
+            return bad_row(rd, "group_members", row, "a rank is listed twice in its group%s",
+                           NULL);
+        gs->seen[r[i].rank] = (size_t)g + 1;
         gs->members[g][gs->filled[g]++] = r[i].rank;
     }
     return 0;
@@ -394,8 +420,8 @@ static int read_colls(reader *rd, void *rows, size_t first, size_t n, void *ud)
             return bad_row(rd, "colls", row, "unknown algorithm '%s'", r[i].algo);
         if (r[i].group < 0 || (size_t)r[i].group >= rd->t->n_groups)
             return bad_row(rd, "colls", row, "no such group%s", NULL);
-        if (!(r[i].bytes >= 0) || !isfinite(r[i].bytes))
-            return bad_row(rd, "colls", row, "bytes must be a finite number >= 0%s", NULL);
+        if (!size_ok(r[i].bytes))
+            return bad_row(rd, "colls", row, "bytes must be a number from 0 to 2^53%s", NULL);
         int size = rd->t->groups[r[i].group].n;
         if (r[i].root < 0 || r[i].root >= size)
             return bad_row(rd, "colls", row, "root must be a member index of the group%s", NULL);
@@ -483,16 +509,18 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             return bad_row(rd, "ops", row, "unknown dtype '%s'", o->dtype);
         if (kind == TRACE_OP_COLL && (o->coll < 0 || (size_t)o->coll >= rd->t->n_colls))
             return bad_row(rd, "ops", row, "a coll op must name a collective of /colls%s", NULL);
-        if (!(o->flops >= 0 && o->model_flops >= 0 && o->bytes >= 0) || !isfinite(o->flops) ||
-            !isfinite(o->bytes) || !isfinite(o->model_flops) || !isfinite(o->duration_s))
-            return bad_row(rd, "ops", row, "flops, model_flops and bytes must be finite and "
-                                           ">= 0%s", NULL);
+        if (!(o->flops >= 0 && o->flops <= TRACE_FLOPS_MAX) ||
+            !(o->model_flops >= 0 && o->model_flops <= TRACE_FLOPS_MAX))
+            return bad_row(rd, "ops", row, "flops and model_flops must be numbers from 0 to "
+                                           "1e21%s", NULL);
+        if (!size_ok(o->bytes))
+            return bad_row(rd, "ops", row, "bytes must be a number from 0 to 2^53%s", NULL);
         if (!(o->inner >= 0) || !(o->inner <= FLT_MAX))
             return bad_row(rd, "ops", row, "inner is a matmul's inner dimension >= 0 (0: not "
                                            "known)%s", NULL);
-        if (o->duration_s < 0 && o->duration_s != -1)
-            return bad_row(rd, "ops", row, "duration_s is -1 (modelled) or a duration >= 0%s",
-                           NULL);
+        if (o->duration_s != -1 && !(o->duration_s >= 0 && o->duration_s <= TRACE_DURATION_MAX_S))
+            return bad_row(rd, "ops", row, "duration_s is -1 (modelled) or a duration from 0 "
+                                           "to 1e6 s%s", NULL);
         if (kind == TRACE_OP_HOST && o->duration_s < 0)
             return bad_row(rd, "ops", row, "a host op needs its duration_s%s", NULL);
         /* its dependencies */
@@ -553,6 +581,8 @@ static int read_mem(reader *rd, void *rows, size_t first, size_t n, void *ud)
             return bad_row(rd, "mem", row, "no such rank and op%s", NULL);
         if (cat < 0)
             return bad_row(rd, "mem", row, "unknown category '%s'", r[i].category);
+        if (!(r[i].bytes >= -(int64_t)TRACE_BYTES_MAX && r[i].bytes <= (int64_t)TRACE_BYTES_MAX))
+            return bad_row(rd, "mem", row, "bytes must be from -2^53 to 2^53%s", NULL);
         trace_add_mem(rd->t, r[i].rank, (uint32_t)r[i].op, cat, r[i].bytes, r[i].at_end != 0);
     }
     return 0;
@@ -567,8 +597,9 @@ static int read_ranks(reader *rd, void *rows, size_t first, size_t n, void *ud)
             return bad_row(rd, "ranks", first + i, "ranks must be numbered 0, 1, 2... in "
                                                    "order%s", NULL);
         for (int c = 0; c < TRACE_MEM_CATS; c++)
-            if (r[i].mem[c] < 0)
-                return bad_row(rd, "ranks", first + i, "persistent bytes must be >= 0%s", NULL);
+            if (r[i].mem[c] < 0 || r[i].mem[c] > (int64_t)TRACE_BYTES_MAX)
+                return bad_row(rd, "ranks", first + i, "persistent bytes must be from 0 to "
+                                                       "2^53%s", NULL);
         memcpy(rd->t->ranks[first + i].base_mem, r[i].mem, sizeof r[i].mem);
     }
     return 0;
@@ -587,13 +618,23 @@ static int read_all(reader *rd, results_trace_info *info)
         results_h5r_attr_f64(f, "/", "moe_dropped_fraction", &info->moe_dropped_fraction) ||
         results_h5r_attr_f64(f, "/", "moe_load_max_over_mean", &info->moe_load_max_over_mean))
         return SIM_EINVAL;
+    /* every number before its use: NaN fails every comparison below */
+    if (!(gb >= 1 && gb <= TRACE_BYTES_MAX) || gb != floor(gb))
+        return bad_attr(rd, "global_batch", "must be a whole number from 1 to 2^53");
+    if (!(info->model_flops_per_step >= 0 && info->model_flops_per_step <= DBL_MAX))
+        return bad_attr(rd, "model_flops_per_step", "must be a finite number >= 0");
+    if (!(info->hardware_flops_per_step >= info->model_flops_per_step &&
+          info->hardware_flops_per_step <= DBL_MAX))
+        return bad_attr(rd, "hardware_flops_per_step",
+                        "must be a finite number >= model_flops_per_step");
+    if (moe != 0 && moe != 1)
+        return bad_attr(rd, "moe", "must be 0 or 1");
+    if (!(info->moe_dropped_fraction >= 0 && info->moe_dropped_fraction <= 1))
+        return bad_attr(rd, "moe_dropped_fraction", "must be a number from 0 to 1");
+    if (!(info->moe_load_max_over_mean >= 0 && info->moe_load_max_over_mean <= DBL_MAX))
+        return bad_attr(rd, "moe_load_max_over_mean", "must be a finite number >= 0");
     info->global_batch = (int64_t)gb;
     info->moe = moe != 0;
-    if (!(gb >= 1) || !(info->model_flops_per_step >= 0) ||
-        !(info->hardware_flops_per_step >= info->model_flops_per_step))
-        return sim_diag_error(rd->diag, rd->path, 0, 0,
-                              "root attributes: global_batch must be >= 1 and "
-                              "hardware_flops_per_step >= model_flops_per_step >= 0");
     size_t n_ranks = 0;
     {
         static const results_h5r_field rf[] = {{"rank", RESULTS_H5R_I32, 0}};
@@ -604,12 +645,25 @@ static int read_all(reader *rd, results_trace_info *info)
         n_ranks = results_h5r_table_rows(t);
         results_h5r_table_close(t);
     }
-    if (n_ranks == 0 || n_ranks > (1u << 24))
-        return sim_diag_error(rd->diag, rd->path, 0, 0, "/ranks: %zu ranks", n_ranks);
+    if (n_ranks == 0 || n_ranks > (1u << 24)) {
+        char where[SIM_DIAG_FILE_MAX];
+        snprintf(where, sizeof where, "%s: /ranks", rd->path);
+        return sim_diag_error(rd->diag, where, 0, 0, "%zu ranks (a trace has 1 to 2^24)",
+                              n_ranks);
+    }
     rd->t = trace_create((int)n_ranks);
     int rc = each_slice(rd, "ranks", rank_cols, SIM_ARRAY_LEN(rank_cols), sizeof(rank_row),
                         read_ranks, NULL);
     group_state gs = {0};
+    if (!rc) { /* the groups' sizes are bounded by the member rows, before any allocation */
+        static const results_h5r_field mf[] = {{"group", RESULTS_H5R_I32, 0}};
+        results_h5r_table *t = NULL;
+        rc = results_h5r_table_open(f, "/group_members", mf, 1, sizeof(int32_t), &t);
+        if (!rc)
+            gs.member_rows = results_h5r_table_rows(t);
+        results_h5r_table_close(t);
+        gs.seen = sim_calloc(n_ranks, sizeof *gs.seen);
+    }
     if (!rc)
         rc = each_slice(rd, "groups", group_cols, SIM_ARRAY_LEN(group_cols), sizeof(group_row),
                         read_groups, &gs);
@@ -618,9 +672,10 @@ static int read_all(reader *rd, results_trace_info *info)
                         sizeof(member_row), read_members, &gs);
     for (size_t g = 0; !rc && g < gs.n; g++) {
         if (gs.filled[g] != gs.groups[g].size) {
-            rc = sim_diag_error(rd->diag, rd->path, 0, 0,
-                                "/group_members: group %zu lists %d of its %d members", g,
-                                gs.filled[g], gs.groups[g].size);
+            char where[SIM_DIAG_FILE_MAX];
+            snprintf(where, sizeof where, "%s: /group_members", rd->path);
+            rc = sim_diag_error(rd->diag, where, 0, 0, "group %zu lists %d of its %d members",
+                                g, gs.filled[g], gs.groups[g].size);
             break;
         }
         trace_add_group(rd->t, gs.cls[g], gs.groups[g].size, gs.members[g]);
@@ -631,6 +686,7 @@ static int read_all(reader *rd, results_trace_info *info)
     sim_free(gs.groups);
     sim_free(gs.cls);
     sim_free(gs.filled);
+    sim_free(gs.seen);
     if (!rc)
         rc = each_slice(rd, "colls", coll_cols, SIM_ARRAY_LEN(coll_cols), sizeof(coll_row),
                         read_colls, NULL);
@@ -647,9 +703,8 @@ static int read_all(reader *rd, results_trace_info *info)
             size_t n_cols = SIM_ARRAY_LEN(op_cols) - !results_h5r_has_column(f, "/ops", "inner");
             rc = each_slice(rd, "ops", op_cols, n_cols, sizeof(op_row), read_ops, &os);
             if (!rc && os.dep_at < os.n_deps)
-                rc = sim_diag_error(rd->diag, rd->path, 0, 0,
-                                    "/deps row %zu: no such op (rows must be sorted by rank "
-                                    "and op)", os.dep_at);
+                rc = bad_row(rd, "deps", os.dep_at, "no such op (rows must be sorted by rank "
+                                                    "and op)%s", NULL);
             results_h5r_release(os.deps, os.buf, os.buf_n);
             sim_free(os.buf);
             sim_free(os.on);

@@ -295,6 +295,41 @@ static int validate_ops(const trace *t, int rk, size_t *seen, int32_t *known, ch
     return 0;
 }
 
+/* A rank's memory: its events balance per category over a step, and its persistent bytes
+ * plus the sizes of its events (its owner's, for a borrower) stay within TRACE_MEM_SUM_MAX, so
+ * no level the replay computes overflows. Sums are checked for overflow: events from a file
+ * can be anything an int64_t holds. */
+static int validate_mem(const trace *t, int rk, char *why, size_t n)
+{
+    int64_t sum[TRACE_MEM_CATS] = {0}, total = 0;
+    const trace_rank *r = &t->ranks[rk];
+    bool overflow = false;
+    for (int c = 0; c < TRACE_MEM_CATS; c++)
+        overflow |= r->base_mem[c] < 0 || __builtin_add_overflow(total, r->base_mem[c], &total);
+    const trace_rank *owner = r->tmpl >= 0 ? &t->ranks[r->tmpl] : r;
+    for (size_t i = 0; i < owner->n_mem && !overflow; i++) {
+        const trace_mem *e = &owner->mem[i];
+        int64_t b = e->bytes;
+        overflow |= e->cat >= TRACE_MEM_CATS || b == INT64_MIN ||
+                    __builtin_add_overflow(sum[e->cat], b, &sum[e->cat]) ||
+                    __builtin_add_overflow(total, b < 0 ? -b : b, &total);
+    }
+    if (overflow || total > TRACE_MEM_SUM_MAX) {
+        NOTE(why, n, "rank %d's persistent bytes and memory events add up to more than 2^60 "
+             "bytes", rk);
+        return -1;
+    }
+    if (r->tmpl >= 0)
+        return 0; /* its owner's events, checked with the owner */
+    for (int c = 0; c < TRACE_MEM_CATS; c++)
+        if (sum[c] != 0) {
+            NOTE(why, n, "rank %d leaks %lld bytes of memory category %d per step", rk,
+                 (long long)sum[c], c);
+            return -1;
+        }
+    return 0;
+}
+
 int trace_validate(const trace *t, char *why, size_t n)
 {
     why[0] = '\0';
@@ -328,20 +363,8 @@ int trace_validate(const trace *t, char *why, size_t n)
             }
         }
     }
-    for (int rk = 0; rk < t->n_ranks && rc == 0; rk++) {
-        int64_t sum[TRACE_MEM_CATS] = {0};
-        const trace_rank *r = &t->ranks[rk];
-        if (r->tmpl >= 0)
-            continue; /* its owner's memory events */
-        for (size_t i = 0; i < r->n_mem; i++)
-            sum[r->mem[i].cat] += r->mem[i].bytes;
-        for (int c = 0; c < TRACE_MEM_CATS; c++)
-            if (sum[c] != 0) {
-                NOTE(why, n, "rank %d leaks %lld bytes of memory category %d per step",
-                        rk, (long long)sum[c], c);
-                rc = -1;
-            }
-    }
+    for (int rk = 0; rk < t->n_ranks && rc == 0; rk++)
+        rc = validate_mem(t, rk, why, n);
     for (size_t c = 0; c < t->n_colls && rc == 0; c++)
         if (seen[c] != (size_t)t->groups[t->colls[c].group].n) {
             NOTE(why, n, "collective %zu has %zu member ops for a group of %d", c,

@@ -65,6 +65,22 @@ const char *trace_phase_name(trace_phase p); /* "fwd", "bwd", "opt", "comm" */
  * buffers, other), which it checks match. */
 #define TRACE_MEM_CATS 6
 
+/* Bounds on the numbers of a trace, which a trace read from a file is checked against
+ * (docs/trace-format.md) so that no sum, duration or level computed from them overflows:
+ * - sizes (a collective's or op's bytes, a memory event's bytes, a rank's persistent bytes
+ *   per category): |bytes| <= TRACE_BYTES_MAX = 2^53 (8 PiB; doubles hold them exactly);
+ * - a rank's persistent bytes plus the sizes of all its memory events, all categories
+ *   together: <= TRACE_MEM_SUM_MAX = 2^60 (1 EiB), so any level the replay reaches, in a step
+ *   or across a few overlapping steps, fits an int64_t;
+ * - an op's flops and model_flops: <= TRACE_FLOPS_MAX = 1e21 (a thousand seconds of a 1
+ *   EFLOP/s GPU; the largest kernels of the largest models are below 1e17);
+ * - a measured duration: <= TRACE_DURATION_MAX_S = 1e6 s (11.6 days; sim_time holds
+ *   about 106 days of picoseconds). */
+#define TRACE_BYTES_MAX 9007199254740992.0
+#define TRACE_MEM_SUM_MAX (INT64_C(1) << 60)
+#define TRACE_FLOPS_MAX 1e21
+#define TRACE_DURATION_MAX_S 1e6
+
 typedef struct trace_mem {
     int64_t bytes;  /* > 0 allocated, < 0 released */
     uint32_t op;    /* the op it belongs to */
@@ -188,7 +204,8 @@ void trace_release_rank(trace *t, int rank);
 
 /* Checks the invariants listed above (deps point backwards, every collective instance has
  * exactly one op on each member rank and on no other, streams in range, each rank's memory
- * events balance over a step). Returns 0, or -1 with the first violation described in
+ * events balance over a step, without overflow, and its persistent bytes plus the sizes of
+ * its events stay within TRACE_MEM_SUM_MAX). Returns 0, or -1 with the first violation described in
  * why[0..n) ("rank 3 op 17 depends forward"). */
 int trace_validate(const trace *t, char *why, size_t n);
 /* trace_validate, printing the violation to stderr ("trace: ..."). */

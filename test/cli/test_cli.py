@@ -4,7 +4,7 @@
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
-      | cp | outputs | hostile | limits
+      | cp | outputs | hostile | limits | untrusted
 Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
@@ -1496,10 +1496,199 @@ def limits():
               % os.listdir(d))
 
 
+def untrusted():
+    """Trace and results files come from users (docs/cli.md, "Exit codes and errors"): every
+    number is checked before use, and a file libhdf5 cannot read safely is refused after a
+    forked pre-walk. Each crafted file gets exit 2, exactly one error line naming the table
+    row or attribute, nothing on stdout, no output file, and the input left byte-identical.
+    The base files: test/cli/data/ddp.yaml (dp 2 on the ideal pair), whose trace has 2 ranks
+    of 74 ops each (rank 0's op 69 is its all_reduce, collective 0 of group 0), one
+    collective, 2 group members and 16 memory events."""
+    import hashlib, shutil
+    import h5py
+    import numpy as np
+    exe = os.path.abspath(stepsim)
+    scen = os.path.join(data, "ddp.yaml")
+
+    def go(args, cwd, env=None):
+        try:
+            p = subprocess.run([exe] + args, capture_output=True, text=True, cwd=cwd,
+                               timeout=60, env=env)
+        except subprocess.TimeoutExpired:
+            return None, "", "blocked for 60 s"
+        return p.returncode, p.stdout, p.stderr
+
+    def digest(path):
+        with open(path, "rb") as f:
+            return hashlib.sha256(f.read()).hexdigest()
+
+    def refused(args, cwd, src, first, what, env=None):
+        # exit 2, one error line starting `first`, no stdout, no output, input untouched
+        before, h = sorted(os.listdir(cwd)), digest(os.path.join(cwd, src))
+        rc, out, err = go(args, cwd, env)
+        check(rc == 2 and out == "" and one_error_line(err) and err.startswith(first),
+              "%s: exit 2 (got %s), one error line starting %r, no stdout:\n%s%s"
+              % (what, rc, first, out, err))
+        check(sorted(os.listdir(cwd)) == before, "%s leaves no file: %s"
+              % (what, sorted(set(os.listdir(cwd)) - set(before))))
+        check(digest(os.path.join(cwd, src)) == h, "%s leaves its input as it was" % what)
+
+    with tempfile.TemporaryDirectory() as tmp:
+        rc, out, err = go(["trace", scen, "-o", "base.h5"], tmp)
+        check(rc == 0, "trace ddp.yaml: " + err)
+        rc, out, err = go(["run", scen, "-o", "res.h5"], tmp)
+        check(rc == 0, "run ddp.yaml: " + err)
+
+        def crafted(name, edit, base="base.h5"):
+            shutil.copy(os.path.join(tmp, base), os.path.join(tmp, name))
+            with h5py.File(os.path.join(tmp, name), "r+") as f:
+                edit(f)
+            return name
+
+        def set_attr(name, value):
+            def edit(f):
+                del f.attrs[name]
+                f.attrs[name] = np.float64(value)
+            return edit
+
+        def set_cell(table, row, col, value):
+            def edit(f):
+                t = f[table][:]
+                t[col][row] = value
+                f[table][...] = t
+            return edit
+
+        def replay(name, first, what):
+            refused(["replay", name, "-o", "out.h5"], tmp, name, first, what)
+
+        # root attributes: NaN and infinity, each named
+        replay(crafted("nan.h5", set_attr("moe_dropped_fraction", float("nan"))),
+               "nan.h5: / attribute moe_dropped_fraction: error: must be a number from 0 to 1",
+               "a NaN attribute")
+        replay(crafted("inf.h5", set_attr("global_batch", float("inf"))),
+               "inf.h5: / attribute global_batch: error: must be a whole number from 1 to 2^53",
+               "an infinite global_batch")
+        replay(crafted("half.h5", set_attr("global_batch", 2.5)),
+               "half.h5: / attribute global_batch: error:", "a fractional global_batch")
+        replay(crafted("nanhw.h5", set_attr("hardware_flops_per_step", float("nan"))),
+               "nanhw.h5: / attribute hardware_flops_per_step: error:", "a NaN FLOP count")
+        # sizes: negative, beyond 2^53, NaN; FLOPs beyond 1e21; a duration beyond 1e6 s
+        replay(crafted("negb.h5", set_cell("ops", 0, "bytes", -1.0)),
+               "negb.h5: /ops row 0: error: bytes must be a number from 0 to 2^53",
+               "negative op bytes")
+        replay(crafted("hugec.h5", set_cell("colls", 0, "bytes", 2.0 ** 60)),
+               "hugec.h5: /colls row 0: error: bytes must be a number from 0 to 2^53",
+               "collective bytes of 2^60")
+        replay(crafted("nanc.h5", set_cell("colls", 0, "bytes", float("nan"))),
+               "nanc.h5: /colls row 0: error: bytes", "NaN collective bytes")
+        replay(crafted("flops.h5", set_cell("ops", 3, "flops", 1e300)),
+               "flops.h5: /ops row 3: error: flops and model_flops must be numbers from 0 to 1e21",
+               "1e300 FLOPs")
+        replay(crafted("dur.h5", set_cell("ops", 5, "duration_s", 1e7)),
+               "dur.h5: /ops row 5: error: duration_s is -1 (modelled) or a duration from 0 to "
+               "1e6 s", "a duration of 1e7 s")
+        # persistent bytes of 2^62 (beyond 2^53) on rank 0; a memory event of -2^62
+        replay(crafted("base.h5x", set_cell("ranks", 0, "params", 2 ** 62)),
+               "base.h5x: /ranks row 0: error: persistent bytes must be from 0 to 2^53",
+               "persistent bytes of 2^62")
+        replay(crafted("memb.h5", set_cell("mem", 2, "bytes", -2 ** 62)),
+               "memb.h5: /mem row 2: error: bytes must be from -2^53 to 2^53",
+               "a memory event of -2^62")
+        # out-of-range ranks and indices: the trace has ranks 0 and 1; one collective (0)
+        replay(crafted("rank.h5", set_cell("group_members", 1, "rank", 2)),
+               "rank.h5: /group_members row 1: error: rank out of range", "member rank 2 of 2")
+        replay(crafted("dup.h5", set_cell("group_members", 1, "rank", 0)),
+               "dup.h5: /group_members row 1: error: a rank is listed twice in its group",
+               "rank 0 twice in group 0")
+        replay(crafted("coll.h5", set_cell("ops", 69, "coll", 99)),
+               "coll.h5: /ops row 69: error: a coll op must name a collective of /colls",
+               "op 69 naming collective 99 of 1")
+        replay(crafted("grp.h5", set_cell("colls", 0, "group", -1)),
+               "grp.h5: /colls row 0: error: no such group", "collective of group -1")
+        replay(crafted("memr.h5", set_cell("mem", 0, "rank", 7)),
+               "memr.h5: /mem row 0: error: no such rank and op", "memory event of rank 7")
+        # memory sums that overflowed: 130 events of rank 0, op 0, category buffers, 65 of
+        # +2^53 bytes then 65 of -2^53. Each is within the per-event bound and the category
+        # balances, but their sizes add up to 130 x 2^53 > 2^60 = 128 x 2^53 (the bound on a
+        # rank's persistent bytes plus event sizes that keeps every level in an int64_t).
+        def many_events(f):
+            old = f["mem"][:]
+            rows = np.zeros(130, dtype=old.dtype)
+            rows["rank"], rows["op"], rows["category"] = 0, 0, b"buffers"
+            rows["bytes"][:65], rows["bytes"][65:] = 2 ** 53, -2 ** 53
+            del f["mem"]
+            f.create_dataset("mem", data=rows)
+        replay(crafted("sum.h5", many_events),
+               "sum.h5: error: the trace is inconsistent: rank 0's persistent bytes and memory "
+               "events add up to more than 2^60 bytes", "memory events summing past 2^60")
+        # a matmul in fp8, which ideal-gpu.yaml has no peak for (bf16 and fp32 only): the
+        # replay cannot time it (it used to fail an assertion, exit 1). The first matmul of
+        # rank 0 is looked up, and named by its op index.
+        with h5py.File(os.path.join(tmp, "base.h5"), "r") as f:
+            mm = int(np.nonzero(f["ops"][:]["class"] == b"matmul")[0][0])
+        replay(crafted("fp8.h5", set_cell("ops", mm, "dtype", b"fp8")),
+               "fp8.h5: error: rank 0 op %d computes in fp8, which GPU 'ideal' has no peak for"
+               % mm, "an fp8 matmul on a GPU without fp8")
+        # a zero-byte collective is valid: it replays (exit 0) without touching NULL xfers
+        z = crafted("zero.h5", set_cell("colls", 0, "bytes", 0.0))
+        rc, out, err = go(["replay", z, "-o", "zero-out.h5"], tmp)
+        check(rc == 0 and os.path.exists(os.path.join(tmp, "zero-out.h5")),
+              "a zero-byte collective replays: %s %s" % (rc, err))
+
+        # results files: a NaN start time and a rank beyond the 2 of /runs/ddp/ranks
+        def export(name, first, what):
+            refused(["export-perfetto", name, "-o", "x.json"], tmp, name, first, what)
+        export(crafted("tnan.h5", set_cell("/runs/ddp/timeline", 0, "start_s", float("nan")),
+                       "res.h5"),
+               "tnan.h5: /runs/ddp/timeline row 0: error: start_s and end_s must be finite",
+               "a NaN start time")
+        export(crafted("trank.h5", set_cell("/runs/ddp/timeline", 4, "rank", 5), "res.h5"),
+               "trank.h5: /runs/ddp/timeline row 4: error: rank 5, but the ranks table has 2",
+               "timeline rank 5 of 2")
+        export(crafted("bnan.h5", set_cell("/runs/ddp/bubbles", 0, "end_s", float("inf")),
+                       "res.h5"),
+               "bnan.h5: /runs/ddp/bubbles row 0: error: start_s and end_s must be finite",
+               "an infinite bubble end")
+
+        # libhdf5 blocked inside the pre-walk's child: an external link to a FIFO (opening
+        # it never returns). STEPSIM_PREWALK_LIMIT_S=2 ends the child after 2 s; each command
+        # refuses the file as corrupted, and nothing is written.
+        fifo = os.path.join(tmp, "fifo")
+        os.mkfifo(fifo)
+        def elink(f):
+            f["stuck"] = h5py.ExternalLink(fifo, "/x")
+        env = dict(os.environ, STEPSIM_PREWALK_LIMIT_S="2")
+        hang = "error: corrupted HDF5 file (reading it took more than 2 s)"
+        refused(["replay", crafted("hang-t.h5", elink), "-o", "out.h5"], tmp, "hang-t.h5",
+                "hang-t.h5: " + hang, "replay of a trace whose reading hangs", env)
+        crafted("hang-r.h5", elink, "res.h5")
+        refused(["report", "hang-r.h5"], tmp, "hang-r.h5", "hang-r.h5: " + hang,
+                "report of a results file whose reading hangs", env)
+        refused(["export-perfetto", "hang-r.h5", "-o", "x.json"], tmp, "hang-r.h5",
+                "hang-r.h5: " + hang, "export of a results file whose reading hangs", env)
+    # the inputs on which libhdf5 crashed or hung in the fuzzer (test/fuzz/regressions/*/
+    # hdf5-*: on hdf5-segv-* libhdf5 dies of SIGSEGV, on hdf5-hang-* it never returns):
+    # each command that reads that kind of file refuses them as corrupted, exit 2, one
+    # error line (a 2 s limit for the hang)
+    env = dict(os.environ, STEPSIM_PREWALK_LIMIT_S="2")
+    for kind, cmds in (("trace", (["replay"],)), ("results", (["report"], ["export-perfetto"]))):
+        d = os.path.join(root, "test", "fuzz", "regressions", kind)
+        for name in sorted(os.listdir(d)) if os.path.isdir(d) else []:
+            if not name.startswith("hdf5-"):
+                continue
+            for cmd in cmds:
+                with tempfile.TemporaryDirectory() as tmp:
+                    shutil.copy(os.path.join(d, name), os.path.join(tmp, "in.h5"))
+                    extra = ["-o", "x.json"] if cmd[0] == "export-perfetto" else []
+                    refused(cmd + ["in.h5"] + extra, tmp, "in.h5",
+                            "in.h5: error: corrupted HDF5 file (",
+                            "%s of regressions/%s/%s" % (cmd[0], kind, name), env)
+
+
 {"acceptance": acceptance, "sharing": sharing, "bench": bench, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
  "moe": moe, "cp": cp, "outputs": outputs,
- "hostile": hostile, "limits": limits}[mode]()
+ "hostile": hostile, "limits": limits, "untrusted": untrusted}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
