@@ -73,7 +73,7 @@ static const cli_opt run_opts[] = {OPT_OUTPUT("OUT.h5", false), OPT_SET, OPT_JSO
                                    OPT_NO_TIMELINE, OPT_NO_OP_SHARING, OPT_NO_ISOLATED_ROUNDS,
                                    OPT_MAX_MEMORY};
 static const cli_opt check_opts[] = {OPT_SET, OPT_MAX_MEMORY};
-static const cli_opt mem_opts[] = {OPT_SET, OPT_JSON, OPT_NO_OP_SHARING};
+static const cli_opt mem_opts[] = {OPT_SET, OPT_JSON, OPT_NO_OP_SHARING, OPT_MAX_MEMORY};
 static const cli_opt trace_opts[] = {OPT_OUTPUT("TRACE.h5", true), OPT_SET, OPT_MAX_MEMORY};
 static const cli_opt replay_opts[] = {
     {.name = "--topology", .kind = CLI_OPT_STRING, .metavar = "T.yaml",
@@ -217,14 +217,16 @@ static int out_guard(const cli_args *a, cli_job *j, const char *first)
 }
 
 /* Loads the scenario, applies the CLI overrides and builds the plan (with the trace when
- * `with_trace`), refusing a run over the memory budget when `budget` (the commands that
- * build a whole trace, and `check`, which answers for `run`; `mem` keeps one rank's ops at a
- * time). Bad input is printed as one error line; returns 0 or EXIT_INVALID. */
-static int job_load(const cli_args *a, bool with_trace, bool budget, cli_job *j)
+ * `with_trace`), refusing one over the memory budget: the whole run's when `replayed` (the
+ * commands that build a whole trace, and `check`, which answers for `run`), else the plan's
+ * alone (`mem`, which keeps one rank's ops at a time). Bad input is printed as one error
+ * line; returns 0 or EXIT_INVALID. */
+static int job_load(const cli_args *a, bool with_trace, bool replayed, cli_job *j)
 {
     sim_diag diag = {0};
     input_load_options lo = {.steps = a->steps, .no_op_sharing = a->no_op_sharing,
-                             .max_memory_bytes = budget ? cli_memory_budget(a->max_memory) : 0};
+                             .max_memory_bytes = cli_memory_budget(a->max_memory),
+                             .plan_only = !replayed};
     int rc = input_scenario_load_opts(a->scenario, a->sets.v, a->sets.n, &lo, &j->sc, &j->info,
                                       &diag, NULL);
     if (rc != 0) {
@@ -596,9 +598,11 @@ static const char usage_check[] =
 
 static const char usage_mem[] =
     "usage: stepsim mem SCENARIO.yaml [--set KEY=VALUE]... [--json] [--no-op-sharing]\n"
+    "                   [--max-memory SIZE]\n"
     "\n"
     "Prints the per-GPU memory plan (params, grads, optimizer, activations, buffers) and the\n"
-    "OOM verdict without replaying the step. --set, --json and --no-op-sharing as for run.\n";
+    "OOM verdict without replaying the step. --set, --json and --no-op-sharing as for run;\n"
+    "--max-memory as for run, for the plan alone (no replay state).\n";
 
 static const char usage_topo[] =
     "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]...\n"

@@ -58,6 +58,7 @@ typedef struct input_load_options {
     int steps;               /* > 0: the steps the run will take (--steps), for the horizon */
     double max_memory_bytes; /* > 0: refuse a run whose estimated memory is above it */
     bool no_op_sharing;      /* --no-op-sharing: the estimate generates every rank */
+    bool plan_only;          /* the budget is for planning alone (`stepsim mem`): no replay */
 } input_load_options;
 
 /* input_scenario_load, also telling (when `stage` is not NULL) which stage failed. */

@@ -608,8 +608,8 @@ static const char *size_key(const plan_scenario *sc, const plan_work *w)
  * at most `max_ops` ops per GPU and `max_bytes` bytes (and that the interleaved schedule
  * allows: a multiple of pp); 0 when none does. Re-estimates each candidate, so the advice
  * is what the check would accept. */
-static double fitting_micro_batches(const plan_scenario *sc, bool sharing, double max_ops,
-                                    double max_bytes, double A)
+static double fitting_micro_batches(const plan_scenario *sc, bool sharing, bool plan_only,
+                                    double max_ops, double max_bytes, double A)
 {
     plan_scenario *s = sim_calloc(1, sizeof *s);
     *s = *sc;
@@ -628,7 +628,7 @@ static double fitting_micro_batches(const plan_scenario *sc, bool sharing, doubl
         s->training.global_batch = (int64_t)(mid * per);
         plan_work w;
         plan_estimate_work(s, sharing, &w);
-        if (w.ops_per_rank <= max_ops && w.bytes <= max_bytes)
+        if (w.ops_per_rank <= max_ops && (plan_only ? w.bytes_plan : w.bytes) <= max_bytes)
             lo = found = mid;
         else
             hi = mid;
@@ -640,7 +640,7 @@ static double fitting_micro_batches(const plan_scenario *sc, bool sharing, doubl
 int input__check_work(const input_ynode *root, const plan_scenario *sc,
                       const input_load_options *opt, input_schema_ctx *ctx)
 {
-    bool sharing = !(opt && opt->no_op_sharing);
+    bool sharing = !(opt && opt->no_op_sharing), plan_only = opt && opt->plan_only;
     plan_work w;
     plan_estimate_work(sc, sharing, &w);
     const plan_training *tr = &sc->training;
@@ -652,7 +652,7 @@ int input__check_work(const input_ynode *root, const plan_scenario *sc,
                            "more than the %.3g (2^29) stepsim indexes", key, w.ops_per_rank, A,
                            A == 1 ? "" : "es", PLAN_OPS_PER_RANK_MAX);
         double budget = opt && opt->max_memory_bytes > 0 ? opt->max_memory_bytes : INFINITY;
-        double fit = A > 1 ? fitting_micro_batches(sc, sharing, PLAN_OPS_PER_RANK_MAX, budget,
+        double fit = A > 1 ? fitting_micro_batches(sc, sharing, plan_only, PLAN_OPS_PER_RANK_MAX, budget,
                                                    A)
                            : 0;
         if (fit >= 1)
@@ -686,6 +686,8 @@ int input__check_work(const input_ynode *root, const plan_scenario *sc,
         return SIM_EINVAL;
     }
     double budget = opt ? opt->max_memory_bytes : 0;
+    if (opt && opt->plan_only) /* `mem`: no replay state */
+        w.bytes = w.bytes_symmetry = w.bytes_plan;
     if (budget > 0 && w.bytes > budget) {
         char need[32], have[32], sym[32];
         gib(need, sizeof need, w.bytes);
@@ -695,16 +697,17 @@ int input__check_work(const input_ynode *root, const plan_scenario *sc,
         const char *key = A > 1 ? "training.global_batch" : "model";
         input_schema_error(ctx, SIM_EINVAL,
                            A > 1 ? locate(root, key, "training") : locate(root, NULL, key),
-                           "%s: the run needs about %s (estimated: %.3g ops per step on %.0f "
-                           "GPU%s), more than the memory budget of %s", key, need, w.ops,
-                           w.ranks, w.ranks == 1 ? "" : "s", have);
+                           "%s: the %s needs about %s (estimated: %.3g ops per step on %.0f "
+                           "GPU%s), more than the memory budget of %s", key,
+                           plan_only ? "plan" : "run", need, w.ops, w.ranks,
+                           w.ranks == 1 ? "" : "s", have);
         const char *either = "";
         if (w.bytes_symmetry < budget) {
             sim_diag_hint(ctx->diag, "--set simulation.symmetry=dp simulates one data-parallel "
                                      "replica in about %s", sym);
             either = "or ";
         }
-        double fit = A > 1 ? fitting_micro_batches(sc, sharing, PLAN_OPS_PER_RANK_MAX,
+        double fit = A > 1 ? fitting_micro_batches(sc, sharing, plan_only, PLAN_OPS_PER_RANK_MAX,
                                                    budget, A)
                            : 0;
         if (fit >= 1) {

@@ -20,6 +20,11 @@
 #define BYTES_PER_GENERATED_OP 160.0
 #define BYTES_PER_RANK_OP 5.0
 #define BYTES_PER_REPLAYED_OP 19.0
+/* Planning alone (`stepsim mem`) streams: each rank's ops are walked and released as soon as
+ * it is generated, templates excepted, so only the collective instances stay, about 2 bytes
+ * per op of every rank (the 16,384-GPU step: 165 MB for 82 M ops; GPT-3 on 1,024 A100s:
+ * 106 MB for 59 M). */
+#define BYTES_PER_PLANNED_OP 2.0
 /* The cluster's graph: devices, links and the routes between GPUs, per GPU (measured on
  * fat-trees of 64 to 65,536 nodes of 8 GPUs: about 1.1 KB per GPU), and the process that
  * holds it all (the executable, libraries, HDF5's caches). */
@@ -28,7 +33,7 @@
 
 /* Collective ops a layer adds per micro-batch, both passes, generously: TP's two all-reduces
  * per pass (with SP: all-gather and reduce-scatter each, and the backward's re-gathers; a
- * recomputed forward's again),
+ * fully recomputed forward's again: selective recompute re-runs only the attention core),
  * CP's ring steps (a send and a receive each), EP's dispatch and combine (and their
  * gradients), ZeRO-3's gather per pass and reduce-scatter. */
 static double layer_colls(const plan_scenario *sc, bool moe)
@@ -36,7 +41,7 @@ static double layer_colls(const plan_scenario *sc, bool moe)
     const plan_parallel *p = &sc->parallel;
     double n = 0;
     if (p->tp > 1) /* a recomputed forward repeats its collectives */
-        n += (p->sp ? 10 : 4) + (sc->training.recompute != MODEL_RECOMPUTE_NONE ? 4 : 0);
+        n += (p->sp ? 10 : 4) + (sc->training.recompute == MODEL_RECOMPUTE_FULL ? 4 : 0);
     if (p->cp > 1)
         n += 4.0 * p->cp;
     if (moe)
@@ -188,6 +193,9 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     double common = BYTES_FIXED + out->topology_bytes +
                     out->generated * out->ops_per_rank * BYTES_PER_GENERATED_OP +
                     ranks * out->ops_per_rank * BYTES_PER_RANK_OP;
+    out->bytes_plan = BYTES_FIXED + out->topology_bytes +
+                      (shared ? out->generated : 1) * out->ops_per_rank * BYTES_PER_GENERATED_OP +
+                      ranks * out->ops_per_rank * BYTES_PER_PLANNED_OP;
     out->bytes = common + out->replayed * out->ops_per_rank * BYTES_PER_REPLAYED_OP;
     out->bytes_symmetry = out->bytes;
     if (!symmetric && p->dp > 1 && !moe)

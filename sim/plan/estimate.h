@@ -29,6 +29,7 @@ typedef struct plan_work {
     double run_s;          /* step_s x simulation.steps */
     double topology_bytes; /* the cluster's graph and routes */
     double bytes;          /* memory of the whole run (plan, trace, replay) */
+    double bytes_plan;     /* the plan alone, without the replay (`stepsim mem`) */
     double bytes_symmetry; /* the same with simulation.symmetry: dp, when that applies, else
                               equal to bytes */
 } plan_work;
