@@ -48,6 +48,17 @@ static void walk_fail(walk *w, const char *what, const char *name)
     w->failed = 1;
 }
 
+/* Closes what read_attr and read_dataset opened (negative: not opened). */
+static void close_types(hid_t mt, hid_t space, hid_t ft)
+{
+    if (mt >= 0)
+        H5Tclose(mt);
+    if (space >= 0)
+        H5Sclose(space);
+    if (ft >= 0)
+        H5Tclose(ft);
+}
+
 /* Reads an attribute whole as its native type (at most WALK_SLICE_BYTES) and gives its
  * variable-length data back. */
 static int read_attr(hid_t a)
@@ -66,12 +77,7 @@ static int read_attr(hid_t a)
         }
         sim_free(buf);
     }
-    if (mt >= 0)
-        H5Tclose(mt);
-    if (space >= 0)
-        H5Sclose(space);
-    if (ft >= 0)
-        H5Tclose(ft);
+    close_types(mt, space, ft);
     return rc;
 }
 
@@ -146,12 +152,7 @@ static int read_dataset(hid_t d)
     }
     sim_free(buf);
 out:
-    if (mt >= 0)
-        H5Tclose(mt);
-    if (space >= 0)
-        H5Sclose(space);
-    if (ft >= 0)
-        H5Tclose(ft);
+    close_types(mt, space, ft);
     return rc;
 }
 

@@ -129,6 +129,17 @@ def one_error_line(err):
     return len(errs) == 1 and lines[0] == errs[0] and all(l.startswith("  ") for l in lines[1:])
 
 
+def run_limited(args, cwd, timeout, env=None, preexec_fn=None):
+    """stepsim ARGS in `cwd`: (exit code, stdout, stderr), or (None, "", why) when it runs
+    past `timeout` seconds (a blocked reader, a hang)."""
+    try:
+        p = subprocess.run([os.path.abspath(stepsim)] + args, capture_output=True, text=True,
+                           cwd=cwd, timeout=timeout, env=env, preexec_fn=preexec_fn)
+    except subprocess.TimeoutExpired:
+        return None, "", "blocked for %d s" % timeout
+    return p.returncode, p.stdout, p.stderr
+
+
 def errors():
     with tempfile.TemporaryDirectory() as tmp:
         for name, pos, text in BAD:
@@ -1199,12 +1210,7 @@ def hostile():
     import shutil
     exe = os.path.abspath(stepsim)
     def go(args, cwd, env=None):
-        try:
-            p = subprocess.run([exe] + args, capture_output=True, text=True, cwd=cwd,
-                               timeout=10, env=env)
-        except subprocess.TimeoutExpired:
-            return None, "", "blocked for 10 s"
-        return p.returncode, p.stdout, p.stderr
+        return run_limited(args, cwd, 10, env)
     def refused(args, cwd, first, what):
         # exit 2, nothing on stdout, one error line that starts with `first`
         rc, out, err = go(args, cwd)
@@ -1372,12 +1378,7 @@ def limits():
     def one_gib():
         resource.setrlimit(resource.RLIMIT_AS, (gib, gib))
     def go(args, cwd):
-        try:
-            p = subprocess.run([exe] + args, capture_output=True, text=True, cwd=cwd,
-                               timeout=10, preexec_fn=one_gib)
-        except subprocess.TimeoutExpired:
-            return None, "", "took more than 10 s"
-        return p.returncode, p.stdout, p.stderr
+        return run_limited(args, cwd, 10, preexec_fn=one_gib)
     with tempfile.TemporaryDirectory() as tmp:
         inputs = ("single.yaml", "ideal-pair.yaml", "ideal-gpu.yaml", "tiny-gpt.yaml")
         for name in inputs:
@@ -1511,12 +1512,7 @@ def untrusted():
     scen = os.path.join(data, "ddp.yaml")
 
     def go(args, cwd, env=None):
-        try:
-            p = subprocess.run([exe] + args, capture_output=True, text=True, cwd=cwd,
-                               timeout=60, env=env)
-        except subprocess.TimeoutExpired:
-            return None, "", "blocked for 60 s"
-        return p.returncode, p.stdout, p.stderr
+        return run_limited(args, cwd, 60, env)
 
     def digest(path):
         with open(path, "rb") as f:

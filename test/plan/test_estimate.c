@@ -42,12 +42,19 @@ static size_t busiest_ops(const plan *p)
     return most;
 }
 
+/* The estimate of `sc` into *w and its plan (with the trace), or NULL (a failed check). */
+static plan *estimate_and_plan(plan_work *w)
+{
+    plan_estimate_work(&sc, true, w);
+    plan *p = tiny_plan(&sc, true);
+    CHECK(p != NULL);
+    return p;
+}
+
 static void check_ops(const char *what)
 {
     plan_work w;
-    plan_estimate_work(&sc, true, &w);
-    plan *p = tiny_plan(&sc, true);
-    CHECK(p != NULL);
+    plan *p = estimate_and_plan(&w);
     if (!p)
         return;
     double ops = (double)busiest_ops(p);
@@ -109,9 +116,7 @@ static double kernel_s(const plan *p)
 static void check_time(void)
 {
     plan_work w;
-    plan_estimate_work(&sc, true, &w);
-    plan *p = tiny_plan(&sc, true);
-    CHECK(p != NULL);
+    plan *p = estimate_and_plan(&w);
     if (!p)
         return;
     double s = kernel_s(p);
