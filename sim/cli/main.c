@@ -21,6 +21,7 @@
 #include "input/suggest.h"
 #include "results/h5read.h"
 #include "results/tracefile.h"
+#include "plan/estimate.h"
 #include "plan/plan.h"
 #include "replay/replay.h"
 
@@ -79,7 +80,7 @@ static const cli_opt replay_opts[] = {
     {.name = "--topology", .kind = CLI_OPT_STRING, .metavar = "T.yaml",
      .offset = offsetof(cli_args, topology)},
     OPT_SET, OPT_OUTPUT("OUT.h5", false), OPT_JSON, OPT_STEPS, OPT_NO_TIMELINE,
-    OPT_NO_ISOLATED_ROUNDS};
+    OPT_NO_ISOLATED_ROUNDS, OPT_MAX_MEMORY};
 
 #define SPEC(OPTS, ARGS)                                                                    \
     {.opts = OPTS, .n_opts = SIM_ARRAY_LEN(OPTS), .args = ARGS, .n_args = SIM_ARRAY_LEN(ARGS)}
@@ -464,6 +465,27 @@ static int load_embedded(const cli_args *a, const char *yaml, cli_job *j)
     return 0;
 }
 
+/* Refuses a trace file whose declared rows need more memory than the budget, before they
+ * are read (a compressed file may declare far more than its size). */
+static int trace_budget(const cli_args *a, sim_diag *diag)
+{
+    sim_diag ignored = {0};
+    results_trace_rows n;
+    if (results_trace_count(a->scenario, &n, &ignored) != 0)
+        return 0; /* not a trace file: the reader says so */
+    double need = plan_estimate_trace_bytes(n.ops, n.deps, n.mem_events, n.ranks);
+    double budget = cli_memory_budget(a->max_memory);
+    if (budget <= 0 || need <= budget)
+        return 0;
+    sim_diag_error(diag, a->scenario, 0, 0,
+                   "the replay needs about %.3g GiB (%.3g ops, %.3g dependencies, %.3g memory "
+                   "events), more than the memory budget of %.3g GiB", need / 1073741824.0,
+                   n.ops, n.deps, n.mem_events, budget / 1073741824.0);
+    sim_diag_hint(diag, "raise the budget with --max-memory SIZE (default: 80%% of the memory "
+                        "stepsim may use)");
+    return SIM_EINVAL;
+}
+
 static int cmd_replay(const cli_args *a)
 {
     const char *given[] = {a->scenario, a->topology};
@@ -476,6 +498,8 @@ static int cmd_replay(const cli_args *a)
     trace *t = NULL;
     results_trace_info info = {0};
     rc = results_h5r_prewalk(a->scenario, 0, &diag); /* libhdf5 may crash on a bad file */
+    if (rc == 0)
+        rc = trace_budget(a, &diag);
     if (rc == 0)
         rc = results_trace_read(a->scenario, &t, &info, &diag);
     if (rc) {
@@ -669,12 +693,14 @@ static const char usage_trace[] =
 static const char usage_replay[] =
     "usage: stepsim replay TRACE.h5 [--topology T.yaml] [--set KEY=VALUE]... [-o OUT.h5]\n"
     "                      [--json] [--steps N] [--no-timeline] [--no-isolated-rounds]\n"
+    "                      [--max-memory SIZE]\n"
     "\n"
     "Replays a trace file on a cluster and reports as `stepsim run` does. The scenario the\n"
     "trace was made from (stored in it) supplies the topology, GPU and simulation settings;\n"
     "--topology replaces the topology, --set changes keys of that scenario (the trace's ops\n"
     "stay as they are: the parallel layout must keep its number of ranks). -o (--output),\n"
-    "--json, --steps, --no-timeline and --no-isolated-rounds as for run.\n";
+    "--json, --steps, --no-timeline, --no-isolated-rounds and --max-memory (against the rows\n"
+    "the file declares) as for run.\n";
 
 static const char usage_report[] =
     "usage: stepsim report OUT.h5 [--csv]\n"

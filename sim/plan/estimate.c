@@ -202,3 +202,13 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
         out->bytes_symmetry =
             common + ranks / p->dp * out->ops_per_rank * BYTES_PER_REPLAYED_OP;
 }
+
+double plan_estimate_trace_bytes(double ops, double deps, double mem_events, double ranks)
+{
+    /* an op as a generated one (its record, what the replay derives, its replay state), a
+     * dependency twice (the list and the successors), a memory event (16 bytes) with its
+     * read buffer, and a rank's fixed state */
+    return BYTES_FIXED + ops * (BYTES_PER_GENERATED_OP + BYTES_PER_RANK_OP +
+                                BYTES_PER_REPLAYED_OP) +
+           deps * 8 + mem_events * 32 + ranks * 4096;
+}

@@ -38,6 +38,10 @@ typedef struct plan_work {
  * for --no-op-sharing, which generates every rank). Pure; cannot fail. */
 void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out);
 
+/* Memory a replay of a trace file with these rows needs (`stepsim replay`; every op of a
+ * file is its rank's own, none borrowed). Pure. */
+double plan_estimate_trace_bytes(double ops, double deps, double mem_events, double ranks);
+
 /* Most ops one rank may hold in a step: op indices are 32-bit, and dependency and memory
  * event indices too (a few per op), so an eighth of the range. */
 #define PLAN_OPS_PER_RANK_MAX 536870912.0 /* 2^29 */

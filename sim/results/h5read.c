@@ -395,3 +395,24 @@ int results_h5r_for_each(results_h5r_file *f, const char *path, const results_h5
     results_h5r_table_close(t);
     return rc;
 }
+
+double results_h5r_dataset_rows(results_h5r_file *f, const char *path)
+{
+    double rows = 0;
+    H5E_BEGIN_TRY
+    {
+        hid_t d = H5Lexists(f->file, path, H5P_DEFAULT) > 0
+                      ? H5Dopen2(f->file, path, H5P_DEFAULT) : -1;
+        hid_t space = d >= 0 ? H5Dget_space(d) : -1;
+        hsize_t dims[1] = {0};
+        if (space >= 0 && H5Sget_simple_extent_ndims(space) == 1 &&
+            H5Sget_simple_extent_dims(space, dims, NULL) == 1)
+            rows = (double)dims[0];
+        if (space >= 0)
+            H5Sclose(space);
+        if (d >= 0)
+            H5Dclose(d);
+    }
+    H5E_END_TRY;
+    return rows;
+}

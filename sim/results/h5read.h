@@ -59,6 +59,9 @@ int results_h5r_attr_f64(results_h5r_file *f, const char *obj, const char *attr,
 int results_h5r_table_open(results_h5r_file *f, const char *path, const results_h5r_field *fields,
                       size_t n_fields, size_t row_size, results_h5r_table **out);
 size_t results_h5r_table_rows(const results_h5r_table *t);
+/* Rows of the one-dimensional dataset at `path` as its dataspace declares them, without
+ * reading it; 0 when there is no such dataset (its reader then says what is wrong). */
+double results_h5r_dataset_rows(results_h5r_file *f, const char *path);
 /* Whether table `path` exists and has column `column` (files from older versions may
  * lack recent columns). Records no error. */
 bool results_h5r_has_column(results_h5r_file *f, const char *path, const char *column);

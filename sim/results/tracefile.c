@@ -743,3 +743,19 @@ int results_trace_read(const char *path, trace **out, results_trace_info *info, 
     *out = rd.t;
     return 0;
 }
+
+int results_trace_count(const char *path, results_trace_rows *out, sim_diag *diag)
+{
+    *out = (results_trace_rows){0};
+    results_h5r_file *f = NULL;
+    int rc = results_h5r_open_kind(path, "trace_format_version", RESULTS_TRACE_FORMAT_VERSION,
+                                   "trace file", &f, diag);
+    if (rc)
+        return rc;
+    out->ops = results_h5r_dataset_rows(f, "/ops");
+    out->deps = results_h5r_dataset_rows(f, "/deps");
+    out->mem_events = results_h5r_dataset_rows(f, "/mem");
+    out->ranks = results_h5r_dataset_rows(f, "/ranks");
+    results_h5r_close(f);
+    return 0;
+}

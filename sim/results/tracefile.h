@@ -26,6 +26,14 @@ typedef struct results_trace_info {
     double moe_dropped_fraction, moe_load_max_over_mean;
 } results_trace_info;
 
+/* The rows a trace file declares, from its tables' dataspaces (nothing read): what a replay
+ * of it will hold, for the memory budget (plan_estimate_trace_bytes). Returns 0, or an
+ * error with diag set when it is not a trace file. */
+typedef struct results_trace_rows {
+    double ops, deps, mem_events, ranks;
+} results_trace_rows;
+int results_trace_count(const char *path, results_trace_rows *out, sim_diag *diag);
+
 /* Reads trace file `path` into a new trace (finished and validated: dependencies point
  * backwards, collectives have one op per member, memory balances per step) and *info.
  * Returns 0, or SIM_EINVAL with diag set — "<path>: error: <table> row N: <problem>" — for a

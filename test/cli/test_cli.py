@@ -1383,7 +1383,7 @@ def limits():
     def go(args, cwd):
         if sanitized:
             budget = [] if "--max-memory" in args else ["--max-memory", str(int(0.8 * gib))]
-            cmd_takes = args[0] in ("check", "run", "mem", "trace", "sweep", "plan")
+            cmd_takes = args[0] in ("check", "run", "mem", "trace", "replay", "sweep", "plan")
             return run_limited(args + (budget if cmd_takes else []), cwd, 60)
         return run_limited(args, cwd, 10, preexec_fn=one_gib)
     with tempfile.TemporaryDirectory() as tmp:
@@ -1496,6 +1496,12 @@ def limits():
         ops["duration_s"] = 1e6
         f["ops"][...] = ops
         f.close()
+        # the replay's budget, against the rows the file declares: the fixed 16 MiB alone
+        # are more than 1 MB
+        rc, out, err = go(["replay", tr, "--max-memory", "1MB"], d)
+        check(rc == 2 and out == "" and one_error_line(err) and
+              err.startswith(tr + ": error: the replay needs about"),
+              "a replay over --max-memory: exit 2 (got %s), one line:\n%s" % (rc, err))
         rc, out, err = go(["replay", tr, "-o", os.path.join(d, "o.h5")], d)
         check(rc == 2 and out == "" and one_error_line(err) and
               "simulated time reached the horizon" in err,
