@@ -325,7 +325,8 @@ MAP(training_map, "training", training_keys);
 static const input_key fsdp_keys[] = {
     {.name = "reshard_after_forward", .type = INPUT_K_BOOL,
      .offset = PA(fsdp.reshard_after_forward)},
-    {.name = "prefetch", .type = INPUT_K_INT, .offset = PA(fsdp.prefetch), .flags = NONNEG},
+    {.name = "prefetch", .type = INPUT_K_INT, .offset = PA(fsdp.prefetch),
+     .flags = COUNT_UP_TO(MAX_COUNT)},
     {.name = "hybrid_shard", .type = INPUT_K_BOOL, .offset = PA(fsdp.hybrid_shard)},
 };
 MAP(fsdp_map, "fsdp", fsdp_keys);
@@ -515,7 +516,7 @@ static const input_key fabric_keys[] = {
     {.name = "kind", .type = INPUT_K_ENUM, .offset = TO(fabric.kind), .enums = fabric_names,
      .flags = INPUT_KEY_REQUIRED},
     {.name = "oversubscription", .type = INPUT_K_FLOAT, .offset = TO(fabric.oversubscription),
-     .flags = AT_LEAST_1},
+     .flags = INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 1, .max = 1000},
     {.name = "latency", .type = INPUT_K_TIME, .offset = TO(fabric.latency_ps), .flags = NONNEG},
     {.name = "radix", .type = INPUT_K_INT, .offset = TO(fabric.radix),
      .flags = INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 4, .max = 65536}, /* even: validate.c */
