@@ -113,7 +113,8 @@ int cli_bench_coll(const cli_command *cmd, int argc, char **argv)
     int32_t *gpu = NULL, *node = NULL;
     if (rc == 0) {
         sim_diag diag = {0};
-        if (input_topology_load(a.topology, a.sets.v, a.sets.n, spec, &diag) != 0 ||
+        if (input_topology_load_budget(a.topology, a.sets.v, a.sets.n, cli_memory_budget(0),
+                                       spec, &diag) != 0 ||
             hw_topo_create(spec, &topo, &diag) != 0) {
             if (diag.line == 0 && strcmp(diag.file, "topology") == 0)
                 snprintf(diag.file, sizeof diag.file, "%s", a.topology);

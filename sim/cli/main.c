@@ -629,14 +629,16 @@ static const char usage_mem[] =
     "--max-memory as for run, for the plan alone (no replay state).\n";
 
 static const char usage_topo[] =
-    "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]...\n"
+    "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]... [--max-memory SIZE]\n"
     "\n"
     "Builds the topology graph and prints its devices and links by class, the bandwidth a\n"
     "GPU can inject inside its node and into the network, the bisection bandwidth (the first\n"
     "half of the GPUs to the second), and the route, latency and bottleneck between GPUs.\n"
     "\n"
     "  --set KEY=VALUE  override a topology key (nodes=64, node.nics.count=4, ...)\n"
-    "  --route A B      show the route from A to B (device names like gpu3, or GPU indices)\n";
+    "  --route A B      show the route from A to B (device names like gpu3, or GPU indices)\n"
+    "  --max-memory SIZE  refuse a graph estimated above SIZE (default: 80% of the memory\n"
+    "                   stepsim may use; docs/cli.md)\n";
 
 static const char usage_bench_coll[] =
     "usage: stepsim bench-coll --topology T.yaml --op OP --gpus N [--algo A] [--proto P]\n"

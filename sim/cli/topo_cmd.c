@@ -15,6 +15,7 @@
 typedef struct topo_args {
     const char *path;
     cli_list sets, routes; /* routes: pairs A B */
+    int64_t max_memory;    /* --max-memory; 0 = the default budget */
 } topo_args;
 
 static const cli_opt options[] = {
@@ -22,6 +23,8 @@ static const cli_opt options[] = {
      .offset = offsetof(topo_args, sets)},
     {.name = "--route", .kind = CLI_OPT_PAIRS, .metavar = "A B",
      .offset = offsetof(topo_args, routes)},
+    {.name = "--max-memory", .kind = CLI_OPT_BYTES, .metavar = "SIZE",
+     .offset = offsetof(topo_args, max_memory)},
 };
 static const cli_arg args[] = {{.name = "TOPOLOGY.yaml", .offset = offsetof(topo_args, path)}};
 static const cli_spec topo_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
@@ -68,7 +71,8 @@ int cli_topo(const cli_command *cmd, int argc, char **argv)
     hw_topo *t = NULL;
     if (rc == 0) {
         sim_diag diag = {0};
-        if (input_topology_load(a.path, a.sets.v, a.sets.n, spec, &diag) != 0 ||
+        if (input_topology_load_budget(a.path, a.sets.v, a.sets.n,
+                                       cli_memory_budget(a.max_memory), spec, &diag) != 0 ||
             hw_topo_create(spec, &t, &diag) != 0) {
             if (diag.line == 0 && strcmp(diag.file, "topology") == 0)
                 snprintf(diag.file, sizeof diag.file, "%s", a.path);

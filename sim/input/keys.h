@@ -46,6 +46,10 @@ int input__scenario_finish(const input_ynode *root, const char *default_name, pl
  * may be NULL). Returns 0 or SIM_EINVAL (ctx->diag filled). */
 int input__check_work(const input_ynode *root, const plan_scenario *sc,
                       const input_load_options *opt, input_schema_ctx *ctx);
+/* Refuses, at topology.nodes, a topology whose graph is estimated above `max_bytes` (> 0).
+ * Returns 0 or SIM_EINVAL (ctx->diag filled). */
+int input__check_topology_budget(const input_ynode *root, const hw_topology_spec *t,
+                                 double max_bytes, input_schema_ctx *ctx);
 
 /* "Not given" for times where 0 is a valid value (filled by a default later). */
 #define INPUT__UNSET_TIME ((sim_time)-1)

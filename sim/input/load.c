@@ -587,6 +587,12 @@ fail:
 int input_topology_load(const char *path, const char *const *sets, size_t n_sets,
                      hw_topology_spec *out, sim_diag *diag)
 {
+    return input_topology_load_budget(path, sets, n_sets, 0, out, diag);
+}
+
+int input_topology_load_budget(const char *path, const char *const *sets, size_t n_sets,
+                               double max_bytes, hw_topology_spec *out, sim_diag *diag)
+{
     loader L = {.arena = input_yarena_create(), .diag = diag, .base = "topology"};
     hw_topology_spec *t = sim_calloc(1, sizeof *t);
     input_ynode *troot = NULL;
@@ -621,7 +627,8 @@ int input_topology_load(const char *path, const char *const *sets, size_t n_sets
     char stem[128];
     input__file_stem(path, stem, sizeof stem);
     if ((rc = input_schema_apply(input__topology_schema(), troot, key, t, &ctx)) ||
-        (rc = input__topology_finish(root, stem, t, &ctx)))
+        (rc = input__topology_finish(root, stem, t, &ctx)) ||
+        (rc = input__check_topology_budget(root, t, max_bytes, &ctx)))
         goto fail;
     memcpy(out, t, sizeof *t);
     rc = 0;

@@ -84,6 +84,10 @@ int input_scenario_load_opts(const char *path, const char *const *sets, size_t n
  * filled as input_scenario_load does; *out is left untouched on error. `diag` may be NULL. */
 int input_topology_load(const char *path, const char *const *sets, size_t n_sets,
                      hw_topology_spec *out, sim_diag *diag);
+/* input_topology_load refusing, at topology.nodes, a topology whose graph is estimated
+ * (plan_estimate_topology_bytes) above `max_bytes` (> 0; 0 = no budget). */
+int input_topology_load_budget(const char *path, const char *const *sets, size_t n_sets,
+                               double max_bytes, hw_topology_spec *out, sim_diag *diag);
 
 /* Frees an info and everything it owns. NULL is a no-op. */
 void input_scenario_info_destroy(input_scenario_info *info);

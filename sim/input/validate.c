@@ -722,3 +722,23 @@ int input__check_work(const input_ynode *root, const plan_scenario *sc,
     }
     return 0;
 }
+
+int input__check_topology_budget(const input_ynode *root, const hw_topology_spec *t,
+                                 double max_bytes, input_schema_ctx *ctx)
+{
+    double need = plan_estimate_topology_bytes(t);
+    if (max_bytes <= 0 || need <= max_bytes)
+        return 0;
+    char n[32], have[32];
+    gib(n, sizeof n, need);
+    gib(have, sizeof have, max_bytes);
+    input_schema_error(ctx, SIM_EINVAL, locate(root, "topology.nodes", "topology"),
+                       "topology.nodes: the graph of %.0f GPUs needs about %s, more than the "
+                       "memory budget of %s",
+                       t->n_devices > 0 ? (double)t->n_devices
+                                        : (double)t->nodes * t->gpus_per_node,
+                       n, have);
+    sim_diag_hint(ctx->diag, "use fewer nodes, or raise the budget with --max-memory SIZE "
+                             "(default: 80%% of the memory stepsim may use)");
+    return SIM_EINVAL;
+}

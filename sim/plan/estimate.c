@@ -26,9 +26,10 @@
  * 106 MB for 59 M). */
 #define BYTES_PER_PLANNED_OP 2.0
 /* The cluster's graph: devices, links and the routes between GPUs, per GPU (measured on
- * fat-trees of 64 to 65,536 nodes of 8 GPUs: about 1.1 KB per GPU), and the process that
- * holds it all (the executable, libraries, HDF5's caches). */
-#define BYTES_PER_GPU 1200.0
+ * fat-trees of 8-GPU nodes: 1.1 KB per GPU for `check` of 65,536 nodes, 1.65 KB for `stepsim
+ * topo` of 131,072 nodes, which also finds the bisection), and the process that holds it all
+ * (the executable, libraries, HDF5's caches). */
+#define BYTES_PER_GPU 1700.0
 #define BYTES_FIXED (16.0 * 1024 * 1024)
 
 /* Collective ops a layer adds per micro-batch, both passes, generously: TP's two all-reduces
@@ -186,10 +187,7 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     out->step_s = (out->compute_s + out->comm_s) * (A + p->pp - 1) / A;
     out->run_s = out->step_s * sc->simulation.steps;
 
-    double gpus = (double)sc->topology.nodes * sc->topology.gpus_per_node;
-    if (sc->topology.n_devices > 0)
-        gpus = sc->topology.n_devices;
-    out->topology_bytes = gpus * BYTES_PER_GPU;
+    out->topology_bytes = plan_estimate_topology_bytes(&sc->topology) - BYTES_FIXED;
     double common = BYTES_FIXED + out->topology_bytes +
                     out->generated * out->ops_per_rank * BYTES_PER_GENERATED_OP +
                     ranks * out->ops_per_rank * BYTES_PER_RANK_OP;
@@ -211,4 +209,10 @@ double plan_estimate_trace_bytes(double ops, double deps, double mem_events, dou
     return BYTES_FIXED + ops * (BYTES_PER_GENERATED_OP + BYTES_PER_RANK_OP +
                                 BYTES_PER_REPLAYED_OP) +
            deps * 8 + mem_events * 32 + ranks * 4096;
+}
+
+double plan_estimate_topology_bytes(const hw_topology_spec *t)
+{
+    double gpus = t->n_devices > 0 ? (double)t->n_devices : (double)t->nodes * t->gpus_per_node;
+    return BYTES_FIXED + gpus * BYTES_PER_GPU;
 }

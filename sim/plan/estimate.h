@@ -14,6 +14,7 @@
 
 #include <stdbool.h>
 
+#include "hw/spec.h"
 #include "plan/scenario.h"
 
 typedef struct plan_work {
@@ -37,6 +38,10 @@ typedef struct plan_work {
 /* Estimates the work of `sc` (validated by the loader up to this check; `op_sharing` false
  * for --no-op-sharing, which generates every rank). Pure; cannot fail. */
 void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out);
+
+/* Memory the graph of topology `t` takes once built (devices, links, routes), the process's
+ * fixed costs included (`stepsim topo`, `bench-coll`). Pure. */
+double plan_estimate_topology_bytes(const hw_topology_spec *t);
 
 /* Memory a replay of a trace file with these rows needs (`stepsim replay`; every op of a
  * file is its rank's own, none borrowed). Pure. */

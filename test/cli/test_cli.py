@@ -1383,7 +1383,8 @@ def limits():
     def go(args, cwd):
         if sanitized:
             budget = [] if "--max-memory" in args else ["--max-memory", str(int(0.8 * gib))]
-            cmd_takes = args[0] in ("check", "run", "mem", "trace", "replay", "sweep", "plan")
+            cmd_takes = args[0] in ("check", "run", "mem", "trace", "replay", "sweep", "plan",
+                                    "topo")
             return run_limited(args + (budget if cmd_takes else []), cwd, 60)
         return run_limited(args, cwd, 10, preexec_fn=one_gib)
     with tempfile.TemporaryDirectory() as tmp:
@@ -1478,6 +1479,14 @@ def limits():
         if rc == 0 and rc2 == 0:
             near(json.loads(out)["step_time_s"], json.loads(out2)["step_time_s"], 1e-6,
                  "peak.fp32 0: the matmuls' step")
+        # the graph of a topology alone (`topo`): 131,072 DGX H100 nodes of 8 GPUs are the
+        # 1,048,576 GPUs stepsim allows, about 1.7 KB each (1.7 GiB), over the 0.8 GiB budget
+        rc, out, err = go(["topo", os.path.join(root, "topologies", "dgx-h100.yaml"), "--set",
+                           "nodes=131072"], tmp)
+        check(rc == 2 and out == "" and one_error_line(err) and
+              err.startswith("--set nodes=131072: error: topology.nodes: the graph of 1048576 "
+                             "GPUs needs about"),
+              "topo of 2^20 GPUs over the budget: exit 2 (got %s), one line:\n%s" % (rc, err))
         # nothing written, nothing changed
         check(sorted(os.listdir(tmp)) == sorted(inputs),
               "refusals leave nothing: %s" % sorted(os.listdir(tmp)))
