@@ -13,17 +13,17 @@
  * successor lists, stream order and roofline duration derived from it (about 160 bytes
  * together, with the slack of growing arrays); every rank of the trace, borrowing or not,
  * holds its collective ops' instances (about 5 bytes per op averaged over all ops: the
- * 16,384-GPU Llama 3.1 405B step under symmetry, 0.43 GB for 82 M ops); every replayed rank
- * keeps per op its unfinished-dependency count and end time (12 bytes) and its share of the
- * collectives' replay state (about 19 bytes together: the same step at full detail, 1.97 GB,
- * 24 bytes per op in all). */
+ * 16,384-GPU Llama 3.1 405B step under symmetry, 0.41 GiB peak RSS for 82 M ops); every
+ * replayed rank keeps per op its unfinished-dependency count and end time (12 bytes) and its
+ * share of the collectives' replay state (about 19 bytes together: the same step at full
+ * detail, 1.88 GiB, 24 bytes per op in all). */
 #define BYTES_PER_GENERATED_OP 160.0
 #define BYTES_PER_RANK_OP 5.0
 #define BYTES_PER_REPLAYED_OP 19.0
 /* Planning alone (`stepsim mem`) streams: each rank's ops are walked and released as soon as
  * it is generated, templates excepted, so only the collective instances stay, about 2 bytes
- * per op of every rank (the 16,384-GPU step: 165 MB for 82 M ops; GPT-3 on 1,024 A100s:
- * 106 MB for 59 M). */
+ * per op of every rank (the 16,384-GPU step: 161 MiB peak RSS for 82 M ops; GPT-3 on 1,024
+ * A100s: 104 MiB for 59 M). */
 #define BYTES_PER_PLANNED_OP 2.0
 /* The cluster's graph: devices, links and the routes between GPUs, per GPU (measured on
  * fat-trees of 8-GPU nodes: 1.1 KB per GPU for `check` of 65,536 nodes, 1.65 KB for `stepsim
