@@ -149,8 +149,7 @@ static int save_status(const sweep_ctx *c, size_t i, replay_status st, const cha
     res->summary.status = st;
     res->summary.gpus = gpus;
     snprintf(res->summary.error, sizeof res->summary.error, "%s", msg);
-    res->summary.budget_tokens = res->summary.budget_steps = res->summary.time_to_train_s =
-        res->summary.gpu_hours = res->summary.cost = NAN;
+    replay_summary_untimed(&res->summary); /* nothing was timed: null in JSON, NaN in HDF5 */
     int rc = save_run(c, i, res, "", NULL);
     replay_results_destroy(res);
     return rc;

@@ -507,6 +507,7 @@ static void fill_memory(const plan *p, const plan_mem *peaks, replay_results *r)
 void replay_memory_only(const plan *p, replay_results *out)
 {
     fill_memory(p, p->peak, out);
+    replay_summary_untimed(&out->summary);
     for (int k = 0; k < p->n_ranks; k++)
         for (int cat = 0; cat < PLAN_MEM_COUNT; cat++)
             add_memory_row(out, k, 0, cat, p->mem[k].bytes[cat]);

@@ -64,7 +64,7 @@ typedef struct replay_options {
 void replay_run(const plan *p, const replay_options *opt, replay_results *out);
 
 /* Fills only what needs no replay (name, status, gpus, memory, binding constraint) — the
- * `stepsim mem` result. */
+ * `stepsim mem` result; the figures of a replay are NaN (replay_summary_untimed). */
 void replay_memory_only(const plan *p, replay_results *out);
 
 #endif

@@ -1,6 +1,8 @@
 /* Results container: ownership of row arrays and interned strings (see results.h). */
 #include "core/sim.h"
 
+#include <math.h>
+
 #include "replay/results.h"
 
 const char *replay_status_name(replay_status s)
@@ -10,8 +12,25 @@ const char *replay_status_name(replay_status s)
     case REPLAY_STATUS_OOM: return "oom";
     case REPLAY_STATUS_SKIPPED: return "skipped";
     case REPLAY_STATUS_ERROR: return "error";
+    case REPLAY_STATUS_TIGHT: return "tight";
+    case REPLAY_STATUS_COUNT: break;
     }
     SIM_ASSERT(0, "status %d", (int)s);
+}
+
+void replay_summary_untimed(replay_summary *s)
+{
+    s->step_time_s = s->tokens_per_s = s->samples_per_s = s->tflops_per_gpu = NAN;
+    s->mfu = s->hfu = s->bubble_fraction = NAN;
+    for (int c = 0; c < REPLAY_CAUSE_COUNT; c++)
+        s->bubble_by_cause[c] = NAN;
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++)
+        s->exposed_comm_s[g] = NAN;
+    for (int g = 0; g < REPLAY_COMM_COUNT; g++)
+        s->comm_bytes_per_gpu[g] = NAN;
+    s->moe = false;
+    s->moe_dropped_fraction = s->moe_load_max_over_mean = NAN;
+    s->budget_tokens = s->budget_steps = s->time_to_train_s = s->gpu_hours = s->cost = NAN;
 }
 
 const char *replay_cause_name(replay_cause c)

@@ -17,10 +17,15 @@ typedef enum replay_status {
     REPLAY_STATUS_OK,
     REPLAY_STATUS_OOM,
     REPLAY_STATUS_SKIPPED,
-    REPLAY_STATUS_ERROR
+    REPLAY_STATUS_ERROR,
+    /* `stepsim plan` only: fits, but closer to the capacity than its --headroom; replayed
+     * and timed like an ok run, not ranked (docs/plan.md) */
+    REPLAY_STATUS_TIGHT,
+    REPLAY_STATUS_COUNT
 } replay_status;
 
-const char *replay_status_name(replay_status s); /* "ok", "oom", "skipped", "error" */
+/* "ok", "oom", "skipped", "error", "tight" */
+const char *replay_status_name(replay_status s);
 
 /* Bubble causes in the order of the JSON object bubble_by_cause. */
 typedef enum replay_cause {
@@ -71,6 +76,11 @@ typedef struct replay_summary {
      * without a budget. */
     double budget_tokens, budget_steps, time_to_train_s, gpu_hours, cost;
 } replay_summary;
+
+/* Sets every figure of `s` that only a replay gives (step_time_s through comm_bytes_per_gpu,
+ * the MoE routing statistics, the budget) to NaN: a run recorded without a replay (a plan's
+ * pruned candidate, a skipped or failed run), which JSON prints as null (docs/json.md). */
+void replay_summary_untimed(replay_summary *s);
 
 typedef struct replay_rank_row {
     int32_t rank, node, dp, tp, pp, ep, cp;

@@ -67,7 +67,7 @@ static char *h5_values_text(const char *table)
             ADD(" %s", hw_link_class_name((hw_link_class)c));
     } else if (strcmp(table, "summary") == 0 || strcmp(table, "sweep") == 0) {
         ADD("status:");
-        for (int c = 0; c <= REPLAY_STATUS_ERROR; c++)
+        for (int c = 0; c < REPLAY_STATUS_COUNT; c++)
             ADD(" %s", replay_status_name((replay_status)c));
     } else {
         sim_free(s);
@@ -313,7 +313,8 @@ static int h5_write_run(h5_writer *w, hid_t g, const char *where, const h5_summa
 {
     const replay_results *r = run->results;
     const replay_summary *s = &r->summary;
-    bool full = s->status == REPLAY_STATUS_OK || s->status == REPLAY_STATUS_OOM;
+    bool full = s->status == REPLAY_STATUS_OK || s->status == REPLAY_STATUS_OOM ||
+                s->status == REPLAY_STATUS_TIGHT;
     int rc = results__h5_attr_str(w, g, where, "scenario", run->scenario_yaml);
     if (!rc)
         rc = results__h5_attr_str(w, g, where, "status", replay_status_name(s->status));
@@ -631,7 +632,7 @@ static int read_summary_row(h5_writer *w, hid_t src, const char *name, replay_su
         snprintf(s->name, sizeof s->name, "%s", r.name ? r.name : name);
         snprintf(s->error, sizeof s->error, "%s", r.error ? r.error : "");
         s->status = REPLAY_STATUS_ERROR;
-        for (int k = 0; k <= REPLAY_STATUS_ERROR; k++)
+        for (int k = 0; k < REPLAY_STATUS_COUNT; k++)
             if (r.status && strcmp(r.status, replay_status_name((replay_status)k)) == 0)
                 s->status = (replay_status)k;
         s->step_time_s = r.step_time_s;

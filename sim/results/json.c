@@ -94,6 +94,15 @@ static void json_double(FILE *out, const char *key, double v)
     results_json_number(out, v);
 }
 
+/* A figure of the replay: null for a run recorded without one (replay_summary_untimed). */
+static void json_timed(FILE *out, const char *key, double v)
+{
+    if (isnan(v))
+        fputs("null", out);
+    else
+        json_double(out, key, v);
+}
+
 static void json_key(FILE *out, const char *key)
 {
     fputc('"', out);
@@ -154,7 +163,7 @@ void results_json_write_run(FILE *out, const replay_results *r)
     };
     for (size_t i = 0; i < SIM_ARRAY_LEN(scalars); i++) {
         json_key(out, scalars[i].key);
-        json_double(out, scalars[i].key, scalars[i].v);
+        json_timed(out, scalars[i].key, scalars[i].v);
         fputc(',', out);
     }
 
@@ -164,7 +173,7 @@ void results_json_write_run(FILE *out, const replay_results *r)
         if (c)
             fputc(',', out);
         json_key(out, replay_cause_name((replay_cause)c));
-        json_double(out, "bubble_by_cause", s->bubble_by_cause[c]);
+        json_timed(out, "bubble_by_cause", s->bubble_by_cause[c]);
     }
     fputs("},", out);
 
@@ -174,7 +183,7 @@ void results_json_write_run(FILE *out, const replay_results *r)
         if (g)
             fputc(',', out);
         json_key(out, plan_group_name((plan_group_class)g));
-        json_double(out, "exposed_comm_s", s->exposed_comm_s[g]);
+        json_timed(out, "exposed_comm_s", s->exposed_comm_s[g]);
     }
     fputs("},", out);
 
@@ -184,7 +193,7 @@ void results_json_write_run(FILE *out, const replay_results *r)
         if (g)
             fputc(',', out);
         json_key(out, g == REPLAY_COMM_OFFLOAD ? "offload" : plan_group_name((plan_group_class)g));
-        json_double(out, "comm_bytes_per_gpu", s->comm_bytes_per_gpu[g]);
+        json_timed(out, "comm_bytes_per_gpu", s->comm_bytes_per_gpu[g]);
     }
     fputs("},", out);
 

@@ -12,7 +12,10 @@ the attribute and column tables with their enumerations and the statements on wh
 a run holds. A key or column the docs do not list, or one they list that the output lacks,
 is a problem; so are a wrong type, a number that is not finite, a value outside its
 documented enumeration or range, and a broken stated invariant (mem_bytes sums to
-peak_mem_bytes, one summary row, the tables each status holds, ...). It checks the shape of the outputs, not whether the numbers are right.
+peak_mem_bytes, one summary row, the tables each status holds, ...). A figure the docs say is
+`null` (JSON) or NaN (HDF5) "when not replayed" must be exactly that in a run that was not
+replayed (skipped, error, or an `oom` plan candidate without its steps) and a number in every
+other run; NaN elsewhere is allowed only in a column whose meaning says NaN. It checks the shape of the outputs, not whether the numbers are right.
 
 Prints one line per problem and exits 1 if any, else a one-line summary and exits 0; exits 2
 on bad usage or when a doc table cannot be read."""
@@ -180,6 +183,7 @@ class Key:
         self.optional, self.cond = optional, cond
         self.values, self.sub, self.sub_null = [], [], set()
         self.range, self.sums_to = None, None
+        self.replay = False   # a figure of the replay: null when the run was not replayed
 
 
 def parse_type(name, cell):
@@ -217,6 +221,7 @@ def key_of(row):
             raise DocError("docs/json.md: object key %s lists no keys" % key.name)
     if re.search(r"\b0\.\.1\b", meaning):
         key.range = (0.0, 1.0)
+    key.replay = "null when not replayed" in meaning
     m = re.search(r"sums to `(\w+)`", meaning)
     if m:
         key.sums_to = m.group(1)
@@ -299,7 +304,7 @@ def check_keys(where, o, keys, ordered):
             for s in k.sub:
                 if s not in v:
                     problem("%s: %s lacks %s" % (where, k.name, s))
-                elif v[s] is None and s in k.sub_null:
+                elif v[s] is None and (s in k.sub_null or k.replay):
                     pass
                 elif not typed(v[s], k.elem or "float"):
                     problem("%s: %s.%s should be %s, is %r"
@@ -311,18 +316,45 @@ def check_keys(where, o, keys, ordered):
                             % (where, k.name, total, k.sums_to, o[k.sums_to]))
 
 
+def untimed(v):
+    """A replay figure's value in a run that was not replayed: null, or an object of nulls."""
+    if isinstance(v, dict):
+        return bool(v) and all(x is None for x in v.values())
+    return v is None
+
+
+def check_replay(where, o, keys):
+    """The keys whose meaning says "null when not replayed" are all null, or none is; only a
+    run that can go without a replay (oom, skipped, error) has them null."""
+    figs = [k.name for k in keys if k.replay and k.name in o]
+    nulls = [n for n in figs if untimed(o[n])]
+    partial = [n for n in figs if isinstance(o[n], dict) and not untimed(o[n])
+               and None in o[n].values()]
+    for n in partial:
+        problem("%s: %s is partly null" % (where, n))
+    if nulls and len(nulls) != len(figs):
+        problem("%s: %s null, %s not: a run is replayed or not"
+                % (where, " ".join(nulls), " ".join(n for n in figs if n not in nulls)))
+    elif nulls and o.get("status") not in ("oom", "skipped", "error"):
+        problem("%s: status %s without its replay figures" % (where, o.get("status")))
+    elif figs and not nulls and o.get("status") in ("skipped", "error"):
+        problem("%s: status %s with replay figures (null when not replayed)"
+                % (where, o.get("status")))
+
+
 def check_run(where, o):
     """What the key table's meanings state about status, error and binding_constraint."""
     status = o.get("status")
     if status in ("skipped", "error"):
         if not isinstance(o.get("error"), str) or not o["error"]:
             problem("%s: status %s without an error message" % (where, status))
-    elif status in ("ok", "oom"):
+    elif status in ("ok", "oom", "tight"):
         if o.get("error") is not None:
             problem("%s: status %s with an error %r" % (where, status, o["error"]))
-        # binding_constraint: "for `oom` runs, the line item ...; null when the run fits"
-        if status == "oom" and not o.get("binding_constraint"):
-            problem("%s: oom without a binding_constraint" % where)
+        # binding_constraint: "for `oom` runs, the line item ...; for `tight` ... the
+        # headroom ...; null when the run fits"
+        if status in ("oom", "tight") and not o.get("binding_constraint"):
+            problem("%s: %s without a binding_constraint" % (where, status))
         if status == "ok" and o.get("binding_constraint") is not None:
             problem("%s: ok with a binding_constraint" % where)
 
@@ -366,6 +398,7 @@ def check_json(path, docs):
         check_keys(where, o, keys, ordered=kind != "bench-coll")
         if kind != "bench-coll":
             check_run(where, o)
+            check_replay(where, o, keys)
     return "%d JSON object(s) (%s)" % (len(objs), ", ".join(
         "%d %s" % (v, k) for k, v in sorted(kinds.items())))
 
@@ -376,6 +409,7 @@ class Column:
     def __init__(self, name, kind, unit, meaning):
         self.name, self.kind, self.unit, self.meaning = name, kind, unit, meaning
         self.values = []
+        self.replay = "NaN when not replayed" in meaning
 
 
 def columns(rows, doc, what):
@@ -506,7 +540,9 @@ def parse_pairs(text, sep):
     return out
 
 
-def check_table(where, ds, spec_t, spec, expect_rows=None):
+def check_table(where, ds, spec_t, spec, expect_rows=None, replayed=None):
+    """replayed: per row (or one for all), whether the run was replayed; the columns NaN
+    "when not replayed" are checked against it (None: not known, any NaN goes)."""
     import numpy as np
     cols = spec_t["cols"]
     names = [c.name for c in cols]
@@ -537,8 +573,15 @@ def check_table(where, ds, spec_t, spec, expect_rows=None):
         col = data[c.name]
         if c.kind == "float64" and len(col):
             bad = ~np.isfinite(col)
-            if "NaN" in c.meaning:
+            if "NaN" in c.meaning and not (c.replay and replayed is not None):
                 bad &= ~np.isnan(col)
+            elif c.replay:   # NaN exactly in the runs that were not replayed
+                timed = np.broadcast_to(np.asarray(replayed, dtype=bool), col.shape)
+                bad &= ~(np.isnan(col) & ~timed)
+                more = np.isfinite(col) & ~timed
+                if more.any():
+                    problem("%s: column %s holds %d number(s) for a run not replayed (NaN "
+                            "documented)" % (where, c.name, int(more.sum())))
             if bad.any():
                 problem("%s: column %s holds %d non-finite value(s)"
                         % (where, c.name, int(bad.sum())))
@@ -612,7 +655,11 @@ def check_h5(path, docs):
         if spec["sweep_only_several"] and len(runs) == 1 and "sweep" in f:
             problem("1 run and a /sweep table (only when more than one run)")
         if "sweep" in f:
-            data = check_table("/sweep", f["sweep"], tabs["/sweep"], spec, len(runs))
+            names = [text_of(n) for n in f["sweep"]["name"]] \
+                if "name" in (f["sweep"].dtype.names or ()) else []
+            replayed = [was_replayed(f["runs"][n], spec) if n in runs else True for n in names]
+            data = check_table("/sweep", f["sweep"], tabs["/sweep"], spec, len(runs),
+                               replayed if len(replayed) == len(f["sweep"]) else None)
             if data is not None and "name" in data.dtype.names:
                 for i, row in enumerate(data):
                     name = text_of(row["name"])
@@ -627,6 +674,16 @@ def check_h5(path, docs):
                             problem("/sweep row %d: %s %r, the run's is %r"
                                     % (i, a, text_of(row[a]), g.attrs.get(a)))
     return "%d run(s)" % len(runs)
+
+
+def was_replayed(g, spec):
+    """Whether the run of group g was replayed: not a skipped or failed run (summary only),
+    nor an `oom` plan candidate recorded from its memory plan (docs/plan.md: its steps table
+    is empty)."""
+    status = g.attrs.get("status")
+    if status in spec["short_status"]:
+        return False
+    return not (status == "oom" and "steps" in g and len(g["steps"]) == 0)
 
 
 def check_run_group(name, g, spec):
@@ -651,7 +708,9 @@ def check_run_group(name, g, spec):
             problem("%s/%s missing" % (where, t))
     if "summary" not in g:
         return
-    s = check_table(where + "/summary", g["summary"], spec["tabs"]["summary"], spec, 1)
+    replayed = was_replayed(g, spec)
+    s = check_table(where + "/summary", g["summary"], spec["tabs"]["summary"], spec, 1,
+                    replayed)
     if s is None or len(s) != 1:
         return
     s, have = s[0], s.dtype.names
@@ -666,9 +725,8 @@ def check_run_group(name, g, spec):
                 % (where, sum(int(s[n]) for n in mem), s["peak_mem_bytes"]))
     rows = {"steps": int(s["steps"]) if "steps" in have else None}
     # docs/plan.md: a candidate whose memory plan does not fit is recorded as oom "without
-    # replaying it": its summary says steps 1 with a step time of 0, and no step ran
-    if status == "oom" and "step_time_s" in have and s["step_time_s"] == 0 and \
-            "steps" in g and len(g["steps"]) == 0:
+    # replaying it": its summary says how many steps a replay would have run, and none ran
+    if not replayed:
         rows["steps"] = 0
     for t in want:
         if t == "summary" or t not in g:

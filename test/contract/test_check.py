@@ -91,10 +91,10 @@ try:
     # a number that is not finite (Python's json writes NaN; json.md: numbers are finite)
     o = mutated(run, lambda o: o.update(step_time_s=math.nan))
     expect("json", write([o], "m4"), ["step_time_s should be float, is nan"], "NaN")
-    # a status outside the enumeration `ok`, `oom`, `skipped`, `error`
+    # a status outside the enumeration `ok`, `oom`, `skipped`, `error`, `tight`
     o = mutated(run, lambda o: o.update(status="crashed"))
     expect("json", write([o], "m5"),
-           ["status 'crashed' not one of ok oom skipped error"], "unknown status")
+           ["status 'crashed' not one of ok oom skipped error tight"], "unknown status")
     # a key the docs do not list
     o = mutated(run, lambda o: o.update(wall_s=1.0))
     expect("json", write([o], "m6"), ["key wall_s is not documented"], "undocumented key")
@@ -112,9 +112,11 @@ try:
     # mfu is documented 0..1
     o = mutated(run, lambda o: o.update(mfu=1.5))
     expect("json", write([o], "m9"), ["mfu = 1.5 outside [0, 1]"], "mfu range")
-    # a skipped run says why ("`error` | string or null | why the run was skipped or failed")
+    # a skipped run says why ("`error` | string or null | why the run was skipped or failed"),
+    # and was not replayed: its replay figures are null, not the ok run's numbers
     o = mutated(run, lambda o: o.update(status="skipped"))
-    expect("json", write([o], "m10"), ["status skipped without an error message"],
+    expect("json", write([o], "m10"), ["status skipped without an error message",
+                                       "status skipped with replay figures"],
            "skipped without error")
     # "Keys always appear, in the order below": gpus moved to the end
     o = mutated(run, lambda o: o.update(gpus=o.pop("gpus")))
@@ -123,6 +125,34 @@ try:
     o = mutated(run, lambda o: o.update(symmetry_collectives="flows"))
     expect("json", write([o], "m12"), ["symmetry_collectives without symmetry"],
            "conditional key")
+    # "null when not replayed" (json.md): the replay figures of a run that was not replayed are
+    # all null, and only such a run (oom, skipped, error) has them null. The run object with
+    # every replay figure null passes as an oom run (its binding constraint set) ...
+    figures = ["step_time_s", "tokens_per_s", "samples_per_s", "tflops_per_gpu", "mfu", "hfu",
+               "bubble_fraction"]
+    objs = ["bubble_by_cause", "exposed_comm_s", "comm_bytes_per_gpu"]
+
+    def untimed(o):
+        for k in figures:
+            o[k] = None
+        for k in objs:
+            o[k] = {m: None for m in o[k]}
+        o["status"], o["binding_constraint"] = "oom", "model states 30.0 GiB > 23.7 GiB"
+    o = mutated(run, untimed)
+    rc, out = contract("json", write([o], "n0"))
+    check(rc == 0, "an oom run not replayed, its figures null, passes: " + out)
+    # ... but not as an ok run, which is always replayed
+    o = mutated(run, lambda o: (untimed(o), o.update(status="ok", binding_constraint=None)))
+    expect("json", write([o], "n1"), ["status ok without its replay figures"], "ok untimed")
+    # one figure null and the others numbers: a run is replayed or not
+    o = mutated(run, lambda o: o.update(mfu=None))
+    expect("json", write([o], "n2"), ["mfu null, step_time_s"], "one figure null")
+    # one member of an object null: the object is partly null
+    o = mutated(run, lambda o: o["exposed_comm_s"].update(dp=None))
+    expect("json", write([o], "n3"), ["exposed_comm_s is partly null"], "member null")
+    # a key not marked "null when not replayed" stays non-null: peak_mem_bytes is an int
+    o = mutated(run, lambda o: o.update(peak_mem_bytes=None))
+    expect("json", write([o], "n4"), ["peak_mem_bytes is null"], "memory null")
     # the mem object: its keys are the example's in json.md, capacity_bytes among them
     o = mutated(mem, lambda o: o.pop("capacity_bytes"))
     expect("json", write([o], "m13"), ["object 0 (mem ddp): missing capacity_bytes"], "mem key")
@@ -145,7 +175,8 @@ try:
     expect("json", write([run], "d1"), ["object 0 (run ddp): missing new_key"],
            "key documented, not written", "--docs", docs)
     text = open(os.path.join(docs, "hdf5-schema.md"), encoding="utf-8").read()
-    row = "| `hfu` | float64 | 1 | hardware FLOPs utilisation (recompute included) |\n"
+    row = ("| `hfu` | float64 | 1 | hardware FLOPs utilisation (recompute included); NaN when "
+           "not replayed |\n")
     check(row in text, "hdf5-schema.md has the hfu row")
     open(os.path.join(docs, "hdf5-schema.md"), "w", encoding="utf-8").write(text.replace(row, ""))
     # hfu also leaves the units attribute's documented list: two problem lines
@@ -190,10 +221,10 @@ try:
     # a table removed: an ok run holds all seven, links among them
     path = h5_mutated("h3", lambda f: f.__delitem__("/runs/ddp/links"))
     expect("h5", path, ["/runs/ddp/links missing"], "HDF5 table removed")
-    # an unknown status: the attribute is outside ok/oom/skipped/error, and the summary's status
-    # (ok) is no longer the group attribute's
+    # an unknown status: the attribute is outside ok/oom/skipped/error/tight, and the summary's
+    # status (ok) is no longer the group attribute's
     path = h5_mutated("h4", lambda f: f["/runs/ddp"].attrs.__setitem__("status", "crashed"))
-    expect("h5", path, ["/runs/ddp: attribute status = 'crashed' not one of ok oom skipped error",
+    expect("h5", path, ["/runs/ddp: attribute status = 'crashed' not one of ok oom skipped error tight",
                         "/runs/ddp/summary: status 'ok', the group attribute is 'crashed'"],
            "HDF5 unknown status")
     # schema_version is an int32 `1`: 2 is not, and an int64 1 has the wrong type
@@ -227,6 +258,51 @@ try:
     path = h5_mutated("h9", nan_step)
     expect("h5", path, ["/runs/ddp/summary: column step_time_s holds 1 non-finite value(s)"],
            "HDF5 NaN")
+
+    def untimed_oom(f):
+        """The run as a plan records an OOM candidate: status oom, steps emptied, every
+        column "NaN when not replayed" NaN (the summary's 7 scalars and 8 + 5 + 6 members)."""
+        f["/runs/ddp"].attrs["status"] = "oom"
+        f["/runs/ddp"].attrs["timeline_written"] = np.int32(0)
+        for t in ("ranks", "steps", "timeline", "bubbles", "links"):
+            rows = f["/runs/ddp/" + t][:0]
+            attrs = dict(f["/runs/ddp/" + t].attrs)
+            del f["/runs/ddp/" + t]
+            ds = f.create_dataset("/runs/ddp/" + t, data=rows, maxshape=(None,), chunks=True)
+            for k, v in attrs.items():
+                ds.attrs[k] = v
+        s = f["/runs/ddp/summary"][:]
+        s["status"][0] = b"oom"
+        s["binding_constraint"][0] = b"model states"
+        for n in s.dtype.names:
+            if n.split(".")[0] in figures + objs:
+                s[n][0] = np.nan
+        f["/runs/ddp/summary"][:] = s
+
+    # an oom run recorded without a replay, its figures NaN, passes ...
+    path = h5_mutated("n5", untimed_oom)
+    rc, out = contract("h5", path)
+    check(rc == 0, "an oom run not replayed, its figures NaN, passes: " + out)
+
+    def untimed_but_mfu(f):
+        untimed_oom(f)
+        s = f["/runs/ddp/summary"][:]
+        s["mfu"][0] = 0.5
+        f["/runs/ddp/summary"][:] = s
+
+    # ... one with a number left in `mfu` does not (NaN when not replayed: exactly NaN) ...
+    path = h5_mutated("n6", untimed_but_mfu)
+    expect("h5", path, ["/runs/ddp/summary: column mfu holds 1 number(s) for a run not "
+                        "replayed"], "a number in a run not replayed")
+    # ... and a NaN in a replayed run's replay column is one non-finite value (h9 below does
+    # it on step_time_s); here on a member of a range, exposed_comm_s.tp
+    def nan_tp(f):
+        s = f["/runs/ddp/summary"][:]
+        s["exposed_comm_s.tp"][0] = np.nan
+        f["/runs/ddp/summary"][:] = s
+    path = h5_mutated("n7", nan_tp)
+    expect("h5", path, ["/runs/ddp/summary: column exposed_comm_s.tp holds 1 non-finite "
+                        "value(s)"], "NaN in a replayed run")
     # timeline_written 0: "the timeline table then exists but is empty"; this one has rows
     path = h5_mutated("h10", lambda f: f["/runs/ddp"].attrs.__setitem__(
         "timeline_written", np.int32(0)))

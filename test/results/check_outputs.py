@@ -74,6 +74,10 @@ def mode_contract_json(tmp):
     check(ok["step_time_s"] == 0.5 and ok["mfu"] == 0.4, "float values")
     check(set(skipped) == set(ok), "skipped run has the same keys as an ok run")
     check(skipped["error"] == "dp=3 does not divide the 2 GPUs", "skipped run's error")
+    # not replayed: the replay figures are null (docs/json.md), the memory numbers 0
+    check(skipped["step_time_s"] is None and skipped["tokens_per_s"] is None and
+          all(v is None for v in skipped["bubble_by_cause"].values()) and
+          skipped["peak_mem_bytes"] == 0, "skipped run: null replay figures")
     check("step_time_s" not in mem and mem["peak_mem_bytes"] == ok["peak_mem_bytes"], "mem object")
     return 0
 

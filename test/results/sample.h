@@ -26,6 +26,7 @@ static void sample_summary(replay_summary *s, const char *name, replay_status st
     s->steps = 2;
     if (status == REPLAY_STATUS_SKIPPED || status == REPLAY_STATUS_ERROR) {
         snprintf(s->error, sizeof s->error, "dp=3 does not divide the 2 GPUs");
+        replay_summary_untimed(s); /* not replayed: no figure of a replay */
         return;
     }
     /* 16 sequences of 2048 tokens in 0.5 s: 65536 tokens/s, 32 samples/s. */

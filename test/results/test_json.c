@@ -112,8 +112,10 @@ static void test_escaping(void)
     CHECK_STR_HAS(j, "\"name\":\"a\\\"b\\\\c\\u000a\\u0009\\u0001\x7f\xc3\xa9\\ufffd\\ufffd\\ufffd-"
                      "\xf0\x9f\x98\x80\",");
     CHECK_STR_HAS(j, "\"status\":\"error\",\"error\":\"bad </script> \\\"x\\\"\",");
-    /* error runs print every key, numbers 0 */
-    CHECK_STR_HAS(j, "\"step_time_s\":0,");
+    /* error runs print every key: the replay figures null (not replayed), memory 0 */
+    CHECK_STR_HAS(j, "\"step_time_s\":null,\"tokens_per_s\":null,");
+    CHECK_STR_HAS(j, "\"exposed_comm_s\":{\"dp\":null,\"tp\":null,\"pp\":null,\"ep\":null,"
+                     "\"cp\":null},");
     CHECK_STR_HAS(j, "\"peak_mem_bytes\":0,");
     CHECK_STR_HAS(j, "\"binding_constraint\":null}\n");
     CHECK_INT_EQ(count_char(j, '\n'), 1);
