@@ -123,7 +123,7 @@ def title_block(fig, args, left_px, title, subtitle):
 
 def status_counts(rows):
     counts = rows["status"].value_counts()
-    return ", ".join(f"{counts[s]} {s}" for s in ("ok", "oom", "skipped", "error")
+    return ", ".join(f"{counts[s]} {s}" for s in ("ok", "tight", "oom", "skipped", "error")
                      if s in counts)
 
 

@@ -1,8 +1,10 @@
 /* `stepsim report OUT.h5 [--csv]`: the terminal view of a results file (docs/cli.md).
  *
- * One line per run, the runs that completed (ok, then oom) sorted by throughput, best first;
- * then where each run's idle time and exposed communication went; then the runs that did not
- * complete (skipped, error) with their reasons, and the OOM runs' binding constraints; and,
+ * One line per run, the runs that completed (ok, then tight, then oom) sorted by throughput,
+ * best first, and after them the OOM runs a plan recorded without timing them (no step time:
+ * "not timed"); then where each timed run's idle time and exposed communication went; then the
+ * runs that did not complete (skipped, error) with their reasons, and the OOM and tight runs'
+ * binding constraints; and,
  * for runs with a token budget (training.tokens), time to train, GPU-hours and cost.
  * --csv prints every run as one comma-separated row (RFC 4180 quoting) instead. Everything
  * comes from each run's summary table. */
@@ -102,9 +104,10 @@ static int read_summary(results_h5r_file *f, const char *name, run_row *r)
     return rc;
 }
 
+/* ok, tight (a plan's candidate under its --headroom), oom, then the runs not replayed */
 static int rank_of_status(const char *s)
 {
-    return strcmp(s, "ok") == 0 ? 0 : strcmp(s, "oom") == 0 ? 1 : 2;
+    return strcmp(s, "ok") == 0 ? 0 : strcmp(s, "tight") == 0 ? 1 : strcmp(s, "oom") == 0 ? 2 : 3;
 }
 
 static int by_throughput(const void *a, const void *b)
@@ -121,9 +124,16 @@ static int by_throughput(const void *a, const void *b)
     return strcmp(x->name, y->name);
 }
 
+/* A run the table lists: one that fits or not, timed or (a plan's OOM candidate) not. */
+static bool listed(const run_row *r)
+{
+    return rank_of_status(r->status) < 3;
+}
+
+/* A run that was replayed: it has a step time (a plan's pruned OOM candidate has NaN). */
 static bool completed(const run_row *r)
 {
-    return rank_of_status(r->status) < 2;
+    return listed(r) && !isnan(r->step_time_s);
 }
 
 /* A duration in the largest unit that keeps it readable. */
@@ -144,25 +154,38 @@ static void fmt_duration(char *buf, size_t n, double s)
 /* Prints the runs' tables; returns how many completed. */
 static size_t print_table(const run_row *runs, size_t n, const char *path)
 {
-    size_t done = 0;
-    for (size_t i = 0; i < n; i++)
+    size_t done = 0, untimed = 0, rest = 0;
+    for (size_t i = 0; i < n; i++) {
         done += completed(&runs[i]);
-    printf("%s: %zu run(s), %zu completed%s\n\n", path, n, done,
-           done > 1 ? ", sorted by throughput" : "");
-    if (done > 0) {
+        untimed += listed(&runs[i]) && !completed(&runs[i]);
+        rest += !listed(&runs[i]);
+    }
+    printf("%s: %zu run(s), %zu completed", path, n, done);
+    if (untimed)
+        printf(", %zu out of memory and not timed", untimed);
+    if (rest)
+        printf(", %zu skipped or failed", rest);
+    printf("%s\n\n", done > 1 ? "; sorted by throughput" : "");
+    if (done + untimed > 0) {
         printf("%-36s %-6s %6s %10s %12s %6s %21s %8s\n", "run", "status", "GPUs", "step (s)",
                "tokens/s", "MFU", "peak/capacity (GiB)", "bubbles");
         for (size_t i = 0; i < n; i++) {
             const run_row *r = &runs[i];
-            if (!completed(r))
+            if (!listed(r))
                 continue;
             char mem[32];
             snprintf(mem, sizeof mem, "%.2f / %.2f", (double)r->peak_mem_bytes / 1073741824.0,
                      (double)r->capacity_bytes / 1073741824.0);
-            printf("%-36s %-6s %6d %10.4g %12.6g %5.1f%% %21s %7.1f%%\n", r->name, r->status,
-                   (int)r->gpus, r->step_time_s, r->tokens_per_s, 100 * r->mfu, mem,
-                   100 * r->bubble_fraction);
+            if (completed(r))
+                printf("%-36s %-6s %6d %10.4g %12.6g %5.1f%% %21s %7.1f%%\n", r->name,
+                       r->status, (int)r->gpus, r->step_time_s, r->tokens_per_s, 100 * r->mfu,
+                       mem, 100 * r->bubble_fraction);
+            else /* a plan's candidate pruned by its memory plan: nothing to rank it by */
+                printf("%-36s %-6s %6d %10s %12s %6s %21s %8s\n", r->name, r->status,
+                       (int)r->gpus, "not timed", "-", "-", mem, "-");
         }
+    }
+    if (done > 0) {
         printf("\nwhere the time went (share of the step idle by cause; exposed communication "
                "in seconds):\n");
         printf("%-36s", "run");
@@ -188,13 +211,13 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
     bool header = false;
     for (size_t i = 0; i < n; i++) {
         const run_row *r = &runs[i];
-        if (strcmp(r->status, "oom") != 0 && completed(r))
+        if (strcmp(r->status, "oom") != 0 && strcmp(r->status, "tight") != 0 && listed(r))
             continue;
         if (!header)
-            printf("\nout of memory, skipped or failed:\n");
+            printf("\nout of memory, too tight, skipped or failed:\n");
         header = true;
-        if (strcmp(r->status, "oom") == 0)
-            printf("  %s: oom: %s\n", r->name,
+        if (listed(r))
+            printf("  %s: %s: %s\n", r->name, r->status,
                    r->binding[0] ? r->binding : "(no constraint recorded)");
         else
             printf("  %s: %s: %s\n", r->name, r->status,
