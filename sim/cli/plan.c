@@ -31,6 +31,7 @@
 #include "cli/runs.h"
 #include "results/h5read.h"
 #include "input/load.h"
+#include "input/units.h"
 #include "plan/plan.h"
 
 #define AXES 12
@@ -185,6 +186,7 @@ typedef struct row {
     char *axis[AXES];
     int64_t capacity;
     char *binding;
+    double exposed[PLAN_GROUP_COUNT]; /* exposed_comm_s.*, from the summary */
 } row;
 
 static void describe(const row *r, char *buf, size_t n)
@@ -226,6 +228,38 @@ static int by_overshoot(const void *a, const void *b)
     return x->index - y->index;
 }
 
+/* `bytes` as GiB, or MiB below a GiB (a headroom of a few MB). */
+static void fmt_size(char *buf, size_t n, double bytes)
+{
+    if (fabs(bytes) < 1073741824.0)
+        snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
+    else
+        snprintf(buf, n, "%.2f GiB", bytes / 1073741824.0);
+}
+
+/* How far a ranked strategy is from the next constraint: its memory headroom (bytes and share
+ * of the capacity) and the share of its step that is exposed communication, with the group
+ * that exposes most. */
+static void margins(const row *r, char *mem, size_t nm, char *comm, size_t nc)
+{
+    char left[32];
+    double cap = (double)SIM_MAX(r->capacity, 1), l = cap - (double)r->peak;
+    fmt_size(left, sizeof left, l);
+    snprintf(mem, nm, "%s %4.1f%%", left, 100 * l / cap);
+    double sum = 0;
+    int most = 0;
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++) {
+        sum += r->exposed[g];
+        if (r->exposed[g] > r->exposed[most])
+            most = g;
+    }
+    if (sum > 0)
+        snprintf(comm, nc, "%4.1f%% %s", 100 * sum / r->step_time_s,
+                 plan_group_name((plan_group_class)most));
+    else
+        snprintf(comm, nc, "0%%");
+}
+
 static int plan_finish(sweep_ctx *c)
 {
     if (c->a->json) { /* the same objects as a sweep prints */
@@ -255,20 +289,28 @@ static int plan_finish(sweep_ctx *c)
     row *rows = sim_calloc(n + 1, sizeof *rows);
     if (!rc)
         rc = results_h5r_table_read(t, 0, n, rows);
-    /* each run's capacity and binding constraint, from its summary */
-    static const results_h5r_field sf[] = {
+    /* each run's capacity, binding constraint and exposed communication, from its summary */
+    results_h5r_field sf[2 + PLAN_GROUP_COUNT] = {
         {"capacity_bytes", RESULTS_H5R_I64, offsetof(row, capacity)},
         {"binding_constraint", RESULTS_H5R_STR, offsetof(row, binding)},
     };
+    char exposed_cols[PLAN_GROUP_COUNT][40];
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++) {
+        snprintf(exposed_cols[g], sizeof exposed_cols[g], "exposed_comm_s.%s",
+                 plan_group_name((plan_group_class)g));
+        sf[2 + g] = (results_h5r_field){exposed_cols[g], RESULTS_H5R_F64,
+                                        offsetof(row, exposed) + (size_t)g * sizeof(double)};
+    }
     for (size_t i = 0; !rc && i < n; i++) {
         char path[300];
         snprintf(path, sizeof path, "/runs/%s-%d/summary", c->L.name, rows[i].index);
         results_h5r_table *s = NULL;
         row tmp = {0};
-        if (results_h5r_table_open(f, path, sf, 2, sizeof(row), &s) == 0 &&
+        if (results_h5r_table_open(f, path, sf, SIM_ARRAY_LEN(sf), sizeof(row), &s) == 0 &&
             results_h5r_table_read(s, 0, 1, &tmp) == 0) {
             rows[i].capacity = tmp.capacity;
             rows[i].binding = sim_strdup(tmp.binding ? tmp.binding : "");
+            memcpy(rows[i].exposed, tmp.exposed, sizeof rows[i].exposed);
             results_h5r_release(s, &tmp, 1);
         }
         results_h5r_table_close(s);
@@ -276,33 +318,67 @@ static int plan_finish(sweep_ctx *c)
     if (rc) {
         sim_diag_print(&diag, stderr);
     } else {
-        size_t n_ok = 0, n_oom = 0, n_skip = 0;
+        /* every candidate in exactly one count: ranked (ok), timed but under the headroom
+         * (tight), over the capacity by the memory plan (oom, not replayed) or by the replay
+         * (oom, timed), invalid here (skipped), failed (error) */
+        size_t n_ok = 0, n_tight = 0, n_oom = 0, n_oom_timed = 0, n_skip = 0, n_err = 0;
         row *ok = sim_calloc(n + 1, sizeof *ok), *oom = sim_calloc(n + 1, sizeof *oom);
+        row *tight = sim_calloc(n + 1, sizeof *tight);
         for (size_t i = 0; i < n; i++) {
-            if (strcmp(rows[i].status, "ok") == 0)
+            if (strcmp(rows[i].status, "ok") == 0) {
                 ok[n_ok++] = rows[i];
-            else if (strcmp(rows[i].status, "oom") == 0)
+            } else if (strcmp(rows[i].status, "tight") == 0) {
+                tight[n_tight++] = rows[i];
+            } else if (strcmp(rows[i].status, "oom") == 0) {
+                n_oom_timed += !isnan(rows[i].step_time_s);
                 oom[n_oom++] = rows[i];
-            else
+            } else if (strcmp(rows[i].status, "skipped") == 0) {
                 n_skip++;
+            } else {
+                n_err++;
+            }
         }
         qsort(ok, n_ok, sizeof *ok, by_tokens);
+        qsort(tight, n_tight, sizeof *tight, by_tokens);
         qsort(oom, n_oom, sizeof *oom, by_overshoot);
-        printf("stepsim plan: %zu candidate strategies: %zu fit, %zu do not fit (not "
-               "replayed), %zu invalid here\n\n", n, n_ok, n_oom, n_skip);
+        printf("stepsim plan: %zu candidate strategies: %zu fit and were timed", n, n_ok);
+        if (n_tight)
+            printf(", %zu fit but leave less than the headroom (timed, not ranked)",
+                   n_tight);
+        printf(", %zu do not fit (not replayed)", n_oom - n_oom_timed);
+        if (n_oom_timed)
+            printf(", %zu do not fit by the replay's peak (timed, not ranked)", n_oom_timed);
+        printf(", %zu invalid here", n_skip);
+        if (n_err)
+            printf(", %zu failed", n_err);
+        printf("\n\n");
         if (n_ok) {
-            printf("%4s  %-52s %9s %12s %6s %17s\n", "rank", "strategy", "step (s)", "tokens/s",
-                   "MFU", "memory (GiB)");
+            printf("%4s  %-52s %9s %12s %6s %13s %15s %11s\n", "rank", "strategy", "step (s)",
+                   "tokens/s", "MFU", "memory (GiB)", "headroom", "exp. comm");
             for (size_t i = 0; i < n_ok && i < (size_t)c->a->top; i++) {
-                char d[160], mem[48];
+                char d[160], mem[48], left[48], comm[48];
                 describe(&ok[i], d, sizeof d);
                 snprintf(mem, sizeof mem, "%.1f of %.1f", (double)ok[i].peak / 1073741824.0,
                          (double)ok[i].capacity / 1073741824.0);
-                printf("%4zu  %-52s %9.4g %12.6g %5.1f%% %17s\n", i + 1, d, ok[i].step_time_s,
-                       ok[i].tokens_per_s, 100 * ok[i].mfu, mem);
+                margins(&ok[i], left, sizeof left, comm, sizeof comm);
+                printf("%4zu  %-52s %9.4g %12.6g %5.1f%% %13s %15s %11s\n", i + 1, d,
+                       ok[i].step_time_s, ok[i].tokens_per_s, 100 * ok[i].mfu, mem, left, comm);
             }
-            printf("\n(run %s-%d in the results for the winner's tables)\n", c->L.name,
+            printf("\n(headroom: capacity minus peak memory; exp. comm: the share of the step "
+                   "that is communication no computation hides, and the group exposing most)\n");
+            printf("(run %s-%d in the results for the winner's tables)\n", c->L.name,
                    ok[0].index);
+        }
+        if (n_tight) {
+            char asked[32], d[160];
+            double cap = (double)tight[0].capacity;
+            fmt_size(asked, sizeof asked,
+                     c->L.headroom_bytes > 0 ? (double)c->L.headroom_bytes
+                                             : c->L.headroom_fraction * cap);
+            describe(&tight[0], d, sizeof d);
+            printf("\n%zu more fit but leave less than the headroom of %s (--headroom), so are "
+                   "not ranked; the fastest of them:\n  %s: %.6g tokens/s; %s\n", n_tight, asked,
+                   d, tight[0].tokens_per_s, tight[0].binding);
         }
         if (n_oom) {
             printf("\nclosest that do not fit:\n");
@@ -316,6 +392,7 @@ static int plan_finish(sweep_ctx *c)
         }
         sim_free(ok);
         sim_free(oom);
+        sim_free(tight);
     }
     if (t)
         results_h5r_release(t, rows, n);
@@ -331,7 +408,28 @@ static const cli_opt options[] = {
     CLI_RUNS_OPTS(false),
     {.name = "--top", .kind = CLI_OPT_INT, .metavar = "K", .min = 1, .max = 1000000,
      .offset = offsetof(sweep_args, top)},
+    {.name = "--headroom", .kind = CLI_OPT_STRING, .metavar = "SIZE|FRACTION",
+     .offset = offsetof(sweep_args, headroom)},
 };
+
+/* --headroom: a size with its unit (2GiB), or a plain number from 0 to below 1, a fraction of
+ * each candidate's capacity. Absent: DEFAULT_HEADROOM (docs/plan.md says why). */
+#define DEFAULT_HEADROOM 0.05
+static int parse_headroom(const char *v, run_list *L)
+{
+    L->headroom_bytes = 0;
+    L->headroom_fraction = DEFAULT_HEADROOM;
+    if (!v)
+        return 0;
+    char *end;
+    double x = strtod(v, &end);
+    if (*v && !*end) {
+        L->headroom_fraction = x;
+        return x >= 0 && x < 1 ? 0 : -1;
+    }
+    L->headroom_fraction = 0;
+    return input_parse_bytes(v, &L->headroom_bytes) == 0 ? 0 : -1;
+}
 static const cli_arg args[] = {{.name = "SCENARIO.yaml", .offset = offsetof(sweep_args, file)}};
 static const cli_spec plan_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
                                    .args = args, .n_args = SIM_ARRAY_LEN(args)};
@@ -353,8 +451,15 @@ static int plan_body(void *parsed, int argc, char **argv)
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     input_scenario_info *info = NULL;
     sim_diag diag = {0};
-    rc = input_scenario_load(a->file, NULL, 0, sc, &info, &diag);
-    if (rc) {
+    run_list headroom = {0};
+    if (parse_headroom(a->headroom, &headroom) != 0) {
+        if (c.rank == 0)
+            fprintf(stderr, "--headroom: error: expects a size such as 2GiB, or a fraction of "
+                            "the capacity from 0 to below 1 such as 0.05, got '%s'\n  see "
+                            "`stepsim plan --help`\n", a->headroom);
+        rc = CLI_EXIT_INVALID;
+    }
+    if (!rc && input_scenario_load(a->file, NULL, 0, sc, &info, &diag) != 0) {
         if (c.rank == 0)
             sim_diag_print(&diag, stderr);
         rc = CLI_EXIT_INVALID;
@@ -395,11 +500,13 @@ static int plan_body(void *parsed, int argc, char **argv)
                             : sc->training.micro_batch * sc->parallel.dp;
         gen g = {0};
         candidates(sc, gpus, per_node, batch, &g);
-        /* what the candidates depend on: the resolved scenario and the candidate count */
-        size_t tl = strlen(info->resolved_yaml) + 128;
+        /* what the candidates depend on: the resolved scenario, the candidate count and the
+         * headroom that makes a run tight */
+        size_t tl = strlen(info->resolved_yaml) + 160;
         char *full = sim_calloc(tl, 1);
-        snprintf(full, tl, "plan: %d GPUs, batch %lld, %zu candidates\n%s", gpus,
-                 (long long)batch, g.n, info->resolved_yaml);
+        snprintf(full, tl, "plan: %d GPUs, batch %lld, %zu candidates, headroom %lld B or %.17g\n%s",
+                 gpus, (long long)batch, g.n, (long long)headroom.headroom_bytes,
+                 headroom.headroom_fraction, info->resolved_yaml);
         if (c.rank == 0)
             fprintf(stderr, "stepsim plan: %zu candidate strategies for %s on %d GPUs (global "
                             "batch %lld)\n", g.n, sc->model.name, gpus, (long long)batch);
@@ -410,6 +517,8 @@ static int plan_body(void *parsed, int argc, char **argv)
             rc = CLI_EXIT_INVALID;
         } else {
             plan_runs(&c, &g, a->file, sc->name, batch, full);
+            c.L.headroom_bytes = headroom.headroom_bytes;
+            c.L.headroom_fraction = headroom.headroom_fraction;
             rc = cli__runs_execute(&c, plan_finish);
             free_plan_runs(&c.L);
         }

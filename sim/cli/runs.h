@@ -18,6 +18,7 @@ typedef struct sweep_args {
     int steps;
     int64_t max_memory; /* --max-memory; 0 = the default budget */
     int top; /* plan: how many strategies to list */
+    const char *headroom; /* plan: --headroom SIZE|FRACTION as given, or NULL (the default) */
     char command[4096];
 } sweep_args;
 
@@ -54,6 +55,10 @@ typedef struct run_list {
     size_t *n_sets;          /* [run] */
     const char ***values;    /* [run][axis]: YAML text for /sweep */
     bool prune_oom;          /* plan: an OOM run is recorded without its replay */
+    /* plan: an ok run whose peak comes closer to the capacity than this is `tight`: bytes
+     * when > 0, else this fraction of the capacity (0: none is) */
+    int64_t headroom_bytes;
+    double headroom_fraction;
 } run_list;
 
 typedef struct sweep_ctx {

@@ -155,6 +155,34 @@ static int save_status(const sweep_ctx *c, size_t i, replay_status st, const cha
     return rc;
 }
 
+/* `bytes` for a message: MiB below a GiB (a headroom of a few MB), else GiB. */
+static void fmt_gib(char *buf, size_t n, double bytes)
+{
+    if (fabs(bytes) < 1073741824.0)
+        snprintf(buf, n, "%.1f MiB", bytes / 1048576.0);
+    else
+        snprintf(buf, n, "%.2f GiB", bytes / 1073741824.0);
+}
+
+/* A plan's run that fits, but closer to the capacity than the headroom asked, becomes
+ * `tight`, the headroom left and the one asked as its binding constraint (docs/plan.md). */
+static void apply_headroom(const run_list *L, replay_results *res)
+{
+    replay_summary *s = &res->summary;
+    double cap = (double)s->capacity_bytes, left = cap - (double)s->peak_mem_bytes;
+    double asked = L->headroom_bytes > 0 ? (double)L->headroom_bytes : L->headroom_fraction * cap;
+    if (s->status != REPLAY_STATUS_OK || !(left < asked))
+        return;
+    char l[32], a[32], why[256];
+    fmt_gib(l, sizeof l, left);
+    fmt_gib(a, sizeof a, asked);
+    snprintf(why, sizeof why, "headroom %s (%.2f%% of %.1f GiB) < %s asked (plan --headroom): "
+             "the allocator's fragmentation may not fit in it", l, 100 * left / cap,
+             cap / 1073741824.0, a);
+    s->status = REPLAY_STATUS_TIGHT;
+    s->binding_constraint = replay_results_intern(res, why);
+}
+
 /* Executes run i (in the child). */
 static int execute(const sweep_ctx *c, size_t i)
 {
@@ -194,6 +222,8 @@ static int execute(const sweep_ctx *c, size_t i)
             replay_memory_only(p, res); /* a plan does not time what cannot run */
         else
             replay_run(p, &opt, res);
+        if (c->L.prune_oom && !res->cancelled)
+            apply_headroom(&c->L, res);
         /* a stopped replay saves nothing: --resume runs it again */
         rc = res->cancelled ? -1 : save_run(c, i, res, info->resolved_yaml, info);
         replay_results_destroy(res);
