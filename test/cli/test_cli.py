@@ -4,7 +4,7 @@
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
-      | cp | outputs | hostile | limits | untrusted
+      | cp | outputs | hostile | limits | untrusted | plan
 Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
@@ -1703,10 +1703,220 @@ def untrusted():
                             "%s of regressions/%s/%s" % (cmd[0], kind, name), env)
 
 
+def plan():
+    """stepsim plan on tiny-gpt over two ideal GPUs whose memory each test sets (docs/plan.md):
+    candidates that do not fit are not timed (null in JSON, NaN in HDF5, "not timed" in
+    report), the header counts each status apart, and --headroom (and its default, 5% of the
+    capacity) keeps a candidate too close to the capacity out of the ranking as `tight`."""
+    import h5py, math
+    exe = os.path.abspath(stepsim)
+    gpu = ("{name: ideal, memory: %s, memory_bandwidth: 1000000 TB/s, peak: {bf16: 989 TFLOP/s, "
+           "fp32: 1000000 PFLOP/s}, matmul_efficiency: [[1 GFLOP, 0.5]], launch_overhead: 0 us}")
+
+    def scenario(tmp, memory):
+        """ddp.yaml on ideal-pair.yaml with the GPU's memory set to `memory`."""
+        pair = open(os.path.join(data, "ideal-pair.yaml")).read()
+        check("gpu: ideal-gpu.yaml\n" in pair, "ideal-pair.yaml names ideal-gpu.yaml")
+        name = "pair-%s.yaml" % memory.replace(" ", "")
+        with open(os.path.join(tmp, name), "w") as f:
+            f.write(pair.replace("gpu: ideal-gpu.yaml", "gpu: " + gpu % memory))
+        scen = os.path.join(tmp, "s-%s" % name)
+        with open(scen, "w") as f:
+            f.write(open(os.path.join(data, "ddp.yaml")).read()
+                    .replace("ideal-pair.yaml", name)
+                    .replace("tiny-gpt.yaml", os.path.abspath(os.path.join(data, "tiny-gpt.yaml"))))
+        return scen
+
+    def plan_json(tmp, scen, *extra):
+        p = subprocess.run([exe, "plan", scen, "--json", "-o", "p.h5"] + list(extra),
+                           capture_output=True, text=True, cwd=tmp)
+        check(p.returncode == 0, "plan %s: %s" % (extra, p.stderr))
+        return [json.loads(l) for l in p.stdout.splitlines()]
+
+    def plan_table(tmp, scen, *extra):
+        p = subprocess.run([exe, "plan", scen] + list(extra), capture_output=True, text=True,
+                           cwd=tmp)
+        check(p.returncode == 0, "plan %s: %s" % (extra, p.stderr))
+        return p.stdout
+
+    def header(n, ok, tight, oom):
+        """The first line of the table: each candidate in one count, the tight clause only
+        when some are (docs/plan.md)."""
+        h = "stepsim plan: %d candidate strategies: %d fit and were timed" % (n, ok)
+        if tight:
+            h += ", %d fit but leave less than the headroom (timed, not ranked)" % tight
+        return h + ", %d do not fit (not replayed), 0 invalid here" % oom
+
+    figures = ["step_time_s", "tokens_per_s", "samples_per_s", "tflops_per_gpu", "mfu", "hfu",
+               "bubble_fraction"]
+    groups = ["bubble_by_cause", "exposed_comm_s", "comm_bytes_per_gpu"]
+    with tempfile.TemporaryDirectory() as tmp:
+        # 1 GiB GPUs, --headroom 0: every candidate fits (tiny-gpt's peak is under 0.9 GB:
+        # 512 MiB of framework + 256 MiB of NCCL buffers + ~60 MB of model states and
+        # activations, docs/memory.md), so every one is `ok` and replayed. On 2 GPUs with
+        # 4 heads, 2 layers and a batch of 4 the candidates are: tp1 pp1 dp2 with ZeRO 0 (mb
+        # 1, 2 x 2 recomputes: 4), ZeRO 1, 2 and 3 (each mb 1, 2 x 2 recomputes x offload
+        # or not: 8, 24 in all); tp1 pp2 dp1 and tp2 pp1 dp1, ZeRO 0 only (mb 1, 2, 4 x 2
+        # recomputes: 6 each). 4 + 24 + 6 + 6 = 40.
+        C = 1 << 30
+        scen = scenario(tmp, "1 GiB")
+        runs = plan_json(tmp, scen, "--headroom", "0")
+        check(len(runs) == 40 and all(r["status"] == "ok" for r in runs),
+              "40 candidates, all ok at 1 GiB: %s" % [r["status"] for r in runs])
+        peak = {r["name"]: r["peak_mem_bytes"] for r in runs}
+        check(all(r["capacity_bytes"] == C for r in runs), "capacity 1 GiB")
+        # candidate 2 is tp1 pp1 dp2 ZeRO 0, micro-batch 2, selective recompute (the order
+        # above: ZeRO 0 mb 1 selective, full, then mb 2 selective): ddp.yaml's own layout
+        # with those two keys, whose peak `stepsim mem --json` gives
+        rc, out, err = run("mem", scen, "--json", "--set", "training.micro_batch=2",
+                           "--set", "training.recompute=selective")
+        P = json.loads(out)["peak_mem_bytes"] if rc == 0 else -1
+        check(peak.get("ddp-2") == P, "candidate 2's peak %s is the memory plan's %d"
+              % (peak.get("ddp-2"), P))
+
+        # --headroom SIZE: C - P + 1 bytes. Candidate 2 leaves C - P < C - P + 1: tight, and so
+        # is every candidate whose peak is P or more (C - peak < C - P + 1); the others, with
+        # a lower peak, leave at least C - P + 1 and stay ok. None is oom (all fit).
+        want_tight = {n for n, b in peak.items() if b >= P}
+        runs = plan_json(tmp, scen, "--headroom", "%dB" % (C - P + 1))
+        got = {r["name"]: r for r in runs}
+        check({n for n, r in got.items() if r["status"] == "tight"} == want_tight and
+              {n for n, r in got.items() if r["status"] == "ok"} == set(peak) - want_tight,
+              "--headroom %dB: tight = the candidates with a peak >= %d: %s" % (C - P + 1, P, sorted(want_tight)))
+        t = got.get("ddp-2", {})
+        # a tight candidate is replayed and timed, its headroom in binding_constraint:
+        # C - P bytes, C - P + 1 asked
+        check(t.get("status") == "tight" and isinstance(t.get("step_time_s"), float) and
+              t.get("step_time_s") > 0 and "headroom" in (t.get("binding_constraint") or "")
+              and "asked (plan --headroom)" in t["binding_constraint"],
+              "candidate 2 tight, timed, with its headroom: %s" % t)
+        out = plan_table(tmp, scen, "--headroom", "%dB" % (C - P + 1))
+        check(out.startswith(header(40, 40 - len(want_tight), len(want_tight), 0)),
+              "header counts tight apart: %s" % out.splitlines()[:1])
+        check("%d more fit but leave less than the headroom" % len(want_tight) in out,
+              "the list says how many the headroom excluded")
+        # the ranked rows are the ok candidates only: none of candidate 2's tokens/s
+        ranked = [l for l in out.splitlines() if re.match(r"^ +\d+  tp", l)]
+        check(len(ranked) == 10, "top 10 listed: %d" % len(ranked))
+        # each ranked row ends with its headroom (MiB or GiB and % of capacity) and the share
+        # of its step that is exposed communication with the group exposing most: DDP and
+        # ZeRO on two GPUs expose dp, pipelines pp, tensor parallelism tp
+        check(all(re.search(r" (MiB|GiB) +\d+\.\d% +\d+\.\d% (dp|tp|pp|ep|cp)$", l) or
+                  re.search(r" (MiB|GiB) +\d+\.\d% +0%$", l) for l in ranked),
+              "ranked rows: headroom and exposed communication: %s" % ranked[:2])
+        # the boundary: --headroom C - P bytes, exactly what candidate 2 leaves, is not
+        # closer than asked: candidate 2 is ok, and only peaks above P are tight (none: P is
+        # the highest peak here, candidate 2 being the scenario's DDP, no sharding, the
+        # larger micro-batch, the lighter recompute)
+        check(P == max(peak.values(), default=-2), "candidate 2 has the highest peak")
+        runs = plan_json(tmp, scen, "--headroom", "%dB" % (C - P))
+        check(all(r["status"] == "ok" for r in runs), "--headroom %dB: candidate 2 not tight" % (C - P))
+        # --headroom FRACTION: 0.2 of 1 GiB is 214,748,364.8 B; tight when C - peak is less,
+        # i.e. peak > C - 0.2 C
+        runs = plan_json(tmp, scen, "--headroom", "0.2")
+        check({r["name"] for r in runs if r["status"] == "tight"} ==
+              {n for n, b in peak.items() if C - b < 0.2 * C}, "--headroom 0.2")
+
+        # the default headroom, 5% of the capacity: on GPUs of 900,000,000 B it is
+        # 45,000,000 B, so a candidate is tight when its peak exceeds 855,000,000 B (and
+        # fits: every peak is under 900,000,000, the highest being P = 864,809,984 B)
+        scen9 = scenario(tmp, "900000000 B")
+        runs = plan_json(tmp, scen9)
+        want_tight = {n for n, b in peak.items() if b > 855000000}
+        check(P < 900000000 and len(want_tight) > 0 and
+              {r["name"] for r in runs if r["status"] == "tight"} == want_tight and
+              {r["name"] for r in runs if r["status"] == "ok"} == set(peak) - want_tight,
+              "default headroom 5%%: tight = peaks above 855,000,000 B: %s" % sorted(want_tight))
+        out = plan_table(tmp, scen9)
+        check(out.startswith(header(40, 40 - len(want_tight), len(want_tight), 0)),
+              "default headroom: header: %s" % out.splitlines()[:1])
+
+        # OOM candidates: GPUs of 850,000,000 B, --headroom 0. A candidate is oom when its
+        # peak exceeds 850,000,000 B (its memory plan's peak, the same as its replay's above:
+        # each oom candidate's peak is checked against the 1 GiB run's); the others fit, all
+        # ok with no headroom asked.
+        scen8 = scenario(tmp, "850000000 B")
+        runs = plan_json(tmp, scen8, "--headroom", "0")
+        want_oom = {n for n, b in peak.items() if b > 850000000}
+        got = {r["name"]: r for r in runs}
+        check(len(want_oom) > 0 and {n for n, r in got.items() if r["status"] == "oom"} == want_oom
+              and {n for n, r in got.items() if r["status"] == "ok"} == set(peak) - want_oom,
+              "oom = the peaks above 850,000,000 B: %s" % sorted(want_oom))
+        check(all(got[n]["peak_mem_bytes"] == peak[n] for n in want_oom),
+              "an oom candidate's planned peak is the one replayed at 1 GiB")
+        # not replayed: every replay figure null, the memory keys set
+        check(all(all(got[n][k] is None for k in figures) and
+                  all(v is None for k in groups for v in got[n][k].values()) and
+                  got[n]["binding_constraint"] for n in want_oom),
+              "oom candidates: null throughput, a binding constraint")
+        check(all(all(isinstance(got[n][k], (int, float)) for k in figures)
+                  for n in set(peak) - want_oom), "ok candidates: numbers")
+        # HDF5: NaN in the summary and /sweep for those, numbers for the others
+        with h5py.File(os.path.join(tmp, "p.h5"), "r") as f:
+            sw = f["/sweep"][:]
+            for row in sw:
+                name = row["name"].decode()
+                s = f["/runs/%s/summary" % name][0]
+                untimed = name in want_oom
+                check(all(math.isnan(s[k]) == untimed for k in figures) and
+                      all(math.isnan(row[k]) == untimed
+                          for k in ("step_time_s", "tokens_per_s", "mfu", "bubble_fraction")) and
+                      math.isnan(s["exposed_comm_s.dp"]) == untimed,
+                      "%s: NaN exactly when not replayed" % name)
+        for kind in ("h5", "json"):
+            path = os.path.join(tmp, "p.h5") if kind == "h5" else os.path.join(tmp, "p.json")
+            if kind == "json":
+                with open(path, "w") as f:
+                    f.write("".join(json.dumps(r) + "\n" for r in runs))
+            p = subprocess.run(["/usr/bin/python3", contract_check, kind, path],
+                               capture_output=True, text=True)
+            check(p.returncode == 0, "contract %s: %s" % (kind, p.stdout))
+        out = plan_table(tmp, scen8, "--headroom", "0")
+        check(out.startswith(header(40, 40 - len(want_oom), 0, len(want_oom))),
+              "header: %d ok, %d oom: %s" % (40 - len(want_oom), len(want_oom), out.splitlines()[:1]))
+        # report: the oom candidates counted apart from the completed runs, shown as not
+        # timed and sorted after every timed run; in --csv their figures are empty
+        rc, out, err = run("report", os.path.join(tmp, "p.h5"))
+        lines = out.splitlines()
+        check(rc == 0 and lines[0].endswith(": 40 run(s), %d completed, %d out of memory and not "
+                                            "timed; sorted by throughput" % (40 - len(want_oom), len(want_oom))),
+              "report header: %s" % lines[:1])
+        # the header, a blank line and the column names, then one line per run
+        rows = lines[3:3 + 40]
+        last = rows[-len(want_oom):]
+        check({l.split()[0] for l in last} == want_oom and all("not timed" in l for l in last)
+              and not any("not timed" in l for l in rows[:-len(want_oom)]),
+              "report: oom candidates last, not timed: %s" % last)
+        rc, out, err = run("report", os.path.join(tmp, "p.h5"), "--csv")
+        head = out.splitlines()[0].split(",")
+        for line in out.splitlines()[1:]:
+            cells = line.split(",")
+            untimed = cells[0] in want_oom
+            check((cells[head.index("step_time_s")] == "") == untimed and
+                  (cells[head.index("tokens_per_s")] == "") == untimed,
+                  "report --csv: %s empty exactly when not replayed" % cells[0])
+
+        # skipped runs are not replayed either: a sweep with dp 3 on 2 GPUs
+        with open(os.path.join(tmp, "sw.yaml"), "w") as f:
+            f.write("base: %s\nname: sw\naxes:\n  parallel.dp: [2, 3]\n" % scen)
+        p = subprocess.run([exe, "sweep", "sw.yaml", "-o", "sw.h5", "--json"],
+                           capture_output=True, text=True, cwd=tmp)
+        sw = [json.loads(l) for l in p.stdout.splitlines()]
+        check(p.returncode == 0 and [r["status"] for r in sw] == ["ok", "skipped"] and
+              sw[1]["tokens_per_s"] is None and sw[1]["step_time_s"] is None and
+              sw[0]["tokens_per_s"] > 0, "sweep: a skipped run has null throughput")
+
+        # a bad --headroom: a plain number of 1 or more is neither a fraction nor a size
+        for bad in ("1", "2", "-0.1", "lots"):
+            rc, out, err = run("plan", scen, "--headroom", bad)
+            check(rc == 2 and err.startswith("--headroom: error: expects a size such as 2GiB")
+                  and out == "", "--headroom %s refused: %s" % (bad, err))
+
+
 {"acceptance": acceptance, "sharing": sharing, "bench": bench, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
  "moe": moe, "cp": cp, "outputs": outputs,
- "hostile": hostile, "limits": limits, "untrusted": untrusted}[mode]()
+ "hostile": hostile, "limits": limits, "untrusted": untrusted, "plan": plan}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
