@@ -9,7 +9,9 @@
 The expectations are read from the docs, not written here: in docs/json.md the key tables of
 `run --json` and `bench-coll --json` and the example of `mem --json`; in docs/hdf5-schema.md
 the attribute and column tables with their enumerations and the statements on which tables
-a run holds. A key or column the docs do not list, or one they list that the output lacks,
+a run holds. An object or list key with a section of its own, headed with its dotted path
+(`verdict`, `verdict.remedies`), has its keys checked against that section's key table, in
+order; a `map of strings` may have any keys, each value a string. A key or column the docs do not list, or one they list that the output lacks,
 is a problem; so are a wrong type, a number that is not finite, a value outside its
 documented enumeration or range, and a broken stated invariant (mem_bytes sums to
 peak_mem_bytes, one summary row, the tables each status holds, ...). A figure the docs say is
@@ -184,12 +186,13 @@ class Key:
         self.values, self.sub, self.sub_null = [], [], set()
         self.range, self.sums_to = None, None
         self.replay = False   # a figure of the replay: null when the run was not replayed
+        self.table = None     # an object's (or a list's objects') keys, from its own table
 
 
 def parse_type(name, cell):
     base, _, cond = cell.partition(",")
     words = base.split()
-    if not words or words[0] not in ("string", "int", "float", "object"):
+    if not words or words[0] not in ("string", "int", "float", "object", "list", "map"):
         raise DocError("docs/json.md: key %s: unknown type %r" % (name, cell))
     elem = None
     m = re.search(r"\bof (floats|ints|strings)\b", base)
@@ -217,8 +220,6 @@ def key_of(row):
                 last = s
             elif k == "code" and s == "null" and last in key.sub:
                 key.sub_null.add(last)
-        if not key.sub:
-            raise DocError("docs/json.md: object key %s lists no keys" % key.name)
     if re.search(r"\b0\.\.1\b", meaning):
         key.range = (0.0, 1.0)
     key.replay = "null when not replayed" in meaning
@@ -228,11 +229,28 @@ def key_of(row):
     return key
 
 
+def nested(secs, keys, prefix=""):
+    """Gives an object or list key the key table of the section headed with its dotted path
+    (`verdict`, `verdict.binding`, ...), recursively; an object needs that table or keys
+    listed in its meaning, a list needs the table."""
+    for k in keys:
+        path = prefix + k.name
+        if k.kind not in ("object", "list"):
+            continue
+        hits = [t for t in secs if t == "`%s`" % path]
+        if hits:
+            k.table = nested(secs, [key_of(row) for row in
+                                    table(secs[hits[0]], "key", "docs/json.md")], path + ".")
+        elif k.kind == "list" or not k.sub:
+            raise DocError("docs/json.md: %s key %s lists no keys" % (k.kind, path))
+    return keys
+
+
 def json_spec(docs):
     path = os.path.join(docs, "json.md")
     secs = sections(open(path, encoding="utf-8").read())
     _, body = section(secs, r"^`run --json`$", "docs/json.md")
-    run = [key_of(row) for row in table(body, "key", "docs/json.md")]
+    run = nested(secs, [key_of(row) for row in table(body, "key", "docs/json.md")])
     _, body = section(secs, r"^`mem --json`$", "docs/json.md")
     m = re.search(r"```json\n(.*?)```", body, re.S)
     if not m:
@@ -249,7 +267,7 @@ def json_spec(docs):
         k = by_name[name]
         mem.append(k)
     _, body = section(secs, r"^`bench-coll --json`$", "docs/json.md")
-    coll = [key_of(row) for row in table(body, "key", "docs/json.md")]
+    coll = nested(secs, [key_of(row) for row in table(body, "key", "docs/json.md")])
     return run, mem, coll
 
 
@@ -263,7 +281,8 @@ def is_num(v):
 
 def typed(v, kind):
     return {"int": is_int, "float": is_num, "string": lambda x: isinstance(x, str),
-            "object": lambda x: isinstance(x, dict)}[kind](v)
+            "object": lambda x: isinstance(x, dict), "map": lambda x: isinstance(x, dict),
+            "list": lambda x: isinstance(x, list)}[kind](v)
 
 
 def check_keys(where, o, keys, ordered):
@@ -297,6 +316,23 @@ def check_keys(where, o, keys, ordered):
             problem("%s: %s %r not one of %s" % (where, k.name, v, " ".join(k.values)))
         if k.range and not k.range[0] <= v <= k.range[1]:
             problem("%s: %s = %r outside [%g, %g]" % (where, k.name, v, *k.range))
+        if k.kind == "map":
+            # any keys, each value of the element type
+            for s, x in v.items():
+                if not typed(x, k.elem or "string"):
+                    problem("%s: %s[%r] should be %s, is %r"
+                            % (where, k.name, s, k.elem or "string", x))
+            continue
+        if k.kind == "list":
+            for n, e in enumerate(v):
+                if not isinstance(e, dict):
+                    problem("%s: %s[%d] should be an object, is %r" % (where, k.name, n, e))
+                else:
+                    check_keys("%s.%s[%d]" % (where, k.name, n), e, k.table, ordered)
+            continue
+        if k.kind == "object" and k.table is not None:
+            check_keys("%s.%s" % (where, k.name), v, k.table, ordered)
+            continue
         if k.kind == "object":
             for s in v:
                 if s not in k.sub:
