@@ -15,6 +15,7 @@
 #include "cli/cli.h"
 #include "cli/opts.h"
 #include "cli/output.h"
+#include "cli/verdict.h"
 #include "results/h5.h"
 #include "results/json.h"
 #include "input/load.h"
@@ -110,7 +111,8 @@ static void print_bytes(FILE *f, double b)
     fprintf(f, "%.2f GiB", b / (1024.0 * 1024.0 * 1024.0));
 }
 
-static void print_summary(FILE *f, const plan *p, const replay_results *r, bool replayed)
+static void print_summary(FILE *f, const plan *p, const replay_results *r, bool replayed,
+                          const results_verdict *v)
 {
     const replay_summary *s = &r->summary;
     const plan_scenario *sc = p->sc;
@@ -170,6 +172,8 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
     }
     if (s->binding_constraint)
         fprintf(f, "  binding         %s\n", s->binding_constraint);
+    if (v)
+        cli_verdict_print(f, v);
     cli_print_accuracy(f, replayed, p->sc->topology.gpu.name);
 }
 
@@ -303,10 +307,28 @@ static void print_progress(void *ud, const replay_progress *at)
             at->wall_s);
 }
 
+/* How the job was loaded, for the remedies of its verdict (cli/verdict.h). */
+static cli_verdict_input verdict_input(const cli_args *a, bool replayed)
+{
+    return (cli_verdict_input){
+        .scenario = a->scenario,
+        .sets = (const char *const *)a->sets.v,
+        .n_sets = a->sets.n,
+        .load = {.steps = a->steps, .no_op_sharing = a->no_op_sharing,
+                 .max_memory_bytes = cli_memory_budget(a->max_memory),
+                 .plan_only = !replayed},
+        .steps = a->steps,
+        .no_op_sharing = a->no_op_sharing,
+        .no_isolated_rounds = a->no_isolated_rounds,
+        .replayed = replayed};
+}
+
 /* Replays the job's plan and reports: the summary (or --json) on stdout, -o OUT.h5 with the
  * timeline streamed into it. `input_error`: a failed replay (a deadlock) is the input's
- * fault (exit 2, a trace read from a file) rather than an internal error (exit 1). */
-static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
+ * fault (exit 2, a trace read from a file) rather than an internal error (exit 1).
+ * `remedies`: check the verdict's remedies (`run`; not `replay`, whose trace no change of
+ * the scenario would regenerate). */
+static int replay_and_report(const cli_args *a, cli_job *j, bool input_error, bool remedies)
 {
     results_h5_file *f = NULL;
     sim_diag diag = {0};
@@ -334,6 +356,17 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
                           .no_isolated_rounds = a->no_isolated_rounds,
                           .cancel = cli_signal_flag()};
     replay_run(j->p, &opt, res);
+    results_verdict verdict = {0};
+    bool have_verdict = !res->cancelled && !*cli_signal_flag() &&
+                        res->summary.status != REPLAY_STATUS_ERROR;
+    if (have_verdict) {
+        cli_verdict_input vi = verdict_input(a, true);
+        vi.no_remedies = !remedies;
+        char constraint[1024];
+        cli_verdict_build(&vi, j->p, res, &verdict, constraint, sizeof constraint);
+        if (constraint[0])
+            res->summary.binding_constraint = replay_results_intern(res, constraint);
+    }
     if (res->cancelled || *cli_signal_flag()) {
         results_h5_abort(f); /* removes the temporary */
         rc = cli_signal_exit(f ? "nothing written" : "stopped");
@@ -350,9 +383,9 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
     }
     if (rc == 0) {
         if (a->json)
-            results_json_write_run(stdout, res);
+            results_json_write_run_verdict(stdout, res, have_verdict ? &verdict : NULL);
         else
-            print_summary(stdout, j->p, res, true);
+            print_summary(stdout, j->p, res, true, have_verdict ? &verdict : NULL);
         int own = 0;
         unsigned long long ops = 0;
         for (int r = 0; r < j->p->trace->n_ranks; r++) {
@@ -366,6 +399,7 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error)
                 (unsigned long long)res->events,
                 res->wall_s > 0 ? (double)res->events / res->wall_s : 0.0, own);
     }
+    cli_verdict_free(&verdict);
     replay_results_destroy(res);
     return rc;
 }
@@ -378,7 +412,7 @@ static int cmd_run(const cli_args *a)
     cli_job *j = sim_calloc(1, sizeof *j);
     rc = job_load(a, true, true, j);
     if (rc == 0 && (rc = cli_signal_exit("nothing written")) == 0)
-        rc = replay_and_report(a, j, false);
+        rc = replay_and_report(a, j, false, true);
     job_clear(j);
     sim_free(j);
     return rc;
@@ -529,7 +563,7 @@ static int cmd_replay(const cli_args *a)
     }
     trace_destroy(t);
     if (rc == 0 && (rc = cli_signal_exit("nothing written")) == 0)
-        rc = replay_and_report(a, j, true);
+        rc = replay_and_report(a, j, true, false);
     sim_free(info.scenario_yaml);
     job_clear(j);
     sim_free(j);
@@ -554,10 +588,17 @@ static int cmd_mem(const cli_args *a)
     if (rc == 0) {
         replay_results *res = replay_results_create();
         replay_memory_only(j->p, res);
+        results_verdict verdict;
+        cli_verdict_input vi = verdict_input(a, false);
+        char constraint[1024];
+        cli_verdict_build(&vi, j->p, res, &verdict, constraint, sizeof constraint);
+        if (constraint[0])
+            res->summary.binding_constraint = replay_results_intern(res, constraint);
         if (a->json)
-            results_json_write_mem(stdout, &res->summary);
+            results_json_write_mem(stdout, &res->summary, &verdict);
         else
-            print_summary(stdout, j->p, res, false);
+            print_summary(stdout, j->p, res, false, &verdict);
+        cli_verdict_free(&verdict);
         replay_results_destroy(res);
     }
     job_clear(j);

@@ -34,6 +34,8 @@ void plan__walk_rank(plan *p, int r)
     const trace_rank *tr = &p->trace->ranks[r];
     plan_mem level = p->mem[r];
     p->peak[r] = level;
+    bool over = level.total > p->capacity_bytes;
+    p->cross[r] = over ? level : (plan_mem){{0}, 0};
     for (size_t i = 0; i < tr->n_ops; i++) {
         const trace_op *o = &tr->ops[i];
         for (int end = 0; end <= 1; end++) {
@@ -46,8 +48,17 @@ void plan__walk_rank(plan *p, int r)
             }
             if (level.total > p->peak[r].total)
                 p->peak[r] = level;
+            if (!over && level.total > p->capacity_bytes) {
+                over = true;
+                p->cross[r] = level;
+            }
         }
     }
+}
+
+const plan_mem *plan_cross(const plan *p, int r, const plan_mem *at_peak)
+{
+    return p->cross && p->cross[r].total > 0 ? &p->cross[r] : at_peak;
 }
 
 /* The verdict of the rank with the highest peak. */
@@ -57,7 +68,9 @@ static void verdict(plan *p)
     for (int r = 1; r < p->n_ranks; r++)
         if (p->peak[r].total > p->peak[worst].total)
             worst = r;
-    p->oom = plan_mem_verdict(&p->peak[worst], p->capacity_bytes, p->binding_constraint,
+    p->oom = plan_mem_verdict(&p->peak[worst], &p->mem[worst],
+                              plan_cross(p, worst, &p->peak[worst]),
+                              p->capacity_bytes, p->binding_constraint,
                               sizeof p->binding_constraint);
 }
 
@@ -80,6 +93,7 @@ static plan *plan_new(const plan_scenario *sc, hw_topo *topo, int n, int have, i
         p->coords[r].node = hw_topo_device(topo, hw_topo_gpu_device(topo, r))->node;
     }
     p->peak = sim_calloc((size_t)n, sizeof *p->peak);
+    p->cross = sim_calloc((size_t)n, sizeof *p->cross);
     return p;
 }
 
@@ -233,5 +247,6 @@ void plan_destroy(plan *p)
     sim_free(p->coords);
     sim_free(p->mem);
     sim_free(p->peak);
+    sim_free(p->cross);
     sim_free(p);
 }

@@ -30,6 +30,9 @@ typedef struct plan {
     int64_t accum_steps;     /* micro-batches per replica per step */
     plan_mem *mem;           /* per rank: persistent bytes (trace base) at t = 0 */
     plan_mem *peak;          /* per rank: the split at the peak of a program-order walk */
+    plan_mem *cross;         /* per rank: the split when the walk first exceeded the
+                                capacity (the persistent bytes when they alone do; total 0
+                                when it never did) — plan_mem_binding */
     int64_t capacity_bytes;  /* the GPU catalog's usable memory */
     bool oom;                /* the walk's verdict (the replay re-judges on its timeline) */
     char binding_constraint[256]; /* "" when it fits (see plan_mem_verdict) */
@@ -74,6 +77,11 @@ typedef struct plan_trace_figures {
 int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures *fig,
                     plan **out, sim_diag *diag);
 void plan_destroy(plan *p);
+
+/* Rank r's split when its walk first exceeded the capacity, or `at_peak` (its peak's split,
+ * from the walk or a replay's timeline) when the walk never did: the `cross` argument of
+ * plan_mem_binding and plan_mem_verdict. */
+const plan_mem *plan_cross(const plan *p, int r, const plan_mem *at_peak);
 
 /* Computes rank `rank`'s coordinates under `order` (inner to outer) with the degrees of
  * `par`; ep is carved out of dp (ep coordinate = dp coordinate mod ep). The node is left

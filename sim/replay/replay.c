@@ -496,7 +496,9 @@ static void fill_memory(const plan *p, const plan_mem *peaks, replay_results *r)
     memcpy(s->mem_bytes, peaks[worst].bytes, sizeof s->mem_bytes);
     s->capacity_bytes = p->capacity_bytes;
     char why[256];
-    bool oom = plan_mem_verdict(&peaks[worst], p->capacity_bytes, why, sizeof why);
+    bool oom = plan_mem_verdict(&peaks[worst], &p->mem[worst],
+                                plan_cross(p, worst, &peaks[worst]), p->capacity_bytes, why,
+                                sizeof why);
     s->binding_constraint = oom ? replay_results_intern(r, why) : NULL;
     s->status = oom ? REPLAY_STATUS_OOM : REPLAY_STATUS_OK;
     s->gpus = p->n_ranks;

@@ -145,7 +145,97 @@ static void json_head(FILE *out, const replay_summary *s)
     fprintf(out, "%d,", s->gpus);
 }
 
+const char *results_bottleneck_name(results_bottleneck b)
+{
+    static const char *const names[RESULTS_BOTTLENECK_COUNT] = {
+        "compute", "exposed_comm", "bubbles", "offload", "host"};
+    SIM_ASSERT(b >= 0 && b < RESULTS_BOTTLENECK_COUNT, "bottleneck %d", (int)b);
+    return names[b];
+}
+
+static void json_verdict(FILE *out, const results_verdict *v)
+{
+    fputc(',', out);
+    json_key(out, "verdict");
+    fputc('{', out);
+    json_key(out, "status");
+    fputs(v->oom ? "\"oom\"," : "\"fits\",", out);
+    json_key(out, "capacity_bytes");
+    fprintf(out, "%" PRId64 ",", v->capacity_bytes);
+    json_key(out, "headroom_bytes");
+    fprintf(out, "%" PRId64 ",", v->headroom_bytes);
+    json_key(out, "binding");
+    if (v->has_binding) {
+        fputc('{', out);
+        json_key(out, "item");
+        results_json_string(out, plan_mem_cat_name(v->binding));
+        fputc(',', out);
+        json_key(out, "bytes");
+        fprintf(out, "%" PRId64 ",", v->binding_bytes);
+        json_key(out, "why");
+        results_json_string(out, v->binding_why);
+        fputs("},", out);
+    } else {
+        fputs("null,", out);
+    }
+    json_key(out, "bottleneck");
+    if (v->has_bottleneck) {
+        fputc('{', out);
+        json_key(out, "kind");
+        results_json_string(out, results_bottleneck_name(v->bottleneck));
+        fputc(',', out);
+        json_key(out, "group");
+        if (v->bottleneck_group >= 0)
+            results_json_string(out, plan_group_name((plan_group_class)v->bottleneck_group));
+        else
+            fputs("null", out);
+        fputc(',', out);
+        json_key(out, "share");
+        json_double(out, "verdict.bottleneck.share", v->bottleneck_share);
+        fputs("},", out);
+    } else {
+        fputs("null,", out);
+    }
+    json_key(out, "remedies");
+    fputc('[', out);
+    for (size_t i = 0; i < v->n_remedies; i++) {
+        const results_remedy *m = &v->remedies[i];
+        if (i)
+            fputc(',', out);
+        fputc('{', out);
+        json_key(out, "changes");
+        fputc('{', out);
+        for (int k = 0; k < m->n_changes; k++) {
+            if (k)
+                fputc(',', out);
+            results_json_string(out, m->key[k]);
+            fputc(':', out);
+            results_json_string(out, m->value[k]);
+        }
+        fputs("},", out);
+        json_key(out, "status");
+        fputs("\"ok\",", out);
+        json_key(out, "peak_mem_bytes");
+        fprintf(out, "%" PRId64 ",", m->peak_mem_bytes);
+        json_key(out, "headroom_bytes");
+        fprintf(out, "%" PRId64 ",", m->headroom_bytes);
+        json_key(out, "step_time_s");
+        json_timed(out, "verdict.remedies.step_time_s", m->step_time_s);
+        fputc(',', out);
+        json_key(out, "why");
+        results_json_string(out, m->why);
+        fputc('}', out);
+    }
+    fputs("]}", out);
+}
+
 void results_json_write_run(FILE *out, const replay_results *r)
+{
+    results_json_write_run_verdict(out, r, NULL);
+}
+
+void results_json_write_run_verdict(FILE *out, const replay_results *r,
+                                    const results_verdict *v)
 {
     const replay_summary *s = &r->summary;
     json_head(out, s);
@@ -240,12 +330,16 @@ void results_json_write_run(FILE *out, const replay_results *r)
     }
 
     json_mem(out, s);
+    if (v)
+        json_verdict(out, v);
     fputs("}\n", out);
 }
 
-void results_json_write_mem(FILE *out, const replay_summary *s)
+void results_json_write_mem(FILE *out, const replay_summary *s, const results_verdict *v)
 {
     json_head(out, s);
     json_mem(out, s);
+    if (v)
+        json_verdict(out, v);
     fputs("}\n", out);
 }

@@ -32,7 +32,7 @@ static char *capture_mem(const replay_summary *s)
     CHECK(f != NULL);
     if (!f)
         return sim_strdup("");
-    results_json_write_mem(f, s);
+    results_json_write_mem(f, s, NULL);
     long n = ftell(f);
     rewind(f);
     char *buf = sim_calloc((size_t)n + 1, 1);

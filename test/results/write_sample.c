@@ -55,7 +55,7 @@ int main(int argc, char **argv)
     } else {
         for (size_t i = 0; i < n_runs; i++)
             results_json_write_run(j, res[i]);
-        results_json_write_mem(j, &res[0]->summary);
+        results_json_write_mem(j, &res[0]->summary, NULL);
         if (fclose(j) != 0)
             rc = 1;
     }

@@ -1,0 +1,450 @@
+/* The verdict of run and mem: binding item, bottleneck and checked remedies (see verdict.h,
+ * docs/memory.md "Verdict"). */
+#include "core/sim.h"
+
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli/verdict.h"
+#include "replay/replay.h"
+
+/* At most this many single changes are generated, and pairs are tried among the PAIR_FROM
+ * valid ones with the lowest peaks (at most PAIR_FROM·(PAIR_FROM−1)/2 pairs). */
+#define CANDS_MAX 24
+#define PAIR_FROM 5
+
+static const double GiB = 1024.0 * 1024.0 * 1024.0;
+
+typedef struct cand {
+    results_remedy r;  /* the changes; peak, headroom, step time and why once checked */
+    const char *what;  /* what the change does, for `why` */
+    int ladder;        /* the ladder's order (pairs: 100 × first + second) */
+    bool valid;        /* loaded and planned */
+    bool fits;         /* and fits (for run: on the replay's timeline) */
+    int64_t walk_peak; /* the plan's program-order peak */
+    plan_mem split;    /* at the peak (the replay's for run) */
+} cand;
+
+typedef struct cand_list {
+    cand c[CANDS_MAX + PAIR_FROM * (PAIR_FROM - 1) / 2];
+    int n;
+} cand_list;
+
+static cand *push(cand_list *l, const char *what)
+{
+    SIM_ASSERT(l->n < (int)SIM_ARRAY_LEN(l->c), "%d remedy candidates", l->n);
+    cand *x = &l->c[l->n];
+    memset(x, 0, sizeof *x);
+    x->what = what;
+    x->ladder = l->n++;
+    x->r.step_time_s = NAN;
+    return x;
+}
+
+static void change(cand *x, const char *key, const char *fmt, ...)
+{
+    SIM_ASSERT(x->r.n_changes < RESULTS_REMEDY_CHANGES_MAX, "%d changes", x->r.n_changes);
+    int k = x->r.n_changes++;
+    snprintf(x->r.key[k], sizeof x->r.key[k], "%s", key);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(x->r.value[k], sizeof x->r.value[k], fmt, ap);
+    va_end(ap);
+}
+
+/* The single changes of the ladder (docs/memory.md) that the scenario has not applied yet,
+ * in the ladder's order; the loader and the plan reject those the rest of the scenario does
+ * not support. The global batch is kept wherever the change would move it. */
+static void generate(const plan_scenario *sc, const plan *p, cand_list *l)
+{
+    const plan_training *t = &sc->training;
+    const plan_parallel *par = &sc->parallel;
+    long long gb = (long long)p->global_batch;
+    cand *x;
+    if (t->finetune.method == PLAN_FT_FULL) {
+        x = push(l, "fine-tune LoRA adapters instead of every weight");
+        change(x, "training.finetune.method", "lora");
+        x = push(l, "fine-tune LoRA adapters on 4-bit weights (QLoRA)");
+        change(x, "training.finetune.method", "qlora");
+    }
+    /* with flash attention the scores are never stored: selective recompute saves next
+     * to nothing (docs/models.md) */
+    if (t->recompute == MODEL_RECOMPUTE_NONE && !t->flash_attention) {
+        x = push(l, "recompute attention's activations in backward (selective)");
+        change(x, "training.recompute", "selective");
+    }
+    if (t->recompute != MODEL_RECOMPUTE_FULL) {
+        x = push(l, "recompute each layer's activations in backward (full)");
+        change(x, "training.recompute", "full");
+    }
+    if (t->micro_batch > 1) {
+        int64_t half = t->micro_batch / 2;
+        x = push(l, "a smaller micro-batch, more accumulation steps, the same global batch");
+        change(x, "training.micro_batch", "%lld", (long long)half);
+        change(x, "training.global_batch", "%lld", gb);
+        if (half > 1) {
+            x = push(l, "micro-batch 1, more accumulation steps, the same global batch");
+            change(x, "training.micro_batch", "1");
+            change(x, "training.global_batch", "%lld", gb);
+        }
+    }
+    if (t->optimizer_state == PLAN_STATE_FP32) {
+        x = push(l, "bf16 optimizer states");
+        change(x, "training.optimizer_state", "bf16");
+    }
+    if (t->optimizer_state != PLAN_STATE_INT8) {
+        x = push(l, "8-bit optimizer states");
+        change(x, "training.optimizer_state", "int8");
+    }
+    if (par->dp * par->cp > 1)
+        for (int z = par->zero + 1; z <= 3; z++) {
+            static const char *const what[4] = {
+                "", "shard the optimizer states over the data-parallel ranks (ZeRO-1)",
+                "shard optimizer states and gradients (ZeRO-2)",
+                "shard parameters, gradients and optimizer states (ZeRO-3/FSDP)"};
+            x = push(l, what[z]);
+            change(x, "parallel.zero", "%d", z);
+        }
+    if (par->offload.optimizer == PLAN_OFFLOAD_NONE) {
+        x = push(l, "keep the optimizer states on the CPU and update there");
+        change(x, "parallel.offload.optimizer", "cpu");
+    }
+    /* tensor parallelism with sequence parallelism inside a node, out of the data-parallel
+     * ranks (the GPU count stays) */
+    int per_node = sc->topology.n_devices == 0 ? sc->topology.gpus_per_node : 0;
+    for (int f = 2; par->tp * f <= per_node && f <= 8; f *= 2)
+        if (par->dp % f == 0) {
+            x = push(l, "tensor + sequence parallelism within a node");
+            change(x, "parallel.tp", "%d", par->tp * f);
+            change(x, "parallel.sp", "true");
+            change(x, "parallel.dp", "%d", par->dp / f);
+            change(x, "training.global_batch", "%lld", gb);
+        }
+    for (int f = 2; f <= 4 && par->pp * f <= sc->model.layers; f *= 2)
+        if (par->dp % f == 0) {
+            x = push(l, "pipeline stages out of the data-parallel ranks");
+            change(x, "parallel.pp", "%d", par->pp * f);
+            change(x, "parallel.dp", "%d", par->dp / f);
+            change(x, "training.global_batch", "%lld", gb);
+            /* FSDP does not combine with pipelining: ZeRO-2 keeps the most sharding */
+            if (par->zero == 3)
+                change(x, "parallel.zero", "%d", par->dp / f > 1 ? 2 : 0);
+        }
+    /* the topology's idle GPUs of the same kind: the most data-parallel ranks that divide
+     * the global batch */
+    int width = par->tp * par->cp * par->pp;
+    for (int d = p->topology_gpus / width; d > par->dp; d--)
+        if (gb % (t->micro_batch * d) == 0 && d % par->ep == 0) {
+            x = push(l, "more GPUs of the same kind (the topology's idle ones), as data "
+                        "parallelism");
+            change(x, "parallel.dp", "%d", d);
+            change(x, "training.global_batch", "%lld", gb);
+            break;
+        }
+}
+
+/* The worst rank (lowest on ties) of per-rank peaks. */
+static int worst_of(const plan_mem *peaks, int n)
+{
+    int w = 0;
+    for (int r = 1; r < n; r++)
+        if (peaks[r].total > peaks[w].total)
+            w = r;
+    return w;
+}
+
+/* Loads the scenario with the command's overrides and the candidate's, plans it, and for
+ * run replays it when its plan fits: as `stepsim run|mem ... --set` would. */
+static void check(const cli_verdict_input *in, int64_t capacity, cand *x)
+{
+    size_t n = in->n_sets + (size_t)x->r.n_changes;
+    const char **sets = sim_calloc(n, sizeof *sets);
+    char(*own)[104] = sim_calloc((size_t)x->r.n_changes + 1, sizeof *own);
+    for (size_t i = 0; i < in->n_sets; i++)
+        sets[i] = in->sets[i];
+    for (int k = 0; k < x->r.n_changes; k++) {
+        snprintf(own[k], sizeof own[k], "%s=%s", x->r.key[k], x->r.value[k]);
+        sets[in->n_sets + (size_t)k] = own[k];
+    }
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    plan *p = NULL;
+    sim_diag diag = {0};
+    int rc = input_scenario_load_opts(in->scenario, sets, n, &in->load, sc, NULL, &diag, NULL);
+    if (rc == 0) {
+        if (in->steps > 0)
+            sc->simulation.steps = in->steps;
+        sc->simulation.timeline = false;
+        plan_options po = {.no_op_sharing = in->no_op_sharing};
+        rc = plan_create(sc, &po, &p, &diag);
+    }
+    if (rc == 0) {
+        x->valid = true;
+        int w = worst_of(p->peak, p->n_ranks);
+        x->walk_peak = p->peak[w].total;
+        x->split = p->peak[w];
+        x->fits = x->walk_peak <= capacity;
+        plan_destroy(p);
+        p = NULL;
+    }
+    if (rc == 0 && x->fits && in->replayed) {
+        plan_options po = {.with_trace = true, .no_op_sharing = in->no_op_sharing};
+        rc = plan_create(sc, &po, &p, &diag);
+        x->fits = false;
+        if (rc == 0) {
+            replay_results *res = replay_results_create();
+            replay_options ro = {.no_bubble_rows = true,
+                                 .no_isolated_rounds = in->no_isolated_rounds};
+            replay_run(p, &ro, res);
+            const replay_summary *s = &res->summary;
+            if (s->status == REPLAY_STATUS_OK) {
+                x->fits = true;
+                x->split.total = s->peak_mem_bytes;
+                memcpy(x->split.bytes, s->mem_bytes, sizeof x->split.bytes);
+                x->r.step_time_s = s->step_time_s;
+            }
+            replay_results_destroy(res);
+            plan_destroy(p);
+        }
+    }
+    sim_free(sc);
+    sim_free(own);
+    sim_free(sets);
+}
+
+/* Fills a fitting candidate's figures and its `why` against the job's split at the peak. */
+static void describe(cand *x, const plan_mem *base, int64_t capacity)
+{
+    x->r.peak_mem_bytes = x->split.total;
+    x->r.headroom_bytes = capacity - x->split.total;
+    int k = 0;
+    for (int c = 1; c < PLAN_MEM_COUNT; c++)
+        if (base->bytes[c] - x->split.bytes[c] > base->bytes[k] - x->split.bytes[k])
+            k = c;
+    snprintf(x->r.why, sizeof x->r.why, "%s: peak %.2f GiB, %s %.2f -> %.2f GiB", x->what,
+             x->split.total / GiB, plan_mem_cat_name((plan_mem_cat)k), base->bytes[k] / GiB,
+             x->split.bytes[k] / GiB);
+}
+
+/* Merges two candidates' changes into `out`; false when they set a key to different
+ * values (or need too many changes). */
+static bool merge(const cand *a, const cand *b, cand *out)
+{
+    out->r = a->r;
+    for (int k = 0; k < b->r.n_changes; k++) {
+        bool same = false;
+        for (int i = 0; i < a->r.n_changes; i++)
+            if (strcmp(a->r.key[i], b->r.key[k]) == 0) {
+                if (strcmp(a->r.value[i], b->r.value[k]) != 0)
+                    return false;
+                same = true;
+            }
+        if (same)
+            continue;
+        if (out->r.n_changes == RESULTS_REMEDY_CHANGES_MAX)
+            return false;
+        int n = out->r.n_changes++;
+        memcpy(out->r.key[n], b->r.key[k], sizeof out->r.key[n]);
+        memcpy(out->r.value[n], b->r.value[k], sizeof out->r.value[n]);
+    }
+    return true;
+}
+
+static int by_peak(const void *pa, const void *pb)
+{
+    const cand *a = *(const cand *const *)pa, *b = *(const cand *const *)pb;
+    if (a->walk_peak != b->walk_peak)
+        return a->walk_peak < b->walk_peak ? -1 : 1;
+    return (a->ladder > b->ladder) - (a->ladder < b->ladder);
+}
+
+static int by_ladder(const void *pa, const void *pb)
+{
+    const cand *a = pa, *b = pb;
+    return (a->ladder > b->ladder) - (a->ladder < b->ladder);
+}
+
+static int by_time(const void *pa, const void *pb)
+{
+    const cand *a = pa, *b = pb;
+    if (a->r.step_time_s != b->r.step_time_s)
+        return a->r.step_time_s < b->r.step_time_s ? -1 : 1;
+    return by_ladder(pa, pb);
+}
+
+/* Pairs of the PAIR_FROM valid singles with the lowest peaks, appended to `l`. */
+static void pairs(const cli_verdict_input *in, int64_t capacity, cand_list *l, char *whats,
+                  size_t what_size)
+{
+    const cand *best[CANDS_MAX];
+    int nb = 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->c[i].valid)
+            best[nb++] = &l->c[i];
+    qsort(best, (size_t)nb, sizeof *best, by_peak);
+    nb = SIM_MIN(nb, PAIR_FROM);
+    int used = 0;
+    for (int i = 0; i < nb; i++)
+        for (int j = i + 1; j < nb; j++) {
+            const cand *a = best[i]->ladder < best[j]->ladder ? best[i] : best[j];
+            const cand *b = a == best[i] ? best[j] : best[i];
+            cand m;
+            memset(&m, 0, sizeof m);
+            if (!merge(a, b, &m))
+                continue;
+            cand *x = push(l, NULL);
+            x->r = m.r;
+            x->r.step_time_s = NAN;
+            x->ladder = 100 * (a->ladder + 1) + b->ladder;
+            char *w = whats + (size_t)used++ * what_size;
+            snprintf(w, what_size, "%s, and %s", a->what, b->what);
+            x->what = w;
+            check(in, capacity, x);
+        }
+}
+
+/* What limits the step of a replayed run: the largest of the shares of its window —
+ * computing (1 − bubble_fraction), exposed communication (all groups; the group is the one
+ * with the most), pipeline bubbles, offload copies, other idle time (host) — first on ties. */
+static void bottleneck(const replay_summary *s, results_verdict *v)
+{
+    double share[RESULTS_BOTTLENECK_COUNT] = {0};
+    share[RESULTS_BOTTLENECK_COMPUTE] = 1 - s->bubble_fraction;
+    int group = -1;
+    for (int g = 0; g < PLAN_GROUP_COUNT; g++) {
+        double b = s->bubble_by_cause[REPLAY_CAUSE_DP + g];
+        share[RESULTS_BOTTLENECK_EXPOSED_COMM] += b;
+        if (b > 0 && (group < 0 || b > s->bubble_by_cause[REPLAY_CAUSE_DP + group]))
+            group = g;
+    }
+    share[RESULTS_BOTTLENECK_BUBBLES] = s->bubble_by_cause[REPLAY_CAUSE_PIPELINE];
+    share[RESULTS_BOTTLENECK_OFFLOAD] = s->bubble_by_cause[REPLAY_CAUSE_OFFLOAD];
+    share[RESULTS_BOTTLENECK_HOST] = s->bubble_by_cause[REPLAY_CAUSE_OTHER];
+    int k = 0;
+    for (int b = 1; b < RESULTS_BOTTLENECK_COUNT; b++)
+        if (share[b] > share[k])
+            k = b;
+    v->has_bottleneck = true;
+    v->bottleneck = (results_bottleneck)k;
+    v->bottleneck_group = k == RESULTS_BOTTLENECK_EXPOSED_COMM ? group : -1;
+    v->bottleneck_share = SIM_MAX(0.0, SIM_MIN(1.0, share[k]));
+}
+
+void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_results *res,
+                       results_verdict *v, char *constraint, size_t size)
+{
+    const replay_summary *s = &res->summary;
+    memset(v, 0, sizeof *v);
+    constraint[0] = '\0';
+    v->capacity_bytes = s->capacity_bytes;
+    v->headroom_bytes = s->capacity_bytes - s->peak_mem_bytes;
+    v->oom = s->peak_mem_bytes > s->capacity_bytes;
+    if (in->replayed)
+        bottleneck(s, v);
+    if (!v->oom)
+        return;
+
+    /* the worst rank and its split at the peak: the replay's rows, or the plan's walk */
+    plan_mem at_peak = {{0}, s->peak_mem_bytes};
+    memcpy(at_peak.bytes, s->mem_bytes, sizeof at_peak.bytes);
+    int w = worst_of(p->peak, p->n_ranks);
+    if (in->replayed && res->n_ranks == (size_t)p->n_ranks) {
+        w = 0;
+        for (int r = 1; r < p->n_ranks; r++)
+            if (res->ranks[r].peak_mem_bytes > res->ranks[w].peak_mem_bytes)
+                w = r;
+    }
+    const plan_mem *cross = plan_cross(p, w, &at_peak);
+    v->has_binding = true;
+    v->binding = plan_mem_binding(&p->mem[w], cross, v->capacity_bytes);
+    v->binding_bytes = at_peak.bytes[v->binding];
+    plan_mem_verdict(&at_peak, &p->mem[w], cross, v->capacity_bytes, v->binding_why,
+                     sizeof v->binding_why);
+    if (in->no_remedies)
+        return;
+
+    cand_list *l = sim_calloc(1, sizeof *l);
+    generate(p->sc, p, l);
+    int singles = l->n, fit = 0;
+    for (int i = 0; i < singles; i++) {
+        check(in, v->capacity_bytes, &l->c[i]);
+        fit += l->c[i].fits;
+    }
+    enum { WHAT = 200 };
+    char *whats = sim_calloc(PAIR_FROM * PAIR_FROM, WHAT);
+    bool paired = fit == 0;
+    if (paired)
+        pairs(in, v->capacity_bytes, l, whats, WHAT);
+    int n_fit = 0;
+    cand *out = sim_calloc((size_t)l->n + 1, sizeof *out);
+    for (int i = 0; i < l->n; i++)
+        if (l->c[i].fits) {
+            describe(&l->c[i], &at_peak, v->capacity_bytes);
+            out[n_fit++] = l->c[i];
+        }
+    qsort(out, (size_t)n_fit, sizeof *out, in->replayed ? by_time : by_ladder);
+    v->n_remedies = (size_t)n_fit;
+    v->remedies = sim_calloc((size_t)n_fit + 1, sizeof *v->remedies);
+    for (int i = 0; i < n_fit; i++)
+        v->remedies[i] = out[i].r;
+
+    int len = snprintf(constraint, size, "%s; ", v->binding_why);
+    if (len < 0 || (size_t)len >= size) {
+        /* the sentence alone fills the buffer */
+    } else if (n_fit == 0) {
+        snprintf(constraint + len, size - (size_t)len,
+                 "none of the %d change(s) checked fits%s (docs/memory.md)", l->n,
+                 paired && l->n > singles ? ", alone or paired" : "");
+    } else {
+        const results_remedy *b = &v->remedies[0];
+        len += snprintf(constraint + len, size - (size_t)len, "checked: ");
+        for (int k = 0; k < b->n_changes && len > 0 && (size_t)len < size; k++)
+            len += snprintf(constraint + len, size - (size_t)len, "--set %s=%s ", b->key[k],
+                            b->value[k]);
+        if (len > 0 && (size_t)len < size)
+            snprintf(constraint + len, size - (size_t)len, "fits at %.2f GiB (%d of %d "
+                     "change(s) checked fit)", b->peak_mem_bytes / GiB, n_fit, l->n);
+    }
+    sim_free(out);
+    sim_free(whats);
+    sim_free(l);
+}
+
+void cli_verdict_free(results_verdict *v)
+{
+    sim_free(v->remedies);
+    v->remedies = NULL;
+    v->n_remedies = 0;
+}
+
+void cli_verdict_print(FILE *f, const results_verdict *v)
+{
+    fprintf(f, "  headroom        %.2f GiB%s\n", v->headroom_bytes / GiB,
+            v->oom ? " (over the capacity)" : "");
+    if (v->has_bottleneck) {
+        fprintf(f, "  bottleneck      %s", results_bottleneck_name(v->bottleneck));
+        if (v->bottleneck_group >= 0)
+            fprintf(f, " (%s)", plan_group_name((plan_group_class)v->bottleneck_group));
+        fprintf(f, ", %.1f%% of the step\n", 100 * v->bottleneck_share);
+    }
+    if (!v->oom)
+        return;
+    fprintf(f, "  binding item    %s, %.2f GiB at the peak\n", plan_mem_cat_name(v->binding),
+            v->binding_bytes / GiB);
+    if (v->n_remedies == 0)
+        fprintf(f, "  remedies        none of the changes checked fits\n");
+    for (size_t i = 0; i < v->n_remedies; i++) {
+        const results_remedy *m = &v->remedies[i];
+        fprintf(f, "  %-16s", i == 0 ? "remedies" : "");
+        for (int k = 0; k < m->n_changes; k++)
+            fprintf(f, "%s--set %s=%s", k ? " " : "", m->key[k], m->value[k]);
+        fprintf(f, "\n                    peak %.2f GiB, headroom %.2f GiB", m->peak_mem_bytes / GiB,
+                m->headroom_bytes / GiB);
+        if (!isnan(m->step_time_s))
+            fprintf(f, ", step %.6g s", m->step_time_s);
+        fprintf(f, "\n                    %s\n", m->why);
+    }
+}
