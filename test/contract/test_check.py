@@ -153,6 +153,32 @@ try:
     # a key not marked "null when not replayed" stays non-null: peak_mem_bytes is an int
     o = mutated(run, lambda o: o.update(peak_mem_bytes=None))
     expect("json", write([o], "n4"), ["peak_mem_bytes is null"], "memory null")
+    # the verdict's nested tables (docs/json.md, `verdict` and the sections under it): an oom
+    # object with remedies (Qwen3-4B FSDP without recompute on 2x RTX 4090) passes, and one
+    # thing broken at each level is reported with its path
+    p = subprocess.run([stepsim, "mem", os.path.join(root, "scenarios",
+                                                     "qwen3-4b-2x4090-fsdp-bf16.yaml"),
+                        "--set", "training.recompute=none", "--json"],
+                       capture_output=True, text=True)
+    oom = json.loads(p.stdout) if p.returncode == 0 else {}
+    check(p.returncode == 0 and oom["verdict"]["remedies"], "mem oom: " + p.stderr)
+    rc, out = contract("json", write([oom], "v0"))
+    check(rc == 0, "an oom mem object with remedies passes: " + out)
+    for n, (change, line) in enumerate([
+            (lambda o: o["verdict"].update(status="maybe"), "verdict: status 'maybe' not one of"),
+            (lambda o: o["verdict"]["binding"].update(item="weights"),
+             "verdict.binding: item 'weights' not one of"),
+            (lambda o: o["verdict"]["binding"].pop("why"), "verdict.binding: missing why"),
+            (lambda o: o["verdict"].update(bottleneck={"kind": "compute", "group": None,
+                                                       "share": 1.5}),
+             "verdict.bottleneck: share = 1.5 outside"),
+            (lambda o: o["verdict"]["remedies"][0]["changes"].update(x=1),
+             "verdict.remedies[0]: changes['x'] should be string"),
+            (lambda o: o["verdict"]["remedies"][0].update(extra=1),
+             "verdict.remedies[0]: key extra is not documented"),
+            (lambda o: o["verdict"].update(remedies={}), "verdict: remedies should be list")]):
+        expect("json", write([mutated(oom, change)], "v%d" % (n + 1)), [line],
+               "verdict mutation %d" % n)
     # the mem object: its keys are the example's in json.md, capacity_bytes among them
     o = mutated(mem, lambda o: o.pop("capacity_bytes"))
     expect("json", write([o], "m13"), ["object 0 (mem ddp): missing capacity_bytes"], "mem key")
