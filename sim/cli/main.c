@@ -666,7 +666,8 @@ static const char usage_mem[] =
     "                   [--max-memory SIZE]\n"
     "\n"
     "Prints the per-GPU memory plan (params, grads, optimizer, activations, buffers) and the\n"
-    "OOM verdict without replaying the step. --set, --json and --no-op-sharing as for run;\n"
+    "OOM verdict without replaying the step: the binding item and the changes checked that\n"
+    "fit, each with its --set overrides and peak. --set, --json and --no-op-sharing as for run;\n"
     "--max-memory as for run, for the plan alone (no replay state).\n";
 
 static const char usage_topo[] =
