@@ -10,12 +10,24 @@
 #include <string.h>
 
 #include "cli/verdict.h"
+#include "plan/estimate.h"
 #include "replay/replay.h"
 
 /* At most this many single changes are generated, and pairs are tried among the PAIR_FROM
  * valid ones with the lowest peaks (at most PAIR_FROM·(PAIR_FROM−1)/2 pairs). */
 #define CANDS_MAX 24
 #define PAIR_FROM 5
+/* The work the remedies may take, in ops of their estimates (plan/estimate.h), so that an
+ * OOM verdict on a large cluster costs seconds, not a replay per remedy. Planning costs
+ * mostly the generated ops (the borrowed ones a twentieth of that): DeepSeek-V3 on 2,048
+ * H800s, every rank generated, plans about 4e7 of them in 1.6 s here; all the candidates
+ * together may plan 1e8. A remedy of `run` is replayed for its step time only while it has at
+ * most 5e7 ops per step x steps (a few seconds of replay) and the replays 2e8 in all. A
+ * candidate past the planning budget is not checked, so not named; one past the replay
+ * budget is listed by its memory plan with step_time_s null, its `why` saying so. */
+#define PLAN_OPS_BUDGET 1e8
+#define REPLAY_OPS_ONE 5e7
+#define REPLAY_OPS_BUDGET 2e8
 
 static const double GiB = 1024.0 * 1024.0 * 1024.0;
 
@@ -25,6 +37,7 @@ typedef struct cand {
     int ladder;        /* the ladder's order (pairs: 100 × first + second) */
     bool valid;        /* loaded and planned */
     bool fits;         /* and fits (for run: on the replay's timeline) */
+    bool untimed;      /* run: fits by its memory plan, not replayed (past the budget) */
     int64_t walk_peak; /* the plan's program-order peak */
     plan_mem split;    /* at the peak (the replay's for run) */
 } cand;
@@ -32,6 +45,7 @@ typedef struct cand {
 typedef struct cand_list {
     cand c[CANDS_MAX + PAIR_FROM * (PAIR_FROM - 1) / 2];
     int n;
+    double planned, replayed; /* estimated ops spent on checking, against the budgets */
 } cand_list;
 
 static cand *push(cand_list *l, const char *what)
@@ -159,7 +173,7 @@ static int worst_of(const plan_mem *peaks, int n)
 
 /* Loads the scenario with the command's overrides and the candidate's, plans it, and for
  * run replays it when its plan fits: as `stepsim run|mem ... --set` would. */
-static void check(const cli_verdict_input *in, int64_t capacity, cand *x)
+static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cand_list *l)
 {
     size_t n = in->n_sets + (size_t)x->r.n_changes;
     const char **sets = sim_calloc(n, sizeof *sets);
@@ -174,10 +188,19 @@ static void check(const cli_verdict_input *in, int64_t capacity, cand *x)
     plan *p = NULL;
     sim_diag diag = {0};
     int rc = input_scenario_load_opts(in->scenario, sets, n, &in->load, sc, NULL, &diag, NULL);
+    plan_work work = {0};
     if (rc == 0) {
         if (in->steps > 0)
             sc->simulation.steps = in->steps;
         sc->simulation.timeline = false;
+        plan_estimate_work(sc, !in->no_op_sharing, &work);
+        double cost = work.generated * work.ops_per_rank + work.ops / 20;
+        if (l->planned + cost > PLAN_OPS_BUDGET)
+            rc = SIM_EINVAL; /* not checked: past the budget */
+        else
+            l->planned += cost;
+    }
+    if (rc == 0) {
         plan_options po = {.no_op_sharing = in->no_op_sharing};
         rc = plan_create(sc, &po, &p, &diag);
     }
@@ -190,7 +213,14 @@ static void check(const cli_verdict_input *in, int64_t capacity, cand *x)
         plan_destroy(p);
         p = NULL;
     }
-    if (rc == 0 && x->fits && in->replayed) {
+    double replay_ops = work.ops * sc->simulation.steps;
+    bool replay = rc == 0 && x->fits && in->replayed;
+    if (replay && (replay_ops > REPLAY_OPS_ONE || l->replayed + replay_ops > REPLAY_OPS_BUDGET)) {
+        replay = false; /* listed by its memory plan, untimed */
+        x->untimed = true;
+    }
+    if (replay) {
+        l->replayed += replay_ops;
         plan_options po = {.with_trace = true, .no_op_sharing = in->no_op_sharing};
         rc = plan_create(sc, &po, &p, &diag);
         x->fits = false;
@@ -224,9 +254,11 @@ static void describe(cand *x, const plan_mem *base, int64_t capacity)
     for (int c = 1; c < PLAN_MEM_COUNT; c++)
         if (base->bytes[c] - x->split.bytes[c] > base->bytes[k] - x->split.bytes[k])
             k = c;
-    snprintf(x->r.why, sizeof x->r.why, "%s: peak %.2f GiB, %s %.2f -> %.2f GiB", x->what,
+    snprintf(x->r.why, sizeof x->r.why, "%s: peak %.2f GiB, %s %.2f -> %.2f GiB%s", x->what,
              x->split.total / GiB, plan_mem_cat_name((plan_mem_cat)k), base->bytes[k] / GiB,
-             x->split.bytes[k] / GiB);
+             x->split.bytes[k] / GiB,
+             x->untimed ? " (by its memory plan; not replayed here, too large to time "
+                          "quickly: `stepsim run --set` it)" : "");
 }
 
 /* Merges two candidates' changes into `out`; false when they set a key to different
@@ -267,10 +299,14 @@ static int by_ladder(const void *pa, const void *pb)
     return (a->ladder > b->ladder) - (a->ladder < b->ladder);
 }
 
+/* Fastest first; remedies not timed (NaN) after the timed ones, in the ladder's order. */
 static int by_time(const void *pa, const void *pb)
 {
     const cand *a = pa, *b = pb;
-    if (a->r.step_time_s != b->r.step_time_s)
+    bool ta = !isnan(a->r.step_time_s), tb = !isnan(b->r.step_time_s);
+    if (ta != tb)
+        return ta ? -1 : 1;
+    if (ta && a->r.step_time_s != b->r.step_time_s)
         return a->r.step_time_s < b->r.step_time_s ? -1 : 1;
     return by_ladder(pa, pb);
 }
@@ -302,7 +338,7 @@ static void pairs(const cli_verdict_input *in, int64_t capacity, cand_list *l, c
             char *w = whats + (size_t)used++ * what_size;
             snprintf(w, what_size, "%s, and %s", a->what, b->what);
             x->what = w;
-            check(in, capacity, x);
+            check(in, capacity, x, l);
         }
 }
 
@@ -370,7 +406,7 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     generate(p->sc, p, l);
     int singles = l->n, fit = 0;
     for (int i = 0; i < singles; i++) {
-        check(in, v->capacity_bytes, &l->c[i]);
+        check(in, v->capacity_bytes, &l->c[i], l);
         fit += l->c[i].fits;
     }
     enum { WHAT = 200 };

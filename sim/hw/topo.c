@@ -35,6 +35,7 @@ struct hw_topo {
     size_t bfs_head, bfs_tail;
     int32_t *nvl_comp; /* per device: component over NVLink links (an NVLink path is
                           impossible between different ones) */
+    bool staged;       /* every GPU's nearest host memory found (label_staging) */
     /* route cache: open addressing on (src, dst) */
     uint64_t *keys;
     hw_route **vals;
@@ -573,20 +574,43 @@ double hw_topo_route_bw_Bps(const hw_topo *t, const hw_route *r)
 
 /* ---- validation and creation ---------------------------------------------------------- */
 
-/* The nearest host memory of a p2p: false GPU in the explicit form (lowest device index on
- * ties). */
-static int nearest_memory(hw_topo *t, int g)
+/* The nearest host memory of every GPU that has none yet (lowest device index on ties; -1
+ * when none is reachable), by one breadth-first search from all host memories at once over
+ * the links into each device, expanding only devices that forward, as bfs_to does. The
+ * queue holds each distance's devices sorted by the memory that reached them first (the
+ * memories themselves in index order), so a device's first discoverer carries the lowest
+ * memory index among those at the smallest distance: what a search from each memory in turn,
+ * keeping the first strictly nearer one, finds, in one pass over the graph instead of one
+ * per memory and GPU (2,048 GPUs of 256 nodes took 16 s). */
+static void label_staging(hw_topo *t)
 {
-    int best = -1, best_d = INT32_MAX;
-    for (size_t m = 0; m < t->n_dev; m++) {
-        if (t->dev[m].kind != HW_DEV_HOST_MEMORY || !bfs_to(t, g, (int)m, -1))
-            continue;
-        if (t->dist[g] < best_d) {
-            best_d = t->dist[g];
-            best = (int)m;
+    size_t n = t->n_dev, head = 0, tail = 0;
+    int32_t *from = sim_calloc(n + 1, sizeof *from), *queue = sim_calloc(n + 1, sizeof *queue);
+    for (size_t d = 0; d < n; d++) {
+        from[d] = -1;
+        if (t->dev[d].kind == HW_DEV_HOST_MEMORY) {
+            from[d] = (int32_t)d;
+            queue[tail++] = (int32_t)d;
         }
     }
-    return best;
+    while (head < tail) {
+        int u = queue[head++];
+        if (t->dev[u].kind != HW_DEV_HOST_MEMORY && !t->fwd[u])
+            continue;
+        for (int32_t k = t->radj_first[u]; k < t->radj_first[u + 1]; k++) {
+            int v = t->radj_from[k];
+            if (from[v] >= 0)
+                continue;
+            from[v] = from[u];
+            queue[tail++] = v;
+        }
+    }
+    for (int g = 0; g < t->n_gpus; g++)
+        if (t->dev[t->gpu_dev[g]].staging < 0)
+            t->dev[t->gpu_dev[g]].staging = from[t->gpu_dev[g]];
+    t->staged = true;
+    sim_free(from);
+    sim_free(queue);
 }
 
 int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
@@ -605,7 +629,8 @@ int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
     for (int g = 0; g < t->n_gpus; g++) {
         hw_device *d = &t->dev[t->gpu_dev[g]];
         if (!d->p2p && d->staging < 0) {
-            d->staging = nearest_memory(t, t->gpu_dev[g]);
+            if (!t->staged)
+                label_staging(t);
             if (d->staging < 0) {
                 rc = sim_diag_error(diag, "topology", 0, 0,
                                     "GPU '%s' has p2p: false but no host_memory device it can "
@@ -699,8 +724,8 @@ int hw_topo_find(const hw_topo *t, const char *name)
 int hw_topo_host_memory(hw_topo *t, int gpu)
 {
     int d = hw_topo_gpu_device(t, gpu);
-    if (t->dev[d].staging < 0)
-        t->dev[d].staging = nearest_memory(t, d);
+    if (t->dev[d].staging < 0 && !t->staged)
+        label_staging(t);
     return t->dev[d].staging;
 }
 

@@ -139,6 +139,33 @@ int main(void)
     CHECK_INT_EQ(hw_topo_create(s, &t, &d), SIM_EINVAL);
     CHECK_STR_HAS(d.msg, "cannot reach");
 
+    /* Nearest host memory, ties to the lowest device index: g0 - c0 reaches mem0 and mem1 at
+     * 2 hops each (c0 - mem1 listed first), so mem0 (device 4); g1 - c1 - mem1 is 2 hops and
+     * mem0 3 (g1 - c1 - c0 - mem0), so mem1 (device 5). The same for p2p: false GPUs (found
+     * at creation) and p2p GPUs (hw_topo_host_memory, on first use). */
+    for (int p2p = 0; p2p <= 1; p2p++) {
+        memset(s, 0, sizeof *s);
+        for (int i = 0; i < 6; i++) {
+            snprintf(s->devices[i].name, sizeof s->devices[i].name, "%s", names[i]);
+            s->devices[i].kind = kinds[i];
+            s->devices[i].p2p = p2p;
+            s->devices[i].bw_Bps = 100 * GB;
+        }
+        s->n_devices = 6;
+        hw_link_spec ties[] = {{0, 2, true, 32 * GB, 0, HW_LINK_PCIE},
+                               {1, 3, true, 32 * GB, 0, HW_LINK_PCIE},
+                               {2, 3, true, 64 * GB, 0, HW_LINK_CPU},
+                               {2, 5, true, 100 * GB, 0, HW_LINK_CPU},
+                               {2, 4, true, 100 * GB, 0, HW_LINK_CPU},
+                               {3, 5, true, 100 * GB, 0, HW_LINK_CPU}};
+        memcpy(s->links, ties, sizeof ties);
+        s->n_links = 6;
+        CHECK_INT_EQ(hw_topo_create(s, &t, NULL), 0);
+        CHECK_INT_EQ(hw_topo_host_memory(t, 0), hw_topo_find(t, "mem0"));
+        CHECK_INT_EQ(hw_topo_host_memory(t, 1), hw_topo_find(t, "mem1"));
+        hw_topo_destroy(t);
+    }
+
     sim_free(s);
     return test_finish();
 }
