@@ -125,7 +125,7 @@ int cli_opts_parse(const cli_command *cmd, const cli_spec *spec, int argc, char 
     for (int i = 2; i < argc && rc == 0; i++) {
         const char *arg = argv[i];
         if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
-            /* the usage text lives apart from the option table (main.c): keep them together */
+            /* the usage text lives apart from the option table (usage.c): keep them together */
             for (size_t k = 0; k < spec->n_opts; k++)
                 SIM_ASSERT(strstr(cmd->usage, spec->opts[k].name) != NULL,
                            "the usage of `stepsim %s` does not name its option %s", cmd->name,
