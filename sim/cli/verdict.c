@@ -35,17 +35,13 @@ typedef struct cand {
     results_remedy r;  /* the changes; peak, headroom, step time and why once checked */
     const char *what;  /* what the change does, for `why` */
     int ladder;        /* the ladder's order (pairs: 100 × first + second) */
-    bool valid;        /* loaded and planned */
-    bool fits;         /* and fits (for run: on the replay's timeline) */
-    bool untimed;      /* run: fits by its memory plan, not replayed (past the budget) */
-    int64_t walk_peak; /* the plan's program-order peak */
-    plan_mem split;    /* at the peak (the replay's for run) */
+    cli_checked k;     /* what the check found */
 } cand;
 
 typedef struct cand_list {
     cand c[CANDS_MAX + PAIR_FROM * (PAIR_FROM - 1) / 2];
     int n;
-    double planned, replayed; /* estimated ops spent on checking, against the budgets */
+    cli_check_budget budget; /* estimated ops spent on checking */
 } cand_list;
 
 static cand *push(cand_list *l, const char *what)
@@ -171,17 +167,42 @@ static int worst_of(const plan_mem *peaks, int n)
     return w;
 }
 
-/* Loads the scenario with the command's overrides and the candidate's, plans it, and for
- * run replays it when its plan fits: as `stepsim run|mem ... --set` would. */
-static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cand_list *l)
+/* The binding item of a plan whose peak is over v->capacity_bytes: on the worst rank of the
+ * replay `res` when `replayed` (its rows), else of the plan's walk, with the split at the
+ * peak `at_peak` (docs/memory.md, "Binding item"). */
+static void bind(const plan *p, const replay_results *res, bool replayed, const plan_mem *at_peak,
+                 results_verdict *v)
 {
-    size_t n = in->n_sets + (size_t)x->r.n_changes;
-    const char **sets = sim_calloc(n, sizeof *sets);
-    char(*own)[104] = sim_calloc((size_t)x->r.n_changes + 1, sizeof *own);
+    int w = worst_of(p->peak, p->n_ranks);
+    if (replayed && res->n_ranks == (size_t)p->n_ranks) {
+        w = 0;
+        for (int r = 1; r < p->n_ranks; r++)
+            if (res->ranks[r].peak_mem_bytes > res->ranks[w].peak_mem_bytes)
+                w = r;
+    }
+    const plan_mem *cross = plan_cross(p, w, at_peak);
+    v->has_binding = true;
+    v->binding = plan_mem_binding(&p->mem[w], cross, v->capacity_bytes);
+    v->binding_bytes = at_peak->bytes[v->binding];
+    plan_mem_verdict(at_peak, &p->mem[w], cross, v->capacity_bytes, v->binding_why,
+                     sizeof v->binding_why);
+}
+
+static void bottleneck(const replay_summary *s, results_verdict *v);
+
+void cli_check(const cli_verdict_input *in, int64_t capacity, const results_remedy *changes,
+               cli_check_budget *b, cli_checked *out)
+{
+    memset(out, 0, sizeof *out);
+    out->step_time_s = out->tokens_per_s = NAN;
+    out->limit.capacity_bytes = capacity;
+    size_t n = in->n_sets + (size_t)changes->n_changes;
+    const char **sets = sim_calloc(n + 1, sizeof *sets);
+    char(*own)[104] = sim_calloc((size_t)changes->n_changes + 1, sizeof *own);
     for (size_t i = 0; i < in->n_sets; i++)
         sets[i] = in->sets[i];
-    for (int k = 0; k < x->r.n_changes; k++) {
-        snprintf(own[k], sizeof own[k], "%s=%s", x->r.key[k], x->r.value[k]);
+    for (int k = 0; k < changes->n_changes; k++) {
+        snprintf(own[k], sizeof own[k], "%s=%s", changes->key[k], changes->value[k]);
         sets[in->n_sets + (size_t)k] = own[k];
     }
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
@@ -195,46 +216,60 @@ static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cand_l
         sc->simulation.timeline = false;
         plan_estimate_work(sc, !in->no_op_sharing, &work);
         double cost = work.generated * work.ops_per_rank + work.ops / 20;
-        if (l->planned + cost > PLAN_OPS_BUDGET)
+        if (b->planned + cost > PLAN_OPS_BUDGET) {
             rc = SIM_EINVAL; /* not checked: past the budget */
-        else
-            l->planned += cost;
+            snprintf(out->reason, sizeof out->reason,
+                     "not checked: planning it (about %.3g ops) is past the work budget left",
+                     cost);
+        } else {
+            b->planned += cost;
+        }
     }
     if (rc == 0) {
         plan_options po = {.no_op_sharing = in->no_op_sharing};
         rc = plan_create(sc, &po, &p, &diag);
     }
     if (rc == 0) {
-        x->valid = true;
+        out->valid = true;
         int w = worst_of(p->peak, p->n_ranks);
-        x->walk_peak = p->peak[w].total;
-        x->split = p->peak[w];
-        x->fits = x->walk_peak <= capacity;
+        out->walk_peak = p->peak[w].total;
+        out->split = p->peak[w];
+        out->fits = out->walk_peak <= capacity;
+        if (!out->fits)
+            bind(p, NULL, false, &out->split, &out->limit);
         plan_destroy(p);
         p = NULL;
     }
+    if (rc != 0 && !out->reason[0])
+        snprintf(out->reason, sizeof out->reason, "%s",
+                 diag.set ? diag.msg : sim_strerror(rc));
     double replay_ops = work.ops * sc->simulation.steps;
-    bool replay = rc == 0 && x->fits && in->replayed;
-    if (replay && (replay_ops > REPLAY_OPS_ONE || l->replayed + replay_ops > REPLAY_OPS_BUDGET)) {
+    bool replay = rc == 0 && out->fits && in->replayed;
+    if (replay && (replay_ops > REPLAY_OPS_ONE || b->replayed + replay_ops > REPLAY_OPS_BUDGET)) {
         replay = false; /* listed by its memory plan, untimed */
-        x->untimed = true;
+        out->untimed = true;
     }
     if (replay) {
-        l->replayed += replay_ops;
+        b->replayed += replay_ops;
         plan_options po = {.with_trace = true, .no_op_sharing = in->no_op_sharing};
         rc = plan_create(sc, &po, &p, &diag);
-        x->fits = false;
+        out->fits = false;
         if (rc == 0) {
             replay_results *res = replay_results_create();
             replay_options ro = {.no_bubble_rows = true,
                                  .no_isolated_rounds = in->no_isolated_rounds};
             replay_run(p, &ro, res);
             const replay_summary *s = &res->summary;
-            if (s->status == REPLAY_STATUS_OK) {
-                x->fits = true;
-                x->split.total = s->peak_mem_bytes;
-                memcpy(x->split.bytes, s->mem_bytes, sizeof x->split.bytes);
-                x->r.step_time_s = s->step_time_s;
+            if (s->status == REPLAY_STATUS_OK || s->status == REPLAY_STATUS_OOM) {
+                out->fits = s->status == REPLAY_STATUS_OK;
+                out->split.total = s->peak_mem_bytes;
+                memcpy(out->split.bytes, s->mem_bytes, sizeof out->split.bytes);
+                out->step_time_s = s->step_time_s;
+                out->tokens_per_s = s->tokens_per_s;
+                if (out->fits)
+                    bottleneck(s, &out->limit);
+                else
+                    bind(p, res, true, &out->split, &out->limit);
             }
             replay_results_destroy(res);
             plan_destroy(p);
@@ -245,19 +280,26 @@ static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cand_l
     sim_free(sets);
 }
 
+/* Checks a candidate: cli_check of its changes, against the list's budget. */
+static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cand_list *l)
+{
+    cli_check(in, capacity, &x->r, &l->budget, &x->k);
+    x->r.step_time_s = x->k.fits ? x->k.step_time_s : NAN;
+}
+
 /* Fills a fitting candidate's figures and its `why` against the job's split at the peak. */
 static void describe(cand *x, const plan_mem *base, int64_t capacity)
 {
-    x->r.peak_mem_bytes = x->split.total;
-    x->r.headroom_bytes = capacity - x->split.total;
+    x->r.peak_mem_bytes = x->k.split.total;
+    x->r.headroom_bytes = capacity - x->k.split.total;
     int k = 0;
     for (int c = 1; c < PLAN_MEM_COUNT; c++)
-        if (base->bytes[c] - x->split.bytes[c] > base->bytes[k] - x->split.bytes[k])
+        if (base->bytes[c] - x->k.split.bytes[c] > base->bytes[k] - x->k.split.bytes[k])
             k = c;
     snprintf(x->r.why, sizeof x->r.why, "%s: peak %.2f GiB, %s %.2f -> %.2f GiB%s", x->what,
-             x->split.total / GiB, plan_mem_cat_name((plan_mem_cat)k), base->bytes[k] / GiB,
-             x->split.bytes[k] / GiB,
-             x->untimed ? " (by its memory plan; not replayed here, too large to time "
+             x->k.split.total / GiB, plan_mem_cat_name((plan_mem_cat)k), base->bytes[k] / GiB,
+             x->k.split.bytes[k] / GiB,
+             x->k.untimed ? " (by its memory plan; not replayed here, too large to time "
                           "quickly: `stepsim run --set` it)" : "");
 }
 
@@ -288,8 +330,8 @@ static bool merge(const cand *a, const cand *b, cand *out)
 static int by_peak(const void *pa, const void *pb)
 {
     const cand *a = *(const cand *const *)pa, *b = *(const cand *const *)pb;
-    if (a->walk_peak != b->walk_peak)
-        return a->walk_peak < b->walk_peak ? -1 : 1;
+    if (a->k.walk_peak != b->k.walk_peak)
+        return a->k.walk_peak < b->k.walk_peak ? -1 : 1;
     return (a->ladder > b->ladder) - (a->ladder < b->ladder);
 }
 
@@ -318,7 +360,7 @@ static void pairs(const cli_verdict_input *in, int64_t capacity, cand_list *l, c
     const cand *best[CANDS_MAX];
     int nb = 0;
     for (int i = 0; i < l->n; i++)
-        if (l->c[i].valid)
+        if (l->c[i].k.valid)
             best[nb++] = &l->c[i];
     qsort(best, (size_t)nb, sizeof *best, by_peak);
     nb = SIM_MIN(nb, PAIR_FROM);
@@ -386,19 +428,7 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     /* the worst rank and its split at the peak: the replay's rows, or the plan's walk */
     plan_mem at_peak = {{0}, s->peak_mem_bytes};
     memcpy(at_peak.bytes, s->mem_bytes, sizeof at_peak.bytes);
-    int w = worst_of(p->peak, p->n_ranks);
-    if (in->replayed && res->n_ranks == (size_t)p->n_ranks) {
-        w = 0;
-        for (int r = 1; r < p->n_ranks; r++)
-            if (res->ranks[r].peak_mem_bytes > res->ranks[w].peak_mem_bytes)
-                w = r;
-    }
-    const plan_mem *cross = plan_cross(p, w, &at_peak);
-    v->has_binding = true;
-    v->binding = plan_mem_binding(&p->mem[w], cross, v->capacity_bytes);
-    v->binding_bytes = at_peak.bytes[v->binding];
-    plan_mem_verdict(&at_peak, &p->mem[w], cross, v->capacity_bytes, v->binding_why,
-                     sizeof v->binding_why);
+    bind(p, res, in->replayed, &at_peak, v);
     if (in->no_remedies)
         return;
 
@@ -407,7 +437,7 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     int singles = l->n, fit = 0;
     for (int i = 0; i < singles; i++) {
         check(in, v->capacity_bytes, &l->c[i], l);
-        fit += l->c[i].fits;
+        fit += l->c[i].k.fits;
     }
     enum { WHAT = 200 };
     char *whats = sim_calloc(PAIR_FROM * PAIR_FROM, WHAT);
@@ -417,7 +447,7 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     int n_fit = 0;
     cand *out = sim_calloc((size_t)l->n + 1, sizeof *out);
     for (int i = 0; i < l->n; i++)
-        if (l->c[i].fits) {
+        if (l->c[i].k.fits) {
             describe(&l->c[i], &at_peak, v->capacity_bytes);
             out[n_fit++] = l->c[i];
         }

@@ -27,6 +27,34 @@ typedef struct cli_verdict_input {
     bool no_remedies; /* `replay`: its trace is fixed, no change of the scenario applies */
 } cli_verdict_input;
 
+/* One configuration checked as `stepsim run|mem SCENARIO --set ...` would check it: loaded
+ * through the real loader with the command's overrides and then `changes`, planned, and for
+ * `run` (in->replayed) replayed when its memory plan fits and its replay is within the work
+ * budget (`untimed` when past it). The remedies of a verdict and the rungs of
+ * `stepsim advise` are checked by it. */
+typedef struct cli_checked {
+    bool valid;        /* loaded and planned */
+    bool fits;         /* and fits (replayed: on the replay's timeline) */
+    bool untimed;      /* replayed wanted, but past the budget: fits by its memory plan */
+    int64_t walk_peak; /* the plan's program-order peak (what `mem` reports) */
+    plan_mem split;    /* at the peak: the replay's when replayed, else the plan's */
+    double step_time_s, tokens_per_s; /* NaN when not replayed */
+    /* capacity_bytes; the binding item when it does not fit, the bottleneck when it was
+     * replayed and fits */
+    results_verdict limit;
+    char reason[SIM_DIAG_MSG_MAX]; /* not valid: the loader's or the plan's error, or that
+                                      it was past the planning budget */
+} cli_checked;
+
+/* The estimated ops spent on checks so far, against verdict.c's work budgets: one budget
+ * shared by all the checks of one command. */
+typedef struct cli_check_budget {
+    double planned, replayed;
+} cli_check_budget;
+
+void cli_check(const cli_verdict_input *in, int64_t capacity, const results_remedy *changes,
+               cli_check_budget *budget, cli_checked *out);
+
 /* Fills `v` from the job's plan `p` and its results `res` (a replay's, or the memory-only
  * ones of `mem`), checking remedies when the peak does not fit. Writes the sentence for
  * `binding_constraint` into `constraint` ("" when it fits): the binding item and the best
