@@ -55,5 +55,6 @@ void cli_print_accuracy(FILE *f, bool timing, const char *gpu);
 
 int cli_sweep(const cli_command *cmd, int argc, char **argv);
 int cli_plan(const cli_command *cmd, int argc, char **argv);
+int cli_advise(const cli_command *cmd, int argc, char **argv);
 
 #endif

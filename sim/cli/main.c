@@ -635,6 +635,8 @@ static int replay_main(const cli_command *cmd, int argc, char **argv)
 /* ---- the command table (usage texts in usage.c) ---- */
 
 static const cli_command cli_commands[] = {
+    {.name = "advise", .args = "SCENARIO.yaml", .usage = cli_usage_advise, .run = cli_advise,
+     .summary = "the ladder for the scenario: each rung's fit, throughput and limit"},
     {.name = "run", .args = "SCENARIO.yaml", .usage = cli_usage_run, .run = run_main,
      .summary = "simulate training steps; print a summary, --json, or -o OUT.h5"},
     {.name = "check", .args = "SCENARIO.yaml", .usage = cli_usage_check, .run = check_main,

@@ -186,3 +186,21 @@ const char cli_usage_plan[] =
     "  --no-isolated-rounds  every transfer a max-min flow in every candidate, as for run\n"
     "  --max-memory SIZE     the memory budget of each candidate, as for run (one over it is\n"
     "                        skipped)\n";
+
+const char cli_usage_advise[] =
+    "usage: stepsim advise SCENARIO.yaml [--set KEY=VALUE]... [--json] [--steps N]\n"
+    "                      [--max-memory SIZE]\n"
+    "\n"
+    "The ladder of docs/memory.md for the scenario's model, GPUs and global batch, each rung a\n"
+    "concrete configuration given as --set changes: LoRA and QLoRA (full fine-tuning only),\n"
+    "one GPU (bf16, full recompute, micro-batch 1, accumulation), DDP, ZeRO-1, ZeRO-2, FSDP\n"
+    "over every GPU, TP+SP within a node, PP. Each is loaded, planned and, when it fits,\n"
+    "replayed as `run --set` would; a row gives its status (ok, oom, invalid), peak,\n"
+    "headroom, step time, tokens/s and what stops it (the bottleneck, the binding item or the\n"
+    "reason), then the fastest rung that fits.\n"
+    "\n"
+    "  --set KEY=VALUE    override a scenario key before the rungs' own changes\n"
+    "  --json             one JSON object per rung, in the ladder's order (docs/json.md)\n"
+    "  --steps N          simulate N optimizer steps per rung (overrides simulation.steps)\n"
+    "  --max-memory SIZE  refuse (invalid rung) one estimated to need more memory than SIZE\n"
+    "                     (default: 80% of this machine's memory)\n";

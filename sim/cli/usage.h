@@ -14,5 +14,6 @@ extern const char cli_usage_report[];
 extern const char cli_usage_export[];
 extern const char cli_usage_sweep[];
 extern const char cli_usage_plan[];
+extern const char cli_usage_advise[];
 
 #endif

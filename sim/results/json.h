@@ -18,7 +18,7 @@
 
 /* The `verdict` object of `run --json` and `mem --json` (docs/json.md): filled by the
  * commands that check remedies (cli/verdict.h), printed after binding_constraint. */
-#define RESULTS_REMEDY_CHANGES_MAX 8
+#define RESULTS_REMEDY_CHANGES_MAX 12
 
 typedef struct results_remedy {
     int n_changes;
