@@ -4,7 +4,7 @@
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
-      | cp | outputs | hostile | limits | untrusted | plan | verdict
+      | cp | outputs | hostile | limits | untrusted | plan | verdict | advise
 Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
@@ -2121,11 +2121,127 @@ def verdict():
     check(a1 == a2, "mem --json with remedies is deterministic")
 
 
+def advise():
+    """stepsim advise (docs/cli.md): the ladder of docs/memory.md as rungs over the scenario's
+    GPUs, each checked as a remedy is — applied with --set, every ok rung gives exactly its
+    step time and peak in `run`, every oom rung its peak in `mem` (or `run`, when it was the
+    replay that broke the budget), and an invalid one the loader's reason."""
+    sc = os.path.join(root, "scenarios")
+    order = ["lora", "qlora", "1gpu", "ddp", "zero1", "zero2", "fsdp", "tp+sp", "pp"]
+
+    def ladder(scen):
+        rc, out, err = run("advise", scen, "--json")
+        check(rc == 0, "advise %s: exit 0 (%d: %s)" % (os.path.basename(scen), rc, err.strip()))
+        return [json.loads(l) for l in out.splitlines()] if rc == 0 else []
+
+    def sets_of(r):
+        return sum((["--set", "%s=%s" % kv] for kv in r["changes"].items()), [])
+
+    def reproduce(scen, rungs):
+        name = os.path.basename(scen)
+        for r in rungs:
+            what = "advise %s, rung %s" % (name, r["rung"])
+            if r["status"] == "ok" or (r["status"] == "oom" and r["step_time_s"] is not None):
+                rc, out, err = run("run", scen, "--json", "--no-timeline", *sets_of(r))
+                o = json.loads(out) if rc == 0 else {}
+                check(o.get("status") == r["status"] and
+                      o.get("step_time_s") == r["step_time_s"] and
+                      o.get("tokens_per_s") == r["tokens_per_s"] and
+                      o.get("peak_mem_bytes") == r["peak_mem_bytes"] and
+                      r["headroom_bytes"] == o.get("capacity_bytes", 0) - r["peak_mem_bytes"],
+                      "%s: run gives %s %s s %s B, the rung %s" % (
+                          what, o.get("status"), o.get("step_time_s"), o.get("peak_mem_bytes"), r))
+                if r["status"] == "ok":
+                    check(r["bottleneck"] is not None and r["binding"] is None and
+                          r["limit"].startswith(r["bottleneck"]["kind"]),
+                          "%s: an ok rung is limited by its bottleneck: %s" % (what, r))
+            elif r["status"] == "oom":
+                rc, out, err = run("mem", scen, "--json", *sets_of(r))
+                o = json.loads(out) if rc == 0 else {}
+                check(o.get("status") == "oom" and
+                      o.get("peak_mem_bytes") == r["peak_mem_bytes"] and
+                      r["binding"] == (o.get("verdict") or {}).get("binding") and
+                      r["tokens_per_s"] is None,
+                      "%s: mem gives %s %s B, the rung %s" % (
+                          what, o.get("status"), o.get("peak_mem_bytes"), r))
+            else:
+                check(r["status"] == "invalid" and r["limit"] and r["peak_mem_bytes"] == 0 and
+                      r["step_time_s"] is None, "%s: invalid with a reason: %s" % (what, r))
+                if r["changes"]:
+                    # the loader's or the plan's reason: `check` refuses the same changes
+                    # with that very message
+                    rc, out, err = run("check", scen, *sets_of(r))
+                    check(rc == 2 and r["limit"] in err,
+                          "%s: check refuses it with the reason (%d: %s)" % (what, rc, err))
+
+    # --- the flagship: Qwen3-4B, FSDP, pure bf16, 2x RTX 4090 (N = 2) -----------------------
+    flag = os.path.join(sc, "qwen3-4b-2x4090-fsdp-bf16.yaml")
+    rungs = ladder(flag)
+    by = {r["rung"]: r for r in rungs}
+    # full fine-tuning: every rung of the ladder, in its order
+    check([r["rung"] for r in rungs] == order, "flagship ladder order: %s"
+          % [r["rung"] for r in rungs])
+    # the scenario is FSDP (zero 3, dp 2) already: that rung changes nothing and is the run
+    # of the scenario itself
+    check(by.get("fsdp", {}).get("changes") == {}, "flagship fsdp rung is the scenario")
+    # TP+SP: 2 GPUs per node, 32 heads: tp = 2 (the largest power of two <= min(8, 2)
+    # dividing 32 and 2), dp = 2/2 = 1, ZeRO-1, global batch kept at 16
+    check(by.get("tp+sp", {}).get("changes") == {
+        "parallel.dp": "1", "parallel.tp": "2", "parallel.sp": "true", "parallel.zero": "1",
+        "training.global_batch": "16"}, "flagship tp+sp rung: %s" % by.get("tp+sp"))
+    # PP: one node: pp = 2; tp 2 x pp 2 = 4 does not divide the 2 GPUs, so tp halves to 1:
+    # dp = 2 / (1 x 2) = 1
+    check(by.get("pp", {}).get("changes") == {
+        "parallel.dp": "1", "parallel.pp": "2", "parallel.zero": "1",
+        "training.global_batch": "16"}, "flagship pp rung: %s" % by.get("pp"))
+    # DDP over both GPUs: 2 + 2 + 4 B/param of Qwen3-4B's 4.02e9 replicated = 30 GiB of
+    # states alone > the 23.7 GiB of a 4090: oom
+    check(by.get("ddp", {}).get("status") == "oom", "flagship ddp does not fit")
+    reproduce(flag, rungs)
+    # the human table names the fastest rung that was timed and fits
+    rc, out, err = run("advise", flag)
+    timed = [r for r in rungs if r["status"] == "ok" and r["step_time_s"] is not None]
+    best = min(timed, key=lambda r: r["step_time_s"]) if timed else None
+    check(rc == 0 and best is not None and
+          ("fastest that fits: %s," % best["rung"]) in out and
+          all(("  %s " % r["rung"]) in out for r in rungs),
+          "advise table: a row per rung and the fastest (%s): %s" % (best, out))
+
+    # --- Llama 3.1 70B on 64 H100 (8 nodes of 8) ------------------------------------------------
+    big = os.path.join(sc, "llama3.1-70b-64xh100.yaml")
+    rungs = ladder(big)
+    by = {r["rung"]: r for r in rungs}
+    check([r["rung"] for r in rungs] == order, "70B ladder order")
+    # PP: 8 nodes, 80 layers % 8 == 0: pp = 8; 64 heads: tp = 8; dp = 64 / (8 x 8) = 1
+    pp = by.get("pp", {}).get("changes", {})
+    check(pp.get("parallel.pp") == "8" and pp.get("parallel.dp") == "1",
+          "70B pp rung: %s" % pp)
+    # DDP: 70.6e9 params x 16 B (bf16 weights and grads, fp32 master and Adam) replicated
+    # is far past 80 GB: oom
+    check(by.get("ddp", {}).get("status") == "oom", "70B ddp does not fit")
+    reproduce(big, rungs)
+
+    # --- invalid rungs: Mixtral 8x7B (MoE) — LoRA and FSDP are refused by the loader ------------
+    moe_ = os.path.join(sc, "mixtral-8x7b-64xh100.yaml")
+    rungs = ladder(moe_)
+    by = {r["rung"]: r for r in rungs}
+    check(by.get("fsdp", {}).get("status") == "invalid" and
+          "not supported" in by.get("fsdp", {}).get("limit", ""),
+          "MoE fsdp rung invalid with the loader's reason: %s" % by.get("fsdp"))
+    reproduce(moe_, [r for r in rungs if r["status"] == "invalid"])
+
+    # the same input, the same bytes
+    a1, a2 = run("advise", flag, "--json"), run("advise", flag, "--json")
+    check(a1 == a2 and a1[0] == 0, "advise --json is deterministic")
+    b1, b2 = run("advise", flag), run("advise", flag)
+    check(b1 == b2, "advise is deterministic")
+
+
 {"acceptance": acceptance, "sharing": sharing, "bench": bench, "errors": errors, "determinism": determinism,
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
  "moe": moe, "cp": cp, "outputs": outputs,
  "hostile": hostile, "limits": limits, "untrusted": untrusted, "plan": plan,
- "verdict": verdict}[mode]()
+ "verdict": verdict, "advise": advise}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
