@@ -268,7 +268,11 @@ def json_spec(docs):
         mem.append(k)
     _, body = section(secs, r"^`bench-coll --json`$", "docs/json.md")
     coll = nested(secs, [key_of(row) for row in table(body, "key", "docs/json.md")])
-    return run, mem, coll
+    # advise's binding and bottleneck are the verdict's: their tables are verdict.*
+    _, body = section(secs, r"^`advise --json`$", "docs/json.md")
+    advise = nested(secs, [key_of(row) for row in table(body, "key", "docs/json.md")],
+                    "verdict.")
+    return run, mem, coll, advise
 
 
 def is_int(v):
@@ -395,6 +399,22 @@ def check_run(where, o):
             problem("%s: ok with a binding_constraint" % where)
 
 
+def check_advise(where, o):
+    """What the advise table's meanings state: binding only for oom, bottleneck only for ok,
+    nothing measured for invalid, tokens_per_s null exactly when step_time_s is."""
+    status = o.get("status")
+    if (o.get("binding") is not None) != (status == "oom"):
+        problem("%s: %s with binding %r" % (where, status, o.get("binding")))
+    if o.get("bottleneck") is not None and status != "ok":
+        problem("%s: %s with a bottleneck" % (where, status))
+    if (o.get("step_time_s") is None) != (o.get("tokens_per_s") is None):
+        problem("%s: step_time_s and tokens_per_s not null together" % where)
+    if status == "invalid" and (o.get("peak_mem_bytes") or o.get("step_time_s") is not None):
+        problem("%s: invalid with figures" % where)
+    if not o.get("limit"):
+        problem("%s: no limit" % where)
+
+
 def objects(text):
     dec, i, out = json.JSONDecoder(), 0, []
     while True:
@@ -411,7 +431,7 @@ def objects(text):
 
 
 def check_json(path, docs):
-    run, mem, coll = json_spec(docs)
+    run, mem, coll, advise = json_spec(docs)
     run_only = {k.name for k in run} - {k.name for k in mem}
     text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()
     objs = objects(text)
@@ -424,15 +444,19 @@ def check_json(path, docs):
             continue
         if "op" in o or "busbw_GBps" in o:
             kind, keys = "bench-coll", coll
+        elif "rung" in o:
+            kind, keys = "advise", advise
         elif run_only & set(o):
             kind, keys = "run", run
         else:
             kind, keys = "mem", mem
         kinds[kind] = kinds.get(kind, 0) + 1
-        where = "object %d (%s %s)" % (n, kind, o.get("name", o.get("op", "?")))
-        # json.md: "Keys always appear, in the order below" (run and mem)
+        where = "object %d (%s %s)" % (n, kind, o.get("name", o.get("op", o.get("rung", "?"))))
+        # json.md: "Keys always appear, in the order below" (run, mem and advise)
         check_keys(where, o, keys, ordered=kind != "bench-coll")
-        if kind != "bench-coll":
+        if kind == "advise":
+            check_advise(where, o)
+        elif kind != "bench-coll":
             check_run(where, o)
             check_replay(where, o, keys)
     return "%d JSON object(s) (%s)" % (len(objs), ", ".join(

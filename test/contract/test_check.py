@@ -185,6 +185,26 @@ try:
     # bench-coll: the key table of docs/json.md, busbw_GBps among its keys
     o = mutated(coll[0], lambda o: o.pop("busbw_GBps"))
     expect("json", write([o], "m14"), ["missing busbw_GBps"], "bench-coll key")
+    # advise: one object per rung, the key table of `advise --json` (its binding and
+    # bottleneck the verdict's tables)
+    p = subprocess.run([stepsim, "advise", os.path.join(data, "ddp.yaml"), "--json"],
+                       capture_output=True, text=True)
+    adv = [json.loads(line) for line in p.stdout.splitlines()]
+    check(p.returncode == 0 and adv, "stepsim advise: " + p.stderr)
+    rc, out = contract("json", write(adv, "adv"))
+    check(rc == 0 and "(%d advise): as documented" % len(adv) in out,
+          "stepsim advise's own JSON passes: " + out)
+    ok = [o for o in adv if o["status"] == "ok"]
+    check(bool(ok), "advise on ddp.yaml has an ok rung")
+    if ok:
+        o = mutated(ok[0], lambda o: o.pop("limit"))
+        expect("json", write([o], "a1"), ["missing limit"], "advise key")
+        o = mutated(ok[0], lambda o: o.__setitem__("binding", {"item": "params", "bytes": 1,
+                                                               "why": "x"}))
+        expect("json", write([o], "a2"), ["ok with binding"], "advise binding of an ok rung")
+        o = mutated(ok[0], lambda o: o.__setitem__("status", "fits"))
+        expect("json", write([o], "a3"), ["status 'fits' not one of ok oom invalid"],
+               "advise status")
     # not JSON at all
     expect("json", write([], "m15"), ["no JSON object found"], "empty input")
 
