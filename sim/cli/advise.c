@@ -8,7 +8,6 @@
 #include "core/sim.h"
 
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -51,17 +50,6 @@ typedef struct rung {
     cli_checked k;
 } rung;
 
-static void change(rung *x, const char *key, const char *fmt, ...)
-{
-    SIM_ASSERT(x->r.n_changes < RESULTS_REMEDY_CHANGES_MAX, "%d changes", x->r.n_changes);
-    int k = x->r.n_changes++;
-    snprintf(x->r.key[k], sizeof x->r.key[k], "%s", key);
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(x->r.value[k], sizeof x->r.value[k], fmt, ap);
-    va_end(ap);
-}
-
 /* The layout keys a rung sets: each only where it differs from the scenario's, and the
  * global batch whenever the data-parallel degree or the micro-batch moves (it would move
  * with them otherwise). */
@@ -75,21 +63,21 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
 {
     const plan_parallel *par = &sc->parallel;
     if (L->dp != par->dp)
-        change(x, "parallel.dp", "%d", L->dp);
+        cli_remedy_set(&x->r, "parallel.dp", "%d", L->dp);
     if (L->tp != par->tp)
-        change(x, "parallel.tp", "%d", L->tp);
+        cli_remedy_set(&x->r, "parallel.tp", "%d", L->tp);
     if (L->sp != par->sp)
-        change(x, "parallel.sp", "%s", L->sp ? "true" : "false");
+        cli_remedy_set(&x->r, "parallel.sp", "%s", L->sp ? "true" : "false");
     if (L->pp != par->pp)
-        change(x, "parallel.pp", "%d", L->pp);
+        cli_remedy_set(&x->r, "parallel.pp", "%d", L->pp);
     if (L->cp != par->cp)
-        change(x, "parallel.cp", "%d", L->cp);
+        cli_remedy_set(&x->r, "parallel.cp", "%d", L->cp);
     if (L->zero != par->zero)
-        change(x, "parallel.zero", "%d", L->zero);
+        cli_remedy_set(&x->r, "parallel.zero", "%d", L->zero);
     if (L->micro_batch != sc->training.micro_batch)
-        change(x, "training.micro_batch", "%lld", (long long)L->micro_batch);
+        cli_remedy_set(&x->r, "training.micro_batch", "%lld", (long long)L->micro_batch);
     if (L->dp != par->dp || L->micro_batch != sc->training.micro_batch)
-        change(x, "training.global_batch", "%lld", (long long)gb);
+        cli_remedy_set(&x->r, "training.global_batch", "%lld", (long long)gb);
 }
 
 /* The ladder for the scenario `sc` (planned as `p`), in its order. */
@@ -103,10 +91,10 @@ static int ladder(const plan_scenario *sc, const plan *p, rung *out)
     if (sc->training.finetune.method == PLAN_FT_FULL) {
         x = &out[n++];
         x->name = "lora";
-        change(x, "training.finetune.method", "lora");
+        cli_remedy_set(&x->r, "training.finetune.method", "lora");
         x = &out[n++];
         x->name = "qlora";
-        change(x, "training.finetune.method", "qlora");
+        cli_remedy_set(&x->r, "training.finetune.method", "qlora");
     }
     /* one GPU: bf16 where the GPU has it, full recompute, micro-batch 1 and the rest of the
      * global batch as accumulation */
@@ -115,9 +103,9 @@ static int ladder(const plan_scenario *sc, const plan *p, rung *out)
     set_layout(x, sc, gb, &(layout){.dp = 1, .tp = 1, .pp = 1, .cp = 1, .micro_batch = 1});
     if (sc->topology.gpu.peak_flops[HW_DTYPE_BF16] > 0 &&
         sc->training.precision != HW_DTYPE_BF16)
-        change(x, "training.precision", "bf16");
+        cli_remedy_set(&x->r, "training.precision", "bf16");
     if (sc->training.recompute != MODEL_RECOMPUTE_FULL)
-        change(x, "training.recompute", "full");
+        cli_remedy_set(&x->r, "training.recompute", "full");
     /* data parallelism over every GPU, the parameters replicated (DDP) or sharded by stage */
     static const char *const dp_names[4] = {"ddp", "zero1", "zero2", "fsdp"};
     for (int z = 0; z <= 3; z++) {

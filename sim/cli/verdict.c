@@ -55,14 +55,14 @@ static cand *push(cand_list *l, const char *what)
     return x;
 }
 
-static void change(cand *x, const char *key, const char *fmt, ...)
+void cli_remedy_set(results_remedy *r, const char *key, const char *fmt, ...)
 {
-    SIM_ASSERT(x->r.n_changes < RESULTS_REMEDY_CHANGES_MAX, "%d changes", x->r.n_changes);
-    int k = x->r.n_changes++;
-    snprintf(x->r.key[k], sizeof x->r.key[k], "%s", key);
+    SIM_ASSERT(r->n_changes < RESULTS_REMEDY_CHANGES_MAX, "%d changes", r->n_changes);
+    int k = r->n_changes++;
+    snprintf(r->key[k], sizeof r->key[k], "%s", key);
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(x->r.value[k], sizeof x->r.value[k], fmt, ap);
+    vsnprintf(r->value[k], sizeof r->value[k], fmt, ap);
     va_end(ap);
 }
 
@@ -77,38 +77,38 @@ static void generate(const plan_scenario *sc, const plan *p, cand_list *l)
     cand *x;
     if (t->finetune.method == PLAN_FT_FULL) {
         x = push(l, "fine-tune LoRA adapters instead of every weight");
-        change(x, "training.finetune.method", "lora");
+        cli_remedy_set(&x->r, "training.finetune.method", "lora");
         x = push(l, "fine-tune LoRA adapters on 4-bit weights (QLoRA)");
-        change(x, "training.finetune.method", "qlora");
+        cli_remedy_set(&x->r, "training.finetune.method", "qlora");
     }
     /* with flash attention the scores are never stored: selective recompute saves next
      * to nothing (docs/models.md) */
     if (t->recompute == MODEL_RECOMPUTE_NONE && !t->flash_attention) {
         x = push(l, "recompute attention's activations in backward (selective)");
-        change(x, "training.recompute", "selective");
+        cli_remedy_set(&x->r, "training.recompute", "selective");
     }
     if (t->recompute != MODEL_RECOMPUTE_FULL) {
         x = push(l, "recompute each layer's activations in backward (full)");
-        change(x, "training.recompute", "full");
+        cli_remedy_set(&x->r, "training.recompute", "full");
     }
     if (t->micro_batch > 1) {
         int64_t half = t->micro_batch / 2;
         x = push(l, "a smaller micro-batch, more accumulation steps, the same global batch");
-        change(x, "training.micro_batch", "%lld", (long long)half);
-        change(x, "training.global_batch", "%lld", gb);
+        cli_remedy_set(&x->r, "training.micro_batch", "%lld", (long long)half);
+        cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
         if (half > 1) {
             x = push(l, "micro-batch 1, more accumulation steps, the same global batch");
-            change(x, "training.micro_batch", "1");
-            change(x, "training.global_batch", "%lld", gb);
+            cli_remedy_set(&x->r, "training.micro_batch", "1");
+            cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
         }
     }
     if (t->optimizer_state == PLAN_STATE_FP32) {
         x = push(l, "bf16 optimizer states");
-        change(x, "training.optimizer_state", "bf16");
+        cli_remedy_set(&x->r, "training.optimizer_state", "bf16");
     }
     if (t->optimizer_state != PLAN_STATE_INT8) {
         x = push(l, "8-bit optimizer states");
-        change(x, "training.optimizer_state", "int8");
+        cli_remedy_set(&x->r, "training.optimizer_state", "int8");
     }
     if (par->dp * par->cp > 1)
         for (int z = par->zero + 1; z <= 3; z++) {
@@ -117,11 +117,11 @@ static void generate(const plan_scenario *sc, const plan *p, cand_list *l)
                 "shard optimizer states and gradients (ZeRO-2)",
                 "shard parameters, gradients and optimizer states (ZeRO-3/FSDP)"};
             x = push(l, what[z]);
-            change(x, "parallel.zero", "%d", z);
+            cli_remedy_set(&x->r, "parallel.zero", "%d", z);
         }
     if (par->offload.optimizer == PLAN_OFFLOAD_NONE) {
         x = push(l, "keep the optimizer states on the CPU and update there");
-        change(x, "parallel.offload.optimizer", "cpu");
+        cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");
     }
     /* tensor parallelism with sequence parallelism inside a node, out of the data-parallel
      * ranks (the GPU count stays) */
@@ -129,20 +129,20 @@ static void generate(const plan_scenario *sc, const plan *p, cand_list *l)
     for (int f = 2; par->tp * f <= per_node && f <= 8; f *= 2)
         if (par->dp % f == 0) {
             x = push(l, "tensor + sequence parallelism within a node");
-            change(x, "parallel.tp", "%d", par->tp * f);
-            change(x, "parallel.sp", "true");
-            change(x, "parallel.dp", "%d", par->dp / f);
-            change(x, "training.global_batch", "%lld", gb);
+            cli_remedy_set(&x->r, "parallel.tp", "%d", par->tp * f);
+            cli_remedy_set(&x->r, "parallel.sp", "true");
+            cli_remedy_set(&x->r, "parallel.dp", "%d", par->dp / f);
+            cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
         }
     for (int f = 2; f <= 4 && par->pp * f <= sc->model.layers; f *= 2)
         if (par->dp % f == 0) {
             x = push(l, "pipeline stages out of the data-parallel ranks");
-            change(x, "parallel.pp", "%d", par->pp * f);
-            change(x, "parallel.dp", "%d", par->dp / f);
-            change(x, "training.global_batch", "%lld", gb);
+            cli_remedy_set(&x->r, "parallel.pp", "%d", par->pp * f);
+            cli_remedy_set(&x->r, "parallel.dp", "%d", par->dp / f);
+            cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
             /* FSDP does not combine with pipelining: ZeRO-2 keeps the most sharding */
             if (par->zero == 3)
-                change(x, "parallel.zero", "%d", par->dp / f > 1 ? 2 : 0);
+                cli_remedy_set(&x->r, "parallel.zero", "%d", par->dp / f > 1 ? 2 : 0);
         }
     /* the topology's idle GPUs of the same kind: the most data-parallel ranks that divide
      * the global batch */
@@ -151,8 +151,8 @@ static void generate(const plan_scenario *sc, const plan *p, cand_list *l)
         if (gb % (t->micro_batch * d) == 0 && d % par->ep == 0) {
             x = push(l, "more GPUs of the same kind (the topology's idle ones), as data "
                         "parallelism");
-            change(x, "parallel.dp", "%d", d);
-            change(x, "training.global_batch", "%lld", gb);
+            cli_remedy_set(&x->r, "parallel.dp", "%d", d);
+            cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
             break;
         }
 }
