@@ -64,6 +64,11 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
     const plan_parallel *par = &sc->parallel;
     if (L->dp != par->dp)
         cli_remedy_set(&x->r, "parallel.dp", "%d", L->dp);
+    /* the experts stay spread over as many data-parallel ranks as the layout has of the
+     * scenario's expert-parallel ranks (ep must divide dp) */
+    int ep = sim_gcd(par->ep, L->dp);
+    if (ep != par->ep)
+        cli_remedy_set(&x->r, "parallel.ep", "%d", ep);
     if (L->tp != par->tp)
         cli_remedy_set(&x->r, "parallel.tp", "%d", L->tp);
     if (L->sp != par->sp)

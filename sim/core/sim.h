@@ -19,6 +19,17 @@
 #define SIM_MIN(a, b) ((a) < (b) ? (a) : (b))
 #define SIM_MAX(a, b) ((a) > (b) ? (a) : (b))
 
+/* The greatest common divisor of two non-negative integers (gcd(a, 0) = a). */
+static inline int sim_gcd(int a, int b)
+{
+    while (b != 0) {
+        int t = a % b;
+        a = b;
+        b = t;
+    }
+    return a;
+}
+
 /* Hash constants, fixed forever: hashes pick among equal routes and index caches, so a new
  * constant would change which route a run takes. FNV-1a 64-bit (Fowler, Noll, Vo): offset
  * basis and prime, for hashing input files. MurmurHash3's fmix64 finalizer multipliers
