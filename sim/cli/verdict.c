@@ -14,9 +14,12 @@
 #include "replay/replay.h"
 
 /* At most this many single changes are generated, and pairs are tried among the PAIR_FROM
- * valid ones with the lowest peaks (at most PAIR_FROM·(PAIR_FROM−1)/2 pairs). */
+ * valid ones with the lowest peaks (at most PAIR_FROM·(PAIR_FROM−1)/2 pairs); when no pair
+ * fits either, changes are stacked on the closest, up to STACK_MAX (stack). */
 #define CANDS_MAX 24
 #define PAIR_FROM 5
+#define STACK_MAX 4
+#define WHAT_MAX 480
 /* The work the remedies may take, in ops of their estimates (plan/estimate.h), so that an
  * OOM verdict on a large cluster costs seconds, not a replay per remedy. Planning costs
  * mostly the generated ops (the borrowed ones a twentieth of that): DeepSeek-V3 on 2,048
@@ -33,24 +36,37 @@ static const double GiB = 1024.0 * 1024.0 * 1024.0;
 
 typedef struct cand {
     results_remedy r;  /* the changes; peak, headroom, step time and why once checked */
-    const char *what;  /* what the change does, for `why` */
-    int ladder;        /* the ladder's order (pairs: 100 × first + second) */
+    char what[WHAT_MAX]; /* what the change does, for `why` */
+    int ladder;        /* the ladder's order (pairs: 100 × first + second; stacked: 10000 ×
+                          changes + the last one's) */
+    int depth;         /* changes of the ladder it stacks: 1 single, 2 a pair */
     cli_checked k;     /* what the check found */
 } cand;
 
 typedef struct cand_list {
-    cand c[CANDS_MAX + PAIR_FROM * (PAIR_FROM - 1) / 2];
+    cand c[2 * CANDS_MAX + PAIR_FROM * (PAIR_FROM - 1) / 2];
     int n;
     cli_check_budget budget; /* estimated ops spent on checking */
 } cand_list;
+
+/* snprintf for the `what` and `why` sentences, which are cut at their buffer's size (a
+ * long stack of changes names them all in its `changes`; the sentence may end short). */
+static void sentence(char *dst, size_t size, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(dst, size, fmt, ap);
+    va_end(ap);
+}
 
 static cand *push(cand_list *l, const char *what)
 {
     SIM_ASSERT(l->n < (int)SIM_ARRAY_LEN(l->c), "%d remedy candidates", l->n);
     cand *x = &l->c[l->n];
     memset(x, 0, sizeof *x);
-    x->what = what;
+    snprintf(x->what, sizeof x->what, "%s", what);
     x->ladder = l->n++;
+    x->depth = 1;
     x->r.step_time_s = NAN;
     return x;
 }
@@ -66,19 +82,33 @@ void cli_remedy_set(results_remedy *r, const char *key, const char *fmt, ...)
     va_end(ap);
 }
 
+/* Sets the data-parallel degree to `dp`, and the expert-parallel one to as many of the
+ * scenario's as divide it (ep must divide dp). */
+static void set_dp(results_remedy *r, const plan_parallel *par, int dp)
+{
+    cli_remedy_set(r, "parallel.dp", "%d", dp);
+    int ep = sim_gcd(par->ep, dp);
+    if (ep != par->ep)
+        cli_remedy_set(r, "parallel.ep", "%d", ep);
+}
+
 /* The single changes of the ladder (docs/memory.md) that the scenario has not applied yet,
  * in the ladder's order; the loader and the plan reject those the rest of the scenario does
  * not support. The global batch is kept wherever the change would move it. */
-static void generate(const plan_scenario *sc, const plan *p, cand_list *l)
+static void generate(const plan_scenario *sc, int64_t global_batch, int topology_gpus,
+                     cand_list *l)
 {
     const plan_training *t = &sc->training;
     const plan_parallel *par = &sc->parallel;
-    long long gb = (long long)p->global_batch;
+    long long gb = (long long)global_batch;
     cand *x;
     if (t->finetune.method == PLAN_FT_FULL) {
         x = push(l, "fine-tune LoRA adapters instead of every weight");
         cli_remedy_set(&x->r, "training.finetune.method", "lora");
         x = push(l, "fine-tune LoRA adapters on 4-bit weights (QLoRA)");
+        cli_remedy_set(&x->r, "training.finetune.method", "qlora");
+    } else if (t->finetune.method == PLAN_FT_LORA) {
+        x = push(l, "keep the frozen weights in 4 bits (QLoRA)");
         cli_remedy_set(&x->r, "training.finetune.method", "qlora");
     }
     /* with flash attention the scores are never stored: selective recompute saves next
@@ -131,14 +161,14 @@ static void generate(const plan_scenario *sc, const plan *p, cand_list *l)
             x = push(l, "tensor + sequence parallelism within a node");
             cli_remedy_set(&x->r, "parallel.tp", "%d", par->tp * f);
             cli_remedy_set(&x->r, "parallel.sp", "true");
-            cli_remedy_set(&x->r, "parallel.dp", "%d", par->dp / f);
+            set_dp(&x->r, par, par->dp / f);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
         }
     for (int f = 2; f <= 4 && par->pp * f <= sc->model.layers; f *= 2)
         if (par->dp % f == 0) {
             x = push(l, "pipeline stages out of the data-parallel ranks");
             cli_remedy_set(&x->r, "parallel.pp", "%d", par->pp * f);
-            cli_remedy_set(&x->r, "parallel.dp", "%d", par->dp / f);
+            set_dp(&x->r, par, par->dp / f);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
             /* FSDP does not combine with pipelining: ZeRO-2 keeps the most sharding */
             if (par->zero == 3)
@@ -147,7 +177,7 @@ static void generate(const plan_scenario *sc, const plan *p, cand_list *l)
     /* the topology's idle GPUs of the same kind: the most data-parallel ranks that divide
      * the global batch */
     int width = par->tp * par->cp * par->pp;
-    for (int d = p->topology_gpus / width; d > par->dp; d--)
+    for (int d = topology_gpus / width; d > par->dp; d--)
         if (gb % (t->micro_batch * d) == 0 && d % par->ep == 0) {
             x = push(l, "more GPUs of the same kind (the topology's idle ones), as data "
                         "parallelism");
@@ -190,12 +220,11 @@ static void bind(const plan *p, const replay_results *res, bool replayed, const 
 
 static void bottleneck(const replay_summary *s, results_verdict *v);
 
-void cli_check(const cli_verdict_input *in, int64_t capacity, const results_remedy *changes,
-               cli_check_budget *b, cli_checked *out)
+/* Loads the scenario as `stepsim run|mem SCENARIO --set ...` would: the command's overrides,
+ * then `changes`. */
+static int load_with(const cli_verdict_input *in, const results_remedy *changes,
+                     plan_scenario *sc, sim_diag *diag)
 {
-    memset(out, 0, sizeof *out);
-    out->step_time_s = out->tokens_per_s = NAN;
-    out->limit.capacity_bytes = capacity;
     size_t n = in->n_sets + (size_t)changes->n_changes;
     const char **sets = sim_calloc(n + 1, sizeof *sets);
     char(*own)[104] = sim_calloc((size_t)changes->n_changes + 1, sizeof *own);
@@ -205,10 +234,22 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
         snprintf(own[k], sizeof own[k], "%s=%s", changes->key[k], changes->value[k]);
         sets[in->n_sets + (size_t)k] = own[k];
     }
+    int rc = input_scenario_load_opts(in->scenario, sets, n, &in->load, sc, NULL, diag, NULL);
+    sim_free(own);
+    sim_free(sets);
+    return rc;
+}
+
+void cli_check(const cli_verdict_input *in, int64_t capacity, const results_remedy *changes,
+               cli_check_budget *b, cli_checked *out)
+{
+    memset(out, 0, sizeof *out);
+    out->step_time_s = out->tokens_per_s = NAN;
+    out->limit.capacity_bytes = capacity;
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     plan *p = NULL;
     sim_diag diag = {0};
-    int rc = input_scenario_load_opts(in->scenario, sets, n, &in->load, sc, NULL, &diag, NULL);
+    int rc = load_with(in, changes, sc, &diag);
     plan_work work = {0};
     if (rc == 0) {
         if (in->steps > 0)
@@ -231,6 +272,7 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
     }
     if (rc == 0) {
         out->valid = true;
+        out->gpus = p->n_ranks;
         int w = worst_of(p->peak, p->n_ranks);
         out->walk_peak = p->peak[w].total;
         out->split = p->peak[w];
@@ -276,14 +318,12 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
         }
     }
     sim_free(sc);
-    sim_free(own);
-    sim_free(sets);
 }
 
 /* Checks a candidate: cli_check of its changes, against the list's budget. */
-static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cand_list *l)
+static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cli_check_budget *b)
 {
-    cli_check(in, capacity, &x->r, &l->budget, &x->k);
+    cli_check(in, capacity, &x->r, b, &x->k);
     x->r.step_time_s = x->k.fits ? x->k.step_time_s : NAN;
 }
 
@@ -291,12 +331,13 @@ static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cand_l
 static void describe(cand *x, const plan_mem *base, int64_t capacity)
 {
     x->r.peak_mem_bytes = x->k.split.total;
+    x->r.gpus = x->k.gpus;
     x->r.headroom_bytes = capacity - x->k.split.total;
     int k = 0;
     for (int c = 1; c < PLAN_MEM_COUNT; c++)
         if (base->bytes[c] - x->k.split.bytes[c] > base->bytes[k] - x->k.split.bytes[k])
             k = c;
-    snprintf(x->r.why, sizeof x->r.why, "%s: peak %.2f GiB, %s %.2f -> %.2f GiB%s", x->what,
+    sentence(x->r.why, sizeof x->r.why, "%s: peak %.2f GiB, %s %.2f -> %.2f GiB%s", x->what,
              x->k.split.total / GiB, plan_mem_cat_name((plan_mem_cat)k), base->bytes[k] / GiB,
              x->k.split.bytes[k] / GiB,
              x->k.untimed ? " (by its memory plan; not replayed here, too large to time "
@@ -354,8 +395,7 @@ static int by_time(const void *pa, const void *pb)
 }
 
 /* Pairs of the PAIR_FROM valid singles with the lowest peaks, appended to `l`. */
-static void pairs(const cli_verdict_input *in, int64_t capacity, cand_list *l, char *whats,
-                  size_t what_size)
+static void pairs(const cli_verdict_input *in, int64_t capacity, cand_list *l)
 {
     const cand *best[CANDS_MAX];
     int nb = 0;
@@ -364,7 +404,6 @@ static void pairs(const cli_verdict_input *in, int64_t capacity, cand_list *l, c
             best[nb++] = &l->c[i];
     qsort(best, (size_t)nb, sizeof *best, by_peak);
     nb = SIM_MIN(nb, PAIR_FROM);
-    int used = 0;
     for (int i = 0; i < nb; i++)
         for (int j = i + 1; j < nb; j++) {
             const cand *a = best[i]->ladder < best[j]->ladder ? best[i] : best[j];
@@ -373,15 +412,315 @@ static void pairs(const cli_verdict_input *in, int64_t capacity, cand_list *l, c
             memset(&m, 0, sizeof m);
             if (!merge(a, b, &m))
                 continue;
-            cand *x = push(l, NULL);
+            cand *x = push(l, "");
             x->r = m.r;
             x->r.step_time_s = NAN;
             x->ladder = 100 * (a->ladder + 1) + b->ladder;
-            char *w = whats + (size_t)used++ * what_size;
-            snprintf(w, what_size, "%s, and %s", a->what, b->what);
-            x->what = w;
-            check(in, capacity, x, l);
+            x->depth = 2;
+            sentence(x->what, sizeof x->what, "%s, and %s", a->what, b->what);
+            check(in, capacity, x, &l->budget);
         }
+}
+
+/* `a` then `b` as --set applies them: b's value wins for a key both set. False when the
+ * changes would not fit one remedy. */
+static bool override(const results_remedy *a, const results_remedy *b, results_remedy *out)
+{
+    *out = *a;
+    for (int k = 0; k < b->n_changes; k++) {
+        int i = 0;
+        while (i < out->n_changes && strcmp(out->key[i], b->key[k]) != 0)
+            i++;
+        if (i == out->n_changes) {
+            if (out->n_changes == RESULTS_REMEDY_CHANGES_MAX)
+                return false;
+            out->n_changes++;
+            memcpy(out->key[i], b->key[k], sizeof out->key[i]);
+        }
+        memcpy(out->value[i], b->value[k], sizeof out->value[i]);
+    }
+    return true;
+}
+
+/* When no single change or pair fits: changes stacked greedily on the closest candidate
+ * (the valid one with the lowest peak), up to STACK_MAX changes of the ladder: the singles
+ * generated on the stacked scenario (generate), each checked on top (override); those that
+ * fit are appended to `l` and the stacking stops, else the lowest peak below the current
+ * one is stacked on. Returns the most changes stacked in a candidate checked (0: none). */
+static int stack(const cli_verdict_input *in, int64_t global_batch, int topology_gpus,
+                 int64_t capacity, cand_list *l, cli_check_budget *b)
+{
+    cand *cur = sim_calloc(1, sizeof *cur), *next = sim_calloc(1, sizeof *next),
+         *x = sim_calloc(1, sizeof *x);
+    cand_list *g = sim_calloc(1, sizeof *g);
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    int best = -1, reached = 0;
+    for (int i = 0; i < l->n; i++)
+        if (l->c[i].k.valid && (best < 0 || l->c[i].k.walk_peak < l->c[best].k.walk_peak))
+            best = i;
+    if (best >= 0)
+        *cur = l->c[best];
+    for (int d = cur->depth + 1; best >= 0 && d <= STACK_MAX; d++) {
+        sim_diag diag = {0};
+        memset(sc, 0, sizeof *sc);
+        if (load_with(in, &cur->r, sc, &diag) != 0)
+            break;
+        g->n = 0;
+        generate(sc, global_batch, topology_gpus, g);
+        bool have = false, fits = false;
+        for (int i = 0; i < g->n; i++) {
+            memset(x, 0, sizeof *x);
+            if (!override(&cur->r, &g->c[i].r, &x->r))
+                continue;
+            x->r.step_time_s = NAN;
+            check(in, capacity, x, b);
+            reached = d;
+            sentence(x->what, sizeof x->what, "%s, and %s", cur->what, g->c[i].what);
+            x->ladder = 10000 * d + i;
+            x->depth = d;
+            if (x->k.fits) {
+                cand *y = push(l, "");
+                *y = *x;
+                fits = true;
+            } else if (x->k.valid && x->k.walk_peak < cur->k.walk_peak &&
+                       (!have || x->k.walk_peak < next->k.walk_peak)) {
+                *next = *x;
+                have = true;
+            }
+        }
+        if (fits || !have)
+            break;
+        *cur = *next;
+    }
+    sim_free(sc);
+    sim_free(g);
+    sim_free(x);
+    sim_free(next);
+    sim_free(cur);
+    return reached;
+}
+
+/* The topology changes that give the job `gpus` GPUs of the topology's kind (none while
+ * the topology has that many), or false with `why` filled when the topology cannot be grown to that count
+ * by --set: an explicit topology lists its devices; a multi-node one grows by whole nodes;
+ * a single node without a fabric grows its node to at most SCALE_NODE_GPUS GPUs (or its own
+ * count when larger): past that the GPUs need a network the topology does not describe. */
+#define SCALE_NODE_GPUS 8
+static bool grow(const hw_topology_spec *t, int topology_gpus, int64_t gpus, results_remedy *r,
+                 char *why, size_t size)
+{
+    if (gpus <= topology_gpus)
+        return true; /* the topology has them */
+    if (t->n_devices > 0) {
+        snprintf(why, size, "the topology lists its devices (explicit form): more GPUs need "
+                            "a larger topology file");
+        return false;
+    }
+    bool multi = t->nodes > 1 || (t->fabric.kind != HW_FABRIC_NONE && t->nics.count > 0);
+    if (multi) {
+        if (gpus % t->gpus_per_node != 0)
+            return false;
+        cli_remedy_set(r, "topology.nodes", "%lld", (long long)(gpus / t->gpus_per_node));
+        return true;
+    }
+    if (gpus > SIM_MAX(SCALE_NODE_GPUS, t->gpus_per_node)) {
+        snprintf(why, size, "the topology is one node without a network (no fabric, no "
+                            "NICs): it was grown to at most %d GPUs",
+                 SIM_MAX(SCALE_NODE_GPUS, t->gpus_per_node));
+        return false;
+    }
+    cli_remedy_set(r, "topology.node.gpus", "%lld", (long long)gpus);
+    return true;
+}
+
+/* The ways to spread the job over more GPUs, each a family of sizes: data parallelism with
+ * ZeRO-3 (when the job has no pipeline and is not on ZeRO-3 yet), data parallelism with
+ * the scenario's own strategy, and more pipeline stages. */
+enum { SCALE_DP_ZERO3, SCALE_DP, SCALE_PP, SCALE_FAMILIES };
+
+/* The changes of family `f` at size `k` (the data-parallel ranks, or the pipeline stages),
+ * with `gpus` set to the GPU count; false when the size does not apply. */
+static bool scale_changes(const plan_scenario *sc, const plan *p, int f, int64_t k,
+                          results_remedy *r, int64_t *gpus, char *why, size_t size)
+{
+    const plan_parallel *par = &sc->parallel;
+    long long gb = (long long)p->global_batch;
+    memset(r, 0, sizeof *r);
+    r->step_time_s = NAN;
+    *gpus = (int64_t)p->n_ranks / (f == SCALE_PP ? par->pp : par->dp) * k;
+    if (*gpus <= p->n_ranks || *gpus > PLAN_GPUS_MAX)
+        return false;
+    if (!grow(&sc->topology, p->topology_gpus, *gpus, r, why, size))
+        return false;
+    if (f == SCALE_PP) {
+        cli_remedy_set(r, "parallel.pp", "%lld", (long long)k);
+        if (par->zero == 3)
+            cli_remedy_set(r, "parallel.zero", "%d", par->dp > 1 ? 2 : 0);
+    } else {
+        cli_remedy_set(r, "parallel.dp", "%lld", (long long)k);
+        if (f == SCALE_DP_ZERO3)
+            cli_remedy_set(r, "parallel.zero", "3");
+    }
+    cli_remedy_set(r, "training.global_batch", "%lld", gb);
+    return true;
+}
+
+/* The sizes of family `f` past the job's, smallest first: data-parallel counts that divide
+ * the global batch into whole micro-batches and are a multiple of the expert-parallel
+ * size, or stage counts up to the layer count. Returns how many (at most `max`). */
+static int scale_sizes(const plan_scenario *sc, const plan *p, int f, int64_t *k, int max)
+{
+    const plan_parallel *par = &sc->parallel;
+    int n = 0;
+    if (f == SCALE_PP) {
+        for (int64_t s = par->pp + 1; s <= sc->model.layers && n < max; s++)
+            k[n++] = s;
+        return n;
+    }
+    if (f == SCALE_DP_ZERO3 && (par->pp > 1 || par->zero == 3))
+        return 0;
+    int64_t micro = p->global_batch / sc->training.micro_batch;
+    for (int64_t d = par->dp + 1; d <= micro && n < max; d++)
+        if (micro % d == 0 && d % par->ep == 0)
+            k[n++] = d;
+    return n;
+}
+
+/* Checks the job spread over more GPUs by family `f` at size `k`: alone, then with each
+ * single change of the ladder generated for the spread job (generate, on its scenario),
+ * then with changes stacked on the closest of those (stack). Returns 1 with the first that
+ * fits in the ladder's order in `fit` (its `what` the changes on top, "" alone), 0 when
+ * none fits, -1 when the spread job itself is not valid (unsupported, or past the work
+ * budget). */
+static int probe(const cli_verdict_input *in, const plan *p, int64_t capacity,
+                 cli_check_budget *b, int f, int64_t k, cand *fit)
+{
+    cand c;
+    memset(&c, 0, sizeof c);
+    int64_t gpus;
+    char why[SIM_DIAG_MSG_MAX];
+    bool ok = scale_changes(p->sc, p, f, k, &c.r, &gpus, why, sizeof why);
+    SIM_ASSERT(ok, "a size kept by scale_sizes applies");
+    check(in, capacity, &c, b);
+    if (!c.k.valid)
+        return -1;
+    if (c.k.fits) {
+        *fit = c;
+        return 1;
+    }
+    /* the singles on top of the spread job, then stacked on the closest of them */
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    cand_list *g = sim_calloc(1, sizeof *g), *l = sim_calloc(1, sizeof *l);
+    cand *x = sim_calloc(1, sizeof *x);
+    sim_diag diag = {0};
+    if (load_with(in, &c.r, sc, &diag) == 0) {
+        generate(sc, p->global_batch, (int)gpus, g);
+        for (int i = 0; i < g->n; i++) {
+            memset(x, 0, sizeof *x);
+            if (!override(&c.r, &g->c[i].r, &x->r))
+                continue;
+            check(in, capacity, x, b);
+            if (!x->k.valid)
+                continue;
+            cand *y = push(l, g->c[i].what);
+            y->r = x->r;
+            y->k = x->k;
+            y->ladder = i;
+        }
+        bool fits = false;
+        for (int i = 0; i < l->n; i++)
+            fits |= l->c[i].k.fits;
+        if (!fits)
+            stack(in, p->global_batch, (int)gpus, capacity, l, b);
+    }
+    int found = 0;
+    for (int i = 0; i < l->n && !found; i++)
+        if (l->c[i].k.fits) {
+            *fit = l->c[i];
+            found = 1;
+        }
+    sim_free(x);
+    sim_free(l);
+    sim_free(g);
+    sim_free(sc);
+    return found;
+}
+
+/* When no change fits on the topology's GPUs: the smallest GPU count of the same kind that
+ * fits, by family (scale_changes), each size checked alone and with the ladder's single
+ * changes (probe): sizes probed at indices 0, 1, 3, 7, … until one fits, then bisected down
+ * to the smallest that fits next to one checked not to — a job's per-GPU memory does not
+ * grow as it spreads over more GPUs (its shards and stages only get smaller), which the
+ * bisection relies on. The smallest over the families, the first family on ties, goes into
+ * `out` (fits, checked), its `what` in `what` (what_size); `note` says how far the search
+ * got when none fits. */
+static bool scale_out(const cli_verdict_input *in, const plan *p, int64_t capacity,
+                      cli_check_budget *b, cand *out, int64_t *out_gpus, char *what,
+                      size_t what_size, char *note, size_t note_size)
+{
+    enum { SIZES = 4096 };
+    int64_t *k = sim_calloc(SIZES, sizeof *k);
+    static const char *const how[SCALE_FAMILIES] = {
+        "as data parallelism with ZeRO-3", "as data parallelism", "as more pipeline stages"};
+    bool found = false;
+    int64_t tried = 0;
+    note[0] = '\0';
+    for (int f = 0; f < SCALE_FAMILIES; f++) {
+        int n = scale_sizes(p->sc, p, f, k, SIZES);
+        int m = 0; /* the sizes that apply on this topology (and beat the best), in order */
+        for (int i = 0; i < n; i++) {
+            results_remedy r;
+            int64_t g;
+            if (scale_changes(p->sc, p, f, k[i], &r, &g, note, note_size) &&
+                (!found || g < *out_gpus))
+                k[m++] = k[i];
+        }
+        int lo = -1, hi = -1; /* the largest index checked not to fit, the smallest fits */
+        cand fit;
+        for (int i = 0; i < m;) {
+            int got = probe(in, p, capacity, b, f, k[i], &fit);
+            tried = SIM_MAX(tried, (int64_t)p->n_ranks /
+                                       (f == SCALE_PP ? p->sc->parallel.pp : p->sc->parallel.dp) *
+                                       k[i]);
+            if (got < 0)
+                break; /* the family is not supported here, or past the budget */
+            if (got > 0) {
+                hi = i;
+                break;
+            }
+            lo = i;
+            if (i == m - 1)
+                break;
+            i = SIM_MIN(2 * i + 1, m - 1);
+        }
+        if (hi < 0)
+            continue;
+        while (hi - lo > 1) {
+            int mid = lo + (hi - lo) / 2;
+            cand c;
+            int got = probe(in, p, capacity, b, f, k[mid], &c);
+            if (got < 0)
+                break; /* past the budget: the smallest found so far */
+            if (got > 0) {
+                hi = mid;
+                fit = c;
+            } else {
+                lo = mid;
+            }
+        }
+        *out = fit;
+        *out_gpus = fit.k.gpus;
+        if (fit.what[0])
+            sentence(what, what_size, "more GPUs of the same kind (%s), with %s", how[f],
+                     fit.what);
+        else
+            snprintf(what, what_size, "more GPUs of the same kind, %s", how[f]);
+        found = true;
+    }
+    if (!found && !note[0])
+        snprintf(note, note_size, "none up to %lld GPUs checked fits", (long long)tried);
+    sim_free(k);
+    return found;
 }
 
 /* What limits the step of a replayed run: the largest of the shares of its window —
@@ -433,24 +772,41 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
         return;
 
     cand_list *l = sim_calloc(1, sizeof *l);
-    generate(p->sc, p, l);
+    generate(p->sc, p->global_batch, p->topology_gpus, l);
     int singles = l->n, fit = 0;
     for (int i = 0; i < singles; i++) {
-        check(in, v->capacity_bytes, &l->c[i], l);
+        check(in, v->capacity_bytes, &l->c[i], &l->budget);
         fit += l->c[i].k.fits;
     }
-    enum { WHAT = 200 };
-    char *whats = sim_calloc(PAIR_FROM * PAIR_FROM, WHAT);
     bool paired = fit == 0;
-    if (paired)
-        pairs(in, v->capacity_bytes, l, whats, WHAT);
+    int stacked = 0;
+    if (paired) {
+        pairs(in, v->capacity_bytes, l);
+        for (int i = singles; i < l->n; i++)
+            fit += l->c[i].k.fits;
+        if (fit == 0)
+            stacked = stack(in, p->global_batch, p->topology_gpus, v->capacity_bytes, l,
+                            &l->budget);
+    }
     int n_fit = 0;
-    cand *out = sim_calloc((size_t)l->n + 1, sizeof *out);
+    cand *out = sim_calloc((size_t)l->n + 2, sizeof *out);
     for (int i = 0; i < l->n; i++)
         if (l->c[i].k.fits) {
             describe(&l->c[i], &at_peak, v->capacity_bytes);
             out[n_fit++] = l->c[i];
         }
+    /* nothing fits on the topology's GPUs: the smallest count of the same kind that does */
+    char note[SIM_DIAG_MSG_MAX], how[WHAT_MAX];
+    int64_t gpus = 0;
+    note[0] = '\0';
+    if (n_fit == 0 && scale_out(in, p, v->capacity_bytes, &l->budget, &out[0], &gpus, how,
+                                sizeof how, note, sizeof note)) {
+        sentence(out[0].what, sizeof out[0].what, "no change checked fits on the job's %d "
+                 "GPU(s); the smallest count found to fit is %lld: %s", p->n_ranks,
+                 (long long)gpus, how);
+        describe(&out[0], &at_peak, v->capacity_bytes);
+        n_fit = 1;
+    }
     qsort(out, (size_t)n_fit, sizeof *out, in->replayed ? by_time : by_ladder);
     v->n_remedies = (size_t)n_fit;
     v->remedies = sim_calloc((size_t)n_fit + 1, sizeof *v->remedies);
@@ -462,20 +818,25 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
         /* the sentence alone fills the buffer */
     } else if (n_fit == 0) {
         snprintf(constraint + len, size - (size_t)len,
-                 "none of the %d change(s) checked fits%s (docs/memory.md)", l->n,
-                 paired && l->n > singles ? ", alone or paired" : "");
+                 "none of the %d change(s) checked fits%s, nor more GPUs of the same kind (%s; "
+                 "docs/memory.md)", l->n, stacked > 2 ? ", alone, paired or stacked"
+                 : paired && l->n > singles ? ", alone or paired" : "", note);
     } else {
         const results_remedy *b = &v->remedies[0];
         len += snprintf(constraint + len, size - (size_t)len, "checked: ");
         for (int k = 0; k < b->n_changes && len > 0 && (size_t)len < size; k++)
             len += snprintf(constraint + len, size - (size_t)len, "--set %s=%s ", b->key[k],
                             b->value[k]);
-        if (len > 0 && (size_t)len < size)
+        if (len > 0 && (size_t)len < size && gpus > 0)
+            snprintf(constraint + len, size - (size_t)len, "fits at %.2f GiB on %lld GPUs, the "
+                     "smallest count found (none of the %d change(s) checked fits on the "
+                     "job's %d%s)", b->peak_mem_bytes / GiB, (long long)gpus, l->n, p->n_ranks,
+                     stacked > 2 ? ", alone, paired or stacked" : ", alone or paired");
+        else if (len > 0 && (size_t)len < size)
             snprintf(constraint + len, size - (size_t)len, "fits at %.2f GiB (%d of %d "
                      "change(s) checked fit)", b->peak_mem_bytes / GiB, n_fit, l->n);
     }
     sim_free(out);
-    sim_free(whats);
     sim_free(l);
 }
 
@@ -507,8 +868,8 @@ void cli_verdict_print(FILE *f, const results_verdict *v)
         fprintf(f, "  %-16s", i == 0 ? "remedies" : "");
         for (int k = 0; k < m->n_changes; k++)
             fprintf(f, "%s--set %s=%s", k ? " " : "", m->key[k], m->value[k]);
-        fprintf(f, "\n                    peak %.2f GiB, headroom %.2f GiB", m->peak_mem_bytes / GiB,
-                m->headroom_bytes / GiB);
+        fprintf(f, "\n                    %d GPUs, peak %.2f GiB, headroom %.2f GiB", m->gpus,
+                m->peak_mem_bytes / GiB, m->headroom_bytes / GiB);
         if (!isnan(m->step_time_s))
             fprintf(f, ", step %.6g s", m->step_time_s);
         fprintf(f, "\n                    %s\n", m->why);

@@ -36,6 +36,7 @@ typedef struct cli_checked {
     bool valid;        /* loaded and planned */
     bool fits;         /* and fits (replayed: on the replay's timeline) */
     bool untimed;      /* replayed wanted, but past the budget: fits by its memory plan */
+    int gpus;          /* the GPUs the job uses (tp·cp·pp·dp) when valid */
     int64_t walk_peak; /* the plan's program-order peak (what `mem` reports) */
     plan_mem split;    /* at the peak: the replay's when replayed, else the plan's */
     double step_time_s, tokens_per_s; /* NaN when not replayed */

@@ -215,6 +215,8 @@ static void json_verdict(FILE *out, const results_verdict *v)
         fputs("},", out);
         json_key(out, "status");
         fputs("\"ok\",", out);
+        json_key(out, "gpus");
+        fprintf(out, "%d,", m->gpus);
         json_key(out, "peak_mem_bytes");
         fprintf(out, "%" PRId64 ",", m->peak_mem_bytes);
         json_key(out, "headroom_bytes");

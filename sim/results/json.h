@@ -25,8 +25,9 @@ typedef struct results_remedy {
     char key[RESULTS_REMEDY_CHANGES_MAX][48];   /* dotted scenario keys, as --set takes them */
     char value[RESULTS_REMEDY_CHANGES_MAX][48];
     int64_t peak_mem_bytes, headroom_bytes;
+    int gpus;           /* the GPUs the remedied job uses */
     double step_time_s; /* NaN when not replayed (mem): printed as null */
-    char why[256];
+    char why[512];
 } results_remedy;
 
 typedef enum results_bottleneck {

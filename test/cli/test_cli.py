@@ -2085,6 +2085,57 @@ def verdict():
               "%s alone does not fit" % part)
     reproduce("mem", ddpm, pair, m)
 
+    # --- nothing fits on the job's GPUs: the smallest GPU count that does --------------------
+    # QLoRA Llama-3.1-70B at seq 8192 on the 4090 pair: 4-bit weights 35 GB / 2 = 17.5 GB a GPU
+    # under FSDP, and 8192-token activations on top: no single change and no pair fits on 2
+    # GPUs (the only remedy listed is on more GPUs). The node grows (one node, no fabric: by
+    # topology.node.gpus); the global batch of 16 splits into 1-sequence micro-batches over
+    # 4, 8 or 16 data-parallel ranks, so 3 GPUs is no candidate and 4 is the smallest count.
+    q8 = ["model=llama3.1-70b", "training.finetune.method=qlora", "training.seq_len=8192"]
+    for cmd in ("mem", "run"):
+        o = cmd_json(cmd, fsdp, q8)
+        rs = remedies(o)
+        check(o.get("status") == "oom" and len(rs) == 1 and rs[0]["gpus"] == 4 and
+              rs[0]["changes"].get("topology.node.gpus") == "4" and
+              "smallest count found to fit is 4" in rs[0]["why"] and
+              "on 4 GPUs, the smallest count found" in (o.get("binding_constraint") or ""),
+              "%s QLoRA 70B seq 8192: the smallest count, 4 GPUs: %s" % (cmd, rs))
+        reproduce(cmd, fsdp, q8, o)
+    # --- no pair fits: changes stacked on the closest ---------------------------------------
+    # LoRA Llama-3.1-405B on one DGX H100 under DDP: 810 GB of bf16 weights replicated on each
+    # 80 GB card. No single change or pair fits, but stacked: TP 8 (+SP) divides the weights
+    # by 8, QLoRA halves them twice more (4 bits), and full recompute keeps one 8192 x 16384
+    # bf16 input of each of the 126 layers: 405.9e9 x 0.5 / 8 = 25 GB + 34 GB / 8 (SP) fits.
+    ddp8 = os.path.join(sc, "llama3.1-8b-dgx-h100-ddp.yaml")
+    big = ["topology.nodes=1", "model=llama3.1-405b", "training.finetune.method=lora"]
+    o = cmd_json("mem", ddp8, big)
+    rs = remedies(o)
+    check(o.get("status") == "oom" and len(rs) >= 1 and
+          all(x["gpus"] == 8 and len(x["changes"]) > 4 for x in rs) and
+          any(x["changes"].get("training.finetune.method") == "qlora" for x in rs) and
+          "alone, paired or stacked" not in (o.get("binding_constraint") or ""),
+          "LoRA 405B on one DGX: stacked changes fit on its 8 GPUs: %s" % rs)
+    reproduce("mem", ddp8, big, o)
+    # a multi-node topology grows by whole nodes: QLoRA 405B at seq 98304 on one DGX H100.
+    # On 8 GPUs the 4-bit weights (25 GiB a GPU at TP 8) and one 98304-token input a layer
+    # (126 x 98304 x 16384 x 2 B / 8 = 50 GiB with SP) leave nothing for the rest: nothing
+    # fits, stacked or not. Two nodes (16 GPUs, the next count of whole 8-GPU nodes) halve
+    # the weights with ZeRO-3 over dp 2.
+    q98 = ["topology.nodes=1", "model=llama3.1-405b", "training.finetune.method=qlora",
+           "training.seq_len=98304"]
+    o = cmd_json("mem", ddp8, q98)
+    rs = remedies(o)
+    check(o.get("status") == "oom" and len(rs) == 1 and rs[0]["gpus"] == 16 and
+          rs[0]["changes"].get("topology.nodes") == "2" and
+          "alone, paired or stacked" in (o.get("binding_constraint") or ""),
+          "QLoRA 405B seq 98304: two nodes: %s" % rs)
+    reproduce("mem", ddp8, q98, o)
+    # a LoRA run is offered QLoRA (the same adapters on 4-bit weights), never LoRA again
+    o = cmd_json("mem", fsdp, ["model=llama3.1-70b", "training.finetune.method=lora"])
+    check(any(x["changes"].get("training.finetune.method") == "qlora" for x in remedies(o)) and
+          all(x["changes"].get("training.finetune.method") != "lora" for x in remedies(o)),
+          "LoRA 70B: QLoRA offered, LoRA not: %s" % remedies(o))
+
     # --- every remedy of the shipped OOM scenarios (stepsim mem: oom) -----------------------
     # llama3.1-8b-dgx-h100-ddp and the qwen3-4b-2x4090 ddp-bf16, ddp-mixed and fsdp-mixed
     # ones; deepseek-v3-2048xh800 is oom too but plans 2048 GPUs per remedy (25 s for mem).
@@ -2236,6 +2287,13 @@ def advise():
     check(by.get("fsdp", {}).get("status") == "invalid" and
           "not supported" in by.get("fsdp", {}).get("limit", ""),
           "MoE fsdp rung invalid with the loader's reason: %s" % by.get("fsdp"))
+    # one GPU and the 8-stage pipeline (tp 8 x pp 8, dp 1) leave one data-parallel rank: the
+    # experts' 8 ranks come down to gcd(8, 1) = 1 so that ep divides dp, and the rungs load
+    for name in ("1gpu", "pp"):
+        r = by.get(name, {})
+        check(r.get("changes", {}).get("parallel.ep") == "1" and r.get("status") != "invalid",
+              "MoE %s rung lowers ep to 1 and loads: %s" % (name, r))
+    reproduce(moe_, [r for r in rungs if r["rung"] in ("1gpu", "pp")])
     reproduce(moe_, [r for r in rungs if r["status"] == "invalid"])
 
     # the same input, the same bytes
