@@ -2016,6 +2016,21 @@ def verdict():
           "--set training.recompute=full" in out,
           "mem summary: binding item, headroom, remedies: %s" % out)
 
+    # --- a micro-batch too large is not blamed on the model states (issue 25) ---------------
+    # The shipped FSDP scenario (full recompute) fits at micro-batch 4 (22.0 GiB) and not at
+    # 8: the 15.7 GiB held from the start are the same at both, so what broke the budget is
+    # the activations that doubled — the binding item — and halving the micro-batch (global
+    # batch kept at 16) is a remedy that fits.
+    mb8 = ["training.micro_batch=8"]
+    m = cmd_json("mem", fsdp, mb8)
+    m4 = cmd_json("mem", fsdp, ["training.micro_batch=4"])
+    check(m.get("status") == "oom" and m4.get("status") == "ok" and
+          (m.get("verdict") or {}).get("binding", {}).get("item") == "activations" and
+          {"training.micro_batch": "4", "training.global_batch": "16"} in
+          [x["changes"] for x in remedies(m)],
+          "micro-batch 8: binding activations, micro-batch 4 listed: %s" % m.get("verdict"))
+    reproduce("mem", fsdp, mb8, m)
+
     # --- QLoRA Llama-3.1-70B on the same pair, already FSDP (issue 25) -----------------------
     # 70B in 4 bits is 35 GB: nothing but splitting the layers fits; a QLoRA run is never told
     # to fine-tune with LoRA, and an FSDP run never told FSDP. Pipelining 2 stages (with ZeRO
