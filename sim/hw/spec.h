@@ -116,6 +116,12 @@ typedef struct hw_topology_spec {
 #define HW_HOST_MEMORY_BPS_DEFAULT 204.8e9 /* 8 channels x DDR4-3200 x 8 B = 204.8 GB/s */
 #define HW_HOST_SOCKET_LINK_BPS_DEFAULT 64e9 /* per direction */
         double socket_link_bw_Bps; /* between two sockets, per direction */
+        /* the fraction of memory_bw_Bps that memory-bound CPU code (STREAM Triad, CPU Adam)
+         * sustains: measured Triad over the DIMMs' theoretical rate is 0.67-0.79 on the
+         * DDR4/LPDDR4 systems of TI's SPRAD45/SPRACV1 reports and 70-80% on servers;
+         * docs/calibration.md says how to measure it */
+#define HW_HOST_MEMORY_EFFICIENCY_DEFAULT 0.75
+        double memory_efficiency;
         sim_time socket_link_latency_ps;
     } host;
     struct {

@@ -486,6 +486,8 @@ MAP(pcie_map, "pcie", pcie_keys);
 static const input_key host_keys[] = {
     {.name = "memory_bandwidth", .type = INPUT_K_QUANTITY, .offset = TO(host.memory_bw_Bps),
      .unit = INPUT_UNIT_BANDWIDTH, .flags = POSITIVE},
+    {.name = "memory_efficiency", .type = INPUT_K_FLOAT, .offset = TO(host.memory_efficiency),
+     .flags = INPUT_KEY_MIN_EXCL | INPUT_KEY_MAX, .min = 0, .max = 1},
     {.name = "socket_link", .type = INPUT_K_QUANTITY, .offset = TO(host.socket_link_bw_Bps),
      .unit = INPUT_UNIT_BANDWIDTH, .flags = POSITIVE},
     {.name = "socket_link_latency", .type = INPUT_K_TIME, .offset = TO(host.socket_link_latency_ps),

@@ -46,6 +46,7 @@ void input__topology_prefill(hw_topology_spec *t)
     t->pcie.switch_lanes = PCIE_SWITCH_LANES_DEFAULT;
     t->pcie.latency_ps = LAT_PCIE_HOP_PS;
     t->host.memory_bw_Bps = HW_HOST_MEMORY_BPS_DEFAULT;
+    t->host.memory_efficiency = HW_HOST_MEMORY_EFFICIENCY_DEFAULT;
     t->host.socket_link_bw_Bps = HW_HOST_SOCKET_LINK_BPS_DEFAULT;
     t->host.socket_link_latency_ps = LAT_SOCKET_LINK_PS;
     t->nics.latency_ps = UNSET_TIME;

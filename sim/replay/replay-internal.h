@@ -99,7 +99,7 @@ typedef struct rank_state {
     bool have_cur;
     double comm_busy_ps;   /* last step */
     plan_mem level, peak;  /* bytes in use now, and the split at this rank's peak */
-    int8_t tail_cause;     /* last step: cause of the op that ended the rank's step */
+    uint32_t tail_op;      /* last step: the op that ended the rank's step */
     double comm_sent[REPLAY_COMM_COUNT]; /* bytes sent in the last step */
 } rank_state;
 

@@ -189,6 +189,46 @@ void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
         account_iv(c, (int)(rs - c->ranks), rs, iv);
 }
 
+/* What an op that the compute stream waits on stands for: a collective its group's
+ * communication, a copy to or from the host or CPU work the offload, a kernel other. */
+static int cause_of_op(const replay_ctx *c, const rank_state *rs, const trace_op *o)
+{
+    if (o->kind == TRACE_OP_COLL)
+        return cause_of_group(c->t->groups[c->t->colls[trace_op_coll(rs->tr, o)].group].cls);
+    return o->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER : REPLAY_CAUSE_OFFLOAD;
+}
+
+/* The rank's idle time [from, to) after its last kernel of the reported step, until the
+ * step's last op ended it: along the chain of latest-ending dependencies back from that op,
+ * each op's stretch — from its latest dependency's end to its own — goes to the op's cause.
+ * A ZeRO-Offload step that ends with the parameters' all-gather is then the gradients'
+ * reduce-scatter (dp), the copies and CPU Adam (offload) and the all-gather (dp), not dp
+ * all through. The ops' end times are the last step's (begin_step resets them). */
+static void tail_bubbles(replay_ctx *c, int rk, const rank_state *rs, sim_time from, sim_time to,
+                         double *idle_by_cause)
+{
+    const trace_rank *tr = rs->tr;
+    uint32_t x = rs->tail_op;
+    sim_time hi = to;
+    while (hi > from) {
+        const trace_op *o = &tr->ops[x];
+        sim_time latest = -1;
+        uint32_t next = x;
+        for (uint32_t d = 0; d < o->n_deps; d++) {
+            uint32_t dep = tr->deps[o->dep_first + d];
+            if (rs->end[dep] > latest) {
+                latest = rs->end[dep];
+                next = dep;
+            }
+        }
+        sim_time lo = SIM_MAX(from, SIM_MIN(latest, hi));
+        /* (no dependency: latest is -1 and the stretch reaches back to `from`) */
+        add_bubble(c, rk, c->steps, lo, hi, cause_of_op(c, rs, o), idle_by_cause);
+        hi = lo;
+        x = next;
+    }
+}
+
 /* The step before the reported one has ended on every rank: its end opens the window. */
 static void open_window(replay_ctx *c)
 {
@@ -449,12 +489,9 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
             ready(c, rank, s, now);
     }
     if (rs->done_ops == rs->tr->n_ops) {
-        /* idle time after the rank's last compute op waits for whatever ended its step */
-        rs->tail_cause = o->kind == TRACE_OP_COLL
-                             ? (int8_t)cause_of_group(
-                                   c->t->groups[c->t->colls[trace_op_coll(rs->tr, o)].group].cls)
-                         : o->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
-                                                       : REPLAY_CAUSE_OFFLOAD;
+        /* idle time after the rank's last compute op waits for the chain that ended its
+         * step (tail_bubbles) */
+        rs->tail_op = op;
         rs->step_end[rs->step] = now;
         if (rs->step == c->steps - 2 && --c->before_w0 == 0)
             open_window(c);
@@ -612,7 +649,7 @@ static void summarize(replay_ctx *c)
         sim_time cursor = rs->acc_cursor;
         /* until the rank ends its own step: what ended it; after that: waiting for others */
         sim_time own = SIM_MIN(SIM_MAX(rs->step_end[steps - 1], cursor), w1);
-        add_bubble(c, rk, steps, cursor, own, rs->tail_cause, rank_idle);
+        tail_bubbles(c, rk, rs, cursor, own, rank_idle);
         /* after the rank's own step: waiting for the others (a pipeline's drain) */
         add_bubble(c, rk, steps, own, w1,
                    c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
