@@ -125,10 +125,13 @@ int plan__groups_create(gen *g, sim_diag *diag)
                 }
     /* experts: EP groups of ep consecutive dp ranks, expert-DP groups of the ranks holding
      * the same experts (same expert coordinate) */
-    if (ep > 1)
+    /* (the expert-DP groups exist whenever experts are shared, ep = 1 included: then every
+     * data-parallel rank holds every expert) */
+    bool experts = g->sc->model.moe.experts > 0;
+    if (ep > 1 || (experts && g->n_edp > 1))
         for (int st = 0; st < pp; st++)
             for (int t = 0; t < tp; t++) {
-                for (int c = 0; c < cp; c++)
+                for (int c = 0; c < cp && ep > 1; c++)
                     for (int k = 0; k < dp / ep; k++) {
                         for (int e = 0; e < ep; e++)
                             m[e] = RANK_OF(st, t, c, k * ep + e);
@@ -136,7 +139,7 @@ int plan__groups_create(gen *g, sim_diag *diag)
                         for (int e = 0; e < ep; e++)
                             g->ep_of[m[e]] = gid;
                     }
-                if (g->n_edp > 1)
+                if (experts && g->n_edp > 1)
                     for (int e = 0; e < ep; e++) {
                         int j = 0;
                         for (int k = 0; k < dp / ep; k++)
