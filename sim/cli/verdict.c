@@ -5,6 +5,7 @@
 #include <inttypes.h>
 #include <math.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -259,6 +260,8 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
         double cost = work.generated * work.ops_per_rank + work.ops / 20;
         if (b->planned + cost > PLAN_OPS_BUDGET) {
             rc = SIM_EINVAL; /* not checked: past the budget */
+            out->over_budget = true;
+            b->skipped++;
             snprintf(out->reason, sizeof out->reason,
                      "not checked: planning it (about %.3g ops) is past the work budget left",
                      cost);
@@ -266,6 +269,8 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
             b->planned += cost;
         }
     }
+    if (!out->over_budget)
+        b->checks++;
     if (rc == 0) {
         plan_options po = {.no_op_sharing = in->no_op_sharing};
         rc = plan_create(sc, &po, &p, &diag);
@@ -273,6 +278,10 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
     if (rc == 0) {
         out->valid = true;
         out->gpus = p->n_ranks;
+        out->dp = sc->parallel.dp;
+        out->tp = sc->parallel.tp;
+        out->pp = sc->parallel.pp;
+        out->cp = sc->parallel.cp;
         int w = worst_of(p->peak, p->n_ranks);
         out->walk_peak = p->peak[w].total;
         out->split = p->peak[w];
@@ -325,6 +334,38 @@ static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cli_ch
 {
     cli_check(in, capacity, &x->r, b, &x->k);
     x->r.step_time_s = x->k.fits ? x->k.step_time_s : NAN;
+}
+
+/* Drops the parallel.* changes that set the value the job has already (a stacked change
+ * may set dp back to what it was): applying the rest with --set gives the same run. */
+static void drop_noops(results_remedy *r, const plan_parallel *par)
+{
+    static const struct {
+        const char *key;
+        size_t off;
+    } deg[] = {{"parallel.dp", offsetof(plan_parallel, dp)},
+               {"parallel.tp", offsetof(plan_parallel, tp)},
+               {"parallel.pp", offsetof(plan_parallel, pp)},
+               {"parallel.cp", offsetof(plan_parallel, cp)},
+               {"parallel.ep", offsetof(plan_parallel, ep)},
+               {"parallel.zero", offsetof(plan_parallel, zero)}};
+    int n = 0;
+    for (int k = 0; k < r->n_changes; k++) {
+        char now[48] = "";
+        for (size_t d = 0; d < SIM_ARRAY_LEN(deg); d++)
+            if (strcmp(r->key[k], deg[d].key) == 0)
+                snprintf(now, sizeof now, "%d", *(const int *)((const char *)par + deg[d].off));
+        if (strcmp(r->key[k], "parallel.sp") == 0)
+            snprintf(now, sizeof now, "%s", par->sp ? "true" : "false");
+        if (now[0] && strcmp(now, r->value[k]) == 0)
+            continue;
+        if (n != k) {
+            memcpy(r->key[n], r->key[k], sizeof r->key[n]);
+            memcpy(r->value[n], r->value[k], sizeof r->value[n]);
+        }
+        n++;
+    }
+    r->n_changes = n;
 }
 
 /* Fills a fitting candidate's figures and its `why` against the job's split at the peak. */
@@ -525,7 +566,7 @@ static bool grow(const hw_topology_spec *t, int topology_gpus, int64_t gpus, res
     }
     if (gpus > SIM_MAX(SCALE_NODE_GPUS, t->gpus_per_node)) {
         snprintf(why, size, "the topology is one node without a network (no fabric, no "
-                            "NICs): it was grown to at most %d GPUs",
+                            "NICs): it is not grown past %d GPUs",
                  SIM_MAX(SCALE_NODE_GPUS, t->gpus_per_node));
         return false;
     }
@@ -580,18 +621,31 @@ static int scale_sizes(const plan_scenario *sc, const plan *p, int f, int64_t *k
     if (f == SCALE_DP_ZERO3 && (par->pp > 1 || par->zero == 3))
         return 0;
     int64_t micro = p->global_batch / sc->training.micro_batch;
-    for (int64_t d = par->dp + 1; d <= micro && n < max; d++)
+    int64_t width = p->n_ranks / par->dp;
+    for (int64_t d = par->dp + 1; d <= micro && d <= PLAN_GPUS_MAX / width && n < max; d++)
         if (micro % d == 0 && d % par->ep == 0)
             k[n++] = d;
     return n;
 }
 
+/* The GPUs the job uses at size `k` of family `f`. */
+static int64_t size_gpus(const plan *p, int f, int64_t k)
+{
+    const plan_parallel *par = &p->sc->parallel;
+    return (int64_t)p->n_ranks / (f == SCALE_PP ? par->pp : par->dp) * k;
+}
+
+/* What a probe found at one size. */
+enum { PROBE_FITS, PROBE_NONE, PROBE_INVALID, PROBE_UNKNOWN };
+
 /* Checks the job spread over more GPUs by family `f` at size `k`: alone, then with each
  * single change of the ladder generated for the spread job (generate, on its scenario),
- * then with changes stacked on the closest of those (stack). Returns 1 with the first that
- * fits in the ladder's order in `fit` (its `what` the changes on top, "" alone), 0 when
- * none fits, -1 when the spread job itself is not valid (unsupported, or past the work
- * budget). */
+ * then with changes stacked on the closest of those (stack). Returns PROBE_FITS with the
+ * first that fits in the ladder's order in `fit` (its `what` the changes on top, ""
+ * alone); PROBE_NONE when every candidate was checked and none fits; PROBE_INVALID when
+ * the loader or the plan rejects the spread job itself (e.g. an interleaved schedule whose
+ * micro-batches the stage count does not divide): that size does not exist; PROBE_UNKNOWN
+ * when the work budget left some candidate unchecked and none fits. */
 static int probe(const cli_verdict_input *in, const plan *p, int64_t capacity,
                  cli_check_budget *b, int f, int64_t k, cand *fit)
 {
@@ -601,9 +655,10 @@ static int probe(const cli_verdict_input *in, const plan *p, int64_t capacity,
     char why[SIM_DIAG_MSG_MAX];
     bool ok = scale_changes(p->sc, p, f, k, &c.r, &gpus, why, sizeof why);
     SIM_ASSERT(ok, "a size kept by scale_sizes applies");
+    int skipped = b->skipped;
     check(in, capacity, &c, b);
     if (!c.k.valid)
-        return -1;
+        return c.k.over_budget ? PROBE_UNKNOWN : PROBE_INVALID;
     if (c.k.fits) {
         *fit = c;
         return 1;
@@ -633,11 +688,11 @@ static int probe(const cli_verdict_input *in, const plan *p, int64_t capacity,
         if (!fits)
             stack(in, p->global_batch, (int)gpus, capacity, l, b);
     }
-    int found = 0;
-    for (int i = 0; i < l->n && !found; i++)
+    int found = b->skipped > skipped ? PROBE_UNKNOWN : PROBE_NONE;
+    for (int i = 0; i < l->n && found != PROBE_FITS; i++)
         if (l->c[i].k.fits) {
             *fit = l->c[i];
-            found = 1;
+            found = PROBE_FITS;
         }
     sim_free(x);
     sim_free(l);
@@ -660,10 +715,8 @@ static bool scale_out(const cli_verdict_input *in, const plan *p, int64_t capaci
 {
     enum { SIZES = 4096 };
     int64_t *k = sim_calloc(SIZES, sizeof *k);
-    static const char *const how[SCALE_FAMILIES] = {
-        "as data parallelism with ZeRO-3", "as data parallelism", "as more pipeline stages"};
     bool found = false;
-    int64_t tried = 0;
+    int64_t tried = 0, budget_at = 0;
     note[0] = '\0';
     for (int f = 0; f < SCALE_FAMILIES; f++) {
         int n = scale_sizes(p->sc, p, f, k, SIZES);
@@ -676,15 +729,22 @@ static bool scale_out(const cli_verdict_input *in, const plan *p, int64_t capaci
                 k[m++] = k[i];
         }
         int lo = -1, hi = -1; /* the largest index checked not to fit, the smallest fits */
+        bool out_of_budget = false;
         cand fit;
         for (int i = 0; i < m;) {
             int got = probe(in, p, capacity, b, f, k[i], &fit);
-            tried = SIM_MAX(tried, (int64_t)p->n_ranks /
-                                       (f == SCALE_PP ? p->sc->parallel.pp : p->sc->parallel.dp) *
-                                       k[i]);
-            if (got < 0)
-                break; /* the family is not supported here, or past the budget */
-            if (got > 0) {
+            if (got == PROBE_INVALID) { /* no such size: the next one takes its index */
+                memmove(&k[i], &k[i + 1], (size_t)(m - i - 1) * sizeof *k);
+                m--;
+                continue;
+            }
+            if (got == PROBE_UNKNOWN) {
+                out_of_budget = true;
+                budget_at = size_gpus(p, f, k[i]);
+                break;
+            }
+            tried = SIM_MAX(tried, size_gpus(p, f, k[i]));
+            if (got == PROBE_FITS) {
                 hi = i;
                 break;
             }
@@ -693,31 +753,50 @@ static bool scale_out(const cli_verdict_input *in, const plan *p, int64_t capaci
                 break;
             i = SIM_MIN(2 * i + 1, m - 1);
         }
-        if (hi < 0)
-            continue;
-        while (hi - lo > 1) {
+        while (hi - lo > 1 && !out_of_budget) {
             int mid = lo + (hi - lo) / 2;
             cand c;
             int got = probe(in, p, capacity, b, f, k[mid], &c);
-            if (got < 0)
-                break; /* past the budget: the smallest found so far */
-            if (got > 0) {
+            if (got == PROBE_INVALID) {
+                memmove(&k[mid], &k[mid + 1], (size_t)(m - mid - 1) * sizeof *k);
+                m--;
+                hi--;
+            } else if (got == PROBE_UNKNOWN) {
+                out_of_budget = true; /* the smallest found so far stands */
+                budget_at = size_gpus(p, f, k[mid]);
+            } else if (got == PROBE_FITS) {
                 hi = mid;
                 fit = c;
             } else {
                 lo = mid;
             }
         }
+        if (hi < 0)
+            continue;
         *out = fit;
         *out_gpus = fit.k.gpus;
+        char layout[96];
+        int len = snprintf(layout, sizeof layout, "%d GPUs as", fit.k.gpus);
+        const int deg[4] = {fit.k.tp, fit.k.cp, fit.k.pp, fit.k.dp};
+        static const char *const name[4] = {"tp", "cp", "pp", "dp"};
+        bool any = false;
+        for (int d = 0; d < 4; d++)
+            if (deg[d] > 1 || (d == 3 && !any)) {
+                len += snprintf(layout + len, sizeof layout - (size_t)len, "%s %s %d",
+                                any ? " x" : "", name[d], deg[d]);
+                any = true;
+            }
         if (fit.what[0])
-            sentence(what, what_size, "more GPUs of the same kind (%s), with %s", how[f],
+            sentence(what, what_size, "more GPUs of the same kind (%s), with %s", layout,
                      fit.what);
         else
-            snprintf(what, what_size, "more GPUs of the same kind, %s", how[f]);
+            sentence(what, what_size, "more GPUs of the same kind (%s)", layout);
         found = true;
     }
-    if (!found && !note[0])
+    if (!found && budget_at > 0)
+        snprintf(note, note_size, "the work budget ran out at %lld GPUs; none of the counts "
+                 "checked up to %lld fits", (long long)budget_at, (long long)tried);
+    else if (!found && !note[0])
         snprintf(note, note_size, "none up to %lld GPUs checked fits", (long long)tried);
     sim_free(k);
     return found;
@@ -796,6 +875,7 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
             out[n_fit++] = l->c[i];
         }
     /* nothing fits on the topology's GPUs: the smallest count of the same kind that does */
+    int checks = l->budget.checks; /* on the job's GPUs */
     char note[SIM_DIAG_MSG_MAX], how[WHAT_MAX];
     int64_t gpus = 0;
     note[0] = '\0';
@@ -810,8 +890,10 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     qsort(out, (size_t)n_fit, sizeof *out, in->replayed ? by_time : by_ladder);
     v->n_remedies = (size_t)n_fit;
     v->remedies = sim_calloc((size_t)n_fit + 1, sizeof *v->remedies);
-    for (int i = 0; i < n_fit; i++)
+    for (int i = 0; i < n_fit; i++) {
         v->remedies[i] = out[i].r;
+        drop_noops(&v->remedies[i], &p->sc->parallel);
+    }
 
     int len = snprintf(constraint, size, "%s; ", v->binding_why);
     if (len < 0 || (size_t)len >= size) {
@@ -819,7 +901,7 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     } else if (n_fit == 0) {
         snprintf(constraint + len, size - (size_t)len,
                  "none of the %d change(s) checked fits%s, nor more GPUs of the same kind (%s; "
-                 "docs/memory.md)", l->n, stacked > 2 ? ", alone, paired or stacked"
+                 "docs/memory.md)", checks, stacked > 0 ? ", alone, paired or stacked"
                  : paired && l->n > singles ? ", alone or paired" : "", note);
     } else {
         const results_remedy *b = &v->remedies[0];
@@ -830,11 +912,12 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
         if (len > 0 && (size_t)len < size && gpus > 0)
             snprintf(constraint + len, size - (size_t)len, "fits at %.2f GiB on %lld GPUs, the "
                      "smallest count found (none of the %d change(s) checked fits on the "
-                     "job's %d%s)", b->peak_mem_bytes / GiB, (long long)gpus, l->n, p->n_ranks,
-                     stacked > 2 ? ", alone, paired or stacked" : ", alone or paired");
+                     "job's %d GPUs%s)", b->peak_mem_bytes / GiB, (long long)gpus, checks,
+                     p->n_ranks, stacked > 0 ? ", alone, paired or stacked" : ", alone or paired");
         else if (len > 0 && (size_t)len < size)
             snprintf(constraint + len, size - (size_t)len, "fits at %.2f GiB (%d of %d "
-                     "change(s) checked fit)", b->peak_mem_bytes / GiB, n_fit, l->n);
+                     "change(s) checked fit%s)", b->peak_mem_bytes / GiB, n_fit, checks,
+                     stacked > 0 ? "; stacked, as none fits alone or paired" : "");
     }
     sim_free(out);
     sim_free(l);

@@ -36,7 +36,9 @@ typedef struct cli_checked {
     bool valid;        /* loaded and planned */
     bool fits;         /* and fits (replayed: on the replay's timeline) */
     bool untimed;      /* replayed wanted, but past the budget: fits by its memory plan */
+    bool over_budget;  /* not checked: planning it was past the work budget left */
     int gpus;          /* the GPUs the job uses (tp·cp·pp·dp) when valid */
+    int dp, tp, pp, cp; /* its layout, when valid */
     int64_t walk_peak; /* the plan's program-order peak (what `mem` reports) */
     plan_mem split;    /* at the peak: the replay's when replayed, else the plan's */
     double step_time_s, tokens_per_s; /* NaN when not replayed */
@@ -51,6 +53,8 @@ typedef struct cli_checked {
  * shared by all the checks of one command. */
 typedef struct cli_check_budget {
     double planned, replayed;
+    int skipped; /* candidates not checked: past the planning budget */
+    int checks;  /* candidates checked (loaded, and planned when valid) */
 } cli_check_budget;
 
 /* Appends the change KEY=VALUE (VALUE printed from fmt, as --set takes it) to `r`; asserts
