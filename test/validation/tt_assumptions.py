@@ -31,6 +31,7 @@ gpus_dir = os.path.join(root, "topologies", "gpus")
 FA2 = {"forward": 319 / 518, "forward_unmasked": 319 / 518, "backward": 310 / 499, "backward_unmasked": 310 / 499}
 T0, E_MAX = 1.4e-6, 0.6232  # h100-96gb-500w.yaml's matmul curve: t0 and plateau
 GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-sxm": "h100", "b200 (power limited)": "b200"}
+LABEL = {"gt": "H100 96GB 500W", "a100": "A100 80GB", "h100": "H100 SXM", "b200": "B200"}
 AC = {"none": "noac", "selective (layer)": "sac-layer", "selective (per-op SAC)": "sac-op", "full": "fullac"}
 
 
@@ -96,5 +97,5 @@ for name, (g, rs) in configs.items():
     for r in rs:
         pub = float(r["tokens_per_s_per_gpu"])
         cells = ["%+.1f%%" % (100 * (x / pub - 1)) if x else "-" for x in sim]
-        print("| %s: %s, %s, AC %s | %.0f | %s |" % (r["table"], r["model"], r["techniques"], r["activation_checkpointing"],
-                                                   pub, " | ".join(cells)))
+        print("| %s: %s, %s, %s, AC %s | %.0f | %s |" % (r["table"], r["model"], LABEL[g], r["techniques"],
+                                                       r["activation_checkpointing"], pub, " | ".join(cells)))
