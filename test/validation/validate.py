@@ -90,7 +90,7 @@ for r in rows("torchtitan_llama.csv"):
                       file=f, gpus=gpus,
                       layout="FSDP %s%s, AC %s" % (r["fsdp"], " TP %d" % tp if tp > 1 else "", r["activation_checkpointing"]),
                       published=float(r["tokens_per_s_per_gpu"]), flops=None, tokens=int(r["global_batch"]) * int(r["seq_len"]),
-                      pub_mem=float(r["peak_mem_gib"]) if r["peak_mem_gib"] else None))
+                      pub_mem=float(r["peak_mem_gib"]) if r["peak_mem_gib"] else None, pub_mem_text=r["peak_mem_gib"]))
 # NeMo (data/nemo_llama31_h100.csv): the measured train_step_timing, bf16 rows only
 for r in rows("nemo_llama31_h100.csv"):
     if r["precision"] != "bf16":
@@ -360,7 +360,7 @@ if write:
                 pub_mem = c["pub_mem"]
                 out.append("| %s | %d | %s | %.0f | %.0f | %+.1f%% | %.3f / %.3f / %.3f | %s / %.1f%s | %s |" % (
                     c["row"], c["gpus"], c["layout"], c["published"], c["sim"], c["err"], c["pub_step"],
-                    c["step"], c["compute"], "%.1f" % pub_mem if pub_mem else "-", c["mem"],
+                    c["step"], c["compute"], c["pub_mem_text"] or "-", c["mem"],
                     " (oom)" if c["status"] == "oom" else "",
                     "%+.1f%%" % (100 * (c["mem"] / pub_mem - 1)) if pub_mem else ""))
             elif timed:
