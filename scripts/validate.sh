@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# The validation suite: every published row of the Megatron tables in test/validation/data as
-# a scenario (test/validation/scenarios, from test/validation/gen.py), run and compared with the
-# published throughput, distributed as an MPI sweep where mpirun is found (--ranks N; 0: no
-# MPI). Slow (about 8 minutes on 2 cores): not part of scripts/test.sh.
+# The validation suite: every published row of the Megatron, NeMo and torchtitan tables in
+# test/validation/data as a scenario (test/validation/scenarios, from test/validation/gen.py),
+# run and compared with the published throughput, distributed as an MPI sweep where mpirun is
+# found (--ranks N; 0: no MPI). Slow (8-9 minutes on 2 cores): not part of scripts/test.sh.
 #   scripts/validate.sh            check against the committed docs/validation.md (fails when a
 #                                  table's mean error grows by more than 1 point)
 #   scripts/validate.sh --write    rewrite docs/validation.md and sim/cli/validated.h

@@ -13,7 +13,8 @@
    model into catalog keys that give the model back (k0 100, the curve at 1 TFLOP), and a GPU
    file built from them loads and runs in stepsim; with an in-training ratio the plateau and
    the attention tables scale by it, t0 and k0 stay.
-4. The Hopper attention tables (h100-sxm, h200-sxm, h800-sxm) are the FlashAttention-3
+4. The Hopper attention tables (h100-sxm, h200-sxm, h800-sxm, and h100-96gb-500w, the same
+   fractions of its own estimated peak) are the FlashAttention-3
    paper's cuDNN figures (test/validation/data/fa3_cudnn_h100_attention.csv) over the 989
    TFLOP/s peak times the in-training ratio, the A100 plateau over its MAMF efficiency
    (0.678 / 0.87 = 0.7793, docs/calibration.md), the causal backward being the unmasked one
@@ -108,7 +109,7 @@ a100 = open(os.path.join(root, "topologies", "gpus", "a100-sxm-80gb.yaml")).read
 plateau = float(re.search(r"\[1000 GFLOP, ([0-9.]+)\]", a100).group(1))
 ratio = round(plateau, 3) / 0.87  # the A100 MAMF, 271.2 of 312 TFLOP/s (calibration.md)
 keys, src = attention.rates(os.path.join(root, "test", "validation", "data", "fa3_cudnn_h100_attention.csv"))
-for gpu in ("h100-sxm", "h200-sxm", "h800-sxm"):
+for gpu in ("h100-sxm", "h200-sxm", "h800-sxm", "h100-96gb-500w"):
     cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
     for name, tflops in src.items():
         got = attention.catalog_table(cat, name)

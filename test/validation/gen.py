@@ -5,8 +5,10 @@
 
 From this folder's data/ (data/README.md): megatron2021_weak_scaling.csv (Narayanan et al.
 2021, Table 1: GPT on DGX A100), megatron_h100_weak_scaling.csv (Megatron-Core README, GPT on
-H100) and Korthikanti et al. 2022 (Table 4: one layer of a 22B model, the A100 calibration
-set of docs/calibration.md; Table 5: end-to-end iterations on A100). What the tables state is
+H100), Korthikanti et al. 2022 (Table 4: one layer of a 22B model, the A100 calibration
+set of docs/calibration.md; Table 5: end-to-end iterations on A100), torchtitan_llama.csv
+(torchtitan FSDP2 runs of Llama on A100, H100 and B200) and nemo_llama31_h100.csv (NeMo
+Llama 3.1 on H100, bf16 rows). What the tables state is
 copied; what they leave unstated is an assumption, the same for every row of a table and
 written into each scenario's header and docs/validation.md. Nothing here depends on the
 published throughput."""
@@ -248,3 +250,215 @@ for r in rows("korthikanti2022_iteration.csv"):
             k2022(name, what, int(r["layers"]), int(r["hidden"]), int(r["heads"]), int(r["pp"]),
                   int(r["gpus"]), int(r["global_batch"]), int(r["micro_batch"]),
                   int(r["virtual_stages"]), rc, sp))
+
+
+# torchtitan (pytorch/torchtitan benchmarks and docs/performance.md, pytorch/ao READMEs): FSDP2
+# and FSDP2 + TP runs of Llama models, one scenario per distinct configuration (the eager and
+# torch.compile rows of a configuration share one: stepsim has no compiler, so both get the
+# same simulated number).
+TT_GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-sxm": "h100",
+          "b200 (power limited)": "b200"}
+TT_AC = {"none": ("noac", "none"), "selective (layer)": ("sac-layer", "selective"),
+         "selective (per-op SAC)": ("sac-op", "selective"), "full": ("fullac", "full")}
+
+
+def tt_file(r):
+    """The scenario of a torchtitan row (validate.py names it the same way)."""
+    tp = int(r["tp"])
+    return "tt-%s-%s-%sg%s-mb%s-%s%s" % (
+        TT_GPU[r["gpu"]], r["model"].replace(".", "p"), r["gpus"], "-tp%d" % tp if tp > 1 else "",
+        r["local_batch"], TT_AC[r["activation_checkpointing"]][0],
+        "-async" if "async TP" in r["techniques"] else "")
+
+
+# Meta's Grand Teton hosts (the torchtitan H100 files: 8 H100 per host "fully connected with
+# NVLink", 400 Gb/s RDMA per GPU). The NVLink is the HGX H100 board's (NVSwitch, 450 GB/s per
+# direction, NVLink SHARP in the switches); the host side (PCIe, DRAM) is the DGX H100's, which
+# none of these runs touches; the RoCE fabric is taken as a non-blocking two-level Clos within
+# a zone (Gangidi et al., "RDMA over Ethernet for Distributed AI Training at Meta Scale",
+# SIGCOMM 2024: the rack and cluster switches of an AI zone are non-blocking), which every run
+# here (at most 32 hosts) fits in.
+GT_TOPO = """topology:
+  name: grand-teton-h100-x{nodes}
+  gpu: h100-96gb-500w
+  nodes: {nodes}
+  node:
+    gpus: 8
+    intra: {{kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us, sharp: true}}
+    pcie: {{gen: 5, lanes: 16, switches: 8, sockets: 2, switch_lanes: 16}}
+    host: {{memory_bandwidth: 307.2 GB/s, socket_link: 128 GB/s}}
+    nics: {{count: 8, bandwidth: 400 Gb/s, latency: 2 us}}
+  fabric: {{kind: fat-tree, oversubscription: 1, latency: 1 us, radix: 64}}
+"""
+
+# One HGX/DGX B200 node (DGX B200 datasheet: 8 B200 on NVLink 5, 1.8 TB/s per GPU = 900 GB/s
+# per direction through two NVLink 5 switch chips with SHARP; PCIe gen 5; 2 Xeon Platinum 8570
+# with 8 channels of DDR5-5600 each, 358.4 GB/s per socket). One node: no fabric is crossed.
+B200_TOPO = """topology:
+  name: dgx-b200-x1
+  gpu: b200
+  nodes: 1
+  node:
+    gpus: 8
+    intra: {{kind: nvswitch, bandwidth: 900 GB/s, latency: 1 us, sharp: true}}
+    pcie: {{gen: 5, lanes: 16, switches: 8, sockets: 2, switch_lanes: 16}}
+    host: {{memory_bandwidth: 358.4 GB/s, socket_link: 128 GB/s}}
+"""
+
+TT_NOTE = """# Mapped (docs/validation.md): FSDP2 as ZeRO-3 (parallel.zero 3) resharding after forward,
+# prefetching one layer; bf16 parameters and compute with fp32 gradient reduction
+# (torchtitan's default mixed_precision_reduce: float32), fp32 master weights and Adam;
+# TP with sequence parallelism (torchtitan's SequenceParallel norms), the input-gradient
+# reduce-scatter not beside the weight-gradient GEMM (DTensor's backward runs it after both
+# GEMMs: the same serial time), async TP as tp_comm_overlap; flash attention. Not modelled:
+# torch.compile (eager and compiled rows run the same scenario); torchtitan's per-op and
+# per-layer selective checkpointing (every second matmul of a layer, or every second layer,
+# recomputed), both run as stepsim's selective recompute, which re-runs the attention core
+# only."""
+
+TT_GPU_NOTE = {
+    "gt": "# The GPU: Grand Teton's 96 GB HBM2e H100 at 500 W (topologies/gpus/h100-96gb-500w.yaml,\n"
+          "# its peak estimated between the SXM5 and NVL datasheets). Attention: PyTorch SDPA runs\n"
+          "# FlashAttention-2 on H100 (cuDNN attention is opt-in since pytorch/pytorch#138522;\n"
+          "# torchtitan selects it on B200 only, pytorch/torchtitan#1196); charged at the catalog's\n"
+          "# cuDNN rates.",
+    "h100": "# Attention: PyTorch SDPA runs FlashAttention-2 on H100 (cuDNN attention is opt-in since\n"
+            "# pytorch/pytorch#138522; torchtitan selects it on B200 only, pytorch/torchtitan#1196);\n"
+            "# charged at the catalog's cuDNN rates.",
+    "a100": "# The cluster is not stated: DGX A100 nodes with 8 x 200 Gb/s HDR, as the A100 table's.\n"
+            "# Flash attention (FlashAttention-2 on A100) on the calibrated matmul curve.",
+    "b200": "# The B200s were power limited (the limit is not stated); the catalog's b200 is rated at\n"
+            "# full power and has no attention table (flash kernels on its matmul curve, an estimate).",
+}
+
+seen, source = set(), ""
+for r in rows("torchtitan_llama.csv"):
+    name = tt_file(r)
+    source = r["source"] if r["source"] != "same" else source
+    if name in seen:
+        continue
+    seen.add(name)
+    gpus, fsdp, tp, lb, gb, seq = (int(r[k]) for k in ("gpus", "fsdp", "tp", "local_batch", "global_batch", "seq_len"))
+    assert int(r["pp"]) == 1 and int(r["cp"]) == 1 and fsdp * tp == gpus and lb * fsdp == gb
+    nodes = max(1, gpus // 8)
+    topo = {"gt": GT_TOPO, "a100": A100_TOPO, "h100": H100_TOPO, "b200": B200_TOPO}[TT_GPU[r["gpu"]]]
+    tp_keys = ""
+    if tp > 1:
+        tp_keys = "  tp: %d\n  sp: true\n  tp_comm_overlap: %s\n  tp_grad_overlap: false\n" % (
+            tp, "true" if "async TP" in r["techniques"] else "false")
+    text = """# torchtitan table {t}, {src}:
+# {m} on {g} {gpu}, FSDP {f} TP {tp},
+# local batch {lb}, global batch {gb}, seq {seq}, activation checkpointing {ac};
+# published tokens/s per GPU and peak memory for each technique: docs/validation.md.
+{note}
+{gnote}
+name: {name}
+{topo}model: {m}
+training:
+  seq_len: {seq}
+  global_batch: {gb}
+  micro_batch: {lb}
+  precision: bf16
+  grad_dtype: fp32
+  recompute: {rc}
+  flash_attention: true
+parallel:
+  dp: {f}
+{tpk}  zero: 3
+  fsdp: {{reshard_after_forward: true, prefetch: 1}}
+simulation:
+  steps: 1
+  timeline: false
+""".format(src=source, t=r["table"], m=r["model"], g=gpus,
+           gpu=r["gpu"], f=fsdp, tp=tp, lb=lb, gb=gb, seq=seq, ac=r["activation_checkpointing"], note=TT_NOTE,
+           gnote=TT_GPU_NOTE[TT_GPU[r["gpu"]]],
+           name=name, topo=topo.format(nodes=nodes), rc=TT_AC[r["activation_checkpointing"]][1], tpk=tp_keys)
+    open(os.path.join(out, name + ".yaml"), "w").write(text)
+
+
+# NVIDIA NeMo / Megatron-Core Llama 3.1 on DGX H100 (NVIDIA/dgxc-benchmarking v24.11.1 at
+# 35a9aecc, llama3.1/: README_{8b,70b,405b}.md give the layouts and step times; the recipe's
+# own llama3.1_{8b,70b,405b}.yaml, configure.sh and launch.sh, at the same commit, the rest:
+# NeMo 24.09, no activation checkpointing (activations_checkpoint_* null), sequence
+# parallelism and Transformer Engine userbuffer TP overlap where TP > 1, cuDNN fused attention
+# (NVTE_FUSED_ATTN=1, NVTE_FLASH_ATTN=0), Apex's distributed_fused_adam with overlapped
+# gradient reduce-scatter and parameter all-gather, buckets of 75 MB (8B, 70B) or 125 MB
+# (405B), bf16 gradient reduction, NCCL_NVLS_ENABLE=0). bf16 rows only: stepsim has one matmul
+# curve for every dtype (fp8 would be about 10% optimistic, docs/calibration.md). Rows of
+# 1,024 GPUs or more simulate one data-parallel replica (simulation.symmetry: dp; 0.1-0.2%
+# from the full runs, which take 40-170 s and up to 8 GB each, against 3-6 s).
+def workload(name):
+    """The key: value lines of a model in workloads/ (its architecture), comments dropped."""
+    path = os.path.join(os.path.dirname(src), "..", "..", "workloads", name + ".yaml")
+    keys = []
+    for line in open(path):
+        line = line.split("#")[0].rstrip()
+        if line and not line.startswith("name:"):
+            keys.append(line)
+    return keys
+
+
+NEMO_NOTE = """# From the recipe (llama3.1_*.yaml, configure.sh): no activation checkpointing; SP and TE
+# userbuffer TP overlap where TP > 1; the input-gradient collective beside the weight-gradient
+# GEMM (Megatron-Core's default); cuDNN fused attention; the distributed optimizer (ZeRO-1
+# over the dp x cp ranks) with overlapped gradient reduce-scatter and parameter all-gather in
+# Apex's buckets (bucket_cap_mb, taken as MiB of bf16 gradients); bf16 gradient reduction;
+# NCCL_NVLS_ENABLE=0 (no NVLink SHARP). Assumed: DGX H100 nodes on a rail-optimized
+# 8 x 400 Gb/s fabric (the cluster is not described). Not modelled:
+# defer_embedding_wgrad_compute, data loading (the 405B runs use mock data, the others real)."""
+
+
+def nemo_file(r):
+    """The scenario of a NeMo row (validate.py names it the same way)."""
+    return "nemo-%s-%sg" % (r["model"].replace("llama3.1-", ""), r["gpus"])
+
+
+for r in rows("nemo_llama31_h100.csv"):
+    if r["precision"] != "bf16":
+        continue
+    gpus, tp, pp, cp, v, mb, ga, gb, L = (int(r[k]) for k in (
+        "gpus", "tp", "pp", "cp", "virtual_stages", "micro_batch", "grad_accum", "global_batch", "layers"))
+    dp = gpus // (tp * pp * cp)
+    assert dp * tp * pp * cp == gpus and mb * ga * dp == gb
+    model = [l for l in workload(r["model"]) if not l.startswith("layers:")]
+    sched = "{schedule: interleaved, virtual_stages: %d}" % v if v > 1 else "{schedule: 1f1b}"
+    name = nemo_file(r)
+    text = """# NeMo 24.09, NVIDIA/dgxc-benchmarking llama3.1/README_{size}.md @35a9aecc:
+# {m}{proxy} on {g} H100, TP {tp} PP {pp} CP {cp} DP {dp}, virtual stages {v},
+# micro-batch {mb}, {ga} micro-batches, global batch {gb}, seq 8192, bf16; published step {t} s.
+{note}
+name: {name}
+{topo}model:
+  name: {m}{suffix}
+  layers: {L}
+{model}
+training:
+  seq_len: 8192
+  global_batch: {gb}
+  micro_batch: {mb}
+  precision: bf16
+  recompute: none
+  flash_attention: true
+parallel:
+  tp: {tp}
+  sp: {sp}
+  tp_comm_overlap: {sp}
+  tp_grad_overlap: true
+  pp: {pp}
+  cp: {cp}
+  dp: {dp}
+  zero: 1
+  ddp: {{overlap: true, overlap_param_gather: true, bucket: {bucket} MiB}}
+  pipeline: {sched}
+simulation:
+  steps: 1
+  timeline: false
+{sym}""".format(size=r["model"].replace("llama3.1-", ""), m=r["model"],
+           proxy=" proxy (%d of its layers)" % L if r["proxy"] == "True" else "", g=gpus, tp=tp, pp=pp,
+           cp=cp, dp=dp, v=v, mb=mb, ga=ga, gb=gb, t=r["step_time_s"], note=NEMO_NOTE, name=name,
+           topo=H100_TOPO.format(nodes=max(1, gpus // 8)).replace("sharp: true", "sharp: false"),
+           suffix="-%dl" % L if r["proxy"] == "True" else "", L=L,
+           model="\n".join("  " + l for l in model), sp="true" if tp > 1 else "false",
+           bucket=125 if r["model"] == "llama3.1-405b" else 75, sched=sched,
+           sym="  symmetry: dp\n" if gpus >= 1024 else "")
+    open(os.path.join(out, name + ".yaml"), "w").write(text)

@@ -25,7 +25,10 @@ Simulated throughput is computed with each table's own FLOP convention from the 
 step time: A100 (Narayanan et al. 2021, Eq. 3, recompute included)
     F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)),   TFLOP/s per GPU = F / (step time x GPUs);
 H100 (Megatron-Core): model FLOPs without recompute, which is stepsim's tflops_per_gpu for
-these GELU MHA models (docs/models.md)."""
+these GELU MHA models (docs/models.md). torchtitan: tokens/s per GPU, the global batch's
+tokens over the simulated step time and the GPUs, and the peak memory beside the logged one.
+The A100 2022 and NeMo tables publish step times: the error is in throughput, published time
+over simulated time - 1."""
 import concurrent.futures, csv, json, os, re, resource, shutil, subprocess, sys, tempfile, time
 
 stepsim, root = sys.argv[1:3]
@@ -69,8 +72,37 @@ with open(os.path.join(data, "korthikanti2022_iteration.csv")) as f:
                               file="k2022-%s-%s" % (r["model"].lower(), mode), gpus=int(r["gpus"]),
                               layout="TP %s PP %s" % (r["tp"], r["pp"]), published=float(r[col]),
                               flops=None, time=True))
+# torchtitan (data/torchtitan_llama.csv): tokens/s per GPU, the global batch's tokens over the
+# simulated step and the GPUs; the eager and torch.compile rows of a configuration share one
+# scenario (gen.py's tt_file), so both are compared with the same simulated number.
+TT_GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-sxm": "h100",
+          "b200 (power limited)": "b200"}
+TT_AC = {"none": "noac", "selective (layer)": "sac-layer", "selective (per-op SAC)": "sac-op",
+         "full": "fullac"}
+TT_GPU_LABEL = {"gt": "H100 96GB 500W", "a100": "A100 80GB", "h100": "H100 SXM", "b200": "B200"}
+for r in rows("torchtitan_llama.csv"):
+    tp, gpus = int(r["tp"]), int(r["gpus"])
+    gpu = TT_GPU[r["gpu"]]
+    f = "tt-%s-%s-%sg%s-mb%s-%s%s" % (
+        gpu, r["model"].replace(".", "p"), r["gpus"], "-tp%d" % tp if tp > 1 else "",
+        r["local_batch"], TT_AC[r["activation_checkpointing"]], "-async" if "async TP" in r["techniques"] else "")
+    cases.append(dict(table="torchtitan", row="%s: %s, %s, %s" % (r["table"], r["model"], TT_GPU_LABEL[gpu], r["techniques"]),
+                      file=f, gpus=gpus,
+                      layout="FSDP %s%s, AC %s" % (r["fsdp"], " TP %d" % tp if tp > 1 else "", r["activation_checkpointing"]),
+                      published=float(r["tokens_per_s_per_gpu"]), flops=None, tokens=int(r["global_batch"]) * int(r["seq_len"]),
+                      pub_mem=float(r["peak_mem_gib"]) if r["peak_mem_gib"] else None, pub_mem_text=r["peak_mem_gib"]))
+# NeMo (data/nemo_llama31_h100.csv): the measured train_step_timing, bf16 rows only
+for r in rows("nemo_llama31_h100.csv"):
+    if r["precision"] != "bf16":
+        continue
+    tp, pp, cp, gpus = (int(r[k]) for k in ("tp", "pp", "cp", "gpus"))
+    size = r["model"].replace("llama3.1-", "")
+    cases.append(dict(table="NeMo", row="Llama 3.1 %s%s" % (size.upper(), ", %s layers" % r["layers"] if r["proxy"] == "True" else ""),
+                      file="nemo-%s-%sg" % (size, r["gpus"]), gpus=gpus,
+                      layout="TP %d PP %d CP %d DP %d" % (tp, pp, cp, gpus // (tp * pp * cp)),
+                      published=float(r["step_time_s"]), flops=None, time=True))
 cases = [c for c in cases if any(c["file"].startswith(o) for o in only.split(","))]
-TABLES = ("A100", "H100", "A100-2022")
+TABLES = ("A100", "H100", "A100-2022", "torchtitan", "NeMo")
 
 
 def schedule(c):
@@ -112,13 +144,28 @@ def run(c):
 
 
 results = {}
-small = [c for c in cases if c["gpus"] < 1024]
-large = [c for c in cases if c["gpus"] >= 1024]  # one at a time: each may need most of the memory
+# rows that share a scenario (torchtitan's eager and compiled runs) run once: the first of
+# them runs, the others take its result
+twins, runs = {}, []
+for c in cases:
+    if c["file"] in twins:
+        twins[c["file"]].append(c)
+    else:
+        twins[c["file"]] = []
+        c["rep"] = True
+        runs.append(c)
+small = [c for c in runs if c["gpus"] < 1024]
+large = [c for c in runs if c["gpus"] >= 1024]  # one at a time: each may need most of the memory
 
 
 def record(c, d, err, wall):
+        why = err
         if d:
-            if c.get("time"):  # published iteration time: the error is in throughput, as above
+            if c.get("tokens"):  # tokens/s per GPU
+                sim = c["tokens"] / (d["step_time_s"] * c["gpus"])
+                err = 100 * (sim / c["published"] - 1)
+                pub_step = c["tokens"] / (c["published"] * c["gpus"])
+            elif c.get("time"):  # published iteration time: the error is in throughput, as above
                 sim, err = d["step_time_s"], 100 * (c["published"] / d["step_time_s"] - 1)
                 pub_step = c["published"]
             else:
@@ -131,10 +178,13 @@ def record(c, d, err, wall):
                      mem=d["peak_mem_bytes"] / 2**30, status=d["status"], wall=wall)
         else:
             c.update(sim=None, err=None, why=err, wall=wall)
-        results[c["file"]] = c
-        unit = "s" if c.get("time") else "TFLOP/s"
+        results.setdefault(c["file"], c)
+        unit = "s" if c.get("time") else "tokens/s" if c.get("tokens") else "TFLOP/s"
         print("%-14s %s" % (c["file"], ("%.2f vs %.2f %s (%+.1f%%), %.0f s wall" % (c["sim"], c["published"], unit, c["err"], wall))
                                      if c["sim"] else "not run: " + err), file=sys.stderr)
+        if c.get("rep"):
+            for t in twins[c["file"]]:
+                record(t, d, why, wall)
 
 
 def mem_total():
@@ -217,7 +267,7 @@ if write:
            "validation suite (`meson test -C build --setup validation --suite validation`) fails when a table's mean",
            "absolute error grows by more than 1 point over the numbers below, or when the A100 matmul",
            "plateau no longer holds its fit to the layer benchmark (`test/validation/calibrate.py --check`).",
-           "Step times: the published one (the row's FLOPs at the published rate), the simulated one, and",
+           "Step times: the published one (the row's FLOPs, or tokens, at the published rate), the simulated one, and",
            "the simulated compute (the mean time a GPU's compute stream is busy: the step less its",
            "bubbles of every cause), so that published − compute is what the real run spent outside",
            "the modelled kernels.", ""]
@@ -247,10 +297,52 @@ if write:
              "published): fp16, dropout 0.1, no flash attention; stated: the input-gradient "
              "all-reduce overlapped with the weight-gradient GEMM (`tp_grad_overlap`). The A100 "
              "matmul plateau is calibrated on the same paper's Table 4 (one layer of the 22B model; "
-             "docs/calibration.md), which none of these rows is.")):
+             "docs/calibration.md), which none of these rows is."),
+            ("torchtitan", "torchtitan FSDP2 and FSDP2 + TP on A100, H100 and B200 (pytorch/torchtitan, pytorch/ao)",
+             "Tokens per second per GPU (torchtitan's tps: the global batch's tokens over the step "
+             "time and the GPUs); peak memory against torchtitan's logged peak (the caching "
+             "allocator's reserved bytes, its fragmentation included), with 10% as the target. The "
+             "eager and torch.compile rows of a configuration run one scenario (their layout is the "
+             "same). Mapped: FSDP2 as ZeRO-3 resharding after forward with one layer of prefetch; "
+             "bf16 compute with fp32 gradient reduction (torchtitan's default), fp32 master weights "
+             "and Adam; TP with sequence parallelism, its input-gradient reduce-scatter not beside the "
+             "weight-gradient GEMM (DTensor's backward), async TP as `tp_comm_overlap`; flash "
+             "attention; AC none, selective or full as stepsim's recompute none, selective, full. "
+             "Assumed (not published): the A100 cluster (DGX A100 nodes, 8 x 200 Gb/s), the Grand "
+             "Teton fabric (non-blocking, 8 x 400 Gb/s per host), the peak of its 96 GB HBM2e H100 "
+             "at 500 W (912 TFLOP/s, between the SXM5's 989 and the NVL's 835 that the source "
+             "brackets it by: `topologies/gpus/h100-96gb-500w.yaml`). Not modelled: torch.compile "
+             "(eager and compiled rows get the same number); torchtitan's selective policies, per "
+             "layer (every second layer checkpointed in full) and per op (every second matmul of a "
+             "layer and its pointwise ops recomputed), which recompute more than stepsim's selective "
+             "(the attention core only) and keep other tensors; PyTorch SDPA's FlashAttention-2 on "
+             "H100, charged at the catalog's cuDNN rates; the B200's power limit (the catalog's b200 "
+             "is at full rating, with no attention table)."),
+            ("NeMo", "NeMo / Megatron-Core Llama 3.1 on H100 (NVIDIA/dgxc-benchmarking, NeMo 24.09)",
+             "Step time in seconds (train_step_timing); the error is in throughput (published time / "
+             "simulated time - 1), as in the 2022 table. bf16 rows only: the fp8 rows of the same "
+             "READMEs (8B on 8-128 GPUs, 70B on 64-2,048, 405B on 32-2,304) are left out, since "
+             "stepsim has one matmul curve for every dtype. The 405B rows on 32, 96 and 192 GPUs are "
+             "the recipe's proxies, cut to 7, 21 and 42 layers. Stated by the recipe at the same "
+             "commit (`llama3.1_{8b,70b,405b}.yaml`, `configure.sh`), not the README: no activation "
+             "checkpointing; SP and Transformer Engine userbuffer TP overlap where TP > 1; cuDNN "
+             "fused attention (`NVTE_FUSED_ATTN=1`); Apex's distributed optimizer (ZeRO-1 over dp x "
+             "cp) with overlapped gradient reduce-scatter and parameter all-gather in 75 MB buckets "
+             "(405B: 125), bf16 gradient reduction; NVLink SHARP off (`NCCL_NVLS_ENABLE=0`). Assumed "
+             "(not published): DGX H100 nodes on a rail-optimized 8 x 400 Gb/s fabric, Apex's "
+             "bucket_cap_mb as MiB of bf16 gradients, the input-gradient collective beside the "
+             "weight-gradient GEMM (Megatron-Core's default). Rows of 1,024 GPUs or more simulate one "
+             "data-parallel replica (`simulation.symmetry: dp`, within 0.2% of the full run on these "
+             "rows). Not modelled: `defer_embedding_wgrad_compute`, data loading (the 405B runs read "
+             "mock data, the others a real dataset).")):
         mean, worst, n = summary(table)
-        timed = table == "A100-2022"
-        if timed:
+        timed = table in ("A100-2022", "NeMo")
+        tokens = table == "torchtitan"
+        if tokens:
+            out += ["## " + title, "", note, "",
+                    "| row | GPUs | layout | published (tokens/s/GPU) | simulated | error | step (s): published / simulated / compute | peak GiB: published / simulated | memory error |",
+                    "|---|---:|---|---:|---:|---:|---:|---:|---:|"]
+        elif timed:
             out += ["## " + title, "", note, "",
                     "| row | GPUs | layout | published (s) | simulated (s) | error | compute (s) | peak (GiB) |",
                     "|---|---:|---|---:|---:|---:|---:|---:|"]
@@ -262,8 +354,15 @@ if write:
             if c["table"] != table:
                 continue
             if c["sim"] is None:
-                out.append("| %s | %d | %s | %.2f | not run: %s | | | |" % (c["row"], c["gpus"], c["layout"],
-                                                                          c["published"], c["why"]))
+                out.append("| %s | %d | %s | %.2f | not run: %s | | | |%s" % (c["row"], c["gpus"], c["layout"],
+                                                                            c["published"], c["why"], " |" if tokens else ""))
+            elif tokens:
+                pub_mem = c["pub_mem"]
+                out.append("| %s | %d | %s | %.0f | %.0f | %+.1f%% | %.3f / %.3f / %.3f | %s / %.1f%s | %s |" % (
+                    c["row"], c["gpus"], c["layout"], c["published"], c["sim"], c["err"], c["pub_step"],
+                    c["step"], c["compute"], c["pub_mem_text"] or "-", c["mem"],
+                    " (oom)" if c["status"] == "oom" else "",
+                    "%+.1f%%" % (100 * (c["mem"] / pub_mem - 1)) if pub_mem else ""))
             elif timed:
                 out.append("| %s | %d | %s | %.2f | %.2f | %+.1f%% | %.2f | %.1f |" % (
                     c["row"], c["gpus"], c["layout"], c["published"], c["sim"], c["err"], c["compute"], c["mem"]))
@@ -272,6 +371,13 @@ if write:
                     c["row"], c["gpus"], c["layout"], c["published"], c["sim"], c["err"], c["pub_step"],
                     c["step"], c["compute"], c["mem"]))
         out += ["", "**%s: mean absolute error %.1f%%, max %.1f%% over %d rows.**" % (table, mean or 0, worst or 0, n), ""]
+        if tokens:
+            merrs = [abs(100 * (c["mem"] / c["pub_mem"] - 1)) for c in cases
+                     if c["table"] == table and c["sim"] is not None and c["pub_mem"]]
+            if merrs:
+                out += ["**%s peak memory: mean absolute error %.1f%%, max %.1f%% over %d rows with a logged "
+                        "peak; %d within 10%%.**" % (table, sum(merrs) / len(merrs), max(merrs), len(merrs),
+                                                     sum(1 for e in merrs if e <= 10)), ""]
     text = "\n".join(out) + "\n"
     marker = "<!-- end of generated tables -->"
     tail = ""
@@ -287,7 +393,7 @@ if write:
            "#ifndef SIM_CLI_VALIDATED_H", "#define SIM_CLI_VALIDATED_H", ""]
     for table in TABLES:
         mean, worst, n = summary(table)
-        key = table.replace("-", "_")
+        key = table.upper().replace("-", "_")
         hdr += ["#define STEPSIM_VALIDATED_%s_MAPE %.1f" % (key, mean or 0),
                 "#define STEPSIM_VALIDATED_%s_MAX %.1f" % (key, worst or 0),
                 "#define STEPSIM_VALIDATED_%s_ROWS %d" % (key, n)]

@@ -1,0 +1,59 @@
+#!/usr/bin/python3
+"""tt_assumptions.py on two configurations (quick; keeps the script from rotting):
+
+    test_tt_assumptions.py STEPSIM SOURCE_ROOT
+
+Runs `tt_assumptions.py --only tt-gt-llama3p1-8b-8g,tt-a100-llama2-13b-64g-mb2-noac` and
+checks its table:
+- a row per published run of those configurations (the 8B's eager and compiled runs, the
+  13B's run without checkpointing), a cell per variant;
+- "as mapped" is the scenario's own error: its global batch's tokens over the simulated step
+  and the GPUs, against the published tokens/s per GPU;
+- the directions the variants must move a row: recomputing nothing does less work than the
+  mapped selective recompute, recomputing everything more; FlashAttention-2's lower rates and
+  a lower peak slow the step, a higher peak speeds it; the A100 row has no FlashAttention-2 or
+  peak variant ("-"), and its "recompute none" is its mapping."""
+import json, os, subprocess, sys
+
+stepsim, root = sys.argv[1:3]
+fails = []
+
+
+def check(ok, what):
+    if not ok:
+        fails.append(what)
+        print("FAIL: " + what)
+
+
+out = subprocess.run([sys.executable, os.path.join(root, "test", "validation", "tt_assumptions.py"), stepsim,
+                      root, "--only", "tt-gt-llama3p1-8b-8g,tt-a100-llama2-13b-64g-mb2-noac"],
+                     capture_output=True, text=True)
+check(out.returncode == 0, "tt_assumptions.py runs: " + out.stderr[-300:])
+lines = [l for l in out.stdout.splitlines() if l.startswith("|")]
+head = [c.strip() for c in lines[0].strip("|").split("|")] if lines else []
+check(head == ["row", "published", "as mapped", "recompute none", "recompute full", "FlashAttention-2",
+               "peak 835", "peak 989"], "header: %s" % head)
+body = [[c.strip() for c in l.strip("|").split("|")] for l in lines[2:]]
+check(len(body) == 3, "three published runs: %s" % body)
+
+
+def pct(c):
+    return float(c.rstrip("%"))
+
+
+if len(body) == 3:
+    eager, compiled, a100 = body
+    check(eager[1] == "5762" and compiled[1] == "6667" and a100[1] == "2162", "published: %s" % body)
+    d = json.loads(subprocess.run([stepsim, "run", os.path.join(root, "test", "validation", "scenarios",
+                                                                "tt-gt-llama3p1-8b-8g-mb2-sac-op.yaml"), "--json"],
+                                  capture_output=True, text=True).stdout)
+    sim = 16 * 8192 / (d["step_time_s"] * 8)
+    check(eager[2] == "%+.1f%%" % (100 * (sim / 5762 - 1)), "as mapped is the scenario's error: %s, %.1f" % (eager[2], sim))
+    for row in (eager, compiled):
+        mapped, none, full, fa2, p835, p989 = (pct(c) for c in row[2:])
+        check(none > mapped > full, "recompute none > selective > full: %s" % row)
+        check(fa2 < mapped, "FlashAttention-2 slows the step: %s" % row)
+        check(p835 < mapped < p989, "the peak moves the rate its way: %s" % row)
+    check(a100[5:] == ["-", "-", "-"] and a100[3] == a100[2] and pct(a100[4]) < pct(a100[2]),
+          "the A100 row: no H100 variants, none is its mapping, full slower: %s" % a100)
+sys.exit(1 if fails else 0)

@@ -1,0 +1,101 @@
+#!/usr/bin/python3
+"""How much what the torchtitan table leaves open, or stepsim does not model, moves its rows:
+
+    tt_assumptions.py STEPSIM SOURCE_ROOT [--only PREFIX[,PREFIX...]]
+
+The torchtitan rows (test/validation/data/torchtitan_llama.csv, scenarios tt-*.yaml from
+gen.py) map torchtitan's activation checkpointing onto stepsim's three recompute settings, run
+attention at the catalog's cuDNN rates although PyTorch's SDPA runs FlashAttention-2 on H100,
+and estimate the peak of the 96 GB HBM2e H100 at 500 W (docs/validation.md). This script reruns
+each distinct configuration with one of these changed at a time (`stepsim run --set`) and
+prints a Markdown table of each row's throughput error (simulated tokens/s per GPU over the
+published, - 1) against its eager and, where published, its compiled run:
+
+- recompute none and full instead of the mapped setting (they bracket torchtitan's selective
+  policies: per op, every second matmul of a layer and its pointwise ops recomputed; per
+  layer, every second layer in full);
+- FlashAttention-2 on H100: the attention tables times FA2's rate over cuDNN's in the
+  FlashAttention-3 paper's Figs. 5-6 at 4k keys (forward 319 / 518, backward 310 / 499,
+  docs/calibration.md), H100 rows only;
+- the 96 GB part's peak at either end of the interval its source gives, the H100 NVL's 835 and
+  the SXM5's 989 TFLOP/s (the matmul curve recomputed for each; Grand Teton rows only).
+
+Seconds on 2 cores (every row is small)."""
+import csv, json, os, re, subprocess, sys
+
+stepsim, root = sys.argv[1:3]
+args = sys.argv[3:]
+only = args[args.index("--only") + 1].split(",") if "--only" in args else None
+scen = os.path.join(root, "test", "validation", "scenarios")
+gpus_dir = os.path.join(root, "topologies", "gpus")
+FA2 = {"forward": 319 / 518, "forward_unmasked": 319 / 518, "backward": 310 / 499, "backward_unmasked": 310 / 499}
+T0, E_MAX = 1.4e-6, 0.6232  # h100-96gb-500w.yaml's matmul curve: t0 and plateau
+GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-sxm": "h100", "b200 (power limited)": "b200"}
+LABEL = {"gt": "H100 96GB 500W", "a100": "A100 80GB", "h100": "H100 SXM", "b200": "B200"}
+AC = {"none": "noac", "selective (layer)": "sac-layer", "selective (per-op SAC)": "sac-op", "full": "fullac"}
+
+
+def fa2_tables(gpu):
+    """--set value: the catalog GPU's attention tables at FlashAttention-2's rate."""
+    text = open(os.path.join(gpus_dir, gpu + ".yaml")).read()
+    out = []
+    for name, r in FA2.items():
+        m = re.search(r"^  %s: (\[.*\])$" % name, text, re.M)
+        pts = re.findall(r"\[(\d+), ([0-9.]+)\]", m.group(1))
+        out.append("%s: [%s]" % (name, ", ".join("[%s, %.4f]" % (k, float(v) * r) for k, v in pts)))
+    return "{%s}" % ", ".join(out)
+
+
+def peak(p):
+    """--set values: the 96 GB part at a peak of p TFLOP/s, its matmul curve recomputed."""
+    curve = ", ".join("[%g GFLOP, %.4f]" % (f / 1e9, 1 / (p * 1e12 * T0 / f + 1 / E_MAX))
+                      for f in (1e7, 1e8, 1e9, 1e10, 1e11, 1e12))
+    return ["topology.gpu.peak={bf16: %d TFLOP/s, fp16: %d TFLOP/s}" % (p, p),
+            "topology.gpu.matmul_efficiency=[%s]" % curve]
+
+
+VARIANTS = [("as mapped", lambda g: []),
+            ("recompute none", lambda g: ["training.recompute=none"]),
+            ("recompute full", lambda g: ["training.recompute=full"]),
+            ("FlashAttention-2", lambda g: ["topology.gpu.attention_efficiency=" + fa2_tables(
+                {"gt": "h100-96gb-500w", "h100": "h100-sxm"}[g])] if g in ("gt", "h100") else None),
+            ("peak 835", lambda g: peak(835) if g == "gt" else None),
+            ("peak 989", lambda g: peak(989) if g == "gt" else None)]
+
+with open(os.path.join(root, "test", "validation", "data", "torchtitan_llama.csv")) as f:
+    rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+configs = {}  # scenario -> (gpu, rows)
+for r in rows:
+    tp = int(r["tp"])
+    g = GPU[r["gpu"]]
+    name = "tt-%s-%s-%sg%s-mb%s-%s%s" % (g, r["model"].replace(".", "p"), r["gpus"], "-tp%d" % tp if tp > 1 else "",
+                                         r["local_batch"], AC[r["activation_checkpointing"]],
+                                         "-async" if "async TP" in r["techniques"] else "")
+    if only is None or any(name.startswith(o) for o in only):
+        configs.setdefault(name, (g, []))[1].append(r)
+
+print("| row | published | " + " | ".join(v[0] for v in VARIANTS) + " |")
+print("|---|---:|" + "---:|" * len(VARIANTS))
+for name, (g, rs) in configs.items():
+    tokens = int(rs[0]["global_batch"]) * int(rs[0]["seq_len"])
+    n = int(rs[0]["gpus"])
+    sim = []
+    for label, sets in VARIANTS:
+        s = sets(g)
+        if s is None:
+            sim.append(None)
+            continue
+        cmd = [stepsim, "run", os.path.join(scen, name + ".yaml"), "--json"]
+        for x in s:
+            cmd += ["--set", x]
+        p = subprocess.run(cmd, capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit("%s: %s" % (" ".join(cmd), p.stderr.strip().splitlines()[-1]))
+        d = json.loads(p.stdout)
+        sim.append(tokens / (d["step_time_s"] * n))
+        print("%s %-16s %.1f tokens/s per GPU" % (name, label, sim[-1]), file=sys.stderr)
+    for r in rs:
+        pub = float(r["tokens_per_s_per_gpu"])
+        cells = ["%+.1f%%" % (100 * (x / pub - 1)) if x else "-" for x in sim]
+        print("| %s: %s, %s, %s, AC %s | %.0f | %s |" % (r["table"], r["model"], LABEL[g], r["techniques"],
+                                                       r["activation_checkpointing"], pub, " | ".join(cells)))
