@@ -49,9 +49,12 @@ int cli_report(const cli_command *cmd, int argc, char **argv);
 /* Prints the report of results file `path` (table, or CSV); returns the exit code. */
 int cli_report_file(const char *path, bool csv);
 /* The validated error of stepsim's predictions (docs/validation.md): of step time
- * (`timing`) or of memory only, as one summary line; with `gpu` (the catalog name of the
- * run's GPU) the tables of that GPU, or that none validates it; NULL: every table. */
-void cli_print_accuracy(FILE *f, bool timing, const char *gpu);
+ * (`timing`) or of memory only, as one summary line; with the run's scenario `sc` the
+ * tables of its kind (FSDP: torchtitan; A100: Megatron-LM; H100: NeMo and Megatron-Core),
+ * or that none validates it (another GPU, PCIe nodes, MoE, offload, LoRA, sequences past
+ * the published ones); NULL: every table. */
+struct plan_scenario;
+void cli_print_accuracy(FILE *f, bool timing, const struct plan_scenario *sc);
 
 int cli_sweep(const cli_command *cmd, int argc, char **argv);
 int cli_plan(const cli_command *cmd, int argc, char **argv);

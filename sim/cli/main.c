@@ -175,7 +175,7 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
         fprintf(f, "  binding         %s\n", s->binding_constraint);
     if (v)
         cli_verdict_print(f, v);
-    cli_print_accuracy(f, replayed, p->sc->topology.gpu.name);
+    cli_print_accuracy(f, replayed, p->sc);
 }
 
 /* A loaded scenario and its plan; what every sub-command starts from. */
