@@ -10,17 +10,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cli/verdict.h"
+#include "cli/verdict-internal.h"
 #include "plan/estimate.h"
 #include "replay/replay.h"
 
-/* At most this many single changes are generated, and pairs are tried among the PAIR_FROM
- * valid ones with the lowest peaks (at most PAIR_FROM·(PAIR_FROM−1)/2 pairs); when no pair
- * fits either, changes are stacked on the closest, up to STACK_MAX (stack). */
-#define CANDS_MAX 24
-#define PAIR_FROM 5
-#define STACK_MAX 4
-#define WHAT_MAX 480
 /* The work the remedies may take, in ops of their estimates (plan/estimate.h), so that an
  * OOM verdict on a large cluster costs seconds, not a replay per remedy. Planning costs
  * mostly the generated ops (the borrowed ones a twentieth of that): DeepSeek-V3 on 2,048
@@ -35,24 +28,9 @@
 
 static const double GiB = 1024.0 * 1024.0 * 1024.0;
 
-typedef struct cand {
-    results_remedy r;  /* the changes; peak, headroom, step time and why once checked */
-    char what[WHAT_MAX]; /* what the change does, for `why` */
-    int ladder;        /* the ladder's order (pairs: 100 × first + second; stacked: 10000 ×
-                          changes + the last one's) */
-    int depth;         /* changes of the ladder it stacks: 1 single, 2 a pair */
-    cli_checked k;     /* what the check found */
-} cand;
-
-typedef struct cand_list {
-    cand c[2 * CANDS_MAX + PAIR_FROM * (PAIR_FROM - 1) / 2];
-    int n;
-    cli_check_budget budget; /* estimated ops spent on checking */
-} cand_list;
-
 /* snprintf for the `what` and `why` sentences, which are cut at their buffer's size (a
  * long stack of changes names them all in its `changes`; the sentence may end short). */
-static void sentence(char *dst, size_t size, const char *fmt, ...)
+void verdict__sentence(char *dst, size_t size, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
@@ -60,7 +38,7 @@ static void sentence(char *dst, size_t size, const char *fmt, ...)
     va_end(ap);
 }
 
-static cand *push(cand_list *l, const char *what)
+cand *verdict__push(cand_list *l, const char *what)
 {
     SIM_ASSERT(l->n < (int)SIM_ARRAY_LEN(l->c), "%d remedy candidates", l->n);
     cand *x = &l->c[l->n];
@@ -96,7 +74,7 @@ static void set_dp(results_remedy *r, const plan_parallel *par, int dp)
 /* The single changes of the ladder (docs/memory.md) that the scenario has not applied yet,
  * in the ladder's order; the loader and the plan reject those the rest of the scenario does
  * not support. The global batch is kept wherever the change would move it. */
-static void generate(const plan_scenario *sc, int64_t global_batch, int topology_gpus,
+void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topology_gpus,
                      cand_list *l)
 {
     const plan_training *t = &sc->training;
@@ -104,41 +82,41 @@ static void generate(const plan_scenario *sc, int64_t global_batch, int topology
     long long gb = (long long)global_batch;
     cand *x;
     if (t->finetune.method == PLAN_FT_FULL) {
-        x = push(l, "fine-tune LoRA adapters instead of every weight");
+        x = verdict__push(l, "fine-tune LoRA adapters instead of every weight");
         cli_remedy_set(&x->r, "training.finetune.method", "lora");
-        x = push(l, "fine-tune LoRA adapters on 4-bit weights (QLoRA)");
+        x = verdict__push(l, "fine-tune LoRA adapters on 4-bit weights (QLoRA)");
         cli_remedy_set(&x->r, "training.finetune.method", "qlora");
     } else if (t->finetune.method == PLAN_FT_LORA) {
-        x = push(l, "keep the frozen weights in 4 bits (QLoRA)");
+        x = verdict__push(l, "keep the frozen weights in 4 bits (QLoRA)");
         cli_remedy_set(&x->r, "training.finetune.method", "qlora");
     }
     /* with flash attention the scores are never stored: selective recompute saves next
      * to nothing (docs/models.md) */
     if (t->recompute == MODEL_RECOMPUTE_NONE && !t->flash_attention) {
-        x = push(l, "recompute attention's activations in backward (selective)");
+        x = verdict__push(l, "recompute attention's activations in backward (selective)");
         cli_remedy_set(&x->r, "training.recompute", "selective");
     }
     if (t->recompute != MODEL_RECOMPUTE_FULL) {
-        x = push(l, "recompute each layer's activations in backward (full)");
+        x = verdict__push(l, "recompute each layer's activations in backward (full)");
         cli_remedy_set(&x->r, "training.recompute", "full");
     }
     if (t->micro_batch > 1) {
         int64_t half = t->micro_batch / 2;
-        x = push(l, "a smaller micro-batch, more accumulation steps, the same global batch");
+        x = verdict__push(l, "a smaller micro-batch, more accumulation steps, the same global batch");
         cli_remedy_set(&x->r, "training.micro_batch", "%lld", (long long)half);
         cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
         if (half > 1) {
-            x = push(l, "micro-batch 1, more accumulation steps, the same global batch");
+            x = verdict__push(l, "micro-batch 1, more accumulation steps, the same global batch");
             cli_remedy_set(&x->r, "training.micro_batch", "1");
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
         }
     }
     if (t->optimizer_state == PLAN_STATE_FP32) {
-        x = push(l, "bf16 optimizer states");
+        x = verdict__push(l, "bf16 optimizer states");
         cli_remedy_set(&x->r, "training.optimizer_state", "bf16");
     }
     if (t->optimizer_state != PLAN_STATE_INT8) {
-        x = push(l, "8-bit optimizer states");
+        x = verdict__push(l, "8-bit optimizer states");
         cli_remedy_set(&x->r, "training.optimizer_state", "int8");
     }
     if (par->dp * par->cp > 1)
@@ -147,11 +125,11 @@ static void generate(const plan_scenario *sc, int64_t global_batch, int topology
                 "", "shard the optimizer states over the data-parallel ranks (ZeRO-1)",
                 "shard optimizer states and gradients (ZeRO-2)",
                 "shard parameters, gradients and optimizer states (ZeRO-3/FSDP)"};
-            x = push(l, what[z]);
+            x = verdict__push(l, what[z]);
             cli_remedy_set(&x->r, "parallel.zero", "%d", z);
         }
     if (par->offload.optimizer == PLAN_OFFLOAD_NONE) {
-        x = push(l, "keep the optimizer states on the CPU and update there");
+        x = verdict__push(l, "keep the optimizer states on the CPU and update there");
         cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");
     }
     /* tensor parallelism with sequence parallelism inside a node, out of the data-parallel
@@ -159,7 +137,7 @@ static void generate(const plan_scenario *sc, int64_t global_batch, int topology
     int per_node = sc->topology.n_devices == 0 ? sc->topology.gpus_per_node : 0;
     for (int f = 2; par->tp * f <= per_node && f <= 8; f *= 2)
         if (par->dp % f == 0) {
-            x = push(l, "tensor + sequence parallelism within a node");
+            x = verdict__push(l, "tensor + sequence parallelism within a node");
             cli_remedy_set(&x->r, "parallel.tp", "%d", par->tp * f);
             cli_remedy_set(&x->r, "parallel.sp", "true");
             set_dp(&x->r, par, par->dp / f);
@@ -167,7 +145,7 @@ static void generate(const plan_scenario *sc, int64_t global_batch, int topology
         }
     for (int f = 2; f <= 4 && par->pp * f <= sc->model.layers; f *= 2)
         if (par->dp % f == 0) {
-            x = push(l, "pipeline stages out of the data-parallel ranks");
+            x = verdict__push(l, "pipeline stages out of the data-parallel ranks");
             cli_remedy_set(&x->r, "parallel.pp", "%d", par->pp * f);
             set_dp(&x->r, par, par->dp / f);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
@@ -180,7 +158,7 @@ static void generate(const plan_scenario *sc, int64_t global_batch, int topology
     int width = par->tp * par->cp * par->pp;
     for (int d = topology_gpus / width; d > par->dp; d--)
         if (gb % (t->micro_batch * d) == 0 && d % par->ep == 0) {
-            x = push(l, "more GPUs of the same kind (the topology's idle ones), as data "
+            x = verdict__push(l, "more GPUs of the same kind (the topology's idle ones), as data "
                         "parallelism");
             cli_remedy_set(&x->r, "parallel.dp", "%d", d);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
@@ -223,7 +201,7 @@ static void bottleneck(const replay_summary *s, results_verdict *v);
 
 /* Loads the scenario as `stepsim run|mem SCENARIO --set ...` would: the command's overrides,
  * then `changes`. */
-static int load_with(const cli_verdict_input *in, const results_remedy *changes,
+int verdict__load_with(const cli_verdict_input *in, const results_remedy *changes,
                      plan_scenario *sc, sim_diag *diag)
 {
     size_t n = in->n_sets + (size_t)changes->n_changes;
@@ -250,7 +228,7 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
     plan_scenario *sc = sim_calloc(1, sizeof *sc);
     plan *p = NULL;
     sim_diag diag = {0};
-    int rc = load_with(in, changes, sc, &diag);
+    int rc = verdict__load_with(in, changes, sc, &diag);
     plan_work work = {0};
     if (rc == 0) {
         if (in->steps > 0)
@@ -330,7 +308,7 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
 }
 
 /* Checks a candidate: cli_check of its changes, against the list's budget. */
-static void check(const cli_verdict_input *in, int64_t capacity, cand *x, cli_check_budget *b)
+void verdict__check(const cli_verdict_input *in, int64_t capacity, cand *x, cli_check_budget *b)
 {
     cli_check(in, capacity, &x->r, b, &x->k);
     x->r.step_time_s = x->k.fits ? x->k.step_time_s : NAN;
@@ -378,7 +356,7 @@ static void describe(cand *x, const plan_mem *base, int64_t capacity)
     for (int c = 1; c < PLAN_MEM_COUNT; c++)
         if (base->bytes[c] - x->k.split.bytes[c] > base->bytes[k] - x->k.split.bytes[k])
             k = c;
-    sentence(x->r.why, sizeof x->r.why, "%s: peak %.2f GiB, %s %.2f -> %.2f GiB%s", x->what,
+    verdict__sentence(x->r.why, sizeof x->r.why, "%s: peak %.2f GiB, %s %.2f -> %.2f GiB%s", x->what,
              x->k.split.total / GiB, plan_mem_cat_name((plan_mem_cat)k), base->bytes[k] / GiB,
              x->k.split.bytes[k] / GiB,
              x->k.untimed ? " (by its memory plan; not replayed here, too large to time "
@@ -453,19 +431,19 @@ static void pairs(const cli_verdict_input *in, int64_t capacity, cand_list *l)
             memset(&m, 0, sizeof m);
             if (!merge(a, b, &m))
                 continue;
-            cand *x = push(l, "");
+            cand *x = verdict__push(l, "");
             x->r = m.r;
             x->r.step_time_s = NAN;
             x->ladder = 100 * (a->ladder + 1) + b->ladder;
             x->depth = 2;
-            sentence(x->what, sizeof x->what, "%s, and %s", a->what, b->what);
-            check(in, capacity, x, &l->budget);
+            verdict__sentence(x->what, sizeof x->what, "%s, and %s", a->what, b->what);
+            verdict__check(in, capacity, x, &l->budget);
         }
 }
 
 /* `a` then `b` as --set applies them: b's value wins for a key both set. False when the
  * changes would not fit one remedy. */
-static bool override(const results_remedy *a, const results_remedy *b, results_remedy *out)
+bool verdict__override(const results_remedy *a, const results_remedy *b, results_remedy *out)
 {
     *out = *a;
     for (int k = 0; k < b->n_changes; k++) {
@@ -488,7 +466,7 @@ static bool override(const results_remedy *a, const results_remedy *b, results_r
  * generated on the stacked scenario (generate), each checked on top (override); those that
  * fit are appended to `l` and the stacking stops, else the lowest peak below the current
  * one is stacked on. Returns the most changes stacked in a candidate checked (0: none). */
-static int stack(const cli_verdict_input *in, int64_t global_batch, int topology_gpus,
+int verdict__stack(const cli_verdict_input *in, int64_t global_batch, int topology_gpus,
                  int64_t capacity, cand_list *l, cli_check_budget *b)
 {
     cand *cur = sim_calloc(1, sizeof *cur), *next = sim_calloc(1, sizeof *next),
@@ -504,23 +482,23 @@ static int stack(const cli_verdict_input *in, int64_t global_batch, int topology
     for (int d = cur->depth + 1; best >= 0 && d <= STACK_MAX; d++) {
         sim_diag diag = {0};
         memset(sc, 0, sizeof *sc);
-        if (load_with(in, &cur->r, sc, &diag) != 0)
+        if (verdict__load_with(in, &cur->r, sc, &diag) != 0)
             break;
         g->n = 0;
-        generate(sc, global_batch, topology_gpus, g);
+        verdict__generate(sc, global_batch, topology_gpus, g);
         bool have = false, fits = false;
         for (int i = 0; i < g->n; i++) {
             memset(x, 0, sizeof *x);
-            if (!override(&cur->r, &g->c[i].r, &x->r))
+            if (!verdict__override(&cur->r, &g->c[i].r, &x->r))
                 continue;
             x->r.step_time_s = NAN;
-            check(in, capacity, x, b);
+            verdict__check(in, capacity, x, b);
             reached = d;
-            sentence(x->what, sizeof x->what, "%s, and %s", cur->what, g->c[i].what);
+            verdict__sentence(x->what, sizeof x->what, "%s, and %s", cur->what, g->c[i].what);
             x->ladder = 10000 * d + i;
             x->depth = d;
             if (x->k.fits) {
-                cand *y = push(l, "");
+                cand *y = verdict__push(l, "");
                 *y = *x;
                 fits = true;
             } else if (x->k.valid && x->k.walk_peak < cur->k.walk_peak &&
@@ -539,267 +517,6 @@ static int stack(const cli_verdict_input *in, int64_t global_batch, int topology
     sim_free(next);
     sim_free(cur);
     return reached;
-}
-
-/* The topology changes that give the job `gpus` GPUs of the topology's kind (none while
- * the topology has that many), or false with `why` filled when the topology cannot be grown to that count
- * by --set: an explicit topology lists its devices; a multi-node one grows by whole nodes;
- * a single node without a fabric grows its node to at most SCALE_NODE_GPUS GPUs (or its own
- * count when larger): past that the GPUs need a network the topology does not describe. */
-#define SCALE_NODE_GPUS 8
-static bool grow(const hw_topology_spec *t, int topology_gpus, int64_t gpus, results_remedy *r,
-                 char *why, size_t size)
-{
-    if (gpus <= topology_gpus)
-        return true; /* the topology has them */
-    if (t->n_devices > 0) {
-        snprintf(why, size, "the topology lists its devices (explicit form): more GPUs need "
-                            "a larger topology file");
-        return false;
-    }
-    bool multi = t->nodes > 1 || (t->fabric.kind != HW_FABRIC_NONE && t->nics.count > 0);
-    if (multi) {
-        if (gpus % t->gpus_per_node != 0)
-            return false;
-        cli_remedy_set(r, "topology.nodes", "%lld", (long long)(gpus / t->gpus_per_node));
-        return true;
-    }
-    if (gpus > SIM_MAX(SCALE_NODE_GPUS, t->gpus_per_node)) {
-        snprintf(why, size, "the topology is one node without a network (no fabric, no "
-                            "NICs): it is not grown past %d GPUs",
-                 SIM_MAX(SCALE_NODE_GPUS, t->gpus_per_node));
-        return false;
-    }
-    cli_remedy_set(r, "topology.node.gpus", "%lld", (long long)gpus);
-    return true;
-}
-
-/* The ways to spread the job over more GPUs, each a family of sizes: data parallelism with
- * ZeRO-3 (when the job has no pipeline and is not on ZeRO-3 yet), data parallelism with
- * the scenario's own strategy, and more pipeline stages. */
-enum { SCALE_DP_ZERO3, SCALE_DP, SCALE_PP, SCALE_FAMILIES };
-
-/* The changes of family `f` at size `k` (the data-parallel ranks, or the pipeline stages),
- * with `gpus` set to the GPU count; false when the size does not apply. */
-static bool scale_changes(const plan_scenario *sc, const plan *p, int f, int64_t k,
-                          results_remedy *r, int64_t *gpus, char *why, size_t size)
-{
-    const plan_parallel *par = &sc->parallel;
-    long long gb = (long long)p->global_batch;
-    memset(r, 0, sizeof *r);
-    r->step_time_s = NAN;
-    *gpus = (int64_t)p->n_ranks / (f == SCALE_PP ? par->pp : par->dp) * k;
-    if (*gpus <= p->n_ranks || *gpus > PLAN_GPUS_MAX)
-        return false;
-    if (!grow(&sc->topology, p->topology_gpus, *gpus, r, why, size))
-        return false;
-    if (f == SCALE_PP) {
-        cli_remedy_set(r, "parallel.pp", "%lld", (long long)k);
-        if (par->zero == 3)
-            cli_remedy_set(r, "parallel.zero", "%d", par->dp > 1 ? 2 : 0);
-    } else {
-        cli_remedy_set(r, "parallel.dp", "%lld", (long long)k);
-        if (f == SCALE_DP_ZERO3)
-            cli_remedy_set(r, "parallel.zero", "3");
-    }
-    cli_remedy_set(r, "training.global_batch", "%lld", gb);
-    return true;
-}
-
-/* The sizes of family `f` past the job's, smallest first: data-parallel counts that divide
- * the global batch into whole micro-batches and are a multiple of the expert-parallel
- * size, or stage counts up to the layer count. Returns how many (at most `max`). */
-static int scale_sizes(const plan_scenario *sc, const plan *p, int f, int64_t *k, int max)
-{
-    const plan_parallel *par = &sc->parallel;
-    int n = 0;
-    if (f == SCALE_PP) {
-        for (int64_t s = par->pp + 1; s <= sc->model.layers && n < max; s++)
-            k[n++] = s;
-        return n;
-    }
-    if (f == SCALE_DP_ZERO3 && (par->pp > 1 || par->zero == 3))
-        return 0;
-    int64_t micro = p->global_batch / sc->training.micro_batch;
-    int64_t width = p->n_ranks / par->dp;
-    for (int64_t d = par->dp + 1; d <= micro && d <= PLAN_GPUS_MAX / width && n < max; d++)
-        if (micro % d == 0 && d % par->ep == 0)
-            k[n++] = d;
-    return n;
-}
-
-/* The GPUs the job uses at size `k` of family `f`. */
-static int64_t size_gpus(const plan *p, int f, int64_t k)
-{
-    const plan_parallel *par = &p->sc->parallel;
-    return (int64_t)p->n_ranks / (f == SCALE_PP ? par->pp : par->dp) * k;
-}
-
-/* What a probe found at one size. */
-enum { PROBE_FITS, PROBE_NONE, PROBE_INVALID, PROBE_UNKNOWN };
-
-/* Checks the job spread over more GPUs by family `f` at size `k`: alone, then with each
- * single change of the ladder generated for the spread job (generate, on its scenario),
- * then with changes stacked on the closest of those (stack). Returns PROBE_FITS with the
- * first that fits in the ladder's order in `fit` (its `what` the changes on top, ""
- * alone); PROBE_NONE when every candidate was checked and none fits; PROBE_INVALID when
- * the loader or the plan rejects the spread job itself (e.g. an interleaved schedule whose
- * micro-batches the stage count does not divide): that size does not exist; PROBE_UNKNOWN
- * when the work budget left some candidate unchecked and none fits. */
-static int probe(const cli_verdict_input *in, const plan *p, int64_t capacity,
-                 cli_check_budget *b, int f, int64_t k, cand *fit)
-{
-    cand c;
-    memset(&c, 0, sizeof c);
-    int64_t gpus;
-    char why[SIM_DIAG_MSG_MAX];
-    bool ok = scale_changes(p->sc, p, f, k, &c.r, &gpus, why, sizeof why);
-    SIM_ASSERT(ok, "a size kept by scale_sizes applies");
-    int skipped = b->skipped;
-    check(in, capacity, &c, b);
-    if (!c.k.valid)
-        return c.k.over_budget ? PROBE_UNKNOWN : PROBE_INVALID;
-    if (c.k.fits) {
-        *fit = c;
-        return 1;
-    }
-    /* the singles on top of the spread job, then stacked on the closest of them */
-    plan_scenario *sc = sim_calloc(1, sizeof *sc);
-    cand_list *g = sim_calloc(1, sizeof *g), *l = sim_calloc(1, sizeof *l);
-    cand *x = sim_calloc(1, sizeof *x);
-    sim_diag diag = {0};
-    if (load_with(in, &c.r, sc, &diag) == 0) {
-        generate(sc, p->global_batch, (int)gpus, g);
-        for (int i = 0; i < g->n; i++) {
-            memset(x, 0, sizeof *x);
-            if (!override(&c.r, &g->c[i].r, &x->r))
-                continue;
-            check(in, capacity, x, b);
-            if (!x->k.valid)
-                continue;
-            cand *y = push(l, g->c[i].what);
-            y->r = x->r;
-            y->k = x->k;
-            y->ladder = i;
-        }
-        bool fits = false;
-        for (int i = 0; i < l->n; i++)
-            fits |= l->c[i].k.fits;
-        if (!fits)
-            stack(in, p->global_batch, (int)gpus, capacity, l, b);
-    }
-    int found = b->skipped > skipped ? PROBE_UNKNOWN : PROBE_NONE;
-    for (int i = 0; i < l->n && found != PROBE_FITS; i++)
-        if (l->c[i].k.fits) {
-            *fit = l->c[i];
-            found = PROBE_FITS;
-        }
-    sim_free(x);
-    sim_free(l);
-    sim_free(g);
-    sim_free(sc);
-    return found;
-}
-
-/* When no change fits on the topology's GPUs: the smallest GPU count of the same kind that
- * fits, by family (scale_changes), each size checked alone and with the ladder's single
- * changes (probe): sizes probed at indices 0, 1, 3, 7, … until one fits, then bisected down
- * to the smallest that fits next to one checked not to — a job's per-GPU memory does not
- * grow as it spreads over more GPUs (its shards and stages only get smaller), which the
- * bisection relies on. The smallest over the families, the first family on ties, goes into
- * `out` (fits, checked), its `what` in `what` (what_size); `note` says how far the search
- * got when none fits. */
-static bool scale_out(const cli_verdict_input *in, const plan *p, int64_t capacity,
-                      cli_check_budget *b, cand *out, int64_t *out_gpus, char *what,
-                      size_t what_size, char *note, size_t note_size)
-{
-    enum { SIZES = 4096 };
-    int64_t *k = sim_calloc(SIZES, sizeof *k);
-    bool found = false;
-    int64_t tried = 0, budget_at = 0;
-    note[0] = '\0';
-    for (int f = 0; f < SCALE_FAMILIES; f++) {
-        int n = scale_sizes(p->sc, p, f, k, SIZES);
-        int m = 0; /* the sizes that apply on this topology (and beat the best), in order */
-        for (int i = 0; i < n; i++) {
-            results_remedy r;
-            int64_t g;
-            if (scale_changes(p->sc, p, f, k[i], &r, &g, note, note_size) &&
-                (!found || g < *out_gpus))
-                k[m++] = k[i];
-        }
-        int lo = -1, hi = -1; /* the largest index checked not to fit, the smallest fits */
-        bool out_of_budget = false;
-        cand fit;
-        for (int i = 0; i < m;) {
-            int got = probe(in, p, capacity, b, f, k[i], &fit);
-            if (got == PROBE_INVALID) { /* no such size: the next one takes its index */
-                memmove(&k[i], &k[i + 1], (size_t)(m - i - 1) * sizeof *k);
-                m--;
-                continue;
-            }
-            if (got == PROBE_UNKNOWN) {
-                out_of_budget = true;
-                budget_at = size_gpus(p, f, k[i]);
-                break;
-            }
-            tried = SIM_MAX(tried, size_gpus(p, f, k[i]));
-            if (got == PROBE_FITS) {
-                hi = i;
-                break;
-            }
-            lo = i;
-            if (i == m - 1)
-                break;
-            i = SIM_MIN(2 * i + 1, m - 1);
-        }
-        while (hi - lo > 1 && !out_of_budget) {
-            int mid = lo + (hi - lo) / 2;
-            cand c;
-            int got = probe(in, p, capacity, b, f, k[mid], &c);
-            if (got == PROBE_INVALID) {
-                memmove(&k[mid], &k[mid + 1], (size_t)(m - mid - 1) * sizeof *k);
-                m--;
-                hi--;
-            } else if (got == PROBE_UNKNOWN) {
-                out_of_budget = true; /* the smallest found so far stands */
-                budget_at = size_gpus(p, f, k[mid]);
-            } else if (got == PROBE_FITS) {
-                hi = mid;
-                fit = c;
-            } else {
-                lo = mid;
-            }
-        }
-        if (hi < 0)
-            continue;
-        *out = fit;
-        *out_gpus = fit.k.gpus;
-        char layout[96];
-        int len = snprintf(layout, sizeof layout, "%d GPUs as", fit.k.gpus);
-        const int deg[4] = {fit.k.tp, fit.k.cp, fit.k.pp, fit.k.dp};
-        static const char *const name[4] = {"tp", "cp", "pp", "dp"};
-        bool any = false;
-        for (int d = 0; d < 4; d++)
-            if (deg[d] > 1 || (d == 3 && !any)) {
-                len += snprintf(layout + len, sizeof layout - (size_t)len, "%s %s %d",
-                                any ? " x" : "", name[d], deg[d]);
-                any = true;
-            }
-        if (fit.what[0])
-            sentence(what, what_size, "more GPUs of the same kind (%s), with %s", layout,
-                     fit.what);
-        else
-            sentence(what, what_size, "more GPUs of the same kind (%s)", layout);
-        found = true;
-    }
-    if (!found && budget_at > 0)
-        snprintf(note, note_size, "the work budget ran out at %lld GPUs; none of the counts "
-                 "checked up to %lld fits", (long long)budget_at, (long long)tried);
-    else if (!found && !note[0])
-        snprintf(note, note_size, "none up to %lld GPUs checked fits", (long long)tried);
-    sim_free(k);
-    return found;
 }
 
 /* What limits the step of a replayed run: the largest of the shares of its window —
@@ -851,10 +568,10 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
         return;
 
     cand_list *l = sim_calloc(1, sizeof *l);
-    generate(p->sc, p->global_batch, p->topology_gpus, l);
+    verdict__generate(p->sc, p->global_batch, p->topology_gpus, l);
     int singles = l->n, fit = 0;
     for (int i = 0; i < singles; i++) {
-        check(in, v->capacity_bytes, &l->c[i], &l->budget);
+        verdict__check(in, v->capacity_bytes, &l->c[i], &l->budget);
         fit += l->c[i].k.fits;
     }
     bool paired = fit == 0;
@@ -864,7 +581,7 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
         for (int i = singles; i < l->n; i++)
             fit += l->c[i].k.fits;
         if (fit == 0)
-            stacked = stack(in, p->global_batch, p->topology_gpus, v->capacity_bytes, l,
+            stacked = verdict__stack(in, p->global_batch, p->topology_gpus, v->capacity_bytes, l,
                             &l->budget);
     }
     int n_fit = 0;
@@ -879,9 +596,9 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     char note[SIM_DIAG_MSG_MAX], how[WHAT_MAX];
     int64_t gpus = 0;
     note[0] = '\0';
-    if (n_fit == 0 && scale_out(in, p, v->capacity_bytes, &l->budget, &out[0], &gpus, how,
+    if (n_fit == 0 && verdict__scale_out(in, p, v->capacity_bytes, &l->budget, &out[0], &gpus, how,
                                 sizeof how, note, sizeof note)) {
-        sentence(out[0].what, sizeof out[0].what, "no change checked fits on the job's %d "
+        verdict__sentence(out[0].what, sizeof out[0].what, "no change checked fits on the job's %d "
                  "GPU(s); the smallest count found to fit is %lld: %s", p->n_ranks,
                  (long long)gpus, how);
         describe(&out[0], &at_peak, v->capacity_bytes);
