@@ -39,10 +39,25 @@
  *               (receives) S in all; a member moves at most two chunks each way per round, so
  *               T <= (H + C - 1)·(α + S/(C·B)), tending to S/B for C >> H.
  * NCCL uses trees for all_reduce only (broadcast/reduce run on rings); the rooted variants
- * are this simulator's use of the same two trees, as Sanders et al. do for broadcast.
- * NCCL builds the tree across nodes with chains inside a node; here it spans the members
- * directly, so on a multi-node group its edges follow the group order. */
+ * are this simulator's use of the same two trees over members, as Sanders et al. do for
+ * broadcast.
+ *
+ * Nodes (all_reduce). NCCL builds the double binary tree over nodes, not ranks, and chains
+ * the ranks of a node (NCCL 2.30 src/graph/connect.cc: ncclTopoPreset sets tree.up to the
+ * previous rank of the node's intra-node order and tree.down[0] to the next one;
+ * connectTrees joins the first rank of each node to its parent and child nodes by
+ * ncclGetDtree over nNodes; both trees share the intra-node chain). So when some node holds
+ * several members of the group (coll_group.node; nodes taken in order of their first member,
+ * a node's members in group order, local index l): member l > 0 has parent l-1 of its node in
+ * both trees, and local member 0 of the node at position a has as parent the local member 0
+ * of the node at A's (or B's) parent position of a. On a single node both trees are the
+ * chain 0 <- 1 <- ... <- n-1: H = n-1, 2(n-1) + C - 1 rounds, NCCL's tuning model's
+ * 2(nRanks/nNodes - 1) intra-node steps (tuning.cc). When every member is on a node of its
+ * own (or nodes are not known), the member-level trees above are exactly NCCL's. The rooted
+ * operations ignore nodes. */
 #include "core/sim.h"
+
+#include <stdlib.h>
 
 #include "coll/coll-internal.h"
 
@@ -85,26 +100,18 @@ static int member_of(int n, int p, int which, int pos_root, int root)
     return (p + root) % n;
 }
 
-/* Builds tree `which` (0 = A, 1 = B) over members. With `root` < 0 the trees keep NCCL's
- * positions (all_reduce); otherwise they are re-rooted at member `root` as explained above. */
-static void shape_init(tree_shape *t, int n, int which, int root)
+/* Depth, height and root of a tree given by its parent array (taken over by `t`). */
+static void shape_from_parents(tree_shape *t, int n, int32_t *parent)
 {
-    t->parent = sim_calloc((size_t)n, sizeof(*t->parent));
+    t->parent = parent;
     t->depth = sim_calloc((size_t)n, sizeof(*t->depth));
     t->height = sim_calloc((size_t)n, sizeof(*t->height));
-
-    int pos_root = which == 0 ? 0 : (n % 2 == 0 ? n - 1 : 1);
-    for (int p = 0; p < n; p++) {
-        int up = which == 0 ? btree_parent(n, p) : dtree_parent(n, p);
-        int m = member_of(n, p, which, pos_root, root);
-        t->parent[m] = up < 0 ? -1 : member_of(n, up, which, pos_root, root);
-        if (up < 0)
-            t->root = m;
-    }
-
-    /* Depth by walking up (at most ceil(log2 n) steps). The same walk reaches each ancestor
-     * at distance d from m, and an ancestor's height is its largest such distance. */
+    t->root = -1;
+    /* Depth by walking up. The same walk reaches each ancestor at distance d from m, and an
+     * ancestor's height is its largest such distance. */
     for (int m = 0; m < n; m++) {
+        if (t->parent[m] < 0)
+            t->root = m;
         int d = 0;
         for (int cur = m; t->parent[cur] >= 0; cur = t->parent[cur]) {
             d++;
@@ -113,6 +120,80 @@ static void shape_init(tree_shape *t, int n, int which, int root)
         }
         t->depth[m] = d;
     }
+    SIM_ASSERT(t->root >= 0, "tree over %d members without a root", n);
+}
+
+/* Builds tree `which` (0 = A, 1 = B) over members. With `root` < 0 the trees keep NCCL's
+ * positions (all_reduce); otherwise they are re-rooted at member `root` as explained above. */
+static void shape_init(tree_shape *t, int n, int which, int root)
+{
+    int32_t *parent = sim_calloc((size_t)n, sizeof(*parent));
+    int pos_root = which == 0 ? 0 : (n % 2 == 0 ? n - 1 : 1);
+    for (int p = 0; p < n; p++) {
+        int up = which == 0 ? btree_parent(n, p) : dtree_parent(n, p);
+        int m = member_of(n, p, which, pos_root, root);
+        parent[m] = up < 0 ? -1 : member_of(n, up, which, pos_root, root);
+    }
+    shape_from_parents(t, n, parent);
+}
+
+/* A member and its node (for sorting). */
+typedef struct tree_member {
+    int32_t node, member;
+} tree_member;
+
+static int by_node_then_member(const void *pa, const void *pb)
+{
+    const tree_member *a = pa, *b = pb;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return (a->member > b->member) - (a->member < b->member);
+}
+
+static int by_member(const void *pa, const void *pb)
+{
+    const tree_member *a = pa, *b = pb;
+    return (a->member > b->member) - (a->member < b->member);
+}
+
+/* NCCL's all_reduce trees on a group spread over nodes (connect.cc, connectTrees and the
+ * intra-node part of ncclTopoPreset): fills parent[0] (tree A) and parent[1] (tree B) with
+ * each member's parent, -1 at the root. Returns false, filling nothing, when every member is
+ * on a node of its own (or nodes are not known): the member-level trees then apply. */
+static bool node_parents(const coll_group *g, int32_t *parent[2])
+{
+    int n = g->n;
+    if (!g->node)
+        return false;
+    tree_member *mn = sim_calloc((size_t)n, sizeof(*mn));
+    for (int m = 0; m < n; m++)
+        mn[m] = (tree_member){.node = g->node[m], .member = m};
+    qsort(mn, (size_t)n, sizeof(*mn), by_node_then_member);
+    /* heads: the first member of each node, with where its run starts in mn */
+    tree_member *head = sim_calloc((size_t)n, sizeof(*head));
+    int nodes = 0;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || mn[i].node != mn[i - 1].node)
+            head[nodes++] = (tree_member){.node = i, .member = mn[i].member};
+    bool shared = nodes < n;
+    if (shared) {
+        /* node positions 0..N-1 in order of their first member */
+        qsort(head, (size_t)nodes, sizeof(*head), by_member);
+        for (int a = 0; a < nodes; a++) {
+            int first = head[a].node, end = first;
+            while (end < n && mn[end].node == mn[first].node)
+                end++;
+            for (int k = 0; k < 2; k++) {
+                int up = k == 0 ? btree_parent(nodes, a) : dtree_parent(nodes, a);
+                parent[k][head[a].member] = up < 0 ? -1 : head[up].member;
+                for (int i = first + 1; i < end; i++)
+                    parent[k][mn[i].member] = mn[i - 1].member; /* the chain */
+            }
+        }
+    }
+    sim_free(head);
+    sim_free(mn);
+    return shared;
 }
 
 static void shape_clear(tree_shape *t)
@@ -136,8 +217,17 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
     bool up = op == COLL_ALL_REDUCE || op == COLL_REDUCE;
     bool down = op == COLL_ALL_REDUCE || op == COLL_BROADCAST;
     tree_shape t[2];
-    for (int k = 0; k < 2; k++)
-        shape_init(&t[k], n, k, op == COLL_ALL_REDUCE ? -1 : root);
+    int32_t *parent[2] = {sim_calloc((size_t)n, sizeof(int32_t)),
+                          sim_calloc((size_t)n, sizeof(int32_t))};
+    if (op == COLL_ALL_REDUCE && node_parents(g, parent)) {
+        for (int k = 0; k < 2; k++)
+            shape_from_parents(&t[k], n, parent[k]);
+    } else {
+        for (int k = 0; k < 2; k++) {
+            sim_free(parent[k]);
+            shape_init(&t[k], n, k, op == COLL_ALL_REDUCE ? -1 : root);
+        }
+    }
 
     /* first round of the broadcast phase, per tree; and the number of rounds: one past the
      * last round in which any edge still carries a chunk */

@@ -15,6 +15,9 @@
  *     cases the exact transfers of every round. */
 #include "core/sim.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "coll/coll.h"
 #include "test.h"
 
@@ -525,6 +528,102 @@ static void test_tree_shapes(void)
     coll_schedule_clear(&s);
 }
 
+/* NCCL's all_reduce trees on nodes holding several members (tree.c, "Nodes"): the members of
+ * a node form a chain towards its first member, shared by both trees, and the nodes' first
+ * members form the double binary tree over node positions. */
+static void test_tree_nodes(void)
+{
+    coll_schedule s;
+    coll_schedule_init(&s);
+    double h = S / 2;
+
+    /* n = 4 on two nodes: members 0, 1 on node 7 and 2, 3 on node 3 (node ids are labels:
+     * positions follow the first members, node 7 is position 0). Over N = 2 nodes, A is
+     * position 1 -> 0 ((1^1)|2 = 2 >= 2, so 0) and B mirrors it, 0 -> 1. So
+     *   A: parents 1->0, 2->0, 3->2; root 0; heights 0: 2, 2: 1, 1, 3: 0; depths 1, 2: 1, 3: 2
+     *   B: parents 1->0, 0->2, 3->2; root 2; heights 2: 2, 0: 1, 1, 3: 0; depths 0, 3: 1, 1: 2
+     * C = 1: H = 2 in both, 2H + C - 1 = 4 rounds of S/2 per tree edge:
+     *   round 0 (up from height 0):    A 1->0, 3->2;  B 1->0, 3->2
+     *   round 1 (up from height 1):    A 2->0;        B 0->2
+     *   round 2 (roots send down):     A 0->1, 0->2;  B 2->0, 2->3
+     *   round 3 (depth 1 sends down):  A 2->3;        B 0->1
+     * Only 0 <-> 2 crosses nodes: S/2 each way in round 1 and in round 2. Ideal star: busiest ports S (0 receives two S/2 in round 0), S/2, S (0 sends to 1 and
+     * 2), S/2: T = 4α + 3S/B. */
+    int32_t nodes2[4] = {7, 7, 3, 3};
+    coll_group g = {.n = 4, .node = nodes2};
+    build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g, S, 0, 1);
+    CHECK_INT_EQ(s.n_rounds, 4);
+    CHECK_INT_EQ(round_len(&s, 0), 4);
+    CHECK_INT_EQ(count_xfer(&s, 0, 1, 0, h), 2);
+    CHECK_INT_EQ(count_xfer(&s, 0, 3, 2, h), 2);
+    CHECK_INT_EQ(round_len(&s, 1), 2);
+    CHECK_INT_EQ(count_xfer(&s, 1, 2, 0, h) + count_xfer(&s, 1, 0, 2, h), 2);
+    CHECK_INT_EQ(round_len(&s, 2), 4);
+    CHECK_INT_EQ(count_xfer(&s, 2, 0, 1, h) + count_xfer(&s, 2, 0, 2, h), 2);
+    CHECK_INT_EQ(count_xfer(&s, 2, 2, 0, h) + count_xfer(&s, 2, 2, 3, h), 2);
+    CHECK_INT_EQ(round_len(&s, 3), 2);
+    CHECK_INT_EQ(count_xfer(&s, 3, 2, 3, h) + count_xfer(&s, 3, 0, 1, h), 2);
+    CHECK_NEAR(ideal_star(&s, 4, ALPHA, BW), 4 * ALPHA + 3 * S / BW, 1e-12, 0);
+    CHECK(well_formed(&s, 4, false));
+    CHECK(everyone_hears_everyone(&s, 4));
+
+    /* One node of n members: both trees are the chain 0 <- 1 <- ... <- n-1 (H = n-1), so
+     * 2(n-1) + C - 1 rounds (NCCL's tuning model counts 2(nRanks/nNodes - 1) intra-node
+     * steps); each chain edge carries both trees' S/2 each way: S per edge and direction,
+     * (n-1)·S each way in all, the ends moving S and the middle members 2S. At C = 1 on 8
+     * members, 14 rounds, as many as the ring's 2(n-1). */
+    int32_t one[8] = {0};
+    for (int chunks = 1; chunks <= 4; chunks += 3) {
+        coll_group g8 = {.n = 8, .node = one};
+        build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g8, S, 0, chunks);
+        CHECK_INT_EQ(s.n_rounds, 2 * 7 + chunks - 1);
+        CHECK_NEAR(total_bytes(&s), 2.0 * 7 * S, 1e-12, 0);
+        for (int m = 0; m < 8; m++) {
+            double want = (m == 0 || m == 7) ? S : 2 * S;
+            CHECK_NEAR(sent(&s, m), want, 1e-12, 0);
+            CHECK_NEAR(received(&s, m), want, 1e-12, 0);
+        }
+        for (size_t i = 0; i < s.n_xfers; i++) /* only chain edges */
+            CHECK(abs(s.xfers[i].src - s.xfers[i].dst) == 1);
+        CHECK(everyone_hears_everyone(&s, 8));
+    }
+
+    /* 16 members on 4 nodes of 4, interleaved (member m on node m % 4, so node a's members
+     * are a, a+4, a+8, a+12 and its first member is a): chains of 3 edges, the node tree
+     * over N = 4 (A: 0 -> 2 -> {1, 3}; B mirrored: 3 -> 1 -> {2, 0}) joins members 0..3.
+     * Heights: a head has its chain of 3 below it, and A's node tree adds two levels (head 1:
+     * 3; head 2: max(3, 1 + 3) = 4; head 0: 1 + 4 = 5), B's likewise: H = 5, at C = 1 2H = 10
+     * rounds. Each tree has n - 1 = 15 edges carrying S/2 each way: 2·15·S in all. */
+    int32_t inter[16];
+    for (int m = 0; m < 16; m++)
+        inter[m] = m % 4;
+    coll_group g16 = {.n = 16, .node = inter};
+    build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g16, S, 0, 1);
+    CHECK_INT_EQ(s.n_rounds, 10);
+    CHECK_NEAR(total_bytes(&s), 2.0 * 15 * S, 1e-12, 0);
+    for (size_t i = 0; i < s.n_xfers; i++) {
+        const coll_xfer *x = &s.xfers[i];
+        /* a transfer stays on its node (a chain edge: members 4 apart), or joins two heads */
+        CHECK((x->src % 4 == x->dst % 4 && abs(x->src - x->dst) == 4) ||
+              (x->src < 4 && x->dst < 4));
+    }
+    CHECK(everyone_hears_everyone(&s, 16));
+
+    /* every member on its own node: the member-level trees, transfer for transfer */
+    int32_t own[8] = {5, 1, 4, 0, 7, 2, 3, 6};
+    coll_group g8own = {.n = 8, .node = own}, g8flat = group(8);
+    coll_schedule flat;
+    coll_schedule_init(&flat);
+    build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g8own, S, 0, 4);
+    build(&flat, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g8flat, S, 0, 4);
+    CHECK_INT_EQ(s.n_rounds, flat.n_rounds);
+    CHECK_INT_EQ((int)s.n_xfers, (int)flat.n_xfers);
+    CHECK(s.n_xfers == flat.n_xfers &&
+          memcmp(s.xfers, flat.xfers, s.n_xfers * sizeof *s.xfers) == 0);
+    coll_schedule_clear(&flat);
+    coll_schedule_clear(&s);
+}
+
 static void test_tree_rooted(void)
 {
     coll_schedule s;
@@ -921,6 +1020,7 @@ int main(void)
     test_ring_closed_forms();
     test_tree_n4();
     test_tree_shapes();
+    test_tree_nodes();
     test_tree_rooted();
     test_hd();
     test_alltoall();

@@ -148,13 +148,21 @@ int main(void)
         CHECK_NEAR(coll_estimate_joint(2, t, x, ss), 6.001e-3, 1e-12, 0);
         coll_schedule_clear(&s);
     }
-    /* Tree latency grows with log2(n): a 64-byte all_reduce takes 2·ceil(log2 n) rounds of
-     * α at one chunk: 4 us on 4 GPUs, 6 us on 8, plus a few ns of bandwidth (each round
-     * moves at most 64 B into a port: 0.64 ns at 100 GB/s). */
+    /* Tree latency grows with log2(n) when each GPU is a node of its own (node unknown: the
+     * member-level double binary tree, NCCL's tree with one GPU per node): a 64-byte
+     * all_reduce takes 2·ceil(log2 n) rounds of α at one chunk: 4 us on 4 GPUs, 6 us on 8,
+     * plus a few ns of bandwidth (each round moves at most 64 B into a port: 0.64 ns at
+     * 100 GB/s). */
+    r->g.node = NULL;
     sim_time t8 = run(r, COLL_ALGO_TREE, COLL_ALL_REDUCE, 64, 1);
     CHECK_NEAR(t8, 6 * us, 0, 6 * 640);
+    /* On one node NCCL's tree is a chain: 2(n-1) = 14 rounds of α on 8 GPUs, each moving
+     * both trees' 32 B over one chain edge (64 B: 0.64 ns): 14 us + 14 x 0.64 ns. */
+    r->g.node = r->node;
+    CHECK_INT_EQ(run(r, COLL_ALGO_TREE, COLL_ALL_REDUCE, 64, 1), 14 * us + 14 * 640);
     hw_topo_destroy(r->topo);
     rig_init(r, 4, false);
+    r->g.node = NULL;
     sim_time t4 = run(r, COLL_ALGO_TREE, COLL_ALL_REDUCE, 64, 1);
     CHECK_NEAR(t4, 4 * us, 0, 4 * 640);
     CHECK(t8 > t4);
