@@ -27,6 +27,9 @@ typedef struct sched_entry {
     coll_choice choice;
     coll_xfer_cost *costs; /* per transfer on this group (small schedules), or NULL */
     double *sent;          /* bytes each member sends (coll_schedule_bytes_sent_all) */
+    double sent_mean;      /* their mean over the members (what a symmetric run credits a
+                              collective across replicas: its members need not send alike,
+                              e.g. a tree's leaves and interior members) */
     /* symmetry_collectives: estimate, for a collective across replicas */
     bool estimated;        /* timed by choice.est_s, not run as flows */
     sim_time est_ps;       /* choice.est_s in picoseconds, rounded up */

@@ -260,6 +260,9 @@ void replay__init_colls(replay_ctx *c)
             int n = t->groups[e->group].n;
             e->sent = sim_calloc((size_t)n, sizeof *e->sent);
             coll_schedule_bytes_sent_all(&e->sched, e->sent);
+            for (int m = 0; m < n; m++)
+                e->sent_mean += e->sent[m];
+            e->sent_mean /= n;
         }
         if (c->estimate_cross && gi->arrivals < gi->g.n) {
             /* symmetry: a collective across replicas, timed by the cost model that chose

@@ -92,6 +92,120 @@ static sim_time run(rig *r, coll_algo algo, coll_op op, double bytes, int chunks
     return end;
 }
 
+/* Which (algorithm, protocol) pairs `auto` considers: NCCL's (select.h, coll_nccl_algo and
+ * coll_ll128_paths; NCCL 2.30 src/graph/tuning.cc). */
+static void test_nccl_rules(void)
+{
+    /* the per-operation table, on a group with two members per node and one per node */
+    int32_t two[4] = {0, 0, 1, 1}, own[4] = {0, 1, 2, 3};
+    coll_group g2 = {.n = 4, .node = two}, g1 = {.n = 4, .node = own};
+    CHECK(!coll_one_per_node(&g2));
+    CHECK(coll_one_per_node(&g1));
+    for (int a = 0; a < COLL_ALGO_COUNT; a++) {
+        bool ring = a == COLL_ALGO_RING;
+        CHECK(coll_nccl_algo(&g2, COLL_ALL_REDUCE, (coll_algo)a) ==
+              (ring || a == COLL_ALGO_TREE || a == COLL_ALGO_NVLS));
+        /* PAT (halving-doubling here) only with one GPU per node */
+        CHECK(coll_nccl_algo(&g2, COLL_ALL_GATHER, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_REDUCE_SCATTER, (coll_algo)a) ==
+              (ring || a == COLL_ALGO_HD));
+        CHECK(coll_nccl_algo(&g1, COLL_BROADCAST, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_REDUCE, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_SEND_RECV, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_RING_SHIFT, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_ALL_TO_ALL, (coll_algo)a) == (a == COLL_ALGO_DIRECT));
+        /* hierarchical and pairwise are stepsim's own: never NCCL's */
+        CHECK(!coll_nccl_algo(&g2, COLL_ALL_REDUCE, COLL_ALGO_HIERARCHICAL));
+    }
+
+    /* 8 GPUs on PCIe gen4 x16 with peer-to-peer, 4 switches on 2 sockets (the 8x L40S
+     * layout): no GPU pair is joined by NVLink, so NCCL leaves LL128 off (typeIntra is
+     * PIX/PXB/SYS, above PATH_NVB) and auto never picks it, at any size; fixed, it runs. */
+    hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
+    spec->nodes = 1;
+    spec->gpus_per_node = 8;
+    spec->intra.kind = HW_INTRA_PCIE;
+    spec->intra.p2p = true;
+    spec->pcie.gen = 4;
+    spec->pcie.lanes = 16;
+    spec->pcie.switches = 4;
+    spec->pcie.sockets = 2;
+    spec->pcie.latency_ps = SIM_PS_PER_US / 2;
+    hw_protocols_defaults(&spec->protocols);
+    hw_topo *topo = NULL;
+    SIM_ASSERT(hw_topo_create(spec, &topo, NULL) == 0, "topology");
+    int32_t gpu[64], node[64] = {0};
+    for (int i = 0; i < 64; i++)
+        gpu[i] = i;
+    coll_group g = {.n = 8, .node = node};
+    coll_target t = {.topo = topo, .protocols = &spec->protocols, .group = &g, .gpu = gpu,
+                     .switch_dev = -1};
+    CHECK(!coll_ll128_paths(&t));
+    coll_choice ch;
+    for (double b = 8; b <= 1 << 30; b *= 4) {
+        CHECK_INT_EQ(coll_select(&t, COLL_ALL_REDUCE, b, 0, -1, -1, &ch, NULL), 0);
+        CHECK(ch.proto != HW_PROTO_LL128);
+        CHECK(ch.algo == COLL_ALGO_RING || ch.algo == COLL_ALGO_TREE);
+        CHECK_INT_EQ(coll_select(&t, COLL_ALL_GATHER, b, 0, -1, -1, &ch, NULL), 0);
+        CHECK_INT_EQ(ch.algo, COLL_ALGO_RING);
+        CHECK_INT_EQ(coll_select(&t, COLL_ALL_TO_ALL, b, 0, -1, -1, &ch, NULL), 0);
+        CHECK_INT_EQ(ch.algo, COLL_ALGO_DIRECT);
+        CHECK_INT_EQ(coll_select(&t, COLL_BROADCAST, b, 0, -1, -1, &ch, NULL), 0);
+        CHECK_INT_EQ(ch.algo, COLL_ALGO_RING);
+    }
+    CHECK_INT_EQ(coll_select(&t, COLL_ALL_REDUCE, 1 << 20, 0, -1, HW_PROTO_LL128, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.proto, HW_PROTO_LL128);
+    hw_topo_destroy(topo);
+    /* the same on an NVSwitch: every pair is joined by NVLink, LL128 is NCCL's default */
+    spec->intra.kind = HW_INTRA_NVSWITCH;
+    spec->intra.bw_Bps = 450e9;
+    spec->intra.latency_ps = SIM_PS_PER_US;
+    SIM_ASSERT(hw_topo_create(spec, &topo, NULL) == 0, "topology");
+    t.topo = topo;
+    CHECK(coll_ll128_paths(&t));
+    hw_topo_destroy(topo);
+
+    /* 64 nodes of one GPU behind one 50 GB/s NIC each (PCIe gen 5, 63 GB/s, so the NIC is
+     * the route's narrowest link: class ib) on a single switch: PAT's log-step schedule
+     * (halving-doubling, 6 rounds, Simple only) against the ring's 63 rounds. A 64 KiB
+     * all_gather is latency-bound: each round pays the route's latency (GPU-CPU-NIC 0.5 +
+     * 0.5 us each side, NIC-switch 2 us each side: 6 us) plus the protocol's ib step (LL
+     * 1 us, LL128 3 us, Simple 6 us): the ring at best 4 + 63 x 7 = 445 us under LL, PAT
+     * 8 + 6 x 12 = 80 us plus its rounds' data, 1, 2, .., 32 KiB = 64,512 B at Simple's ib
+     * efficiency 0.92 over 50 GB/s, 1.40243 us: 81.40243 us (none of its steps exceeds a
+     * 512 KiB slice: no latency hides). With the members labelled two per node, PAT is off
+     * and the ring is left. */
+    memset(spec, 0, sizeof *spec);
+    spec->nodes = 64;
+    spec->gpus_per_node = 1;
+    spec->intra.kind = HW_INTRA_PCIE;
+    spec->intra.p2p = true;
+    spec->pcie.gen = 5;
+    spec->pcie.lanes = 16;
+    spec->pcie.sockets = 1;
+    spec->pcie.latency_ps = SIM_PS_PER_US / 2;
+    spec->nics.count = 1;
+    spec->nics.bw_Bps = 50e9;
+    spec->nics.latency_ps = 2 * SIM_PS_PER_US;
+    spec->fabric.kind = HW_FABRIC_SINGLE_SWITCH;
+    hw_protocols_defaults(&spec->protocols);
+    SIM_ASSERT(hw_topo_create(spec, &topo, NULL) == 0, "topology");
+    for (int i = 0; i < 64; i++)
+        node[i] = i;
+    g = (coll_group){.n = 64, .node = node};
+    t.topo = topo;
+    CHECK_INT_EQ(coll_select(&t, COLL_ALL_GATHER, 65536, 0, -1, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_HD);
+    CHECK_INT_EQ(ch.proto, HW_PROTO_SIMPLE);
+    CHECK_NEAR(ch.est_s, 81.40243e-6, 0, 1e-11);
+    for (int i = 0; i < 64; i++)
+        node[i] = i / 2;
+    CHECK_INT_EQ(coll_select(&t, COLL_ALL_GATHER, 65536, 0, -1, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_RING);
+    hw_topo_destroy(topo);
+    sim_free(spec);
+}
+
 int main(void)
 {
     rig *r = sim_calloc(1, sizeof *r);
@@ -192,14 +306,27 @@ int main(void)
     hw_topo_destroy(r->topo);
 
     /* Without SHARP, a 64-byte all_reduce is latency-bound: LL, whose rounds cost 0.5 us of
-     * protocol step against Simple's 3 us and whose launch costs 4 us against 8 us, wins
-     * with a log2(n)-round algorithm (tree or hd: 6 rounds, not the ring's 14). */
+     * protocol step against LL128's 1.5 and Simple's 3 us and whose launch costs 4 us against
+     * 6 and 8 us, wins. auto chooses among NCCL's algorithms only: on one node NCCL's tree is
+     * a chain of 2(n-1) = 14 rounds, as many as the ring's, each moving both trees' 32 B over
+     * one edge (64 B into a port) where a ring round moves S/n = 8 B into each: the ring,
+     * by a few picoseconds of bandwidth. Its estimate: the 4 us launch, 14 rounds of 1.5 us
+     * (1 us route, 0.5 us LL step) and of 8 B at LL's 1/4 efficiency, 32 B at 100 GB/s =
+     * 0.32 ns: 25.00448 us. Halving-doubling (2·log2(8) = 6 rounds of 32, 16, 8, 8, 16, 32 B,
+     * 448 B of wire: 4 + 6 x 1.5 us + 4.48 ns = 13.00448 us) is faster, but NCCL has none:
+     * it is chosen only when fixed. */
     rig_init(r, 8, false);
     hw_protocols_defaults(&r->spec.protocols);
     CHECK_INT_EQ(coll_select(&r->t, COLL_ALL_REDUCE, 64, 0, -1, -1, &ch, NULL), 0);
     CHECK_INT_EQ(ch.proto, HW_PROTO_LL);
-    CHECK(ch.algo == COLL_ALGO_TREE || ch.algo == COLL_ALGO_HD);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_RING);
+    CHECK_NEAR(ch.est_s, 25.00448e-6, 0, 1e-15);
+    CHECK_INT_EQ(coll_select(&r->t, COLL_ALL_REDUCE, 64, 0, COLL_ALGO_HD, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_HD);
+    CHECK_INT_EQ(ch.proto, HW_PROTO_LL);
+    CHECK_NEAR(ch.est_s, 13.00448e-6, 0, 1e-15);
     hw_topo_destroy(r->topo);
     sim_free(r);
+    test_nccl_rules();
     return test_finish();
 }
