@@ -53,10 +53,12 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                 const hw_route *route;
                 const coll_xfer *xf = &s[j]->xfers[i];
                 coll_exec_xfer_cost(&x[j], t[j].topo, xf, &lat, &wire, &route);
-                lat += route->latency_ps;
-                lat_max = SIM_MAX(lat_max, lat);
+                lat += route->latency_ps - route->stage_ps;
+                sim_time stage = coll_exec_staging_ps(s[j], r, i, route); /* as exec.c */
+                lat_max = SIM_MAX(lat_max, lat + stage);
                 piped_max = SIM_MAX(piped_max, coll_exec_piped_delay(&x[j], t[j].topo, lat,
-                                                                     xf->bytes, wire, route));
+                                                                     xf->bytes, wire, route) +
+                                                   stage);
                 for (int k = 0; k < route->n; k++) {
                     int32_t l = route->links[k];
                     if (load[l] == 0) {

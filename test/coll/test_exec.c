@@ -206,6 +206,81 @@ static void test_nccl_rules(void)
     sim_free(spec);
 }
 
+/* Copies staged in host memory (p2p: false): two GPUs on PCIe gen4 x16 (16 GT/s x 16 x
+ * 128/130 / 8 = 31.5077 GB/s) under one socket with 89.6 GB/s of DRAM, a staging hand-off of
+ * 10 us per 1 MB chunk; ideal protocols (efficiency 1, no launch or step latency). The route
+ * gpu0 -> cpu0 -> mem0 -> cpu0 -> gpu1 has links of 0.5 + 0.1 + 0.1 + 0.5 = 1.2 us and the
+ * first hand-off: 11.2 us of latency. */
+static void test_staging(void)
+{
+    hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
+    ideal(spec, 2, false);
+    spec->intra.kind = HW_INTRA_PCIE;
+    spec->intra.bw_Bps = 0; /* the PCIe link's own: gen 4 x16 */
+    spec->intra.latency_ps = 0;
+    spec->intra.p2p = false;
+    spec->pcie.gen = 4;
+    spec->pcie.lanes = 16;
+    spec->pcie.sockets = 1;
+    spec->pcie.latency_ps = SIM_PS_PER_US / 2;
+    spec->host.memory_bw_Bps = 89.6e9;
+    spec->gpu.staging_latency_ps = 10 * SIM_PS_PER_US;
+    spec->gpu.staging_chunk_bytes = 1000000;
+    rig *r = sim_calloc(1, sizeof *r);
+    r->spec = *spec;
+    SIM_ASSERT(hw_topo_create(&r->spec, &r->topo, NULL) == 0, "topology");
+    for (int i = 0; i < 2; i++)
+        r->gpu[i] = i, r->node[i] = 0;
+    r->g = (coll_group){.n = 2, .node = r->node};
+    r->t = (coll_target){.topo = r->topo, .protocols = &r->spec.protocols, .group = &r->g,
+                         .gpu = r->gpu, .switch_dev = -1};
+    const hw_route *rt = hw_topo_route_gpus(r->topo, 0, 1);
+    CHECK_INT_EQ(rt->latency_ps, 11200 * 1000);
+    CHECK_INT_EQ(rt->stage_ps, 10 * SIM_PS_PER_US);
+    /* hand-offs: one per started chunk, at least one */
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 8), 10 * SIM_PS_PER_US);
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 1e6), 10 * SIM_PS_PER_US);
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 1e6 + 1), 20 * SIM_PS_PER_US);
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 10e6), 100 * SIM_PS_PER_US);
+    /* the way back is staged alike */
+    CHECK_INT_EQ(hw_topo_route_gpus(r->topo, 1, 0)->stage_ps, 10 * SIM_PS_PER_US);
+
+    /* send_recv of 10 MB: ten hand-offs (100 us, the first of them in place of the route's
+     * one), the links' 1.2 us, and 10 MB at the PCIe link's 31.5077 GB/s (the DRAM link is
+     * crossed twice: 89.6 / 2 = 44.8 GB/s is not the bound): 10e6 / 31.5077e9 = 317.383 us;
+     * 418.583 us in all. */
+    double pcie = 16e9 * 16 * 128.0 / 130.0 / 8;
+    sim_time one = run(r, COLL_ALGO_RING, COLL_SEND_RECV, 10e6, 1);
+    CHECK_NEAR(sim_time_to_s(one), 100e-6 + 1.2e-6 + 10e6 / pcie, 0, 2e-12);
+    /* both ways at once (ring_shift on 2): the two copies cross the half-duplex DRAM link
+     * twice each, 89.6 / 4 = 22.4 GB/s apiece, and each waits its own ten hand-offs:
+     * 100 + 1.2 + 446.429 us = 547.629 us. */
+    sim_time two = run(r, COLL_ALGO_RING, COLL_RING_SHIFT, 10e6, 1);
+    CHECK_NEAR(sim_time_to_s(two), 100e-6 + 1.2e-6 + 10e6 / 22.4e9, 0, 2e-12);
+    /* A member pair's transfers in one round are one staged stream: the tree on two members
+     * sends each tree's half on the same edge in the same round, and the pair's hand-offs are
+     * those of the two halves together. All_reduce of 16 MB at C = 4: round 0 moves two
+     * transfers of 2 MB from member 1 to 0, 4 MB in all: four hand-offs each, not two. */
+    coll_schedule t;
+    coll_schedule_init(&t);
+    SIM_ASSERT(coll_build(&t, COLL_ALGO_TREE, COLL_ALL_REDUCE, &r->g, 16e6, 0, 4) == 0, "build");
+    CHECK_INT_EQ((int)(t.round_first[1] - t.round_first[0]), 2);
+    CHECK_INT_EQ(coll_exec_staging_ps(&t, 0, 0, rt), 40 * SIM_PS_PER_US);
+    CHECK_INT_EQ(coll_exec_staging_ps(&t, 0, 1, rt), 40 * SIM_PS_PER_US);
+    coll_schedule_clear(&t);
+    hw_topo_destroy(r->topo);
+    /* with p2p the copy goes gpu0 -> cpu0 -> gpu1 (1 us) and nothing is staged */
+    spec->intra.p2p = true;
+    SIM_ASSERT(hw_topo_create(spec, &r->topo, NULL) == 0, "topology");
+    rt = hw_topo_route_gpus(r->topo, 0, 1);
+    CHECK_INT_EQ(rt->latency_ps, SIM_PS_PER_US);
+    CHECK_INT_EQ(rt->stage_ps, 0);
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 10e6), 0);
+    hw_topo_destroy(r->topo);
+    sim_free(r);
+    sim_free(spec);
+}
+
 int main(void)
 {
     rig *r = sim_calloc(1, sizeof *r);
@@ -328,5 +403,6 @@ int main(void)
     hw_topo_destroy(r->topo);
     sim_free(r);
     test_nccl_rules();
+    test_staging();
     return test_finish();
 }
