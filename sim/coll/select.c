@@ -280,7 +280,7 @@ int coll_select(const coll_target *t, coll_op op, double bytes, int root, int al
     coll_choice best = {0};
     /* LL128 only where NCCL enables it by default, when the protocol is chosen here */
     bool ll128 = proto >= 0 || !t->protocols->proto[HW_PROTO_LL128].enabled ||
-                 coll_ll128_paths(t);
+                 (t->ll128 ? t->ll128 > 0 : coll_ll128_paths(t));
     for (int a = 0; a < COLL_ALGO_COUNT; a++) {
         if (algo >= 0 && a != algo)
             continue;

@@ -31,6 +31,9 @@ typedef struct coll_target {
                                       selects often spares a large calloc per estimate) */
     const hw_route **pair_routes;  /* optional: the group's member-pair route table
                                       (coll_exec.pair_routes), filled as used */
+    signed char ll128;             /* coll_ll128_paths of the group if known (1 yes, -1 no;
+                                      a caller that selects often keeps it per group), 0:
+                                      coll_select works it out */
 } coll_target;
 
 /* The estimated time of schedule `s` run with exec settings `x` (protocol, NVLS). */

@@ -52,6 +52,7 @@ typedef struct group_info {
     int switch_dev;
     int arrivals; /* members whose arrival starts a collective: all, or the active ones */
     bool routed;  /* its candidate algorithms' routes were prefetched */
+    signed char ll128; /* coll_target.ll128: NCCL would enable LL128 on it (1, -1; 0 unknown) */
     const hw_route **pair_routes; /* member x member, for schedules too large to cost ahead */
 } group_info;
 

@@ -187,6 +187,9 @@ static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
         coll_prefetch_routes(&target, (coll_op)tc->op, tc->bytes, tc->root);
         gi->routed = true;
     }
+    if (gi->ll128 == 0)
+        gi->ll128 = coll_ll128_paths(&target) ? 1 : -1;
+    target.ll128 = gi->ll128;
     int rc = coll_select(&target, (coll_op)tc->op, tc->bytes, tc->root, algo, -1, &e->choice,
                          &e->sched);
     if (rc != 0)
