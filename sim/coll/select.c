@@ -18,6 +18,12 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
     return coll_estimate_joint(1, t, x, &s);
 }
 
+/* A transfer of the round being estimated: its delays and its route. */
+typedef struct est_xfer {
+    sim_time delay, piped;
+    const hw_route *route;
+} est_xfer;
+
 double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                            const coll_schedule *const *s)
 {
@@ -33,6 +39,8 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
     double *load = t[0].scratch ? t[0].scratch : sim_calloc((size_t)nl, sizeof *load);
     int32_t *touched = NULL;
     size_t n_touched = 0, cap_touched = 0;
+    est_xfer *pend = NULL;
+    size_t cap_pend = 0;
     for (int r = 0; r < rounds; r++) {
         bool again = r > 0;
         for (size_t i = 0; i < n && again; i++)
@@ -42,8 +50,9 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
             continue;
         }
         /* the first round pays its full latency, later ones only what their steps do not
-         * hide (coll_exec_piped_delay); a repeat costs what a later round does */
-        sim_time lat_max = 0, piped_max = 0;
+         * hide (coll_exec_piped_delay); a repeat costs what a later round does. Pass 1: the
+         * wire bytes each link carries in the round */
+        size_t n_pend = 0;
         for (size_t j = 0; j < n; j++) {
             if (r >= s[j]->n_rounds)
                 continue;
@@ -55,10 +64,12 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                 coll_exec_xfer_cost(&x[j], t[j].topo, xf, &lat, &wire, &route);
                 lat += route->latency_ps - route->stage_ps;
                 sim_time stage = coll_exec_staging_ps(s[j], r, i, route); /* as exec.c */
-                lat_max = SIM_MAX(lat_max, lat + stage);
-                piped_max = SIM_MAX(piped_max, coll_exec_piped_delay(&x[j], t[j].topo, lat,
-                                                                     xf->bytes, wire, route) +
-                                                   stage);
+                SIM_GROW(pend, cap_pend, n_pend + 1);
+                pend[n_pend++] = (est_xfer){
+                    .delay = lat + stage,
+                    .piped = coll_exec_piped_delay(&x[j], t[j].topo, lat, xf->bytes, wire,
+                                                   route) + stage,
+                    .route = route};
                 for (int k = 0; k < route->n; k++) {
                     int32_t l = route->links[k];
                     if (load[l] == 0) {
@@ -69,19 +80,28 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                 }
             }
         }
-        double worst = 0;
-        for (size_t i = 0; i < n_touched; i++) {
-            int32_t l = touched[i];
-            worst = fmax(worst, load[l] / hw_topo_link(t[0].topo, l)->bw_Bps);
-            load[l] = 0;
+        /* pass 2: each transfer ends after its delay and its most loaded link's time; the
+         * round when the last one does */
+        double first = 0;
+        last = 0;
+        for (size_t i = 0; i < n_pend; i++) {
+            const hw_route *route = pend[i].route;
+            double busy = 0;
+            for (int k = 0; k < route->n; k++)
+                busy = fmax(busy, load[route->links[k]] /
+                                      hw_topo_link(t[0].topo, route->links[k])->bw_Bps);
+            first = fmax(first, sim_time_to_s(pend[i].delay) + busy);
+            last = fmax(last, sim_time_to_s(pend[i].piped) + busy);
         }
+        for (size_t i = 0; i < n_touched; i++)
+            load[touched[i]] = 0;
         n_touched = 0;
-        last = sim_time_to_s(piped_max) + worst;
-        total += r == 0 ? sim_time_to_s(lat_max) + worst : last;
+        total += r == 0 ? first : last;
     }
     if (!t[0].scratch)
         sim_free(load);
     sim_free(touched);
+    sim_free(pend);
     return total;
 }
 

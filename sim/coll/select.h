@@ -3,9 +3,10 @@
  * (coll_nccl_algo, coll_ll128_paths: NCCL 2.30 src/graph/tuning.cc and src/enqueue.cc), every
  * candidate is costed in isolation on the real topology and the fastest wins (ties: the lower
  * algorithm, then protocol, index). The cost of a schedule is the protocol's base latency
- * plus, round after round, the longest per-step latency of the round plus the wire bytes of
- * its most loaded link divided by that link's bandwidth — the exact time of a round whose
- * transfers are alike, and a close estimate otherwise. A fixed algorithm may be any of
+ * plus, round after round, the time its last transfer ends: a transfer's per-step latency
+ * plus the wire bytes of the most loaded link of its route (all the round's transfers on it)
+ * over that link's bandwidth — the exact time of a round whose transfers are alike, and a
+ * close estimate otherwise. A fixed algorithm may be any of
  * stepsim's; a fixed protocol bypasses NCCL's enable rules (as NCCL_PROTO does).
  * docs/collectives.md explains the reasoning and what NCCL does. */
 #ifndef SIM_COLL_SELECT_H

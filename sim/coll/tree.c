@@ -46,15 +46,23 @@
  * the ranks of a node (NCCL 2.30 src/graph/connect.cc: ncclTopoPreset sets tree.up to the
  * previous rank of the node's intra-node order and tree.down[0] to the next one;
  * connectTrees joins the first rank of each node to its parent and child nodes by
- * ncclGetDtree over nNodes; both trees share the intra-node chain). So when some node holds
- * several members of the group (coll_group.node; nodes taken in order of their first member,
- * a node's members in group order, local index l): member l > 0 has parent l-1 of its node in
- * both trees, and local member 0 of the node at position a has as parent the local member 0
- * of the node at A's (or B's) parent position of a. On a single node both trees are the
- * chain 0 <- 1 <- ... <- n-1: H = n-1, 2(n-1) + C - 1 rounds, NCCL's tuning model's
- * 2(nRanks/nNodes - 1) intra-node steps (tuning.cc). When every member is on a node of its
- * own (or nodes are not known), the member-level trees above are exactly NCCL's. The rooted
- * operations ignore nodes. */
+ * ncclGetDtree over nNodes; both trees share the intra-node chain), and runs it on several
+ * channels whose intra-node orders, found per channel by its topology search, start at
+ * different GPUs, so that each channel reaches the network through its own NIC. Here, when
+ * some node holds several members of the group (coll_group.node; nodes taken in order of
+ * their first member, a node's members in group order, local index l):
+ *   - nodes of L >= 2 members each (coll__layout_init), N >= 2 of them: L channels, each
+ *     with its two trees, S/(2L) each. Channel k chains every node's members from local k:
+ *     k <- k+1 <- ... <- k+L-1 (mod L); local k of the node at position a has as parent local
+ *     k of the node at A's (or B's) parent position of a, so channel k crosses nodes between
+ *     members of local index k only (one rail). A member pair's pieces in one round merge
+ *     into one transfer (the channels share chain edges).
+ *   - otherwise (one node, or nodes of different sizes): one channel, headed by each node's
+ *     first member: member l > 0 has parent l-1 of its node in both trees. On a single node
+ *     both trees are the chain 0 <- 1 <- ... <- n-1: H = n-1, 2(n-1) + C - 1 rounds, NCCL's
+ *     tuning model's 2(nRanks/nNodes - 1) intra-node steps (tuning.cc).
+ * When every member is on a node of its own (or nodes are not known), the member-level trees
+ * above are exactly NCCL's. The rooted operations ignore nodes. */
 #include "core/sim.h"
 
 #include <stdlib.h>
@@ -209,6 +217,58 @@ static bool tree_supports(coll_op op, const coll_group *g)
     return op == COLL_ALL_REDUCE || op == COLL_BROADCAST || op == COLL_REDUCE;
 }
 
+/* NCCL's channels on a group spread evenly over N >= 2 nodes of L >= 2 members (`lay`, see
+ * the top): channel k's two trees, its chain starting at local k of every node, in
+ * t[2k] (A) and t[2k + 1] (B). */
+static void channel_shapes(const coll_layout *lay, int n, tree_shape *t)
+{
+    int L = lay->per_node, N = lay->nodes;
+    for (int k = 0; k < L; k++)
+        for (int which = 0; which < 2; which++) {
+            int32_t *parent = sim_calloc((size_t)n, sizeof(*parent));
+            for (int a = 0; a < N; a++)
+                for (int j = 0; j < L; j++) {
+                    int m = lay->at[a * L + (k + j) % L];
+                    if (j > 0) {
+                        parent[m] = lay->at[a * L + (k + j - 1) % L]; /* the chain */
+                        continue;
+                    }
+                    int up = which == 0 ? btree_parent(N, a) : dtree_parent(N, a);
+                    parent[m] = up < 0 ? -1 : lay->at[up * L + k];
+                }
+            shape_from_parents(&t[2 * k + which], n, parent);
+        }
+}
+
+static int by_ends(const void *pa, const void *pb)
+{
+    const coll_xfer *a = pa, *b = pb;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    return (a->dst > b->dst) - (a->dst < b->dst);
+}
+
+/* Merges the current round's transfers between the same two members into one (the channels'
+ * trees share their chains' edges): sorted by (source, destination), bytes summed. All the
+ * pieces are equal, so the sums do not depend on the order. */
+static void merge_round(coll_schedule *s)
+{
+    size_t first = s->round_first[s->n_rounds - 1], n = s->n_xfers - first;
+    if (n < 2)
+        return;
+    coll_xfer *x = &s->xfers[first];
+    qsort(x, n, sizeof *x, by_ends);
+    size_t w = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (x[i].src == x[w].src && x[i].dst == x[w].dst)
+            x[w].bytes += x[i].bytes;
+        else
+            x[++w] = x[i];
+    }
+    s->n_xfers = first + w + 1;
+    s->round_first[s->n_rounds] = s->n_xfers;
+}
+
 static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
                        int root, int chunks)
 {
@@ -216,23 +276,31 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
     SIM_ASSERT(op == COLL_ALL_REDUCE || (root >= 0 && root < n), "root %d of %d", root, n);
     bool up = op == COLL_ALL_REDUCE || op == COLL_REDUCE;
     bool down = op == COLL_ALL_REDUCE || op == COLL_BROADCAST;
-    tree_shape t[2];
-    int32_t *parent[2] = {sim_calloc((size_t)n, sizeof(int32_t)),
-                          sim_calloc((size_t)n, sizeof(int32_t))};
-    if (op == COLL_ALL_REDUCE && node_parents(g, parent)) {
-        for (int k = 0; k < 2; k++)
-            shape_from_parents(&t[k], n, parent[k]);
+    coll_layout lay = {0};
+    bool channels = op == COLL_ALL_REDUCE && n > 2 && coll__layout_init(&lay, g) &&
+                    lay.per_node >= 2;
+    int n_shapes = channels ? 2 * lay.per_node : 2;
+    tree_shape *t = sim_calloc((size_t)n_shapes, sizeof(*t));
+    if (channels) {
+        channel_shapes(&lay, n, t);
     } else {
-        for (int k = 0; k < 2; k++) {
-            sim_free(parent[k]);
-            shape_init(&t[k], n, k, op == COLL_ALL_REDUCE ? -1 : root);
+        int32_t *parent[2] = {sim_calloc((size_t)n, sizeof(int32_t)),
+                              sim_calloc((size_t)n, sizeof(int32_t))};
+        if (op == COLL_ALL_REDUCE && node_parents(g, parent)) {
+            for (int k = 0; k < 2; k++)
+                shape_from_parents(&t[k], n, parent[k]);
+        } else {
+            for (int k = 0; k < 2; k++) {
+                sim_free(parent[k]);
+                shape_init(&t[k], n, k, op == COLL_ALL_REDUCE ? -1 : root);
+            }
         }
     }
 
     /* first round of the broadcast phase, per tree; and the number of rounds: one past the
      * last round in which any edge still carries a chunk */
-    int down_first[2], rounds = 0;
-    for (int k = 0; k < 2; k++) {
+    int *down_first = sim_calloc((size_t)n_shapes, sizeof(*down_first)), rounds = 0;
+    for (int k = 0; k < n_shapes; k++) {
         down_first[k] = up && down ? t[k].height[t[k].root] : 0;
         for (int m = 0; m < n; m++) {
             int p = t[k].parent[m];
@@ -245,10 +313,10 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
         }
     }
 
-    double piece = bytes / 2.0 / chunks;
+    double piece = bytes / n_shapes / chunks;
     for (int r = 0; r < rounds; r++) {
         coll_schedule_round(s);
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < n_shapes; k++) {
             for (int m = 0; m < n; m++) {
                 int p = t[k].parent[m];
                 if (p < 0)
@@ -261,10 +329,15 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
                     coll_schedule_add(s, p, m, piece);
             }
         }
+        if (channels)
+            merge_round(s);
     }
 
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < n_shapes; k++)
         shape_clear(&t[k]);
+    sim_free(t);
+    sim_free(down_first);
+    sim_free(lay.at);
 }
 
 const coll_algo_ops coll__tree_ops = {
