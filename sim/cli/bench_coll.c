@@ -58,7 +58,7 @@ static int parse(const cli_command *cmd, int argc, char **argv, bench_args *a)
     if ((a->op = coll_op_parse(a->op_name)) < 0)
         return cli_invalid("--op", "unknown operation", a->op_name,
                            "one of: all_reduce, all_gather, reduce_scatter, broadcast, "
-                           "reduce, all_to_all, send_recv");
+                           "reduce, all_to_all, send_recv, ring_shift");
     if (a->algo_name && strcmp(a->algo_name, "auto") != 0 &&
         (a->algo = coll_algo_parse(a->algo_name)) < 0)
         return cli_invalid("--algo", "unknown algorithm", a->algo_name,

@@ -61,6 +61,14 @@ static void print_route(hw_topo *t, int a, int b)
         printf("%s]-> %s", l->half_duplex ? " half-duplex" : "", hw_topo_device(t, u)->name);
     }
     printf("\n");
+    if (r->stage_ps > 0) {
+        printf("  staged in host memory: a hand-off of %.3g us per ", sim_time_to_s(r->stage_ps) * 1e6);
+        if (r->stage_chunk > 0)
+            printf("%.4g MB chunk", (double)r->stage_chunk / 1e6);
+        else
+            printf("copy");
+        printf(" (the first in the latency)\n");
+    }
 }
 
 int cli_topo(const cli_command *cmd, int argc, char **argv)

@@ -15,6 +15,18 @@ extern const coll_algo_ops coll__nvls_ops;
 /* A `pipelined` for algorithms whose every operation uses the chunk count. */
 bool coll__always(coll_op op);
 
+/* A group spread evenly over nodes: nodes in order of their first member, members of a node
+ * in group order (local index l). */
+typedef struct coll_layout {
+    int nodes, per_node;
+    int32_t *at; /* at[a·per_node + l]: member l of node a */
+} coll_layout;
+
+/* Groups the members by node (coll_group.node). Returns false (and leaves `lay` empty) unless
+ * there are at least two nodes with the same number of members each; on success the caller
+ * frees lay->at. */
+bool coll__layout_init(coll_layout *lay, const coll_group *g);
+
 /* floor(log2(n)) and whether n is a power of two. */
 int coll__log2(int n);
 bool coll__pow2(int n);

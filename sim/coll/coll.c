@@ -2,6 +2,7 @@
  * algorithms (see coll.h). */
 #include "core/sim.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/coll-internal.h"
@@ -187,4 +188,61 @@ int coll__log2(int n)
 bool coll__pow2(int n)
 {
     return n > 0 && (n & (n - 1)) == 0;
+}
+
+/* A member and its node; for the per-node table, `node` is instead the index in the sorted
+ * array where that node's members start and `member` its first member. */
+typedef struct member_node {
+    int32_t node, member;
+} member_node;
+
+static int by_member(const void *pa, const void *pb)
+{
+    const member_node *a = pa, *b = pb;
+    return (a->member > b->member) - (a->member < b->member);
+}
+
+static int by_node_then_member(const void *pa, const void *pb)
+{
+    const member_node *a = pa, *b = pb;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return by_member(pa, pb);
+}
+
+bool coll__layout_init(coll_layout *lay, const coll_group *g)
+{
+    *lay = (coll_layout){0};
+    int n = g->n;
+    if (!g->node || n < 2)
+        return false;
+    member_node *mn = sim_calloc((size_t)n, sizeof(*mn));
+    for (int m = 0; m < n; m++)
+        mn[m] = (member_node){.node = g->node[m], .member = m};
+    qsort(mn, (size_t)n, sizeof(*mn), by_node_then_member);
+
+    /* one entry per node: its first member and where its members start in mn (nodes in
+     * node-id order for now) */
+    member_node *first = sim_calloc((size_t)n, sizeof(*first));
+    int nodes = 0;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || mn[i].node != mn[i - 1].node)
+            first[nodes++] = (member_node){.node = i, .member = mn[i].member};
+    int per_node = n / nodes;
+    bool ok = nodes >= 2 && per_node * nodes == n;
+    for (int a = 0; ok && a < nodes; a++)
+        ok = (a + 1 < nodes ? first[a + 1].node : n) - first[a].node == per_node;
+    if (ok) {
+        /* nodes in order of their first member (members are distinct, so no ties) */
+        qsort(first, (size_t)nodes, sizeof(*first), by_member);
+        lay->nodes = nodes;
+        lay->per_node = per_node;
+        lay->at = sim_calloc((size_t)n, sizeof(*lay->at));
+        for (int a = 0; a < nodes; a++)
+            for (int l = 0; l < per_node; l++)
+                lay->at[a * per_node + l] = mn[first[a].node + l].member;
+    }
+    sim_free(first);
+    sim_free(mn);
+    return ok;
 }

@@ -67,17 +67,35 @@ int coll_exec_device(const coll_exec *x, hw_topo *topo, int member)
     return device_of(x, topo, member);
 }
 
+sim_time coll_exec_staging_ps(const coll_schedule *s, int round, size_t i, const hw_route *r)
+{
+    if (r->stage_ps == 0)
+        return 0;
+    const coll_xfer *xf = &s->xfers[i];
+    double bytes = 0;
+    for (size_t j = s->round_first[round]; j < s->round_first[round + 1]; j++)
+        if (s->xfers[j].src == xf->src && s->xfers[j].dst == xf->dst)
+            bytes += s->xfers[j].bytes;
+    return hw_route_staging_ps(r, bytes);
+}
+
 coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
 {
     const coll_schedule *s = x->sched;
     coll_xfer_cost *c = sim_calloc(s->n_xfers + 1, sizeof *c);
+    int round = 0;
     for (size_t i = 0; i < s->n_xfers; i++) {
         const coll_xfer *xf = &s->xfers[i];
+        while (i >= s->round_first[round + 1])
+            round++;
         sim_time lat;
         coll_exec_xfer_cost(x, topo, xf, &lat, &c[i].wire, &c[i].route);
-        c[i].delay_ps = lat + c[i].route->latency_ps;
-        c[i].piped_ps = coll_exec_piped_delay(x, topo, c[i].delay_ps, xf->bytes, c[i].wire,
-                                              c[i].route);
+        /* a staged copy's hand-offs hold each chunk back: not latency a pipeline hides */
+        sim_time stage = coll_exec_staging_ps(s, round, i, c[i].route);
+        sim_time lat_only = lat + c[i].route->latency_ps - c[i].route->stage_ps;
+        c[i].delay_ps = lat_only + stage;
+        c[i].piped_ps = coll_exec_piped_delay(x, topo, lat_only, xf->bytes, c[i].wire,
+                                              c[i].route) + stage;
     }
     return c;
 }
@@ -109,10 +127,10 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
             double wire;
             const hw_route *r;
             coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
-            sim_time d = lat + r->latency_ps;
+            sim_time d = lat + r->latency_ps - r->stage_ps; /* as coll_exec_costs */
             if (piped)
                 d = coll_exec_piped_delay(x, topo, d, xf->bytes, wire, r);
-            hw_net_round_add(net, now + d, wire, r);
+            hw_net_round_add(net, now + d + coll_exec_staging_ps(s, x->round, i, r), wire, r);
         }
         hw_net_round_end(net, tag);
         return false;

@@ -6,7 +6,9 @@
  * each transfer of a later round after the part of that delay its own step does not hide
  * (coll_exec_piped_delay: steps move in slices), and carries bytes / efficiency on the
  * wire, efficiency being the protocol's payload share for that class. Transfers to or
- * from COLL_SWITCH go to the group's NVSwitch at the NVLS efficiency. */
+ * from COLL_SWITCH go to the group's NVSwitch at the NVLS efficiency. A copy staged in host
+ * memory waits for the hand-offs of all its chunks (coll_exec_staging_ps) in every round: a
+ * bound on throughput, never hidden by the pipelining of later rounds. */
 #ifndef SIM_COLL_EXEC_H
 #define SIM_COLL_EXEC_H
 
@@ -18,8 +20,11 @@
 
 /* What one transfer of a schedule costs on a given group (see coll_exec_costs). */
 typedef struct coll_xfer_cost {
-    sim_time delay_ps; /* protocol step latency + route latency: start to first byte */
-    sim_time piped_ps; /* the same in a round after the first (coll_exec_piped_delay) */
+    sim_time delay_ps; /* protocol step latency + route latency, a staged copy's
+                          hand-offs (hw_route_staging_ps) in place of the route's one:
+                          start to first byte */
+    sim_time piped_ps; /* the same in a round after the first (coll_exec_piped_delay; the
+                          hand-offs are not hidden) */
     double wire;       /* bytes on the wire */
     const hw_route *route;
 } coll_xfer_cost;
@@ -61,6 +66,13 @@ coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo);
  * narrowest link, at least 0. */
 sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay, double bytes,
                                double wire, const hw_route *r);
+
+/* The staging hand-offs transfer i of round `round` of `s` waits for on its route `r` (0
+ * unless the route is staged in host memory): a member pair's staged route carries one stream
+ * of chunks per round, so the pair's transfers in the round share the hand-offs of their bytes
+ * together (hw_route_staging_ps), however the schedule splits them (a tree's two trees on one
+ * chain edge are one copy). */
+sim_time coll_exec_staging_ps(const coll_schedule *s, int round, size_t i, const hw_route *r);
 
 /* The device of member `member` (or of the group's NVSwitch for COLL_SWITCH). */
 int coll_exec_device(const coll_exec *x, hw_topo *topo, int member);

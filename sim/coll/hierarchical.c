@@ -27,86 +27,20 @@
  * only 1/L of the data crosses the slow fabric, and in L parallel rings. */
 #include "core/sim.h"
 
-#include <stdlib.h>
-
 #include "coll/coll-internal.h"
-
-typedef struct hier_layout {
-    int nodes, per_node;
-    int32_t *at; /* at[a·per_node + l]: member l of node a */
-} hier_layout;
-
-/* A member and its node; for the per-node table, `node` is instead the index in the sorted
- * array where that node's members start and `member` its first member. */
-typedef struct member_node {
-    int32_t node, member;
-} member_node;
-
-static int by_member(const void *pa, const void *pb)
-{
-    const member_node *a = pa, *b = pb;
-    return (a->member > b->member) - (a->member < b->member);
-}
-
-static int by_node_then_member(const void *pa, const void *pb)
-{
-    const member_node *a = pa, *b = pb;
-    if (a->node != b->node)
-        return a->node < b->node ? -1 : 1;
-    return by_member(pa, pb);
-}
-
-/* Groups the members by node. Returns false (and leaves `lay` empty) unless there are at
- * least two nodes with the same number of members each; on success the caller frees lay->at. */
-static bool layout_init(hier_layout *lay, const coll_group *g)
-{
-    *lay = (hier_layout){0};
-    int n = g->n;
-    if (!g->node || n < 2)
-        return false;
-    member_node *mn = sim_calloc((size_t)n, sizeof(*mn));
-    for (int m = 0; m < n; m++)
-        mn[m] = (member_node){.node = g->node[m], .member = m};
-    qsort(mn, (size_t)n, sizeof(*mn), by_node_then_member);
-
-    /* one entry per node: its first member and where its members start in mn (nodes in
-     * node-id order for now) */
-    member_node *first = sim_calloc((size_t)n, sizeof(*first));
-    int nodes = 0;
-    for (int i = 0; i < n; i++)
-        if (i == 0 || mn[i].node != mn[i - 1].node)
-            first[nodes++] = (member_node){.node = i, .member = mn[i].member};
-    int per_node = n / nodes;
-    bool ok = nodes >= 2 && per_node * nodes == n;
-    for (int a = 0; ok && a < nodes; a++)
-        ok = (a + 1 < nodes ? first[a + 1].node : n) - first[a].node == per_node;
-    if (ok) {
-        /* nodes in order of their first member (members are distinct, so no ties) */
-        qsort(first, (size_t)nodes, sizeof(*first), by_member);
-        lay->nodes = nodes;
-        lay->per_node = per_node;
-        lay->at = sim_calloc((size_t)n, sizeof(*lay->at));
-        for (int a = 0; a < nodes; a++)
-            for (int l = 0; l < per_node; l++)
-                lay->at[a * per_node + l] = mn[first[a].node + l].member;
-    }
-    sim_free(first);
-    sim_free(mn);
-    return ok;
-}
 
 static bool hier_supports(coll_op op, const coll_group *g)
 {
     if (op != COLL_ALL_REDUCE && op != COLL_ALL_GATHER && op != COLL_REDUCE_SCATTER)
         return false;
-    hier_layout lay;
-    bool ok = layout_init(&lay, g);
+    coll_layout lay;
+    bool ok = coll__layout_init(&lay, g);
     sim_free(lay.at);
     return ok;
 }
 
 /* `rounds` rounds of the intra-node rings, each member sending `bytes` to its successor. */
-static void intra_rounds(coll_schedule *s, const hier_layout *lay, int rounds, double bytes)
+static void intra_rounds(coll_schedule *s, const coll_layout *lay, int rounds, double bytes)
 {
     int L = lay->per_node;
     for (int r = 0; r < rounds; r++) {
@@ -118,7 +52,7 @@ static void intra_rounds(coll_schedule *s, const hier_layout *lay, int rounds, d
 }
 
 /* `rounds` rounds of the L inter-node rings, each member sending `bytes` to its successor. */
-static void inter_rounds(coll_schedule *s, const hier_layout *lay, int rounds, double bytes)
+static void inter_rounds(coll_schedule *s, const coll_layout *lay, int rounds, double bytes)
 {
     int L = lay->per_node, N = lay->nodes;
     for (int r = 0; r < rounds; r++) {
@@ -134,8 +68,8 @@ static void hier_build(coll_schedule *s, coll_op op, const coll_group *g, double
 {
     (void)root;
     (void)chunks;
-    hier_layout lay;
-    bool ok = layout_init(&lay, g);
+    coll_layout lay;
+    bool ok = coll__layout_init(&lay, g);
     SIM_ASSERT(ok, "hierarchical on a group of %d members without an even node split", g->n);
     int L = lay.per_node, N = lay.nodes, n = g->n;
     switch (op) {

@@ -2,6 +2,7 @@
 #include "core/sim.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/select.h"
@@ -16,6 +17,12 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
 {
     return coll_estimate_joint(1, t, x, &s);
 }
+
+/* A transfer of the round being estimated: its delays and its route. */
+typedef struct est_xfer {
+    sim_time delay, piped;
+    const hw_route *route;
+} est_xfer;
 
 double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                            const coll_schedule *const *s)
@@ -32,6 +39,8 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
     double *load = t[0].scratch ? t[0].scratch : sim_calloc((size_t)nl, sizeof *load);
     int32_t *touched = NULL;
     size_t n_touched = 0, cap_touched = 0;
+    est_xfer *pend = NULL;
+    size_t cap_pend = 0;
     for (int r = 0; r < rounds; r++) {
         bool again = r > 0;
         for (size_t i = 0; i < n && again; i++)
@@ -41,8 +50,9 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
             continue;
         }
         /* the first round pays its full latency, later ones only what their steps do not
-         * hide (coll_exec_piped_delay); a repeat costs what a later round does */
-        sim_time lat_max = 0, piped_max = 0;
+         * hide (coll_exec_piped_delay); a repeat costs what a later round does. Pass 1: the
+         * wire bytes each link carries in the round */
+        size_t n_pend = 0;
         for (size_t j = 0; j < n; j++) {
             if (r >= s[j]->n_rounds)
                 continue;
@@ -52,10 +62,14 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                 const hw_route *route;
                 const coll_xfer *xf = &s[j]->xfers[i];
                 coll_exec_xfer_cost(&x[j], t[j].topo, xf, &lat, &wire, &route);
-                lat += route->latency_ps;
-                lat_max = SIM_MAX(lat_max, lat);
-                piped_max = SIM_MAX(piped_max, coll_exec_piped_delay(&x[j], t[j].topo, lat,
-                                                                     xf->bytes, wire, route));
+                lat += route->latency_ps - route->stage_ps;
+                sim_time stage = coll_exec_staging_ps(s[j], r, i, route); /* as exec.c */
+                SIM_GROW(pend, cap_pend, n_pend + 1);
+                pend[n_pend++] = (est_xfer){
+                    .delay = lat + stage,
+                    .piped = coll_exec_piped_delay(&x[j], t[j].topo, lat, xf->bytes, wire,
+                                                   route) + stage,
+                    .route = route};
                 for (int k = 0; k < route->n; k++) {
                     int32_t l = route->links[k];
                     if (load[l] == 0) {
@@ -66,19 +80,28 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                 }
             }
         }
-        double worst = 0;
-        for (size_t i = 0; i < n_touched; i++) {
-            int32_t l = touched[i];
-            worst = fmax(worst, load[l] / hw_topo_link(t[0].topo, l)->bw_Bps);
-            load[l] = 0;
+        /* pass 2: each transfer ends after its delay and its most loaded link's time; the
+         * round when the last one does */
+        double first = 0;
+        last = 0;
+        for (size_t i = 0; i < n_pend; i++) {
+            const hw_route *route = pend[i].route;
+            double busy = 0;
+            for (int k = 0; k < route->n; k++)
+                busy = fmax(busy, load[route->links[k]] /
+                                      hw_topo_link(t[0].topo, route->links[k])->bw_Bps);
+            first = fmax(first, sim_time_to_s(pend[i].delay) + busy);
+            last = fmax(last, sim_time_to_s(pend[i].piped) + busy);
         }
+        for (size_t i = 0; i < n_touched; i++)
+            load[touched[i]] = 0;
         n_touched = 0;
-        last = sim_time_to_s(piped_max) + worst;
-        total += r == 0 ? sim_time_to_s(lat_max) + worst : last;
+        total += r == 0 ? first : last;
     }
     if (!t[0].scratch)
         sim_free(load);
     sim_free(touched);
+    sim_free(pend);
     return total;
 }
 
@@ -160,6 +183,114 @@ void coll_prefetch_routes(const coll_target *t, coll_op op, double bytes, int ro
     coll_schedule_clear(&tmp);
 }
 
+static int cmp_i32(const void *pa, const void *pb)
+{
+    int32_t a = *(const int32_t *)pa, b = *(const int32_t *)pb;
+    return (a > b) - (a < b);
+}
+
+bool coll_one_per_node(const coll_group *g)
+{
+    if (!g->node || g->n < 2)
+        return true;
+    int32_t *v = sim_calloc((size_t)g->n, sizeof *v);
+    memcpy(v, g->node, (size_t)g->n * sizeof *v);
+    qsort(v, (size_t)g->n, sizeof *v, cmp_i32);
+    bool distinct = true;
+    for (int i = 1; i < g->n && distinct; i++)
+        distinct = v[i] != v[i - 1];
+    sim_free(v);
+    return distinct;
+}
+
+bool coll_nccl_algo(const coll_group *g, coll_op op, coll_algo a)
+{
+    switch (op) {
+    case COLL_ALL_REDUCE:
+        return a == COLL_ALGO_RING || a == COLL_ALGO_TREE || a == COLL_ALGO_NVLS;
+    case COLL_ALL_GATHER:
+    case COLL_REDUCE_SCATTER:
+        /* PAT, for one GPU per node only (ncclPatEnable), stood for by halving-doubling */
+        return a == COLL_ALGO_RING || (a == COLL_ALGO_HD && coll_one_per_node(g));
+    case COLL_ALL_TO_ALL:
+        return a == COLL_ALGO_DIRECT;
+    case COLL_BROADCAST:
+    case COLL_REDUCE:
+    case COLL_SEND_RECV:
+    case COLL_RING_SHIFT:
+        return a == COLL_ALGO_RING;
+    case COLL_OP_COUNT:
+        break;
+    }
+    return false;
+}
+
+/* Whether a route touches a CPU socket (NCCL's path types PHB and SYS). */
+static bool through_cpu(hw_topo *topo, const hw_route *r)
+{
+    for (int k = 0; k < r->n; k++) {
+        const hw_link *l = hw_topo_link(topo, r->links[k]);
+        if (hw_topo_device(topo, l->src)->kind == HW_DEV_CPU ||
+            hw_topo_device(topo, l->dst)->kind == HW_DEV_CPU)
+            return true;
+    }
+    return false;
+}
+
+static bool all_nvlink(hw_topo *topo, const hw_route *r)
+{
+    for (int k = 0; k < r->n; k++)
+        if (hw_topo_link(topo, r->links[k])->cls != HW_LINK_NVLINK)
+            return false;
+    return true;
+}
+
+/* A member and its node (for sorting). */
+typedef struct sel_member {
+    int32_t node, member;
+} sel_member;
+
+static int by_node_then_member(const void *pa, const void *pb)
+{
+    const sel_member *a = pa, *b = pb;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return (a->member > b->member) - (a->member < b->member);
+}
+
+bool coll_ll128_paths(const coll_target *t)
+{
+    const coll_group *g = t->group;
+    int n = g->n;
+    if (n < 2)
+        return true;
+    sel_member *mn = sim_calloc((size_t)n, sizeof *mn);
+    for (int m = 0; m < n; m++)
+        mn[m] = (sel_member){.node = g->node ? g->node[m] : m, .member = m};
+    qsort(mn, (size_t)n, sizeof *mn, by_node_then_member);
+    bool ok = true;
+    int head = mn[0].member, prev_head = -1;
+    for (int i = 0; i < n && ok; i++) {
+        int m = mn[i].member;
+        if (i > 0 && mn[i].node == mn[i - 1].node) {
+            /* within a node: NCCL's typeIntra <= PATH_NVB, an all-NVLink path */
+            ok = all_nvlink(t->topo, hw_topo_route(t->topo, hw_topo_gpu_device(t->topo, t->gpu[head]),
+                                                   hw_topo_gpu_device(t->topo, t->gpu[m])));
+            continue;
+        }
+        /* a node's first member: from the previous node's, NCCL's typeInter <= PATH_PXB,
+         * GPU to NIC through PCIe switches only (no CPU on the way) */
+        head = m;
+        if (prev_head >= 0)
+            ok = !through_cpu(t->topo,
+                              hw_topo_route(t->topo, hw_topo_gpu_device(t->topo, t->gpu[prev_head]),
+                                            hw_topo_gpu_device(t->topo, t->gpu[head])));
+        prev_head = head;
+    }
+    sim_free(mn);
+    return ok;
+}
+
 int coll_select(const coll_target *t, coll_op op, double bytes, int root, int algo, int proto,
                 coll_choice *out, coll_schedule *sched)
 {
@@ -167,11 +298,19 @@ int coll_select(const coll_target *t, coll_op op, double bytes, int root, int al
     coll_schedule_init(&tmp);
     bool found = false;
     coll_choice best = {0};
+    /* LL128 only where NCCL enables it by default, when the protocol is chosen here */
+    bool ll128 = proto >= 0 || !t->protocols->proto[HW_PROTO_LL128].enabled ||
+                 (t->ll128 ? t->ll128 > 0 : coll_ll128_paths(t));
     for (int a = 0; a < COLL_ALGO_COUNT; a++) {
         if (algo >= 0 && a != algo)
             continue;
+        if (algo < 0 && !coll_nccl_algo(t->group, op, (coll_algo)a))
+            continue;
         if (a == COLL_ALGO_NVLS && t->switch_dev < 0)
             continue;
+        /* NVLS and PAT run Simple only in NCCL; halving-doubling chosen for itself keeps
+         * every protocol */
+        bool simple_only = a == COLL_ALGO_NVLS || (a == COLL_ALGO_HD && algo < 0);
         /* the schedule in tmp, by its chunk count (0 when the algorithm does not pipeline
          * this operation: one build serves every protocol) */
         bool pipelined = coll_algo_pipelined((coll_algo)a, op);
@@ -179,7 +318,9 @@ int coll_select(const coll_target *t, coll_op op, double bytes, int root, int al
         for (int p = 0; p < HW_PROTO_COUNT; p++) {
             if ((proto >= 0 && p != proto) || (proto < 0 && !t->protocols->proto[p].enabled))
                 continue;
-            if (a == COLL_ALGO_NVLS && p != HW_PROTO_SIMPLE && proto < 0)
+            if (p == HW_PROTO_LL128 && !ll128)
+                continue;
+            if (simple_only && p != HW_PROTO_SIMPLE && proto < 0)
                 continue; /* NVLS has its own transport: costed once, with Simple's launch */
             int chunks = coll_chunks(t->protocols, (hw_proto)p, bytes);
             int key = pipelined ? chunks : 0;

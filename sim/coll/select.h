@@ -1,9 +1,13 @@
-/* Choice of algorithm and protocol for a collective (`auto`), as NCCL's tuner does: every
- * candidate (algorithm, protocol) is costed in isolation on the real topology and the
- * fastest wins (ties: the lower algorithm, then protocol, index). The cost of a schedule is
- * the protocol's base latency plus, round after round, the longest per-step latency of the
- * round plus the wire bytes of its most loaded link divided by that link's bandwidth — the
- * exact time of a round whose transfers are alike, and a close estimate otherwise.
+/* Choice of algorithm and protocol for a collective (`auto`), as NCCL's tuner does: among
+ * the (algorithm, protocol) pairs NCCL itself would consider for the operation on this group
+ * (coll_nccl_algo, coll_ll128_paths: NCCL 2.30 src/graph/tuning.cc and src/enqueue.cc), every
+ * candidate is costed in isolation on the real topology and the fastest wins (ties: the lower
+ * algorithm, then protocol, index). The cost of a schedule is the protocol's base latency
+ * plus, round after round, the time its last transfer ends: a transfer's per-step latency
+ * plus the wire bytes of the most loaded link of its route (all the round's transfers on it)
+ * over that link's bandwidth — the exact time of a round whose transfers are alike, and a
+ * close estimate otherwise. A fixed algorithm may be any of
+ * stepsim's; a fixed protocol bypasses NCCL's enable rules (as NCCL_PROTO does).
  * docs/collectives.md explains the reasoning and what NCCL does. */
 #ifndef SIM_COLL_SELECT_H
 #define SIM_COLL_SELECT_H
@@ -28,6 +32,9 @@ typedef struct coll_target {
                                       selects often spares a large calloc per estimate) */
     const hw_route **pair_routes;  /* optional: the group's member-pair route table
                                       (coll_exec.pair_routes), filled as used */
+    signed char ll128;             /* coll_ll128_paths of the group if known (1 yes, -1 no;
+                                      a caller that selects often keeps it per group), 0:
+                                      coll_select works it out */
 } coll_target;
 
 /* The estimated time of schedule `s` run with exec settings `x` (protocol, NVLS). */
@@ -55,8 +62,28 @@ void coll_prefetch_routes(const coll_target *t, coll_op op, double bytes, int ro
 /* Pipelining chunks for `bytes` under protocol `p`: ceil(bytes / chunk_bytes), 1..64. */
 int coll_chunks(const hw_protocols *prot, hw_proto p, double bytes);
 
+/* Whether NCCL's tuner considers algorithm `a` for `op` on group `g` (NCCL 2.30
+ * ncclTopoTuneModel's per-function filters and ncclPatEnable; enqueue.cc's
+ * updateCollCostTable): all_reduce ring, tree, NVLS (the caller's switch decides whether NVLS
+ * is there); all_gather and reduce_scatter ring, and PAT when every member is on a node of its
+ * own, here the halving-doubling schedule (Simple only); broadcast, reduce, send_recv and
+ * ring_shift ring; all_to_all NCCL's grouped sends to every peer at once, `direct`.
+ * Halving-doubling for itself, pairwise and hierarchical are stepsim's, never NCCL's. */
+bool coll_nccl_algo(const coll_group *g, coll_op op, coll_algo a);
+
+/* Whether every member of `g` is on a node of its own (true when nodes are not known). */
+bool coll_one_per_node(const coll_group *g);
+
+/* Whether NCCL enables LL128 by default on t's group (NCCL 2.30 ncclTopoTuneModel: the
+ * intra-node path is NVLink, typeIntra <= PATH_NVB, and the inter-node one reaches the NIC
+ * through PCIe switches only, typeInter <= PATH_PXB): members of a node are joined by
+ * all-NVLink routes, and the routes between consecutive nodes' first members touch no CPU
+ * socket. PCIe-only machines (and any host-staged copy) have no LL128. */
+bool coll_ll128_paths(const coll_target *t);
+
 /* Chooses for `op` on `bytes` (root for rooted operations). `algo` >= 0 fixes the
- * algorithm, `proto` >= 0 the protocol. On success fills `out` and, if `sched` is not NULL,
+ * algorithm (any of stepsim's), `proto` >= 0 the protocol; otherwise only NCCL's candidates
+ * (coll_nccl_algo) and, unless `proto` is fixed, LL128 only where coll_ll128_paths. On success fills `out` and, if `sched` is not NULL,
  * builds the chosen schedule into it. Returns 0, or SIM_ENOTSUP when the fixed algorithm
  * does not implement `op` on this group. */
 int coll_select(const coll_target *t, coll_op op, double bytes, int root, int algo, int proto,

@@ -39,10 +39,33 @@
  *               (receives) S in all; a member moves at most two chunks each way per round, so
  *               T <= (H + C - 1)·(α + S/(C·B)), tending to S/B for C >> H.
  * NCCL uses trees for all_reduce only (broadcast/reduce run on rings); the rooted variants
- * are this simulator's use of the same two trees, as Sanders et al. do for broadcast.
- * NCCL builds the tree across nodes with chains inside a node; here it spans the members
- * directly, so on a multi-node group its edges follow the group order. */
+ * are this simulator's use of the same two trees over members, as Sanders et al. do for
+ * broadcast.
+ *
+ * Nodes (all_reduce). NCCL builds the double binary tree over nodes, not ranks, and chains
+ * the ranks of a node (NCCL 2.30 src/graph/connect.cc: ncclTopoPreset sets tree.up to the
+ * previous rank of the node's intra-node order and tree.down[0] to the next one;
+ * connectTrees joins the first rank of each node to its parent and child nodes by
+ * ncclGetDtree over nNodes; both trees share the intra-node chain), and runs it on several
+ * channels whose intra-node orders, found per channel by its topology search, start at
+ * different GPUs, so that each channel reaches the network through its own NIC. Here, when
+ * some node holds several members of the group (coll_group.node; nodes taken in order of
+ * their first member, a node's members in group order, local index l):
+ *   - nodes of L >= 2 members each (coll__layout_init), N >= 2 of them: L channels, each
+ *     with its two trees, S/(2L) each. Channel k chains every node's members from local k:
+ *     k <- k+1 <- ... <- k+L-1 (mod L); local k of the node at position a has as parent local
+ *     k of the node at A's (or B's) parent position of a, so channel k crosses nodes between
+ *     members of local index k only (one rail). A member pair's pieces in one round merge
+ *     into one transfer (the channels share chain edges).
+ *   - otherwise (one node, or nodes of different sizes): one channel, headed by each node's
+ *     first member: member l > 0 has parent l-1 of its node in both trees. On a single node
+ *     both trees are the chain 0 <- 1 <- ... <- n-1: H = n-1, 2(n-1) + C - 1 rounds, NCCL's
+ *     tuning model's 2(nRanks/nNodes - 1) intra-node steps (tuning.cc).
+ * When every member is on a node of its own (or nodes are not known), the member-level trees
+ * above are exactly NCCL's. The rooted operations ignore nodes. */
 #include "core/sim.h"
+
+#include <stdlib.h>
 
 #include "coll/coll-internal.h"
 
@@ -85,26 +108,18 @@ static int member_of(int n, int p, int which, int pos_root, int root)
     return (p + root) % n;
 }
 
-/* Builds tree `which` (0 = A, 1 = B) over members. With `root` < 0 the trees keep NCCL's
- * positions (all_reduce); otherwise they are re-rooted at member `root` as explained above. */
-static void shape_init(tree_shape *t, int n, int which, int root)
+/* Depth, height and root of a tree given by its parent array (taken over by `t`). */
+static void shape_from_parents(tree_shape *t, int n, int32_t *parent)
 {
-    t->parent = sim_calloc((size_t)n, sizeof(*t->parent));
+    t->parent = parent;
     t->depth = sim_calloc((size_t)n, sizeof(*t->depth));
     t->height = sim_calloc((size_t)n, sizeof(*t->height));
-
-    int pos_root = which == 0 ? 0 : (n % 2 == 0 ? n - 1 : 1);
-    for (int p = 0; p < n; p++) {
-        int up = which == 0 ? btree_parent(n, p) : dtree_parent(n, p);
-        int m = member_of(n, p, which, pos_root, root);
-        t->parent[m] = up < 0 ? -1 : member_of(n, up, which, pos_root, root);
-        if (up < 0)
-            t->root = m;
-    }
-
-    /* Depth by walking up (at most ceil(log2 n) steps). The same walk reaches each ancestor
-     * at distance d from m, and an ancestor's height is its largest such distance. */
+    t->root = -1;
+    /* Depth by walking up. The same walk reaches each ancestor at distance d from m, and an
+     * ancestor's height is its largest such distance. */
     for (int m = 0; m < n; m++) {
+        if (t->parent[m] < 0)
+            t->root = m;
         int d = 0;
         for (int cur = m; t->parent[cur] >= 0; cur = t->parent[cur]) {
             d++;
@@ -113,6 +128,80 @@ static void shape_init(tree_shape *t, int n, int which, int root)
         }
         t->depth[m] = d;
     }
+    SIM_ASSERT(t->root >= 0, "tree over %d members without a root", n);
+}
+
+/* Builds tree `which` (0 = A, 1 = B) over members. With `root` < 0 the trees keep NCCL's
+ * positions (all_reduce); otherwise they are re-rooted at member `root` as explained above. */
+static void shape_init(tree_shape *t, int n, int which, int root)
+{
+    int32_t *parent = sim_calloc((size_t)n, sizeof(*parent));
+    int pos_root = which == 0 ? 0 : (n % 2 == 0 ? n - 1 : 1);
+    for (int p = 0; p < n; p++) {
+        int up = which == 0 ? btree_parent(n, p) : dtree_parent(n, p);
+        int m = member_of(n, p, which, pos_root, root);
+        parent[m] = up < 0 ? -1 : member_of(n, up, which, pos_root, root);
+    }
+    shape_from_parents(t, n, parent);
+}
+
+/* A member and its node (for sorting). */
+typedef struct tree_member {
+    int32_t node, member;
+} tree_member;
+
+static int by_node_then_member(const void *pa, const void *pb)
+{
+    const tree_member *a = pa, *b = pb;
+    if (a->node != b->node)
+        return a->node < b->node ? -1 : 1;
+    return (a->member > b->member) - (a->member < b->member);
+}
+
+static int by_member(const void *pa, const void *pb)
+{
+    const tree_member *a = pa, *b = pb;
+    return (a->member > b->member) - (a->member < b->member);
+}
+
+/* NCCL's all_reduce trees on a group spread over nodes (connect.cc, connectTrees and the
+ * intra-node part of ncclTopoPreset): fills parent[0] (tree A) and parent[1] (tree B) with
+ * each member's parent, -1 at the root. Returns false, filling nothing, when every member is
+ * on a node of its own (or nodes are not known): the member-level trees then apply. */
+static bool node_parents(const coll_group *g, int32_t *parent[2])
+{
+    int n = g->n;
+    if (!g->node)
+        return false;
+    tree_member *mn = sim_calloc((size_t)n, sizeof(*mn));
+    for (int m = 0; m < n; m++)
+        mn[m] = (tree_member){.node = g->node[m], .member = m};
+    qsort(mn, (size_t)n, sizeof(*mn), by_node_then_member);
+    /* heads: the first member of each node, with where its run starts in mn */
+    tree_member *head = sim_calloc((size_t)n, sizeof(*head));
+    int nodes = 0;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || mn[i].node != mn[i - 1].node)
+            head[nodes++] = (tree_member){.node = i, .member = mn[i].member};
+    bool shared = nodes < n;
+    if (shared) {
+        /* node positions 0..N-1 in order of their first member */
+        qsort(head, (size_t)nodes, sizeof(*head), by_member);
+        for (int a = 0; a < nodes; a++) {
+            int first = head[a].node, end = first;
+            while (end < n && mn[end].node == mn[first].node)
+                end++;
+            for (int k = 0; k < 2; k++) {
+                int up = k == 0 ? btree_parent(nodes, a) : dtree_parent(nodes, a);
+                parent[k][head[a].member] = up < 0 ? -1 : head[up].member;
+                for (int i = first + 1; i < end; i++)
+                    parent[k][mn[i].member] = mn[i - 1].member; /* the chain */
+            }
+        }
+    }
+    sim_free(head);
+    sim_free(mn);
+    return shared;
 }
 
 static void shape_clear(tree_shape *t)
@@ -128,6 +217,58 @@ static bool tree_supports(coll_op op, const coll_group *g)
     return op == COLL_ALL_REDUCE || op == COLL_BROADCAST || op == COLL_REDUCE;
 }
 
+/* NCCL's channels on a group spread evenly over N >= 2 nodes of L >= 2 members (`lay`, see
+ * the top): channel k's two trees, its chain starting at local k of every node, in
+ * t[2k] (A) and t[2k + 1] (B). */
+static void channel_shapes(const coll_layout *lay, int n, tree_shape *t)
+{
+    int L = lay->per_node, N = lay->nodes;
+    for (int k = 0; k < L; k++)
+        for (int which = 0; which < 2; which++) {
+            int32_t *parent = sim_calloc((size_t)n, sizeof(*parent));
+            for (int a = 0; a < N; a++)
+                for (int j = 0; j < L; j++) {
+                    int m = lay->at[a * L + (k + j) % L];
+                    if (j > 0) {
+                        parent[m] = lay->at[a * L + (k + j - 1) % L]; /* the chain */
+                        continue;
+                    }
+                    int up = which == 0 ? btree_parent(N, a) : dtree_parent(N, a);
+                    parent[m] = up < 0 ? -1 : lay->at[up * L + k];
+                }
+            shape_from_parents(&t[2 * k + which], n, parent);
+        }
+}
+
+static int by_ends(const void *pa, const void *pb)
+{
+    const coll_xfer *a = pa, *b = pb;
+    if (a->src != b->src)
+        return a->src < b->src ? -1 : 1;
+    return (a->dst > b->dst) - (a->dst < b->dst);
+}
+
+/* Merges the current round's transfers between the same two members into one (the channels'
+ * trees share their chains' edges): sorted by (source, destination), bytes summed. All the
+ * pieces are equal, so the sums do not depend on the order. */
+static void merge_round(coll_schedule *s)
+{
+    size_t first = s->round_first[s->n_rounds - 1], n = s->n_xfers - first;
+    if (n < 2)
+        return;
+    coll_xfer *x = &s->xfers[first];
+    qsort(x, n, sizeof *x, by_ends);
+    size_t w = 0;
+    for (size_t i = 1; i < n; i++) {
+        if (x[i].src == x[w].src && x[i].dst == x[w].dst)
+            x[w].bytes += x[i].bytes;
+        else
+            x[++w] = x[i];
+    }
+    s->n_xfers = first + w + 1;
+    s->round_first[s->n_rounds] = s->n_xfers;
+}
+
 static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
                        int root, int chunks)
 {
@@ -135,14 +276,31 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
     SIM_ASSERT(op == COLL_ALL_REDUCE || (root >= 0 && root < n), "root %d of %d", root, n);
     bool up = op == COLL_ALL_REDUCE || op == COLL_REDUCE;
     bool down = op == COLL_ALL_REDUCE || op == COLL_BROADCAST;
-    tree_shape t[2];
-    for (int k = 0; k < 2; k++)
-        shape_init(&t[k], n, k, op == COLL_ALL_REDUCE ? -1 : root);
+    coll_layout lay = {0};
+    bool channels = op == COLL_ALL_REDUCE && n > 2 && coll__layout_init(&lay, g) &&
+                    lay.per_node >= 2;
+    int n_shapes = channels ? 2 * lay.per_node : 2;
+    tree_shape *t = sim_calloc((size_t)n_shapes, sizeof(*t));
+    if (channels) {
+        channel_shapes(&lay, n, t);
+    } else {
+        int32_t *parent[2] = {sim_calloc((size_t)n, sizeof(int32_t)),
+                              sim_calloc((size_t)n, sizeof(int32_t))};
+        if (op == COLL_ALL_REDUCE && node_parents(g, parent)) {
+            for (int k = 0; k < 2; k++)
+                shape_from_parents(&t[k], n, parent[k]);
+        } else {
+            for (int k = 0; k < 2; k++) {
+                sim_free(parent[k]);
+                shape_init(&t[k], n, k, op == COLL_ALL_REDUCE ? -1 : root);
+            }
+        }
+    }
 
     /* first round of the broadcast phase, per tree; and the number of rounds: one past the
      * last round in which any edge still carries a chunk */
-    int down_first[2], rounds = 0;
-    for (int k = 0; k < 2; k++) {
+    int *down_first = sim_calloc((size_t)n_shapes, sizeof(*down_first)), rounds = 0;
+    for (int k = 0; k < n_shapes; k++) {
         down_first[k] = up && down ? t[k].height[t[k].root] : 0;
         for (int m = 0; m < n; m++) {
             int p = t[k].parent[m];
@@ -155,10 +313,10 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
         }
     }
 
-    double piece = bytes / 2.0 / chunks;
+    double piece = bytes / n_shapes / chunks;
     for (int r = 0; r < rounds; r++) {
         coll_schedule_round(s);
-        for (int k = 0; k < 2; k++) {
+        for (int k = 0; k < n_shapes; k++) {
             for (int m = 0; m < n; m++) {
                 int p = t[k].parent[m];
                 if (p < 0)
@@ -171,10 +329,15 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
                     coll_schedule_add(s, p, m, piece);
             }
         }
+        if (channels)
+            merge_round(s);
     }
 
-    for (int k = 0; k < 2; k++)
+    for (int k = 0; k < n_shapes; k++)
         shape_clear(&t[k]);
+    sim_free(t);
+    sim_free(down_first);
+    sim_free(lay.at);
 }
 
 const coll_algo_ops coll__tree_ops = {

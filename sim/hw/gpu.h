@@ -67,6 +67,12 @@ typedef struct hw_gpu_spec {
     sim_time launch_overhead_ps;     /* per kernel */
     double comm_interference;        /* compute slowdown while NCCL kernels run: a kernel that
                                         starts then takes (1 + this) times as long */
+    /* A GPU-to-GPU copy staged in host memory (p2p: false; docs/topologies.md, "Routing"):
+     * the source's copy engine writes a chunk to a host buffer, then the destination's reads
+     * it, chunk after chunk. Each chunk waits for a hand-off between the two (a semaphore in
+     * host memory and the second copy's start), not overlapped with the data. */
+    sim_time staging_latency_ps;     /* the hand-off of one chunk (0: none) */
+    int64_t staging_chunk_bytes;     /* bytes per hand-off (0: one per copy) */
 } hw_gpu_spec;
 
 typedef enum hw_op_class {

@@ -36,6 +36,8 @@ struct hw_topo {
     int32_t *nvl_comp; /* per device: component over NVLink links (an NVLink path is
                           impossible between different ones) */
     bool staged;       /* every GPU's nearest host memory found (label_staging) */
+    sim_time stage_ps; /* the GPU's staging hand-off per chunk (hw_gpu_spec) */
+    int64_t stage_chunk;
     /* route cache: open addressing on (src, dst) */
     uint64_t *keys;
     hw_route **vals;
@@ -473,7 +475,25 @@ static bool compute_route(hw_topo *t, int s, int d, hw_route *r)
             return false;
         from = to;
     }
+    /* a copy staged in host memory: each chunk waits for one hand-off from the source's copy
+     * engine to the destination's (also when the route writes and reads two sockets'
+     * memories: one copy engine writes, one reads); the first chunk's is part of the
+     * route's latency, a copy's whole count is hw_route_staging_ps */
+    if (nv > 0 && ga >= 0 && gb >= 0) {
+        r->stage_ps = t->stage_ps;
+        r->stage_chunk = t->stage_chunk;
+        r->latency_ps += r->stage_ps;
+    }
     return true;
+}
+
+sim_time hw_route_staging_ps(const hw_route *r, double bytes)
+{
+    if (r->stage_ps == 0)
+        return 0;
+    if (r->stage_chunk <= 0 || bytes <= (double)r->stage_chunk)
+        return r->stage_ps;
+    return (sim_time)ceil(bytes / (double)r->stage_chunk) * r->stage_ps;
 }
 
 const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev)
@@ -616,6 +636,8 @@ static void label_staging(hw_topo *t)
 int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
 {
     hw_topo *t = sim_calloc(1, sizeof *t);
+    t->stage_ps = spec->gpu.staging_latency_ps;
+    t->stage_chunk = spec->gpu.staging_chunk_bytes;
     if (spec->n_devices > 0)
         build_explicit(t, spec);
     else

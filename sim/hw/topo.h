@@ -10,7 +10,8 @@
  * - otherwise the shortest path in hops through devices that forward traffic (switches,
  *   CPU sockets, NICs; never through another GPU or a host memory);
  * - a GPU with p2p: false stages its traffic in host memory (device to host, then host to
- *   device), as stock drivers do on consumer GPUs;
+ *   device), as stock drivers do on consumer GPUs; each chunk of such a copy waits for a
+ *   hand-off (hw_gpu_spec's staging latency and chunk), the first as route latency;
  * - among equal-length paths the next hop is chosen by a hash of (source, destination,
  *   hop), a deterministic ECMP; the NIC a GPU is paired with wins over other NICs.
  * Routes are cached per (source, destination). */
@@ -45,10 +46,20 @@ typedef struct hw_link {
 typedef struct hw_route {
     int n;
     int32_t links[HW_ROUTE_MAX]; /* in order; a link may appear twice (staged copies) */
-    sim_time latency_ps;         /* sum of the link latencies */
+    sim_time latency_ps;         /* sum of the link latencies, plus stage_ps on a staged
+                                    route (what a one-chunk copy waits) */
+    sim_time stage_ps;           /* staged route: the hand-off of each chunk (0 when not
+                                    staged); see hw_route_staging_ps */
+    int64_t stage_chunk;         /* staged route: bytes per hand-off (0: one per copy) */
     uint8_t narrow_cls;          /* hw_link_class of its lowest-bandwidth link (the first
                                     of equal ones); set by hw_topo_route */
 } hw_route;
+
+/* The hand-offs a copy of `bytes` pays on route `r`: ceil(bytes / stage_chunk) x stage_ps
+ * (at least one; one per copy when stage_chunk is 0), 0 on a route that is not staged. The
+ * first of them is also counted in r->latency_ps. They are not latency a pipeline hides:
+ * each chunk's second copy waits for its first, however the copies are sliced. */
+sim_time hw_route_staging_ps(const hw_route *r, double bytes);
 
 typedef struct hw_topo hw_topo;
 

@@ -428,6 +428,13 @@ static const input_key attn_eff_keys[] = {
 };
 MAP(attn_eff_map, "attention_efficiency", attn_eff_keys);
 
+static const input_key staging_keys[] = {
+    {.name = "latency", .type = INPUT_K_TIME, .offset = GPU(staging_latency_ps), .flags = NONNEG},
+    {.name = "chunk", .type = INPUT_K_BYTES, .offset = GPU(staging_chunk_bytes),
+     .flags = POSITIVE},
+};
+MAP(staging_map, "staging", staging_keys);
+
 static const input_key gpu_keys[] = {
     {.name = "name", .type = INPUT_K_STRING, .offset = GPU(name),
      .size = sizeof(((hw_gpu_spec *)0)->name)},
@@ -447,6 +454,7 @@ static const input_key gpu_keys[] = {
      .flags = NONNEG},
     {.name = "comm_interference", .type = INPUT_K_FLOAT, .offset = GPU(comm_interference),
      .flags = INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 0, .max = 1},
+    {.name = "staging", .type = INPUT_K_MAP, .map = &staging_map},
 };
 MAP(gpu_map, "gpu", gpu_keys);
 

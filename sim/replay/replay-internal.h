@@ -27,6 +27,9 @@ typedef struct sched_entry {
     coll_choice choice;
     coll_xfer_cost *costs; /* per transfer on this group (small schedules), or NULL */
     double *sent;          /* bytes each member sends (coll_schedule_bytes_sent_all) */
+    double sent_mean;      /* their mean over the members (what a symmetric run credits a
+                              collective across replicas: its members need not send alike,
+                              e.g. a tree's leaves and interior members) */
     /* symmetry_collectives: estimate, for a collective across replicas */
     bool estimated;        /* timed by choice.est_s, not run as flows */
     sim_time est_ps;       /* choice.est_s in picoseconds, rounded up */
@@ -49,6 +52,7 @@ typedef struct group_info {
     int switch_dev;
     int arrivals; /* members whose arrival starts a collective: all, or the active ones */
     bool routed;  /* its candidate algorithms' routes were prefetched */
+    signed char ll128; /* coll_target.ll128: NCCL would enable LL128 on it (1, -1; 0 unknown) */
     const hw_route **pair_routes; /* member x member, for schedules too large to cost ahead */
 } group_info;
 

@@ -475,7 +475,11 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
             /* (finish_coll numbered the members from the group's rank list) */
             SIM_ASSERT(member >= 0 && member < g->n, "rank %d: member %d of its collective",
                        rank, member);
-            rs->comm_sent[g->cls] += c->colls[ci].plan->sent[member];
+            /* symmetry: a collective across replicas stands for all of them, so its active
+             * member is credited the members' mean (their sum over the group's size, as the
+             * full replay averages it); otherwise the member's own bytes */
+            const sched_entry *e = c->colls[ci].plan;
+            rs->comm_sent[g->cls] += c->colls[ci].arrivals < g->n ? e->sent_mean : e->sent[member];
             rs->comm_busy_ps += (double)(now - start);
         }
     }

@@ -187,6 +187,9 @@ static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
         coll_prefetch_routes(&target, (coll_op)tc->op, tc->bytes, tc->root);
         gi->routed = true;
     }
+    if (gi->ll128 == 0)
+        gi->ll128 = coll_ll128_paths(&target) ? 1 : -1;
+    target.ll128 = gi->ll128;
     int rc = coll_select(&target, (coll_op)tc->op, tc->bytes, tc->root, algo, -1, &e->choice,
                          &e->sched);
     if (rc != 0)
@@ -260,6 +263,9 @@ void replay__init_colls(replay_ctx *c)
             int n = t->groups[e->group].n;
             e->sent = sim_calloc((size_t)n, sizeof *e->sent);
             coll_schedule_bytes_sent_all(&e->sched, e->sent);
+            for (int m = 0; m < n; m++)
+                e->sent_mean += e->sent[m];
+            e->sent_mean /= n;
         }
         if (c->estimate_cross && gi->arrivals < gi->g.n) {
             /* symmetry: a collective across replicas, timed by the cost model that chose

@@ -333,8 +333,12 @@ def topo():
     rc, out, err = run("topo", os.path.join(topos, "2x-rtx4090-pcie.yaml"), "--route", "gpu0", "gpu1")
     check(rc == 0, "topo 2x4090: " + err)
     check("bisection (GPUs 0-0 to 1-1): 31.51 GB/s" in out, "2x4090 bisection: " + out)
-    # the staged route: gpu0 -> cpu0, the DRAM link twice (half-duplex), cpu0 -> gpu1
-    check("route gpu0 -> gpu1: 4 link(s)" in out and "half-duplex" in out, "staged route: " + out)
+    # the staged route: gpu0 -> cpu0, the DRAM link twice (half-duplex), cpu0 -> gpu1; its
+    # latency is the links' 0.5 + 0.1 + 0.1 + 0.5 us and the first chunk's staging hand-off,
+    # 9.4 us (topologies/gpus/rtx-4090.yaml): 10.6 us
+    check("route gpu0 -> gpu1: 4 link(s), latency 10.6 us" in out and "half-duplex" in out and
+          "staged in host memory: a hand-off of 9.4 us per 1.26 MB chunk" in out,
+          "staged route: " + out)
     # DGX H100, 4 nodes (the file's default), rail-optimized non-blocking: the bisection is
     # the NICs of half the cluster, 16 x 400 Gb/s = 16 x 50 GB/s = 800 GB/s; GPU to GPU in a
     # node goes over NVSwitch at 450 GB/s.
@@ -403,6 +407,52 @@ def nccl():
     open(js, "w").write(out)
     p = subprocess.run(["/usr/bin/python3", contract_check, "json", js], capture_output=True, text=True)
     check(p.returncode == 0, "contract-check json (bench-coll): " + p.stdout)
+    # auto picks only NCCL's algorithms (docs/collectives.md): on the 8x L40S PCIe box every
+    # all_reduce size goes ring or tree (never halving-doubling, which NCCL lacks) and never
+    # LL128 (NCCL enables it on NVLink paths only); fixed, hd and ll128 still run
+    l40s = os.path.join(root, "topologies", "8x-l40s-pcie.yaml")
+    rc, out, err = run("bench-coll", "--topology", l40s, "--op", "all_reduce", "--gpus", "8",
+                       "--min-bytes", "8", "--max-bytes", "1GiB", "--json")
+    objs = [json.loads(l) for l in out.splitlines()] if rc == 0 else []
+    check(len(objs) == 28 and all(o["algo"] in ("ring", "tree") and o["proto"] != "ll128"
+                                  for o in objs),
+          "L40S auto: ring/tree without LL128: %s" % [(o["algo"], o["proto"]) for o in objs])
+    rc, out, err = run("bench-coll", "--topology", l40s, "--op", "all_reduce", "--gpus", "8",
+                       "--min-bytes", "1MiB", "--max-bytes", "1MiB", "--algo", "hd", "--proto",
+                       "ll128", "--json")
+    o = json.loads(out) if rc == 0 else {}
+    check(o.get("algo") == "hd" and o.get("proto") == "ll128", "L40S fixed hd/ll128: %s" % o)
+    # 2x RTX 4090 without P2P (topologies/2x-rtx4090-pcie.yaml; the staging figures in
+    # topologies/gpus/rtx-4090.yaml: a 9.4 us hand-off per 1.26 MB chunk, derived there from
+    # Puget Systems' p2pBandwidthLatencyTest). send_recv of 1 GiB = 1,073,741,824 B goes
+    # Simple (LL128 is off on PCIe; LL's 1/4 efficiency loses at this size):
+    #   launch 8 us + PCIe step 4 us + links 0.5 + 0.1 + 0.1 + 0.5 = 1.2 us
+    #   + ceil(1,073,741,824 / 1,260,000) = 853 hand-offs x 9.4 us = 8,018.2 us
+    #   + 1 GiB / 0.80 (Simple on PCIe) = 1,342,177,280 B over the PCIe link, 16 GT/s x 16 x
+    #     128/130 / 8 = 31.5077 GB/s (the DRAM link, crossed twice, leaves 89.6 / 2 = 44.8):
+    #     42,598.4 us
+    #   = 50,629.8 us: 21.208 GB/s (Puget: 22.0, -3.6%).
+    # Both ways at once (ring_shift on 2 GPUs, nccl-tests' sendrecv pattern): the DRAM link
+    # carries both copies twice, 89.6 / 4 = 22.4 GB/s of wire each: 1,342,177,280 / 22.4e9 =
+    # 59,918.63 us, + 13.2 + 8,018.2 us = 67,950.03 us: 15.802 GB/s a direction, 31.60 GB/s
+    # together (Puget: 30.9, +2.3%).
+    # An 8-byte send_recv goes LL: launch 4 us + LL's PCIe step 4/6 us + links 1.2 us + one
+    # hand-off 9.4 us + 8 B / 0.25 (LL) = 32 B at 31.5077 GB/s, 1.02 ns = 15.26768 us (the
+    # route's copy latency, 10.6 us, against Puget's 10.5 us; the rest is NCCL's launch and
+    # step, as on any pair).
+    r4090 = os.path.join(root, "topologies", "2x-rtx4090-pcie.yaml")
+    for op, size, want_us in (("send_recv", "1GiB", 50629.8), ("ring_shift", "1GiB", 67950.03),
+                              ("send_recv", "8", 15.26768)):
+        rc, out, err = run("bench-coll", "--topology", r4090, "--op", op, "--gpus", "2",
+                           "--min-bytes", size, "--max-bytes", size, "--json")
+        o = json.loads(out) if rc == 0 else {}
+        near(o.get("time_s", 0) * 1e6, want_us, 1e-5, "2x4090 %s %s: %s" % (op, size, o))
+    for op, puget in (("send_recv", 22.0), ("ring_shift", 30.9 / 2)):
+        rc, out, err = run("bench-coll", "--topology", r4090, "--op", op, "--gpus", "2",
+                           "--min-bytes", "1GiB", "--max-bytes", "1GiB", "--json")
+        o = json.loads(out) if rc == 0 else {}
+        check(abs(o.get("algbw_GBps", 0) - puget) <= 0.05 * puget,
+              "2x4090 %s within 5%% of Puget's %.2f GB/s: %s" % (op, puget, o))
     # bad input: one error line, exit 2
     for args in (["--op", "all_gather", "--algo", "nvls"], ["--op", "frobnicate"], ["--gpus", "64"]):
         base = ["bench-coll", "--topology", os.path.join(root, "topologies", "dgx-h100.yaml"),

@@ -15,6 +15,9 @@
  *     cases the exact transfers of every round. */
 #include "core/sim.h"
 
+#include <stdlib.h>
+#include <string.h>
+
 #include "coll/coll.h"
 #include "test.h"
 
@@ -525,6 +528,180 @@ static void test_tree_shapes(void)
     coll_schedule_clear(&s);
 }
 
+/* NCCL's all_reduce trees on nodes holding several members (tree.c, "Nodes"): on nodes of L
+ * members each, L channels of two trees each; channel k chains every node's members from
+ * local k and joins the nodes' local k by the double binary tree over nodes. On uneven nodes
+ * one channel, each node's first member the head. */
+static void test_tree_nodes(void)
+{
+    coll_schedule s;
+    coll_schedule_init(&s);
+    double q = S / 4; /* each of the 2 x 2 trees' share at C = 1 */
+
+    /* n = 4 on two nodes: members 0, 1 on node 7 and 2, 3 on node 3 (node ids are labels:
+     * positions follow the first members, node 7 is position 0). Over N = 2 nodes, A is
+     * position 1 -> 0 ((1^1)|2 = 2 >= 2, so 0) and B mirrors it, 0 -> 1. Channel 0 chains
+     * 1 -> 0 and 3 -> 2, channel 1 0 -> 1 and 2 -> 3:
+     *   A0: 1->0, 2->0, 3->2 (root 0)   B0: 1->0, 0->2, 3->2 (root 2)
+     *   A1: 0->1, 3->1, 2->3 (root 1)   B1: 0->1, 1->3, 2->3 (root 3)
+     * H = 2 in all four: 2H + C - 1 = 4 rounds at C = 1. Up in round height(m), down from
+     * round H + depth(parent); the same member pair's pieces in a round merge:
+     *   round 0: 1->0, 3->2, 0->1, 2->3, each two pieces (A and B of one channel): S/2
+     *   round 1: A0 2->0, B0 0->2, A1 3->1, B1 1->3
+     *   round 2: A0 0->1, 0->2; B0 2->0, 2->3; A1 1->0, 1->3; B1 3->1, 3->2
+     *   round 3: A0 2->3, B0 0->1, A1 3->2, B1 1->0
+     * Across nodes only 0 <-> 2 (channel 0, local 0) and 1 <-> 3 (channel 1, local 1): each
+     * channel keeps to its own GPUs' NICs. Ideal star: busiest ports S/2, S/4, S/2 (0 sends
+     * to 1 and 2), S/4: T = 4α + 1.5S/B, half of one channel's 3S/B (both of a node's GPUs
+     * now cross). */
+    int32_t nodes2[4] = {7, 7, 3, 3};
+    coll_group g = {.n = 4, .node = nodes2};
+    build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g, S, 0, 1);
+    CHECK_INT_EQ(s.n_rounds, 4);
+    CHECK_INT_EQ(round_len(&s, 0), 4);
+    CHECK_INT_EQ(count_xfer(&s, 0, 1, 0, 2 * q) + count_xfer(&s, 0, 3, 2, 2 * q) +
+                 count_xfer(&s, 0, 0, 1, 2 * q) + count_xfer(&s, 0, 2, 3, 2 * q), 4);
+    CHECK_INT_EQ(round_len(&s, 1), 4);
+    CHECK_INT_EQ(count_xfer(&s, 1, 2, 0, q) + count_xfer(&s, 1, 0, 2, q) +
+                 count_xfer(&s, 1, 3, 1, q) + count_xfer(&s, 1, 1, 3, q), 4);
+    CHECK_INT_EQ(round_len(&s, 2), 8);
+    CHECK_INT_EQ(count_xfer(&s, 2, 0, 1, q) + count_xfer(&s, 2, 0, 2, q) +
+                 count_xfer(&s, 2, 2, 0, q) + count_xfer(&s, 2, 2, 3, q) +
+                 count_xfer(&s, 2, 1, 0, q) + count_xfer(&s, 2, 1, 3, q) +
+                 count_xfer(&s, 2, 3, 1, q) + count_xfer(&s, 2, 3, 2, q), 8);
+    CHECK_INT_EQ(round_len(&s, 3), 4);
+    CHECK_INT_EQ(count_xfer(&s, 3, 2, 3, q) + count_xfer(&s, 3, 0, 1, q) +
+                 count_xfer(&s, 3, 3, 2, q) + count_xfer(&s, 3, 1, 0, q), 4);
+    CHECK_NEAR(ideal_star(&s, 4, ALPHA, BW), 4 * ALPHA + 1.5 * S / BW, 1e-12, 0);
+    CHECK(well_formed(&s, 4, false));
+    CHECK(everyone_hears_everyone(&s, 4));
+
+    /* One node of n members: one channel, both trees the chain 0 <- 1 <- ... <- n-1
+     * (H = n-1), so 2(n-1) + C - 1 rounds (NCCL's tuning model counts 2(nRanks/nNodes - 1)
+     * intra-node steps); each chain edge carries both trees' S/2 each way: S per edge and
+     * direction, (n-1)·S each way in all, the ends moving S and the middle members 2S. At
+     * C = 1 on 8 members, 14 rounds, as many as the ring's 2(n-1). */
+    int32_t one[8] = {0};
+    for (int chunks = 1; chunks <= 4; chunks += 3) {
+        coll_group g8 = {.n = 8, .node = one};
+        build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g8, S, 0, chunks);
+        CHECK_INT_EQ(s.n_rounds, 2 * 7 + chunks - 1);
+        CHECK_NEAR(total_bytes(&s), 2.0 * 7 * S, 1e-12, 0);
+        for (int m = 0; m < 8; m++) {
+            double want = (m == 0 || m == 7) ? S : 2 * S;
+            CHECK_NEAR(sent(&s, m), want, 1e-12, 0);
+            CHECK_NEAR(received(&s, m), want, 1e-12, 0);
+        }
+        for (size_t i = 0; i < s.n_xfers; i++) /* only chain edges */
+            CHECK(abs(s.xfers[i].src - s.xfers[i].dst) == 1);
+        CHECK(everyone_hears_everyone(&s, 8));
+    }
+
+    /* 16 members on 4 nodes of 4, interleaved (member m on node m % 4, local index m / 4):
+     * 4 channels of two trees. A transfer stays on its node between neighbouring locals, or
+     * joins two nodes' members of the same local index (a channel's heads). Heights: a head
+     * has its chain of 3 below it, and A's node tree over 4 positions (0 <- 2 <- {1, 3})
+     * adds two levels (position 1: 3; 2: max(3, 1 + 3) = 4; 0: 1 + 4 = 5), B's likewise: H =
+     * 5, at C = 1 2H = 10 rounds. Each of the 8 trees has n - 1 = 15 edges carrying S/8
+     * each way: 2·15·S in all. */
+    int32_t inter[16];
+    for (int m = 0; m < 16; m++)
+        inter[m] = m % 4;
+    coll_group g16 = {.n = 16, .node = inter};
+    for (int chunks = 1; chunks <= 4; chunks += 3) {
+        build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g16, S, 0, chunks);
+        CHECK_INT_EQ(s.n_rounds, 10 + chunks - 1);
+        CHECK_NEAR(total_bytes(&s), 2.0 * 15 * S, 1e-12, 0);
+        for (size_t i = 0; i < s.n_xfers; i++) {
+            const coll_xfer *x = &s.xfers[i];
+            int ls = x->src / 4, ld = x->dst / 4;
+            CHECK((x->src % 4 == x->dst % 4 && (abs(ls - ld) == 1 || abs(ls - ld) == 3)) ||
+                  (x->src % 4 != x->dst % 4 && ls == ld));
+        }
+        CHECK(well_formed(&s, 16, false));
+        CHECK(everyone_hears_everyone(&s, 16));
+    }
+
+    /* Uneven nodes, 3 + 2 members (0, 1, 2 on node 0; 3, 4 on node 1): one channel, heads
+     * 0 and 3. A: 1 -> 0, 2 -> 1, 3 -> 0, 4 -> 3 (root 0, height 2 = max(chain 2, 1 + 1));
+     * B: 0 -> 3 (root 3, height max(1, 1 + 2) = 3). Rounds: up until height + C, down from
+     * round H + depth(parent): B's deepest parent is 1 (3 -> 0 -> 1, depth 2), whose chunk
+     * goes down in round 3 + 2 = 5: 6 rounds at C = 1. */
+    int32_t uneven[5] = {0, 0, 0, 1, 1};
+    coll_group g5 = {.n = 5, .node = uneven};
+    build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g5, S, 0, 1);
+    CHECK_INT_EQ(s.n_rounds, 6);
+    CHECK_INT_EQ(count_xfer(&s, 0, 2, 1, S / 2), 2); /* the chain's end, in both trees */
+    CHECK(everyone_hears_everyone(&s, 5));
+
+    /* every member on its own node: the member-level trees, transfer for transfer */
+    int32_t own[8] = {5, 1, 4, 0, 7, 2, 3, 6};
+    coll_group g8own = {.n = 8, .node = own}, g8flat = group(8);
+    coll_schedule flat;
+    coll_schedule_init(&flat);
+    build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g8own, S, 0, 4);
+    build(&flat, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g8flat, S, 0, 4);
+    CHECK_INT_EQ(s.n_rounds, flat.n_rounds);
+    CHECK_INT_EQ((int)s.n_xfers, (int)flat.n_xfers);
+    CHECK(s.n_xfers == flat.n_xfers &&
+          memcmp(s.xfers, flat.xfers, s.n_xfers * sizeof *s.xfers) == 0);
+    coll_schedule_clear(&flat);
+    coll_schedule_clear(&s);
+}
+
+/* NCCL's ring channels on a group spread evenly over nodes (ring.c, "Channels across nodes").
+ * n = 8 on two nodes of 4 (members 0-3 and 4-7): 4 rings of S/4. Per round each member sends
+ * 3/4 of its piece S/n to its node's next member and 1/4 to the same local index of the other
+ * node (node 1, the last, to local (l + 2) mod 4 of node 0, where each ring entered): all-
+ * reduce of S, round pieces S/8: 3S/32 to the neighbour and S/32 across. The ring's rounds,
+ * 2(n-1) = 14, and its bytes per member and round, S/8 each way, are unchanged, so on an
+ * ideal star T = 14α + 14/8·S/B as with one ring; only the links differ: 4 transfers cross
+ * nodes each way per round, one per member of the node, where one ring had a single one. */
+static void test_ring_channels(void)
+{
+    coll_schedule s;
+    coll_schedule_init(&s);
+    int32_t nodes[8] = {0, 0, 0, 0, 1, 1, 1, 1};
+    coll_group g = {.n = 8, .node = nodes};
+    build(&s, COLL_ALGO_RING, COLL_ALL_REDUCE, &g, S, 0, 1);
+    CHECK_INT_EQ(s.n_rounds, 14);
+    CHECK_INT_EQ(round_len(&s, 0), 16);
+    for (int l = 0; l < 4; l++) {
+        CHECK_INT_EQ(count_xfer(&s, 0, l, (l + 1) % 4, 3 * S / 32), 1);
+        CHECK_INT_EQ(count_xfer(&s, 0, l, 4 + l, S / 32), 1);
+        CHECK_INT_EQ(count_xfer(&s, 0, 4 + l, 4 + (l + 1) % 4, 3 * S / 32), 1);
+        CHECK_INT_EQ(count_xfer(&s, 0, 4 + l, (l + 2) % 4, S / 32), 1);
+    }
+    CHECK_NEAR(ideal_star(&s, 8, ALPHA, BW), 14 * ALPHA + 14.0 / 8 * S / BW, 1e-12, 0);
+    CHECK(everyone_hears_everyone(&s, 8));
+    CHECK(rs_then_ag_causal(&s, 8, 7));
+    for (int m = 0; m < 8; m++) {
+        CHECK_NEAR(sent(&s, m), 14 * S / 8, 1e-12, 0);
+        CHECK_NEAR(received(&s, m), 14 * S / 8, 1e-12, 0);
+    }
+    /* all_gather and reduce_scatter: 7 rounds of the same pattern, causal */
+    build(&s, COLL_ALGO_RING, COLL_ALL_GATHER, &g, S, 0, 1);
+    CHECK_INT_EQ(s.n_rounds, 7);
+    CHECK(gather_causal(&s, 8, false));
+    CHECK(everyone_hears_everyone(&s, 8));
+    build(&s, COLL_ALGO_RING, COLL_REDUCE_SCATTER, &g, S, 0, 1);
+    CHECK(gather_causal(&s, 8, true));
+    /* nodes 0..2 of 2, interleaved (member m on node m % 3): still one transfer across per
+     * member and round, to the member of the same local index (m + 1 on the next node; from
+     * the last node to local (l + 3) mod 2 of the first) */
+    int32_t inter[6] = {0, 1, 2, 0, 1, 2};
+    coll_group g6 = {.n = 6, .node = inter};
+    build(&s, COLL_ALGO_RING, COLL_ALL_GATHER, &g6, S, 0, 1);
+    CHECK_INT_EQ(s.n_rounds, 5);
+    CHECK(gather_causal(&s, 6, false));
+    CHECK(everyone_hears_everyone(&s, 6));
+    /* ring_shift keeps the group order (ring attention's successor) */
+    build(&s, COLL_ALGO_RING, COLL_RING_SHIFT, &g, S, 0, 1);
+    for (size_t i = 0; i < s.n_xfers; i++)
+        CHECK_INT_EQ(s.xfers[i].dst, (s.xfers[i].src + 1) % 8);
+    coll_schedule_clear(&s);
+}
+
 static void test_tree_rooted(void)
 {
     coll_schedule s;
@@ -921,6 +1098,8 @@ int main(void)
     test_ring_closed_forms();
     test_tree_n4();
     test_tree_shapes();
+    test_tree_nodes();
+    test_ring_channels();
     test_tree_rooted();
     test_hd();
     test_alltoall();

@@ -92,6 +92,195 @@ static sim_time run(rig *r, coll_algo algo, coll_op op, double bytes, int chunks
     return end;
 }
 
+/* Which (algorithm, protocol) pairs `auto` considers: NCCL's (select.h, coll_nccl_algo and
+ * coll_ll128_paths; NCCL 2.30 src/graph/tuning.cc). */
+static void test_nccl_rules(void)
+{
+    /* the per-operation table, on a group with two members per node and one per node */
+    int32_t two[4] = {0, 0, 1, 1}, own[4] = {0, 1, 2, 3};
+    coll_group g2 = {.n = 4, .node = two}, g1 = {.n = 4, .node = own};
+    CHECK(!coll_one_per_node(&g2));
+    CHECK(coll_one_per_node(&g1));
+    for (int a = 0; a < COLL_ALGO_COUNT; a++) {
+        bool ring = a == COLL_ALGO_RING;
+        CHECK(coll_nccl_algo(&g2, COLL_ALL_REDUCE, (coll_algo)a) ==
+              (ring || a == COLL_ALGO_TREE || a == COLL_ALGO_NVLS));
+        /* PAT (halving-doubling here) only with one GPU per node */
+        CHECK(coll_nccl_algo(&g2, COLL_ALL_GATHER, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_REDUCE_SCATTER, (coll_algo)a) ==
+              (ring || a == COLL_ALGO_HD));
+        CHECK(coll_nccl_algo(&g1, COLL_BROADCAST, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_REDUCE, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_SEND_RECV, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_RING_SHIFT, (coll_algo)a) == ring);
+        CHECK(coll_nccl_algo(&g1, COLL_ALL_TO_ALL, (coll_algo)a) == (a == COLL_ALGO_DIRECT));
+        /* hierarchical and pairwise are stepsim's own: never NCCL's */
+        CHECK(!coll_nccl_algo(&g2, COLL_ALL_REDUCE, COLL_ALGO_HIERARCHICAL));
+    }
+
+    /* 8 GPUs on PCIe gen4 x16 with peer-to-peer, 4 switches on 2 sockets (the 8x L40S
+     * layout): no GPU pair is joined by NVLink, so NCCL leaves LL128 off (typeIntra is
+     * PIX/PXB/SYS, above PATH_NVB) and auto never picks it, at any size; fixed, it runs. */
+    hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
+    spec->nodes = 1;
+    spec->gpus_per_node = 8;
+    spec->intra.kind = HW_INTRA_PCIE;
+    spec->intra.p2p = true;
+    spec->pcie.gen = 4;
+    spec->pcie.lanes = 16;
+    spec->pcie.switches = 4;
+    spec->pcie.sockets = 2;
+    spec->pcie.latency_ps = SIM_PS_PER_US / 2;
+    hw_protocols_defaults(&spec->protocols);
+    hw_topo *topo = NULL;
+    SIM_ASSERT(hw_topo_create(spec, &topo, NULL) == 0, "topology");
+    int32_t gpu[64], node[64] = {0};
+    for (int i = 0; i < 64; i++)
+        gpu[i] = i;
+    coll_group g = {.n = 8, .node = node};
+    coll_target t = {.topo = topo, .protocols = &spec->protocols, .group = &g, .gpu = gpu,
+                     .switch_dev = -1};
+    CHECK(!coll_ll128_paths(&t));
+    coll_choice ch;
+    for (double b = 8; b <= 1 << 30; b *= 4) {
+        CHECK_INT_EQ(coll_select(&t, COLL_ALL_REDUCE, b, 0, -1, -1, &ch, NULL), 0);
+        CHECK(ch.proto != HW_PROTO_LL128);
+        CHECK(ch.algo == COLL_ALGO_RING || ch.algo == COLL_ALGO_TREE);
+        CHECK_INT_EQ(coll_select(&t, COLL_ALL_GATHER, b, 0, -1, -1, &ch, NULL), 0);
+        CHECK_INT_EQ(ch.algo, COLL_ALGO_RING);
+        CHECK_INT_EQ(coll_select(&t, COLL_ALL_TO_ALL, b, 0, -1, -1, &ch, NULL), 0);
+        CHECK_INT_EQ(ch.algo, COLL_ALGO_DIRECT);
+        CHECK_INT_EQ(coll_select(&t, COLL_BROADCAST, b, 0, -1, -1, &ch, NULL), 0);
+        CHECK_INT_EQ(ch.algo, COLL_ALGO_RING);
+    }
+    CHECK_INT_EQ(coll_select(&t, COLL_ALL_REDUCE, 1 << 20, 0, -1, HW_PROTO_LL128, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.proto, HW_PROTO_LL128);
+    hw_topo_destroy(topo);
+    /* the same on an NVSwitch: every pair is joined by NVLink, LL128 is NCCL's default */
+    spec->intra.kind = HW_INTRA_NVSWITCH;
+    spec->intra.bw_Bps = 450e9;
+    spec->intra.latency_ps = SIM_PS_PER_US;
+    SIM_ASSERT(hw_topo_create(spec, &topo, NULL) == 0, "topology");
+    t.topo = topo;
+    CHECK(coll_ll128_paths(&t));
+    hw_topo_destroy(topo);
+
+    /* 64 nodes of one GPU behind one 50 GB/s NIC each (PCIe gen 5, 63 GB/s, so the NIC is
+     * the route's narrowest link: class ib) on a single switch: PAT's log-step schedule
+     * (halving-doubling, 6 rounds, Simple only) against the ring's 63 rounds. A 64 KiB
+     * all_gather is latency-bound: each round pays the route's latency (GPU-CPU-NIC 0.5 +
+     * 0.5 us each side, NIC-switch 2 us each side: 6 us) plus the protocol's ib step (LL
+     * 1 us, LL128 3 us, Simple 6 us): the ring at best 4 + 63 x 7 = 445 us under LL, PAT
+     * 8 + 6 x 12 = 80 us plus its rounds' data, 1, 2, .., 32 KiB = 64,512 B at Simple's ib
+     * efficiency 0.92 over 50 GB/s, 1.40243 us: 81.40243 us (none of its steps exceeds a
+     * 512 KiB slice: no latency hides). With the members labelled two per node, PAT is off
+     * and the ring is left. */
+    memset(spec, 0, sizeof *spec);
+    spec->nodes = 64;
+    spec->gpus_per_node = 1;
+    spec->intra.kind = HW_INTRA_PCIE;
+    spec->intra.p2p = true;
+    spec->pcie.gen = 5;
+    spec->pcie.lanes = 16;
+    spec->pcie.sockets = 1;
+    spec->pcie.latency_ps = SIM_PS_PER_US / 2;
+    spec->nics.count = 1;
+    spec->nics.bw_Bps = 50e9;
+    spec->nics.latency_ps = 2 * SIM_PS_PER_US;
+    spec->fabric.kind = HW_FABRIC_SINGLE_SWITCH;
+    hw_protocols_defaults(&spec->protocols);
+    SIM_ASSERT(hw_topo_create(spec, &topo, NULL) == 0, "topology");
+    for (int i = 0; i < 64; i++)
+        node[i] = i;
+    g = (coll_group){.n = 64, .node = node};
+    t.topo = topo;
+    CHECK_INT_EQ(coll_select(&t, COLL_ALL_GATHER, 65536, 0, -1, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_HD);
+    CHECK_INT_EQ(ch.proto, HW_PROTO_SIMPLE);
+    CHECK_NEAR(ch.est_s, 81.40243e-6, 0, 1e-11);
+    for (int i = 0; i < 64; i++)
+        node[i] = i / 2;
+    CHECK_INT_EQ(coll_select(&t, COLL_ALL_GATHER, 65536, 0, -1, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_RING);
+    hw_topo_destroy(topo);
+    sim_free(spec);
+}
+
+/* Copies staged in host memory (p2p: false): two GPUs on PCIe gen4 x16 (16 GT/s x 16 x
+ * 128/130 / 8 = 31.5077 GB/s) under one socket with 89.6 GB/s of DRAM, a staging hand-off of
+ * 10 us per 1 MB chunk; ideal protocols (efficiency 1, no launch or step latency). The route
+ * gpu0 -> cpu0 -> mem0 -> cpu0 -> gpu1 has links of 0.5 + 0.1 + 0.1 + 0.5 = 1.2 us and the
+ * first hand-off: 11.2 us of latency. */
+static void test_staging(void)
+{
+    hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
+    ideal(spec, 2, false);
+    spec->intra.kind = HW_INTRA_PCIE;
+    spec->intra.bw_Bps = 0; /* the PCIe link's own: gen 4 x16 */
+    spec->intra.latency_ps = 0;
+    spec->intra.p2p = false;
+    spec->pcie.gen = 4;
+    spec->pcie.lanes = 16;
+    spec->pcie.sockets = 1;
+    spec->pcie.latency_ps = SIM_PS_PER_US / 2;
+    spec->host.memory_bw_Bps = 89.6e9;
+    spec->gpu.staging_latency_ps = 10 * SIM_PS_PER_US;
+    spec->gpu.staging_chunk_bytes = 1000000;
+    rig *r = sim_calloc(1, sizeof *r);
+    r->spec = *spec;
+    SIM_ASSERT(hw_topo_create(&r->spec, &r->topo, NULL) == 0, "topology");
+    for (int i = 0; i < 2; i++)
+        r->gpu[i] = i, r->node[i] = 0;
+    r->g = (coll_group){.n = 2, .node = r->node};
+    r->t = (coll_target){.topo = r->topo, .protocols = &r->spec.protocols, .group = &r->g,
+                         .gpu = r->gpu, .switch_dev = -1};
+    const hw_route *rt = hw_topo_route_gpus(r->topo, 0, 1);
+    CHECK_INT_EQ(rt->latency_ps, 11200 * 1000);
+    CHECK_INT_EQ(rt->stage_ps, 10 * SIM_PS_PER_US);
+    /* hand-offs: one per started chunk, at least one */
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 8), 10 * SIM_PS_PER_US);
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 1e6), 10 * SIM_PS_PER_US);
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 1e6 + 1), 20 * SIM_PS_PER_US);
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 10e6), 100 * SIM_PS_PER_US);
+    /* the way back is staged alike */
+    CHECK_INT_EQ(hw_topo_route_gpus(r->topo, 1, 0)->stage_ps, 10 * SIM_PS_PER_US);
+
+    /* send_recv of 10 MB: ten hand-offs (100 us, the first of them in place of the route's
+     * one), the links' 1.2 us, and 10 MB at the PCIe link's 31.5077 GB/s (the DRAM link is
+     * crossed twice: 89.6 / 2 = 44.8 GB/s is not the bound): 10e6 / 31.5077e9 = 317.383 us;
+     * 418.583 us in all. */
+    double pcie = 16e9 * 16 * 128.0 / 130.0 / 8;
+    sim_time one = run(r, COLL_ALGO_RING, COLL_SEND_RECV, 10e6, 1);
+    CHECK_NEAR(sim_time_to_s(one), 100e-6 + 1.2e-6 + 10e6 / pcie, 0, 2e-12);
+    /* both ways at once (ring_shift on 2): the two copies cross the half-duplex DRAM link
+     * twice each, 89.6 / 4 = 22.4 GB/s apiece, and each waits its own ten hand-offs:
+     * 100 + 1.2 + 446.429 us = 547.629 us. */
+    sim_time two = run(r, COLL_ALGO_RING, COLL_RING_SHIFT, 10e6, 1);
+    CHECK_NEAR(sim_time_to_s(two), 100e-6 + 1.2e-6 + 10e6 / 22.4e9, 0, 2e-12);
+    /* A member pair's transfers in one round are one staged stream: the tree on two members
+     * sends each tree's half on the same edge in the same round, and the pair's hand-offs are
+     * those of the two halves together. All_reduce of 16 MB at C = 4: round 0 moves two
+     * transfers of 2 MB from member 1 to 0, 4 MB in all: four hand-offs each, not two. */
+    coll_schedule t;
+    coll_schedule_init(&t);
+    SIM_ASSERT(coll_build(&t, COLL_ALGO_TREE, COLL_ALL_REDUCE, &r->g, 16e6, 0, 4) == 0, "build");
+    CHECK_INT_EQ((int)(t.round_first[1] - t.round_first[0]), 2);
+    CHECK_INT_EQ(coll_exec_staging_ps(&t, 0, 0, rt), 40 * SIM_PS_PER_US);
+    CHECK_INT_EQ(coll_exec_staging_ps(&t, 0, 1, rt), 40 * SIM_PS_PER_US);
+    coll_schedule_clear(&t);
+    hw_topo_destroy(r->topo);
+    /* with p2p the copy goes gpu0 -> cpu0 -> gpu1 (1 us) and nothing is staged */
+    spec->intra.p2p = true;
+    SIM_ASSERT(hw_topo_create(spec, &r->topo, NULL) == 0, "topology");
+    rt = hw_topo_route_gpus(r->topo, 0, 1);
+    CHECK_INT_EQ(rt->latency_ps, SIM_PS_PER_US);
+    CHECK_INT_EQ(rt->stage_ps, 0);
+    CHECK_INT_EQ(hw_route_staging_ps(rt, 10e6), 0);
+    hw_topo_destroy(r->topo);
+    sim_free(r);
+    sim_free(spec);
+}
+
 int main(void)
 {
     rig *r = sim_calloc(1, sizeof *r);
@@ -148,13 +337,21 @@ int main(void)
         CHECK_NEAR(coll_estimate_joint(2, t, x, ss), 6.001e-3, 1e-12, 0);
         coll_schedule_clear(&s);
     }
-    /* Tree latency grows with log2(n): a 64-byte all_reduce takes 2·ceil(log2 n) rounds of
-     * α at one chunk: 4 us on 4 GPUs, 6 us on 8, plus a few ns of bandwidth (each round
-     * moves at most 64 B into a port: 0.64 ns at 100 GB/s). */
+    /* Tree latency grows with log2(n) when each GPU is a node of its own (node unknown: the
+     * member-level double binary tree, NCCL's tree with one GPU per node): a 64-byte
+     * all_reduce takes 2·ceil(log2 n) rounds of α at one chunk: 4 us on 4 GPUs, 6 us on 8,
+     * plus a few ns of bandwidth (each round moves at most 64 B into a port: 0.64 ns at
+     * 100 GB/s). */
+    r->g.node = NULL;
     sim_time t8 = run(r, COLL_ALGO_TREE, COLL_ALL_REDUCE, 64, 1);
     CHECK_NEAR(t8, 6 * us, 0, 6 * 640);
+    /* On one node NCCL's tree is a chain: 2(n-1) = 14 rounds of α on 8 GPUs, each moving
+     * both trees' 32 B over one chain edge (64 B: 0.64 ns): 14 us + 14 x 0.64 ns. */
+    r->g.node = r->node;
+    CHECK_INT_EQ(run(r, COLL_ALGO_TREE, COLL_ALL_REDUCE, 64, 1), 14 * us + 14 * 640);
     hw_topo_destroy(r->topo);
     rig_init(r, 4, false);
+    r->g.node = NULL;
     sim_time t4 = run(r, COLL_ALGO_TREE, COLL_ALL_REDUCE, 64, 1);
     CHECK_NEAR(t4, 4 * us, 0, 4 * 640);
     CHECK(t8 > t4);
@@ -184,14 +381,28 @@ int main(void)
     hw_topo_destroy(r->topo);
 
     /* Without SHARP, a 64-byte all_reduce is latency-bound: LL, whose rounds cost 0.5 us of
-     * protocol step against Simple's 3 us and whose launch costs 4 us against 8 us, wins
-     * with a log2(n)-round algorithm (tree or hd: 6 rounds, not the ring's 14). */
+     * protocol step against LL128's 1.5 and Simple's 3 us and whose launch costs 4 us against
+     * 6 and 8 us, wins. auto chooses among NCCL's algorithms only: on one node NCCL's tree is
+     * a chain of 2(n-1) = 14 rounds, as many as the ring's, each moving both trees' 32 B over
+     * one edge (64 B into a port) where a ring round moves S/n = 8 B into each: the ring,
+     * by a few picoseconds of bandwidth. Its estimate: the 4 us launch, 14 rounds of 1.5 us
+     * (1 us route, 0.5 us LL step) and of 8 B at LL's 1/4 efficiency, 32 B at 100 GB/s =
+     * 0.32 ns: 25.00448 us. Halving-doubling (2·log2(8) = 6 rounds of 32, 16, 8, 8, 16, 32 B,
+     * 448 B of wire: 4 + 6 x 1.5 us + 4.48 ns = 13.00448 us) is faster, but NCCL has none:
+     * it is chosen only when fixed. */
     rig_init(r, 8, false);
     hw_protocols_defaults(&r->spec.protocols);
     CHECK_INT_EQ(coll_select(&r->t, COLL_ALL_REDUCE, 64, 0, -1, -1, &ch, NULL), 0);
     CHECK_INT_EQ(ch.proto, HW_PROTO_LL);
-    CHECK(ch.algo == COLL_ALGO_TREE || ch.algo == COLL_ALGO_HD);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_RING);
+    CHECK_NEAR(ch.est_s, 25.00448e-6, 0, 1e-15);
+    CHECK_INT_EQ(coll_select(&r->t, COLL_ALL_REDUCE, 64, 0, COLL_ALGO_HD, -1, &ch, NULL), 0);
+    CHECK_INT_EQ(ch.algo, COLL_ALGO_HD);
+    CHECK_INT_EQ(ch.proto, HW_PROTO_LL);
+    CHECK_NEAR(ch.est_s, 13.00448e-6, 0, 1e-15);
     hw_topo_destroy(r->topo);
     sim_free(r);
+    test_nccl_rules();
+    test_staging();
     return test_finish();
 }
