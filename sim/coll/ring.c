@@ -47,8 +47,9 @@ static void ring_rounds(coll_schedule *s, int n, int rounds, double bytes)
  * (see the top), the group order otherwise. */
 static void nccl_rounds(coll_schedule *s, const coll_group *g, int rounds, double bytes)
 {
-    coll_layout lay;
+    coll_layout lay = {0};
     if (g->n < 3 || !coll__layout_init(&lay, g) || lay.per_node < 2) {
+        sim_free(lay.at); /* (a layout of one member per node is set up, then not used) */
         ring_rounds(s, g->n, rounds, bytes);
         return;
     }
