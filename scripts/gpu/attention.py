@@ -2,7 +2,8 @@
 
 rates(path) reads a CSV of TFLOP/s by keys per query (test/validation/data/
 fa3_cudnn_h100_attention.csv: the FlashAttention-3 paper's cuDNN figures, timed alone) and
-returns (keys, {table: [TFLOP/s, ...]}) for the catalog's four tables, the causal backward,
+returns (keys, {table: [TFLOP/s, ...]}) for the catalog's four tables (of cuDNN, or of the
+kernel named: FlashAttention-2 or -3), the causal backward,
 which the paper does not measure, being the unmasked one times the forward's causal /
 unmasked ratio at each length. The catalog holds each over the peak times the in-training
 ratio (docs/calibration.md, "Fused attention"). catalog_table(text, name) reads one of those
@@ -13,18 +14,28 @@ import csv, re
 TABLES = ("forward", "backward", "forward_unmasked", "backward_unmasked")
 
 
-def rates(path):
+def rates(path, kernel=""):
+    """kernel "" is cuDNN's rows (the catalog's attention_efficiency), "fa2" or "fa3" the
+    rows prefixed with it (the catalog's attention_kernels)."""
     with open(path) as f:
         rows = list(csv.reader(l for l in f if l.strip() and not l.startswith("#")))
     keys = [int(x) for x in rows[0][1:]]
-    t = {r[0]: [float(x) for x in r[1:]] for r in rows[1:]}
+    pre = kernel + "_" if kernel else ""
+    t = {r[0][len(pre):]: [float(x) for x in r[1:]] for r in rows[1:]
+         if r[0].startswith(pre) and (pre or not re.match(r"fa\d_", r[0]))}
     t["backward"] = [b * c / u for b, c, u in zip(t["backward_unmasked"], t["forward"], t["forward_unmasked"])]
     return keys, {n: t[n] for n in TABLES}
 
 
-def catalog_table(text, name):
+def catalog_table(text, name, kernel=""):
     """[(keys, efficiency), ...] of attention_efficiency's `name` table in a GPU file's text
-    (one flow-style line, as the catalog writes it), or None if it has none."""
+    (one flow-style line, as the catalog writes it), or with `kernel` of attention_kernels'
+    entry for it; None if it has none."""
+    if kernel:
+        m = re.search(r"^attention_kernels:\n(?:    .*\n|  (?!%s:).*\n)*?  %s:\n((?:    .*\n)+)" % (kernel, kernel), text, re.M)
+        if m is None:
+            return None
+        text = "\n".join(l[2:] for l in m.group(1).splitlines())
     m = re.search(r"^  %s: (\[.*\])$" % name, text, re.M)
     if m is None:
         return None

@@ -111,6 +111,8 @@ static int ladder(const plan_scenario *sc, const plan *p, rung *out)
         cli_remedy_set(&x->r, "training.precision", "bf16");
     if (sc->training.recompute != MODEL_RECOMPUTE_FULL)
         cli_remedy_set(&x->r, "training.recompute", "full");
+    if (sc->training.recompute_every > 1)
+        cli_remedy_set(&x->r, "training.recompute_every", "1");
     /* data parallelism over every GPU, the parameters replicated (DDP) or sharded by stage */
     static const char *const dp_names[4] = {"ddp", "zero1", "zero2", "fsdp"};
     for (int z = 0; z <= 3; z++) {

@@ -96,9 +96,12 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
         x = verdict__push(l, "recompute attention's activations in backward (selective)");
         cli_remedy_set(&x->r, "training.recompute", "selective");
     }
-    if (t->recompute != MODEL_RECOMPUTE_FULL) {
+    if (t->recompute != MODEL_RECOMPUTE_FULL || t->recompute_every > 1) {
         x = verdict__push(l, "recompute each layer's activations in backward (full)");
-        cli_remedy_set(&x->r, "training.recompute", "full");
+        if (t->recompute != MODEL_RECOMPUTE_FULL)
+            cli_remedy_set(&x->r, "training.recompute", "full");
+        if (t->recompute_every > 1)
+            cli_remedy_set(&x->r, "training.recompute_every", "1");
     }
     if (t->micro_batch > 1) {
         int64_t half = t->micro_batch / 2;

@@ -54,6 +54,18 @@ const char *hw_dtype_name(hw_dtype d)
     return "?";
 }
 
+const char *hw_attn_kernel_name(hw_attn_kernel k)
+{
+    switch (k) {
+    case HW_ATTN_KERNEL_UNNAMED: return "default";
+    case HW_ATTN_KERNEL_FA2: return "fa2";
+    case HW_ATTN_KERNEL_FA3: return "fa3";
+    case HW_ATTN_KERNEL_CUDNN: return "cudnn";
+    case HW_ATTN_KERNEL_COUNT: break;
+    }
+    return "?";
+}
+
 const char *hw_op_class_name(hw_op_class c)
 {
     switch (c) {

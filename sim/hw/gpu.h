@@ -50,6 +50,20 @@ typedef struct hw_curve {
 /* Fused-attention tables: one per HW_OP_ATTN_* class, in that order. */
 #define HW_ATTN_TABLES 4
 
+/* Fused-attention kernels the catalog may tabulate (docs/calibration.md, "Fused attention").
+ * UNNAMED: the catalog does not say which kernel attention_efficiency measures; as a
+ * scenario's training.attention_kernel, "default": the catalog's own table. */
+typedef enum hw_attn_kernel {
+    HW_ATTN_KERNEL_UNNAMED,
+    HW_ATTN_KERNEL_FA2,
+    HW_ATTN_KERNEL_FA3,
+    HW_ATTN_KERNEL_CUDNN,
+    HW_ATTN_KERNEL_COUNT
+} hw_attn_kernel;
+
+/* "default", "fa2", "fa3", "cudnn". Static strings. */
+const char *hw_attn_kernel_name(hw_attn_kernel k);
+
 typedef struct hw_gpu_spec {
     char name[64];
     int64_t memory_bytes;            /* usable by a training process */
@@ -64,6 +78,10 @@ typedef struct hw_gpu_spec {
                                         unmasked backward); x = keys each query attends over
                                         (tokens); n = 0: unmasked falls back to causal,
                                         causal to matmul_eff */
+    hw_attn_kernel attn_kernel;      /* the kernel attn_eff measures (UNNAMED: not said) */
+    hw_curve attn_alt[HW_ATTN_KERNEL_COUNT][HW_ATTN_TABLES]; /* other kernels' tables, by
+                                        kernel (a scenario's training.attention_kernel
+                                        copies one into attn_eff); forward n = 0: none */
     sim_time launch_overhead_ps;     /* per kernel */
     double comm_interference;        /* compute slowdown while NCCL kernels run: a kernel that
                                         starts then takes (1 + this) times as long */

@@ -14,6 +14,7 @@
 _Static_assert(sizeof(hw_dtype) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_coll_algo) == sizeof(int), "enum size");
 _Static_assert(sizeof(model_recompute) == sizeof(int), "enum size");
+_Static_assert(sizeof(hw_attn_kernel) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_intra_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_fabric_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_nvlink_shape) == sizeof(int), "enum size");
@@ -38,7 +39,17 @@ static const input_enum_name state_names[] = {
 static const input_enum_name recompute_names[] = {{"none", MODEL_RECOMPUTE_NONE},
                                                {"selective", MODEL_RECOMPUTE_SELECTIVE},
                                                {"full", MODEL_RECOMPUTE_FULL},
+                                               {"op", MODEL_RECOMPUTE_OP},
                                                {NULL, 0}};
+static const input_enum_name attn_kernel_names[] = {{"fa2", HW_ATTN_KERNEL_FA2},
+                                                 {"fa3", HW_ATTN_KERNEL_FA3},
+                                                 {"cudnn", HW_ATTN_KERNEL_CUDNN},
+                                                 {NULL, 0}};
+static const input_enum_name train_attn_kernel_names[] = {{"default", HW_ATTN_KERNEL_UNNAMED},
+                                                       {"fa2", HW_ATTN_KERNEL_FA2},
+                                                       {"fa3", HW_ATTN_KERNEL_FA3},
+                                                       {"cudnn", HW_ATTN_KERNEL_CUDNN},
+                                                       {NULL, 0}};
 static const input_enum_name finetune_names[] = {
     {"full", PLAN_FT_FULL}, {"lora", PLAN_FT_LORA}, {"qlora", PLAN_FT_QLORA}, {NULL, 0}};
 static const input_enum_name target_names[] = {{"q", 0},  {"k", 1},    {"v", 2},    {"o", 3},
@@ -310,7 +321,11 @@ static const input_key training_keys[] = {
     {.name = "optimizer_state", .type = INPUT_K_ENUM, .offset = TR(optimizer_state),
      .enums = state_names},
     {.name = "recompute", .type = INPUT_K_ENUM, .offset = TR(recompute), .enums = recompute_names},
+    {.name = "recompute_every", .type = INPUT_K_INT, .offset = TR(recompute_every),
+     .flags = (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 1, .max = MAX_COUNT},
     {.name = "flash_attention", .type = INPUT_K_BOOL, .offset = TR(flash_attention)},
+    {.name = "attention_kernel", .type = INPUT_K_ENUM, .offset = TR(attention_kernel),
+     .enums = train_attn_kernel_names},
     {.name = "finetune", .type = INPUT_K_MAP,
      .map = &finetune_map}, /* anonymous struct: offset 0 */
     {.name = "tokens", .type = INPUT_K_FLOAT, .offset = TR(tokens), .flags = NONNEG},
@@ -428,6 +443,29 @@ static const input_key attn_eff_keys[] = {
 };
 MAP(attn_eff_map, "attention_efficiency", attn_eff_keys);
 
+/* Other kernels' tables (attention_kernels.fa2, ...): the same four keys. */
+#define ATTN_ALT_KEYS(k_)                                                                      \
+    {.name = "forward", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][0]),                \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
+    {.name = "backward", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][1]),               \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
+    {.name = "forward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][2]),       \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
+    {.name = "backward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][3]),      \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
+static const input_key attn_fa2_keys[] = {ATTN_ALT_KEYS(HW_ATTN_KERNEL_FA2)};
+static const input_key attn_fa3_keys[] = {ATTN_ALT_KEYS(HW_ATTN_KERNEL_FA3)};
+static const input_key attn_cudnn_keys[] = {ATTN_ALT_KEYS(HW_ATTN_KERNEL_CUDNN)};
+MAP(attn_fa2_map, "fa2", attn_fa2_keys);
+MAP(attn_fa3_map, "fa3", attn_fa3_keys);
+MAP(attn_cudnn_map, "cudnn", attn_cudnn_keys);
+static const input_key attn_kernels_keys[] = {
+    {.name = "fa2", .type = INPUT_K_MAP, .map = &attn_fa2_map},
+    {.name = "fa3", .type = INPUT_K_MAP, .map = &attn_fa3_map},
+    {.name = "cudnn", .type = INPUT_K_MAP, .map = &attn_cudnn_map},
+};
+MAP(attn_kernels_map, "attention_kernels", attn_kernels_keys);
+
 static const input_key staging_keys[] = {
     {.name = "latency", .type = INPUT_K_TIME, .offset = GPU(staging_latency_ps), .flags = NONNEG},
     {.name = "chunk", .type = INPUT_K_BYTES, .offset = GPU(staging_chunk_bytes),
@@ -450,6 +488,9 @@ static const input_key gpu_keys[] = {
     {.name = "memory_efficiency", .type = INPUT_K_CUSTOM, .offset = GPU(memory_eff),
      .unit = INPUT_UNIT_BYTES, .fn = curve_fn},
     {.name = "attention_efficiency", .type = INPUT_K_MAP, .map = &attn_eff_map},
+    {.name = "attention_kernel", .type = INPUT_K_ENUM, .offset = GPU(attn_kernel),
+     .enums = attn_kernel_names},
+    {.name = "attention_kernels", .type = INPUT_K_MAP, .map = &attn_kernels_map},
     {.name = "launch_overhead", .type = INPUT_K_TIME, .offset = GPU(launch_overhead_ps),
      .flags = NONNEG},
     {.name = "comm_interference", .type = INPUT_K_FLOAT, .offset = GPU(comm_interference),

@@ -332,6 +332,43 @@ static int check_model(const input_ynode *root, plan_scenario *sc, input_schema_
     return 0;
 }
 
+/* training.attention_kernel: the GPU's tables for that kernel replace attention_efficiency
+ * (unless they are the ones it holds). Idempotent: a second pass finds them in place. */
+static int select_attention_kernel(const input_ynode *root, plan_scenario *sc,
+                                   input_schema_ctx *ctx)
+{
+    hw_gpu_spec *g = &sc->topology.gpu;
+    hw_attn_kernel k = sc->training.attention_kernel;
+    const char *name = hw_attn_kernel_name(k);
+    if (!sc->training.flash_attention) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "training.attention_kernel", "training"),
+                           "training.attention_kernel: %s is a fused attention kernel, but "
+                           "training.flash_attention is false", name);
+        sim_diag_hint(ctx->diag, "drop attention_kernel, or set flash_attention: true");
+        return SIM_EINVAL;
+    }
+    if (k == g->attn_kernel)
+        return 0;
+    if (g->attn_alt[k][0].n == 0) {
+        char have[64] = "";
+        for (int i = 1; i < HW_ATTN_KERNEL_COUNT; i++)
+            if (i == (int)g->attn_kernel || g->attn_alt[i][0].n > 0)
+                snprintf(have + strlen(have), sizeof have - strlen(have), "%s%s",
+                         have[0] ? ", " : "", hw_attn_kernel_name((hw_attn_kernel)i));
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "training.attention_kernel", "training"),
+                           "training.attention_kernel: GPU '%s' has no %s table", g->name, name);
+        if (have[0])
+            sim_diag_hint(ctx->diag, "its catalog entry has: %s (or use default)", have);
+        else
+            sim_diag_hint(ctx->diag, "its catalog entry names no kernel: use default");
+        return SIM_EINVAL;
+    }
+    for (int i = 0; i < HW_ATTN_TABLES; i++)
+        g->attn_eff[i] = g->attn_alt[k][i];
+    g->attn_kernel = k;
+    return 0;
+}
+
 static int check_training(const input_ynode *root, plan_scenario *sc, input_schema_ctx *ctx)
 {
     plan_training *tr = &sc->training;
@@ -346,6 +383,12 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
             "does not give",
             dtype_name(tr->precision), dtype_name(tr->precision), t->gpu.name[0] ? " '" : "",
             t->gpu.name, t->gpu.name[0] ? "'" : "");
+    }
+
+    if (tr->attention_kernel != HW_ATTN_KERNEL_UNNAMED) {
+        int rc = select_attention_kernel(root, sc, ctx);
+        if (rc)
+            return rc;
     }
 
     /* Degrees are at most 2^20 each, so the product fits in a double exactly. */
@@ -408,6 +451,35 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
         return SIM_EINVAL;
     }
     model_spec *mm = &sc->model;
+    if (tr->recompute == MODEL_RECOMPUTE_OP) {
+        const char *why = mm->moe.experts > 0 ? "mixture-of-experts layers"
+                          : mm->attention.kind == MODEL_ATTN_MLA ? "multi-head latent attention"
+                          : tr->finetune.method != PLAN_FT_FULL ? "LoRA/QLoRA adapters"
+                                                                 : NULL;
+        if (why) {
+            input_schema_error(ctx, SIM_EINVAL, locate(root, "training.recompute", "training"),
+                               "training.recompute: op (torchtitan's per-op policy) is not "
+                               "modelled with %s", why);
+            sim_diag_hint(ctx->diag, "use selective or full; op is defined over a dense "
+                                     "MHA/GQA layer's seven matmuls");
+            return SIM_EINVAL;
+        }
+    }
+    if (tr->recompute_every > 1 && tr->recompute == MODEL_RECOMPUTE_NONE) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "training.recompute_every", "training"),
+                           "training.recompute_every: %d has nothing to apply to "
+                           "(training.recompute is none)", tr->recompute_every);
+        sim_diag_hint(ctx->diag, "set training.recompute (full for torchtitan's per-layer "
+                                 "checkpointing) or drop recompute_every");
+        return SIM_EINVAL;
+    }
+    if (tr->recompute_every > mm->layers) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "training.recompute_every", "training"),
+                           "training.recompute_every: %d is more than model.layers (%d): no "
+                           "layer would be recomputed", tr->recompute_every, mm->layers);
+        sim_diag_hint(ctx->diag, "use recompute: none to keep every layer's activations");
+        return SIM_EINVAL;
+    }
     if (mm->moe.experts > 0) {
         if (mm->moe.top_k < 1 || mm->moe.top_k > mm->moe.experts)
             return input_schema_error(ctx, SIM_EINVAL, locate(root, "model.moe.top_k", "model.moe"),

@@ -26,6 +26,8 @@
  *
  * Mixture-of-experts layers are in moe.c, multi-head latent attention (MLA) in mla.c; what
  * the three files share is declared in model-internal.h. */
+#include <string.h>
+
 #include "model/model-internal.h"
 
 /* Dequantising one NF4 weight: a 16-entry codebook lookup, then a multiply by its block's
@@ -533,6 +535,34 @@ void model__layer_attn_fwd(const model_spec *m, const dims *D, model_op_list *l)
     hidden_norm(l, m, D, "norm2", MODEL_PHASE_FWD);
 }
 
+/* torchtitan's per-op checkpoint policy over a dense MHA/GQA layer's forward (MODEL_RECOMPUTE_OP,
+ * pytorch/torchtitan's _custom_policy): aten.mm outputs are saved except every second one,
+ * counted q (1), k (2), v (3), o (4), then gate (5), up (6), down (7) with SwiGLU or fc1 (5),
+ * fc2 (6) with GELU; the flash attention kernel's outputs and TP reduce-scatters are saved;
+ * everything else is re-run. The fused "qkv" GEMM so re-runs k's columns, kv / (q + 2 kv) of
+ * it; "mlp_up" (gate and up side by side) half of it under SwiGLU. PyTorch's non-reentrant
+ * checkpoint stops re-running once the last tensor backward needs (the down GEMM's input) is
+ * rebuilt, so "mlp_down" and "residual2" are not re-run (GELU's fc2 is not either). Without
+ * flash attention the core is batched matmuls and a softmax, none on the save list: re-run. */
+static void mark_op_policy(const dims *D, model_op_list *l)
+{
+    double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
+    for (int i = 0; i < l->n; i++) {
+        model_op *o = &l->op[i];
+        const char *n = o->name;
+        double share = 1;
+        if (strcmp(n, "qkv") == 0)
+            share = kv / (q + 2 * kv);
+        else if (strcmp(n, "mlp_up") == 0)
+            share = D->swiglu ? 0.5 : 0;
+        else if (strcmp(n, "mlp_down") == 0 || strcmp(n, "residual2") == 0)
+            share = 0;
+        else if (o->attn_core)
+            share = D->flash ? 0 : 1;
+        o->op_share = share;
+    }
+}
+
 static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
 {
     double T = D->T, h = (double)D->h;
@@ -545,6 +575,8 @@ static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
     model__base_fwd(l, D, "mlp_down", "mlp_down.dequant", T, f, h);
     model__lora_fwd(l, D, T_DOWN, T_DOWN);
     model__residual_op(l, D, "residual2");
+    if (!D->mla && !D->frozen)
+        mark_op_policy(D, l);
 }
 
 /* A layer's backward from its MLP's input gradient on (norm2.bwd ... norm1.bwd): shared by
@@ -801,6 +833,22 @@ double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
 
     if (rc == MODEL_RECOMPUTE_FULL)
         return ea * Tn_h; /* only the layer input (sequence-sharded with SP) */
+    if (rc == MODEL_RECOMPUTE_OP) {
+        /* the saved outputs of the per-op policy (mark_op_policy): the layer input, q's and
+         * v's GEMM outputs, gate's (GELU: fc1's), SwiGLU's down output (before TP's
+         * reduce-scatter: all T tokens), flash attention's output and logsumexp, and with
+         * SP the two reduce-scatters' outputs; k, RoPE, norms, the activation and the
+         * residual sums are rebuilt */
+        double q = (double)(D.a_r * D.d), kv = (double)(D.kv_r * D.d);
+        double x = ea * Tn_h + ea * T * (q + kv) + ea * T * f;
+        if (D.flash)
+            x += ea * T * q + FP32_BYTES * D.b * (double)D.a_r * D.s;
+        if (D.swiglu)
+            x += ea * T * h;
+        if (D.Tn < D.T)
+            x += 2 * ea * Tn_h;
+        return x;
+    }
 
     double x = 0;
     /* attention block, norm2 input */

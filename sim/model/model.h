@@ -142,6 +142,9 @@ typedef struct model_op {
     int cp_step;             /* with sh->cp = c > 1: 1..c for the attention core's ring steps
                                 (step k works on the K/V block of the rank k-1 places back in
                                 the ring); 0 for every other kernel */
+    double op_share;         /* forward kernels of a dense MHA/GQA layer: the share of the
+                                kernel (FLOPs and bytes) that the per-op checkpoint policy
+                                (MODEL_RECOMPUTE_OP) re-runs in backward, 0..1; 0 elsewhere */
 } model_op;
 
 /* A QLoRA layer's backward with all seven targets runs 46 kernels; a MoE layer's backward
@@ -237,10 +240,19 @@ int64_t model_layer_matrix_params(const model_spec *m);
  * 2023 §3): 0.5 + 65/4096 = 0.515869140625. Cannot fail. */
 double model_qlora_weight_bytes(void);
 
+/* What a layer keeps for backward and re-runs to rebuild the rest (docs/models.md,
+ * "Activation recomputation"). SELECTIVE re-runs the attention core (Korthikanti et al.
+ * 2022); FULL the layer's forward from its input; OP is torchtitan's per-op selective
+ * checkpointing: the outputs of matmuls, of the attention kernel and of TP reduce-scatters
+ * are saved, except every second matmul of the layer (counted in forward order: q, k, v, o,
+ * gate/fc1, up, down), and everything else (norms, RoPE, activations, residual adds) is
+ * re-run from the layer input. OP is defined for dense MHA/GQA layers under full training
+ * (the loader refuses it with MLA, MoE and LoRA). */
 typedef enum model_recompute {
     MODEL_RECOMPUTE_NONE,
     MODEL_RECOMPUTE_SELECTIVE,
-    MODEL_RECOMPUTE_FULL
+    MODEL_RECOMPUTE_FULL,
+    MODEL_RECOMPUTE_OP
 } model_recompute;
 
 /* Activation bytes one transformer layer keeps for backward, per micro-batch, on one rank

@@ -521,6 +521,14 @@ static int64_t block_grad_params(const gen *g, model_block blk, model_ft ft, boo
     return n;
 }
 
+/* Activation bytes one layer keeps per micro-batch under `rc` (MoE layers for `tokens`
+ * routed assignments on this rank). */
+static double layer_act_bytes(const gen *g, bool is_moe, model_recompute rc, double tokens)
+{
+    return is_moe ? model_moe_layer_activation_bytes(&g->model, &g->sh, rc, tokens)
+                  : model_layer_activation_bytes(&g->model, &g->sh, rc);
+}
+
 /* Units with this rank's share of parameters: what its full-training backward would produce
  * gradients for (TP splits, tied embeddings and replicated norms included), the trained part
  * under the scenario's fine-tuning, and the bytes its weights take as stored. */
@@ -530,11 +538,6 @@ static void build_units(gen *g)
     int L = g->model.layers;
     g->n_units = L + 2;
     g->units = sim_calloc((size_t)g->n_units, sizeof *g->units);
-    double layer_act = model_layer_activation_bytes(&g->model, &g->sh, sc->training.recompute);
-    double extra = sc->training.recompute == MODEL_RECOMPUTE_FULL
-                       ? model_layer_activation_bytes(&g->model, &g->sh, MODEL_RECOMPUTE_NONE) -
-                             layer_act
-                       : 0;
     const model_ft full = {.method = MODEL_FT_FULL};
     model_params mp;
     model_count_params(&g->model, &mp);
@@ -564,24 +567,26 @@ static void build_units(gen *g)
             g->units[L + 1] = u;
         } else {
             /* MoE layers: activation bytes for the expected (uniform) routing: the rank's
-             * experts process T·top_k tokens */
+             * experts process T·top_k tokens. Layer l recomputes when (l + 1) is a multiple
+             * of recompute_every; full and per-op recompute rebuild, while the layer's
+             * backward runs, what the layer without recompute would keep. */
             bool is_moe = blocks[b] == MODEL_BLOCK_MOE;
             double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
                             (moe ? g->model.moe.top_k : 0);
-            u.act = is_moe ? model_moe_layer_activation_bytes(&g->model, &g->sh,
-                                                              sc->training.recompute, tokens)
-                           : layer_act;
-            u.act_extra = is_moe ? model_moe_layer_activation_bytes(&g->model, &g->sh,
-                                                                    MODEL_RECOMPUTE_NONE, tokens) -
-                                       u.act
-                                 : extra;
-            if (sc->training.recompute != MODEL_RECOMPUTE_FULL)
-                u.act_extra = 0;
             for (int l = 0; l < L; l++) {
                 bool layer_moe = moe && l >= g->model.moe.dense_layers;
                 if (layer_moe != is_moe)
                     continue;
+                model_recompute rc = (l + 1) % sc->training.recompute_every == 0
+                                         ? sc->training.recompute
+                                         : MODEL_RECOMPUTE_NONE;
                 u.layer = l;
+                u.rc = rc;
+                u.act = layer_act_bytes(g, is_moe, rc, tokens);
+                u.act_extra = rc == MODEL_RECOMPUTE_FULL || rc == MODEL_RECOMPUTE_OP
+                                  ? layer_act_bytes(g, is_moe, MODEL_RECOMPUTE_NONE, tokens) -
+                                        u.act
+                                  : 0;
                 g->units[1 + l] = u;
             }
         }

@@ -323,6 +323,8 @@ static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model
 {
     const tp_point *before = tp_find(g, mo->name, mph, true);
     const tp_point *after = tp_find(g, mo->name, mph, false);
+    if (g->op_recompute && after && after->op == COLL_REDUCE_SCATTER)
+        after = NULL; /* the per-op policy saved the reduce-scatter's output */
     if (before && before->wgrad) {
         regather(g, before, mo->name, layer, mb);
         before = NULL;
@@ -497,10 +499,21 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         }
     span s = {0};
     bool first = first_deps;
+    g->op_recompute = recompute && u->rc == MODEL_RECOMPUTE_OP;
     for (int i = 0; i < ops->n; i++) {
         const model_op *mo = &ops->op[i];
-        if (recompute && g->sc->training.recompute == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
+        model_op part;
+        if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
             continue;
+        if (g->op_recompute) { /* the share of the kernel the per-op policy re-runs */
+            if (mo->op_share <= 0)
+                continue;
+            part = *mo;
+            part.flops *= mo->op_share;
+            part.model_flops *= mo->op_share;
+            part.bytes *= mo->op_share;
+            mo = &part;
+        }
         if (i == first_exp)
             ep_all_to_all(g, before, u->layer, mb);
         uint32_t idx = mo->cp_step > 0
@@ -526,6 +539,7 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         if (i == last_exp)
             ep_all_to_all(g, after, u->layer, mb);
     }
+    g->op_recompute = false;
     return s;
 }
 
@@ -550,11 +564,11 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
     span s = {0};
     double exp_bytes = 0;
     plan__moe_shape(g, u, mb);
-    model_recompute rc = g->sc->training.recompute;
     bool layer = u->blk == MODEL_BLOCK_LAYER || u->blk == MODEL_BLOCK_MOE;
-    if (layer && rc != MODEL_RECOMPUTE_NONE) {
+    if (layer && u->rc != MODEL_RECOMPUTE_NONE) {
         /* the recomputed forward repeats its collectives (Megatron checkpoints the whole
-         * layer, f and g operators and token dispatch included) */
+         * layer, f and g operators and token dispatch included; the per-op policy keeps
+         * the reduce-scatters' outputs) */
         model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
         s = emit_pass(g, u, mb, &ops, TRACE_PHASE_BWD, MODEL_PHASE_FWD, true, false,
                       "ep.dispatch", "ep.combine", deps, n_deps, true, &exp_bytes);

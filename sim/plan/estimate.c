@@ -42,7 +42,9 @@ static double layer_colls(const plan_scenario *sc, bool moe)
     const plan_parallel *p = &sc->parallel;
     double n = 0;
     if (p->tp > 1) /* a recomputed forward repeats its collectives */
-        n += (p->sp ? 10 : 4) + (sc->training.recompute == MODEL_RECOMPUTE_FULL ? 4 : 0);
+        n += (p->sp ? 10 : 4) + (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
+                                         sc->training.recompute == MODEL_RECOMPUTE_OP
+                                     ? 4 : 0);
     if (p->cp > 1)
         n += 4.0 * p->cp;
     if (moe)
@@ -72,6 +74,8 @@ static void block_work(const plan_scenario *sc, const model_spec *m, const model
             bool layer = blk == MODEL_BLOCK_LAYER || blk == MODEL_BLOCK_MOE;
             double again = layer && ph == 0 &&
                                    (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
+                                    (sc->training.recompute == MODEL_RECOMPUTE_OP &&
+                                     o->op_share > 0) ||
                                     (sc->training.recompute == MODEL_RECOMPUTE_SELECTIVE &&
                                      o->attn_core))
                                ? 2 : 1;

@@ -13,7 +13,9 @@ typedef struct unit {
     int64_t trainable_expert; /* of which experts' (reduced and sharded over expert-DP) */
     double weight_bytes; /* its weights as stored (16-bit; QLoRA's frozen matrices in NF4) */
     double act;         /* activation bytes kept for backward, per micro-batch */
-    double act_extra;   /* full recompute: bytes rebuilt for the backward */
+    double act_extra;   /* full or per-op recompute: bytes rebuilt for the backward */
+    model_recompute rc; /* the layer's recompute (training.recompute on every
+                           recompute_every-th layer, NONE elsewhere and on embedding/head) */
     bool has_bwd;       /* false for a frozen unit whose backward is empty (LoRA embedding) */
 } unit;
 
@@ -93,6 +95,7 @@ typedef struct gen {
     uint32_t *gather_of; /* overlap_param_gather: per unit, the all-gather its first forward
                             of the step waits for (UINT32_MAX: none) */
     double model_flops, hardware_flops;
+    bool op_recompute;  /* emitting a per-op policy's recomputed forward (MODEL_RECOMPUTE_OP) */
     /* memo of kernel names (model ops name kernels with static strings): name id by
      * (pointer, recompute), and the TP collective points by (pointer, phase, before) */
     struct {

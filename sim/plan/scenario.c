@@ -33,6 +33,7 @@ void plan_scenario_defaults(plan_scenario *sc)
     t->optimizer = PLAN_OPT_ADAM;
     t->optimizer_state = PLAN_STATE_FP32;
     t->recompute = MODEL_RECOMPUTE_NONE;
+    t->recompute_every = 1;
     t->flash_attention = true;
     t->finetune.method = PLAN_FT_FULL;
     t->finetune.rank = 16;

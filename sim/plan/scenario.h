@@ -76,7 +76,13 @@ typedef struct plan_training {
     plan_optimizer optimizer;
     plan_state_dtype optimizer_state;
     model_recompute recompute;
+    int recompute_every;     /* recompute applies to layers l with (l + 1) % this == 0 (every
+                                N-th layer, torchtitan's per-layer checkpointing); the others
+                                keep everything. >= 1 (validated); 1 = every layer */
     bool flash_attention;
+    hw_attn_kernel attention_kernel; /* whose fused-attention tables time the flash kernels
+                                        (UNNAMED: the catalog's attention_efficiency); the
+                                        loader has copied them into topology.gpu.attn_eff */
     struct {
         plan_finetune method;
         int rank;                               /* LoRA rank */

@@ -108,14 +108,17 @@ with tempfile.TemporaryDirectory() as tmp:
 a100 = open(os.path.join(root, "topologies", "gpus", "a100-sxm-80gb.yaml")).read()
 plateau = float(re.search(r"\[1000 GFLOP, ([0-9.]+)\]", a100).group(1))
 ratio = round(plateau, 3) / 0.87  # the A100 MAMF, 271.2 of 312 TFLOP/s (calibration.md)
-keys, src = attention.rates(os.path.join(root, "test", "validation", "data", "fa3_cudnn_h100_attention.csv"))
-for gpu in ("h100-sxm", "h200-sxm", "h800-sxm", "h100-96gb-500w"):
-    cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
-    for name, tflops in src.items():
-        got = attention.catalog_table(cat, name)
-        check(got is not None, "%s has an attention %s table" % (gpu, name))
-        if got:
-            want = [(k, t / 989.0 * ratio) for k, t in zip(keys, tflops)]
-            check(len(got) == len(want) and all(g[0] == w[0] and abs(g[1] - w[1]) <= 6e-4 for g, w in zip(got, want)),
-                  "%s attention %s: %s, want %s" % (gpu, name, got, [(k, round(v, 3)) for k, v in want]))
+# cuDNN's tables (attention_efficiency), FlashAttention-2's and -3's (attention_kernels)
+for kernel in ("", "fa2", "fa3"):
+    keys, src = attention.rates(os.path.join(root, "test", "validation", "data", "fa3_cudnn_h100_attention.csv"), kernel)
+    for gpu in ("h100-sxm", "h200-sxm", "h800-sxm", "h100-96gb-500w"):
+        cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+        for name, tflops in src.items():
+            got = attention.catalog_table(cat, name, kernel)
+            what = "%s %s" % (gpu, kernel or "cudnn")
+            check(got is not None, "%s has an attention %s table" % (what, name))
+            if got:
+                want = [(k, t / 989.0 * ratio) for k, t in zip(keys, tflops)]
+                check(len(got) == len(want) and all(g[0] == w[0] and abs(g[1] - w[1]) <= 6e-4 for g, w in zip(got, want)),
+                      "%s attention %s: %s, want %s" % (what, name, got, [(k, round(v, 3)) for k, v in want]))
 sys.exit(1 if fails else 0)

@@ -956,6 +956,28 @@ def moe():
     # ep must divide the experts (4)
     rc, out, err = run("check", ddp, *moe, "--set", "parallel.ep=3")
     check(rc == 2 and "parallel.ep" in err, "ep must divide the experts: " + err)
+    # torchtitan's per-op checkpoint policy is defined over a dense layer's seven matmuls:
+    # refused on MoE layers; recompute_every needs a policy to apply and a layer to apply it to
+    rc, out, err = run("check", ddp, *moe, "--set", "training.recompute=op")
+    check(rc == 2 and "training.recompute: op" in err and "mixture-of-experts" in err,
+          "per-op recompute refused on MoE: " + err)
+    rc, out, err = run("check", ddp, "--set", "training.recompute=none",
+                       "--set", "training.recompute_every=2")
+    check(rc == 2 and "training.recompute_every" in err, "recompute_every without recompute: " + err)
+    rc, out, err = run("check", ddp, "--set", "training.recompute=full",
+                       "--set", "training.recompute_every=3")
+    check(rc == 2 and "more than model.layers (2)" in err, "recompute_every beyond the layers: " + err)
+    # an attention kernel the GPU's catalog entry has no table for is refused, naming those
+    # it has (h100-sxm: cuDNN's attention_efficiency, FlashAttention-2 and -3); a kernel
+    # without flash attention is refused (ddp.yaml runs unfused attention)
+    rc, out, err = run("check", ddp, "--set", "training.attention_kernel=fa2")
+    check(rc == 2 and "flash_attention is false" in err, "a kernel without flash: " + err)
+    flash = ["--set", "training.flash_attention=true"]
+    rc, out, err = run("check", ddp, *flash, "--set", "training.attention_kernel=fa2")
+    check(rc == 2 and "has no fa2 table" in err, "fa2 on a GPU without its table: " + err)
+    rc, out, err = run("check", ddp, *flash, "--set", "topology.gpu=h100-sxm",
+                       "--set", "training.attention_kernel=fa3")
+    check(rc == 0, "fa3 on h100-sxm: " + err)
 
 
 def cp():

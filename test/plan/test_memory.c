@@ -21,6 +21,8 @@
  * several ranks: 805,306,368 (536,870,912 on one GPU). */
 #include "core/sim.h"
 
+#include <string.h>
+
 #include "test.h"
 #include "tiny.h"
 
@@ -141,10 +143,89 @@ static void test_layer_activations(void)
     plan_destroy(p);
 }
 
+/* Activation bytes of one layer: allocated (and freed) by its ops, into *alloc (the sum of
+ * allocations) and *n_alloc; *recompute_flops the FLOPs of its recomputed kernels. */
+static void layer_mem(const plan *p, int layer, int64_t *alloc, int *n_alloc,
+                      double *recompute_flops, double *recompute_qkv)
+{
+    const trace_rank *tr = &p->trace->ranks[0];
+    *alloc = 0, *n_alloc = 0, *recompute_flops = 0, *recompute_qkv = 0;
+    for (size_t i = 0; i < tr->n_ops; i++) {
+        const trace_op *o = &tr->ops[i];
+        if (o->layer != layer)
+            continue;
+        if (o->kind == TRACE_OP_COMPUTE && o->recompute) {
+            *recompute_flops += o->flops;
+            if (strcmp(trace_name(p->trace, o->name), "recompute.qkv") == 0)
+                *recompute_qkv += o->flops;
+        }
+        for (uint32_t k = 0; k < o->n_mem; k++) {
+            const trace_mem *e = &tr->mem[o->mem_first + k];
+            if (e->cat == PLAN_MEM_ACTIVATIONS && e->bytes > 0) {
+                *alloc += e->bytes;
+                (*n_alloc)++;
+            }
+        }
+    }
+}
+
+/* torchtitan's per-op policy (training.recompute: op) on every second layer
+ * (recompute_every: 2: layer l recomputes when l + 1 is a multiple of 2, so layer 1 only).
+ * tiny_llama, s = 32, b = 1, 16-bit, flash attention; per token (h = q = kv = 64, f = 128):
+ *   none: norm1 in 128, qkv in 128, Q K V 3 x 128 = 384, logsumexp 4 x 4 heads = 16, proj in
+ *         128, norm2 in 128, mlp_up in 128, SwiGLU gate, up, down in 3 x 256 = 768: 1,808,
+ *         x 32 tokens = 57,856 bytes (layer 0, one allocation, no recompute);
+ *   op:   the layer input 128, q's and v's GEMM outputs 2 x 128, gate's output 256, the
+ *         attention output 128 and logsumexp 16, down's output 128: 912, x 32 = 29,184 kept
+ *         from forward, and while its backward runs the recomputed forward rebuilds the
+ *         rest, 57,856 - 29,184 = 28,672 (layer 1, two allocations).
+ * The recomputed qkv is k's columns only: 2 x 32 tokens x 64 x 64 = 262,144 FLOPs of the
+ * fused GEMM's 2 x 32 x 64 x 192 = 786,432. With full recompute every layer re-runs. */
+static void test_recompute_policies(void)
+{
+    static plan_scenario sc;
+    tiny_scenario(&sc, 1);
+    sc.model = tiny_llama();
+    sc.training.global_batch = 1;
+    sc.training.recompute = MODEL_RECOMPUTE_OP;
+    sc.training.recompute_every = 2;
+    plan *p = tiny_plan(&sc, true);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    int64_t alloc;
+    int n;
+    double rf, rqkv;
+    layer_mem(p, 0, &alloc, &n, &rf, &rqkv);
+    CHECK_INT_EQ(alloc, 57856);
+    CHECK_INT_EQ(n, 1);
+    CHECK_NEAR(rf, 0, 0, 0);
+    layer_mem(p, 1, &alloc, &n, &rf, &rqkv);
+    CHECK_INT_EQ(alloc, 29184 + 28672);
+    CHECK_INT_EQ(n, 2);
+    CHECK_NEAR(rqkv, 262144, 0, 0);
+    CHECK(rf > rqkv);
+    plan_destroy(p);
+
+    sc.training.recompute = MODEL_RECOMPUTE_FULL;
+    sc.training.recompute_every = 1;
+    p = tiny_plan(&sc, true);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    for (int l = 0; l < 2; l++) {
+        layer_mem(p, l, &alloc, &n, &rf, &rqkv);
+        CHECK_NEAR(rqkv, 786432, 0, 0); /* the whole fused GEMM again */
+        CHECK_INT_EQ(n, 2);
+    }
+    plan_destroy(p);
+}
+
 int main(void)
 {
     test_psi();
     test_zero_stages();
     test_layer_activations();
+    test_recompute_policies();
     return test_finish();
 }
