@@ -258,8 +258,11 @@ for r in rows("korthikanti2022_iteration.csv"):
 # same simulated number).
 TT_GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-sxm": "h100",
           "b200 (power limited)": "b200"}
-TT_AC = {"none": ("noac", "none"), "selective (layer)": ("sac-layer", "selective"),
-         "selective (per-op SAC)": ("sac-op", "selective"), "full": ("fullac", "full")}
+# activation checkpointing: (file tag, training keys). torchtitan's per-layer option checkpoints
+# every second layer in full (its default selective_ac_option "2"); per-op is recompute: op.
+TT_AC = {"none": ("noac", "recompute: none"),
+         "selective (layer)": ("sac-layer", "recompute: full\n  recompute_every: 2"),
+         "selective (per-op SAC)": ("sac-op", "recompute: op"), "full": ("fullac", "recompute: full")}
 
 
 def tt_file(r):
@@ -310,21 +313,19 @@ TT_NOTE = """# Mapped (docs/validation.md): FSDP2 as ZeRO-3 (parallel.zero 3) re
 # (torchtitan's default mixed_precision_reduce: float32), fp32 master weights and Adam;
 # TP with sequence parallelism (torchtitan's SequenceParallel norms), the input-gradient
 # reduce-scatter not beside the weight-gradient GEMM (DTensor's backward runs it after both
-# GEMMs: the same serial time), async TP as tp_comm_overlap; flash attention. Not modelled:
-# torch.compile (eager and compiled rows run the same scenario); torchtitan's per-op and
-# per-layer selective checkpointing (every second matmul of a layer, or every second layer,
-# recomputed), both run as stepsim's selective recompute, which re-runs the attention core
-# only."""
+# GEMMs: the same serial time), async TP as tp_comm_overlap; flash attention; torchtitan's
+# per-op selective checkpointing as recompute: op, its per-layer one (every second layer in
+# full) as recompute: full with recompute_every: 2. Not modelled: torch.compile (eager and
+# compiled rows run the same scenario)."""
 
 TT_GPU_NOTE = {
     "gt": "# The GPU: Grand Teton's 96 GB HBM2e H100 at 500 W (topologies/gpus/h100-96gb-500w.yaml,\n"
           "# its peak estimated between the SXM5 and NVL datasheets). Attention: PyTorch SDPA runs\n"
           "# FlashAttention-2 on H100 (cuDNN attention is opt-in since pytorch/pytorch#138522;\n"
-          "# torchtitan selects it on B200 only, pytorch/torchtitan#1196); charged at the catalog's\n"
-          "# cuDNN rates.",
+          "# torchtitan selects it on B200 only, pytorch/torchtitan#1196): attention_kernel: fa2.",
     "h100": "# Attention: PyTorch SDPA runs FlashAttention-2 on H100 (cuDNN attention is opt-in since\n"
-            "# pytorch/pytorch#138522; torchtitan selects it on B200 only, pytorch/torchtitan#1196);\n"
-            "# charged at the catalog's cuDNN rates.",
+            "# pytorch/pytorch#138522; torchtitan selects it on B200 only, pytorch/torchtitan#1196):\n"
+            "# attention_kernel: fa2.",
     "a100": "# The cluster is not stated: DGX A100 nodes with 8 x 200 Gb/s HDR, as the A100 table's.\n"
             "# Flash attention (FlashAttention-2 on A100) on the calibrated matmul curve.",
     "b200": "# The B200s were power limited (the limit is not stated); the catalog's b200 is rated at\n"
@@ -360,9 +361,9 @@ training:
   micro_batch: {lb}
   precision: bf16
   grad_dtype: fp32
-  recompute: {rc}
+  {rc}
   flash_attention: true
-parallel:
+{kernel}parallel:
   dp: {f}
 {tpk}  zero: 3
   fsdp: {{reshard_after_forward: true, prefetch: 1}}
@@ -372,7 +373,8 @@ simulation:
 """.format(src=source, t=r["table"], m=r["model"], g=gpus,
            gpu=r["gpu"], f=fsdp, tp=tp, lb=lb, gb=gb, seq=seq, ac=r["activation_checkpointing"], note=TT_NOTE,
            gnote=TT_GPU_NOTE[TT_GPU[r["gpu"]]],
-           name=name, topo=topo.format(nodes=nodes), rc=TT_AC[r["activation_checkpointing"]][1], tpk=tp_keys)
+           name=name, topo=topo.format(nodes=nodes), rc=TT_AC[r["activation_checkpointing"]][1], tpk=tp_keys,
+           kernel="  attention_kernel: fa2\n" if TT_GPU[r["gpu"]] in ("gt", "h100") else "")
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 

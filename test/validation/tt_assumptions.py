@@ -4,46 +4,33 @@
     tt_assumptions.py STEPSIM SOURCE_ROOT [--only PREFIX[,PREFIX...]]
 
 The torchtitan rows (test/validation/data/torchtitan_llama.csv, scenarios tt-*.yaml from
-gen.py) map torchtitan's activation checkpointing onto stepsim's three recompute settings, run
-attention at the catalog's cuDNN rates although PyTorch's SDPA runs FlashAttention-2 on H100,
-and estimate the peak of the 96 GB HBM2e H100 at 500 W (docs/validation.md). This script reruns
-each distinct configuration with one of these changed at a time (`stepsim run --set`) and
-prints a Markdown table of each row's throughput error (simulated tokens/s per GPU over the
-published, - 1) against its eager and, where published, its compiled run:
+gen.py) map torchtitan's activation checkpointing onto stepsim's recompute settings (per op:
+`recompute: op`; per layer: `full` on every second layer), run attention at FlashAttention-2's
+rates on H100 (`attention_kernel: fa2`, what PyTorch's SDPA runs there), and estimate the peak
+of the 96 GB HBM2e H100 at 500 W (docs/validation.md). This script reruns each distinct
+configuration with one of these changed at a time (`stepsim run --set`) and prints a Markdown
+table of each row's throughput error (simulated tokens/s per GPU over the published, - 1)
+against its eager and, where published, its compiled run:
 
-- recompute none and full instead of the mapped setting (they bracket torchtitan's selective
-  policies: per op, every second matmul of a layer and its pointwise ops recomputed; per
-  layer, every second layer in full);
-- FlashAttention-2 on H100: the attention tables times FA2's rate over cuDNN's in the
-  FlashAttention-3 paper's Figs. 5-6 at 4k keys (forward 319 / 518, backward 310 / 499,
-  docs/calibration.md), H100 rows only;
+- recompute none and full (every layer) instead of the mapped setting, and Megatron's
+  selective (the attention core only, on every layer: the mapping before recompute: op);
+- cuDNN's attention on H100 (`attention_kernel: cudnn`, the catalog's default table), H100 rows
+  only;
 - the 96 GB part's peak at either end of the interval its source gives, the H100 NVL's 835 and
   the SXM5's 989 TFLOP/s (the matmul curve recomputed for each; Grand Teton rows only).
 
 Seconds on 2 cores (every row is small)."""
-import csv, json, os, re, subprocess, sys
+import csv, json, os, subprocess, sys
 
 stepsim, root = sys.argv[1:3]
 args = sys.argv[3:]
 only = args[args.index("--only") + 1].split(",") if "--only" in args else None
 scen = os.path.join(root, "test", "validation", "scenarios")
 gpus_dir = os.path.join(root, "topologies", "gpus")
-FA2 = {"forward": 319 / 518, "forward_unmasked": 319 / 518, "backward": 310 / 499, "backward_unmasked": 310 / 499}
 T0, E_MAX = 1.4e-6, 0.6232  # h100-96gb-500w.yaml's matmul curve: t0 and plateau
 GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-sxm": "h100", "b200 (power limited)": "b200"}
 LABEL = {"gt": "H100 96GB 500W", "a100": "A100 80GB", "h100": "H100 SXM", "b200": "B200"}
 AC = {"none": "noac", "selective (layer)": "sac-layer", "selective (per-op SAC)": "sac-op", "full": "fullac"}
-
-
-def fa2_tables(gpu):
-    """--set value: the catalog GPU's attention tables at FlashAttention-2's rate."""
-    text = open(os.path.join(gpus_dir, gpu + ".yaml")).read()
-    out = []
-    for name, r in FA2.items():
-        m = re.search(r"^  %s: (\[.*\])$" % name, text, re.M)
-        pts = re.findall(r"\[(\d+), ([0-9.]+)\]", m.group(1))
-        out.append("%s: [%s]" % (name, ", ".join("[%s, %.4f]" % (k, float(v) * r) for k, v in pts)))
-    return "{%s}" % ", ".join(out)
 
 
 def peak(p):
@@ -54,11 +41,12 @@ def peak(p):
             "topology.gpu.matmul_efficiency=[%s]" % curve]
 
 
+EVERY = "training.recompute_every=1"
 VARIANTS = [("as mapped", lambda g: []),
-            ("recompute none", lambda g: ["training.recompute=none"]),
-            ("recompute full", lambda g: ["training.recompute=full"]),
-            ("FlashAttention-2", lambda g: ["topology.gpu.attention_efficiency=" + fa2_tables(
-                {"gt": "h100-96gb-500w", "h100": "h100-sxm"}[g])] if g in ("gt", "h100") else None),
+            ("recompute none", lambda g: ["training.recompute=none", EVERY]),
+            ("recompute full", lambda g: ["training.recompute=full", EVERY]),
+            ("recompute selective", lambda g: ["training.recompute=selective", EVERY]),
+            ("cuDNN attention", lambda g: ["training.attention_kernel=cudnn"] if g in ("gt", "h100") else None),
             ("peak 835", lambda g: peak(835) if g == "gt" else None),
             ("peak 989", lambda g: peak(989) if g == "gt" else None)]
 
