@@ -303,8 +303,8 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     }
     if (fsdp) {
         fprintf(f, "%sFSDP step time vs torchtitan's FSDP2 runs on A100 and H100: " FIG
-                   "rows, stepsim too fast (torch.compile and eager PyTorch's per-kernel "
-                   "overhead are not modelled: docs/validation.md); %s\n", lead,
+                   "rows, stepsim too fast on most (TP and the power-limited B200 the most: "
+                   "docs/validation.md); %s\n", lead,
                 TABLE(TORCHTITAN), mem);
     } else if (a100) {
         fprintf(f, "%sstep time vs published A100 runs: " FIG "Megatron-LM rows of 2021, "

@@ -15,6 +15,7 @@ _Static_assert(sizeof(hw_dtype) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_coll_algo) == sizeof(int), "enum size");
 _Static_assert(sizeof(model_recompute) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_attn_kernel) == sizeof(int), "enum size");
+_Static_assert(sizeof(plan_cross_entropy) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_intra_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_fabric_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_nvlink_shape) == sizeof(int), "enum size");
@@ -50,6 +51,9 @@ static const input_enum_name train_attn_kernel_names[] = {{"default", HW_ATTN_KE
                                                        {"fa3", HW_ATTN_KERNEL_FA3},
                                                        {"cudnn", HW_ATTN_KERNEL_CUDNN},
                                                        {NULL, 0}};
+static const input_enum_name ce_names[] = {{"vocab_parallel", PLAN_CE_VOCAB_PARALLEL},
+                                        {"pytorch", PLAN_CE_PYTORCH},
+                                        {NULL, 0}};
 static const input_enum_name finetune_names[] = {
     {"full", PLAN_FT_FULL}, {"lora", PLAN_FT_LORA}, {"qlora", PLAN_FT_QLORA}, {NULL, 0}};
 static const input_enum_name target_names[] = {{"q", 0},  {"k", 1},    {"v", 2},    {"o", 3},
@@ -324,6 +328,9 @@ static const input_key training_keys[] = {
     {.name = "recompute_every", .type = INPUT_K_INT, .offset = TR(recompute_every),
      .flags = (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 1, .max = MAX_COUNT},
     {.name = "flash_attention", .type = INPUT_K_BOOL, .offset = TR(flash_attention)},
+    {.name = "compile", .type = INPUT_K_BOOL, .offset = TR(compile)},
+    {.name = "cross_entropy", .type = INPUT_K_ENUM, .offset = TR(cross_entropy),
+     .enums = ce_names},
     {.name = "attention_kernel", .type = INPUT_K_ENUM, .offset = TR(attention_kernel),
      .enums = train_attn_kernel_names},
     {.name = "finetune", .type = INPUT_K_MAP,

@@ -48,6 +48,7 @@ typedef struct dims {
     double e;           /* bytes of a GEMM operand (compute dtype) */
     double ea;          /* bytes of an activation element (>= 2: fp8 GEMMs keep bf16 I/O) */
     bool flash;
+    bool eager;         /* unfused pointwise kernels (model_shape.eager) */
     /* fine-tuning */
     bool frozen;        /* LoRA/QLoRA: base weights get no gradients */
     bool qlora;         /* base layer matrices stored in NF4, dequantised before use */
@@ -84,6 +85,19 @@ model_op *model__push(model_op_list *l, const char *name, hw_op_class cls, doubl
 /* A vector kernel (model FLOPs 0). */
 void model__vec(model_op_list *l, const char *name, double flops, double bytes,
                 int64_t grad_params);
+/* Pointwise work that eager PyTorch runs as `kernels` composite ops moving `eager_bytes` in
+ * all, and a fused kernel as one moving `fused_bytes`: the first with D->eager (the kernels
+ * equal, the gradients on the last), else the second. */
+void model__vec_eager(model_op_list *l, const dims *D, const char *name, double flops,
+                      double fused_bytes, double eager_bytes, int kernels, int64_t grad_params);
+/* RMSNorm's eager bytes per element (PyTorch's composite rms_norm: upcast, pow, mean,
+ * rsqrt-scale, downcast, weight; backward through each), by phase; kernels likewise. */
+double model__rmsnorm_eager_bytes(const dims *D, model_phase ph);
+int model__rmsnorm_eager_kernels(const dims *D, model_phase ph);
+/* RoPE's eager bytes per rotated element (complex multiply in fp32 between two casts) and
+ * kernels per rotated tensor, either phase. */
+double model__rope_eager_bytes(const dims *D);
+#define MODEL_ROPE_EAGER_KERNELS 3
 /* GEMM Y (m x n) = X (m x k) @ W (k x n) in forward; its input gradient (added into an
  * existing dX with `accumulate`); its weight gradient; and both, dgrad first. */
 void model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,

@@ -137,6 +137,7 @@ void model__shape_dims(const model_spec *m, const model_shape *sh, dims *o)
     o->e = hw_dtype_bytes(sh->dtype);
     o->ea = SIM_MAX(2.0, o->e);
     o->flash = sh->flash_attention;
+    o->eager = sh->eager;
     const model_ft *ft = &sh->ft;
     SIM_ASSERT(ft->method == MODEL_FT_FULL || ft->method == MODEL_FT_LORA ||
                    ft->method == MODEL_FT_QLORA,
@@ -197,6 +198,49 @@ void model__vec(model_op_list *l, const char *name, double flops, double bytes,
                 int64_t grad_params)
 {
     model__push(l, name, HW_OP_VECTOR, flops, 0, bytes, grad_params);
+}
+
+void model__vec_eager(model_op_list *l, const dims *D, const char *name, double flops,
+                      double fused_bytes, double eager_bytes, int kernels, int64_t grad_params)
+{
+    if (!D->eager || kernels <= 1) {
+        model__vec(l, name, flops, D->eager ? eager_bytes : fused_bytes, grad_params);
+        return;
+    }
+    for (int i = 0; i < kernels; i++)
+        model__vec(l, name, flops / kernels, eager_bytes / kernels,
+                   i == kernels - 1 ? grad_params : 0);
+}
+
+/* Eager PyTorch's composite RMSNorm (at::rms_norm, PyTorch 2.4-2.7; torchtitan's and Hugging
+ * Face's Llama), per element of a 16-bit x, in fp32 opmath (4 bytes; e = D->ea bytes of an
+ * activation; the two casts vanish when activations are fp32):
+ *   forward:  x.float() e+4, pow(2) 8, mean reads 4, x * rsqrt(...) 8, type_as 4+e,
+ *             * weight 2e: 20 + 2e + 2(e+4) = 36 bytes at e = 2 (the fused kernel: 2e = 4);
+ *             8 kernels (add-eps and rsqrt on the per-row statistic besides);
+ *   backward: the weight's mul (dy * w 2e, dy * xn 3e, its row sum e), the downcast's e+4,
+ *             g * rsqrt 8, g * x 12 and its row sum 4, mean's expand 4, pow's 2x * g 12, the
+ *             two paths' sum 12, the upcast's 4+e: 52 + 6e + 2(e+4) = 76 at e = 2 (fused:
+ *             3e = 6); 12 kernels. */
+double model__rmsnorm_eager_bytes(const dims *D, model_phase ph)
+{
+    double e = D->ea, casts = e < 4 ? 2 * (e + 4) : 0;
+    return ph == MODEL_PHASE_FWD ? 20 + 2 * e + casts : 52 + 6 * e + casts;
+}
+
+int model__rmsnorm_eager_kernels(const dims *D, model_phase ph)
+{
+    int casts = D->ea < 4 ? 2 : 0;
+    return (ph == MODEL_PHASE_FWD ? 6 : 10) + casts;
+}
+
+/* torchtitan's apply_rotary_emb: x.float() viewed as complex, times the rotation, back to
+ * x's dtype: e+4, 8, 4+e per rotated element (20 at e = 2; the fused kernel 2e = 4), three
+ * kernels per tensor; its backward the same three in reverse. */
+double model__rope_eager_bytes(const dims *D)
+{
+    double e = D->ea;
+    return 8 + (e < 4 ? 2 * (e + 4) : 0);
 }
 
 /* Forward GEMM Y (m x n) = X (m x k) @ W (k x n). */
@@ -318,12 +362,15 @@ void model__norm_op(model_op_list *l, const model_spec *m, const dims *D, const 
                     double tokens, double width, int64_t params, model_phase ph)
 {
     double X = tokens * width, P = (double)params;
-    if (ph == MODEL_PHASE_FWD)
-        model__vec(l, name, norm_flops(m) * X, (2 * X + P) * D->ea, 0);
-    else if (D->frozen)
-        model__vec(l, name, 2 * norm_flops(m) * X, (3 * X + P) * D->ea, 0);
-    else
-        model__vec(l, name, 2 * norm_flops(m) * X, (3 * X + 2 * P) * D->ea, params);
+    bool fwd = ph == MODEL_PHASE_FWD;
+    /* LayerNorm is one native kernel in eager PyTorch too; RMSNorm is composite there */
+    int k = m->norm == MODEL_NORM_RMSNORM ? model__rmsnorm_eager_kernels(D, ph) : 1;
+    double per = m->norm == MODEL_NORM_RMSNORM ? model__rmsnorm_eager_bytes(D, ph)
+                                               : (fwd ? 2 : 3) * D->ea;
+    double w = (fwd || D->frozen ? 1 : 2) * P * D->ea; /* weights read, gradient written */
+    model__vec_eager(l, D, name, (fwd ? 1 : 2) * norm_flops(m) * X,
+                     (fwd ? 2 : 3) * X * D->ea + w, per * X + w, k,
+                     fwd || D->frozen ? 0 : params);
 }
 
 /* The h-wide norms (norm1, norm2, final_norm) on T' tokens. */
@@ -495,16 +542,16 @@ void model__attn_core_bwd(const dims *D, double dqk, double dvh, double kvh, mod
  * and dup; GELU reads x and dY, writes dx. */
 void model__act_fwd(model_op_list *l, const dims *D, const char *name, double X)
 {
-    if (D->swiglu)
-        model__vec(l, name, FLOPS_SWIGLU * X, 3 * X * D->ea, 0);
+    if (D->swiglu) /* eager: silu (reads a, writes s), then s * b: two kernels, 5e per element */
+        model__vec_eager(l, D, name, FLOPS_SWIGLU * X, 3 * X * D->ea, 5 * X * D->ea, 2, 0);
     else
         model__vec(l, name, (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 2 * X * D->ea, 0);
 }
 
 void model__act_bwd(model_op_list *l, const dims *D, const char *name, double X)
 {
-    if (D->swiglu)
-        model__vec(l, name, 2 * FLOPS_SWIGLU * X, 5 * X * D->ea, 0);
+    if (D->swiglu) /* eager: the product's two gradients (3e each), silu's backward (3e) */
+        model__vec_eager(l, D, name, 2 * FLOPS_SWIGLU * X, 5 * X * D->ea, 9 * X * D->ea, 3, 0);
     else
         model__vec(l, name, 2 * (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 3 * X * D->ea, 0);
 }
@@ -525,9 +572,15 @@ void model__layer_attn_fwd(const model_spec *m, const dims *D, model_op_list *l)
     model__base_fwd(l, D, "qkv", "qkv.dequant", T, h, q + 2 * kv);
     model__lora_fwd(l, D, T_Q, T_V);
     if (D->qk_norm)
-        model__vec(l, "qk_norm", FLOPS_RMSNORM * qk, (2 * qk + 2 * (double)D->d) * D->ea, 0);
+        model__vec_eager(l, D, "qk_norm", FLOPS_RMSNORM * qk,
+                         (2 * qk + 2 * (double)D->d) * D->ea,
+                         model__rmsnorm_eager_bytes(D, MODEL_PHASE_FWD) * qk +
+                             2 * (double)D->d * D->ea,
+                         2 * model__rmsnorm_eager_kernels(D, MODEL_PHASE_FWD), 0);
     if (D->rope)
-        model__vec(l, "rope", FLOPS_ROPE * qk, 2 * qk * D->ea, 0);
+        model__vec_eager(l, D, "rope", FLOPS_ROPE * qk, 2 * qk * D->ea,
+                         model__rope_eager_bytes(D) * qk,
+                         2 * (D->ea < 4 ? MODEL_ROPE_EAGER_KERNELS : 1), 0);
     model__attn_core_fwd(D, (double)D->d, (double)D->d, (double)D->kv_r, l);
     model__base_fwd(l, D, "proj", "proj.dequant", T, q, h);
     model__lora_fwd(l, D, T_O, T_O);
@@ -601,12 +654,17 @@ void model__layer_attn_bwd(const model_spec *m, const dims *D, model_op_list *l)
     model__attn_core_bwd(D, (double)D->d, (double)D->d, (double)D->kv_r, l);
     if (D->rope)
         /* rotation by -theta: same traffic as forward */
-        model__vec(l, "rope.bwd", FLOPS_ROPE * qk, 2 * qk * D->ea, 0);
+        model__vec_eager(l, D, "rope.bwd", FLOPS_ROPE * qk, 2 * qk * D->ea,
+                         model__rope_eager_bytes(D) * qk,
+                         2 * (D->ea < 4 ? MODEL_ROPE_EAGER_KERNELS : 1), 0);
     if (D->qk_norm)
         /* frozen (LoRA): reads the two d-weight vectors, writes no gradient for them */
-        model__vec(l, "qk_norm.bwd", 2 * FLOPS_RMSNORM * qk,
-                   (3 * qk + (D->frozen ? 2 : 4) * (double)D->d) * D->ea,
-                   D->frozen ? 0 : 2 * D->d);
+        model__vec_eager(l, D, "qk_norm.bwd", 2 * FLOPS_RMSNORM * qk,
+                         (3 * qk + (D->frozen ? 2 : 4) * (double)D->d) * D->ea,
+                         model__rmsnorm_eager_bytes(D, MODEL_PHASE_BWD) * qk +
+                             (D->frozen ? 2 : 4) * (double)D->d * D->ea,
+                         2 * model__rmsnorm_eager_kernels(D, MODEL_PHASE_BWD),
+                         D->frozen ? 0 : 2 * D->d);
     model__base_bwd(l, D, "qkv.dgrad", "qkv.wgrad", "qkv.dgrad.dequant", T, h, q + 2 * kv,
                     hi * (qi + 2 * kvi) + b * (qi + 2 * kvi));
     model__lora_bwd(l, D, T_Q, T_V);
@@ -885,4 +943,14 @@ double model_head_activation_bytes(const model_spec *m, const model_shape *sh)
     /* final-norm input, LM-head input (sequence-sharded with SP), and the fp32 softmax of
      * the logits that the cross-entropy backward reads */
     return 2 * D.ea * D.Tn * (double)D.h + FP32_BYTES * D.T * (double)D.v_r;
+}
+
+void model_loss_grad_bytes(const model_spec *m, const model_shape *sh, bool inplace,
+                           double *during, double *after)
+{
+    dims D;
+    model__shape_dims(m, sh, &D);
+    double logits = D.T * (double)D.v_r;
+    *during = inplace ? 0 : 2 * FP32_BYTES * logits;
+    *after = D.ea * logits;
 }

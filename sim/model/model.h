@@ -109,6 +109,10 @@ typedef struct model_shape {
                             the sequence (two load-balanced chunks of s/2c), every per-token
                             kernel works on b·s/c tokens, and the attention core is c ring
                             steps (flash attention only; c must divide s) */
+    bool eager;          /* eager PyTorch (training.compile: false): the pointwise work of
+                            RMSNorm, RoPE and SwiGLU runs as PyTorch's composite ops, one
+                            kernel per op through HBM, instead of one fused kernel each
+                            (docs/models.md, "Eager and compiled pointwise kernels") */
     const model_moe_load *moe; /* MoE layers' routed load; NULL = uniform routing: each of the
                                   experts/ep local experts processes T·top_k·ep/experts
                                   tokens, T = b·s the rank's own tokens (docs/models.md) */
@@ -148,10 +152,11 @@ typedef struct model_op {
 } model_op;
 
 /* A QLoRA layer's backward with all seven targets runs 46 kernels; a MoE layer's backward
- * runs 5 per local expert plus at most 24 with MHA, 29 with MLA (docs/models.md), so
- * MODEL_MOE_LOCAL_MAX experts fit. A list is about 75 KB: callers keep one or two on the
- * stack. */
-#define MODEL_OPS_MAX (5 * MODEL_MOE_LOCAL_MAX + 64)
+ * runs 5 per local expert plus at most 24 with MHA, 29 with MLA (docs/models.md); eager
+ * PyTorch (model_shape.eager) splits a SwiGLU backward into 3 kernels and an RMSNorm's into
+ * 12, so 7 per local expert plus at most about 90: MODEL_MOE_LOCAL_MAX experts fit. A list
+ * is about 140 KB: callers keep one or two on the stack. */
+#define MODEL_OPS_MAX (7 * MODEL_MOE_LOCAL_MAX + 128)
 typedef struct model_op_list {
     int n;
     model_op op[MODEL_OPS_MAX];
@@ -284,5 +289,15 @@ double model_moe_layer_activation_bytes(const model_spec *m, const model_shape *
  * loss) per micro-batch. A frozen embedding (LoRA, QLoRA) keeps nothing. */
 double model_embed_activation_bytes(const model_spec *m, const model_shape *sh);
 double model_head_activation_bytes(const model_spec *m, const model_shape *sh);
+
+/* The loss backward's transient gradients of the logits (per rank: its vocabulary shard;
+ * docs/models.md, "Head"). Megatron's vocab-parallel cross entropy (`inplace`) computes the
+ * fp32 gradient in place of the softmax it kept: *during = 0. PyTorch's
+ * F.cross_entropy(logits.float()) holds the gradients of the log-softmax output and of its
+ * input, both fp32, while "loss.bwd" runs: *during = 8 bytes per logit. After it either
+ * holds the 16-bit gradient of the logits until the LM head's backward has consumed it
+ * (*after = e_a per logit). */
+void model_loss_grad_bytes(const model_spec *m, const model_shape *sh, bool inplace,
+                           double *during, double *after);
 
 #endif

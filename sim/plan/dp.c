@@ -618,6 +618,7 @@ static void init_gen(gen *g, plan *p, bool sharing)
                           .cp = sc->parallel.cp,
                           .dtype = sc->training.precision,
                           .flash_attention = sc->training.flash_attention,
+                          .eager = !sc->training.compile,
                           .ft = plan__finetune_of(&sc->training)};
     g->wbytes =
         sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);

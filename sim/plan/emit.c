@@ -579,6 +579,18 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
     model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
     span b = emit_pass(g, u, mb, &ops, TRACE_PHASE_BWD, MODEL_PHASE_BWD, false, bucketing,
                        "ep.combine_grad", "ep.dispatch_grad", deps, n_deps, !s.any, &exp_bytes);
+    if (u->blk == MODEL_BLOCK_HEAD && b.any) {
+        /* the logits' gradients: PyTorch's two fp32 ones while the loss backward (the
+         * pass's first kernel) runs, then the 16-bit one until the head's backward ends */
+        double during, after;
+        model_loss_grad_bytes(&g->model, &g->sh,
+                              g->sc->training.cross_entropy == PLAN_CE_VOCAB_PARALLEL, &during,
+                              &after);
+        trace_add_mem(g->t, g->rank, b.first, PLAN_MEM_ACTIVATIONS, (int64_t)during, false);
+        trace_add_mem(g->t, g->rank, b.first, PLAN_MEM_ACTIVATIONS, (int64_t)(after - during),
+                      true);
+        trace_add_mem(g->t, g->rank, b.last, PLAN_MEM_ACTIVATIONS, -(int64_t)after, true);
+    }
     if (b.any) {
         if (!s.any)
             s.first = b.first;

@@ -139,7 +139,8 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     /* kernels and their time per micro-batch, by block (uniform routing) */
     model_shape sh = {.micro_batch = tr->micro_batch, .seq_len = tr->seq_len, .tp = p->tp,
                       .sp = p->sp, .cp = p->cp, .dtype = tr->precision,
-                      .flash_attention = tr->flash_attention, .ep = p->ep,
+                      .flash_attention = tr->flash_attention, .eager = !tr->compile,
+                      .ep = p->ep,
                       .ft = plan__finetune_of(tr)};
     hw_gpu *gpu = hw_gpu_create(&sc->topology.gpu);
     model_op_list *list = sim_calloc(1, sizeof *list);

@@ -35,6 +35,7 @@ void plan_scenario_defaults(plan_scenario *sc)
     t->recompute = MODEL_RECOMPUTE_NONE;
     t->recompute_every = 1;
     t->flash_attention = true;
+    t->compile = true;
     t->finetune.method = PLAN_FT_FULL;
     t->finetune.rank = 16;
     t->moe_routing_skew = 0.0;

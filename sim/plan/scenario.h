@@ -32,6 +32,13 @@ typedef enum plan_state_dtype {
     PLAN_STATE_INT8
 } plan_state_dtype;
 typedef enum plan_finetune { PLAN_FT_FULL, PLAN_FT_LORA, PLAN_FT_QLORA } plan_finetune;
+/* The loss's implementation (docs/models.md, "Head"): Megatron's vocab-parallel cross entropy
+ * (the fp32 gradient in place of the kept softmax) or PyTorch's F.cross_entropy on fp32
+ * logits (torchtitan, Hugging Face: two more fp32 logit-sized tensors in backward). */
+typedef enum plan_cross_entropy {
+    PLAN_CE_VOCAB_PARALLEL,
+    PLAN_CE_PYTORCH
+} plan_cross_entropy;
 typedef enum plan_schedule {
     PLAN_SCHED_GPIPE,
     PLAN_SCHED_1F1B,
@@ -80,6 +87,9 @@ typedef struct plan_training {
                                 N-th layer, torchtitan's per-layer checkpointing); the others
                                 keep everything. >= 1 (validated); 1 = every layer */
     bool flash_attention;
+    plan_cross_entropy cross_entropy;
+    bool compile;            /* pointwise work in fused kernels (torch.compile, Megatron/TE's
+                                fused kernels); false: eager PyTorch's composite ops */
     hw_attn_kernel attention_kernel; /* whose fused-attention tables time the flash kernels
                                         (UNNAMED: the catalog's attention_efficiency); the
                                         loader has copied them into topology.gpu.attn_eff */

@@ -273,9 +273,12 @@ def shipped():
                 check(rc == 0, "sweep %s: %s" % (name, err.strip()))
                 if name == "sweep-qwen3-4b-2gpu.yaml" and rc == 0:
                     # per topology and micro-batch: DDP's 30 GiB of model states do not fit in
-                    # 24 GB, FSDP and TP+SP (each 1/2 of them) do
+                    # 24 GB, FSDP and TP+SP (each 1/2 of them) do, but for FSDP at micro-batch 4:
+                    # 15.7 GiB of states and 8.44 GiB of activations at the loss backward, of
+                    # which the 16-bit gradient of the logits is 4 x 2048 x 151,936 x 2 bytes =
+                    # 2.32 GiB, take the peak to 24.36 GiB > 23.69 (TP splits the vocabulary)
                     st = [json.loads(l)["status"] for l in out.splitlines()]
-                    want = (["oom"] * 3 + ["ok"] * 6) * 2
+                    want = (["oom"] * 3 + ["ok", "ok", "oom"] + ["ok"] * 3) * 2
                     check(st == want, "DDP OOM, FSDP and TP+SP fit: %s" % st)
             continue
         rc, out, err = run("check", os.path.join(sc, name))
@@ -2100,7 +2103,7 @@ def verdict():
     shipped = cmd_json("mem", fsdp, [])
     full = [r for r in remedies(m) if r["changes"] == {"training.recompute": "full"}]
     check(len(full) == 1 and full[0]["peak_mem_bytes"] == shipped.get("peak_mem_bytes"),
-          "recompute full listed at the shipped peak (17.45 GiB): %s" % full)
+          "recompute full listed at the shipped peak (18.03 GiB): %s" % full)
     # flash attention is on by default (docs/scenario-format.md): selective recompute, which
     # only drops the attention scores flash never stores, is not offered
     check(all(r["changes"].get("training.recompute") != "selective" for r in remedies(m)),
@@ -2128,18 +2131,19 @@ def verdict():
           "mem summary: binding item, headroom, remedies: %s" % out)
 
     # --- a micro-batch too large is not blamed on the model states (issue 25) ---------------
-    # The shipped FSDP scenario (full recompute) fits at micro-batch 4 (22.0 GiB) and not at
-    # 8: the 15.7 GiB held from the start are the same at both, so what broke the budget is
-    # the activations that doubled — the binding item — and halving the micro-batch (global
-    # batch kept at 16) is a remedy that fits.
+    # The shipped FSDP scenario (full recompute) fits at micro-batch 2 and not at 4 (24.36
+    # GiB, the 16-bit gradient of 4 x 2048 x 151,936 logits at the loss backward included)
+    # or 8: the 15.7 GiB held from the start are the same at all, so what broke the budget is
+    # the activations that grew — the binding item — and a smaller micro-batch (global batch
+    # kept at 16) is a remedy that fits.
     mb8 = ["training.micro_batch=8"]
     m = cmd_json("mem", fsdp, mb8)
-    m4 = cmd_json("mem", fsdp, ["training.micro_batch=4"])
-    check(m.get("status") == "oom" and m4.get("status") == "ok" and
+    m2 = cmd_json("mem", fsdp, ["training.micro_batch=2"])
+    smaller = [x["changes"] for x in remedies(m) if x["changes"].get("training.micro_batch") in ("1", "2")]
+    check(m.get("status") == "oom" and m2.get("status") == "ok" and
           (m.get("verdict") or {}).get("binding", {}).get("item") == "activations" and
-          {"training.micro_batch": "4", "training.global_batch": "16"} in
-          [x["changes"] for x in remedies(m)],
-          "micro-batch 8: binding activations, micro-batch 4 listed: %s" % m.get("verdict"))
+          any(c.get("training.global_batch") == "16" for c in smaller),
+          "micro-batch 8: binding activations, a smaller micro-batch listed: %s" % m.get("verdict"))
     reproduce("mem", fsdp, mb8, m)
 
     # --- QLoRA Llama-3.1-70B on the same pair, already FSDP (issue 25) -----------------------

@@ -1780,6 +1780,73 @@ static void test_context_parallel(void)
                1e-12, 0);
 }
 
+/* Sum of FLOPs and bytes of the kernels named `name`, and their count. */
+static int sum_named(const model_op_list *l, const char *name, double *flops, double *bytes)
+{
+    int n = 0;
+    *flops = *bytes = 0;
+    for (int i = 0; i < l->n; i++)
+        if (strcmp(l->op[i].name, name) == 0) {
+            *flops += l->op[i].flops;
+            *bytes += l->op[i].bytes;
+            n++;
+        }
+    return n;
+}
+
+/* Eager PyTorch (model_shape.eager, training.compile: false) against fused pointwise kernels,
+ * Llama-3.1-8B, b = 1, s = 4096, bf16 (e = 2), no TP: X = 4096 x 4096 = 16,777,216 elements
+ * of the hidden state, h = 4096 norm weights.
+ *   norm1 forward:  fused 2e X + e h = 4 X + 8,192 bytes, one kernel; eager (composite
+ *                   rms_norm, model.c): 36 X + 8,192 in 8 kernels.
+ *   norm1 backward: fused 3e X + 2e h = 6 X + 16,384; eager 76 X + 16,384 in 12 kernels, the
+ *                   weight gradient (4,096) on the last.
+ *   SwiGLU on T f = 4096 x 14336 = 58,720,256 elements: forward fused 3e = 6, eager 5e = 10
+ *                   bytes each in 2 kernels; backward fused 5e = 10, eager 9e = 18 in 3.
+ *   RoPE on Q and K, T (q + kv) = 4096 x 5120 = 20,971,520 elements: fused 2e = 4, eager
+ *                   (e+4) + 8 + (4+e) = 20 bytes each in 3 kernels per tensor, 6 in all.
+ * FLOPs are the same work either way; the GEMMs do not change. */
+static void test_eager_pointwise(void)
+{
+    model_spec m = llama31_8b();
+    model_shape sh = shape(1, 4096, 1, false, true);
+    const double X = 4096.0 * 4096, F = 4096.0 * 14336, QK = 4096.0 * 5120;
+    static model_op_list fused, eager;
+    double ff, fb, ef, eb;
+    for (int ph = 0; ph < 2; ph++) {
+        model_phase mph = ph ? MODEL_PHASE_BWD : MODEL_PHASE_FWD;
+        sh.eager = false;
+        model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, mph, &fused);
+        sh.eager = true;
+        model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, mph, &eager);
+        const char *norm = ph ? "norm1.bwd" : "norm1", *act = ph ? "act.bwd" : "act";
+        const char *rope = ph ? "rope.bwd" : "rope";
+        CHECK_INT_EQ(sum_named(&fused, norm, &ff, &fb), 1);
+        CHECK_INT_EQ(sum_named(&eager, norm, &ef, &eb), ph ? 12 : 8);
+        CHECK_NEAR(fb, (ph ? 6 : 4) * X + (ph ? 16384 : 8192), 1e-12, 0);
+        CHECK_NEAR(eb, (ph ? 76 : 36) * X + (ph ? 16384 : 8192), 1e-12, 0);
+        CHECK_NEAR(ef, ff, 1e-12, 0);
+        CHECK_INT_EQ(sum_named(&fused, act, &ff, &fb), 1);
+        CHECK_INT_EQ(sum_named(&eager, act, &ef, &eb), ph ? 3 : 2);
+        CHECK_NEAR(fb, (ph ? 10 : 6) * F, 1e-12, 0);
+        CHECK_NEAR(eb, (ph ? 18 : 10) * F, 1e-12, 0);
+        CHECK_INT_EQ(sum_named(&fused, rope, &ff, &fb), 1);
+        CHECK_INT_EQ(sum_named(&eager, rope, &ef, &eb), 6);
+        CHECK_NEAR(fb, 4 * QK, 1e-12, 0);
+        CHECK_NEAR(eb, 20 * QK, 1e-12, 0);
+        /* the GEMMs are the same kernels */
+        const model_op *g1 = find(&fused, ph ? "mlp_up.dgrad" : "mlp_up");
+        const model_op *g2 = find(&eager, ph ? "mlp_up.dgrad" : "mlp_up");
+        CHECK(g1 && g2 && g1->flops == g2->flops && g1->bytes == g2->bytes);
+    }
+    /* the weight gradient stays whole, on the last kernel of the norm's backward */
+    int64_t grads = 0;
+    for (int i = 0; i < eager.n; i++)
+        if (strcmp(eager.op[i].name, "norm1.bwd") == 0)
+            grads += eager.op[i].grad_params;
+    CHECK_INT_EQ(grads, 4096);
+}
+
 int main(void)
 {
     test_params();
@@ -1804,5 +1871,6 @@ int main(void)
     test_mla_lora();
     test_mla_activations();
     test_context_parallel();
+    test_eager_pointwise();
     return test_finish();
 }

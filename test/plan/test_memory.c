@@ -221,11 +221,52 @@ static void test_recompute_policies(void)
     plan_destroy(p);
 }
 
+/* The loss backward's transient (docs/models.md, "Embedding and head"): tiny_llama's T = 32
+ * tokens of V = 256 logits. Megatron's vocab-parallel cross entropy (the default) computes
+ * the fp32 gradient in place: only the 16-bit gradient, 2 x 32 x 256 = 16,384 bytes, from the
+ * end of loss.bwd to the end of the head's backward. PyTorch's F.cross_entropy on fp32 logits
+ * holds two fp32 gradients while loss.bwd runs, 8 x 32 x 256 = 65,536 bytes, then the same
+ * 16-bit one: loss.bwd's events are +65,536 at its start and 16,384 - 65,536 = -49,152 at
+ * its end. */
+static void test_loss_transient(void)
+{
+    static plan_scenario sc;
+    for (int pt = 0; pt < 2; pt++) {
+        tiny_scenario(&sc, 1);
+        sc.model = tiny_llama();
+        sc.training.global_batch = 1;
+        sc.training.cross_entropy = pt ? PLAN_CE_PYTORCH : PLAN_CE_VOCAB_PARALLEL;
+        plan *p = tiny_plan(&sc, true);
+        CHECK(p != NULL);
+        if (!p)
+            return;
+        const trace_rank *tr = &p->trace->ranks[0];
+        int64_t start = 0, end = 0;
+        int found = 0;
+        for (size_t i = 0; i < tr->n_ops; i++) {
+            const trace_op *o = &tr->ops[i];
+            if (o->kind != TRACE_OP_COMPUTE || strcmp(trace_name(p->trace, o->name), "loss.bwd"))
+                continue;
+            found++;
+            for (uint32_t k = 0; k < o->n_mem; k++) {
+                const trace_mem *e = &tr->mem[o->mem_first + k];
+                if (e->cat == PLAN_MEM_ACTIVATIONS)
+                    *(e->at_end ? &end : &start) += e->bytes;
+            }
+        }
+        CHECK_INT_EQ(found, 1);
+        CHECK_INT_EQ(start, pt ? 65536 : 0);
+        CHECK_INT_EQ(end, pt ? -49152 : 16384);
+        plan_destroy(p);
+    }
+}
+
 int main(void)
 {
     test_psi();
     test_zero_stages();
     test_layer_activations();
     test_recompute_policies();
+    test_loss_transient();
     return test_finish();
 }

@@ -253,9 +253,8 @@ for r in rows("korthikanti2022_iteration.csv"):
 
 
 # torchtitan (pytorch/torchtitan benchmarks and docs/performance.md, pytorch/ao READMEs): FSDP2
-# and FSDP2 + TP runs of Llama models, one scenario per distinct configuration (the eager and
-# torch.compile rows of a configuration share one: stepsim has no compiler, so both get the
-# same simulated number).
+# and FSDP2 + TP runs of Llama models, one scenario per distinct configuration, eager
+# (training.compile: false) and torch.compile runs apart.
 TT_GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-sxm": "h100",
           "b200 (power limited)": "b200"}
 # activation checkpointing: (file tag, training keys). torchtitan's per-layer option checkpoints
@@ -268,10 +267,10 @@ TT_AC = {"none": ("noac", "recompute: none"),
 def tt_file(r):
     """The scenario of a torchtitan row (validate.py names it the same way)."""
     tp = int(r["tp"])
-    return "tt-%s-%s-%sg%s-mb%s-%s%s" % (
+    return "tt-%s-%s-%sg%s-mb%s-%s%s%s" % (
         TT_GPU[r["gpu"]], r["model"].replace(".", "p"), r["gpus"], "-tp%d" % tp if tp > 1 else "",
         r["local_batch"], TT_AC[r["activation_checkpointing"]][0],
-        "-async" if "async TP" in r["techniques"] else "")
+        "-async" if "async TP" in r["techniques"] else "", "" if "compile" in r["techniques"] else "-eager")
 
 
 # Meta's Grand Teton hosts (the torchtitan H100 files: 8 H100 per host "fully connected with
@@ -315,8 +314,9 @@ TT_NOTE = """# Mapped (docs/validation.md): FSDP2 as ZeRO-3 (parallel.zero 3) re
 # reduce-scatter not beside the weight-gradient GEMM (DTensor's backward runs it after both
 # GEMMs: the same serial time), async TP as tp_comm_overlap; flash attention; torchtitan's
 # per-op selective checkpointing as recompute: op, its per-layer one (every second layer in
-# full) as recompute: full with recompute_every: 2. Not modelled: torch.compile (eager and
-# compiled rows run the same scenario)."""
+# full) as recompute: full with recompute_every: 2; eager runs as training.compile: false
+# (PyTorch's composite norms, RoPE and SwiGLU), torch.compile ones as true (fused); the loss
+# is PyTorch's cross entropy on fp32 logits (torchtitan compiles the blocks, not the loss)."""
 
 TT_GPU_NOTE = {
     "gt": "# The GPU: Grand Teton's 96 GB HBM2e H100 at 500 W (topologies/gpus/h100-96gb-500w.yaml,\n"
@@ -363,6 +363,8 @@ training:
   grad_dtype: fp32
   {rc}
   flash_attention: true
+  compile: {compile}
+  cross_entropy: pytorch
 {kernel}parallel:
   dp: {f}
 {tpk}  zero: 3
@@ -374,7 +376,8 @@ simulation:
            gpu=r["gpu"], f=fsdp, tp=tp, lb=lb, gb=gb, seq=seq, ac=r["activation_checkpointing"], note=TT_NOTE,
            gnote=TT_GPU_NOTE[TT_GPU[r["gpu"]]],
            name=name, topo=topo.format(nodes=nodes), rc=TT_AC[r["activation_checkpointing"]][1], tpk=tp_keys,
-           kernel="  attention_kernel: fa2\n" if TT_GPU[r["gpu"]] in ("gt", "h100") else "")
+           kernel="  attention_kernel: fa2\n" if TT_GPU[r["gpu"]] in ("gt", "h100") else "",
+           compile="true" if "compile" in r["techniques"] else "false")
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 

@@ -56,9 +56,10 @@ configs = {}  # scenario -> (gpu, rows)
 for r in rows:
     tp = int(r["tp"])
     g = GPU[r["gpu"]]
-    name = "tt-%s-%s-%sg%s-mb%s-%s%s" % (g, r["model"].replace(".", "p"), r["gpus"], "-tp%d" % tp if tp > 1 else "",
-                                         r["local_batch"], AC[r["activation_checkpointing"]],
-                                         "-async" if "async TP" in r["techniques"] else "")
+    name = "tt-%s-%s-%sg%s-mb%s-%s%s%s" % (g, r["model"].replace(".", "p"), r["gpus"], "-tp%d" % tp if tp > 1 else "",
+                                           r["local_batch"], AC[r["activation_checkpointing"]],
+                                           "-async" if "async TP" in r["techniques"] else "",
+                                           "" if "compile" in r["techniques"] else "-eager")
     if only is None or any(name.startswith(o) for o in only):
         configs.setdefault(name, (g, []))[1].append(r)
 

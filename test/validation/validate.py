@@ -73,8 +73,8 @@ with open(os.path.join(data, "korthikanti2022_iteration.csv")) as f:
                               layout="TP %s PP %s" % (r["tp"], r["pp"]), published=float(r[col]),
                               flops=None, time=True))
 # torchtitan (data/torchtitan_llama.csv): tokens/s per GPU, the global batch's tokens over the
-# simulated step and the GPUs; the eager and torch.compile rows of a configuration share one
-# scenario (gen.py's tt_file), so both are compared with the same simulated number.
+# simulated step and the GPUs; eager and torch.compile rows run their own scenarios
+# (gen.py's tt_file: training.compile false and true).
 TT_GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-sxm": "h100",
           "b200 (power limited)": "b200"}
 TT_AC = {"none": "noac", "selective (layer)": "sac-layer", "selective (per-op SAC)": "sac-op",
@@ -83,9 +83,10 @@ TT_GPU_LABEL = {"gt": "H100 96GB 500W", "a100": "A100 80GB", "h100": "H100 SXM",
 for r in rows("torchtitan_llama.csv"):
     tp, gpus = int(r["tp"]), int(r["gpus"])
     gpu = TT_GPU[r["gpu"]]
-    f = "tt-%s-%s-%sg%s-mb%s-%s%s" % (
+    f = "tt-%s-%s-%sg%s-mb%s-%s%s%s" % (
         gpu, r["model"].replace(".", "p"), r["gpus"], "-tp%d" % tp if tp > 1 else "",
-        r["local_batch"], TT_AC[r["activation_checkpointing"]], "-async" if "async TP" in r["techniques"] else "")
+        r["local_batch"], TT_AC[r["activation_checkpointing"]], "-async" if "async TP" in r["techniques"] else "",
+        "" if "compile" in r["techniques"] else "-eager")
     cases.append(dict(table="torchtitan", row="%s: %s, %s, %s" % (r["table"], r["model"], TT_GPU_LABEL[gpu], r["techniques"]),
                       file=f, gpus=gpus,
                       layout="FSDP %s%s, AC %s" % (r["fsdp"], " TP %d" % tp if tp > 1 else "", r["activation_checkpointing"]),
@@ -301,9 +302,9 @@ if write:
             ("torchtitan", "torchtitan FSDP2 and FSDP2 + TP on A100, H100 and B200 (pytorch/torchtitan, pytorch/ao)",
              "Tokens per second per GPU (torchtitan's tps: the global batch's tokens over the step "
              "time and the GPUs); peak memory against torchtitan's logged peak (the caching "
-             "allocator's reserved bytes, its fragmentation included), with 10% as the target. The "
-             "eager and torch.compile rows of a configuration run one scenario (their layout is the "
-             "same). Mapped: FSDP2 as ZeRO-3 resharding after forward with one layer of prefetch; "
+             "allocator's reserved bytes, its fragmentation included), with 10% as the target. "
+             "Eager rows run `training.compile: false` (PyTorch's composite norms, RoPE and SwiGLU), "
+             "torch.compile rows `true` (fused); the loss is PyTorch's (`cross_entropy: pytorch`). Mapped: FSDP2 as ZeRO-3 resharding after forward with one layer of prefetch; "
              "bf16 compute with fp32 gradient reduction (torchtitan's default), fp32 master weights "
              "and Adam; TP with sequence parallelism, its input-gradient reduce-scatter not beside the "
              "weight-gradient GEMM (DTensor's backward), async TP as `tp_comm_overlap`; flash "
@@ -314,9 +315,8 @@ if write:
              "Assumed (not published): the A100 cluster (DGX A100 nodes, 8 x 200 Gb/s), the Grand "
              "Teton fabric (non-blocking, 8 x 400 Gb/s per host), the peak of its 96 GB HBM2e H100 "
              "at 500 W (912 TFLOP/s, between the SXM5's 989 and the NVL's 835 that the source "
-             "brackets it by: `topologies/gpus/h100-96gb-500w.yaml`). Not modelled: torch.compile "
-             "(eager and compiled rows get the same number) and eager PyTorch's unfused pointwise "
-             "kernels; the B200's power limit (the catalog's b200 is at full rating, with no "
+             "brackets it by: `topologies/gpus/h100-96gb-500w.yaml`). Not modelled: torch.compile's "
+             "fusions beyond the pointwise ops; the B200's power limit (the catalog's b200 is at full rating, with no "
              "attention table)."),
             ("NeMo", "NeMo / Megatron-Core Llama 3.1 on H100 (NVIDIA/dgxc-benchmarking, NeMo 24.09)",
              "Step time in seconds (train_step_timing); the error is in throughput (published time / "
