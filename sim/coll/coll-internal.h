@@ -22,6 +22,12 @@ typedef struct coll_layout {
     int32_t *at; /* at[a·per_node + l]: member l of node a */
 } coll_layout;
 
+/* The members grouped by node (coll_group.node): nodes in order of their first member, each
+ * node's members in group order; order[] (g->n entries) lists them node by node and start[a]
+ * (nodes + 1 entries, at most g->n + 1) is where node a's run begins. Returns the number of
+ * nodes; 0, filling nothing, when nodes are not known. */
+int coll__group_by_node(const coll_group *g, int32_t *order, int32_t *start);
+
 /* Groups the members by node (coll_group.node). Returns false (and leaves `lay` empty) unless
  * there are at least two nodes with the same number of members each; on success the caller
  * frees lay->at. */

@@ -210,39 +210,56 @@ static int by_node_then_member(const void *pa, const void *pb)
     return by_member(pa, pb);
 }
 
+int coll__group_by_node(const coll_group *g, int32_t *order, int32_t *start)
+{
+    int n = g->n;
+    if (!g->node || n < 1)
+        return 0;
+    member_node *mn = sim_calloc((size_t)n, sizeof(*mn));
+    for (int m = 0; m < n; m++)
+        mn[m] = (member_node){.node = g->node[m], .member = m};
+    qsort(mn, (size_t)n, sizeof(*mn), by_node_then_member);
+    /* one entry per node: its first member and where its run starts in mn */
+    member_node *first = sim_calloc((size_t)n, sizeof(*first));
+    int nodes = 0;
+    for (int i = 0; i < n; i++)
+        if (i == 0 || mn[i].node != mn[i - 1].node)
+            first[nodes++] = (member_node){.node = i, .member = mn[i].member};
+    /* nodes in order of their first member (members are distinct, so no ties) */
+    qsort(first, (size_t)nodes, sizeof(*first), by_member);
+    int k = 0;
+    for (int a = 0; a < nodes; a++) {
+        start[a] = k;
+        for (int i = first[a].node; i < n && mn[i].node == mn[first[a].node].node; i++)
+            order[k++] = mn[i].member;
+    }
+    start[nodes] = k;
+    SIM_ASSERT(k == n, "grouped %d of %d members", k, n);
+    sim_free(first);
+    sim_free(mn);
+    return nodes;
+}
+
 bool coll__layout_init(coll_layout *lay, const coll_group *g)
 {
     *lay = (coll_layout){0};
     int n = g->n;
     if (!g->node || n < 2)
         return false;
-    member_node *mn = sim_calloc((size_t)n, sizeof(*mn));
-    for (int m = 0; m < n; m++)
-        mn[m] = (member_node){.node = g->node[m], .member = m};
-    qsort(mn, (size_t)n, sizeof(*mn), by_node_then_member);
-
-    /* one entry per node: its first member and where its members start in mn (nodes in
-     * node-id order for now) */
-    member_node *first = sim_calloc((size_t)n, sizeof(*first));
-    int nodes = 0;
-    for (int i = 0; i < n; i++)
-        if (i == 0 || mn[i].node != mn[i - 1].node)
-            first[nodes++] = (member_node){.node = i, .member = mn[i].member};
+    int32_t *order = sim_calloc((size_t)n, sizeof(*order));
+    int32_t *start = sim_calloc((size_t)n + 1, sizeof(*start));
+    int nodes = coll__group_by_node(g, order, start);
     int per_node = n / nodes;
     bool ok = nodes >= 2 && per_node * nodes == n;
     for (int a = 0; ok && a < nodes; a++)
-        ok = (a + 1 < nodes ? first[a + 1].node : n) - first[a].node == per_node;
+        ok = start[a + 1] - start[a] == per_node;
     if (ok) {
-        /* nodes in order of their first member (members are distinct, so no ties) */
-        qsort(first, (size_t)nodes, sizeof(*first), by_member);
         lay->nodes = nodes;
         lay->per_node = per_node;
-        lay->at = sim_calloc((size_t)n, sizeof(*lay->at));
-        for (int a = 0; a < nodes; a++)
-            for (int l = 0; l < per_node; l++)
-                lay->at[a * per_node + l] = mn[first[a].node + l].member;
+        lay->at = order; /* node by node, in order of their first member */
+        order = NULL;
     }
-    sim_free(first);
-    sim_free(mn);
+    sim_free(order);
+    sim_free(start);
     return ok;
 }

@@ -146,24 +146,6 @@ static void shape_init(tree_shape *t, int n, int which, int root)
 }
 
 /* A member and its node (for sorting). */
-typedef struct tree_member {
-    int32_t node, member;
-} tree_member;
-
-static int by_node_then_member(const void *pa, const void *pb)
-{
-    const tree_member *a = pa, *b = pb;
-    if (a->node != b->node)
-        return a->node < b->node ? -1 : 1;
-    return (a->member > b->member) - (a->member < b->member);
-}
-
-static int by_member(const void *pa, const void *pb)
-{
-    const tree_member *a = pa, *b = pb;
-    return (a->member > b->member) - (a->member < b->member);
-}
-
 /* NCCL's all_reduce trees on a group spread over nodes (connect.cc, connectTrees and the
  * intra-node part of ncclTopoPreset): fills parent[0] (tree A) and parent[1] (tree B) with
  * each member's parent, -1 at the root. Returns false, filling nothing, when every member is
@@ -173,34 +155,23 @@ static bool node_parents(const coll_group *g, int32_t *parent[2])
     int n = g->n;
     if (!g->node)
         return false;
-    tree_member *mn = sim_calloc((size_t)n, sizeof(*mn));
-    for (int m = 0; m < n; m++)
-        mn[m] = (tree_member){.node = g->node[m], .member = m};
-    qsort(mn, (size_t)n, sizeof(*mn), by_node_then_member);
-    /* heads: the first member of each node, with where its run starts in mn */
-    tree_member *head = sim_calloc((size_t)n, sizeof(*head));
-    int nodes = 0;
-    for (int i = 0; i < n; i++)
-        if (i == 0 || mn[i].node != mn[i - 1].node)
-            head[nodes++] = (tree_member){.node = i, .member = mn[i].member};
+    int32_t *order = sim_calloc((size_t)n, sizeof(*order));
+    int32_t *start = sim_calloc((size_t)n + 1, sizeof(*start));
+    int nodes = coll__group_by_node(g, order, start);
     bool shared = nodes < n;
     if (shared) {
-        /* node positions 0..N-1 in order of their first member */
-        qsort(head, (size_t)nodes, sizeof(*head), by_member);
-        for (int a = 0; a < nodes; a++) {
-            int first = head[a].node, end = first;
-            while (end < n && mn[end].node == mn[first].node)
-                end++;
+        /* node positions 0..N-1 in order of their first member; each node's first member
+         * joins the trees, the others chain below it */
+        for (int a = 0; a < nodes; a++)
             for (int k = 0; k < 2; k++) {
                 int up = k == 0 ? btree_parent(nodes, a) : dtree_parent(nodes, a);
-                parent[k][head[a].member] = up < 0 ? -1 : head[up].member;
-                for (int i = first + 1; i < end; i++)
-                    parent[k][mn[i].member] = mn[i - 1].member; /* the chain */
+                parent[k][order[start[a]]] = up < 0 ? -1 : order[start[up]];
+                for (int i = start[a] + 1; i < start[a + 1]; i++)
+                    parent[k][order[i]] = order[i - 1]; /* the chain */
             }
-        }
     }
-    sim_free(head);
-    sim_free(mn);
+    sim_free(start);
+    sim_free(order);
     return shared;
 }
 
