@@ -119,7 +119,7 @@ static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t 
 
 /* The candidates as a run list: one override per axis (strings owned by the list). */
 static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
-                      int64_t batch, char *text)
+                      int64_t batch, bool every_layer, char *text)
 {
     run_list *L = &c->L;
     *L = (run_list){.base = base, .name = name, .source = base, .text = text, .n_runs = g->n,
@@ -159,6 +159,12 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         snprintf(gb, 64, "training.global_batch=%lld", (long long)batch);
         L->sets[i][AXES] = gb;
         L->n_sets[i] = AXES + 1;
+        /* the recompute axis applies to every layer, whatever recompute_every the scenario
+         * gave */
+        if (every_layer) {
+            L->sets[i][AXES + 1] = sim_strdup("training.recompute_every=1");
+            L->n_sets[i] = AXES + 2;
+        }
     }
 }
 
@@ -516,7 +522,7 @@ static int plan_body(void *parsed, int argc, char **argv)
                         a->file, gpus);
             rc = CLI_EXIT_INVALID;
         } else {
-            plan_runs(&c, &g, a->file, sc->name, batch, full);
+            plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1, full);
             c.L.headroom_bytes = headroom.headroom_bytes;
             c.L.headroom_fraction = headroom.headroom_fraction;
             rc = cli__runs_execute(&c, plan_finish);

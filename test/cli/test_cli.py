@@ -1895,6 +1895,16 @@ def plan():
         P = json.loads(out)["peak_mem_bytes"] if rc == 0 else -1
         check(peak.get("ddp-2") == P, "candidate 2's peak %s is the memory plan's %d"
               % (peak.get("ddp-2"), P))
+        # the recompute axis applies to every layer: a scenario recomputing every second layer
+        # (full, recompute_every: 2) gets the same candidates, candidate 2 at the same peak
+        every2 = os.path.join(tmp, "every2.yaml")
+        with open(every2, "w") as f:
+            f.write(open(scen).read().replace(
+                "training:\n", "training:\n  recompute: full\n  recompute_every: 2\n", 1))
+        r2 = plan_json(tmp, every2, "--headroom", "0")
+        check(len(r2) == 40 and {r["name"]: r["peak_mem_bytes"] for r in r2}.get("ddp-2") == P,
+              "recompute_every 2: candidate 2 at the same peak %d: %s"
+              % (P, [r["peak_mem_bytes"] for r in r2][:3]))
 
         # --headroom SIZE: C - P + 1 bytes. Candidate 2 leaves C - P < C - P + 1: tight, and so
         # is every candidate whose peak is P or more (C - peak < C - P + 1); the others, with
