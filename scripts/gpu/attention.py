@@ -40,3 +40,48 @@ def catalog_table(text, name, kernel=""):
     if m is None:
         return None
     return [(int(k), float(e)) for k, e in re.findall(r"\[(\d+), ([0-9.]+)\]", m.group(1))]
+
+
+def head_dim_factors(path, kernel=""):
+    """{"forward": [(64, f), (128, 1.0), (256, f)], "backward": [(64, f), (128, 1.0)]}: the
+    kernel's rate at head dim 64 and 256 over its rate at 128, the causal forward and the
+    unmasked backward, averaged over 4k, 8k and 16k keys (where training runs)."""
+    with open(path) as f:
+        rows = list(csv.reader(l for l in f if l.strip() and not l.startswith("#")))
+    keys = [int(x) for x in rows[0][1:]]
+    pre = kernel + "_" if kernel else ""
+    t = {r[0][len(pre):]: [float(x) for x in r[1:]] for r in rows[1:]
+         if r[0].startswith(pre) and (pre or not re.match(r"fa\d_", r[0]))}
+    cols = [i for i, k in enumerate(keys) if k >= 4096]
+
+    def ratio(a, b):
+        return sum(t[a][i] / t[b][i] for i in cols) / len(cols)
+    out = {"forward": [(64, ratio("hd64_forward", "forward")), (128, 1.0)],
+           "backward": [(64, ratio("hd64_backward_unmasked", "backward_unmasked")), (128, 1.0)]}
+    if "hd256_forward" in t:
+        out["forward"].append((256, ratio("hd256_forward", "forward")))
+    return out
+
+
+def catalog_head_dim(text, name, kernel=""):
+    """[(head dim, factor), ...] of the head_dim `name` curve in attention_efficiency (or the
+    kernel's attention_kernels entry) of a GPU file's text, or None."""
+    if kernel:
+        m = re.search(r"^attention_kernels:\n(?:    .*\n|  (?!%s:).*\n)*?  %s:\n((?:    .*\n)+)" % (kernel, kernel), text, re.M)
+        if m is None:
+            return None
+        block = m.group(1)
+        m = re.search(r"^    head_dim:\n((?:      .*\n)+)", block, re.M)
+        ind = "      "
+    else:
+        m = re.search(r"^attention_efficiency:\n((?:  .*\n)+)", text, re.M)
+        if m is None:
+            return None
+        m = re.search(r"^  head_dim:[^\n]*\n((?:    .*\n)+)", m.group(1), re.M)
+        ind = "    "
+    if m is None:
+        return None
+    m2 = re.search(r"^%s%s: (\[.*\])$" % (ind, name), m.group(1), re.M)
+    if m2 is None:
+        return None
+    return [(int(k), float(e)) for k, e in re.findall(r"\[(\d+), ([0-9.]+)\]", m2.group(1))]

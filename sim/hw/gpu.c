@@ -39,6 +39,7 @@ struct hw_gpu {
     gpu_curve matmul;
     gpu_curve memory;
     gpu_curve attn[HW_ATTN_TABLES]; /* by class - HW_OP_ATTN_FWD (hw_gpu_spec.attn_eff) */
+    gpu_curve attn_head[2];          /* forward, backward head-dim factors */
 };
 
 const char *hw_dtype_name(hw_dtype d)
@@ -95,15 +96,16 @@ int hw_dtype_bytes(hw_dtype d)
     return 0;
 }
 
-static void curve_init(gpu_curve *c, const hw_curve *src)
+/* ymax: 1 for an efficiency, 2 for a factor on one (attn_head) */
+static void curve_init(gpu_curve *c, const hw_curve *src, double ymax)
 {
     SIM_ASSERT(src->n >= 0 && src->n <= HW_CURVE_MAX, "curve with %d points", src->n);
     c->n = src->n;
     for (int i = 0; i < src->n; i++) {
         SIM_ASSERT(src->x[i] > 0 && (i == 0 || src->x[i] > src->x[i - 1]),
                    "curve x[%d] = %g not positive and strictly increasing", i, src->x[i]);
-        SIM_ASSERT(src->y[i] > 0 && src->y[i] <= 1, "curve y[%d] = %g outside (0, 1]", i,
-                   src->y[i]);
+        SIM_ASSERT(src->y[i] > 0 && src->y[i] <= ymax, "curve y[%d] = %g outside (0, %g]", i,
+                   src->y[i], ymax);
         c->lx[i] = log10(src->x[i]);
         c->y[i] = src->y[i];
     }
@@ -144,10 +146,12 @@ hw_gpu *hw_gpu_create(const hw_gpu_spec *spec)
     gsl_set_error_handler_off();
     hw_gpu *gpu = sim_calloc(1, sizeof(*gpu));
     gpu->spec = *spec;
-    curve_init(&gpu->matmul, &spec->matmul_eff);
-    curve_init(&gpu->memory, &spec->memory_eff);
+    curve_init(&gpu->matmul, &spec->matmul_eff, 1);
+    curve_init(&gpu->memory, &spec->memory_eff, 1);
     for (int i = 0; i < HW_ATTN_TABLES; i++)
-        curve_init(&gpu->attn[i], &spec->attn_eff[i]);
+        curve_init(&gpu->attn[i], &spec->attn_eff[i], 1);
+    for (int i = 0; i < 2; i++)
+        curve_init(&gpu->attn_head[i], &spec->attn_head[i], 2);
     return gpu;
 }
 
@@ -159,6 +163,8 @@ void hw_gpu_destroy(hw_gpu *gpu)
     gsl_interp_free(gpu->memory.interp);
     for (int i = 0; i < HW_ATTN_TABLES; i++)
         gsl_interp_free(gpu->attn[i].interp);
+    for (int i = 0; i < 2; i++)
+        gsl_interp_free(gpu->attn_head[i].interp);
     sim_free(gpu);
 }
 
@@ -177,18 +183,38 @@ double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes)
     return curve_eval(&gpu->memory, bytes);
 }
 
-double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double flops)
+double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double head_dim,
+                       double flops)
 {
     SIM_ASSERT(cls >= HW_OP_ATTN_FWD && cls < HW_OP_CLASS_COUNT, "class %d is not attention",
                (int)cls);
     int i = (int)(cls - HW_OP_ATTN_FWD);
     if (gpu->attn[i].n == 0 && i >= 2)
         i -= 2; /* no unmasked table: the causal one, conservatively */
-    return gpu->attn[i].n > 0 ? curve_eval(&gpu->attn[i], seq) : hw_gpu_matmul_eff(gpu, flops);
+    if (gpu->attn[i].n == 0)
+        return hw_gpu_matmul_eff(gpu, flops);
+    /* the head-dim factor by direction: classes alternate forward, backward */
+    double f = head_dim > 0 ? curve_eval(&gpu->attn_head[i % 2], head_dim) : 1.0;
+    return curve_eval(&gpu->attn[i], seq) * f;
 }
+
+static sim_time op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
+                        double bytes, double dim, double head_dim);
 
 sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
                         double bytes, double dim)
+{
+    return op_time(gpu, cls, dtype, flops, bytes, dim, 0);
+}
+
+sim_time hw_gpu_attn_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
+                          double bytes, double seq, double head_dim)
+{
+    return op_time(gpu, cls, dtype, flops, bytes, seq, head_dim);
+}
+
+static sim_time op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
+                        double bytes, double dim, double head_dim)
 {
     const hw_gpu_spec *s = &gpu->spec;
     SIM_ASSERT(flops >= 0 && bytes >= 0 && isfinite(flops) && isfinite(bytes),
@@ -201,7 +227,7 @@ sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, doub
         SIM_ASSERT(peak > 0, "%s has no %s peak (dtype not supported)", s->name,
                    hw_dtype_name(dtype));
         double eff = cls == HW_OP_MATMUL ? hw_gpu_matmul_eff(gpu, flops)
-                                         : hw_gpu_attn_eff(gpu, cls, dim, flops);
+                                         : hw_gpu_attn_eff(gpu, cls, dim, head_dim, flops);
         if (flops > 0)
             t_compute = flops / (peak * eff);
         if (cls == HW_OP_MATMUL && dim > 0)

@@ -78,10 +78,15 @@ typedef struct hw_gpu_spec {
                                         unmasked backward); x = keys each query attends over
                                         (tokens); n = 0: unmasked falls back to causal,
                                         causal to matmul_eff */
+    hw_curve attn_head[2];           /* fused attention's rate by head dimension, forward
+                                        and backward, as a factor on attn_eff (x = head
+                                        dim; y in (0, 2]: 1 at the tables' own head dim);
+                                        n = 0: no factor */
     hw_attn_kernel attn_kernel;      /* the kernel attn_eff measures (UNNAMED: not said) */
     hw_curve attn_alt[HW_ATTN_KERNEL_COUNT][HW_ATTN_TABLES]; /* other kernels' tables, by
                                         kernel (a scenario's training.attention_kernel
                                         copies one into attn_eff); forward n = 0: none */
+    hw_curve attn_alt_head[HW_ATTN_KERNEL_COUNT][2]; /* their head-dim factors */
     sim_time launch_overhead_ps;     /* per kernel */
     double comm_interference;        /* compute slowdown while NCCL kernels run: a kernel that
                                         starts then takes (1 + this) times as long */
@@ -124,9 +129,11 @@ const hw_gpu_spec *hw_gpu_get_spec(const hw_gpu *gpu);
 /* Efficiency curves evaluated (clamped) at x. */
 double hw_gpu_matmul_eff(const hw_gpu *gpu, double flops);
 double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes);
-/* Efficiency of a fused-attention kernel (HW_OP_ATTN_*) that attends over `seq` keys:
- * the catalog's attention table, or the matmul curve at `flops` when the GPU has none. */
-double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double flops);
+/* Efficiency of a fused-attention kernel (HW_OP_ATTN_*) that attends over `seq` keys with
+ * heads of `head_dim` (0: not known, no factor): the catalog's attention table times its
+ * head-dim factor, or the matmul curve at `flops` when the GPU has no table. */
+double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double head_dim,
+                       double flops);
 
 /* Roofline duration of one kernel, launch overhead included, rounded up to the picosecond.
  * `dtype` selects the tensor-core peak (ignored for vector ops); `dim` is the kernel's shape
@@ -135,5 +142,9 @@ double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double fl
  * supported. */
 sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
                         double bytes, double dim);
+/* hw_gpu_op_time for a fused-attention kernel over `seq` keys with heads of `head_dim` (0:
+ * not known); any other class as hw_gpu_op_time with dim = seq. */
+sim_time hw_gpu_attn_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
+                          double bytes, double seq, double head_dim);
 
 #endif

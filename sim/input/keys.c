@@ -271,9 +271,11 @@ static int curve_fn(const input_key *key, const input_ynode *v, void *base, inpu
                                    "%s: sizes must be strictly increasing (%s is not above the "
                                    "previous point)",
                                    what, pt->items[0]->text);
-        if (!(y > 0 && y <= 1))
+        double ymax = key->max > 0 ? key->max : 1; /* factors may exceed 1 */
+        if (!(y > 0 && y <= ymax))
             return input_schema_error(ctx, SIM_EINVAL, pt->items[1],
-                                   "%s: efficiency must be in (0, 1] (got %s)", what,
+                                   "%s: %s must be in (0, %g] (got %s)", what,
+                                   key->max > 0 ? "factor" : "efficiency", ymax,
                                    pt->items[1]->text);
         c->x[i] = x;
         c->y[i] = y;
@@ -437,6 +439,23 @@ static const input_key peak_keys[] = {
 };
 MAP(peak_map, "peak", peak_keys);
 
+/* Fused attention's rate by head dimension, a factor on the tables (attention_efficiency.
+ * head_dim, or a kernel's): forward and backward. */
+#define ATTN_HEAD_KEYS(field_)                                                                 \
+    {.name = "forward", .type = INPUT_K_CUSTOM, .offset = GPU(field_[0]),                      \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn, .max = 2},                                  \
+    {.name = "backward", .type = INPUT_K_CUSTOM, .offset = GPU(field_[1]),                     \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn, .max = 2},
+static const input_key attn_head_keys[] = {ATTN_HEAD_KEYS(attn_head)};
+static const input_key attn_fa2_head_keys[] = {ATTN_HEAD_KEYS(attn_alt_head[HW_ATTN_KERNEL_FA2])};
+static const input_key attn_fa3_head_keys[] = {ATTN_HEAD_KEYS(attn_alt_head[HW_ATTN_KERNEL_FA3])};
+static const input_key attn_cudnn_head_keys[] = {
+    ATTN_HEAD_KEYS(attn_alt_head[HW_ATTN_KERNEL_CUDNN])};
+MAP(attn_head_map, "head_dim", attn_head_keys);
+MAP(attn_fa2_head_map, "head_dim", attn_fa2_head_keys);
+MAP(attn_fa3_head_map, "head_dim", attn_fa3_head_keys);
+MAP(attn_cudnn_head_map, "head_dim", attn_cudnn_head_keys);
+
 /* Fused-attention efficiency by the sequence length each query attends over (tokens). */
 static const input_key attn_eff_keys[] = {
     {.name = "forward", .type = INPUT_K_CUSTOM, .offset = GPU(attn_eff[0]),
@@ -447,6 +466,7 @@ static const input_key attn_eff_keys[] = {
      .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
     {.name = "backward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(attn_eff[3]),
      .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
+    {.name = "head_dim", .type = INPUT_K_MAP, .map = &attn_head_map},
 };
 MAP(attn_eff_map, "attention_efficiency", attn_eff_keys);
 
@@ -460,9 +480,15 @@ MAP(attn_eff_map, "attention_efficiency", attn_eff_keys);
      .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
     {.name = "backward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][3]),      \
      .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
-static const input_key attn_fa2_keys[] = {ATTN_ALT_KEYS(HW_ATTN_KERNEL_FA2)};
-static const input_key attn_fa3_keys[] = {ATTN_ALT_KEYS(HW_ATTN_KERNEL_FA3)};
-static const input_key attn_cudnn_keys[] = {ATTN_ALT_KEYS(HW_ATTN_KERNEL_CUDNN)};
+static const input_key attn_fa2_keys[] = {
+    ATTN_ALT_KEYS(HW_ATTN_KERNEL_FA2){.name = "head_dim", .type = INPUT_K_MAP,
+                                      .map = &attn_fa2_head_map}};
+static const input_key attn_fa3_keys[] = {
+    ATTN_ALT_KEYS(HW_ATTN_KERNEL_FA3){.name = "head_dim", .type = INPUT_K_MAP,
+                                      .map = &attn_fa3_head_map}};
+static const input_key attn_cudnn_keys[] = {
+    ATTN_ALT_KEYS(HW_ATTN_KERNEL_CUDNN){.name = "head_dim", .type = INPUT_K_MAP,
+                                        .map = &attn_cudnn_head_map}};
 MAP(attn_fa2_map, "fa2", attn_fa2_keys);
 MAP(attn_fa3_map, "fa3", attn_fa3_keys);
 MAP(attn_cudnn_map, "cudnn", attn_cudnn_keys);

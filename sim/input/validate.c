@@ -365,6 +365,8 @@ static int select_attention_kernel(const input_ynode *root, plan_scenario *sc,
     }
     for (int i = 0; i < HW_ATTN_TABLES; i++)
         g->attn_eff[i] = g->attn_alt[k][i];
+    for (int i = 0; i < 2; i++)
+        g->attn_head[i] = g->attn_alt_head[k][i];
     g->attn_kernel = k;
     return 0;
 }

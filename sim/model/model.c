@@ -460,6 +460,7 @@ void model__attn_core_fwd(const dims *D, double dqk, double dvh, double kvh, mod
                                        D->T * (q + k + v + o) * D->ea + lse + merge, 0);
             op->attn_core = true;
             op->cp_step = D->cp > 1 ? j + 1 : 0;
+            op->inner = dqk; /* the head dimension the kernel's rate depends on */
         }
         return;
     }
@@ -511,6 +512,7 @@ void model__attn_core_bwd(const dims *D, double dqk, double dvh, double kvh, mod
                                        0);
             op->attn_core = true;
             op->cp_step = D->cp > 1 ? j + 1 : 0;
+            op->inner = dqk;
         }
         return;
     }

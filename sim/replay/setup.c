@@ -54,7 +54,7 @@ void replay__init_rank(replay_ctx *c, int rank)
     rs->stream_ops = sim_calloc(n, sizeof *rs->stream_ops);
     /* kernel durations by the roofline (or measured), once per op array; a matmul's shape
      * is its inner dimension, a fused-attention kernel's the keys of one context-parallel
-     * block it attends over (docs/models.md) */
+     * block it attends over and its head dimension (docs/models.md) */
     const plan_scenario *sc = c->p->sc;
     double attn_seq = (double)sc->training.seq_len / SIM_MAX(1, sc->parallel.cp);
     rs->dur = sim_calloc(n + 1, sizeof *rs->dur);
@@ -63,10 +63,13 @@ void replay__init_rank(replay_ctx *c, int rank)
         if (o->kind == TRACE_OP_COMPUTE)
             rs->dur[i] = o->duration_ps >= 0
                              ? o->duration_ps
-                             : hw_gpu_op_time(c->gpu, (hw_op_class)o->cls, (hw_dtype)o->dtype,
-                                              o->flops, o->bytes,
-                                              o->cls == HW_OP_MATMUL ? (double)o->inner
-                                                                     : attn_seq);
+                             : o->cls == HW_OP_MATMUL || o->cls == HW_OP_VECTOR
+                                   ? hw_gpu_op_time(c->gpu, (hw_op_class)o->cls,
+                                                    (hw_dtype)o->dtype, o->flops, o->bytes,
+                                                    (double)o->inner)
+                                   : hw_gpu_attn_time(c->gpu, (hw_op_class)o->cls,
+                                                      (hw_dtype)o->dtype, o->flops, o->bytes,
+                                                      attn_seq, (double)o->inner);
     }
     uint32_t pos[TRACE_STREAMS];
     memcpy(pos, rs->stream_first, sizeof pos);

@@ -204,7 +204,7 @@ static void write_tables(h5_writer *w, const plan *p)
                 .duration_s = o->duration_ps == TRACE_MEASURED_NONE
                                   ? -1
                                   : sim_time_to_s(o->duration_ps),
-                .inner = o->kind == TRACE_OP_COMPUTE && o->cls == HW_OP_MATMUL ? o->inner : 0,
+                .inner = o->kind == TRACE_OP_COMPUTE && o->cls != HW_OP_VECTOR ? o->inner : 0,
             };
             results__h5_append(&ops, &row, 1);
             for (uint32_t d = 0; d < o->n_deps; d++) {
@@ -516,8 +516,9 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
         if (!size_ok(o->bytes))
             return bad_row(rd, "ops", row, "bytes must be a number from 0 to 2^53%s", NULL);
         if (!(o->inner >= 0) || !(o->inner <= FLT_MAX))
-            return bad_row(rd, "ops", row, "inner is a matmul's inner dimension >= 0 (0: not "
-                                           "known)%s", NULL);
+            return bad_row(rd, "ops", row, "inner is a matmul's inner dimension or an attention "
+                                           "kernel's head dimension, >= 0 (0: not known)%s",
+                           NULL);
         if (o->duration_s != -1 && !(o->duration_s >= 0 && o->duration_s <= TRACE_DURATION_MAX_S))
             return bad_row(rd, "ops", row, "duration_s is -1 (modelled) or a duration from 0 "
                                            "to 1e6 s%s", NULL);
@@ -558,7 +559,7 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             .bytes = o->bytes,
             .duration_ps = o->duration_s < 0 ? TRACE_MEASURED_NONE : sim_time_from_s(o->duration_s),
         };
-        if (kind == TRACE_OP_COMPUTE && cls == HW_OP_MATMUL)
+        if (kind == TRACE_OP_COMPUTE && cls != HW_OP_VECTOR) /* k, or attention's head dim */
             op.inner = (float)o->inner;
         trace_add_op(rd->t, o->rank, &op, os->on, n_on);
         os->next_op++;

@@ -121,4 +121,17 @@ for kernel in ("", "fa2", "fa3"):
                 want = [(k, t / 989.0 * ratio) for k, t in zip(keys, tflops)]
                 check(len(got) == len(want) and all(g[0] == w[0] and abs(g[1] - w[1]) <= 6e-4 for g, w in zip(got, want)),
                       "%s attention %s: %s, want %s" % (what, name, got, [(k, round(v, 3)) for k, v in want]))
+# 5. the head-dim factors: the kernels' rates at head dim 64 and 256 over 128 in the same
+# figures, averaged over 4k-16k keys (attention.head_dim_factors), in each Hopper file
+csv_path = os.path.join(root, "test", "validation", "data", "fa3_cudnn_h100_attention.csv")
+for kernel in ("", "fa2", "fa3"):
+    want = attention.head_dim_factors(csv_path, kernel)
+    for gpu in ("h100-sxm", "h200-sxm", "h800-sxm", "h100-96gb-500w"):
+        cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+        for name, pts in want.items():
+            got = attention.catalog_head_dim(cat, name, kernel)
+            check(got is not None and len(got) == len(pts) and
+                  all(g[0] == w[0] and abs(g[1] - w[1]) <= 6e-4 for g, w in zip(got, pts)),
+                  "%s %s head_dim %s: %s, want %s" % (gpu, kernel or "cudnn", name, got,
+                                                      [(h, round(f, 3)) for h, f in pts]))
 sys.exit(1 if fails else 0)

@@ -165,7 +165,7 @@ static void test_attention(void)
      * 1e12), whatever its sequence length: the same 1,263,902,933 ps as a GEMM. */
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 1e12, 1e8, 4096),
                  1263902933);
-    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD, 512, 1e12) - 0.8) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD, 512, 0, 1e12) - 0.8) < 1e-12);
     hw_gpu_destroy(g);
 
     /* Forward 0.25 at 1,024 keys and 0.5 at 4,096; backward a constant 0.4. */
@@ -174,7 +174,7 @@ static void test_attention(void)
     g = hw_gpu_create(&s);
     /* 2,048 keys lie halfway in log10 between 1,024 and 4,096: eff 0.375. 989 GFLOP at
      * 989e12 x 0.375 FLOP/s = 1/0.375 ms = 2,666,666,666.67 ps -> 2,666,666,667 ps. */
-    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 989e9) - 0.375) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 0, 989e9) - 0.375) < 1e-12);
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 989e9, 1e6, 2048),
                  INT64_C(2666666667));
     /* Clamped outside the table: 16,384 keys run at 0.5 (2 ms), 256 at 0.25 (4 ms). */
@@ -192,8 +192,8 @@ static void test_attention(void)
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 1e9, 1e9, 4096), 331674959);
     CHECK(strcmp(hw_op_class_name(HW_OP_ATTN_BWD), "attn_bwd") == 0);
     /* No unmasked table: an unmasked block takes the causal table (0.375 at 2,048 keys). */
-    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD_FULL, 2048, 1) - 0.375) < 1e-12);
-    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD_FULL, 2048, 1) - 0.4) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD_FULL, 2048, 0, 1) - 0.375) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD_FULL, 2048, 0, 1) - 0.4) < 1e-12);
     hw_gpu_destroy(g);
 
     /* With one, its own: a constant 0.6 forward gives 989 GFLOP in 1/0.6 ms =
@@ -202,8 +202,28 @@ static void test_attention(void)
     g = hw_gpu_create(&s);
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD_FULL, HW_DTYPE_BF16, 989e9, 0, 2048),
                  INT64_C(1666666667));
-    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 1) - 0.375) < 1e-12);
-    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD_FULL, 2048, 1) - 0.4) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 0, 1) - 0.375) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD_FULL, 2048, 0, 1) - 0.4) < 1e-12);
+    hw_gpu_destroy(g);
+
+    /* Head-dim factors: forward 0.7 at 64 and 1 at 128, backward 0.8 at 64 (one point: a
+     * constant). Head dim 64: the forward 0.375 at 2,048 keys becomes 0.2625, 989 GFLOP in
+     * 1/0.2625 ms = 3,809,523,809.52 ps -> 3,809,523,810 ps; the unmasked backward 0.4 x 0.8
+     * = 0.32. Head dim 90.51 (= 64 x 2^0.5, halfway in log10): 0.85 x 0.375 = 0.31875. Head
+     * dim 0 (not known) takes no factor; 256, beyond the table, the last point's 1. */
+    s.attn_head[0] = (hw_curve){.n = 2, .x = {64, 128}, .y = {0.7, 1}};
+    s.attn_head[1] = (hw_curve){.n = 1, .x = {64}, .y = {0.8}};
+    g = hw_gpu_create(&s);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 64, 1) - 0.2625) < 1e-12);
+    CHECK_INT_EQ(hw_gpu_attn_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 989e9, 0, 2048, 64),
+                 INT64_C(3809523810));
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD_FULL, 2048, 64, 1) - 0.32) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 64 * sqrt(2.0), 1) - 0.31875) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 0, 1) - 0.375) < 1e-12);
+    CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 256, 1) - 0.375) < 1e-12);
+    /* hw_gpu_op_time knows no head dim: no factor */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 989e9, 1e6, 2048),
+                 INT64_C(2666666667));
     hw_gpu_destroy(g);
 }
 

@@ -1839,6 +1839,14 @@ static void test_eager_pointwise(void)
         const model_op *g2 = find(&eager, ph ? "mlp_up.dgrad" : "mlp_up");
         CHECK(g1 && g2 && g1->flops == g2->flops && g1->bytes == g2->bytes);
     }
+    /* the flash kernels carry their head dimension (the catalog's head-dim factor) */
+    sh.eager = false;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &fused);
+    const model_op *at = find(&fused, "attn");
+    CHECK(at && at->inner == 128);
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &fused);
+    at = find(&fused, "attn.bwd");
+    CHECK(at && at->inner == 128);
     /* the weight gradient stays whole, on the last kernel of the norm's backward */
     int64_t grads = 0;
     for (int i = 0; i < eager.n; i++)
