@@ -14,15 +14,22 @@ import csv, re
 TABLES = ("forward", "backward", "forward_unmasked", "backward_unmasked")
 
 
-def rates(path, kernel=""):
-    """kernel "" is cuDNN's rows (the catalog's attention_efficiency), "fa2" or "fa3" the
-    rows prefixed with it (the catalog's attention_kernels)."""
+def _read(path, kernel):
+    """(keys, {row: [TFLOP/s, ...]}) of the CSV's rows for one kernel, its prefix dropped:
+    kernel "" is cuDNN's (unprefixed) rows, "fa2" or "fa3" the rows prefixed with it."""
     with open(path) as f:
         rows = list(csv.reader(l for l in f if l.strip() and not l.startswith("#")))
     keys = [int(x) for x in rows[0][1:]]
     pre = kernel + "_" if kernel else ""
     t = {r[0][len(pre):]: [float(x) for x in r[1:]] for r in rows[1:]
          if r[0].startswith(pre) and (pre or not re.match(r"fa\d_", r[0]))}
+    return keys, t
+
+
+def rates(path, kernel=""):
+    """kernel "" is cuDNN's rows (the catalog's attention_efficiency), "fa2" or "fa3" the
+    rows prefixed with it (the catalog's attention_kernels)."""
+    keys, t = _read(path, kernel)
     t["backward"] = [b * c / u for b, c, u in zip(t["backward_unmasked"], t["forward"], t["forward_unmasked"])]
     return keys, {n: t[n] for n in TABLES}
 
@@ -46,12 +53,7 @@ def head_dim_factors(path, kernel=""):
     """{"forward": [(64, f), (128, 1.0), (256, f)], "backward": [(64, f), (128, 1.0)]}: the
     kernel's rate at head dim 64 and 256 over its rate at 128, the causal forward and the
     unmasked backward, averaged over 4k, 8k and 16k keys (where training runs)."""
-    with open(path) as f:
-        rows = list(csv.reader(l for l in f if l.strip() and not l.startswith("#")))
-    keys = [int(x) for x in rows[0][1:]]
-    pre = kernel + "_" if kernel else ""
-    t = {r[0][len(pre):]: [float(x) for x in r[1:]] for r in rows[1:]
-         if r[0].startswith(pre) and (pre or not re.match(r"fa\d_", r[0]))}
+    keys, t = _read(path, kernel)
     cols = [i for i, k in enumerate(keys) if k >= 4096]
 
     def ratio(a, b):

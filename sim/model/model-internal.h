@@ -1,6 +1,7 @@
 /* What the model layer's files share: the spec's resolved dimensions (`dims`), the kernel
- * constants and the op-list builders of model.c, used by moe.c (mixture-of-experts layers)
- * and mla.c (multi-head latent attention). Formulas: docs/models.md. */
+ * constants and the op-list builders of model.c, used by activations.c (activation memory),
+ * moe.c (mixture-of-experts layers) and mla.c (multi-head latent attention). Formulas:
+ * docs/models.md. */
 #ifndef SIM_MODEL_MODEL_INTERNAL_H
 #define SIM_MODEL_MODEL_INTERNAL_H
 
@@ -140,8 +141,8 @@ void model__layer_attn_fwd(const model_spec *m, const dims *D, model_op_list *l)
 void model__layer_attn_bwd(const model_spec *m, const dims *D, model_op_list *l);
 
 /* Parameters of a layer without its MLP (norms, attention), unsharded; of an MLP of width
- * f; activation bytes a layer keeps up to its MLP's input (not for full recompute); an MLP's
- * intermediates on `tokens` rows of per-rank width f. */
+ * f (model.c); activation bytes a layer keeps up to its MLP's input (not for full
+ * recompute); an MLP's intermediates on `tokens` rows of per-rank width f (activations.c). */
 int64_t model__attn_part_params(const dims *D);
 int64_t model__mlp_params(const dims *D, int64_t f);
 double model__attn_activation_bytes(const dims *D, model_recompute rc);

@@ -1,0 +1,120 @@
+/* Activation memory: what a layer, the embedding and the head keep for backward per
+ * micro-batch under each recompute policy, and the loss backward's transient gradients
+ * (formulas and sources: docs/models.md, "Activation memory"). MLA's and the MoE layer's
+ * own parts are in mla.c and moe.c. */
+#include "model/model-internal.h"
+
+/* What a layer keeps up to its MLP's input: the attention block and norm2's input. Not for
+ * full recompute. */
+double model__attn_activation_bytes(const dims *D, model_recompute rc)
+{
+    if (D->mla)
+        return model__mla_activation_bytes(D, rc) +
+               (D->dropout ? D->Tn * (double)D->h : 0) /* residual dropout mask */
+               + D->ea * D->Tn * (double)D->h;         /* norm2 input */
+    double T = D->T, h = (double)D->h, ea = D->ea;
+    double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
+    double Tn_h = D->Tn * h; /* one token-by-hidden tensor of a replicated (or SP) kernel */
+    double x = 0;
+    /* attention block */
+    x += ea * Tn_h;                /* norm1 input */
+    x += ea * Tn_h;                /* QKV GEMM input (SP keeps the shard, re-gathers) */
+    x += ea * T * (q + 2 * kv);    /* Q, K (after RoPE) and V: attention inputs */
+    if (D->qk_norm)
+        x += ea * T * (q + kv);    /* q_norm/k_norm inputs */
+    if (rc != MODEL_RECOMPUTE_SELECTIVE) {
+        double S = D->b * (double)D->a_r * D->s * D->s;
+        if (D->flash)
+            x += FP32_BYTES * D->b * (double)D->a_r * D->s; /* logsumexp per head and token */
+        else
+            /* softmax output; with dropout also its 1-byte mask and the dropped copy that
+             * PV reads (Korthikanti's 5as^2b at 16 bits) */
+            x += ea * S + (D->dropout ? (1 + ea) * S : 0);
+    }
+    x += ea * T * q;               /* attention output = proj input (FlashAttention's O) */
+    if (D->dropout)
+        x += Tn_h;                 /* residual dropout mask, 1 byte */
+    x += ea * Tn_h;                /* norm2 input */
+    return x;
+}
+
+/* An MLP's intermediates on `tokens` rows of width f (per rank): SwiGLU keeps gate and up
+ * (the activation's inputs) and the down GEMM's input; GELU its input and the down input. */
+double model__mlp_activation_bytes(const dims *D, double tokens, double f)
+{
+    return D->ea * tokens * (D->swiglu ? 3 * f : 2 * f);
+}
+
+double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
+                                    model_recompute rc)
+{
+    dims D;
+    model__shape_dims(m, sh, &D);
+    double T = D.T, h = (double)D.h, ea = D.ea, f = (double)D.f_r;
+    double Tn_h = D.Tn * h;
+
+    if (rc == MODEL_RECOMPUTE_FULL)
+        return ea * Tn_h; /* only the layer input (sequence-sharded with SP) */
+    if (rc == MODEL_RECOMPUTE_OP) {
+        /* the saved outputs of the per-op policy (mark_op_policy): the layer input, q's and
+         * v's GEMM outputs, gate's (GELU: fc1's), SwiGLU's down output (before TP's
+         * reduce-scatter: all T tokens), flash attention's output and logsumexp, and with
+         * SP the two reduce-scatters' outputs; k, RoPE, norms, the activation and the
+         * residual sums are rebuilt */
+        double q = (double)(D.a_r * D.d), kv = (double)(D.kv_r * D.d);
+        double x = ea * Tn_h + ea * T * (q + kv) + ea * T * f;
+        if (D.flash)
+            x += ea * T * q + FP32_BYTES * D.b * (double)D.a_r * D.s;
+        if (D.swiglu)
+            x += ea * T * h;
+        if (D.Tn < D.T)
+            x += 2 * ea * Tn_h;
+        return x;
+    }
+
+    double x = 0;
+    /* attention block, norm2 input */
+    x += model__attn_activation_bytes(&D, rc);
+    /* MLP block */
+    x += ea * Tn_h;                /* mlp_up input */
+    x += model__mlp_activation_bytes(&D, T, f); /* gate and up or GELU input; down input */
+    if (D.dropout)
+        x += Tn_h;                 /* residual dropout mask */
+    /* LoRA: each adapter's input is the base GEMM's input, kept above; B's wgrad needs the
+     * r-wide x A, one per target (replicated over TP: A or B is whole on every rank). The
+     * QLoRA dequantised weights are transient, not kept. */
+    for (int i = 0; i < N_TARGETS; i++)
+        if (model__has_target(&D, D.targets, i))
+            x += ea * T * (double)D.r;
+    return x;
+}
+
+double model_embed_activation_bytes(const model_spec *m, const model_shape *sh)
+{
+    dims D;
+    model__shape_dims(m, sh, &D);
+    /* The gather's backward needs only the token ids; embedding dropout keeps its mask. A
+     * frozen embedding has no backward. */
+    if (D.frozen)
+        return 0;
+    return TOKEN_ID_BYTES * D.T + (D.dropout ? D.Tn * (double)D.h : 0);
+}
+
+double model_head_activation_bytes(const model_spec *m, const model_shape *sh)
+{
+    dims D;
+    model__shape_dims(m, sh, &D);
+    /* final-norm input, LM-head input (sequence-sharded with SP), and the fp32 softmax of
+     * the logits that the cross-entropy backward reads */
+    return 2 * D.ea * D.Tn * (double)D.h + FP32_BYTES * D.T * (double)D.v_r;
+}
+
+void model_loss_grad_bytes(const model_spec *m, const model_shape *sh, bool inplace,
+                           double *during, double *after)
+{
+    dims D;
+    model__shape_dims(m, sh, &D);
+    double logits = D.T * (double)D.v_r;
+    *during = inplace ? 0 : 2 * FP32_BYTES * logits;
+    *after = D.ea * logits;
+}
