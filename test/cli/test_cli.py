@@ -2114,6 +2114,15 @@ def verdict():
     full = [r for r in remedies(m) if r["changes"] == {"training.recompute": "full"}]
     check(len(full) == 1 and full[0]["peak_mem_bytes"] == shipped.get("peak_mem_bytes"),
           "recompute full listed at the shipped peak (18.03 GiB): %s" % full)
+    # recomputing every second layer only (recompute_every: 2, micro-batch 2) does not fit;
+    # the full-recompute remedy then asks for every layer alone (recompute is already full),
+    # at the peak of micro-batch 2 with every layer recomputed
+    m2 = cmd_json("mem", fsdp, ["training.micro_batch=2", "training.recompute_every=2"])
+    every = [r for r in remedies(m2) if r["changes"] == {"training.recompute_every": "1"}]
+    base2 = cmd_json("mem", fsdp, ["training.micro_batch=2"])
+    check(m2.get("status") == "oom" and len(every) == 1 and
+          every[0]["peak_mem_bytes"] == base2.get("peak_mem_bytes"),
+          "every second layer: recompute_every 1 listed at micro-batch 2's peak: %s" % remedies(m2))
     # flash attention is on by default (docs/scenario-format.md): selective recompute, which
     # only drops the attention scores flash never stores, is not offered
     check(all(r["changes"].get("training.recompute") != "selective" for r in remedies(m)),
