@@ -207,10 +207,12 @@ sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, doub
     return op_time(gpu, cls, dtype, flops, bytes, dim, 0);
 }
 
-sim_time hw_gpu_attn_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
-                          double bytes, double seq, double head_dim)
+sim_time hw_gpu_kernel_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
+                            double bytes, double inner, double seq)
 {
-    return op_time(gpu, cls, dtype, flops, bytes, seq, head_dim);
+    if (cls == HW_OP_MATMUL || cls == HW_OP_VECTOR)
+        return op_time(gpu, cls, dtype, flops, bytes, inner, 0);
+    return op_time(gpu, cls, dtype, flops, bytes, seq, inner);
 }
 
 static sim_time op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,

@@ -142,9 +142,10 @@ double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double he
  * supported. */
 sim_time hw_gpu_op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
                         double bytes, double dim);
-/* hw_gpu_op_time for a fused-attention kernel over `seq` keys with heads of `head_dim` (0:
- * not known); any other class as hw_gpu_op_time with dim = seq. */
-sim_time hw_gpu_attn_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
-                          double bytes, double seq, double head_dim);
+/* A kernel's duration as the trace describes it: `inner` is a matmul's inner dimension k
+ * or a fused-attention kernel's head dimension (0: not known, no correction), `seq` the
+ * keys an attention kernel attends over (ignored by other classes). */
+sim_time hw_gpu_kernel_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, double flops,
+                            double bytes, double inner, double seq);
 
 #endif

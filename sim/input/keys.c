@@ -456,39 +456,27 @@ MAP(attn_fa2_head_map, "head_dim", attn_fa2_head_keys);
 MAP(attn_fa3_head_map, "head_dim", attn_fa3_head_keys);
 MAP(attn_cudnn_head_map, "head_dim", attn_cudnn_head_keys);
 
-/* Fused-attention efficiency by the sequence length each query attends over (tokens). */
-static const input_key attn_eff_keys[] = {
-    {.name = "forward", .type = INPUT_K_CUSTOM, .offset = GPU(attn_eff[0]),
-     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
-    {.name = "backward", .type = INPUT_K_CUSTOM, .offset = GPU(attn_eff[1]),
-     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
-    {.name = "forward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(attn_eff[2]),
-     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
-    {.name = "backward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(attn_eff[3]),
-     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
-    {.name = "head_dim", .type = INPUT_K_MAP, .map = &attn_head_map},
-};
+/* Fused-attention efficiency by the sequence length each query attends over (tokens): the
+ * four tables and the head-dim factor of attention_efficiency, or of one kernel of
+ * attention_kernels (attention_kernels.fa2, ...). */
+#define ATTN_TABLE_KEYS(tables_, head_map_)                                                    \
+    {.name = "forward", .type = INPUT_K_CUSTOM, .offset = GPU(tables_[0]),                     \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
+    {.name = "backward", .type = INPUT_K_CUSTOM, .offset = GPU(tables_[1]),                    \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
+    {.name = "forward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(tables_[2]),            \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
+    {.name = "backward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(tables_[3]),           \
+     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
+    {.name = "head_dim", .type = INPUT_K_MAP, .map = &(head_map_)}
+static const input_key attn_eff_keys[] = {ATTN_TABLE_KEYS(attn_eff, attn_head_map)};
 MAP(attn_eff_map, "attention_efficiency", attn_eff_keys);
-
-/* Other kernels' tables (attention_kernels.fa2, ...): the same four keys. */
-#define ATTN_ALT_KEYS(k_)                                                                      \
-    {.name = "forward", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][0]),                \
-     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
-    {.name = "backward", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][1]),               \
-     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
-    {.name = "forward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][2]),       \
-     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},                                           \
-    {.name = "backward_unmasked", .type = INPUT_K_CUSTOM, .offset = GPU(attn_alt[k_][3]),      \
-     .unit = INPUT_UNIT_KIND_COUNT, .fn = curve_fn},
 static const input_key attn_fa2_keys[] = {
-    ATTN_ALT_KEYS(HW_ATTN_KERNEL_FA2){.name = "head_dim", .type = INPUT_K_MAP,
-                                      .map = &attn_fa2_head_map}};
+    ATTN_TABLE_KEYS(attn_alt[HW_ATTN_KERNEL_FA2], attn_fa2_head_map)};
 static const input_key attn_fa3_keys[] = {
-    ATTN_ALT_KEYS(HW_ATTN_KERNEL_FA3){.name = "head_dim", .type = INPUT_K_MAP,
-                                      .map = &attn_fa3_head_map}};
+    ATTN_TABLE_KEYS(attn_alt[HW_ATTN_KERNEL_FA3], attn_fa3_head_map)};
 static const input_key attn_cudnn_keys[] = {
-    ATTN_ALT_KEYS(HW_ATTN_KERNEL_CUDNN){.name = "head_dim", .type = INPUT_K_MAP,
-                                        .map = &attn_cudnn_head_map}};
+    ATTN_TABLE_KEYS(attn_alt[HW_ATTN_KERNEL_CUDNN], attn_cudnn_head_map)};
 MAP(attn_fa2_map, "fa2", attn_fa2_keys);
 MAP(attn_fa3_map, "fa3", attn_fa3_keys);
 MAP(attn_cudnn_map, "cudnn", attn_cudnn_keys);

@@ -91,14 +91,6 @@ void model__vec(model_op_list *l, const char *name, double flops, double bytes,
  * equal, the gradients on the last), else the second. */
 void model__vec_eager(model_op_list *l, const dims *D, const char *name, double flops,
                       double fused_bytes, double eager_bytes, int kernels, int64_t grad_params);
-/* RMSNorm's eager bytes per element (PyTorch's composite rms_norm: upcast, pow, mean,
- * rsqrt-scale, downcast, weight; backward through each), by phase; kernels likewise. */
-double model__rmsnorm_eager_bytes(const dims *D, model_phase ph);
-int model__rmsnorm_eager_kernels(const dims *D, model_phase ph);
-/* RoPE's eager bytes per rotated element (complex multiply in fp32 between two casts) and
- * kernels per rotated tensor, either phase. */
-double model__rope_eager_bytes(const dims *D);
-#define MODEL_ROPE_EAGER_KERNELS 3
 /* GEMM Y (m x n) = X (m x k) @ W (k x n) in forward; its input gradient (added into an
  * existing dX with `accumulate`); its weight gradient; and both, dgrad first. */
 void model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,

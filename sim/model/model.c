@@ -1,6 +1,6 @@
 /* Decoder transformer -> per-block kernels with FLOPs, HBM bytes and parameter counts (the
- * activation bytes are in activations.c). Every formula, with its source, is in docs/models.md; the comments here
- * say which kernel each term stands for.
+ * activation bytes are in activations.c). Every formula, with its source, is in
+ * docs/models.md; the comments here say which kernel each term stands for.
  *
  * Notation (per micro-batch, per tensor-parallel rank): b micro-batch, s sequence length,
  * T = b*s tokens, h hidden, a query heads, k key/value heads, d head_dim, f ffn, V vocab,
@@ -212,37 +212,6 @@ void model__vec_eager(model_op_list *l, const dims *D, const char *name, double 
                    i == kernels - 1 ? grad_params : 0);
 }
 
-/* Eager PyTorch's composite RMSNorm (at::rms_norm, PyTorch 2.4-2.7; torchtitan's and Hugging
- * Face's Llama), per element of a 16-bit x, in fp32 opmath (4 bytes; e = D->ea bytes of an
- * activation; the two casts vanish when activations are fp32):
- *   forward:  x.float() e+4, pow(2) 8, mean reads 4, x * rsqrt(...) 8, type_as 4+e,
- *             * weight 2e: 20 + 2e + 2(e+4) = 36 bytes at e = 2 (the fused kernel: 2e = 4);
- *             8 kernels (add-eps and rsqrt on the per-row statistic besides);
- *   backward: the weight's mul (dy * w 2e, dy * xn 3e, its row sum e), the downcast's e+4,
- *             g * rsqrt 8, g * x 12 and its row sum 4, mean's expand 4, pow's 2x * g 12, the
- *             two paths' sum 12, the upcast's 4+e: 52 + 6e + 2(e+4) = 76 at e = 2 (fused:
- *             3e = 6); 12 kernels. */
-double model__rmsnorm_eager_bytes(const dims *D, model_phase ph)
-{
-    double e = D->ea, casts = e < 4 ? 2 * (e + 4) : 0;
-    return ph == MODEL_PHASE_FWD ? 20 + 2 * e + casts : 52 + 6 * e + casts;
-}
-
-int model__rmsnorm_eager_kernels(const dims *D, model_phase ph)
-{
-    int casts = D->ea < 4 ? 2 : 0;
-    return (ph == MODEL_PHASE_FWD ? 6 : 10) + casts;
-}
-
-/* torchtitan's apply_rotary_emb: x.float() viewed as complex, times the rotation, back to
- * x's dtype: e+4, 8, 4+e per rotated element (20 at e = 2; the fused kernel 2e = 4), three
- * kernels per tensor; its backward the same three in reverse. */
-double model__rope_eager_bytes(const dims *D)
-{
-    double e = D->ea;
-    return 8 + (e < 4 ? 2 * (e + 4) : 0);
-}
-
 /* Forward GEMM Y (m x n) = X (m x k) @ W (k x n). */
 void model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
                      double n)
@@ -350,9 +319,40 @@ void model__lora_bwd(model_op_list *l, const dims *D, int first, int last)
     }
 }
 
-static double norm_flops(const model_spec *m)
+/* An RMSNorm over X elements with P weights, `tensors` of them normalised apart (each its own
+ * kernels in eager mode); backward writes the weight gradient (`params`) unless frozen.
+ * Eager PyTorch runs the composite at::rms_norm (PyTorch 2.4-2.7; torchtitan's and Hugging
+ * Face's Llama), per element of a 16-bit x in fp32 opmath (4 bytes; e = D->ea bytes of an
+ * activation; the two casts vanish when activations are fp32):
+ *   forward:  x.float() e+4, pow(2) 8, mean reads 4, x * rsqrt(...) 8, type_as 4+e,
+ *             * weight 2e: 20 + 2e + 2(e+4) = 36 bytes at e = 2 (the fused kernel: 2e = 4);
+ *             8 kernels (add-eps and rsqrt on the per-row statistic besides);
+ *   backward: the weight's mul (dy * w 2e, dy * xn 3e, its row sum e), the downcast's e+4,
+ *             g * rsqrt 8, g * x 12 and its row sum 4, mean's expand 4, pow's 2x * g 12, the
+ *             two paths' sum 12, the upcast's 4+e: 52 + 6e + 2(e+4) = 76 at e = 2 (fused:
+ *             3e = 6); 12 kernels. */
+static void rmsnorm_op(model_op_list *l, const dims *D, const char *name, double X, double P,
+                       int64_t params, int tensors, model_phase ph)
 {
-    return m->norm == MODEL_NORM_LAYERNORM ? FLOPS_LAYERNORM : FLOPS_RMSNORM;
+    bool fwd = ph == MODEL_PHASE_FWD;
+    double e = D->ea, casts = e < 4 ? 2 * (e + 4) : 0;
+    double per = fwd ? 20 + 2 * e + casts : 52 + 6 * e + casts;
+    int kernels = tensors * ((fwd ? 6 : 10) + (e < 4 ? 2 : 0));
+    double w = (fwd || D->frozen ? 1 : 2) * P * e; /* weights read, gradient written */
+    model__vec_eager(l, D, name, (fwd ? 1 : 2) * FLOPS_RMSNORM * X, (fwd ? 2 : 3) * X * e + w,
+                     per * X + w, kernels, fwd || D->frozen ? 0 : params);
+}
+
+/* torchtitan's apply_rotary_emb on X rotated elements of Q and K: x.float() viewed as
+ * complex, times the rotation, back to x's dtype: e+4, 8, 4+e per element (20 at e = 2; the
+ * fused kernel 2e = 4), three kernels per tensor (one without the casts); its backward the
+ * same three in reverse. */
+static void rope_op(model_op_list *l, const dims *D, const char *name, double X)
+{
+    double e = D->ea;
+    bool casts = e < 4;
+    model__vec_eager(l, D, name, FLOPS_ROPE * X, 2 * X * e, (8 + (casts ? 2 * (e + 4) : 0)) * X,
+                     2 * (casts ? 3 : 1), 0);
 }
 
 /* Norm over `tokens` x `width`: reads x and the weights, writes y. Backward reads x and dy,
@@ -362,15 +362,17 @@ void model__norm_op(model_op_list *l, const model_spec *m, const dims *D, const 
                     double tokens, double width, int64_t params, model_phase ph)
 {
     double X = tokens * width, P = (double)params;
-    bool fwd = ph == MODEL_PHASE_FWD;
-    /* LayerNorm is one native kernel in eager PyTorch too; RMSNorm is composite there */
-    int k = m->norm == MODEL_NORM_RMSNORM ? model__rmsnorm_eager_kernels(D, ph) : 1;
-    double per = m->norm == MODEL_NORM_RMSNORM ? model__rmsnorm_eager_bytes(D, ph)
-                                               : (fwd ? 2 : 3) * D->ea;
-    double w = (fwd || D->frozen ? 1 : 2) * P * D->ea; /* weights read, gradient written */
-    model__vec_eager(l, D, name, (fwd ? 1 : 2) * norm_flops(m) * X,
-                     (fwd ? 2 : 3) * X * D->ea + w, per * X + w, k,
-                     fwd || D->frozen ? 0 : params);
+    if (m->norm == MODEL_NORM_RMSNORM) {
+        rmsnorm_op(l, D, name, X, P, params, 1, ph);
+        return;
+    }
+    /* LayerNorm is one native kernel in eager PyTorch too */
+    if (ph == MODEL_PHASE_FWD)
+        model__vec(l, name, FLOPS_LAYERNORM * X, (2 * X + P) * D->ea, 0);
+    else if (D->frozen)
+        model__vec(l, name, 2 * FLOPS_LAYERNORM * X, (3 * X + P) * D->ea, 0);
+    else
+        model__vec(l, name, 2 * FLOPS_LAYERNORM * X, (3 * X + 2 * P) * D->ea, params);
 }
 
 /* The h-wide norms (norm1, norm2, final_norm) on T' tokens. */
@@ -573,16 +575,10 @@ void model__layer_attn_fwd(const model_spec *m, const dims *D, model_op_list *l)
     hidden_norm(l, m, D, "norm1", MODEL_PHASE_FWD);
     model__base_fwd(l, D, "qkv", "qkv.dequant", T, h, q + 2 * kv);
     model__lora_fwd(l, D, T_Q, T_V);
-    if (D->qk_norm)
-        model__vec_eager(l, D, "qk_norm", FLOPS_RMSNORM * qk,
-                         (2 * qk + 2 * (double)D->d) * D->ea,
-                         model__rmsnorm_eager_bytes(D, MODEL_PHASE_FWD) * qk +
-                             2 * (double)D->d * D->ea,
-                         2 * model__rmsnorm_eager_kernels(D, MODEL_PHASE_FWD), 0);
+    if (D->qk_norm) /* q_norm and k_norm: d weights each */
+        rmsnorm_op(l, D, "qk_norm", qk, 2 * (double)D->d, 2 * D->d, 2, MODEL_PHASE_FWD);
     if (D->rope)
-        model__vec_eager(l, D, "rope", FLOPS_ROPE * qk, 2 * qk * D->ea,
-                         model__rope_eager_bytes(D) * qk,
-                         2 * (D->ea < 4 ? MODEL_ROPE_EAGER_KERNELS : 1), 0);
+        rope_op(l, D, "rope", qk);
     model__attn_core_fwd(D, (double)D->d, (double)D->d, (double)D->kv_r, l);
     model__base_fwd(l, D, "proj", "proj.dequant", T, q, h);
     model__lora_fwd(l, D, T_O, T_O);
@@ -654,19 +650,10 @@ void model__layer_attn_bwd(const model_spec *m, const dims *D, model_op_list *l)
                     qi * hi + b * hi);
     model__lora_bwd(l, D, T_O, T_O);
     model__attn_core_bwd(D, (double)D->d, (double)D->d, (double)D->kv_r, l);
-    if (D->rope)
-        /* rotation by -theta: same traffic as forward */
-        model__vec_eager(l, D, "rope.bwd", FLOPS_ROPE * qk, 2 * qk * D->ea,
-                         model__rope_eager_bytes(D) * qk,
-                         2 * (D->ea < 4 ? MODEL_ROPE_EAGER_KERNELS : 1), 0);
-    if (D->qk_norm)
-        /* frozen (LoRA): reads the two d-weight vectors, writes no gradient for them */
-        model__vec_eager(l, D, "qk_norm.bwd", 2 * FLOPS_RMSNORM * qk,
-                         (3 * qk + (D->frozen ? 2 : 4) * (double)D->d) * D->ea,
-                         model__rmsnorm_eager_bytes(D, MODEL_PHASE_BWD) * qk +
-                             (D->frozen ? 2 : 4) * (double)D->d * D->ea,
-                         2 * model__rmsnorm_eager_kernels(D, MODEL_PHASE_BWD),
-                         D->frozen ? 0 : 2 * D->d);
+    if (D->rope) /* rotation by -theta: same traffic as forward */
+        rope_op(l, D, "rope.bwd", qk);
+    if (D->qk_norm) /* frozen (LoRA): reads the two d-weight vectors, writes no gradient */
+        rmsnorm_op(l, D, "qk_norm.bwd", qk, 2 * (double)D->d, 2 * D->d, 2, MODEL_PHASE_BWD);
     model__base_bwd(l, D, "qkv.dgrad", "qkv.wgrad", "qkv.dgrad.dequant", T, h, q + 2 * kv,
                     hi * (qi + 2 * kvi) + b * (qi + 2 * kvi));
     model__lora_bwd(l, D, T_Q, T_V);

@@ -67,11 +67,8 @@ static void block_work(const plan_scenario *sc, const model_spec *m, const model
         model_block_ops(m, sh, blk, ph ? MODEL_PHASE_BWD : MODEL_PHASE_FWD, list);
         for (int i = 0; i < list->n; i++) {
             const model_op *o = &list->op[i];
-            double t = sim_time_to_s(
-                o->cls == HW_OP_MATMUL || o->cls == HW_OP_VECTOR
-                    ? hw_gpu_op_time(gpu, o->cls, sh->dtype, o->flops, o->bytes, o->inner)
-                    : hw_gpu_attn_time(gpu, o->cls, sh->dtype, o->flops, o->bytes, attn_seq,
-                                       o->inner));
+            double t = sim_time_to_s(hw_gpu_kernel_time(gpu, o->cls, sh->dtype, o->flops,
+                                                        o->bytes, o->inner, attn_seq));
             /* a layer's forward kernel runs again in backward under full recompute, an
              * attention core's under selective (embedding and head are not recomputed) */
             bool layer = blk == MODEL_BLOCK_LAYER || blk == MODEL_BLOCK_MOE;

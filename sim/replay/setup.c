@@ -63,13 +63,9 @@ void replay__init_rank(replay_ctx *c, int rank)
         if (o->kind == TRACE_OP_COMPUTE)
             rs->dur[i] = o->duration_ps >= 0
                              ? o->duration_ps
-                             : o->cls == HW_OP_MATMUL || o->cls == HW_OP_VECTOR
-                                   ? hw_gpu_op_time(c->gpu, (hw_op_class)o->cls,
-                                                    (hw_dtype)o->dtype, o->flops, o->bytes,
-                                                    (double)o->inner)
-                                   : hw_gpu_attn_time(c->gpu, (hw_op_class)o->cls,
-                                                      (hw_dtype)o->dtype, o->flops, o->bytes,
-                                                      attn_seq, (double)o->inner);
+                             : hw_gpu_kernel_time(c->gpu, (hw_op_class)o->cls,
+                                                  (hw_dtype)o->dtype, o->flops, o->bytes,
+                                                  (double)o->inner, attn_seq);
     }
     uint32_t pos[TRACE_STREAMS];
     memcpy(pos, rs->stream_first, sizeof pos);

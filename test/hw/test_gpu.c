@@ -215,7 +215,7 @@ static void test_attention(void)
     s.attn_head[1] = (hw_curve){.n = 1, .x = {64}, .y = {0.8}};
     g = hw_gpu_create(&s);
     CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 64, 1) - 0.2625) < 1e-12);
-    CHECK_INT_EQ(hw_gpu_attn_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 989e9, 0, 2048, 64),
+    CHECK_INT_EQ(hw_gpu_kernel_time(g, HW_OP_ATTN_FWD, HW_DTYPE_BF16, 989e9, 0, 64, 2048),
                  INT64_C(3809523810));
     CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_BWD_FULL, 2048, 64, 1) - 0.32) < 1e-12);
     CHECK(fabs(hw_gpu_attn_eff(g, HW_OP_ATTN_FWD, 2048, 64 * sqrt(2.0), 1) - 0.31875) < 1e-12);
