@@ -62,6 +62,10 @@ static const input_enum_name schedule_names[] = {{"gpipe", PLAN_SCHED_GPIPE},
                                               {"1f1b", PLAN_SCHED_1F1B},
                                               {"interleaved", PLAN_SCHED_INTERLEAVED},
                                               {NULL, 0}};
+static const input_enum_name fsdp_impl_names[] = {{"fsdp2", PLAN_FSDP2},
+                                                {"fsdp1", PLAN_FSDP1},
+                                                {"deepspeed", PLAN_DEEPSPEED},
+                                                {NULL, 0}};
 static const input_enum_name offload_names[] = {
     {"none", PLAN_OFFLOAD_NONE}, {"cpu", PLAN_OFFLOAD_CPU}, {NULL, 0}};
 static const input_enum_name group_names[] = {{"tp", PLAN_GROUP_TP}, {"cp", PLAN_GROUP_CP},
@@ -352,6 +356,15 @@ static const input_key fsdp_keys[] = {
     {.name = "prefetch", .type = INPUT_K_INT, .offset = PA(fsdp.prefetch),
      .flags = COUNT_UP_TO(MAX_COUNT)},
     {.name = "hybrid_shard", .type = INPUT_K_BOOL, .offset = PA(fsdp.hybrid_shard)},
+    {.name = "implementation", .type = INPUT_K_ENUM, .offset = PA(fsdp.implementation),
+     .enums = fsdp_impl_names},
+    {.name = "limit_all_gathers", .type = INPUT_K_BOOL, .offset = PA(fsdp.limit_all_gathers)},
+    {.name = "prefetch_bucket", .type = INPUT_K_FLOAT, .offset = PA(fsdp.prefetch_bucket),
+     .flags = COUNT_UP_TO(1e15)},
+    {.name = "reduce_bucket", .type = INPUT_K_FLOAT, .offset = PA(fsdp.reduce_bucket),
+     .flags = SIZE_UP_TO(1e15)},
+    {.name = "persistence_threshold", .type = INPUT_K_FLOAT,
+     .offset = PA(fsdp.persistence_threshold), .flags = COUNT_UP_TO(1e15)},
 };
 MAP(fsdp_map, "fsdp", fsdp_keys);
 

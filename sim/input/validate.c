@@ -371,6 +371,60 @@ static int select_attention_kernel(const input_ynode *root, plan_scenario *sc,
     return 0;
 }
 
+/* parallel.fsdp: an option given for an implementation that has no such thing would be
+ * silently ignored, so it is an error, as are the FSDP options DeepSpeed has no counterpart
+ * of (docs/strategies.md, "FSDP"). */
+static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_schema_ctx *ctx)
+{
+    static const struct {
+        const char *key;
+        plan_fsdp_impl only; /* the implementation it belongs to */
+        bool not_deepspeed;  /* instead: every implementation but DeepSpeed */
+        const char *hint;
+    } opts[] = {
+        {"limit_all_gathers", PLAN_FSDP1, false,
+         "FSDP2 and DeepSpeed have no rate limiter; set implementation: fsdp1 or drop it"},
+        {"prefetch_bucket", PLAN_DEEPSPEED, false,
+         "FSDP1 and FSDP2 prefetch by units: use parallel.fsdp.prefetch"},
+        {"reduce_bucket", PLAN_DEEPSPEED, false,
+         "FSDP reduce-scatters each unit's gradients on their own"},
+        {"persistence_threshold", PLAN_DEEPSPEED, false,
+         "FSDP shards every parameter; set implementation: deepspeed or drop it"},
+        {"prefetch", PLAN_FSDP2, true, "DeepSpeed prefetches by parameters: use "
+                                       "parallel.fsdp.prefetch_bucket (elements)"},
+        {"reshard_after_forward", PLAN_FSDP2, true,
+         "DeepSpeed releases every gathered parameter after use (its max_reuse_distance is not "
+         "modelled)"},
+        {"hybrid_shard", PLAN_FSDP2, true,
+         "DeepSpeed's hierarchical partitioning (ZeRO++ hpZ) is not modelled; use fsdp1 or "
+         "fsdp2"},
+    };
+    static const char *const impl[] = {[PLAN_FSDP2] = "fsdp2", [PLAN_FSDP1] = "fsdp1",
+                                       [PLAN_DEEPSPEED] = "deepspeed"};
+    plan_fsdp_impl im = p->fsdp.implementation;
+    for (size_t i = 0; i < SIM_ARRAY_LEN(opts); i++) {
+        char path[64];
+        snprintf(path, sizeof path, "parallel.fsdp.%s", opts[i].key);
+        const input_ynode *at = given(root, path);
+        bool ok = opts[i].not_deepspeed ? im != PLAN_DEEPSPEED : im == opts[i].only;
+        /* DeepSpeed does reshard after forward and shard over all ranks */
+        if (!strcmp(opts[i].key, "reshard_after_forward"))
+            ok = ok || p->fsdp.reshard_after_forward;
+        if (!strcmp(opts[i].key, "hybrid_shard"))
+            ok = ok || !p->fsdp.hybrid_shard;
+        if (!at || ok)
+            continue;
+        char only[32] = "";
+        if (!opts[i].not_deepspeed)
+            snprintf(only, sizeof only, " (only of %s)", impl[opts[i].only]);
+        input_schema_error(ctx, SIM_EINVAL, at, "%s: not an option of implementation %s%s",
+                           path, impl[im], only);
+        sim_diag_hint(ctx->diag, "%s", opts[i].hint);
+        return SIM_EINVAL;
+    }
+    return 0;
+}
+
 static int check_training(const input_ynode *root, plan_scenario *sc, input_schema_ctx *ctx)
 {
     plan_training *tr = &sc->training;
@@ -600,6 +654,9 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                                   "parallel.zero: FSDP/ZeRO-3 with %s is not supported yet",
                                   p->pp > 1 ? "pipeline parallelism"
                                             : "mixture-of-experts models");
+    int rc = check_fsdp(root, p, ctx);
+    if (rc)
+        return rc;
     if (p->pipeline.n_stage_layers > 0) {
         const input_ynode *at = locate(root, "parallel.pipeline.stage_layers", "parallel");
         long long stages = (long long)p->pp * p->pipeline.virtual_stages, sum = 0;

@@ -12,6 +12,9 @@ typedef struct unit {
     int64_t trainable;  /* of which trained (all, or the LoRA adapters) */
     int64_t trainable_expert; /* of which experts' (reduced and sharded over expert-DP) */
     double weight_bytes; /* its weights as stored (16-bit; QLoRA's frozen matrices in NF4) */
+    int64_t persist;     /* DeepSpeed ZeRO-3: parameters kept whole on every rank (at most
+                            persistence_threshold elements each), never gathered */
+    double persist_bytes; /* their bytes */
     double act;         /* activation bytes kept for backward, per micro-batch */
     double act_extra;   /* full or per-op recompute: bytes rebuilt for the backward */
     model_recompute rc; /* the layer's recompute (training.recompute on every

@@ -45,6 +45,15 @@ typedef enum plan_schedule {
     PLAN_SCHED_INTERLEAVED
 } plan_schedule;
 typedef enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU } plan_offload;
+/* Which sharded-data-parallel implementation runs ZeRO-3 (docs/strategies.md, "FSDP"). */
+typedef enum plan_fsdp_impl {
+    PLAN_FSDP2,     /* PyTorch fully_shard: per-parameter shards, copy-out after each gather
+                       and copy-in before each reduce-scatter on the compute stream */
+    PLAN_FSDP1,     /* PyTorch FullyShardedDataParallel: one flat parameter per unit, gathered
+                       in place; the rate limiter keeps two gathers in flight */
+    PLAN_DEEPSPEED  /* DeepSpeed ZeRO stage 3: prefetch and gradient buckets in parameters,
+                       small parameters persistent */
+} plan_fsdp_impl;
 typedef enum plan_symmetry { PLAN_SYMMETRY_NONE, PLAN_SYMMETRY_DP } plan_symmetry;
 /* How symmetry times the collectives that span replicas (docs/scenario-format.md). */
 typedef enum plan_symmetry_coll {
@@ -112,6 +121,12 @@ typedef struct plan_parallel {
         bool reshard_after_forward;
         int prefetch;
         bool hybrid_shard;
+        plan_fsdp_impl implementation;
+        bool limit_all_gathers;       /* fsdp1: at most two gathers in flight */
+        double prefetch_bucket;       /* deepspeed: parameters gathered ahead (elements) */
+        double reduce_bucket;         /* deepspeed: gradients per reduce-scatter (elements) */
+        double persistence_threshold; /* deepspeed: parameters of at most this many elements
+                                         stay whole on every rank */
     } fsdp;
     struct {
         int64_t bucket_bytes;

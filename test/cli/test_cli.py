@@ -466,6 +466,7 @@ def nccl():
 
 def dp():
     param_gather_overlap()
+    fsdp_implementations()
     ddp = os.path.join(data, "ddp.yaml")
     P = 2 * (12 * 256**2 + 4 * 256) + 2 * 1000 * 256 + 2 * 256  # tiny-gpt, see acceptance()
     # Bytes each GPU sends per step over dp, in units of the 16-bit parameter bytes 2P
@@ -631,6 +632,98 @@ def dp():
     fast = run_json(ddp, "--set", "parallel.zero=3", "--set", "parallel.fsdp.prefetch=1")
     check(slow.get("step_time_s", 0) > fast.get("step_time_s", 1), "prefetch 1 faster than 0: %s vs %s"
           % (fast.get("step_time_s"), slow.get("step_time_s")))
+
+
+def fsdp_implementations():
+    ddp = os.path.join(data, "ddp.yaml")
+    # tiny-gpt: P = 2,087,424 parameters (embedding 256,000; each layer 12h^2 + 4h = 787,456
+    # with h = 256; LM head 256,000 and final norm 512); ddp.yaml: dp 2, one micro-batch.
+    P = 2087424
+    z3 = ["--set", "parallel.zero=3"]
+    fast = ["--set", "topology.node.intra.bandwidth=10000 GB/s",
+            "--set", "topology.node.intra.latency=0 us"]
+    # FSDP2 copies each gathered unit out of the all-gather buffer (read and write: 2 x 2 B
+    # per parameter) before its forward and again before its backward, and each unit's
+    # gradients into the reduce-scatter buffer (read 2 B, write 2 B): 4P + 4P + 4P = 12P bytes
+    # per micro-batch, on the compute stream. On the ideal GPU with HBM at 1 TB/s (efficiency
+    # 1) and collectives of ~0.2 us in all, the step grows by 12P / 1e12 s = 25.049088 us.
+    hbm = ["--set", "topology.gpu.memory_bandwidth=1 TB/s"]
+    f1 = run_json(ddp, *z3, *fast, *hbm, "--set", "parallel.fsdp.implementation=fsdp1")
+    f2 = run_json(ddp, *z3, *fast, *hbm)  # fsdp2 is the default
+    near(f2.get("step_time_s", 0) - f1.get("step_time_s", 0), 12 * P / 1e12, 1e-3,
+         "FSDP2's copy-out and copy-in kernels")
+    check(f1.get("comm_bytes_per_gpu") == f2.get("comm_bytes_per_gpu"), "same bytes either way")
+    # With fp32 gradient reduction FSDP1 casts each unit's gradients first (read 2 B, write
+    # 4 B per parameter: 6P bytes), as many bytes as FSDP2's copy-in then moves: FSDP2 is
+    # ahead by its copy-outs alone, 8P / 1e12 s = 16.699392 us.
+    c32 = ["--set", "training.grad_dtype=fp32"]
+    g1 = run_json(ddp, *z3, *fast, *hbm, *c32, "--set", "parallel.fsdp.implementation=fsdp1")
+    g2 = run_json(ddp, *z3, *fast, *hbm, *c32)
+    near(g2.get("step_time_s", 0) - g1.get("step_time_s", 0), 8 * P / 1e12, 1e-3,
+         "FSDP1's gradient cast against FSDP2's copy-in")
+    # FSDP1's rate limiter keeps two gathers in flight: prefetch 3 behaves as prefetch 1.
+    # Without it, with collectives that are instant next to compute (bf16 at 1 TFLOP/s), the
+    # backward gathers of all three units after the head are done while the head's backward
+    # runs: layer 0 and the embedding (2 x (787,456 + 256,000) = 2,086,912 B) are held beside
+    # what prefetch 1 holds, at the peak there (the loss backward).
+    slow = fast + ["--set", "topology.gpu.peak.bf16=1 TFLOP/s"]
+    lim = run_json(ddp, *z3, *slow, "--set", "parallel.fsdp={implementation: fsdp1, prefetch: 3}")
+    one = run_json(ddp, *z3, *slow, "--set", "parallel.fsdp={implementation: fsdp1, prefetch: 1}")
+    free = run_json(ddp, *z3, *slow, "--set",
+                    "parallel.fsdp={implementation: fsdp1, prefetch: 3, limit_all_gathers: false}")
+    check(lim.get("peak_mem_bytes") == one.get("peak_mem_bytes") and
+          lim.get("step_time_s") == one.get("step_time_s"), "limit_all_gathers caps prefetch at 1")
+    check(free.get("peak_mem_bytes", 0) - one.get("peak_mem_bytes", 0) == 2086912,
+          "without the limiter three gathered units ahead: %s vs %s"
+          % (free.get("peak_mem_bytes"), one.get("peak_mem_bytes")))
+    one = run_json(ddp, *z3, "--set", "parallel.fsdp={implementation: fsdp1, prefetch: 1}")
+    # DeepSpeed with a prefetch bucket of 1 parameter (the next unit crosses it), a reduce
+    # bucket of 1 (each unit's gradients on their own) and nothing persistent is FSDP1 with
+    # prefetch 1, exactly; a prefetch bucket of 0 is prefetch 0.
+    def ds(extra):
+        return run_json(ddp, *z3, "--set", "parallel.fsdp={implementation: deepspeed, "
+                        "reduce_bucket: 1, persistence_threshold: 0%s}" % extra)
+    check(ds(", prefetch_bucket: 1").get("step_time_s") == one.get("step_time_s"),
+          "deepspeed, buckets of one = fsdp1 prefetch 1")
+    zero = run_json(ddp, *z3, "--set", "parallel.fsdp={implementation: fsdp1, prefetch: 0}")
+    check(ds(", prefetch_bucket: 0").get("step_time_s") == zero.get("step_time_s"),
+          "deepspeed, prefetch bucket 0 = fsdp1 prefetch 0")
+    # Persistence (DeepSpeed's default threshold, 1e5 elements): per layer the LayerNorms'
+    # four 256-vectors (1,024) and the q, k, v, o matrices (256 x 256 = 65,536 each: 262,144)
+    # stay whole; the MLP matrices (262,144 each) are gathered; the head keeps its final norm
+    # (512). Whole: 2 x 263,168 + 512 = 526,848 parameters, 1,053,696 B on each rank; the
+    # rest sharded over 2: (2P - 1,053,696) / 2 = 1,560,576 B. Params: 2,614,272 B.
+    # Gathers send half of the gathered 2 B per parameter, twice: 2 x (P - 526,848) = 3,121,152;
+    # reduce-scatters half of every gradient: P = 2,087,424 (in 5e8-parameter buckets: one).
+    d = run_json(ddp, *z3, "--set", "parallel.fsdp.implementation=deepspeed")
+    check(d.get("mem_bytes", {}).get("params") == 2614272, "persistent parameters whole: %s"
+          % d.get("mem_bytes"))
+    check(d.get("comm_bytes_per_gpu", {}).get("dp") == 3121152 + 2087424,
+          "persistent parameters not gathered: %s" % d.get("comm_bytes_per_gpu"))
+    # Reduce buckets of 1e6 parameters in backward order: head 256,512 + layer 1 787,456 =
+    # 1,043,968 >= 1e6: one reduce-scatter; layer 0 787,456 + embedding 256,000 = 1,043,456:
+    # the second. Bytes unchanged.
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "ds.h5")
+        rc, out, err = run("run", ddp, *z3, "--set", "parallel.fsdp={implementation: deepspeed, "
+                           "reduce_bucket: 1e6}", "-o", h5)
+        check(rc == 0, "deepspeed buckets: " + err)
+        if rc == 0:
+            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+            t = t[(t["step"] == t["step"].max()) & (t["rank"] == 0)]
+            rs = [y for y in t if y["name"] == b"fsdp.reduce_scatter"]
+            check(len(rs) == 2, "two reduce buckets: %d" % len(rs))
+    # an option of another implementation is refused where it is given
+    with tempfile.TemporaryDirectory() as tmp:
+        for bad, hint in (("implementation: fsdp2, limit_all_gathers: true", "rate limiter"),
+                          ("implementation: fsdp1, reduce_bucket: 5e8", "own"),
+                          ("implementation: deepspeed, prefetch: 2", "prefetch_bucket"),
+                          ("implementation: deepspeed, reshard_after_forward: false", "releases")):
+            rc, out, err = run("check", ddp, "--set", "parallel.zero=3", "--set",
+                               "parallel.fsdp={%s}" % bad)
+            check(rc == 2 and "error: parallel.fsdp." in err and hint in err,
+                  "refused: %s: %s" % (bad, err))
 
 
 def param_gather_overlap():
