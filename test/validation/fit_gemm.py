@@ -17,7 +17,14 @@ squares on log(t_model / t_measured) (scripts/gpu/gemmfit.py, numpy only), once 
 once free, on the shapes a training step has: F >= 1 GFLOP and b m n >= 2^20 outputs
 (skinny outputs of a few tiles need split-K and are not transformer GEMMs). It prints both
 fits with their errors on that set and on every shape of >= 0.5 GFLOP, and the median rate
-by k for large outputs, measured and modelled."""
+by k for large outputs, measured and modelled.
+
+It also tries wave quantization on top (--sms, default 132, the H100 SXM's): a GEMM's output
+cut into tiles of tm x tn runs in ceil(tiles / SMs) waves, each as long as a full one, so the
+rate term F / (P e) is divided by q = b m n / (waves SMs tm tn); once with one tile shape for
+every GEMM and once with the best of four shapes per GEMM (as a tile-choosing library would).
+docs/calibration.md ("Wave quantization") reads these lines: they are why the catalog has no
+SM count."""
 import csv, os, re, sys
 
 import numpy as np
@@ -71,6 +78,29 @@ print("%s: %d shapes; peak %.0f TFLOP/s, %.0f GB/s, launch %.1f us" % (path, len
 for name, q in fits.items():
     print("%-16s t0 = %.2f us, e = %.3f, k0 = %.1f | fit set: %s | all >= 0.5 GFLOP: %s" % (
         name, q[0], q[1], q[2], errors(q, fit_set), errors(q, wide)))
+SMS = float(opt("--sms", 132))
+
+
+def quantized(tiles):
+    """Per shape, the best wave-quantization efficiency q over the tile shapes given."""
+    best = np.zeros_like(F)
+    for tm, tn in tiles:
+        count = b * np.ceil(m / tm) * np.ceil(n / tn)
+        best = np.maximum(best, b * m * n / (np.ceil(count / SMS) * SMS * tm * tn))
+    return best
+
+
+for name, tiles in (("128x128 tiles", [(128, 128)]),
+                    ("best of 4 tiles", [(256, 128), (128, 256), (128, 128), (64, 128)])):
+    qz = quantized(tiles)
+    p = gemmfit.fit((F / qz)[fit_set], k[fit_set], t[fit_set], t_mem[fit_set], P, LAUNCH)
+    rel = gemmfit.model(p, F / qz, k, t_mem, P, LAUNCH) / t - 1
+    err = {"fit": rel[fit_set], "wide": rel[wide]}
+    print("%-16s t0 = %.2f us, e = %.3f, k0 = %.1f | fit set: mean |error| %.1f%%, max %.1f%% | "
+          "all >= 0.5 GFLOP: mean %.1f%%, max %.1f%% (waves on %d SMs)" % (
+              name, p[0], p[1], p[2], 100 * np.mean(np.abs(err["fit"])),
+              100 * np.max(np.abs(err["fit"])), 100 * np.mean(np.abs(err["wide"])),
+              100 * np.max(np.abs(err["wide"])), SMS))
 q = fits["with k0"]
 print()
 print("| k | measured TFLOP/s (median) | model with k0 | model, F only |")
