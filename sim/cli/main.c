@@ -160,6 +160,10 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
                 f,
                 "  experts         busiest %.3g x the mean load, %.2f%% of assignments dropped\n",
                 s->moe_load_max_over_mean, 100 * s->moe_dropped_fraction);
+        if (s->variable)
+            fprintf(f, "  slowest rank    %d: %.4g s of compute, the others wait %.4g s per step "
+                       "for it\n",
+                    s->slowest_rank, s->slowest_compute_s, s->slowest_wait_s);
     }
     fprintf(f, "  memory (peak)   ");
     print_bytes(f, (double)s->peak_mem_bytes);

@@ -120,8 +120,6 @@ static const input_enum_name attention_names[] = {
 /* ---------------------------------------------------------------------------------------- */
 /* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
 
-static const input_notsup ns_jitter = {.feature = "compute jitter",
-                                    .issue = "the variability issue"};
 /* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
 
@@ -203,6 +201,80 @@ static int stage_layers_fn(const input_key *key, const input_ynode *v, void *bas
         p->pipeline.stage_layers[i] = (int)x;
     }
     p->pipeline.n_stage_layers = (int)v->n;
+    return 0;
+}
+
+/* simulation.stragglers: [{ranks: [3, 7], slowdown: 1.25}, ...]: each rank at most once,
+ * slowdown a number in (0, 100]; whether the ranks exist is checked with the layout. */
+static int stragglers_fn(const input_key *key, const input_ynode *v, void *base,
+                         input_schema_ctx *ctx)
+{
+    (void)key;
+    plan_simulation *s = base;
+    static const char example[] = "[{ranks: [3], slowdown: 1.25}]";
+    int rc;
+    if (!expect_list(ctx, v, example, &rc))
+        return rc;
+    s->n_stragglers = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        const input_ynode *item = v->items[i];
+        char what[INPUT_SCHEMA_PATH_MAX + 48];
+        snprintf(what, sizeof what, "%s[%zu]", ctx->path, i);
+        if (item->kind != INPUT_YMAP)
+            return input_schema_error(ctx, SIM_EINVAL, item,
+                                      "%s: expected a mapping such as {ranks: [3], slowdown: "
+                                      "1.25}, got %s",
+                                      what, input_ykind_name(item->kind));
+        const input_ynode *ranks = NULL, *slow = NULL;
+        for (size_t j = 0; j < item->n; j++) {
+            const input_ypair *pr = &item->pairs[j];
+            if (!strcmp(pr->key->text, "ranks"))
+                ranks = pr->value;
+            else if (!strcmp(pr->key->text, "slowdown"))
+                slow = pr->value;
+            else {
+                input_schema_error(ctx, SIM_EINVAL, pr->key, "unknown key '%s' in %s",
+                                   pr->key->text, what);
+                sim_diag_hint(ctx->diag, "valid keys here: ranks, slowdown");
+                return SIM_EINVAL;
+            }
+        }
+        if (!ranks || !slow)
+            return input_schema_error(ctx, SIM_EINVAL, item, "missing required key '%s' in '%s'",
+                                      ranks ? "slowdown" : "ranks", what);
+        double f;
+        char sw[INPUT_SCHEMA_PATH_MAX + 64];
+        snprintf(sw, sizeof sw, "%s.slowdown", what);
+        if ((rc = input_schema_float(ctx, sw, slow, &f)))
+            return rc;
+        if (!(f > 0 && f <= 100))
+            return input_schema_error(ctx, SIM_EINVAL, slow,
+                                      "%s: must be greater than 0 and at most 100 (got %s)", sw,
+                                      slow->text);
+        snprintf(sw, sizeof sw, "%s.ranks", what);
+        if (ranks->kind != INPUT_YSEQ || ranks->n == 0)
+            return input_schema_error(ctx, SIM_EINVAL, ranks,
+                                      "%s: expected a non-empty list of ranks such as [3]", sw);
+        for (size_t j = 0; j < ranks->n; j++) {
+            char rw[INPUT_SCHEMA_PATH_MAX + 96];
+            snprintf(rw, sizeof rw, "%s[%zu]", sw, j);
+            int64_t r;
+            if ((rc = input_schema_int(ctx, rw, ranks->items[j], &r)))
+                return rc;
+            if (r < 0 || r >= 1048576)
+                return input_schema_error(ctx, SIM_EINVAL, ranks->items[j],
+                                          "%s: a rank from 0 (got %s)", rw, ranks->items[j]->text);
+            for (int k = 0; k < s->n_stragglers; k++)
+                if (s->stragglers[k].rank == r)
+                    return input_schema_error(ctx, SIM_EINVAL, ranks->items[j],
+                                              "%s: rank %lld is listed twice", rw, (long long)r);
+            if (s->n_stragglers == PLAN_STRAGGLERS_MAX)
+                return input_schema_error(ctx, SIM_EINVAL, ranks->items[j],
+                                          "%s: at most %d ranks in all", ctx->path,
+                                          PLAN_STRAGGLERS_MAX);
+            s->stragglers[s->n_stragglers++] = (plan_straggler){.rank = (int32_t)r, .slowdown = f};
+        }
+    }
     return 0;
 }
 
@@ -420,8 +492,9 @@ static const input_key simulation_keys[] = {
     {.name = "symmetry", .type = INPUT_K_ENUM, .offset = SI(symmetry), .enums = symmetry_names},
     {.name = "symmetry_collectives", .type = INPUT_K_ENUM, .offset = SI(symmetry_collectives),
      .enums = symcoll_names},
-    {.name = "jitter", .type = INPUT_K_FLOAT, .offset = SI(jitter), .flags = NONNEG,
-     .notsup = &ns_jitter},
+    {.name = "jitter", .type = INPUT_K_FLOAT, .offset = SI(jitter),
+     .flags = (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 0, .max = 10},
+    {.name = "stragglers", .type = INPUT_K_CUSTOM, .fn = stragglers_fn},
 };
 MAP(simulation_map, "simulation", simulation_keys);
 

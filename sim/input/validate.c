@@ -425,6 +425,45 @@ static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_sch
     return 0;
 }
 
+/* simulation.stragglers and jitter: every rank listed exists, and every rank is simulated
+ * (symmetry takes the replicas for copies of one, which a slowed rank is not). */
+static int check_variability(const input_ynode *root, const plan_scenario *sc,
+                             input_schema_ctx *ctx)
+{
+    const plan_simulation *s = &sc->simulation;
+    const plan_parallel *p = &sc->parallel;
+    if (s->symmetry == PLAN_SYMMETRY_DP && (s->n_stragglers > 0 || s->jitter > 0)) {
+        const char *key = s->n_stragglers > 0 ? "simulation.stragglers" : "simulation.jitter";
+        input_schema_error(ctx, SIM_EINVAL, locate(root, key, "simulation"),
+                           "%s: every replica must be simulated, but simulation.symmetry is dp",
+                           key);
+        sim_diag_hint(ctx->diag, "set simulation.symmetry: none (replicas differ once a rank is "
+                                 "slowed or its kernels vary)");
+        return SIM_EINVAL;
+    }
+    long long ranks = (long long)p->dp * p->tp * p->pp * p->cp;
+    const input_ynode *list = given(root, "simulation.stragglers");
+    for (int i = 0; i < s->n_stragglers; i++) {
+        if (s->stragglers[i].rank < ranks)
+            continue;
+        /* the item that lists it: walk the list in the order the loader read it */
+        const input_ynode *at = list;
+        int seen = 0;
+        for (size_t e = 0; list && e < list->n && at == list; e++) {
+            const input_ypair *r = input_ymap_find(list->items[e], "ranks");
+            for (size_t j = 0; r && j < r->value->n; j++, seen++)
+                if (seen == i)
+                    at = r->value->items[j];
+        }
+        input_schema_error(ctx, SIM_EINVAL, at ? at : root,
+                           "simulation.stragglers: rank %d does not exist (the run has %lld "
+                           "ranks, 0 to %lld)",
+                           s->stragglers[i].rank, ranks, ranks - 1);
+        return SIM_EINVAL;
+    }
+    return 0;
+}
+
 static int check_training(const input_ynode *root, plan_scenario *sc, input_schema_ctx *ctx)
 {
     plan_training *tr = &sc->training;
@@ -655,6 +694,8 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                                   p->pp > 1 ? "pipeline parallelism"
                                             : "mixture-of-experts models");
     int rc = check_fsdp(root, p, ctx);
+    if (!rc)
+        rc = check_variability(root, sc, ctx);
     if (rc)
         return rc;
     if (p->pipeline.n_stage_layers > 0) {

@@ -149,13 +149,23 @@ typedef struct plan_parallel {
     plan_group_class order[PLAN_GROUP_COUNT]; /* inner to outer */
 } plan_parallel;
 
+/* simulation.stragglers: ranks whose kernels run `slowdown` times as long (one entry per
+ * rank listed, in the order listed). */
+#define PLAN_STRAGGLERS_MAX 1024
+typedef struct plan_straggler {
+    int32_t rank;
+    double slowdown;
+} plan_straggler;
+
 typedef struct plan_simulation {
     int steps;
     uint64_t seed;
     bool timeline;
     plan_symmetry symmetry;
     plan_symmetry_coll symmetry_collectives;
-    double jitter;
+    double jitter; /* coefficient of variation of each kernel's duration (lognormal, mean 1) */
+    int n_stragglers;
+    plan_straggler stragglers[PLAN_STRAGGLERS_MAX];
 } plan_simulation;
 
 typedef struct plan_scenario {

@@ -3,6 +3,8 @@
 #ifndef SIM_REPLAY_REPLAY_INTERNAL_H
 #define SIM_REPLAY_REPLAY_INTERNAL_H
 
+#include <gsl/gsl_rng.h>
+
 #include "coll/exec.h"
 #include "coll/select.h"
 #include "core/eventq.h"
@@ -138,6 +140,12 @@ typedef struct replay_ctx {
     bool w0_known;
     sim_time w0;
     int before_w0; /* ranks yet to finish the step before the reported one */
+    /* simulation.stragglers: per rank, the factor on its kernels' durations (NULL: none);
+     * simulation.jitter: per rank, the generator of each kernel's lognormal factor (mean 1,
+     * log-variance sigma^2 = ln(1 + CV^2)), drawn in the rank's kernel order (NULL: none) */
+    double *slowdown;
+    gsl_rng **jitter;
+    double jitter_mu, jitter_sigma;
 } replay_ctx;
 
 /* Accounts a closed interval of the reported step to its rank's busy and idle time
@@ -148,6 +156,7 @@ void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv);
 void replay__init_rank(replay_ctx *c, int rank);
 void replay__init_colls(replay_ctx *c);   /* groups and every instance's schedule */
 void replay__init_symmetry(replay_ctx *c); /* simulation.symmetry: dp */
+void replay__init_variability(replay_ctx *c); /* simulation.stragglers and jitter */
 void replay__add_estimated_traffic(replay_ctx *c);
 void replay__clear(replay_ctx *c);        /* frees all of the above */
 

@@ -30,6 +30,9 @@ void replay_summary_untimed(replay_summary *s)
         s->comm_bytes_per_gpu[g] = NAN;
     s->moe = false;
     s->moe_dropped_fraction = s->moe_load_max_over_mean = NAN;
+    s->variable = false;
+    s->slowest_rank = -1;
+    s->slowest_compute_s = s->slowest_wait_s = NAN;
     s->budget_tokens = s->budget_steps = s->time_to_train_s = s->gpu_hours = s->cost = NAN;
 }
 

@@ -71,6 +71,12 @@ typedef struct replay_summary {
     bool moe;                       /* a MoE model: the two routing statistics below are set */
     double moe_dropped_fraction;    /* token-expert assignments dropped at capacity */
     double moe_load_max_over_mean;  /* busiest expert / mean, averaged over layers, micro-batches */
+    /* simulation.stragglers or jitter: the rank with the most compute in the reported step
+     * (the lowest such rank on a tie), its compute time and the others' mean wait for it
+     * (its compute minus theirs); slowest_rank -1 and NaN otherwise */
+    bool variable;
+    int slowest_rank;
+    double slowest_compute_s, slowest_wait_s;
     /* training.tokens > 0: the budget, in steps of global_batch x seq_len tokens (rounded
      * up), at the step time; cost with topology.price_per_gpu_hour > 0, else NaN. All NaN
      * without a budget. */

@@ -168,6 +168,8 @@ typedef struct h5_summary_row {
     double exposed_comm_s[PLAN_GROUP_COUNT];
     double comm_bytes_per_gpu[REPLAY_COMM_COUNT];
     double moe_dropped_fraction, moe_load_max_over_mean; /* NaN for dense models */
+    int32_t slowest_rank;                     /* -1 without stragglers or jitter */
+    double slowest_compute_s, slowest_wait_s; /* NaN without them */
     double budget[5]; /* tokens, steps, time_to_train_s, gpu_hours, cost: NaN when unset */
     int64_t peak_mem_bytes;
     int64_t mem_bytes[PLAN_MEM_COUNT];
@@ -228,6 +230,9 @@ static void summary_cols_init(h5_summary_cols *sc)
     summary_col(sc, "moe", "dropped_fraction", COL_F64, offsetof(R, moe_dropped_fraction), "1");
     summary_col(sc, "moe", "load_max_over_mean", COL_F64, offsetof(R, moe_load_max_over_mean),
                 "1");
+    summary_col(sc, "slowest_rank", "rank", COL_I32, offsetof(R, slowest_rank), NULL);
+    summary_col(sc, "slowest_rank", "compute_s", COL_F64, offsetof(R, slowest_compute_s), "s");
+    summary_col(sc, "slowest_rank", "wait_s", COL_F64, offsetof(R, slowest_wait_s), "s");
     static const char *const budget_keys[5] = {"tokens", "steps", "time_to_train_s",
                                                "gpu_hours", "cost"};
     static const char *const budget_units[5] = {"tokens", "1", "s", "h", "price"};
@@ -262,6 +267,9 @@ static void summary_row_fill(h5_summary_row *row, const replay_summary *s)
     memcpy(row->comm_bytes_per_gpu, s->comm_bytes_per_gpu, sizeof row->comm_bytes_per_gpu);
     row->moe_dropped_fraction = s->moe ? s->moe_dropped_fraction : NAN;
     row->moe_load_max_over_mean = s->moe ? s->moe_load_max_over_mean : NAN;
+    row->slowest_rank = s->variable ? s->slowest_rank : -1;
+    row->slowest_compute_s = s->variable ? s->slowest_compute_s : NAN;
+    row->slowest_wait_s = s->variable ? s->slowest_wait_s : NAN;
     row->budget[0] = s->budget_tokens;
     row->budget[1] = s->budget_steps;
     row->budget[2] = s->time_to_train_s;

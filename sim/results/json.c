@@ -331,6 +331,19 @@ void results_json_write_run_verdict(FILE *out, const replay_results *r,
         fputs("},", out);
     }
 
+    if (s->variable) {
+        json_key(out, "slowest_rank");
+        fputc('{', out);
+        json_key(out, "rank");
+        fprintf(out, "%d,", s->slowest_rank);
+        json_key(out, "compute_s");
+        json_double(out, "slowest_rank.compute_s", s->slowest_compute_s);
+        fputc(',', out);
+        json_key(out, "wait_s");
+        json_double(out, "slowest_rank.wait_s", s->slowest_wait_s);
+        fputs("},", out);
+    }
+
     json_mem(out, s);
     if (v)
         json_verdict(out, v);

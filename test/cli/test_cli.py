@@ -114,7 +114,7 @@ BAD = [
     ("bad-missing-file.yaml", (3, 8), "no-such-model.yaml"),
     ("bad-negative-size.yaml", (5, 17), "negative"),
     ("bad-duplicate-key.yaml", (6, 3), "duplicate"),
-    ("bad-not-supported.yaml", (7, 11), "not supported"),
+    ("bad-not-supported.yaml", (7, 9), "not supported"),
     ("bad-too-many-gpus.yaml", (5, 7), "GPU"),
     # an inline GPU whose attention table goes down in sequence length
     ("bad-attention-efficiency.yaml", (5, 56), "strictly increasing"),
@@ -467,6 +467,7 @@ def nccl():
 def dp():
     param_gather_overlap()
     fsdp_implementations()
+    stragglers()
     ddp = os.path.join(data, "ddp.yaml")
     P = 2 * (12 * 256**2 + 4 * 256) + 2 * 1000 * 256 + 2 * 256  # tiny-gpt, see acceptance()
     # Bytes each GPU sends per step over dp, in units of the 16-bit parameter bytes 2P
@@ -632,6 +633,55 @@ def dp():
     fast = run_json(ddp, "--set", "parallel.zero=3", "--set", "parallel.fsdp.prefetch=1")
     check(slow.get("step_time_s", 0) > fast.get("step_time_s", 1), "prefetch 1 faster than 0: %s vs %s"
           % (fast.get("step_time_s"), slow.get("step_time_s")))
+
+
+def stragglers():
+    ddp = os.path.join(data, "ddp.yaml")
+    import h5py
+    # A compute-bound DDP step (ddp.yaml: overlap off, one micro-batch; the pair's link made
+    # instant): each rank computes C, then the gradients are all-reduced. Rank 1 at slowdown
+    # 1.25 computes 1.25 C; rank 0 reaches the all-reduce 0.25 C early and waits there, so the
+    # step grows by 0.25 C, rank 0's idle time grows by 0.25 C, all of it `dp` (the mean
+    # exposed dp time over the 2 ranks by 0.125 C), and the report names rank 1, the others
+    # waiting 0.25 C for it. C is the baseline's compute time per rank (ranks table).
+    fast = ["--set", "topology.node.intra.bandwidth=10000 GB/s",
+            "--set", "topology.node.intra.latency=0 us"]
+    slow = ["--set", "simulation.stragglers=[{ranks: [1], slowdown: 1.25}]"]
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "base.h5")
+        rc, out, err = run("run", ddp, *fast, "-o", h5)
+        check(rc == 0, "straggler baseline: " + err)
+        if rc != 0:
+            return
+        ranks = h5py.File(h5, "r")["/runs/ddp/ranks"][:]
+        C = float(ranks["compute_s"][1])
+        check(abs(ranks["compute_s"][0] - C) <= 1e-12, "both ranks compute the same")
+    base = run_json(ddp, *fast)
+    s = run_json(ddp, *fast, *slow)
+    check("slowest_rank" not in base, "no slowest_rank object without stragglers or jitter")
+    near(s.get("step_time_s", 0) - base.get("step_time_s", 0), 0.25 * C, 0.01,
+         "the step grows by 25% of the compute time")
+    near(s.get("exposed_comm_s", {}).get("dp", 0) - base.get("exposed_comm_s", {}).get("dp", 0),
+         0.125 * C, 0.01, "the other rank's wait is dp (mean over 2 ranks)")
+    sr = s.get("slowest_rank", {})
+    check(sr.get("rank") == 1, "the straggler is named: %s" % sr)
+    # (each scaled kernel is rounded to the picosecond: 74 kernels, < 1e-4 of 0.25 C)
+    near(sr.get("compute_s", 0), 1.25 * C, 1e-4, "its compute time")
+    near(sr.get("wait_s", 0), 0.25 * C, 1e-4, "the others' wait for it")
+    rc, out, err = run("run", ddp, *fast, *slow)
+    check(rc == 0 and "slowest rank    1:" in out, "the text report names it: " + out)
+    # jitter: same seed, same bytes; another seed, another step; CV 0 is no jitter
+    j1 = run("run", ddp, "--json", "--set", "simulation.jitter=0.05")
+    j2 = run("run", ddp, "--json", "--set", "simulation.jitter=0.05")
+    j3 = run_json(ddp, "--set", "simulation.jitter=0.05", "--set", "simulation.seed=7")
+    check(j1[:2] == j2[:2] and j1[0] == 0, "jitter is deterministic")
+    check(json.loads(j1[1]).get("step_time_s") != j3.get("step_time_s"), "the seed matters")
+    check(run_json(ddp, "--set", "simulation.jitter=0") == run_json(ddp), "jitter 0 is none")
+    # refused: a rank that does not exist, symmetry with stragglers
+    rc, out, err = run("check", ddp, "--set", "simulation.stragglers=[{ranks: [2], slowdown: 2}]")
+    check(rc == 2 and "rank 2 does not exist" in err, "rank 2 of 2: " + err)
+    rc, out, err = run("check", ddp, *slow, "--set", "simulation.symmetry=dp")
+    check(rc == 2 and "every replica must be simulated" in err, "symmetry refused: " + err)
 
 
 def fsdp_implementations():

@@ -575,11 +575,38 @@ static void test_not_supported(void)
     plan_scenario sc;
     sim_diag d;
 
-    /* "  jitter: 0.1" at 4:11 */
-    CHECK_INT_EQ(load(REFS "simulation:\n  jitter: 0.1\n", &sc, &d), SIM_ENOTSUP);
-    CHECK_DIAG(d, "s.yaml", 4, 11);
-    CHECK_STR_EQ(d.msg, "`simulation.jitter: 0.1`: compute jitter is not supported yet (coming "
-                        "with the variability issue)");
+    /* FSDP with a pipeline is refused at the value of zero: "  zero: 3" at 5:9 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  pp: 2\n  zero: 3\n", &sc, &d), SIM_ENOTSUP);
+    CHECK_DIAG(d, "s.yaml", 5, 9);
+    CHECK_STR_EQ(d.msg, "parallel.zero: FSDP/ZeRO-3 with pipeline parallelism is not supported "
+                        "yet");
+    /* jitter and stragglers load; a rank listed twice is refused at its second mention
+     * ("  stragglers: [{ranks: [1, 1]": the second 1 at 4:28), one past the 8 ranks of dp 8
+     * at the rank ("[{ranks: [8]": 4:25) */
+    CHECK_INT_EQ(load(REFS "simulation:\n  jitter: 0.1\n  stragglers: [{ranks: [3, 5], "
+                           "slowdown: 1.25}, {ranks: [0], slowdown: 0.5}]\nparallel: {dp: 8}\n",
+                      &sc, &d),
+                 0);
+    CHECK(sc.simulation.jitter == 0.1 && sc.simulation.n_stragglers == 3);
+    CHECK(sc.simulation.stragglers[1].rank == 5 && sc.simulation.stragglers[1].slowdown == 1.25);
+    CHECK(sc.simulation.stragglers[2].rank == 0 && sc.simulation.stragglers[2].slowdown == 0.5);
+    CHECK_INT_EQ(load(REFS "simulation:\n  stragglers: [{ranks: [1, 1], slowdown: 2}]\n", &sc,
+                      &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 28);
+    CHECK_STR_HAS(d.msg, "rank 1 is listed twice");
+    CHECK_INT_EQ(load(REFS "simulation:\n  stragglers: [{ranks: [8], slowdown: 2}]\n"
+                           "parallel: {dp: 8}\n",
+                      &sc, &d),
+                 SIM_EINVAL);
+    CHECK_DIAG(d, "s.yaml", 4, 25);
+    CHECK_STR_HAS(d.msg, "rank 8 does not exist (the run has 8 ranks, 0 to 7)");
+    CHECK_INT_EQ(load(REFS "simulation:\n  stragglers: [{ranks: [1]}]\n", &sc, &d), SIM_EINVAL);
+    CHECK_STR_HAS(d.msg, "missing required key 'slowdown'");
+    CHECK_INT_EQ(load(REFS "simulation:\n  jitter: 0.1\n  symmetry: dp\nparallel: {dp: 8}\n",
+                      &sc, &d),
+                 SIM_EINVAL);
+    CHECK_STR_HAS(d.msg, "simulation.jitter: every replica must be simulated");
     /* context parallelism loads; it needs 2·cp | seq_len ("  cp: 3" at 4:3, the key: 2048 is
      * not a multiple of 6) and flash attention */
     CHECK_INT_EQ(load(REFS "parallel:\n  cp: 2\n", &sc, &d), 0);
@@ -1257,9 +1284,9 @@ static void test_set(void)
     CHECK_INT_EQ(load_sets(REFS, v2, 1, &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "--set topology.gpu.memory=40", 0, 0);
     CHECK_STR_HAS(d.msg, "missing unit in '40'");
-    const char *v3[] = {"simulation.jitter=0.5"};
-    CHECK_INT_EQ(load_sets(REFS, v3, 1, &sc, &d), SIM_ENOTSUP);
-    CHECK_DIAG(d, "--set simulation.jitter=0.5", 0, 0);
+    const char *v3[] = {"simulation.jitter=11"};
+    CHECK_INT_EQ(load_sets(REFS, v3, 1, &sc, &d), SIM_EINVAL);
+    CHECK_DIAG(d, "--set simulation.jitter=11", 0, 0);
     const char *v4[] = {"parallel.dp=[1, 2"};
     CHECK_INT_EQ(load_sets(REFS, v4, 1, &sc, &d), SIM_EINVAL);
     CHECK_DIAG(d, "--set parallel.dp=[1, 2", 0, 0);

@@ -231,6 +231,30 @@ with tempfile.TemporaryDirectory() as tmp:
           "the table's first row is the winner: %s" % first)
     check(any("closest that do not fit" in l for l in lines) and any("needs" in l and "GiB >" in l for l in lines),
           "the best rejected strategies with their binding constraint")
+
+    # jitter (and a straggler) over two seeds: each rank's draws depend on the seed and the
+    # rank alone, so 2 MPI ranks give the serial file byte for byte, and the seeds differ
+    spec = os.path.join(tmp, "jitter.yaml")
+    open(spec, "w").write(
+        "base: %s/ddp.yaml\n"
+        "axes:\n"
+        "  simulation: [{jitter: 0.05, seed: 1}, {jitter: 0.05, seed: 2},\n"
+        "               {jitter: 0.05, seed: 1, stragglers: [{ranks: [1], slowdown: 1.25}]}]\n" % data)
+    outs = {}
+    for ranks in (0, 2):
+        d = os.path.join(tmp, "jit%d" % ranks)
+        os.mkdir(d)
+        p = sweep(d, spec, ranks, "--json")
+        check(p.returncode == 0, "jitter sweep with %d rank(s): %s" % (ranks, p.stderr))
+        outs[ranks] = (open(os.path.join(d, "out.h5"), "rb").read() if p.returncode == 0 else b"", p.stdout)
+    check(outs[0] == outs[2] and outs[0][0], "jitter: -n 2 gives the serial file and JSON byte for byte")
+    objs = [json.loads(l) for l in outs[0][1].splitlines()]
+    if len(objs) == 3:
+        check(objs[0]["step_time_s"] != objs[1]["step_time_s"], "another seed, other draws")
+        check(objs[2]["slowest_rank"]["rank"] == 1, "the straggler is the slowest rank: %s" % objs[2].get("slowest_rank"))
+    c = subprocess.run(["/usr/bin/python3", contract_check, "json", "-"], input=outs[0][1],
+                       capture_output=True, text=True)
+    check(c.returncode == 0, "jitter JSON contract: " + c.stdout)
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)

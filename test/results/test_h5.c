@@ -247,6 +247,7 @@ static void test_contents(void)
     CHECK_STR_HAS(buf, "name,status,error,gpus,steps,step_time_s,tokens_per_s,");
     CHECK_STR_HAS(buf, ",bubble_by_cause.pipeline,bubble_by_cause.dp,");
     CHECK_STR_HAS(buf, ",comm_bytes_per_gpu.offload,moe.dropped_fraction,moe.load_max_over_mean,"
+                       "slowest_rank.rank,slowest_rank.compute_s,slowest_rank.wait_s,"
                        "budget.tokens,budget.steps,budget.time_to_train_s,budget.gpu_hours,"
                        "budget.cost,peak_mem_bytes,mem_bytes.params,");
     CHECK_STR_HAS(buf, ",capacity_bytes,binding_constraint");
