@@ -178,7 +178,7 @@ static void limit_of(const rung *x, char *buf, size_t size)
     if (!x->k.valid)
         snprintf(buf, size, "%s", x->k.reason);
     else if (!x->k.fits)
-        snprintf(buf, size, "%s %.2f GiB at the peak: %s", plan_mem_cat_name(v->binding),
+        snprintf(buf, size, "%s %.2f GiB at the peak: %s", results_verdict_item(v),
                  v->binding_bytes / GiB, v->binding_why);
     else if (!v->has_bottleneck)
         snprintf(buf, size, "not replayed: too large to time quickly (`stepsim run --set` it)");
@@ -225,7 +225,7 @@ static void write_json(FILE *f, const rung *x, int64_t capacity)
     fputs(",\"binding\":", f);
     if (x->k.valid && !x->k.fits) {
         fputs("{\"item\":", f);
-        results_json_string(f, plan_mem_cat_name(v->binding));
+        results_json_string(f, results_verdict_item(v));
         fprintf(f, ",\"bytes\":%lld,\"why\":", (long long)v->binding_bytes);
         results_json_string(f, v->binding_why);
         fputc('}', f);

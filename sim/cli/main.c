@@ -155,6 +155,11 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
                 fprintf(f, "  %-2s traffic      %.4g GB sent per GPU, %.4g s exposed\n",
                         plan_group_name((plan_group_class)g), s->comm_bytes_per_gpu[g] / 1e9,
                         s->exposed_comm_s[g]);
+        if (s->comm_bytes_per_gpu[REPLAY_COMM_OFFLOAD] > 0)
+            fprintf(f, "  offload         %.4g GB to and from host memory per GPU, %.4g s "
+                       "waited for\n",
+                    s->comm_bytes_per_gpu[REPLAY_COMM_OFFLOAD] / 1e9,
+                    s->bubble_by_cause[REPLAY_CAUSE_OFFLOAD] * s->step_time_s);
         if (s->moe)
             fprintf(
                 f,
@@ -174,6 +179,18 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
         fprintf(f, " %s ", plan_mem_cat_name((plan_mem_cat)c));
         print_bytes(f, (double)s->mem_bytes[c]);
         fputc(c + 1 < PLAN_MEM_COUNT ? ',' : '\n', f);
+    }
+    if (s->offloaded) {
+        fprintf(f, "  host memory     ");
+        print_bytes(f, (double)s->host_mem_bytes);
+        fprintf(f, " offloaded on node %d", s->host_node);
+        if (s->host_capacity_bytes > 0) {
+            fprintf(f, " of ");
+            print_bytes(f, (double)s->host_capacity_bytes);
+            fputc('\n', f);
+        } else {
+            fprintf(f, " (topology.node.host.memory not given: not checked)\n");
+        }
     }
     if (s->binding_constraint)
         fprintf(f, "  binding         %s\n", s->binding_constraint);

@@ -135,6 +135,13 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
         x = verdict__push(l, "keep the optimizer states on the CPU and update there");
         cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");
     }
+    if (par->zero == 3 && par->dp * par->cp > 1 && par->offload.params == PLAN_OFFLOAD_NONE) {
+        x = verdict__push(l, "keep the parameter shards on the CPU too, fetched before each "
+                             "gather");
+        cli_remedy_set(&x->r, "parallel.offload.params", "cpu");
+        if (par->offload.optimizer == PLAN_OFFLOAD_NONE)
+            cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");
+    }
     /* tensor parallelism with sequence parallelism inside a node, out of the data-parallel
      * ranks (the GPU count stays) */
     int per_node = sc->topology.n_devices == 0 ? sc->topology.gpus_per_node : 0;
@@ -155,6 +162,8 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
             /* FSDP does not combine with pipelining: ZeRO-2 keeps the most sharding */
             if (par->zero == 3)
                 cli_remedy_set(&x->r, "parallel.zero", "%d", par->dp / f > 1 ? 2 : 0);
+            if (par->offload.params != PLAN_OFFLOAD_NONE) /* needs ZeRO-3 */
+                cli_remedy_set(&x->r, "parallel.offload.params", "none");
         }
     /* the topology's idle GPUs of the same kind: the most data-parallel ranks that divide
      * the global batch */
@@ -201,6 +210,22 @@ static void bind(const plan *p, const replay_results *res, bool replayed, const 
 }
 
 static void bottleneck(const replay_summary *s, results_verdict *v);
+
+/* The host memory's verdict of plan p into v (binding item `host`, docs/memory.md "Host
+ * memory"): false, v untouched, when the offload fits the nodes' memory. */
+static bool bind_host(const plan *p, results_verdict *v)
+{
+    int64_t bytes;
+    int node;
+    char why[sizeof v->binding_why];
+    if (!plan_host_verdict(p, &bytes, &node, why, sizeof why))
+        return false;
+    v->has_binding = true;
+    v->binding_host = true;
+    v->binding_bytes = bytes;
+    snprintf(v->binding_why, sizeof v->binding_why, "%s", why);
+    return true;
+}
 
 /* Loads the scenario as `stepsim run|mem SCENARIO --set ...` would: the command's overrides,
  * then `changes`. */
@@ -269,6 +294,8 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
         out->fits = out->walk_peak <= capacity;
         if (!out->fits)
             bind(p, NULL, false, &out->split, &out->limit);
+        else if (bind_host(p, &out->limit))
+            out->fits = false;
         plan_destroy(p);
         p = NULL;
     }
@@ -300,7 +327,7 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
                 out->tokens_per_s = s->tokens_per_s;
                 if (out->fits)
                     bottleneck(s, &out->limit);
-                else
+                else if (s->peak_mem_bytes > capacity || !bind_host(p, &out->limit))
                     bind(p, res, true, &out->split, &out->limit);
             }
             replay_results_destroy(res);
@@ -557,7 +584,8 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     constraint[0] = '\0';
     v->capacity_bytes = s->capacity_bytes;
     v->headroom_bytes = s->capacity_bytes - s->peak_mem_bytes;
-    v->oom = s->peak_mem_bytes > s->capacity_bytes;
+    /* out of memory: the GPUs', or the host's that the offload fills (fill_memory) */
+    v->oom = s->status == REPLAY_STATUS_OOM || s->peak_mem_bytes > s->capacity_bytes;
     if (in->replayed)
         bottleneck(s, v);
     if (!v->oom)
@@ -566,7 +594,8 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
     /* the worst rank and its split at the peak: the replay's rows, or the plan's walk */
     plan_mem at_peak = {{0}, s->peak_mem_bytes};
     memcpy(at_peak.bytes, s->mem_bytes, sizeof at_peak.bytes);
-    bind(p, res, in->replayed, &at_peak, v);
+    if (s->peak_mem_bytes > s->capacity_bytes || !bind_host(p, v))
+        bind(p, res, in->replayed, &at_peak, v);
     if (in->no_remedies)
         return;
 
@@ -653,7 +682,9 @@ void cli_verdict_free(results_verdict *v)
 void cli_verdict_print(FILE *f, const results_verdict *v)
 {
     fprintf(f, "  headroom        %.2f GiB%s\n", v->headroom_bytes / GiB,
-            v->oom ? " (over the capacity)" : "");
+            !v->oom               ? ""
+            : v->binding_host ? " on the GPUs (the host's memory is over)"
+                              : " (over the capacity)");
     if (v->has_bottleneck) {
         fprintf(f, "  bottleneck      %s", results_bottleneck_name(v->bottleneck));
         if (v->bottleneck_group >= 0)
@@ -662,8 +693,12 @@ void cli_verdict_print(FILE *f, const results_verdict *v)
     }
     if (!v->oom)
         return;
-    fprintf(f, "  binding item    %s, %.2f GiB at the peak\n", plan_mem_cat_name(v->binding),
-            v->binding_bytes / GiB);
+    if (v->binding_host)
+        fprintf(f, "  binding item    host memory, %.2f GiB offloaded on one node\n",
+                v->binding_bytes / GiB);
+    else
+        fprintf(f, "  binding item    %s, %.2f GiB at the peak\n", plan_mem_cat_name(v->binding),
+                v->binding_bytes / GiB);
     if (v->n_remedies == 0)
         fprintf(f, "  remedies        none of the changes checked fits\n");
     for (size_t i = 0; i < v->n_remedies; i++) {

@@ -123,6 +123,8 @@ typedef struct hw_topology_spec {
 #define HW_HOST_MEMORY_EFFICIENCY_DEFAULT 0.75
         double memory_efficiency;
         sim_time socket_link_latency_ps;
+        int64_t memory_bytes; /* DRAM capacity per node, all sockets; 0 = not given (the
+                                 offloaded bytes are then not checked against it) */
     } host;
     struct {
         int count;           /* per node; 0 = none */

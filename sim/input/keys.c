@@ -67,6 +67,8 @@ static const input_enum_name fsdp_impl_names[] = {{"fsdp2", PLAN_FSDP2},
                                                 {"deepspeed", PLAN_DEEPSPEED},
                                                 {NULL, 0}};
 static const input_enum_name offload_names[] = {
+    {"none", PLAN_OFFLOAD_NONE}, {"cpu", PLAN_OFFLOAD_CPU}, {"nvme", PLAN_OFFLOAD_NVME}, {NULL, 0}};
+static const input_enum_name act_offload_names[] = {
     {"none", PLAN_OFFLOAD_NONE}, {"cpu", PLAN_OFFLOAD_CPU}, {NULL, 0}};
 static const input_enum_name group_names[] = {{"tp", PLAN_GROUP_TP}, {"cp", PLAN_GROUP_CP},
                                            {"ep", PLAN_GROUP_EP}, {"dp", PLAN_GROUP_DP},
@@ -120,6 +122,11 @@ static const input_enum_name attention_names[] = {
 /* ---------------------------------------------------------------------------------------- */
 /* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
 
+static const input_notsup ns_nvme = {
+    .feature = "NVMe offload", .issue = "node.storage devices",
+    .ok_mask = (1u << PLAN_OFFLOAD_NONE) | (1u << PLAN_OFFLOAD_CPU)};
+static const input_notsup ns_act_offload = {.feature = "activation offload",
+                                            .issue = "node.storage devices"};
 /* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
 
@@ -457,8 +464,12 @@ static const input_key pipeline_keys[] = {
 MAP(pipeline_map, "pipeline", pipeline_keys);
 
 static const input_key offload_keys[] = {
+    {.name = "params", .type = INPUT_K_ENUM, .offset = PA(offload.params),
+     .enums = offload_names, .notsup = &ns_nvme},
     {.name = "optimizer", .type = INPUT_K_ENUM, .offset = PA(offload.optimizer),
-     .enums = offload_names},
+     .enums = offload_names, .notsup = &ns_nvme},
+    {.name = "activations", .type = INPUT_K_ENUM, .offset = PA(offload.activations),
+     .enums = act_offload_names, .notsup = &ns_act_offload},
 };
 MAP(offload_map, "offload", offload_keys);
 
@@ -648,6 +659,7 @@ static const input_key host_keys[] = {
      .unit = INPUT_UNIT_BANDWIDTH, .flags = POSITIVE},
     {.name = "socket_link_latency", .type = INPUT_K_TIME, .offset = TO(host.socket_link_latency_ps),
      .flags = NONNEG},
+    {.name = "memory", .type = INPUT_K_BYTES, .offset = TO(host.memory_bytes), .flags = POSITIVE},
 };
 MAP(host_map, "host", host_keys);
 

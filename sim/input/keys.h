@@ -61,6 +61,17 @@ extern const input_enum_name input__dev_kind_names[];
 /* The file stem of a path ("topologies/dgx-h100.yaml" -> "dgx-h100") into buf (size > 0),
  * truncated to fit: the default name of a scenario, topology or model. Pure. */
 void input__file_stem(const char *path, char *buf, size_t size);
+
+/* validate.c: the value at `path` if given (present, not null), else NULL; where to report
+ * (the value at `value_path` if given, else the key `key_path`, else the root). */
+const input_ynode *input__given(const input_ynode *root, const char *path);
+const input_ynode *input__locate(const input_ynode *root, const char *value_path,
+                                 const char *key_path);
+
+/* options.c: the checks across one strategy's options (parallel.fsdp, simulation.stragglers
+ * and jitter, parallel.offload.params). Returns 0, SIM_EINVAL or SIM_ENOTSUP. */
+int input__check_parallel_options(const input_ynode *root, const plan_scenario *sc,
+                                  input_schema_ctx *ctx);
 extern const input_enum_name input__link_class_names[];
 
 /* The explicit topology form (explicit.c). input__devices_fn and input__links_fn are the custom

@@ -87,6 +87,17 @@ static const input_ynode *locate(const input_ynode *root, const char *value_path
     return k ? k->key : root;
 }
 
+const input_ynode *input__given(const input_ynode *root, const char *path)
+{
+    return given(root, path);
+}
+
+const input_ynode *input__locate(const input_ynode *root, const char *value_path,
+                                 const char *key_path)
+{
+    return locate(root, value_path, key_path);
+}
+
 /* The file stem of a path ("topologies/dgx-h100.yaml" -> "dgx-h100") into buf, truncated to
  * fit. */
 void input__file_stem(const char *path, char *buf, size_t size)
@@ -371,99 +382,6 @@ static int select_attention_kernel(const input_ynode *root, plan_scenario *sc,
     return 0;
 }
 
-/* parallel.fsdp: an option given for an implementation that has no such thing would be
- * silently ignored, so it is an error, as are the FSDP options DeepSpeed has no counterpart
- * of (docs/strategies.md, "FSDP"). */
-static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_schema_ctx *ctx)
-{
-    static const struct {
-        const char *key;
-        plan_fsdp_impl only; /* the implementation it belongs to */
-        bool not_deepspeed;  /* instead: every implementation but DeepSpeed */
-        const char *hint;
-    } opts[] = {
-        {"limit_all_gathers", PLAN_FSDP1, false,
-         "FSDP2 and DeepSpeed have no rate limiter; set implementation: fsdp1 or drop it"},
-        {"prefetch_bucket", PLAN_DEEPSPEED, false,
-         "FSDP1 and FSDP2 prefetch by units: use parallel.fsdp.prefetch"},
-        {"reduce_bucket", PLAN_DEEPSPEED, false,
-         "FSDP reduce-scatters each unit's gradients on their own"},
-        {"persistence_threshold", PLAN_DEEPSPEED, false,
-         "FSDP shards every parameter; set implementation: deepspeed or drop it"},
-        {"prefetch", PLAN_FSDP2, true, "DeepSpeed prefetches by parameters: use "
-                                       "parallel.fsdp.prefetch_bucket (elements)"},
-        {"reshard_after_forward", PLAN_FSDP2, true,
-         "DeepSpeed releases every gathered parameter after use (its max_reuse_distance is not "
-         "modelled)"},
-        {"hybrid_shard", PLAN_FSDP2, true,
-         "DeepSpeed's hierarchical partitioning (ZeRO++ hpZ) is not modelled; use fsdp1 or "
-         "fsdp2"},
-    };
-    static const char *const impl[] = {[PLAN_FSDP2] = "fsdp2", [PLAN_FSDP1] = "fsdp1",
-                                       [PLAN_DEEPSPEED] = "deepspeed"};
-    plan_fsdp_impl im = p->fsdp.implementation;
-    for (size_t i = 0; i < SIM_ARRAY_LEN(opts); i++) {
-        char path[64];
-        snprintf(path, sizeof path, "parallel.fsdp.%s", opts[i].key);
-        const input_ynode *at = given(root, path);
-        bool ok = opts[i].not_deepspeed ? im != PLAN_DEEPSPEED : im == opts[i].only;
-        /* DeepSpeed does reshard after forward and shard over all ranks */
-        if (!strcmp(opts[i].key, "reshard_after_forward"))
-            ok = ok || p->fsdp.reshard_after_forward;
-        if (!strcmp(opts[i].key, "hybrid_shard"))
-            ok = ok || !p->fsdp.hybrid_shard;
-        if (!at || ok)
-            continue;
-        char only[32] = "";
-        if (!opts[i].not_deepspeed)
-            snprintf(only, sizeof only, " (only of %s)", impl[opts[i].only]);
-        input_schema_error(ctx, SIM_EINVAL, at, "%s: not an option of implementation %s%s",
-                           path, impl[im], only);
-        sim_diag_hint(ctx->diag, "%s", opts[i].hint);
-        return SIM_EINVAL;
-    }
-    return 0;
-}
-
-/* simulation.stragglers and jitter: every rank listed exists, and every rank is simulated
- * (symmetry takes the replicas for copies of one, which a slowed rank is not). */
-static int check_variability(const input_ynode *root, const plan_scenario *sc,
-                             input_schema_ctx *ctx)
-{
-    const plan_simulation *s = &sc->simulation;
-    const plan_parallel *p = &sc->parallel;
-    if (s->symmetry == PLAN_SYMMETRY_DP && (s->n_stragglers > 0 || s->jitter > 0)) {
-        const char *key = s->n_stragglers > 0 ? "simulation.stragglers" : "simulation.jitter";
-        input_schema_error(ctx, SIM_EINVAL, locate(root, key, "simulation"),
-                           "%s: every replica must be simulated, but simulation.symmetry is dp",
-                           key);
-        sim_diag_hint(ctx->diag, "set simulation.symmetry: none (replicas differ once a rank is "
-                                 "slowed or its kernels vary)");
-        return SIM_EINVAL;
-    }
-    long long ranks = (long long)p->dp * p->tp * p->pp * p->cp;
-    const input_ynode *list = given(root, "simulation.stragglers");
-    for (int i = 0; i < s->n_stragglers; i++) {
-        if (s->stragglers[i].rank < ranks)
-            continue;
-        /* the item that lists it: walk the list in the order the loader read it */
-        const input_ynode *at = list;
-        int seen = 0;
-        for (size_t e = 0; list && e < list->n && at == list; e++) {
-            const input_ypair *r = input_ymap_find(list->items[e], "ranks");
-            for (size_t j = 0; r && j < r->value->n; j++, seen++)
-                if (seen == i)
-                    at = r->value->items[j];
-        }
-        input_schema_error(ctx, SIM_EINVAL, at ? at : root,
-                           "simulation.stragglers: rank %d does not exist (the run has %lld "
-                           "ranks, 0 to %lld)",
-                           s->stragglers[i].rank, ranks, ranks - 1);
-        return SIM_EINVAL;
-    }
-    return 0;
-}
-
 static int check_training(const input_ynode *root, plan_scenario *sc, input_schema_ctx *ctx)
 {
     plan_training *tr = &sc->training;
@@ -693,9 +611,7 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                                   "parallel.zero: FSDP/ZeRO-3 with %s is not supported yet",
                                   p->pp > 1 ? "pipeline parallelism"
                                             : "mixture-of-experts models");
-    int rc = check_fsdp(root, p, ctx);
-    if (!rc)
-        rc = check_variability(root, sc, ctx);
+    int rc = input__check_parallel_options(root, sc, ctx);
     if (rc)
         return rc;
     if (p->pipeline.n_stage_layers > 0) {

@@ -147,19 +147,23 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
         cpu[i] = add_offload_op(g, TRACE_OP_HOST, "cpu_adam", g->units[i].layer, false, 0,
                                 sim_time_from_s(params * per / bw), d2h[i], true);
     }
+    /* the updated 16-bit parameters go back to the GPU, unless they live on the host
+     * (parameter offload: the next gathers fetch them) */
+    bool back = g->sc->parallel.offload.params == PLAN_OFFLOAD_NONE;
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
         double params = (double)plan__ceil_div(g->units[i].trainable, shard);
-        last = add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer, false,
-                              params * g->wbytes, 0, cpu[i], true);
+        last = back ? add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer,
+                                     false, params * g->wbytes, 0, cpu[i], true)
+                    : cpu[i];
     }
     sim_free(d2h);
     sim_free(cpu);
     return last;
 }
 
-static uint32_t emit_step(gen *g, const uint32_t *deps, size_t n_deps)
+uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps)
 {
     if (g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU)
         return emit_offload_step(g, deps, n_deps);
@@ -262,7 +266,7 @@ static void gen_bucketed(gen *g)
     size_t nd = 1;
     if (g->have_last_coll)
         deps[nd++] = g->last_coll;
-    uint32_t opt = emit_step(g, deps, nd);
+    uint32_t opt = plan__emit_step(g, deps, nd);
     emit_param_gather(g, opt);
 }
 
@@ -361,213 +365,10 @@ static void gen_pipeline(gen *g)
     size_t nd = 1;
     if (g->have_last_coll)
         deps[nd++] = g->last_coll;
-    uint32_t opt = emit_step(g, deps, nd);
+    uint32_t opt = plan__emit_step(g, deps, nd);
     emit_param_gather(g, opt);
     sim_free(acts);
     sim_free(last_bwd_of);
-}
-
-/* The last position (in the pass's unit order `ord`) whose gather may be in flight while
- * the unit at `pos` computes: `prefetch` units ahead (FSDP1's rate limiter keeps two gathers
- * in flight: at most one ahead); DeepSpeed gathers ahead until its prefetch bucket holds
- * prefetch_bucket parameters, the unit that crosses it included. */
-static int gather_reach(const gen *g, const int *ord, int pos)
-{
-    const plan_parallel *par = &g->sc->parallel;
-    int U = g->n_units;
-    if (par->fsdp.implementation != PLAN_DEEPSPEED) {
-        int k = par->fsdp.prefetch;
-        if (par->fsdp.implementation == PLAN_FSDP1 && par->fsdp.limit_all_gathers)
-            k = SIM_MIN(k, 1);
-        return SIM_MIN(pos + k, U - 1);
-    }
-    double sum = 0;
-    int j = pos;
-    while (j + 1 < U && sum < par->fsdp.prefetch_bucket) {
-        j++;
-        sum += (double)(g->units[ord[j]].params - g->units[ord[j]].persist);
-    }
-    return j;
-}
-
-/* The unit's bytes that are gathered: all but DeepSpeed's persistent parameters. */
-static double gathered_bytes(const unit *u)
-{
-    return u->weight_bytes - u->persist_bytes;
-}
-
-static bool has_gather(const unit *u)
-{
-    return gathered_bytes(u) > 0;
-}
-
-/* A memory-bound copy of FSDP2 (or FSDP1's gradient cast) on the compute stream. */
-static uint32_t fsdp_copy(gen *g, const char *name, trace_phase ph, int layer, int mb,
-                          double bytes, uint32_t dep)
-{
-    trace_op op = {
-        .kind = TRACE_OP_COMPUTE,
-        .stream = TRACE_STREAM_COMPUTE,
-        .phase = (uint8_t)ph,
-        .cls = HW_OP_VECTOR,
-        .dtype = HW_DTYPE_FP32,
-        .layer = layer,
-        .microbatch = mb,
-        .name = trace_intern(g->t, name),
-        .bytes = bytes,
-        .duration_ps = TRACE_MEASURED_NONE,
-    };
-    return trace_add_op(g->t, g->rank, &op, &dep, 1);
-}
-
-/* Issues, for the pass whose unit order is `ord`, the gathers of positions up to the reach
- * of `pos`, each waiting for the compute of position pos - 1 (`after`, when `have`); the
- * backward gathers only units that have a backward. */
-static void issue_gathers(gen *g, const int *ord, bool backward, int pos, int *issued,
-                          uint32_t *ag, int m, uint32_t after, bool have)
-{
-    int reach = gather_reach(g, ord, pos);
-    for (; *issued <= reach; (*issued)++) {
-        const unit *v = &g->units[ord[*issued]];
-        if (!has_gather(v) || (backward && !v->has_bwd))
-            continue;
-        uint32_t dep = after;
-        ag[ord[*issued]] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, gathered_bytes(v),
-                                             "fsdp.gather", v->layer, m, &dep, have);
-        trace_add_mem(g->t, g->rank, ag[ord[*issued]], PLAN_MEM_BUFFERS,
-                      (int64_t)gathered_bytes(v), false);
-    }
-}
-
-/* The forward or backward of unit `ui` may start once its gather is done; FSDP2 first copies
- * the gathered bytes out of the all-gather buffer into the unit's parameters (read and
- * write: 2 x the bytes), the buffer freed when the copy ends. Returns the op to wait for. */
-static uint32_t gathered(gen *g, int ui, const uint32_t *ag, trace_phase ph, int m)
-{
-    const unit *u = &g->units[ui];
-    if (g->sc->parallel.fsdp.implementation != PLAN_FSDP2)
-        return ag[ui];
-    double b = gathered_bytes(u);
-    uint32_t c = fsdp_copy(g, "fsdp.copy_out", ph, u->layer, m, 2 * b, ag[ui]);
-    trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, (int64_t)b, false);
-    trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)b, true);
-    return c;
-}
-
-/* DeepSpeed's gradient bucket: the gradients of the units whose backward has run since the
- * last reduce-scatter (parameters and bytes). */
-typedef struct rs_bucket {
-    double params, bytes;
-    int layer; /* the last unit's, for the op's name */
-} rs_bucket;
-
-/* Reduce-scatters `bytes` of gradients after op `after` (FSDP2: after their copy into the
- * reduce-scatter buffer; FSDP1: after their cast to the reduction dtype when it differs),
- * then, under hybrid sharding, all-reduces the shard across replicas. */
-static void reduce_grads(gen *g, double params, double bytes, int layer, int m, uint32_t after)
-{
-    plan_fsdp_impl im = g->sc->parallel.fsdp.implementation;
-    uint32_t dep = after;
-    if (im == PLAN_FSDP2 || (im == PLAN_FSDP1 && g->gbytes != g->wbytes)) {
-        /* read the 16-bit gradients, write them in the reduction dtype */
-        uint32_t c = fsdp_copy(g, im == PLAN_FSDP2 ? "fsdp.copy_in" : "fsdp.grad_cast",
-                               TRACE_PHASE_BWD, layer, m, params * (g->wbytes + g->gbytes), dep);
-        trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, (int64_t)bytes, false);
-        trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);
-        dep = c;
-    }
-    uint32_t rs = plan__add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, bytes,
-                                    "fsdp.reduce_scatter", layer, m, &dep, 1);
-    trace_add_mem(g->t, g->rank, rs, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);
-    if (g->hybrid)
-        plan__add_coll_op(g, g->g_rep, COLL_ALL_REDUCE, bytes / g->n, "hsdp.all_reduce", layer,
-                          m, &rs, 1);
-}
-
-static void gen_fsdp(gen *g)
-{
-    const plan_parallel *par = &g->sc->parallel;
-    int U = g->n_units;
-    bool reshard = par->fsdp.reshard_after_forward;
-    bool ds = par->fsdp.implementation == PLAN_DEEPSPEED;
-    uint32_t *ag = sim_calloc((size_t)U, sizeof *ag);
-    int *fwd_ord = sim_calloc((size_t)U, sizeof *fwd_ord);
-    int *bwd_ord = sim_calloc((size_t)U, sizeof *bwd_ord);
-    for (int i = 0; i < U; i++) {
-        fwd_ord[i] = i;
-        bwd_ord[i] = U - 1 - i;
-    }
-    span *fwd = sim_calloc((size_t)U, sizeof *fwd), *bwd = sim_calloc((size_t)U, sizeof *bwd);
-    uint32_t last = 0;
-    for (int64_t mb = 0; mb < g->A; mb++) {
-        int m = (int)mb;
-        /* forward: gathers issued while the unit before computes (gather_reach) */
-        int issued = 0;
-        for (int f = 0; f < U; f++) {
-            issue_gathers(g, fwd_ord, false, f, &issued, ag, m, f ? fwd[f - 1].last : 0, f > 0);
-            const unit *u = &g->units[f];
-            uint32_t ready = has_gather(u) ? gathered(g, f, ag, TRACE_PHASE_FWD, m) : 0;
-            fwd[f] = plan__emit_fwd(g, u, m, &ready, has_gather(u) ? 1 : 0);
-            if (has_gather(u) && (reshard || !u->has_bwd))
-                trace_add_mem(g->t, g->rank, fwd[f].last, PLAN_MEM_BUFFERS,
-                              -(int64_t)gathered_bytes(u), true);
-        }
-        /* backward in reverse unit order: b-th backward is unit U-1-b (frozen units whose
-         * backward is empty take part in neither gathers nor reductions) */
-        issued = 0;
-        rs_bucket bucket = {0};
-        for (int b = 0; b < U; b++) {
-            int ui = U - 1 - b;
-            const unit *u = &g->units[ui];
-            if (reshard) { /* the same window over the backward order */
-                const span *prev = b ? &bwd[U - b] : NULL;
-                issue_gathers(g, bwd_ord, true, b, &issued, ag, m, prev && prev->any ? prev->last : 0,
-                              prev && prev->any);
-            }
-            if (!u->has_bwd) {
-                bwd[ui] = (span){0};
-                continue;
-            }
-            uint32_t ready = 0;
-            size_t nr = 0;
-            if (has_gather(u) && reshard) {
-                ready = gathered(g, ui, ag, TRACE_PHASE_BWD, m);
-                nr = 1;
-            }
-            bwd[ui] = plan__emit_bwd(g, u, m, false, nr ? &ready : NULL, nr);
-            double gb = plan__unit_grad_bytes(g, u);
-            if (has_gather(u))
-                trace_add_mem(g->t, g->rank, bwd[ui].last, PLAN_MEM_BUFFERS,
-                              -(int64_t)gathered_bytes(u), true);
-            last = bwd[ui].last;
-            if (gb <= 0)
-                continue;
-            /* unsharded gradients live from the unit's backward to its reduce-scatter */
-            trace_add_mem(g->t, g->rank, bwd[ui].first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
-            if (!ds) {
-                reduce_grads(g, (double)u->trainable, gb, u->layer, m, bwd[ui].last);
-                continue;
-            }
-            /* DeepSpeed: reduce-scattered once the bucket holds reduce_bucket parameters,
-             * and at the end of the backward */
-            bucket.params += (double)u->trainable;
-            bucket.bytes += gb;
-            bucket.layer = u->layer;
-            if (bucket.params >= par->fsdp.reduce_bucket) {
-                reduce_grads(g, bucket.params, bucket.bytes, bucket.layer, m, last);
-                bucket = (rs_bucket){0};
-            }
-        }
-        if (bucket.bytes > 0)
-            reduce_grads(g, bucket.params, bucket.bytes, bucket.layer, m, last);
-    }
-    uint32_t deps[2] = {last, g->last_coll};
-    emit_step(g, deps, g->have_last_coll ? 2 : 1);
-    sim_free(ag);
-    sim_free(fwd_ord);
-    sim_free(bwd_ord);
-    sim_free(fwd);
-    sim_free(bwd);
 }
 
 /* ---- set-up -------------------------------------------------------------------------- */
@@ -594,7 +395,11 @@ static void persistent(gen *g, plan_mem *m)
     double trained = (double)(dense + expert);
     double sharded = (double)(plan__ceil_div(dense, n) + plan__ceil_div(expert, ne));
     memset(m, 0, sizeof *m);
-    m->bytes[PLAN_MEM_PARAMS] = (int64_t)ceil(g->zero == 3 ? (weights - whole) / n + whole : weights);
+    const plan_parallel *par = &g->sc->parallel;
+    bool off_params = par->offload.params == PLAN_OFFLOAD_CPU; /* zero 3 (validated) */
+    double shard = g->zero == 3 ? (weights - whole) / n : 0;  /* 16-bit shard, bytes */
+    m->bytes[PLAN_MEM_PARAMS] =
+        (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : shard) + whole : weights);
     m->bytes[PLAN_MEM_GRADS] = (int64_t)((g->zero >= 2 ? sharded : trained) * g->gbytes);
     m->bytes[PLAN_MEM_OPTIMIZER] =
         g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU
@@ -609,6 +414,14 @@ static void persistent(gen *g, plan_mem *m)
         PLAN_FRAMEWORK_BYTES + (g->p->n_ranks > 1 ? PLAN_NCCL_BUFFER_BYTES : 0);
     for (int c = 0; c < PLAN_MEM_COUNT; c++)
         m->total += m->bytes[c];
+    /* host memory the offload holds: master weights and states with the gradients copied
+     * for CPU Adam; with parameter offload, the 16-bit shard too */
+    double host = 0;
+    if (par->offload.optimizer == PLAN_OFFLOAD_CPU)
+        host += (g->zero >= 1 ? sharded : trained) * (K + g->gbytes);
+    if (off_params)
+        host += shard;
+    g->p->host_bytes[g->rank] = (int64_t)ceil(host);
 }
 
 /* training.finetune -> the model's fine-tuning description (no targets listed = all seven) */
@@ -658,53 +471,6 @@ static double layer_act_bytes(const gen *g, bool is_moe, model_recompute rc, dou
 /* Units with this rank's share of parameters: what its full-training backward would produce
  * gradients for (TP splits, tied embeddings and replicated norms included), the trained part
  * under the scenario's fine-tuning, and the bytes its weights take as stored. */
-/* DeepSpeed ZeRO-3 keeps whole, on every rank, each parameter tensor of at most
- * persistence_threshold elements (stage3_param_persistence_threshold): the tensors as
- * Hugging Face's modules hold them, this rank's tensor-parallel slice of each: per layer the
- * norms' weights (and LayerNorm biases), q/k norms, the q, k, v, o, gate, up and down matrices
- * and their biases; the final norm in the head. MLA layers' own matrices, LoRA adapters and
- * QLoRA's base matrices are counted as gathered. */
-static int64_t ds_persistent(const gen *g, model_block blk)
-{
-    const model_spec *m = &g->model;
-    double thr = g->sc->parallel.fsdp.persistence_threshold;
-    int64_t h = m->hidden, t = g->sc->parallel.tp, sum = 0;
-    int64_t norm_tensors = m->norm == MODEL_NORM_LAYERNORM ? 2 : 1;
-#define KEEP(numel, count)                                                                     \
-    do {                                                                                       \
-        if ((double)(numel) <= thr)                                                            \
-            sum += (int64_t)(count) * (numel);                                                 \
-    } while (0)
-    if (blk == MODEL_BLOCK_HEAD) {
-        KEEP(h, norm_tensors);
-        return sum;
-    }
-    if (blk != MODEL_BLOCK_LAYER)
-        return 0;
-    KEEP(h, 2 * norm_tensors);
-    if (m->attention.kind == MODEL_ATTN_MLA)
-        return sum;
-    int64_t heads = m->heads, kvh = m->kv_heads ? m->kv_heads : heads;
-    int64_t d = m->head_dim ? m->head_dim : h / heads;
-    int64_t q = heads / t * d, kv = (kvh >= t ? kvh / t : 1) * d, f = m->ffn / t;
-    int64_t ups = m->activation == MODEL_ACT_SWIGLU ? 2 : 1;
-    if (m->qk_norm)
-        KEEP(d, 2);
-    if (m->bias) {
-        KEEP(q, 1);
-        KEEP(kv, 2);
-        KEEP(h, 2); /* o and down: row-parallel, whole on every TP rank */
-        KEEP(f, ups);
-    }
-    if (g->sh.ft.method == MODEL_FT_FULL) {
-        KEEP(h * q, 2); /* q and o */
-        KEEP(h * kv, 2);
-        KEEP(h * f, ups + 1);
-    }
-#undef KEEP
-    return sum;
-}
-
 static void build_units(gen *g)
 {
     const plan_scenario *sc = g->sc;
@@ -771,7 +537,7 @@ static void build_units(gen *g)
         model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
         u->has_bwd = ops.n > 0;
         if (ds) {
-            u->persist = SIM_MIN(ds_persistent(g, u->blk), u->params);
+            u->persist = SIM_MIN(plan__ds_persistent(g, u->blk), u->params);
             u->persist_bytes = SIM_MIN((double)u->persist * g->wbytes, u->weight_bytes);
         }
     }
@@ -936,7 +702,7 @@ static void gen_rank(gen *g, plan_share *share, int r, bool stream)
     if (pp > 1)
         gen_pipeline(g);
     else if (g->zero == 3 && g->n > 1)
-        gen_fsdp(g);
+        plan__gen_fsdp(g);
     else
         gen_bucketed(g);
     share->model_flops[r] = g->model_flops - mf;
@@ -1004,6 +770,7 @@ int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)
     build_layout(&g);
     alloc_routing(&g);
     p->mem = sim_calloc((size_t)p->n_ranks, sizeof *p->mem);
+    p->host_bytes = sim_calloc((size_t)p->n_ranks, sizeof *p->host_bytes);
     plan_share share;
     plan__share_init(&g, &share);
     for (int r = 0; r < p->n_ranks; r++)

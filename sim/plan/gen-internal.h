@@ -164,6 +164,15 @@ bool plan__share_clone(gen *g, plan_share *s, int r);
 /* Gradient bytes the unit's backward produces on this rank. */
 double plan__unit_grad_bytes(const gen *g, const unit *u);
 
+/* The optimizer step after `deps` (on the GPU, or ZeRO-Offload's copies and CPU Adam);
+ * returns its last op (dp.c). */
+uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps);
+
+/* fsdp.c: one rank's ZeRO-3 step (zero 3, more than one rank sharing a shard), and the
+ * parameters DeepSpeed keeps whole in a unit of block `blk`. */
+void plan__gen_fsdp(gen *g);
+int64_t plan__ds_persistent(const gen *g, model_block blk);
+
 /* routing.c: points the rank at its EP group's token routing (g->route, g->sent), drawing
  * the group's routing on its first use; ep_block indexes the EP group, ep_coord is the
  * rank's place in it. */

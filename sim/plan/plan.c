@@ -61,7 +61,33 @@ const plan_mem *plan_cross(const plan *p, int r, const plan_mem *at_peak)
     return p->cross && p->cross[r].total > 0 ? &p->cross[r] : at_peak;
 }
 
-/* The verdict of the rank with the highest peak. */
+int plan_host_verdict(const plan *p, int64_t *bytes, int *node, char *why, size_t size)
+{
+    why[0] = '\0';
+    *bytes = 0;
+    *node = 0;
+    int nodes = 0;
+    for (int r = 0; r < p->n_ranks; r++)
+        nodes = SIM_MAX(nodes, p->coords[r].node + 1);
+    int64_t *sum = sim_calloc((size_t)SIM_MAX(nodes, 1), sizeof *sum);
+    for (int r = 0; r < p->n_ranks; r++)
+        sum[p->coords[r].node] += p->host_bytes ? p->host_bytes[r] : 0;
+    for (int k = 0; k < nodes; k++)
+        if (sum[k] > *bytes) {
+            *bytes = sum[k];
+            *node = k;
+        }
+    sim_free(sum);
+    int64_t cap = p->sc->topology.host.memory_bytes;
+    if (cap <= 0 || *bytes <= cap)
+        return 0;
+    const double GiB = 1024.0 * 1024.0 * 1024.0;
+    snprintf(why, size, "host memory: node %d's offload holds %.1f GiB > %.1f GiB "
+             "(topology.node.host.memory)", *node, *bytes / GiB, cap / GiB);
+    return 1;
+}
+
+/* The verdict of the rank with the highest peak, then of the host memory the offload holds. */
 static void verdict(plan *p)
 {
     int worst = 0;
@@ -72,6 +98,11 @@ static void verdict(plan *p)
                               plan_cross(p, worst, &p->peak[worst]),
                               p->capacity_bytes, p->binding_constraint,
                               sizeof p->binding_constraint);
+    int64_t host;
+    int node;
+    if (!p->oom)
+        p->oom = plan_host_verdict(p, &host, &node, p->binding_constraint,
+                                   sizeof p->binding_constraint);
 }
 
 /* A plan with its layout: ranks, their coordinates and nodes, batch, capacity; the peaks
@@ -217,6 +248,7 @@ int plan_from_trace(const plan_scenario *sc, trace *t, const plan_trace_figures 
     p->moe_dropped_fraction = fig->moe_dropped_fraction;
     p->moe_load_max_over_mean = fig->moe_load_max_over_mean;
     p->mem = sim_calloc((size_t)n, sizeof *p->mem);
+    p->host_bytes = sim_calloc((size_t)n, sizeof *p->host_bytes); /* a trace holds none */
     for (int r = 0; r < n; r++) {
         for (int c = 0; c < PLAN_MEM_COUNT; c++) {
             p->mem[r].bytes[c] = t->ranks[r].base_mem[c];
@@ -246,6 +278,7 @@ void plan_destroy(plan *p)
     hw_topo_destroy(p->topo);
     sim_free(p->coords);
     sim_free(p->mem);
+    sim_free(p->host_bytes);
     sim_free(p->peak);
     sim_free(p->cross);
     sim_free(p);

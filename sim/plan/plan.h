@@ -29,6 +29,7 @@ typedef struct plan {
     int64_t global_batch;    /* resolved (0 in the scenario = micro_batch x dp) */
     int64_t accum_steps;     /* micro-batches per replica per step */
     plan_mem *mem;           /* per rank: persistent bytes (trace base) at t = 0 */
+    int64_t *host_bytes;     /* per rank: host memory its offload holds (0 without offload) */
     plan_mem *peak;          /* per rank: the split at the peak of a program-order walk */
     plan_mem *cross;         /* per rank: the split when the walk first exceeded the
                                 capacity (the persistent bytes when they alone do; total 0
@@ -82,6 +83,12 @@ void plan_destroy(plan *p);
  * from the walk or a replay's timeline) when the walk never did: the `cross` argument of
  * plan_mem_binding and plan_mem_verdict. */
 const plan_mem *plan_cross(const plan *p, int r, const plan_mem *at_peak);
+
+/* Host memory the offload holds on the node that holds the most (the sum over its ranks of
+ * host_bytes; the lowest such node on a tie) into *bytes and *node (0 and 0 without
+ * offload). Returns 1 when topology.node.host.memory is given and that is more, with the
+ * binding constraint in `why` ("" otherwise). */
+int plan_host_verdict(const plan *p, int64_t *bytes, int *node, char *why, size_t size);
 
 /* Computes rank `rank`'s coordinates under `order` (inner to outer) with the degrees of
  * `par`; ep is carved out of dp (ep coordinate = dp coordinate mod ep). The node is left

@@ -63,6 +63,8 @@ void plan_scenario_defaults(plan_scenario *sc)
     p->tp_comm_overlap = false;
     p->tp_grad_overlap = true;
     p->offload.optimizer = PLAN_OFFLOAD_NONE;
+    p->offload.params = PLAN_OFFLOAD_NONE;
+    p->offload.activations = PLAN_OFFLOAD_NONE;
     p->order[0] = PLAN_GROUP_TP;
     p->order[1] = PLAN_GROUP_CP;
     p->order[2] = PLAN_GROUP_EP;

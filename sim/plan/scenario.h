@@ -44,7 +44,7 @@ typedef enum plan_schedule {
     PLAN_SCHED_1F1B,
     PLAN_SCHED_INTERLEAVED
 } plan_schedule;
-typedef enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU } plan_offload;
+typedef enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NVME } plan_offload;
 /* Which sharded-data-parallel implementation runs ZeRO-3 (docs/strategies.md, "FSDP"). */
 typedef enum plan_fsdp_impl {
     PLAN_FSDP2,     /* PyTorch fully_shard: per-parameter shards, copy-out after each gather
@@ -145,6 +145,8 @@ typedef struct plan_parallel {
     bool tp_grad_overlap;
     struct {
         plan_offload optimizer;
+        plan_offload params;      /* ZeRO-3: the 16-bit shards live in host memory */
+        plan_offload activations; /* none only, for now */
     } offload;
     plan_group_class order[PLAN_GROUP_COUNT]; /* inner to outer */
 } plan_parallel;

@@ -520,9 +520,6 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
 
 /* ---- results ----------------------------------------------------------------------- */
 
-/* The summary's memory keys from per-rank peaks (the replay's timeline, or the plan's
- * program-order walk for `stepsim mem`): the worst rank (lowest on ties), its split at that
- * instant, the verdict. Also the initial rows of the memory table. */
 /* The training budget (training.tokens): whole steps of `per_step` tokens at the step time,
  * on every GPU; cost when the topology has a price. NaN where it does not apply. */
 static void budget(replay_summary *s, const plan_scenario *sc, double per_step)
@@ -538,6 +535,9 @@ static void budget(replay_summary *s, const plan_scenario *sc, double per_step)
         s->cost = s->gpu_hours * sc->topology.price_per_gpu_hour;
 }
 
+/* The summary's memory keys from per-rank peaks (the replay's timeline, or the plan's
+ * program-order walk for `stepsim mem`): the worst rank (lowest on ties), its split at that
+ * instant, the verdict. Also the initial rows of the memory table. */
 static void fill_memory(const plan *p, const plan_mem *peaks, replay_results *r)
 {
     replay_summary *s = &r->summary;
@@ -553,6 +553,19 @@ static void fill_memory(const plan *p, const plan_mem *peaks, replay_results *r)
     bool oom = plan_mem_verdict(&peaks[worst], &p->mem[worst],
                                 plan_cross(p, worst, &peaks[worst]), p->capacity_bytes, why,
                                 sizeof why);
+    /* the host memory the offload holds, once the GPUs fit */
+    char host_why[256];
+    int64_t host;
+    int node;
+    bool host_oom = plan_host_verdict(p, &host, &node, host_why, sizeof host_why);
+    s->offloaded = host > 0;
+    s->host_node = node;
+    s->host_mem_bytes = host;
+    s->host_capacity_bytes = p->sc->topology.host.memory_bytes;
+    if (!oom && host_oom) {
+        oom = true;
+        snprintf(why, sizeof why, "%s", host_why);
+    }
     s->binding_constraint = oom ? replay_results_intern(r, why) : NULL;
     s->status = oom ? REPLAY_STATUS_OOM : REPLAY_STATUS_OK;
     s->gpus = p->n_ranks;
@@ -568,8 +581,6 @@ void replay_memory_only(const plan *p, replay_results *out)
         for (int cat = 0; cat < PLAN_MEM_COUNT; cat++)
             add_memory_row(out, k, 0, cat, p->mem[k].bytes[cat]);
 }
-
-/* Adds an idle gap to the rank's totals and, unless the caller wants none, as a row. */
 
 /* With stragglers or jitter: the rank with the most compute in the reported step and how long
  * the others wait for it, on average (docs/json.md, `slowest_rank`). */

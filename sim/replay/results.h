@@ -74,6 +74,11 @@ typedef struct replay_summary {
     /* simulation.stragglers or jitter: the rank with the most compute in the reported step
      * (the lowest such rank on a tie), its compute time and the others' mean wait for it
      * (its compute minus theirs); slowest_rank -1 and NaN otherwise */
+    /* offload: the host memory the node holding the most holds for it, and the capacity
+     * (topology.node.host.memory, 0 = not given); `offloaded` false without offload */
+    bool offloaded;
+    int host_node;
+    int64_t host_mem_bytes, host_capacity_bytes;
     bool variable;
     int slowest_rank;
     double slowest_compute_s, slowest_wait_s;

@@ -175,6 +175,9 @@ typedef struct h5_summary_row {
     int64_t mem_bytes[PLAN_MEM_COUNT];
     int64_t capacity_bytes;
     const char *binding_constraint;
+    int32_t host_node;            /* -1 without offload */
+    int64_t host_mem_bytes;       /* 0 without offload */
+    int64_t host_capacity_bytes;  /* 0 when not given */
 } h5_summary_row;
 
 #define SUMMARY_COLS_MAX 64
@@ -245,6 +248,10 @@ static void summary_cols_init(h5_summary_cols *sc)
                     offsetof(R, mem_bytes) + (size_t)c * sizeof(int64_t), "B");
     summary_col(sc, NULL, "capacity_bytes", COL_I64, offsetof(R, capacity_bytes), "B");
     summary_col(sc, NULL, "binding_constraint", COL_STR, offsetof(R, binding_constraint), NULL);
+    summary_col(sc, "host_memory", "node", COL_I32, offsetof(R, host_node), NULL);
+    summary_col(sc, "host_memory", "bytes", COL_I64, offsetof(R, host_mem_bytes), "B");
+    summary_col(sc, "host_memory", "capacity_bytes", COL_I64, offsetof(R, host_capacity_bytes),
+                "B");
 }
 
 static void summary_row_fill(h5_summary_row *row, const replay_summary *s)
@@ -279,6 +286,9 @@ static void summary_row_fill(h5_summary_row *row, const replay_summary *s)
     memcpy(row->mem_bytes, s->mem_bytes, sizeof row->mem_bytes);
     row->capacity_bytes = s->capacity_bytes;
     row->binding_constraint = s->binding_constraint ? s->binding_constraint : "";
+    row->host_node = s->offloaded ? s->host_node : -1;
+    row->host_mem_bytes = s->offloaded ? s->host_mem_bytes : 0;
+    row->host_capacity_bytes = s->host_capacity_bytes;
 }
 
 /* /sweep: one row per run, in file order. */

@@ -127,6 +127,20 @@ static void json_mem(FILE *out, const replay_summary *s)
     fprintf(out, "%" PRId64 ",", s->capacity_bytes);
     json_key(out, "binding_constraint");
     json_string_or_null(out, s->binding_constraint);
+    if (s->offloaded) {
+        fputc(',', out);
+        json_key(out, "host_memory");
+        fputc('{', out);
+        json_key(out, "node");
+        fprintf(out, "%d,", s->host_node);
+        json_key(out, "bytes");
+        fprintf(out, "%" PRId64 ",", s->host_mem_bytes);
+        json_key(out, "capacity_bytes");
+        if (s->host_capacity_bytes > 0)
+            fprintf(out, "%" PRId64 "}", s->host_capacity_bytes);
+        else
+            fputs("null}", out);
+    }
 }
 
 static void json_head(FILE *out, const replay_summary *s)
@@ -168,7 +182,7 @@ static void json_verdict(FILE *out, const results_verdict *v)
     if (v->has_binding) {
         fputc('{', out);
         json_key(out, "item");
-        results_json_string(out, plan_mem_cat_name(v->binding));
+        results_json_string(out, results_verdict_item(v));
         fputc(',', out);
         json_key(out, "bytes");
         fprintf(out, "%" PRId64 ",", v->binding_bytes);
@@ -229,6 +243,11 @@ static void json_verdict(FILE *out, const results_verdict *v)
         fputc('}', out);
     }
     fputs("]}", out);
+}
+
+const char *results_verdict_item(const results_verdict *v)
+{
+    return v->binding_host ? "host" : plan_mem_cat_name(v->binding);
 }
 
 void results_json_write_run(FILE *out, const replay_results *r)

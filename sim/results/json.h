@@ -45,6 +45,7 @@ typedef struct results_verdict {
     bool oom;
     int64_t capacity_bytes, headroom_bytes; /* headroom < 0 when oom */
     bool has_binding;                       /* false: "binding": null (the run fits) */
+    bool binding_host;                      /* the node's host memory binds, not a category */
     plan_mem_cat binding;
     int64_t binding_bytes;
     char binding_why[256];
@@ -55,6 +56,9 @@ typedef struct results_verdict {
     size_t n_remedies;
     results_remedy *remedies;               /* borrowed */
 } results_verdict;
+
+/* The binding item's name: a memory category's, or "host" (docs/json.md, verdict.binding). */
+const char *results_verdict_item(const results_verdict *v);
 
 /* Prints the run's JSON object (the keys of docs/json.md) on one line followed by '\n'. Reads
  * `r->summary` only; `r` stays owned by the caller. A non-finite number in the summary, other

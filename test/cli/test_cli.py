@@ -468,6 +468,7 @@ def dp():
     param_gather_overlap()
     fsdp_implementations()
     stragglers()
+    offload_70b()
     ddp = os.path.join(data, "ddp.yaml")
     P = 2 * (12 * 256**2 + 4 * 256) + 2 * 1000 * 256 + 2 * 256  # tiny-gpt, see acceptance()
     # Bytes each GPU sends per step over dp, in units of the 16-bit parameter bytes 2P
@@ -571,6 +572,36 @@ def dp():
     check(abs(off.get("step_time_s", 0) - full.get("step_time_s", 0) - d) < 1e-9,
           "memory_efficiency 1: the step is %.9g s shorter (%s vs %s)" % (
               d, off.get("step_time_s"), full.get("step_time_s")))
+    # Parameter offload (optimizer offloaded too): no parameter shard on the GPU; each gather
+    # first fetches the rank's shard of its unit from host memory (P_u / 2 parameters x 2 B),
+    # for the forward and again for the backward: 2P bytes in the one micro-batch; the
+    # gradient shard goes down (P) and nothing comes back after CPU Adam: 3P in all.
+    # Host memory per rank: (12 + 2) B x P/2 of master, moments and gradients for CPU Adam,
+    # plus its 2 B x P/2 shard: 8P; the node's two ranks hold 16P = 33,398,784 B.
+    both = ["--set", "parallel.zero=3", "--set", "parallel.offload={params: cpu, optimizer: cpu}"]
+    po = run_json(ddp, *both)
+    near(po.get("comm_bytes_per_gpu", {}).get("offload", 0), 3 * P, 1e-12, "fetches 2P, grads P")
+    check(po.get("mem_bytes", {}).get("params", -1) == 0, "no parameter shard on the GPU")
+    check(po.get("host_memory") == {"node": 0, "bytes": 16 * P, "capacity_bytes": None},
+          "host memory 16P, not checked without node.host.memory: %s" % po.get("host_memory"))
+    check("host_memory" not in base, "no host_memory object without offload")
+    # the PCIe time of the fetches is a floor (2P up at most 32 GB/s, gen 4 x16 raw)
+    check(po.get("step_time_s", 0) >= 2 * P / 32e9, "step at least the fetches' PCIe time")
+    # a node with one byte less than the offload holds is out of (host) memory
+    tight = run_json(ddp, *both, "--set", "topology.node.host.memory=%d B" % (16 * P - 1))
+    check(tight.get("status") == "oom" and tight.get("mem_bytes") == po.get("mem_bytes") and
+          (tight.get("binding_constraint") or "").startswith("host memory: node 0's offload holds"),
+          "host OOM: %s %s" % (tight.get("status"), tight.get("binding_constraint")))
+    fits = run_json(ddp, *both, "--set", "topology.node.host.memory=%d B" % (16 * P))
+    check(fits.get("status") == "ok" and fits.get("host_memory", {}).get("capacity_bytes") == 16 * P,
+          "exactly the host's capacity fits: %s" % fits.get("host_memory"))
+    for bad, what in ((["--set", "parallel.offload.params=cpu"], "sharded parameters"),
+                      (["--set", "parallel.zero=3", "--set", "parallel.offload.params=cpu"],
+                       "optimizer offloaded too"),
+                      (["--set", "parallel.offload.params=nvme"], "not supported yet")):
+        rc, out, err = run("check", ddp, *bad)
+        check(rc == 2 and what in err and one_error_line(err),
+              "refused: %s: %s" % (bad, err))
     # ZeRO-2 + offload ends the step with the parameters' all-gather (dp) after the copies
     # and CPU Adam: the tail is split along that chain, so the CPU Adam time is offload, not dp
     z2 = run_json(ddp, "--set", "parallel.zero=2", "--set", "parallel.offload.optimizer=cpu")
@@ -633,6 +664,38 @@ def dp():
     fast = run_json(ddp, "--set", "parallel.zero=3", "--set", "parallel.fsdp.prefetch=1")
     check(slow.get("step_time_s", 0) > fast.get("step_time_s", 1), "prefetch 1 faster than 0: %s vs %s"
           % (fast.get("step_time_s"), slow.get("step_time_s")))
+
+
+def offload_70b():
+    # Llama 3.1 70B on one DGX A100 (scenarios/llama3.1-70b-8xa100-offload.yaml, FSDP over 8).
+    # P = 70,553,706,496: embedding and head 128,256 x 8,192 each, 80 layers of 855,654,400
+    # (q and o 8,192^2 each, k and v 8,192 x 1,024 each, three MLP matrices 8,192 x 28,672,
+    # two norms of 8,192), the final norm 8,192; every unit divides by 8.
+    P = 70553706496
+    sc = os.path.join(root, "scenarios", "llama3.1-70b-8xa100-offload.yaml")
+    off = ["--set", "parallel.offload={params: none, optimizer: none}"]
+    rc, out, err = run("mem", sc, "--json", *off)
+    m = json.loads(out) if rc == 0 else {}
+    # without offload the states alone are 16 B x P / 8 = 131.4 GiB per GPU: out of memory
+    check(m.get("status") == "oom" and m.get("mem_bytes", {}).get("optimizer") == 12 * P // 8,
+          "70B FSDP without offload does not fit: %s" % m.get("binding_constraint"))
+    r = run_json(sc)
+    check(r.get("status") == "ok" and r.get("mem_bytes", {}).get("params") == 0 and
+          r.get("mem_bytes", {}).get("optimizer") == 0, "with both offloads it fits on the GPUs")
+    # the host holds 16 B per parameter (12 of master and moments, 2 of gradients for CPU
+    # Adam, 2 of the 16-bit shard) on its 2 TiB
+    check(r.get("host_memory") == {"node": 0, "bytes": 16 * P, "capacity_bytes": 2 * 2**40},
+          "the host holds the offloaded bytes: %s" % r.get("host_memory"))
+    # per GPU: the shards in for forward and backward (2 x 2P/8 = P/2 B) and the gradient
+    # shard out (2P/8 = P/4): 0.75 P; the step is at least the fetches' time at the GPU's
+    # PCIe 4.0 x16 link (31.51 GB/s per direction, `stepsim topo topologies/dgx-a100.yaml`)
+    near(r.get("comm_bytes_per_gpu", {}).get("offload", 0), 0.75 * P, 1e-12, "offload bytes")
+    check(r.get("step_time_s", 0) >= (P / 2) / 31.51e9 + 0, "at least the PCIe time: %s"
+          % r.get("step_time_s"))
+    # one byte less of host memory than the offload holds: oom, and the host is named
+    t = run_json(sc, "--set", "topology.node.host.memory=%d B" % (16 * P - 1))
+    check(t.get("status") == "oom" and "host memory" in (t.get("binding_constraint") or ""),
+          "host OOM: %s" % t.get("binding_constraint"))
 
 
 def stragglers():
@@ -2379,11 +2442,22 @@ def verdict():
 
     # --- nothing fits on the job's GPUs: the smallest GPU count that does --------------------
     # QLoRA Llama-3.1-70B at seq 8192 on the 4090 pair: 4-bit weights 35 GB / 2 = 17.5 GB a GPU
-    # under FSDP, and 8192-token activations on top: no single change and no pair fits on 2
-    # GPUs (the only remedy listed is on more GPUs). The node grows (one node, no fabric: by
-    # topology.node.gpus); the global batch of 16 splits into 1-sequence micro-batches over
-    # 4, 8 or 16 data-parallel ranks, so 3 GPUs is no candidate and 4 is the smallest count.
+    # under FSDP, and 8192-token activations on top. One change fits: the parameter shards
+    # (and the adapters' optimizer) offloaded to the host, which holds 35 GB of the pair's
+    # 64 GiB; the GPUs keep the gathered layers and activations.
     q8 = ["model=llama3.1-70b", "training.finetune.method=qlora", "training.seq_len=8192"]
+    o = cmd_json("mem", fsdp, q8)
+    rs = remedies(o)
+    check(o.get("status") == "oom" and len(rs) == 1 and rs[0]["gpus"] == 2 and
+          rs[0]["changes"] == {"parallel.offload.params": "cpu", "parallel.offload.optimizer": "cpu"},
+          "QLoRA 70B seq 8192: parameter offload fits on the pair: %s" % rs)
+    reproduce("mem", fsdp, q8, o)
+    # With 16 GiB of host memory that does not fit either (host OOM), and no other single
+    # change or pair fits on 2 GPUs: the only remedy listed is on more GPUs. The node grows
+    # (one node, no fabric: by topology.node.gpus); the global batch of 16 splits into
+    # 1-sequence micro-batches over 4, 8 or 16 data-parallel ranks, so 3 GPUs is no candidate
+    # and 4 is the smallest count.
+    q8 = q8 + ["topology.node.host.memory=16 GiB"]
     for cmd in ("mem", "run"):
         o = cmd_json(cmd, fsdp, q8)
         rs = remedies(o)
