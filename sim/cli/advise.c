@@ -83,6 +83,16 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
         cli_remedy_set(&x->r, "training.micro_batch", "%lld", (long long)L->micro_batch);
     if (L->dp != par->dp || L->micro_batch != sc->training.micro_batch)
         cli_remedy_set(&x->r, "training.global_batch", "%lld", (long long)gb);
+    /* options that no longer apply: parameter offload off ZeRO-3 or one data-parallel rank,
+     * stragglers on ranks the layout does not have */
+    if (par->offload.params != PLAN_OFFLOAD_NONE && (L->zero != 3 || L->dp * L->cp == 1))
+        cli_remedy_set(&x->r, "parallel.offload.params", "none");
+    int ranks = L->dp * L->tp * L->pp * L->cp;
+    for (int i = 0; i < sc->simulation.n_stragglers; i++)
+        if (sc->simulation.stragglers[i].rank >= ranks) {
+            cli_remedy_set(&x->r, "simulation.stragglers", "[]");
+            break;
+        }
 }
 
 /* The ladder for the scenario `sc` (planned as `p`), in its order. */

@@ -7,7 +7,7 @@
  *        heads (or are split by them); sequence parallelism on whenever tp > 1
  *   pp   divisors of G/tp up to min(layers, 32); cp 1, or 2, 4, 8 for sequences of 16K+
  *   dp   the rest; ep: each divisor of dp that divides the experts (MoE models)
- *   zero 0..2 (and 3, FSDP, without pipelining or experts); only 0 when dp·cp = 1; only 1
+ *   zero 0..3 (3: FSDP); only 0 when dp·cp = 1; only 1
  *        and 3 from 16 data-parallel ranks on (DDP and ZeRO-2 never win there)
  *   pipeline schedule 1F1B, and interleaved with 2 virtual stages when it applies
  *   micro-batch 1, 2, 4 (dividing the batch per replica); recompute selective or full
@@ -86,7 +86,7 @@ static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t 
                     if (!divides(ep, dp) || (ep > 1 && (!moe || m->moe.experts % ep)))
                         continue;
                     for (int zero = 0; zero <= 3; zero++) {
-                        if ((dp * cp == 1 && zero) || (zero == 3 && (pp > 1 || moe)) ||
+                        if ((dp * cp == 1 && zero) ||
                             (dp * cp >= 16 && (zero == 0 || zero == 2)))
                             continue;
                         for (int v = 1; v <= (pp > 1 ? 2 : 1); v++)
@@ -119,7 +119,7 @@ static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t 
 
 /* The candidates as a run list: one override per axis (strings owned by the list). */
 static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
-                      int64_t batch, bool every_layer, char *text)
+                      int64_t batch, bool every_layer, bool offload_params, char *text)
 {
     run_list *L = &c->L;
     *L = (run_list){.base = base, .name = name, .source = base, .text = text, .n_runs = g->n,
@@ -145,7 +145,7 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         snprintf(v[9], 32, "%d", k->mb);
         snprintf(v[10], 32, "%s", k->recompute);
         snprintf(v[11], 32, "%s", k->offload);
-        L->sets[i] = sim_calloc(AXES + 2, sizeof *L->sets[i]);
+        L->sets[i] = sim_calloc(AXES + 3, sizeof *L->sets[i]);
         L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
         for (int a = 0; a < AXES; a++) {
             size_t len = strlen(axis_keys[a]) + strlen(v[a]) + 2;
@@ -161,10 +161,12 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         L->n_sets[i] = AXES + 1;
         /* the recompute axis applies to every layer, whatever recompute_every the scenario
          * gave */
-        if (every_layer) {
-            L->sets[i][AXES + 1] = sim_strdup("training.recompute_every=1");
-            L->n_sets[i] = AXES + 2;
-        }
+        if (every_layer)
+            L->sets[i][L->n_sets[i]++] = sim_strdup("training.recompute_every=1");
+        /* the scenario's parameter offload where it applies (ZeRO-3 over several ranks with
+         * the optimizer offloaded), none elsewhere */
+        if (offload_params && (k->zero != 3 || k->dp * k->cp == 1 || strcmp(k->offload, "cpu")))
+            L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.params=none");
     }
 }
 
@@ -522,7 +524,8 @@ static int plan_body(void *parsed, int argc, char **argv)
                         a->file, gpus);
             rc = CLI_EXIT_INVALID;
         } else {
-            plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1, full);
+            plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1,
+                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE, full);
             c.L.headroom_bytes = headroom.headroom_bytes;
             c.L.headroom_fraction = headroom.headroom_fraction;
             rc = cli__runs_execute(&c, plan_finish);

@@ -69,6 +69,9 @@ static void set_dp(results_remedy *r, const plan_parallel *par, int dp)
     int ep = sim_gcd(par->ep, dp);
     if (ep != par->ep)
         cli_remedy_set(r, "parallel.ep", "%d", ep);
+    /* parameter offload needs data-parallel ranks to shard over */
+    if (dp * par->cp == 1 && par->offload.params != PLAN_OFFLOAD_NONE)
+        cli_remedy_set(r, "parallel.offload.params", "none");
 }
 
 /* The single changes of the ladder (docs/memory.md) that the scenario has not applied yet,
@@ -159,11 +162,7 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
             cli_remedy_set(&x->r, "parallel.pp", "%d", par->pp * f);
             set_dp(&x->r, par, par->dp / f);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
-            /* FSDP does not combine with pipelining: ZeRO-2 keeps the most sharding */
-            if (par->zero == 3)
-                cli_remedy_set(&x->r, "parallel.zero", "%d", par->dp / f > 1 ? 2 : 0);
-            if (par->offload.params != PLAN_OFFLOAD_NONE) /* needs ZeRO-3 */
-                cli_remedy_set(&x->r, "parallel.offload.params", "none");
+            /* (ZeRO keeps sharding within each stage while data-parallel ranks are left) */
         }
     /* the topology's idle GPUs of the same kind: the most data-parallel ranks that divide
      * the global batch */

@@ -5,6 +5,7 @@
  * documents every key. */
 #include "core/sim.h"
 
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -213,6 +214,22 @@ static int stage_layers_fn(const input_key *key, const input_ynode *v, void *bas
 
 /* simulation.stragglers: [{ranks: [3, 7], slowdown: 1.25}, ...]: each rank at most once,
  * slowdown a number in (0, 100]; whether the ranks exist is checked with the layout. */
+/* An error of simulation.stragglers with the form it takes as the hint. */
+static int straggler_error(input_schema_ctx *ctx, const input_ynode *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int straggler_error(input_schema_ctx *ctx, const input_ynode *at, const char *fmt, ...)
+{
+    char msg[SIM_DIAG_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    input_schema_error(ctx, SIM_EINVAL, at, "%s", msg);
+    sim_diag_hint(ctx->diag, "simulation.stragglers lists each slowed rank once: [{ranks: [3, 7], "
+                             "slowdown: 1.25}, {ranks: [12], slowdown: 2}]");
+    return SIM_EINVAL;
+}
+
 static int stragglers_fn(const input_key *key, const input_ynode *v, void *base,
                          input_schema_ctx *ctx)
 {
@@ -228,7 +245,7 @@ static int stragglers_fn(const input_key *key, const input_ynode *v, void *base,
         char what[INPUT_SCHEMA_PATH_MAX + 48];
         snprintf(what, sizeof what, "%s[%zu]", ctx->path, i);
         if (item->kind != INPUT_YMAP)
-            return input_schema_error(ctx, SIM_EINVAL, item,
+            return straggler_error(ctx, item,
                                       "%s: expected a mapping such as {ranks: [3], slowdown: "
                                       "1.25}, got %s",
                                       what, input_ykind_name(item->kind));
@@ -247,7 +264,7 @@ static int stragglers_fn(const input_key *key, const input_ynode *v, void *base,
             }
         }
         if (!ranks || !slow)
-            return input_schema_error(ctx, SIM_EINVAL, item, "missing required key '%s' in '%s'",
+            return straggler_error(ctx, item, "missing required key '%s' in '%s'",
                                       ranks ? "slowdown" : "ranks", what);
         double f;
         char sw[INPUT_SCHEMA_PATH_MAX + 64];
@@ -255,12 +272,12 @@ static int stragglers_fn(const input_key *key, const input_ynode *v, void *base,
         if ((rc = input_schema_float(ctx, sw, slow, &f)))
             return rc;
         if (!(f > 0 && f <= 100))
-            return input_schema_error(ctx, SIM_EINVAL, slow,
+            return straggler_error(ctx, slow,
                                       "%s: must be greater than 0 and at most 100 (got %s)", sw,
                                       slow->text);
         snprintf(sw, sizeof sw, "%s.ranks", what);
         if (ranks->kind != INPUT_YSEQ || ranks->n == 0)
-            return input_schema_error(ctx, SIM_EINVAL, ranks,
+            return straggler_error(ctx, ranks,
                                       "%s: expected a non-empty list of ranks such as [3]", sw);
         for (size_t j = 0; j < ranks->n; j++) {
             char rw[INPUT_SCHEMA_PATH_MAX + 96];
@@ -269,14 +286,15 @@ static int stragglers_fn(const input_key *key, const input_ynode *v, void *base,
             if ((rc = input_schema_int(ctx, rw, ranks->items[j], &r)))
                 return rc;
             if (r < 0 || r >= 1048576)
-                return input_schema_error(ctx, SIM_EINVAL, ranks->items[j],
-                                          "%s: a rank from 0 (got %s)", rw, ranks->items[j]->text);
+                return straggler_error(ctx, ranks->items[j],
+                                          "%s: a rank from 0 to 1048575 (got %s)", rw,
+                                          ranks->items[j]->text);
             for (int k = 0; k < s->n_stragglers; k++)
                 if (s->stragglers[k].rank == r)
-                    return input_schema_error(ctx, SIM_EINVAL, ranks->items[j],
+                    return straggler_error(ctx, ranks->items[j],
                                               "%s: rank %lld is listed twice", rw, (long long)r);
             if (s->n_stragglers == PLAN_STRAGGLERS_MAX)
-                return input_schema_error(ctx, SIM_EINVAL, ranks->items[j],
+                return straggler_error(ctx, ranks->items[j],
                                           "%s: at most %d ranks in all", ctx->path,
                                           PLAN_STRAGGLERS_MAX);
             s->stragglers[s->n_stragglers++] = (plan_straggler){.rank = (int32_t)r, .slowdown = f};

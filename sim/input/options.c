@@ -96,6 +96,8 @@ static int check_variability(const input_ynode *root, const plan_scenario *sc,
                            "simulation.stragglers: rank %d does not exist (the run has %lld "
                            "ranks, 0 to %lld)",
                            s->stragglers[i].rank, ranks, ranks - 1);
+        sim_diag_hint(ctx->diag, "ranks are numbered tp fastest, then cp, ep, dp, pp "
+                                 "(parallel.order); `stepsim run --json` names the slowest");
         return SIM_EINVAL;
     }
     return 0;
@@ -123,9 +125,17 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
                                       "offload_param, FSDP CPUOffload): set parallel.zero: 3");
         rc = SIM_EINVAL;
     }
-    if (!rc && offload_params && (long long)p->dp * p->cp == 1)
+    if (!rc && p->zero == 3 && p->pp > 1 && p->fsdp.hybrid_shard)
+        rc = input_schema_error(ctx, SIM_ENOTSUP,
+                                input__locate(root, "parallel.fsdp.hybrid_shard", "parallel"),
+                                "parallel.fsdp.hybrid_shard: hybrid sharding with pipeline "
+                                "parallelism is not supported yet");
+    if (!rc && offload_params && (long long)p->dp * p->cp == 1) {
         rc = input_schema_error(ctx, SIM_ENOTSUP, at,
                                 "parallel.offload.params: parameter offload with one "
                                 "data-parallel rank is not supported yet");
+        sim_diag_hint(ctx->diag, "offload the optimizer alone (parallel.offload.optimizer: cpu), "
+                                 "or shard over more data-parallel ranks");
+    }
     return rc;
 }

@@ -606,11 +606,27 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
             return SIM_EINVAL;
         }
     }
-    if (p->zero == 3 && (p->pp > 1 || mm->moe.experts > 0))
-        return input_schema_error(ctx, SIM_ENOTSUP, locate(root, "parallel.zero", "parallel"),
-                                  "parallel.zero: FSDP/ZeRO-3 with %s is not supported yet",
-                                  p->pp > 1 ? "pipeline parallelism"
-                                            : "mixture-of-experts models");
+    if (p->zero == 3 && mm->moe.experts > 0 &&
+        (p->fsdp.implementation == PLAN_DEEPSPEED || p->fsdp.hybrid_shard)) {
+        bool ds = p->fsdp.implementation == PLAN_DEEPSPEED;
+        return input_schema_error(ctx, ds ? SIM_EINVAL : SIM_ENOTSUP,
+                                  locate(root, ds ? "parallel.fsdp.implementation"
+                                                  : "parallel.fsdp.hybrid_shard",
+                                         "parallel"),
+                                  ds ? "parallel.fsdp.implementation: DeepSpeed's MoE layers run "
+                                       "ZeRO stage 2 at most, not stage 3"
+                                     : "parallel.fsdp.hybrid_shard: hybrid sharding of a "
+                                       "mixture-of-experts model is not supported yet");
+    }
+    if (p->zero == 3 && p->pp > 1 && p->fsdp.implementation == PLAN_DEEPSPEED) {
+        input_schema_error(ctx, SIM_EINVAL,
+                           locate(root, "parallel.fsdp.implementation", "parallel"),
+                           "parallel.fsdp.implementation: DeepSpeed's pipeline engine runs "
+                           "ZeRO stage 1 at most, not stage 3");
+        sim_diag_hint(ctx->diag, "use fsdp2 (torchtitan's FSDP with pipelining) or fsdp1, or "
+                                 "parallel.zero: 1");
+        return SIM_EINVAL;
+    }
     int rc = input__check_parallel_options(root, sc, ctx);
     if (rc)
         return rc;

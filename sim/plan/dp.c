@@ -224,7 +224,7 @@ static const uint32_t *gather_dep(const gen *g, int u, int64_t mb)
  * never change: only trained ones are gathered. */
 static void emit_param_gather(gen *g, uint32_t opt)
 {
-    if (g->zero < 1 || g->sc->parallel.ddp.overlap_param_gather)
+    if (g->zero < 1 || g->zero > 2 || g->sc->parallel.ddp.overlap_param_gather)
         return;
     double dense = 0, expert = 0;
     for (int i = 0; i < g->n_units; i++)
@@ -309,6 +309,9 @@ static void gen_pipeline(gen *g)
             last_bwd_of[acts[i].vchunk] = i;
     uint32_t last_bwd = 0;
     emit_param_gather_ahead(g);
+    bool fsdp = g->zero == 3 && g->n > 1;
+    if (fsdp)
+        plan__fsdp_pp_begin(g);
     for (int i = 0; i < 2 * m * v; i++) {
         const plan_pp_action *a = &acts[i];
         int c = a->vchunk * p + g->stage;
@@ -321,7 +324,9 @@ static void gen_pipeline(gen *g)
                 have_recv = true;
             }
             span last = {0};
-            for (int u = u0; u < u1; u++) {
+            if (fsdp)
+                last = plan__fsdp_pp_fwd(g, u0, u1, a->mb, recv, have_recv);
+            for (int u = u0; u < u1 && !fsdp; u++) {
                 uint32_t deps[2];
                 size_t nd = 0;
                 if (have_recv && u == u0)
@@ -342,10 +347,13 @@ static void gen_pipeline(gen *g)
                 recv = add_p2p(g, g->pp_bwd[c], "pp.recv_gradient", a->mb, false, 0);
                 have_recv = true;
             }
-            bool bucketing = g->n > 1 && (g->zero == 2 || i == last_bwd_of[a->vchunk]);
+            bool bucketing = !fsdp && g->n > 1 && (g->zero == 2 || i == last_bwd_of[a->vchunk]);
             span last = {0};
             bool first = true;
-            for (int u = u1 - 1; u >= u0; u--) {
+            if (fsdp)
+                last = plan__fsdp_pp_bwd(g, u0, u1, a->mb, i == last_bwd_of[a->vchunk], recv,
+                                         have_recv);
+            for (int u = u1 - 1; u >= u0 && !fsdp; u--) {
                 span sp = plan__emit_bwd(g, &g->units[u], a->mb, bucketing,
                                    have_recv && first ? &recv : NULL, have_recv && first);
                 if (sp.any) {
@@ -367,6 +375,8 @@ static void gen_pipeline(gen *g)
         deps[nd++] = g->last_coll;
     uint32_t opt = plan__emit_step(g, deps, nd);
     emit_param_gather(g, opt);
+    if (fsdp)
+        plan__fsdp_pp_end(g);
     sim_free(acts);
     sim_free(last_bwd_of);
 }
@@ -382,12 +392,14 @@ static void persistent(gen *g, plan_mem *m)
     double K = states * plan__state_bytes(t->optimizer_state) +
                (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
     double weights = 0, whole = 0; /* whole: DeepSpeed's persistent parameters */
+    double experts = 0;             /* experts' weights: sharded over the expert-DP group */
     int64_t dense = 0, expert = 0;
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
         weights += g->units[i].weight_bytes;
         whole += g->units[i].persist_bytes;
+        experts += g->units[i].expert_bytes;
         dense += g->units[i].trainable - g->units[i].trainable_expert;
         expert += g->units[i].trainable_expert;
     }
@@ -397,7 +409,7 @@ static void persistent(gen *g, plan_mem *m)
     memset(m, 0, sizeof *m);
     const plan_parallel *par = &g->sc->parallel;
     bool off_params = par->offload.params == PLAN_OFFLOAD_CPU; /* zero 3 (validated) */
-    double shard = g->zero == 3 ? (weights - whole) / n : 0;  /* 16-bit shard, bytes */
+    double shard = g->zero == 3 ? (weights - whole - experts) / n + experts / ne : 0;
     m->bytes[PLAN_MEM_PARAMS] =
         (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : shard) + whole : weights);
     m->bytes[PLAN_MEM_GRADS] = (int64_t)((g->zero >= 2 ? sharded : trained) * g->gbytes);
@@ -497,6 +509,10 @@ static void build_units(gen *g)
                   .trainable = trained,
                   .trainable_expert = blocks[b] == MODEL_BLOCK_MOE
                                           ? block_grad_params(g, blocks[b], g->sh.ft, true) : 0,
+                  .expert_bytes = blocks[b] == MODEL_BLOCK_MOE
+                                      ? (double)block_grad_params(g, blocks[b], full, true) *
+                                            g->wbytes
+                                      : 0,
                   .weight_bytes = bytes};
         if (blocks[b] == MODEL_BLOCK_EMBED) {
             u.act = model_embed_activation_bytes(&g->model, &g->sh);
@@ -580,9 +596,6 @@ static int check_strategy(gen *g, sim_diag *diag)
 {
     const plan_scenario *sc = g->sc;
     int dp = sc->parallel.dp, pp = sc->parallel.pp;
-    if (pp > 1 && g->zero == 3)
-        return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
-                                   "FSDP/ZeRO-3 with pipeline parallelism is not supported yet");
     if (g->chunks > sc->model.layers)
         return sim_diag_error(diag, "scenario", 0, 0,
                               "%d pipeline chunks (pp %d x virtual_stages %d) for %d layers",
@@ -595,10 +608,6 @@ static int check_strategy(gen *g, sim_diag *diag)
     g->ep = sc->parallel.ep;
     g->n_local = g->model.moe.experts > 0 ? g->model.moe.experts / g->ep : 0;
     g->sh.ep = g->ep;
-    if (g->model.moe.experts > 0 && g->zero == 3)
-        return sim_diag_error_code(diag, SIM_ENOTSUP, "scenario", 0, 0,
-                                   "FSDP/ZeRO-3 with mixture-of-experts models is not supported "
-                                   "yet");
     g->hybrid = g->zero == 3 && sc->parallel.fsdp.hybrid_shard && dp * g->cp > 1;
     return 0;
 }

@@ -49,8 +49,16 @@ static double layer_colls(const plan_scenario *sc, bool moe)
         n += 4.0 * p->cp;
     if (moe)
         n += 4;
-    if (p->zero == 3)
-        n += 3;
+    if (p->zero == 3) {
+        /* gathers for forward and backward and a reduce-scatter (experts': as many again);
+         * FSDP2's copies around each; a fetch before each gather with parameter offload */
+        double colls = moe ? 6 : 3;
+        n += colls;
+        if (p->fsdp.implementation == PLAN_FSDP2)
+            n += colls;
+        if (p->offload.params != PLAN_OFFLOAD_NONE)
+            n += 2 * colls / 3;
+    }
     return n;
 }
 

@@ -56,14 +56,14 @@ int64_t plan__ds_persistent(const gen *g, model_block blk)
     return sum;
 }
 
-/* The last position (in the pass's unit order `ord`) whose gather may be in flight while
- * the unit at `pos` computes: `prefetch` units ahead (FSDP1's rate limiter keeps two gathers
+/* The last position (in the pass's unit order `ord`, of `n` units) whose gather may be in
+ * flight while the unit at `pos` computes: `prefetch` units ahead (FSDP1's rate limiter keeps two gathers
  * in flight: at most one ahead); DeepSpeed gathers ahead until its prefetch bucket holds
  * prefetch_bucket parameters, the unit that crosses it included. */
-static int gather_reach(const gen *g, const int *ord, int pos)
+static int gather_reach(const gen *g, const int *ord, int n, int pos)
 {
     const plan_parallel *par = &g->sc->parallel;
-    int U = g->n_units;
+    int U = n;
     if (par->fsdp.implementation != PLAN_DEEPSPEED) {
         int k = par->fsdp.prefetch;
         if (par->fsdp.implementation == PLAN_FSDP1 && par->fsdp.limit_all_gathers)
@@ -79,15 +79,27 @@ static int gather_reach(const gen *g, const int *ord, int pos)
     return j;
 }
 
-/* The unit's bytes that are gathered: all but DeepSpeed's persistent parameters. */
-static double gathered_bytes(const unit *u)
+/* A unit's bytes gathered over the data-parallel group: all but DeepSpeed's persistent
+ * parameters and the experts; over the expert-data-parallel group: the experts, unless each
+ * rank's experts are its alone (dp = ep: nothing to shard them over); both together. */
+static double dense_bytes(const unit *u)
 {
-    return u->weight_bytes - u->persist_bytes;
+    return u->weight_bytes - u->persist_bytes - u->expert_bytes;
 }
 
-static bool has_gather(const unit *u)
+static double expert_gathered(const gen *g, const unit *u)
 {
-    return gathered_bytes(u) > 0;
+    return g->n_edp > 1 ? u->expert_bytes : 0;
+}
+
+static double gathered_bytes(const gen *g, const unit *u)
+{
+    return dense_bytes(u) + expert_gathered(g, u);
+}
+
+static bool has_gather(const gen *g, const unit *u)
+{
+    return gathered_bytes(g, u) > 0;
 }
 
 /* A memory-bound copy of FSDP2 (or FSDP1's gradient cast) on the compute stream. */
@@ -130,31 +142,55 @@ static uint32_t fetch_shard(gen *g, int layer, int m, double bytes, uint32_t aft
     return c;
 }
 
-/* Issues, for the pass whose unit order is `ord`, the gathers of positions up to the reach
- * of `pos`, each waiting for the compute of position pos - 1 (`after`, when `have`); the
- * backward gathers only units that have a backward. */
-static void issue_gathers(gen *g, const int *ord, bool backward, int pos, int *issued,
-                          uint32_t *ag, int m, uint32_t after, bool have)
+/* One pass over units for gathers: their order, count, whether it is a backward (which
+ * gathers only units that have one), the next position to gather, and units to skip
+ * (already gathered and kept; NULL: none). */
+typedef struct gather_pass {
+    const int *ord;
+    int n;
+    bool backward;
+    int issued;
+    const bool *held;
+} gather_pass;
+
+/* Issues the gathers of the pass's positions up to the reach of `pos`, each waiting for the
+ * compute of position pos - 1 (`after`, when `have`). */
+static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m, uint32_t after,
+                          bool have)
 {
-    int reach = gather_reach(g, ord, pos);
-    for (; *issued <= reach; (*issued)++) {
-        const unit *v = &g->units[ord[*issued]];
-        if (!has_gather(v) || (backward && !v->has_bwd))
+    int reach = gather_reach(g, ps->ord, ps->n, pos);
+    for (; ps->issued <= reach; ps->issued++) {
+        int ui = ps->ord[ps->issued];
+        const unit *v = &g->units[ui];
+        if (!has_gather(g, v) || (ps->backward && !v->has_bwd) || (ps->held && ps->held[ui]))
             continue;
         uint32_t dep = after;
+        bool have_dep = have;
         bool staged = g->sc->parallel.offload.params == PLAN_OFFLOAD_CPU;
-        double shard = gathered_bytes(v) / g->n;
+        double dense = dense_bytes(v), ex = expert_gathered(g, v);
+        double shard = dense / g->n + (ex > 0 ? ex / g->n_edp : 0);
         if (staged) { /* the shard comes from host memory first */
             dep = fetch_shard(g, v->layer, m, shard, after, have);
-            have = true;
+            have_dep = true;
         }
-        ag[ord[*issued]] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, gathered_bytes(v),
-                                             "fsdp.gather", v->layer, m, &dep, have);
+        /* dense parameters over the data-parallel group, then the experts over theirs (on
+         * the same stream: the unit is ready when the last is done) */
+        uint32_t first = 0;
+        bool any = false;
+        if (dense > 0) {
+            first = ag[ui] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense,
+                                               "fsdp.gather", v->layer, m, &dep, have_dep);
+            any = true;
+        }
+        if (ex > 0) {
+            ag[ui] = plan__add_coll_op(g, g->g_edp, COLL_ALL_GATHER, ex, "fsdp.gather_experts",
+                                       v->layer, m, any ? &first : &dep, any || have_dep);
+            if (!any)
+                first = ag[ui];
+        }
         if (staged) /* its staging buffer, freed once gathered */
-            trace_add_mem(g->t, g->rank, ag[ord[*issued]], PLAN_MEM_BUFFERS, -(int64_t)shard,
-                          true);
-        trace_add_mem(g->t, g->rank, ag[ord[*issued]], PLAN_MEM_BUFFERS,
-                      (int64_t)gathered_bytes(v), false);
+            trace_add_mem(g->t, g->rank, ag[ui], PLAN_MEM_BUFFERS, -(int64_t)shard, true);
+        trace_add_mem(g->t, g->rank, first, PLAN_MEM_BUFFERS, (int64_t)(dense + ex), false);
     }
 }
 
@@ -166,7 +202,7 @@ static uint32_t gathered(gen *g, int ui, const uint32_t *ag, trace_phase ph, int
     const unit *u = &g->units[ui];
     if (g->sc->parallel.fsdp.implementation != PLAN_FSDP2)
         return ag[ui];
-    double b = gathered_bytes(u);
+    double b = gathered_bytes(g, u);
     uint32_t c = fsdp_copy(g, "fsdp.copy_out", ph, u->layer, m, 2 * b, ag[ui]);
     trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, (int64_t)b, false);
     trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)b, true);
@@ -183,7 +219,8 @@ typedef struct rs_bucket {
 /* Reduce-scatters `bytes` of gradients after op `after` (FSDP2: after their copy into the
  * reduce-scatter buffer; FSDP1: after their cast to the reduction dtype when it differs),
  * then, under hybrid sharding, all-reduces the shard across replicas. */
-static void reduce_grads(gen *g, double params, double bytes, int layer, int m, uint32_t after)
+static void reduce_grads(gen *g, uint32_t group, double params, double bytes, int layer, int m,
+                         uint32_t after)
 {
     plan_fsdp_impl im = g->sc->parallel.fsdp.implementation;
     uint32_t dep = after;
@@ -195,12 +232,29 @@ static void reduce_grads(gen *g, double params, double bytes, int layer, int m, 
         trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);
         dep = c;
     }
-    uint32_t rs = plan__add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, bytes,
-                                    "fsdp.reduce_scatter", layer, m, &dep, 1);
+    bool experts = group != g->g_shard;
+    uint32_t rs = plan__add_coll_op(g, group, COLL_REDUCE_SCATTER, bytes,
+                                    experts ? "fsdp.reduce_scatter_experts" : "fsdp.reduce_scatter",
+                                    layer, m, &dep, 1);
     trace_add_mem(g->t, g->rank, rs, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);
     if (g->hybrid)
         plan__add_coll_op(g, g->g_rep, COLL_ALL_REDUCE, bytes / g->n, "hsdp.all_reduce", layer,
                           m, &rs, 1);
+}
+
+/* A unit's unsharded gradients (`bytes`, held since its backward) reduced after `after`: the
+ * dense ones over the data-parallel group, the experts' over the expert-data-parallel group
+ * (or, when each rank's experts are its alone, kept as they are: their copy freed). */
+static void reduce_unit(gen *g, const unit *u, double bytes, int m, uint32_t after)
+{
+    double ex = (double)u->trainable_expert * g->gbytes, dense = bytes - ex;
+    if (dense > 0)
+        reduce_grads(g, g->g_shard, (double)(u->trainable - u->trainable_expert), dense, u->layer,
+                     m, after);
+    if (ex > 0 && g->n_edp > 1)
+        reduce_grads(g, g->g_edp, (double)u->trainable_expert, ex, u->layer, m, after);
+    else if (ex > 0)
+        trace_add_mem(g->t, g->rank, after, PLAN_MEM_BUFFERS, -(int64_t)ex, true);
 }
 
 void plan__gen_fsdp(gen *g)
@@ -221,26 +275,26 @@ void plan__gen_fsdp(gen *g)
     for (int64_t mb = 0; mb < g->A; mb++) {
         int m = (int)mb;
         /* forward: gathers issued while the unit before computes (gather_reach) */
-        int issued = 0;
+        gather_pass fp = {.ord = fwd_ord, .n = U};
         for (int f = 0; f < U; f++) {
-            issue_gathers(g, fwd_ord, false, f, &issued, ag, m, f ? fwd[f - 1].last : 0, f > 0);
+            issue_gathers(g, &fp, f, ag, m, f ? fwd[f - 1].last : 0, f > 0);
             const unit *u = &g->units[f];
-            uint32_t ready = has_gather(u) ? gathered(g, f, ag, TRACE_PHASE_FWD, m) : 0;
-            fwd[f] = plan__emit_fwd(g, u, m, &ready, has_gather(u) ? 1 : 0);
-            if (has_gather(u) && (reshard || !u->has_bwd))
+            uint32_t ready = has_gather(g, u) ? gathered(g, f, ag, TRACE_PHASE_FWD, m) : 0;
+            fwd[f] = plan__emit_fwd(g, u, m, &ready, has_gather(g, u) ? 1 : 0);
+            if (has_gather(g, u) && (reshard || !u->has_bwd))
                 trace_add_mem(g->t, g->rank, fwd[f].last, PLAN_MEM_BUFFERS,
-                              -(int64_t)gathered_bytes(u), true);
+                              -(int64_t)gathered_bytes(g, u), true);
         }
         /* backward in reverse unit order: b-th backward is unit U-1-b (frozen units whose
          * backward is empty take part in neither gathers nor reductions) */
-        issued = 0;
+        gather_pass bp = {.ord = bwd_ord, .n = U, .backward = true};
         rs_bucket bucket = {0};
         for (int b = 0; b < U; b++) {
             int ui = U - 1 - b;
             const unit *u = &g->units[ui];
             if (reshard) { /* the same window over the backward order */
                 const span *prev = b ? &bwd[U - b] : NULL;
-                issue_gathers(g, bwd_ord, true, b, &issued, ag, m, prev && prev->any ? prev->last : 0,
+                issue_gathers(g, &bp, b, ag, m, prev && prev->any ? prev->last : 0,
                               prev && prev->any);
             }
             if (!u->has_bwd) {
@@ -249,22 +303,22 @@ void plan__gen_fsdp(gen *g)
             }
             uint32_t ready = 0;
             size_t nr = 0;
-            if (has_gather(u) && reshard) {
+            if (has_gather(g, u) && reshard) {
                 ready = gathered(g, ui, ag, TRACE_PHASE_BWD, m);
                 nr = 1;
             }
             bwd[ui] = plan__emit_bwd(g, u, m, false, nr ? &ready : NULL, nr);
             double gb = plan__unit_grad_bytes(g, u);
-            if (has_gather(u))
+            if (has_gather(g, u))
                 trace_add_mem(g->t, g->rank, bwd[ui].last, PLAN_MEM_BUFFERS,
-                              -(int64_t)gathered_bytes(u), true);
+                              -(int64_t)gathered_bytes(g, u), true);
             last = bwd[ui].last;
             if (gb <= 0)
                 continue;
             /* unsharded gradients live from the unit's backward to its reduce-scatter */
             trace_add_mem(g->t, g->rank, bwd[ui].first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
             if (!ds) {
-                reduce_grads(g, (double)u->trainable, gb, u->layer, m, bwd[ui].last);
+                reduce_unit(g, u, gb, m, bwd[ui].last);
                 continue;
             }
             /* DeepSpeed: reduce-scattered once the bucket holds reduce_bucket parameters,
@@ -273,12 +327,12 @@ void plan__gen_fsdp(gen *g)
             bucket.bytes += gb;
             bucket.layer = u->layer;
             if (bucket.params >= par->fsdp.reduce_bucket) {
-                reduce_grads(g, bucket.params, bucket.bytes, bucket.layer, m, last);
+                reduce_grads(g, g->g_shard, bucket.params, bucket.bytes, bucket.layer, m, last);
                 bucket = (rs_bucket){0};
             }
         }
         if (bucket.bytes > 0)
-            reduce_grads(g, bucket.params, bucket.bytes, bucket.layer, m, last);
+            reduce_grads(g, g->g_shard, bucket.params, bucket.bytes, bucket.layer, m, last);
     }
     uint32_t deps[2] = {last, g->last_coll};
     plan__emit_step(g, deps, g->have_last_coll ? 2 : 1);
@@ -289,3 +343,117 @@ void plan__gen_fsdp(gen *g)
     sim_free(bwd);
 }
 
+
+/* ---- with pipeline parallelism ---------------------------------------------------------
+ *
+ * Each stage's units are sharded over the stage's data-parallel group. As
+ * torch.distributed.pipelining runs FSDP, gradients are synchronised on the last micro-batch
+ * only: each unit's gradients accumulate unsharded from its first backward of the step and
+ * are reduce-scattered after the backward of its chunk's last micro-batch. With
+ * reshard_after_forward the units are gathered before every forward and every backward and
+ * freed after each; without, each is gathered at its first forward of the step and kept
+ * until its last backward. Per rank per step, stage parameters P_s (16-bit bytes 2P_s):
+ * (2A + 1) x 2P_s(n-1)/n bytes sent with resharding, 2 x 2P_s(n-1)/n without. */
+
+void plan__fsdp_pp_begin(gen *g)
+{
+    size_t U = (size_t)g->n_units;
+    g->fsdp_ag = sim_calloc(U, sizeof *g->fsdp_ag);
+    g->fsdp_held = sim_calloc(U, sizeof *g->fsdp_held);
+    g->fsdp_grads = sim_calloc(U, sizeof *g->fsdp_grads);
+}
+
+void plan__fsdp_pp_end(gen *g)
+{
+    for (int u = 0; u < g->n_units; u++)
+        SIM_ASSERT(!g->fsdp_held[u] && !g->fsdp_grads[u],
+                   "rank %d: unit %d still gathered or holding gradients", g->rank, u);
+    sim_free(g->fsdp_ag);
+    sim_free(g->fsdp_held);
+    sim_free(g->fsdp_grads);
+    g->fsdp_ag = NULL;
+    g->fsdp_held = g->fsdp_grads = NULL;
+}
+
+/* The units of one chunk, in forward (or backward) order. */
+static int *chunk_order(int u0, int u1, bool backward)
+{
+    int *ord = sim_calloc((size_t)(u1 - u0 + 1), sizeof *ord);
+    for (int i = 0; i < u1 - u0; i++)
+        ord[i] = backward ? u1 - 1 - i : u0 + i;
+    return ord;
+}
+
+span plan__fsdp_pp_fwd(gen *g, int u0, int u1, int mb, uint32_t recv, bool have_recv)
+{
+    bool reshard = g->sc->parallel.fsdp.reshard_after_forward;
+    int *ord = chunk_order(u0, u1, false);
+    gather_pass ps = {.ord = ord, .n = u1 - u0, .held = g->fsdp_held};
+    span last = {0};
+    for (int f = 0; f < u1 - u0; f++) {
+        int ui = ord[f];
+        const unit *u = &g->units[ui];
+        /* the first gathers wait for the kernel before the chunk (the CPU issues them there) */
+        issue_gathers(g, &ps, f, g->fsdp_ag, mb, last.any ? last.last : g->last_compute,
+                      last.any || g->have_compute);
+        uint32_t deps[2];
+        size_t nd = 0;
+        if (have_recv && f == 0)
+            deps[nd++] = recv;
+        bool fresh = has_gather(g, u) && !g->fsdp_held[ui];
+        if (fresh)
+            deps[nd++] = gathered(g, ui, g->fsdp_ag, TRACE_PHASE_FWD, mb);
+        span sp = plan__emit_fwd(g, u, mb, deps, nd);
+        SIM_ASSERT(sp.any, "unit %d has no forward kernel", ui);
+        if (fresh && (reshard || !u->has_bwd))
+            trace_add_mem(g->t, g->rank, sp.last, PLAN_MEM_BUFFERS, -(int64_t)gathered_bytes(g, u),
+                          true);
+        else if (fresh)
+            g->fsdp_held[ui] = true;
+        last = sp;
+    }
+    sim_free(ord);
+    return last;
+}
+
+span plan__fsdp_pp_bwd(gen *g, int u0, int u1, int mb, bool last_mb, uint32_t recv,
+                       bool have_recv)
+{
+    int *ord = chunk_order(u0, u1, true);
+    gather_pass ps = {.ord = ord, .n = u1 - u0, .backward = true, .held = g->fsdp_held};
+    span last = {0};
+    for (int b = 0; b < u1 - u0; b++) {
+        int ui = ord[b];
+        const unit *u = &g->units[ui];
+        issue_gathers(g, &ps, b, g->fsdp_ag, mb, last.any ? last.last : g->last_compute,
+                      last.any || g->have_compute);
+        if (!u->has_bwd)
+            continue;
+        uint32_t deps[2];
+        size_t nd = 0;
+        if (have_recv && !last.any)
+            deps[nd++] = recv;
+        bool fresh = has_gather(g, u) && !g->fsdp_held[ui];
+        if (fresh)
+            deps[nd++] = gathered(g, ui, g->fsdp_ag, TRACE_PHASE_BWD, mb);
+        span sp = plan__emit_bwd(g, u, mb, false, deps, nd);
+        SIM_ASSERT(sp.any, "unit %d has no backward kernel", ui);
+        if (fresh || (g->fsdp_held[ui] && last_mb)) {
+            trace_add_mem(g->t, g->rank, sp.last, PLAN_MEM_BUFFERS, -(int64_t)gathered_bytes(g, u),
+                          true);
+            g->fsdp_held[ui] = false;
+        }
+        double gb = plan__unit_grad_bytes(g, u);
+        if (gb > 0 && !g->fsdp_grads[ui]) { /* accumulated unsharded until the last */
+            trace_add_mem(g->t, g->rank, sp.first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
+            g->fsdp_grads[ui] = true;
+        }
+        if (gb > 0 && last_mb) {
+            reduce_unit(g, u, gb, mb, sp.last);
+            g->fsdp_grads[ui] = false;
+        }
+        last = sp;
+    }
+    sim_free(ord);
+    return last;
+}

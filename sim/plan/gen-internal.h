@@ -15,6 +15,8 @@ typedef struct unit {
     int64_t persist;     /* DeepSpeed ZeRO-3: parameters kept whole on every rank (at most
                             persistence_threshold elements each), never gathered */
     double persist_bytes; /* their bytes */
+    double expert_bytes;  /* MoE units: its experts' 16-bit weights (the rank's experts), which
+                             ZeRO-3 shards over the expert-data-parallel group */
     double act;         /* activation bytes kept for backward, per micro-batch */
     double act_extra;   /* full or per-op recompute: bytes rebuilt for the backward */
     model_recompute rc; /* the layer's recompute (training.recompute on every
@@ -64,6 +66,9 @@ typedef struct gen {
                               * next wgrad kernel waits for (the dgrad runs beside it) */
     uint32_t gather;
     uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
+    uint32_t *fsdp_ag;       /* ZeRO-3 with a pipeline: per unit, its latest gather */
+    bool *fsdp_held;         /* ... gathered and kept (no resharding after forward) */
+    bool *fsdp_grads;        /* ... holding unsharded gradients until the last micro-batch */
     bool have_compute;
     /* pipeline */
     int pp, vstages, stage, chunks; /* chunks = pp x vstages */
@@ -172,6 +177,16 @@ uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps);
  * parameters DeepSpeed keeps whole in a unit of block `blk`. */
 void plan__gen_fsdp(gen *g);
 int64_t plan__ds_persistent(const gen *g, model_block blk);
+
+/* fsdp.c, ZeRO-3 with pipeline parallelism: the state of a rank's step (begin/end), and one
+ * chunk's forward or backward of micro-batch `mb` (units u0..u1-1) with its gathers and, on
+ * the chunk's last micro-batch (`last_mb`), its reduce-scatters; `recv` is the first
+ * kernel's dependency when `have_recv`. Returns the last kernel's span. */
+void plan__fsdp_pp_begin(gen *g);
+void plan__fsdp_pp_end(gen *g);
+span plan__fsdp_pp_fwd(gen *g, int u0, int u1, int mb, uint32_t recv, bool have_recv);
+span plan__fsdp_pp_bwd(gen *g, int u0, int u1, int mb, bool last_mb, uint32_t recv,
+                       bool have_recv);
 
 /* routing.c: points the rank at its EP group's token routing (g->route, g->sent), drawing
  * the group's routing on its first use; ep_block indexes the EP group, ep_coord is the

@@ -40,6 +40,11 @@ int plan__groups_create(gen *g, sim_diag *diag)
         while (per_node < n && p->coords[per_node].node == p->coords[0].node)
             per_node++;
         nodes = n / per_node;
+        if (per_node == 1)
+            return sim_diag_error(diag, "scenario", 0, 0,
+                                  "hybrid_shard with one rank per node shards nothing (every "
+                                  "node would hold the whole model): use parallel.zero: 0 "
+                                  "(DDP) or hybrid_shard: false");
         for (int r = 0; r < n; r++)
             if (n % per_node != 0 || p->coords[r].node != p->coords[r - r % per_node].node)
                 return sim_diag_error(diag, "scenario", 0, 0,

@@ -82,7 +82,7 @@ int plan_host_verdict(const plan *p, int64_t *bytes, int *node, char *why, size_
     if (cap <= 0 || *bytes <= cap)
         return 0;
     const double GiB = 1024.0 * 1024.0 * 1024.0;
-    snprintf(why, size, "host memory: node %d's offload holds %.1f GiB > %.1f GiB "
+    snprintf(why, size, "host memory: node %d's offload holds %.2f GiB > %.2f GiB "
              "(topology.node.host.memory)", *node, *bytes / GiB, cap / GiB);
     return 1;
 }

@@ -601,7 +601,9 @@ static void slowest(const replay_ctx *c, replay_summary *s, const replay_results
     }
     s->slowest_rank = best;
     s->slowest_compute_s = r->ranks[best].compute_s;
-    s->slowest_wait_s = n > 1 ? s->slowest_compute_s - (sum - s->slowest_compute_s) / (n - 1) : 0;
+    /* (rounding may put the others' mean a hair above the maximum when all are equal) */
+    s->slowest_wait_s =
+        n > 1 ? SIM_MAX(0.0, s->slowest_compute_s - (sum - s->slowest_compute_s) / (n - 1)) : 0;
 }
 
 /* The gaps were recorded as they closed, ranks interleaved; the rows list them rank by

@@ -114,7 +114,7 @@ BAD = [
     ("bad-missing-file.yaml", (3, 8), "no-such-model.yaml"),
     ("bad-negative-size.yaml", (5, 17), "negative"),
     ("bad-duplicate-key.yaml", (6, 3), "duplicate"),
-    ("bad-not-supported.yaml", (7, 9), "not supported"),
+    ("bad-not-supported.yaml", (7, 18), "not supported"),
     ("bad-too-many-gpus.yaml", (5, 7), "GPU"),
     # an inline GPU whose attention table goes down in sequence length
     ("bad-attention-efficiency.yaml", (5, 56), "strictly increasing"),
@@ -1002,7 +1002,52 @@ def tp():
     check(rc == 2 and "parallel.tp" in err, "tp = 3 with 4 heads refused: " + err)
 
 
+def fsdp_pipeline():
+    pipe = os.path.join(data, "pipe.yaml")
+    # FSDP under a pipeline (pipe.yaml: 8 layers of 12h^2 + 4h = 12,587,008 parameters at
+    # h = 1,024, an 8-word vocabulary; pp 2, dp 4, 8 micro-batches a step). Stage 0 holds 4
+    # layers and the embedding (8 x 1,024): P_0 = 50,356,224; stage 1 the head and its final
+    # LayerNorm (8 x 1,024 + 2 x 1,024): P_1 = 50,358,272. A ring of 4 sends 3/4 of a
+    # collective's 16-bit bytes. Gradients are reduce-scattered once a step (the last
+    # micro-batch's backward, as torch.distributed.pipelining syncs them); the units are
+    # gathered for every forward and backward with reshard_after_forward, once a step without:
+    #   resharding:  (2 x 8 + 1) x 2P_s x 3/4 per rank;  kept: 2 x 2P_s x 3/4 (= ZeRO-1's)
+    # averaged over the two stages' ranks: 17 x 75,535,872 and 2 x 75,535,872.
+    base = ["--set", "parallel.dp=4", "--set", "training.global_batch=32", "--set", "parallel.zero=3"]
+    per = 1.5 * (50356224 + 50358272) / 2  # 2P_s x 3/4, the mean over the stages
+    rs = run_json(pipe, *base)
+    kept = run_json(pipe, *base, "--set", "parallel.fsdp.reshard_after_forward=false")
+    z1 = run_json(pipe, *base, "--set", "parallel.zero=1")
+    check(rs.get("status") == "ok" and kept.get("status") == "ok", "FSDP with pp 2 runs")
+    near(rs.get("comm_bytes_per_gpu", {}).get("dp", 0), 17 * per, 1e-12, "resharding: 17 x 2P_s x 3/4")
+    near(kept.get("comm_bytes_per_gpu", {}).get("dp", 0), 2 * per, 1e-12, "kept: 2 x 2P_s x 3/4")
+    check(kept.get("comm_bytes_per_gpu") == z1.get("comm_bytes_per_gpu"), "kept = ZeRO-1's traffic")
+    # the shards: stage 0's 16-bit parameters over 4 ranks (the peak is on a stage-0 rank)
+    check(rs.get("mem_bytes", {}).get("params") == 2 * 50356224 // 4, "params sharded over dp: %s"
+          % rs.get("mem_bytes"))
+    # tp 8 x pp 8 x dp 8 (512 GPUs, SP): the tensor-parallel and pipeline traffic is ZeRO-1's
+    # (the sharding changes only the data-parallel group's), and the data-parallel traffic
+    # is (2A + 1) / 2 = 8.5 times ZeRO-1's (A = 64 / (1 x 8) = 8 micro-batches), 1 times
+    # without resharding: both are linear in each rank's 2P_s(n-1)/n.
+    big = ["--set", "topology.nodes=64", "--set", "topology.fabric={kind: fat-tree}",
+           "--set", "topology.node.nics={count: 8, bandwidth: 400 Gb/s, latency: 0 us}",
+           "--set", "parallel={dp: 8, tp: 8, pp: 8, sp: true}", "--set", "training.global_batch=64"]
+    b1 = run_json(pipe, *big, "--set", "parallel.zero=1")
+    b3 = run_json(pipe, *big, "--set", "parallel.zero=3")
+    bk = run_json(pipe, *big, "--set", "parallel.zero=3", "--set", "parallel.fsdp.reshard_after_forward=false")
+    c1, c3, ck = (x.get("comm_bytes_per_gpu", {}) for x in (b1, b3, bk))
+    check(b3.get("gpus") == 512 and all(c3.get(k) == c1.get(k) for k in ("tp", "pp", "cp", "ep")),
+          "tp/pp traffic unchanged by ZeRO-3: %s vs %s" % (c3, c1))
+    near(c3.get("dp", 0), 8.5 * c1.get("dp", 0), 1e-9, "512 GPUs: dp traffic (2A + 1)/2 x ZeRO-1's")
+    near(ck.get("dp", 0), c1.get("dp", 0), 1e-9, "512 GPUs, kept: ZeRO-1's dp traffic")
+    # not yet: hybrid sharding under a pipeline
+    rc, out, err = run("check", pipe, *base, "--set", "parallel.fsdp.hybrid_shard=true")
+    check(rc == 2 and "hybrid sharding with pipeline parallelism is not supported yet" in err,
+          "hybrid + pp refused: " + err)
+
+
 def pp():
+    fsdp_pipeline()
     pipe = os.path.join(data, "pipe.yaml")
     # Uniform stages, free communication (pipe.yaml): every stage spends the same time per
     # micro-batch, so GPipe and 1F1B idle (p-1)/(m+p-1) of the step and the interleaved
@@ -1088,6 +1133,26 @@ def moe():
     # x 2 layers = 4,194,304 bytes per GPU per step.
     d = run_json(ddp, *moe, "--set", "training.recompute=none")
     check(d.get("comm_bytes_per_gpu", {}).get("ep") == 4194304, "ep bytes: %s" % d.get("comm_bytes_per_gpu"))
+    # FSDP with experts (tiny-moe, dp 4, ep 2: the experts' data-parallel groups have n_e = 2
+    # ranks; one micro-batch). Per rank, dense parameters D = embedding 256,000 + 2 layers x
+    # (attention 4h^2 = 262,144 + LayerNorms 1,024 + router h x 4 = 1,024) + head 256,000 +
+    # final norm 512 = 1,040,896; experts E = 2 layers x 2 local experts x 2 x 256 x 512 =
+    # 1,048,576. Gathers before forward and backward and a reduce-scatter, each of 2 B per
+    # parameter, over the group of each part:
+    #   3 x 2D x 3/4 + 3 x 2E x 1/2 = 4,684,032 + 3,145,728 = 7,829,760 bytes (ZeRO-1's x 1.5);
+    # the 16-bit parameters kept are 2D/4 + 2E/2 = 520,448 + 1,048,576 = 1,569,024 bytes.
+    z3 = ["--set", "parallel.dp=4", "--set", "topology.node.gpus=4", "--set", "training.global_batch=8",
+          "--set", "parallel.zero=3"]
+    f = run_json(ddp, *moe, *z3)
+    check(f.get("comm_bytes_per_gpu", {}).get("dp") == 7829760 and
+          f.get("comm_bytes_per_gpu", {}).get("ep") == d.get("comm_bytes_per_gpu", {}).get("ep"),
+          "FSDP with experts: dp bytes, all-to-alls unchanged: %s" % f.get("comm_bytes_per_gpu"))
+    check(f.get("mem_bytes", {}).get("params") == 1569024, "experts sharded over n_e: %s"
+          % f.get("mem_bytes"))
+    for bad, what in (("parallel.fsdp.implementation=deepspeed", "ZeRO stage 2 at most"),
+                      ("parallel.fsdp.hybrid_shard=true", "not supported yet")):
+        rc, out, err = run("check", ddp, *moe, *z3, "--set", bad)
+        check(rc == 2 and what in err, "refused: %s: %s" % (bad, err))
     # Experts on every data-parallel rank (ep 1 < dp 2) with tp 2 and ZeRO-1: the experts'
     # gradients and gathers run over expert-DP groups of the 2 data-parallel ranks of each
     # tensor-parallel coordinate. Those groups used to exist only for ep > 1, so these
@@ -1631,10 +1696,13 @@ def hostile():
         write("ok.yaml", head % ("m4.yaml", 4) + inter)
         rc, out, err = go(["check", "ok.yaml"], tmp)
         check(rc == 0, "4 layers, 4 micro-batches on pp 2 x 2 virtual stages: ok: " + err)
-        # ZeRO-3 with a pipeline: line 10 `  zero: 3`, after "  zero: " (column 9)
-        write("z.yaml", head % ("tiny-gpt.yaml", 2) + "  pp: 2\n  zero: 3\n")
-        refused(["check", "z.yaml"], tmp, "z.yaml:10:9: error: parallel.zero: FSDP/ZeRO-3 with "
-                "pipeline parallelism is not supported yet", "ZeRO-3 with pp")
+        # DeepSpeed's ZeRO-3 with a pipeline: line 11 `  fsdp: {implementation: deepspeed}`,
+        # the value after "  fsdp: {implementation: " (column 26)
+        write("z.yaml", head % ("tiny-gpt.yaml", 2) +
+              "  pp: 2\n  zero: 3\n  fsdp: {implementation: deepspeed}\n")
+        refused(["check", "z.yaml"], tmp, "z.yaml:11:26: error: parallel.fsdp.implementation: "
+                "DeepSpeed's pipeline engine runs ZeRO stage 1 at most, not stage 3",
+                "DeepSpeed ZeRO-3 with pp")
         # no refusal above created a file
         check(sorted(os.listdir(tmp)) == sorted(
             ["single.yaml", "ideal-pair.yaml", "ideal-gpu.yaml", "tiny-gpt.yaml", "f.yaml", "sub",
@@ -2372,18 +2440,20 @@ def verdict():
     reproduce("mem", fsdp, mb8, m)
 
     # --- QLoRA Llama-3.1-70B on the same pair, already FSDP (issue 25) -----------------------
-    # 70B in 4 bits is 35 GB: nothing but splitting the layers fits; a QLoRA run is never told
-    # to fine-tune with LoRA, and an FSDP run never told FSDP. Pipelining 2 stages (with ZeRO
-    # dropped: FSDP does not combine with pp, and one data-parallel rank is left) fits.
+    # 70B in 4 bits is 35 GB: a QLoRA run is never told to fine-tune with LoRA, and an FSDP
+    # run never told FSDP. What fits: the parameter shards offloaded to the host (with the
+    # optimizer), or the layers split over the two GPUs (TP 2, or 2 pipeline stages, ZeRO-3
+    # kept over the one data-parallel rank left, where it shards nothing).
     q = ["model=llama3.1-70b", "training.finetune.method=qlora"]
     m = cmd_json("mem", fsdp, q)
     keys = [k for x in remedies(m) for k in x["changes"]]
+    changes = [x["changes"] for x in remedies(m)]
     check(m.get("status") == "oom" and remedies(m) and "training.finetune.method" not in keys
           and all(x["changes"].get("parallel.zero") != "3" for x in remedies(m)) and
-          {"parallel.pp": "2", "parallel.dp": "1", "training.global_batch": "16",
-           "parallel.zero": "0"} in [x["changes"] for x in remedies(m)] and
+          {"parallel.pp": "2", "parallel.dp": "1", "training.global_batch": "16"} in changes and
+          {"parallel.offload.params": "cpu", "parallel.offload.optimizer": "cpu"} in changes and
           "LoRA" not in (m.get("binding_constraint") or ""),
-          "QLoRA 70B: no LoRA, no FSDP, pp 2 listed: %s" % remedies(m))
+          "QLoRA 70B: no LoRA, no FSDP, offload and pp 2 listed: %s" % remedies(m))
     # the params (4-bit 70B, gathered 16-bit units aside) are the largest item, held from the
     # start under the capacity: the binding item is one that grew, not them
     mb = m.get("mem_bytes", {})
@@ -2394,31 +2464,33 @@ def verdict():
           "QLoRA 70B: binding is not the largest item: %s" % m.get("verdict"))
     reproduce("mem", fsdp, q, m)
 
-    # --- a MoE model is never told ZeRO-3 ----------------------------------------------------
+    # --- a MoE model: ZeRO-1 at the shipped peak, and FSDP over both groups ---------------------
     # Mixtral on 64 H100 with DDP: its optimizer states (12 B/param of 46.7B) alone exceed the
-    # card. ZeRO-3 is generated and rejected by the loader (experts need zero <= 2), so it is
-    # not listed; ZeRO-1, the shipped scenario's stage, is, at the shipped scenario's peak.
+    # card. ZeRO-1, the shipped scenario's stage, is listed at the shipped scenario's peak;
+    # ZeRO-3 loads (experts sharded over the expert-data-parallel group) and is listed lower.
     mix = os.path.join(sc, "mixtral-8x7b-64xh100.yaml")
     m = cmd_json("mem", mix, ["parallel.zero=0"])
     rc, _, err = run("check", mix, "--set", "parallel.zero=3")
     z1 = [x for x in remedies(m) if x["changes"] == {"parallel.zero": "1"}]
-    check(rc == 2 and m.get("status") == "oom" and
-          m["verdict"]["binding"]["item"] == "optimizer" and
-          all(x["changes"].get("parallel.zero") != "3" for x in remedies(m)) and len(z1) == 1
-          and z1[0]["peak_mem_bytes"] == cmd_json("mem", mix, []).get("peak_mem_bytes"),
-          "Mixtral DDP: ZeRO-3 rejected (%d) and not listed, ZeRO-1 listed: %s" % (rc, remedies(m)))
+    z3 = [x for x in remedies(m) if x["changes"] == {"parallel.zero": "3"}]
+    check(rc == 0 and m.get("status") == "oom" and
+          m["verdict"]["binding"]["item"] == "optimizer" and len(z1) == 1 and len(z3) == 1
+          and z1[0]["peak_mem_bytes"] == cmd_json("mem", mix, []).get("peak_mem_bytes")
+          and z3[0]["peak_mem_bytes"] < z1[0]["peak_mem_bytes"],
+          "Mixtral DDP: ZeRO-1 and ZeRO-3 listed (%d): %s" % (rc, remedies(m)))
     reproduce("mem", mix, ["parallel.zero=0"], m)
 
-    # --- a pipeline is never told FSDP -------------------------------------------------------
+    # --- a pipeline's activations: sharding the states does not help ------------------------
     # GPT-3 175B in 8 stages without recompute keeps 74.8 GiB of activations on the first
-    # stage: oom on activations; ZeRO-3 does not combine with pp (the loader refuses it)
+    # stage: oom on activations. ZeRO-3 loads with a pipeline (sharded within each stage) and
+    # is checked, but it leaves the activations as they are: not listed
     gpt = os.path.join(sc, "gpt3-175b-3d-a100.yaml")
     m = cmd_json("mem", gpt, off)
     rc, _, err = run("check", gpt, "--set", "parallel.zero=3")
-    check(rc == 2 and m.get("status") == "oom" and
+    check(rc == 0 and m.get("status") == "oom" and
           m["verdict"]["binding"]["item"] == "activations" and remedies(m) and
           all(x["changes"].get("parallel.zero") != "3" for x in remedies(m)),
-          "GPT-3 pipeline: ZeRO-3 rejected (%d) and not listed: %s" % (rc, remedies(m)))
+          "GPT-3 pipeline: ZeRO-3 loads (%d) and is not listed: %s" % (rc, remedies(m)))
     reproduce("mem", gpt, off, m)
 
     # --- no single change fits: pairs ---------------------------------------------------------
@@ -2646,13 +2718,16 @@ def advise():
     check(by.get("ddp", {}).get("status") == "oom", "70B ddp does not fit")
     reproduce(big, rungs)
 
-    # --- invalid rungs: Mixtral 8x7B (MoE) — LoRA and FSDP are refused by the loader ------------
+    # --- invalid rungs: Mixtral 8x7B (MoE) — LoRA is refused by the loader --------------------
+    # (FSDP loads: dense weights over dp, experts over the expert-data-parallel group)
     moe_ = os.path.join(sc, "mixtral-8x7b-64xh100.yaml")
     rungs = ladder(moe_)
     by = {r["rung"]: r for r in rungs}
-    check(by.get("fsdp", {}).get("status") == "invalid" and
-          "not supported" in by.get("fsdp", {}).get("limit", ""),
-          "MoE fsdp rung invalid with the loader's reason: %s" % by.get("fsdp"))
+    check(by.get("lora", {}).get("status") == "invalid" and
+          "not supported" in by.get("lora", {}).get("limit", ""),
+          "MoE lora rung invalid with the loader's reason: %s" % by.get("lora"))
+    check(by.get("fsdp", {}).get("status") == "ok", "MoE fsdp rung runs: %s" % by.get("fsdp"))
+    reproduce(moe_, [by["fsdp"]] if "fsdp" in by else [])
     # one GPU and the 8-stage pipeline (tp 8 x pp 8, dp 1) leave one data-parallel rank: the
     # experts' 8 ranks come down to gcd(8, 1) = 1 so that ep divides dp, and the rungs load
     for name in ("1gpu", "pp"):

@@ -575,11 +575,14 @@ static void test_not_supported(void)
     plan_scenario sc;
     sim_diag d;
 
-    /* FSDP with a pipeline is refused at the value of zero: "  zero: 3" at 5:9 */
-    CHECK_INT_EQ(load(REFS "parallel:\n  pp: 2\n  zero: 3\n", &sc, &d), SIM_ENOTSUP);
-    CHECK_DIAG(d, "s.yaml", 5, 9);
-    CHECK_STR_EQ(d.msg, "parallel.zero: FSDP/ZeRO-3 with pipeline parallelism is not supported "
-                        "yet");
+    /* a feature not built yet, at its value: "    activations: cpu" at 5:18 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  offload:\n    activations: cpu\n", &sc, &d),
+                 SIM_ENOTSUP);
+    CHECK_DIAG(d, "s.yaml", 5, 18);
+    CHECK_STR_EQ(d.msg, "`parallel.offload.activations: cpu`: activation offload is not "
+                        "supported yet (coming with node.storage devices)");
+    /* FSDP with a pipeline loads */
+    CHECK_INT_EQ(load(REFS "parallel:\n  pp: 2\n  zero: 3\n", &sc, &d), 0);
     /* jitter and stragglers load; a rank listed twice is refused at its second mention
      * ("  stragglers: [{ranks: [1, 1]": the second 1 at 4:28), one past the 8 ranks of dp 8
      * at the rank ("[{ranks: [8]": 4:25) */
