@@ -300,19 +300,20 @@ static void gen_pipeline(gen *g)
 {
     const plan_parallel *par = &g->sc->parallel;
     int p = g->pp, v = g->vstages, m = (int)g->A;
-    plan_pp_action *acts = sim_calloc((size_t)(2 * m * v), sizeof *acts);
-    plan_pp_schedule(par->pipeline.schedule, p, v, m, g->stage, acts);
-    /* each virtual chunk's last backward in this stage's order carries the reduction */
+    plan_pp_action *acts = sim_calloc((size_t)PLAN_PP_ACTIONS(m, v), sizeof *acts);
+    int n_acts = plan_pp_schedule(par->pipeline.schedule, p, v, m, g->stage, acts);
+    /* each virtual chunk's last backward in this stage's order carries the reduction (with
+     * the backward split, its last weight pass) */
     int *last_bwd_of = sim_calloc((size_t)v, sizeof *last_bwd_of);
-    for (int i = 0; i < 2 * m * v; i++)
-        if (!acts[i].fwd)
+    for (int i = 0; i < n_acts; i++)
+        if (!acts[i].fwd && acts[i].part != PLAN_PP_INPUT)
             last_bwd_of[acts[i].vchunk] = i;
     uint32_t last_bwd = 0;
     emit_param_gather_ahead(g);
     bool fsdp = g->zero == 3 && g->n > 1;
     if (fsdp)
         plan__fsdp_pp_begin(g);
-    for (int i = 0; i < 2 * m * v; i++) {
+    for (int i = 0; i < n_acts; i++) {
         const plan_pp_action *a = &acts[i];
         int c = a->vchunk * p + g->stage;
         int u0 = g->chunk_first[c], u1 = g->chunk_first[c + 1];
@@ -343,11 +344,16 @@ static void gen_pipeline(gen *g)
                 add_p2p(g, g->pp_fwd[c], "pp.send_activation", a->mb, last.any, dep);
             }
         } else {
-            if (c < g->chunks - 1) {
+            /* a zero-bubble weight pass: no transfer, and the gradients it produces fill the
+             * buckets */
+            bool weight = a->part == PLAN_PP_WEIGHT;
+            if (c < g->chunks - 1 && !weight) {
                 recv = add_p2p(g, g->pp_bwd[c], "pp.recv_gradient", a->mb, false, 0);
                 have_recv = true;
             }
-            bool bucketing = !fsdp && g->n > 1 && (g->zero == 2 || i == last_bwd_of[a->vchunk]);
+            g->bwd_part = a->part;
+            bool bucketing = !fsdp && g->n > 1 && a->part != PLAN_PP_INPUT &&
+                             (g->zero == 2 || i == last_bwd_of[a->vchunk]);
             span last = {0};
             bool first = true;
             if (fsdp)
@@ -365,8 +371,9 @@ static void gen_pipeline(gen *g)
                 last_bwd = last.last;
             if (bucketing)
                 plan__bucket_flush(g, last_bwd, a->mb);
-            if (c > 0)
+            if (c > 0 && !weight)
                 add_p2p(g, g->pp_bwd[c - 1], "pp.send_gradient", a->mb, last.any, last.last);
+            g->bwd_part = PLAN_PP_FULL;
         }
     }
     uint32_t deps[2] = {last_bwd, 0};

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "plan/gen-internal.h"
+#include "plan/pipeline.h"
 
 
 double plan__state_bytes(plan_state_dtype d)
@@ -505,6 +506,9 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         model_op part;
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
             continue;
+        if (mph == MODEL_PHASE_BWD && g->bwd_part != PLAN_PP_FULL &&
+            ends_with(mo->name, ".wgrad") != (g->bwd_part == PLAN_PP_WEIGHT))
+            continue; /* zero-bubble: input gradients now, weight gradients later */
         if (g->op_recompute) { /* the share of the kernel the per-op policy re-runs */
             if (mo->op_share <= 0)
                 continue;
@@ -557,6 +561,15 @@ span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t 
     return s;
 }
 
+/* Whether the unit's backward has weight-gradient kernels (a zero-bubble W pass to run). */
+static bool has_wgrad(const model_op_list *ops)
+{
+    for (int i = 0; i < ops->n; i++)
+        if (ends_with(ops->op[i].name, ".wgrad"))
+            return true;
+    return false;
+}
+
 span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_t *deps,
                      size_t n_deps)
 {
@@ -565,7 +578,16 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
     double exp_bytes = 0;
     plan__moe_shape(g, u, mb);
     bool layer = u->blk == MODEL_BLOCK_LAYER || u->blk == MODEL_BLOCK_MOE;
-    if (layer && u->rc != MODEL_RECOMPUTE_NONE) {
+    /* zero-bubble split: the input pass recomputes and keeps the activations for the weight
+     * pass, which frees them (or the input pass does, when there is no weight pass) */
+    int part = g->bwd_part;
+    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
+    bool weights_later = part == PLAN_PP_INPUT && has_wgrad(&ops);
+    if (part == PLAN_PP_WEIGHT && !has_wgrad(&ops)) {
+        g->sh.moe = NULL;
+        return s;
+    }
+    if (layer && u->rc != MODEL_RECOMPUTE_NONE && part != PLAN_PP_WEIGHT) {
         /* the recomputed forward repeats its collectives (Megatron checkpoints the whole
          * layer, f and g operators and token dispatch included; the per-op policy keeps
          * the reduce-scatters' outputs) */
@@ -579,7 +601,7 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
     model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
     span b = emit_pass(g, u, mb, &ops, TRACE_PHASE_BWD, MODEL_PHASE_BWD, false, bucketing,
                        "ep.combine_grad", "ep.dispatch_grad", deps, n_deps, !s.any, &exp_bytes);
-    if (u->blk == MODEL_BLOCK_HEAD && b.any) {
+    if (u->blk == MODEL_BLOCK_HEAD && b.any && part != PLAN_PP_WEIGHT) {
         /* the logits' gradients: PyTorch's two fp32 ones while the loss backward (the
          * pass's first kernel) runs, then the 16-bit one until the head's backward ends */
         double during, after;
@@ -597,7 +619,7 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
         s.last = b.last;
         s.any = true;
     }
-    if (s.any) {
+    if (s.any && !weights_later) {
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act, true);
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, -(int64_t)u->act_extra, true);
     }

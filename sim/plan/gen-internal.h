@@ -104,6 +104,7 @@ typedef struct gen {
                             of the step waits for (UINT32_MAX: none) */
     double model_flops, hardware_flops;
     bool op_recompute;  /* emitting a per-op policy's recomputed forward (MODEL_RECOMPUTE_OP) */
+    int bwd_part;       /* plan_pp_part of the backward being emitted (zero-bubble split) */
     /* memo of kernel names (model ops name kernels with static strings): name id by
      * (pointer, recompute), and the TP collective points by (pointer, phase, before) */
     struct {

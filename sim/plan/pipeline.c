@@ -30,9 +30,50 @@ static plan_pp_action interleaved(int k, int p, int v, bool fwd)
                             .vchunk = fwd ? chunk : v - 1 - chunk};
 }
 
-void plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_action *out)
+/* ZB-H1 (pipeline.h). */
+static int zb_h1(int p, int m, int s, plan_pp_action *out)
+{
+    int n = 0, f = 0, b = 0, w = 0;
+    uint8_t bpart = s == 0 ? PLAN_PP_FULL : PLAN_PP_INPUT;
+#define F() (out[n++] = (plan_pp_action){.fwd = true, .mb = f++})
+#define B() (out[n++] = (plan_pp_action){.fwd = false, .mb = b++, .part = bpart})
+#define W() (out[n++] = (plan_pp_action){.fwd = false, .mb = w++, .part = PLAN_PP_WEIGHT})
+    for (int k = 0; k < p - s - 1 && f < m; k++)
+        F();
+    for (int k = 0; k < s && f < m; k++) {
+        F();
+        B();
+    }
+    while (f < m) {
+        F();
+        B();
+        if (s == 0)
+            w++;
+        else
+            W();
+    }
+    while (b < m) {
+        B();
+        if (s == 0)
+            w++;
+        else
+            W();
+    }
+    while (w < m)
+        W();
+#undef F
+#undef B
+#undef W
+    return n;
+}
+
+int plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_action *out)
 {
     SIM_ASSERT(p >= 1 && v >= 1 && m >= 1 && s >= 0 && s < p, "p=%d v=%d m=%d s=%d", p, v, m, s);
+    if (sched == PLAN_SCHED_ZB_H1) {
+        SIM_ASSERT(v == 1, "zb-h1 with %d virtual stages", v);
+        return zb_h1(p, m, s, out);
+    }
     int n = 0;
     if (sched == PLAN_SCHED_GPIPE) {
         for (int mb = 0; mb < m; mb++)
@@ -41,7 +82,7 @@ void plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_a
         for (int mb = m - 1; mb >= 0; mb--)
             for (int c = v - 1; c >= 0; c--)
                 out[n++] = (plan_pp_action){.fwd = false, .mb = mb, .vchunk = c};
-        return;
+        return n;
     }
     /* 1F1B, and its interleaved form over m·v micro-batch chunks */
     int total = m * v;
@@ -61,7 +102,7 @@ void plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_a
         }
         for (int k = total - warm; k < total; k++)
             out[n++] = (plan_pp_action){.fwd = false, .mb = k};
-        return;
+        return n;
     }
     for (int k = 0; k < warm; k++)
         out[n++] = interleaved(k, p, v, true);
@@ -71,4 +112,5 @@ void plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_a
     }
     for (int k = total - warm; k < total; k++)
         out[n++] = interleaved(k, p, v, false);
+    return n;
 }

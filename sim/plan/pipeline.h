@@ -22,15 +22,31 @@
 
 #include "plan/scenario.h"
 
+/* What an action runs of its micro-batch's backward: all of it, or (zero-bubble schedules)
+ * the input gradients alone, or later the weight gradients alone. */
+typedef enum plan_pp_part { PLAN_PP_FULL, PLAN_PP_INPUT, PLAN_PP_WEIGHT } plan_pp_part;
+
 typedef struct plan_pp_action {
     bool fwd;
     int32_t mb;     /* micro-batch */
     int32_t vchunk; /* the stage's virtual chunk, 0..v-1 */
+    uint8_t part;   /* backward actions: plan_pp_part */
 } plan_pp_action;
 
-/* The 2·m·v actions of stage `s`, in order, into `out` (room for 2·m·v). Asserts the
- * arguments are valid (interleaved: m a multiple of p). */
-void plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_action *out);
+/* Actions of stage `s` per step: 2·m·v, or 3·m for zb-h1 (at most PLAN_PP_ACTIONS). */
+#define PLAN_PP_ACTIONS(m, v) (3 * (m) * (v))
+
+/* The actions of stage `s`, in order, into `out` (room for PLAN_PP_ACTIONS(m, v)); returns
+ * their count. Asserts the arguments are valid (interleaved: m a multiple of p; zb-h1:
+ * v = 1).
+ *   zb-h1  (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", the handcrafted ZB-H1, as
+ *          its authors' Megatron/DeepSpeed schedule runs it): p-s-1 forwards; then s of one
+ *          forward and one input-gradient backward B; then one forward, one B and one
+ *          weight-gradient pass W while forwards remain; then B and W; then the W's left
+ *          (s of them). The first stage runs each backward whole. At most p micro-batches
+ *          in flight (1F1B's limit), and with uniform stages the idle time is
+ *          (p-1)(T_F + T_B - T_W) instead of 1F1B's (p-1)(T_F + T_B + T_W). */
+int plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_action *out);
 
 /* Layers per chunk for `layers` over `chunks` chunks, as even as possible; when they do not
  * divide, the first and last chunks (which also hold the embedding and the head) give up a
