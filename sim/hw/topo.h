@@ -93,8 +93,11 @@ const hw_route *hw_topo_route_gpus(hw_topo *t, int src_gpu, int dst_gpu);
  * half-duplex link crossed twice). */
 double hw_topo_route_bw_Bps(const hw_topo *t, const hw_route *r);
 
+/* Whether devices of kind `k` relay traffic (switches, CPUs, NICs); GPUs and memories do not. */
+bool hw_dev_kind_forwards(hw_dev_kind k);
+
 /* Bisection bandwidth: the maximum flow from the first half of the GPUs (by index) to the
- * second half, per direction (Dinic's algorithm on link capacities). */
+ * second half, per direction (Dinic's algorithm on link capacities; bisection.c). */
 double hw_topo_bisection_Bps(const hw_topo *t);
 
 /* The host memory GPU `gpu` stages copies in (its staging memory, or the nearest one), -1 if
