@@ -31,7 +31,7 @@ const char *hw_intra_kind_name(hw_intra_kind k)
 const char *hw_dev_kind_name(hw_dev_kind k)
 {
     static const char *const names[HW_DEV_KIND_COUNT] = {
-        "gpu", "nvswitch", "pcie_switch", "cpu", "host_memory", "nic", "switch"};
+        "gpu", "nvswitch", "pcie_switch", "cpu", "host_memory", "nic", "switch", "storage"};
     SIM_ASSERT(k >= 0 && k < HW_DEV_KIND_COUNT, "device kind %d", (int)k);
     return names[k];
 }

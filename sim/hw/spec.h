@@ -30,6 +30,7 @@ typedef enum hw_dev_kind {
     HW_DEV_HOST_MEMORY, /* one socket's DRAM */
     HW_DEV_NIC,
     HW_DEV_SWITCH,      /* a network switch */
+    HW_DEV_STORAGE,     /* an NVMe drive on a socket's PCIe root complex */
     HW_DEV_KIND_COUNT
 } hw_dev_kind;
 
@@ -43,7 +44,8 @@ typedef enum hw_link_class {
 } hw_link_class;
 
 const char *hw_dev_kind_name(hw_dev_kind k);     /* "gpu", "nvswitch", "pcie_switch", "cpu",
-                                                    "host_memory", "nic", "switch" */
+                                                    "host_memory", "nic", "switch",
+                                                    "storage" */
 const char *hw_link_class_name(hw_link_class c); /* "nvlink", "pcie", "ib", "ethernet", "cpu" */
 
 /* NCCL's protocols (docs/collectives.md): how much of a link's bandwidth carries payload and
@@ -131,6 +133,17 @@ typedef struct hw_topology_spec {
         double bw_Bps;       /* per NIC, per direction */
         sim_time latency_ps; /* NIC to its switch */
     } nics;
+    /* NVMe drives per node (ZeRO-Infinity's offload target), drive d on socket d mod sockets;
+     * count 0 = none. Defaults: a PCIe 4.0 x4 enterprise U.2 drive (Samsung PM1733 3.84 TB
+     * datasheet: 7.0 GB/s sequential read, 3.8 GB/s write; ~0.1 ms access, an estimate). */
+#define HW_STORAGE_READ_BPS_DEFAULT 7.0e9
+#define HW_STORAGE_WRITE_BPS_DEFAULT 3.8e9
+#define HW_STORAGE_LATENCY_PS_DEFAULT (100 * SIM_PS_PER_US)
+    struct {
+        int count;
+        double read_Bps, write_Bps; /* per drive */
+        sim_time latency_ps;
+    } storage;
     struct {
         hw_fabric_kind kind;
         double oversubscription; /* 1 = non-blocking; 2 = 2:1 (leaf uplinks = downlinks / 2) */

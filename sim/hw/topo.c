@@ -45,6 +45,7 @@ struct hw_topo {
     hw_route **chunks;
     size_t n_chunks, cap_chunks, chunk_used;
     uint64_t computed;
+    int32_t *storage_of; /* per GPU: the NVMe drive its offload uses, or -1 (assign_storage) */
 };
 
 bool hw_dev_kind_forwards(hw_dev_kind k)
@@ -199,6 +200,14 @@ static void build_parametric(hw_topo *t, const hw_topology_spec *s)
             for (int j = 0; j < k; j++)
                 add_link(t, cpu[j], cpu[k], sock_bw,
                          s->host.socket_link_latency_ps, HW_LINK_CPU, true);
+        }
+        /* NVMe drives on the root complexes, reads and writes at their own rates */
+        for (int d = 0; d < s->storage.count; d++) {
+            int drive = add_dev(t, HW_DEV_STORAGE, n, "n%d.nvme%d", n, d);
+            add_link(t, drive, cpu[d % S], s->storage.read_Bps, s->storage.latency_ps,
+                     HW_LINK_PCIE, false);
+            add_link(t, cpu[d % S], drive, s->storage.write_Bps, s->storage.latency_ps,
+                     HW_LINK_PCIE, false);
         }
         for (int w = 0; w < W; w++) {
             sw[w] = add_dev(t, HW_DEV_PCIE_SWITCH, n, "n%d.pcisw%d", n, w);
@@ -633,6 +642,24 @@ static void label_staging(hw_topo *t)
     sim_free(queue);
 }
 
+/* Each GPU's NVMe drive: the j-th GPU of a node uses its node's drive j mod drives (in
+ * device order), so the node's GPUs spread over its drives. */
+static void assign_storage(hw_topo *t)
+{
+    t->storage_of = sim_calloc((size_t)t->n_gpus + 1, sizeof *t->storage_of);
+    int32_t *drives = sim_calloc(t->n_dev + 1, sizeof *drives);
+    for (int g = 0; g < t->n_gpus; g++) {
+        int node = t->dev[t->gpu_dev[g]].node, n = 0, j = 0;
+        for (size_t d = 0; d < t->n_dev; d++)
+            if (t->dev[d].kind == HW_DEV_STORAGE && t->dev[d].node == node)
+                drives[n++] = (int32_t)d;
+        for (int h = 0; h < g; h++)
+            j += t->dev[t->gpu_dev[h]].node == node;
+        t->storage_of[g] = n ? drives[j % n] : -1;
+    }
+    sim_free(drives);
+}
+
 int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
 {
     hw_topo *t = sim_calloc(1, sizeof *t);
@@ -644,6 +671,8 @@ int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
         build_parametric(t, spec);
     build_adjacency(t);
     int rc = 0;
+    if (spec->storage.count > 0 || spec->n_devices > 0)
+        assign_storage(t);
     if (t->n_gpus == 0) {
         rc = sim_diag_error(diag, "topology", 0, 0, "topology '%s' has no GPU", spec->name);
         goto fail;
@@ -690,6 +719,7 @@ void hw_topo_destroy(hw_topo *t)
     if (!t)
         return;
     sim_free(t->dev);
+    sim_free(t->storage_of);
     sim_free(t->link);
     sim_free(t->adj_first);
     sim_free(t->adj);
@@ -741,6 +771,11 @@ int hw_topo_find(const hw_topo *t, const char *name)
         if (strcmp(t->dev[i].name, name) == 0)
             return (int)i;
     return -1;
+}
+
+int hw_topo_storage(const hw_topo *t, int gpu)
+{
+    return t->storage_of && gpu >= 0 && gpu < t->n_gpus ? t->storage_of[gpu] : -1;
 }
 
 int hw_topo_host_memory(hw_topo *t, int gpu)

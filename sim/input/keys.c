@@ -101,6 +101,7 @@ const input_enum_name input__dev_kind_names[] = {{"gpu", HW_DEV_GPU},
                                            {"host_memory", HW_DEV_HOST_MEMORY},
                                            {"nic", HW_DEV_NIC},
                                            {"switch", HW_DEV_SWITCH},
+                                           {"storage", HW_DEV_STORAGE},
                                            {NULL, 0}};
 const input_enum_name input__link_class_names[] = {{"nvlink", HW_LINK_NVLINK},
                                              {"pcie", HW_LINK_PCIE},
@@ -124,11 +125,8 @@ static const input_enum_name attention_names[] = {
 /* ---------------------------------------------------------------------------------------- */
 /* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
 
-static const input_notsup ns_nvme = {
-    .feature = "NVMe offload", .issue = "node.storage devices",
-    .ok_mask = (1u << PLAN_OFFLOAD_NONE) | (1u << PLAN_OFFLOAD_CPU)};
 static const input_notsup ns_act_offload = {.feature = "activation offload",
-                                            .issue = "node.storage devices"};
+                                            .issue = "a later version"};
 /* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
 
@@ -301,6 +299,22 @@ static int stragglers_fn(const input_key *key, const input_ynode *v, void *base,
             s->stragglers[s->n_stragglers++] = (plan_straggler){.rank = (int32_t)r, .slowdown = f};
         }
     }
+    return 0;
+}
+
+/* node.storage.kind: nvme, the one kind there is; naming it gives the node its drives (one
+ * unless `count` says otherwise). */
+static int storage_kind_fn(const input_key *key, const input_ynode *v, void *base,
+                           input_schema_ctx *ctx)
+{
+    (void)key;
+    hw_topology_spec *t = base;
+    static const input_enum_name kinds[] = {{"nvme", 1}, {NULL, 0}};
+    int kind, rc = input_schema_enum(ctx, ctx->path, v, kinds, &kind);
+    if (rc)
+        return rc;
+    if (t->storage.count == 0)
+        t->storage.count = 1;
     return 0;
 }
 
@@ -484,9 +498,9 @@ MAP(pipeline_map, "pipeline", pipeline_keys);
 
 static const input_key offload_keys[] = {
     {.name = "params", .type = INPUT_K_ENUM, .offset = PA(offload.params),
-     .enums = offload_names, .notsup = &ns_nvme},
+     .enums = offload_names},
     {.name = "optimizer", .type = INPUT_K_ENUM, .offset = PA(offload.optimizer),
-     .enums = offload_names, .notsup = &ns_nvme},
+     .enums = offload_names},
     {.name = "activations", .type = INPUT_K_ENUM, .offset = PA(offload.activations),
      .enums = act_offload_names, .notsup = &ns_act_offload},
 };
@@ -691,6 +705,19 @@ static const input_key nics_keys[] = {
 };
 MAP(nics_map, "nics", nics_keys);
 
+static const input_key storage_keys[] = {
+    {.name = "kind", .type = INPUT_K_CUSTOM, .fn = storage_kind_fn,
+     .flags = INPUT_KEY_REQUIRED},
+    {.name = "count", .type = INPUT_K_INT, .offset = TO(storage.count),
+     .flags = INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 1, .max = 64},
+    {.name = "read_bandwidth", .type = INPUT_K_QUANTITY, .offset = TO(storage.read_Bps),
+     .unit = INPUT_UNIT_BANDWIDTH, .flags = POSITIVE},
+    {.name = "write_bandwidth", .type = INPUT_K_QUANTITY, .offset = TO(storage.write_Bps),
+     .unit = INPUT_UNIT_BANDWIDTH, .flags = POSITIVE},
+    {.name = "latency", .type = INPUT_K_TIME, .offset = TO(storage.latency_ps), .flags = NONNEG},
+};
+MAP(storage_map, "storage", storage_keys);
+
 static const input_key node_keys[] = {
     {.name = "gpus", .type = INPUT_K_INT, .offset = TO(gpus_per_node),
      .flags = INPUT_KEY_REQUIRED | INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 1, .max = 1024},
@@ -698,6 +725,7 @@ static const input_key node_keys[] = {
     {.name = "pcie", .type = INPUT_K_MAP, .map = &pcie_map},
     {.name = "host", .type = INPUT_K_MAP, .map = &host_map},
     {.name = "nics", .type = INPUT_K_MAP, .map = &nics_map},
+    {.name = "storage", .type = INPUT_K_MAP, .map = &storage_map},
 };
 MAP(node_map, "node", node_keys);
 

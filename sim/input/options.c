@@ -137,6 +137,24 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
                                 what);
         sim_diag_hint(ctx->diag, "1f1b or interleaved run with it");
     }
+    bool nvme_params = p->offload.params == PLAN_OFFLOAD_NVME;
+    if (!rc && (p->offload.optimizer == PLAN_OFFLOAD_NVME || nvme_params) &&
+        sc->topology.n_devices == 0 && sc->topology.storage.count == 0) {
+        const char *key = nvme_params ? "parallel.offload.params" : "parallel.offload.optimizer";
+        rc = input_schema_error(ctx, SIM_EINVAL, input__locate(root, key, "parallel"),
+                                "%s: nvme needs NVMe drives, and topology '%s' has none", key,
+                                sc->topology.name);
+        sim_diag_hint(ctx->diag, "give them as topology.node.storage: {kind: nvme, count: 8} "
+                                 "(docs/scenario-format.md)");
+    }
+    if (!rc && p->offload.optimizer == PLAN_OFFLOAD_NVME && p->zero != 3) {
+        rc = input_schema_error(ctx, SIM_EINVAL,
+                                input__locate(root, "parallel.offload.optimizer", "parallel"),
+                                "parallel.offload.optimizer: nvme (ZeRO-Infinity) needs "
+                                "parallel.zero: 3");
+        sim_diag_hint(ctx->diag, "DeepSpeed swaps optimizer states to NVMe under ZeRO stage 3 "
+                                 "only; cpu works with every stage");
+    }
     if (!rc && p->zero == 3 && p->pp > 1 && p->fsdp.hybrid_shard)
         rc = input_schema_error(ctx, SIM_ENOTSUP,
                                 input__locate(root, "parallel.fsdp.hybrid_shard", "parallel"),

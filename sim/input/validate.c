@@ -50,6 +50,10 @@ void input__topology_prefill(hw_topology_spec *t)
     t->host.socket_link_bw_Bps = HW_HOST_SOCKET_LINK_BPS_DEFAULT;
     t->host.socket_link_latency_ps = LAT_SOCKET_LINK_PS;
     t->nics.latency_ps = UNSET_TIME;
+    t->storage.count = 0; /* none until node.storage names its kind (storage_kind_fn) */
+    t->storage.read_Bps = HW_STORAGE_READ_BPS_DEFAULT;
+    t->storage.write_Bps = HW_STORAGE_WRITE_BPS_DEFAULT;
+    t->storage.latency_ps = HW_STORAGE_LATENCY_PS_DEFAULT;
     t->fabric.kind = HW_FABRIC_NONE;
     t->fabric.oversubscription = 1.0;
     t->fabric.latency_ps = UNSET_TIME;

@@ -95,14 +95,14 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
 }
 
 static uint32_t add_offload_op(gen *g, trace_op_kind kind, const char *name, int layer,
-                               bool to_host, double bytes, sim_time duration, uint32_t dep,
+                               trace_copy dir, double bytes, sim_time duration, uint32_t dep,
                                bool have_dep)
 {
     trace_op op = {
         .kind = (uint8_t)kind,
         .stream = kind == TRACE_OP_HOST ? TRACE_STREAM_HOST : TRACE_STREAM_OFFLOAD,
         .phase = TRACE_PHASE_OPT,
-        .to_host = to_host,
+        .copy = (uint8_t)dir,
         .layer = layer,
         .microbatch = TRACE_NO_MICROBATCH,
         .name = trace_intern(g->t, name),
@@ -137,26 +137,42 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
             continue;
         double params = (double)plan__ceil_div(g->units[i].trainable, shard);
         uint32_t dep = n_deps ? deps[n_deps - 1] : 0;
-        d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer, true,
+        d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer,
+                                TRACE_COPY_D2H,
                                 params * g->gbytes, 0, dep, n_deps > 0);
     }
+    /* ZeRO-Infinity (optimizer on NVMe): each unit's master weights and states are read
+     * from the rank's drive into host memory for CPU Adam and written back after it */
+    bool nvme = g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NVME;
+    double kept = states * sb + (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
         double params = (double)plan__ceil_div(g->units[i].trainable, shard);
+        uint32_t ready = d2h[i];
+        if (nvme) /* on the offload stream after the copies before it */
+            ready = add_offload_op(g, TRACE_OP_COPY, "offload.read_states", g->units[i].layer,
+                                   TRACE_COPY_READ, params * kept, 0, d2h[i], true);
         cpu[i] = add_offload_op(g, TRACE_OP_HOST, "cpu_adam", g->units[i].layer, false, 0,
-                                sim_time_from_s(params * per / bw), d2h[i], true);
+                                sim_time_from_s(params * per / bw), ready, true);
+        if (nvme)
+            add_offload_op(g, TRACE_OP_COPY, "offload.write_states", g->units[i].layer,
+                           TRACE_COPY_WRITE, params * kept, 0, cpu[i], true);
     }
-    /* the updated 16-bit parameters go back to the GPU, unless they live on the host
-     * (parameter offload: the next gathers fetch them) */
-    bool back = g->sc->parallel.offload.params == PLAN_OFFLOAD_NONE;
+    /* the updated 16-bit parameters go back to the GPU, unless they live on the host or its
+     * drive (parameter offload: the next gathers fetch them) */
+    plan_offload where = g->sc->parallel.offload.params;
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
         double params = (double)plan__ceil_div(g->units[i].trainable, shard);
-        last = back ? add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer,
-                                     false, params * g->wbytes, 0, cpu[i], true)
-                    : cpu[i];
+        last = where == PLAN_OFFLOAD_NONE
+                   ? add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer,
+                                    TRACE_COPY_H2D, params * g->wbytes, 0, cpu[i], true)
+               : where == PLAN_OFFLOAD_NVME
+                   ? add_offload_op(g, TRACE_OP_COPY, "offload.write_params", g->units[i].layer,
+                                    TRACE_COPY_WRITE, params * g->wbytes, 0, cpu[i], true)
+                   : cpu[i];
     }
     sim_free(d2h);
     sim_free(cpu);
@@ -165,7 +181,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
 
 uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps)
 {
-    if (g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU)
+    if (g->sc->parallel.offload.optimizer != PLAN_OFFLOAD_NONE)
         return emit_offload_step(g, deps, n_deps);
     return emit_optimizer(g, deps, n_deps);
 }
@@ -415,14 +431,14 @@ static void persistent(gen *g, plan_mem *m)
     double sharded = (double)(plan__ceil_div(dense, n) + plan__ceil_div(expert, ne));
     memset(m, 0, sizeof *m);
     const plan_parallel *par = &g->sc->parallel;
-    bool off_params = par->offload.params == PLAN_OFFLOAD_CPU; /* zero 3 (validated) */
+    bool off_params = par->offload.params != PLAN_OFFLOAD_NONE; /* zero 3 (validated) */
     double shard = g->zero == 3 ? (weights - whole - experts) / n + experts / ne : 0;
     m->bytes[PLAN_MEM_PARAMS] =
         (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : shard) + whole : weights);
     m->bytes[PLAN_MEM_GRADS] = (int64_t)((g->zero >= 2 ? sharded : trained) * g->gbytes);
     m->bytes[PLAN_MEM_OPTIMIZER] =
-        g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_CPU
-            ? 0 /* states and master weights in host memory */
+        g->sc->parallel.offload.optimizer != PLAN_OFFLOAD_NONE
+            ? 0 /* states and master weights in host memory (or on its drives) */
             : (int64_t)((g->zero >= 1 ? sharded : trained) * K + 0.5);
     /* DDP and ZeRO-1 fill buckets while the previous is reduced: two buckets in flight;
      * gradients are otherwise viewed in place (gradient_as_bucket_view, Megatron's buffer) */
@@ -438,7 +454,9 @@ static void persistent(gen *g, plan_mem *m)
     double host = 0;
     if (par->offload.optimizer == PLAN_OFFLOAD_CPU)
         host += (g->zero >= 1 ? sharded : trained) * (K + g->gbytes);
-    if (off_params)
+    else if (par->offload.optimizer == PLAN_OFFLOAD_NVME) /* the states are on the drives */
+        host += (g->zero >= 1 ? sharded : trained) * g->gbytes;
+    if (par->offload.params == PLAN_OFFLOAD_CPU)
         host += shard;
     g->p->host_bytes[g->rank] = (int64_t)ceil(host);
 }
@@ -626,13 +644,21 @@ static int count_mem_sharers(gen *g, sim_diag *diag)
     const plan *p = g->p;
     int n = p->n_ranks;
     g->mem_sharers = sim_calloc((size_t)n, sizeof *g->mem_sharers);
-    if (g->sc->parallel.offload.optimizer != PLAN_OFFLOAD_CPU)
+    const plan_parallel *par = &g->sc->parallel;
+    for (int r = 0; r < n; r++)
+        if ((par->offload.optimizer == PLAN_OFFLOAD_NVME ||
+             par->offload.params == PLAN_OFFLOAD_NVME) && hw_topo_storage(p->topo, r) < 0)
+            return sim_diag_error(diag, "scenario", 0, 0,
+                                  "offload to nvme needs an NVMe drive on every node, and GPU "
+                                  "%d's node has none in topology '%s' (add node.storage: "
+                                  "{kind: nvme, count: N})", r, g->sc->topology.name);
+    if (par->offload.optimizer == PLAN_OFFLOAD_NONE)
         return 0;
     for (int r = 0; r < n; r++) {
         int mem = hw_topo_host_memory(p->topo, r);
         if (mem < 0)
             return sim_diag_error(diag, "scenario", 0, 0,
-                                  "offload.optimizer: cpu needs host memory, and GPU %d "
+                                  "offload.optimizer needs host memory, and GPU %d "
                                   "reaches none in topology '%s'", r, g->sc->topology.name);
         for (int q = 0; q < n; q++)
             g->mem_sharers[r] += hw_topo_host_memory(p->topo, q) == mem;

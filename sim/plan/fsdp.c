@@ -126,11 +126,27 @@ static uint32_t fsdp_copy(gen *g, const char *name, trace_phase ph, int layer, i
  * `have`). Returns the copy. */
 static uint32_t fetch_shard(gen *g, int layer, int m, double bytes, uint32_t after, bool have)
 {
+    if (g->sc->parallel.offload.params == PLAN_OFFLOAD_NVME) {
+        /* ZeRO-Infinity: from the rank's drive into host memory first */
+        trace_op rd = {
+            .kind = TRACE_OP_COPY,
+            .stream = TRACE_STREAM_OFFLOAD,
+            .phase = TRACE_PHASE_COMM,
+            .copy = TRACE_COPY_READ,
+            .layer = layer,
+            .microbatch = m,
+            .name = trace_intern(g->t, "offload.read_params"),
+            .bytes = bytes,
+            .duration_ps = TRACE_MEASURED_NONE,
+        };
+        after = trace_add_op(g->t, g->rank, &rd, have ? &after : NULL, have);
+        have = true;
+    }
     trace_op op = {
         .kind = TRACE_OP_COPY,
         .stream = TRACE_STREAM_OFFLOAD,
         .phase = TRACE_PHASE_COMM,
-        .to_host = false,
+        .copy = TRACE_COPY_H2D,
         .layer = layer,
         .microbatch = m,
         .name = trace_intern(g->t, "offload.fetch_params"),
@@ -166,7 +182,7 @@ static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m,
             continue;
         uint32_t dep = after;
         bool have_dep = have;
-        bool staged = g->sc->parallel.offload.params == PLAN_OFFLOAD_CPU;
+        bool staged = g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE;
         double dense = dense_bytes(v), ex = expert_gathered(g, v);
         double shard = dense / g->n + (ex > 0 ? ex / g->n_edp : 0);
         if (staged) { /* the shard comes from host memory first */

@@ -199,6 +199,11 @@ static int trace_fits(const plan_scenario *sc, hw_topo *topo, const trace *t, si
                 return sim_diag_error(diag, "trace", 0, 0, "rank %d op %zu copies to or from "
                                       "host memory, which GPU %d of topology '%s' has none of",
                                       r, i, r, sc->topology.name);
+            if (o->kind == TRACE_OP_COPY && o->copy >= TRACE_COPY_READ &&
+                hw_topo_storage(topo, r) < 0)
+                return sim_diag_error(diag, "trace", 0, 0, "rank %d op %zu copies to or from an "
+                                      "NVMe drive, which the node of GPU %d of topology '%s' has "
+                                      "none of (node.storage)", r, i, r, sc->topology.name);
             if (o->kind != TRACE_OP_COMPUTE || o->duration_ps != TRACE_MEASURED_NONE)
                 continue;
             hw_dtype d = o->cls == HW_OP_VECTOR ? HW_DTYPE_FP32 : (hw_dtype)o->dtype;

@@ -336,10 +336,19 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     }
     if (o->kind == TRACE_OP_COPY) {
         int gpu = hw_topo_gpu_device(c->topo, rank), mem = hw_topo_host_memory(c->topo, rank);
+        int drive = hw_topo_storage(c->topo, rank);
         SIM_ASSERT(mem >= 0, "rank %d has no host memory to offload to", rank);
+        SIM_ASSERT(drive >= 0 || o->copy < TRACE_COPY_READ, "rank %d has no drive", rank);
         uint64_t tag = COPY_TAG | ((uint64_t)rank << 32) | op;
-        hw_net_start_flow_dev(c->net, now, o->to_host ? gpu : mem, o->to_host ? mem : gpu,
-                              o->bytes, tag);
+        int src = o->copy == TRACE_COPY_H2D ? mem
+                  : o->copy == TRACE_COPY_D2H ? gpu
+                  : o->copy == TRACE_COPY_READ ? drive
+                                               : mem;
+        int dst = o->copy == TRACE_COPY_H2D ? gpu
+                  : o->copy == TRACE_COPY_D2H ? mem
+                  : o->copy == TRACE_COPY_READ ? mem
+                                               : drive;
+        hw_net_start_flow_dev(c->net, now, src, dst, o->bytes, tag);
         return;
     }
     uint32_t ci = trace_op_coll(rs->tr, o);
@@ -416,6 +425,8 @@ static void timeline_flush(replay_ctx *c)
 
 static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time start, sim_time end)
 {
+    static const char *const copy_kind[TRACE_COPY_COUNT] = {"copy_h2d", "copy_d2h",
+                                                            "copy_read", "copy_write"};
     replay_results *r = c->res;
     if (c->opt->timeline_sink && r->n_timeline == REPLAY_TIMELINE_BATCH)
         timeline_flush(c);
@@ -426,7 +437,7 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time start
     bool coll = o->kind == TRACE_OP_COLL;
     const trace_coll *tc = coll ? &c->t->colls[trace_op_coll(rs->tr, o)] : NULL;
     const char *kind = coll                          ? coll_op_name((coll_op)tc->op)
-                       : o->kind == TRACE_OP_COPY    ? (o->to_host ? "copy_d2h" : "copy_h2d")
+                       : o->kind == TRACE_OP_COPY    ? copy_kind[o->copy]
                        : o->kind == TRACE_OP_HOST    ? "host"
                                                      : "compute";
     *row = (replay_timeline_row){

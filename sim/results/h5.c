@@ -46,7 +46,7 @@ static char *h5_values_text(const char *table)
         ADD(" offload host p2p; kind: compute");
         for (int op = 0; op < COLL_OP_COUNT; op++)
             ADD(" %s", coll_op_name((coll_op)op));
-        ADD(" copy_d2h copy_h2d host; phase:");
+        ADD(" copy_d2h copy_h2d copy_read copy_write host; phase:");
         for (int ph = 0; ph < TRACE_PHASE_COUNT; ph++)
             ADD(" %s", trace_phase_name((trace_phase)ph));
         ADD("; group:");

@@ -193,7 +193,7 @@ static void write_tables(h5_writer *w, const plan *p)
                 .cls = hw_op_class_name((hw_op_class)o->cls),
                 .dtype = hw_dtype_name((hw_dtype)o->dtype),
                 .recompute = o->recompute,
-                .to_host = o->to_host,
+                .to_host = o->copy,
                 .layer = o->layer,
                 .microbatch = o->microbatch,
                 .name = trace_name(t, o->name),
@@ -524,6 +524,10 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
                                            "to 1e6 s%s", NULL);
         if (kind == TRACE_OP_HOST && o->duration_s < 0)
             return bad_row(rd, "ops", row, "a host op needs its duration_s%s", NULL);
+        if (kind == TRACE_OP_COPY && (o->to_host < 0 || o->to_host >= TRACE_COPY_COUNT))
+            return bad_row(rd, "ops", row, "a copy's to_host is 0 (host to device), 1 (device to "
+                                           "host), 2 (drive to host) or 3 (host to drive)%s",
+                           NULL);
         /* its dependencies */
         size_t n_on = 0;
         int rc = 0;
@@ -549,7 +553,7 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             .cls = (uint8_t)cls,
             .dtype = (uint8_t)dtype,
             .recompute = o->recompute != 0,
-            .to_host = o->to_host != 0,
+            .copy = kind == TRACE_OP_COPY ? (uint8_t)o->to_host : 0,
             .layer = o->layer,
             .microbatch = o->microbatch,
             .name = trace_intern(rd->t, o->name ? o->name : ""),

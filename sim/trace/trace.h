@@ -39,6 +39,14 @@ typedef enum trace_op_kind {
     TRACE_OP_COPY, /* between the rank's GPU and its host memory (offload), as a flow */
     TRACE_OP_HOST  /* CPU work (e.g. CPU Adam) with a duration set by the plan */
 } trace_op_kind;
+/* TRACE_OP_COPY's direction (trace files: the `to_host` column, 0 and 1 as before). */
+typedef enum trace_copy {
+    TRACE_COPY_H2D,   /* the rank's host memory to its GPU */
+    TRACE_COPY_D2H,   /* its GPU to its host memory */
+    TRACE_COPY_READ,  /* its NVMe drive to its host memory */
+    TRACE_COPY_WRITE, /* its host memory to its NVMe drive */
+    TRACE_COPY_COUNT
+} trace_copy;
 typedef enum trace_phase {
     TRACE_PHASE_FWD,
     TRACE_PHASE_BWD,
@@ -99,7 +107,7 @@ typedef struct trace_op {
     uint8_t cls;     /* hw_op_class (compute ops) */
     uint8_t dtype;   /* hw_dtype (compute ops) */
     uint8_t recompute; /* 1: re-executes forward work for backward (hardware FLOPs only) */
-    uint8_t to_host;   /* TRACE_OP_COPY: 1 device to host, 0 host to device */
+    uint8_t copy;      /* TRACE_OP_COPY: trace_copy */
     int32_t layer;
     int32_t microbatch;
     uint32_t name;   /* id in the trace's name table */

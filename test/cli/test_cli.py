@@ -595,10 +595,33 @@ def dp():
     fits = run_json(ddp, *both, "--set", "topology.node.host.memory=%d B" % (16 * P))
     check(fits.get("status") == "ok" and fits.get("host_memory", {}).get("capacity_bytes") == 16 * P,
           "exactly the host's capacity fits: %s" % fits.get("host_memory"))
+    # NVMe (ZeRO-Infinity) on the pair with a drive per GPU (1 GB/s read, 0.5 GB/s write):
+    # the states (12 B per parameter of the P/2 shard: 6P) are read before CPU Adam and
+    # written after it, on top of the gradient shard down (P) and the 16-bit shard back up
+    # (P): 14P; with the parameters on the drives too, each of the 2 gathers first reads the
+    # rank's P/2 x 2 B shard from the drive (2P) and copies it up (2P), and after CPU Adam
+    # the shard is written to the drive (P) instead of copied up: 18P. The host then holds
+    # only the gradients for CPU Adam: 2 B x P/2 per rank, 2P on the node. Every byte of
+    # states crosses the drive both ways on the offload stream: the step is at least
+    # 6P / 1e9 + 6P / 0.5e9 s.
+    drive = ["--set", "topology.node.storage={kind: nvme, count: 2, read_bandwidth: 1 GB/s, "
+                      "write_bandwidth: 0.5 GB/s, latency: 0 us}"]
+    nv = run_json(ddp, *drive, "--set", "parallel.zero=3", "--set", "parallel.offload.optimizer=nvme")
+    near(nv.get("comm_bytes_per_gpu", {}).get("offload", 0), 14 * P, 1e-12, "nvme states: 14P")
+    check(nv.get("host_memory", {}).get("bytes") == 2 * P, "host holds the gradients only: %s"
+          % nv.get("host_memory"))
+    check(nv.get("step_time_s", 0) >= 6 * P / 1e9 + 6 * P / 0.5e9, "at least the drive's time: %s"
+          % nv.get("step_time_s"))
+    nvp = run_json(ddp, *drive, "--set", "parallel.zero=3",
+                   "--set", "parallel.offload={params: nvme, optimizer: nvme}")
+    near(nvp.get("comm_bytes_per_gpu", {}).get("offload", 0), 18 * P, 1e-12, "nvme params: 18P")
+    check(nvp.get("mem_bytes", {}).get("params") == 0, "no parameter shard on the GPU")
     for bad, what in ((["--set", "parallel.offload.params=cpu"], "sharded parameters"),
                       (["--set", "parallel.zero=3", "--set", "parallel.offload.params=cpu"],
                        "optimizer offloaded too"),
-                      (["--set", "parallel.offload.params=nvme"], "not supported yet")):
+                      (["--set", "parallel.zero=3", "--set", "parallel.offload.optimizer=nvme"],
+                       "nvme needs NVMe drives"),
+                      (drive + ["--set", "parallel.offload.optimizer=nvme"], "needs parallel.zero: 3")):
         rc, out, err = run("check", ddp, *bad)
         check(rc == 2 and what in err and one_error_line(err),
               "refused: %s: %s" % (bad, err))
@@ -692,6 +715,11 @@ def offload_70b():
     near(r.get("comm_bytes_per_gpu", {}).get("offload", 0), 0.75 * P, 1e-12, "offload bytes")
     check(r.get("step_time_s", 0) >= (P / 2) / 31.51e9 + 0, "at least the PCIe time: %s"
           % r.get("step_time_s"))
+    # ZeRO-Infinity: the states on the node's 8 drives (one per GPU), read and written once
+    # a step: each rank writes 12 B x P/8 = 105.8 GB at a drive's 3.8 GB/s, 27.8 s at least
+    nv = run_json(sc, "--set", "parallel.offload.optimizer=nvme")
+    check(nv.get("status") == "ok" and nv.get("step_time_s", 0) >= 12 * P / 8 / 3.8e9,
+          "nvme: at least the drives' time for the states: %s" % nv.get("step_time_s"))
     # one byte less of host memory than the offload holds: oom, and the host is named
     t = run_json(sc, "--set", "topology.node.host.memory=%d B" % (16 * P - 1))
     check(t.get("status") == "oom" and "host memory" in (t.get("binding_constraint") or ""),

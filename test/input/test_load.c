@@ -580,7 +580,7 @@ static void test_not_supported(void)
                  SIM_ENOTSUP);
     CHECK_DIAG(d, "s.yaml", 5, 18);
     CHECK_STR_EQ(d.msg, "`parallel.offload.activations: cpu`: activation offload is not "
-                        "supported yet (coming with node.storage devices)");
+                        "supported yet (coming with a later version)");
     /* FSDP with a pipeline loads */
     CHECK_INT_EQ(load(REFS "parallel:\n  pp: 2\n  zero: 3\n", &sc, &d), 0);
     /* jitter and stragglers load; a rank listed twice is refused at its second mention
