@@ -125,8 +125,6 @@ static const input_enum_name attention_names[] = {
 /* ---------------------------------------------------------------------------------------- */
 /* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
 
-static const input_notsup ns_act_offload = {.feature = "activation offload",
-                                            .issue = "a later version"};
 /* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
 
@@ -502,7 +500,7 @@ static const input_key offload_keys[] = {
     {.name = "optimizer", .type = INPUT_K_ENUM, .offset = PA(offload.optimizer),
      .enums = offload_names},
     {.name = "activations", .type = INPUT_K_ENUM, .offset = PA(offload.activations),
-     .enums = act_offload_names, .notsup = &ns_act_offload},
+     .enums = act_offload_names},
 };
 MAP(offload_map, "offload", offload_keys);
 

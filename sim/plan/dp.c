@@ -458,6 +458,11 @@ static void persistent(gen *g, plan_mem *m)
         host += (g->zero >= 1 ? sharded : trained) * g->gbytes;
     if (par->offload.params == PLAN_OFFLOAD_CPU)
         host += shard;
+    if (par->offload.activations == PLAN_OFFLOAD_CPU) /* one micro-batch's layers (pp 1) */
+        for (int i = 0; i < g->n_units; i++)
+            if (g->mine[i] && (g->units[i].blk == MODEL_BLOCK_LAYER ||
+                               g->units[i].blk == MODEL_BLOCK_MOE))
+                host += g->units[i].act;
     g->p->host_bytes[g->rank] = (int64_t)ceil(host);
 }
 
@@ -674,6 +679,8 @@ static void build_layout(gen *g)
     g->seq = sim_calloc(g->t->n_groups, sizeof *g->seq);
     g->seq_pos = sim_calloc(g->t->n_groups, sizeof *g->seq_pos);
     build_units(g);
+    g->act_fetch = sim_calloc((size_t)g->n_units + 1, sizeof *g->act_fetch);
+    g->act_fetch_mb = sim_calloc((size_t)g->n_units + 1, sizeof *g->act_fetch_mb);
     g->cp_kv = model_cp_kv_bytes(&g->model, &g->sh);
     g->gather_of = sim_calloc((size_t)g->n_units + 1, sizeof *g->gather_of);
     int C = g->chunks;
@@ -718,6 +725,8 @@ static void gen_rank(gen *g, plan_share *share, int r, bool stream)
         for (int u = g->chunk_first[c]; u < g->chunk_first[c + 1]; u++)
             g->mine[u] = true;
     memset(g->seq_pos, 0, g->t->n_groups * sizeof *g->seq_pos);
+    for (int u = 0; u < g->n_units; u++)
+        g->act_fetch_mb[u] = -1;
     persistent(g, &p->mem[r]);
     memcpy(g->t->ranks[r].base_mem, p->mem[r].bytes, sizeof g->t->ranks[r].base_mem);
     if (plan__share_clone(g, share, r)) {
@@ -787,6 +796,8 @@ static void free_gen(gen *g)
     sim_free(g->units);
     sim_free(g->deferred);
     sim_free(g->mem_sharers);
+    sim_free(g->act_fetch);
+    sim_free(g->act_fetch_mb);
     plan__groups_destroy(g);
     sim_free(g->route);
     sim_free(g->moe_drawn);

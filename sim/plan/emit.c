@@ -547,6 +547,50 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
     return s;
 }
 
+/* ---- activation offload (parallel.offload.activations: cpu) ---------------------------
+ *
+ * A layer's activations (what it keeps for backward) are copied to host memory after its
+ * forward and freed on the GPU once there; before its backward they are copied back, the
+ * next layer's (in backward order) issued as this one's backward starts, so the copy runs
+ * beside it. */
+static bool act_offloaded(const gen *g, const unit *u)
+{
+    return g->sc->parallel.offload.activations == PLAN_OFFLOAD_CPU && u->act > 0 &&
+           (u->blk == MODEL_BLOCK_LAYER || u->blk == MODEL_BLOCK_MOE);
+}
+
+static uint32_t act_copy(gen *g, const unit *u, int mb, trace_copy dir, uint32_t dep, bool have)
+{
+    trace_op op = {
+        .kind = TRACE_OP_COPY,
+        .stream = TRACE_STREAM_OFFLOAD,
+        .phase = dir == TRACE_COPY_D2H ? TRACE_PHASE_FWD : TRACE_PHASE_BWD,
+        .copy = (uint8_t)dir,
+        .layer = u->layer,
+        .microbatch = mb,
+        .name = trace_intern(g->t, dir == TRACE_COPY_D2H ? "offload.activations_out"
+                                                          : "offload.activations_in"),
+        .bytes = u->act,
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    uint32_t c = trace_add_op(g->t, g->rank, &op, have ? &dep : NULL, have);
+    /* on the GPU: freed once copied out, held again from the copy back's start */
+    trace_add_mem(g->t, g->rank, c, PLAN_MEM_ACTIVATIONS,
+                  dir == TRACE_COPY_D2H ? -(int64_t)u->act : (int64_t)u->act,
+                  dir == TRACE_COPY_D2H);
+    return c;
+}
+
+/* The copy back the backward of unit `ui` waits for: the one issued ahead, or one now. */
+static uint32_t act_fetch(gen *g, int ui, int mb)
+{
+    if (g->act_fetch_mb[ui] == mb) {
+        g->act_fetch_mb[ui] = -1;
+        return g->act_fetch[ui];
+    }
+    return act_copy(g, &g->units[ui], mb, TRACE_COPY_H2D, g->last_compute, g->have_compute);
+}
+
 span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t n_deps)
 {
     model_op_list ops;
@@ -557,6 +601,8 @@ span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t 
                        "ep.dispatch", "ep.combine", deps, n_deps, true, &exp_bytes);
     if (s.any)
         trace_add_mem(g->t, g->rank, s.last, PLAN_MEM_ACTIVATIONS, (int64_t)u->act, true);
+    if (s.any && act_offloaded(g, u))
+        act_copy(g, u, mb, TRACE_COPY_D2H, s.last, true);
     g->sh.moe = NULL;
     return s;
 }
@@ -586,6 +632,21 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
     if (part == PLAN_PP_WEIGHT && !has_wgrad(&ops)) {
         g->sh.moe = NULL;
         return s;
+    }
+    /* offloaded activations: back before the backward, the next layer's prefetched */
+    uint32_t all[8];
+    if (act_offloaded(g, u) && part != PLAN_PP_WEIGHT) {
+        int ui = (int)(u - g->units);
+        SIM_ASSERT(n_deps < SIM_ARRAY_LEN(all), "%zu dependencies", n_deps);
+        if (n_deps)
+            memcpy(all, deps, n_deps * sizeof *deps);
+        all[n_deps++] = act_fetch(g, ui, mb);
+        deps = all;
+        if (ui > 0 && g->mine[ui - 1] && act_offloaded(g, &g->units[ui - 1])) {
+            g->act_fetch[ui - 1] = act_copy(g, &g->units[ui - 1], mb, TRACE_COPY_H2D,
+                                            g->last_compute, g->have_compute);
+            g->act_fetch_mb[ui - 1] = mb;
+        }
     }
     if (layer && u->rc != MODEL_RECOMPUTE_NONE && part != PLAN_PP_WEIGHT) {
         /* the recomputed forward repeats its collectives (Megatron checkpoints the whole

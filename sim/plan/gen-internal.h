@@ -105,6 +105,9 @@ typedef struct gen {
     double model_flops, hardware_flops;
     bool op_recompute;  /* emitting a per-op policy's recomputed forward (MODEL_RECOMPUTE_OP) */
     int bwd_part;       /* plan_pp_part of the backward being emitted (zero-bubble split) */
+    uint32_t *act_fetch; /* offload.activations: per unit, its activations' copy back to the GPU
+                            issued ahead of its backward ... */
+    int *act_fetch_mb;   /* ... for this micro-batch (-1: none) */
     /* memo of kernel names (model ops name kernels with static strings): name id by
      * (pointer, recompute), and the TP collective points by (pointer, phase, before) */
     struct {

@@ -114,7 +114,7 @@ BAD = [
     ("bad-missing-file.yaml", (3, 8), "no-such-model.yaml"),
     ("bad-negative-size.yaml", (5, 17), "negative"),
     ("bad-duplicate-key.yaml", (6, 3), "duplicate"),
-    ("bad-not-supported.yaml", (7, 18), "not supported"),
+    ("bad-not-supported.yaml", (8, 18), "not supported"),
     ("bad-too-many-gpus.yaml", (5, 7), "GPU"),
     # an inline GPU whose attention table goes down in sequence length
     ("bad-attention-efficiency.yaml", (5, 56), "strictly increasing"),
@@ -595,6 +595,21 @@ def dp():
     fits = run_json(ddp, *both, "--set", "topology.node.host.memory=%d B" % (16 * P))
     check(fits.get("status") == "ok" and fits.get("host_memory", {}).get("capacity_bytes") == 16 * P,
           "exactly the host's capacity fits: %s" % fits.get("host_memory"))
+    # Activation offload: each layer's kept activations (tiny-gpt, b 2, s 512, no flash: per
+    # layer 12,582,912 B, as `stepsim mem` splits them) go to host memory after its forward
+    # and come back before its backward: 2 x 2 x 12,582,912 = 50,331,648 B per GPU per step;
+    # the host holds one micro-batch's layers per rank, 25,165,824 B, the node's two ranks
+    # 50,331,648. With compute slow enough for the copies to keep up (bf16 at 1 TFLOP/s) the
+    # GPU's activation peak falls.
+    act = run_json(ddp, "--set", "parallel.offload.activations=cpu")
+    check(act.get("comm_bytes_per_gpu", {}).get("offload") == 50331648 and
+          act.get("host_memory", {}).get("bytes") == 50331648,
+          "activation offload bytes: %s %s" % (act.get("comm_bytes_per_gpu"), act.get("host_memory")))
+    slow = ["--set", "topology.gpu.peak.bf16=1 TFLOP/s"]
+    a0 = run_json(ddp, *slow)
+    a1 = run_json(ddp, *slow, "--set", "parallel.offload.activations=cpu")
+    check(a1.get("mem_bytes", {}).get("activations", 1) < a0.get("mem_bytes", {}).get("activations", 0),
+          "offloaded activations lower the GPU's peak: %s vs %s" % (a1.get("mem_bytes"), a0.get("mem_bytes")))
     # NVMe (ZeRO-Infinity) on the pair with a drive per GPU (1 GB/s read, 0.5 GB/s write):
     # the states (12 B per parameter of the P/2 shard: 6P) are read before CPU Adam and
     # written after it, on top of the gradient shard down (P) and the 16-bit shard back up
