@@ -98,16 +98,17 @@ static uint32_t add_offload_op(gen *g, trace_op_kind kind, const char *name, int
                                trace_copy dir, double bytes, sim_time duration, uint32_t dep,
                                bool have_dep)
 {
+    if (kind == TRACE_OP_COPY)
+        return plan__add_copy(g, name, dir, TRACE_PHASE_OPT, layer, TRACE_NO_MICROBATCH, bytes,
+                              dep, have_dep);
     trace_op op = {
         .kind = (uint8_t)kind,
-        .stream = kind == TRACE_OP_HOST ? TRACE_STREAM_HOST : TRACE_STREAM_OFFLOAD,
+        .stream = TRACE_STREAM_HOST,
         .phase = TRACE_PHASE_OPT,
-        .copy = (uint8_t)dir,
         .layer = layer,
         .microbatch = TRACE_NO_MICROBATCH,
         .name = trace_intern(g->t, name),
-        .bytes = bytes,
-        .duration_ps = kind == TRACE_OP_HOST ? duration : TRACE_MEASURED_NONE,
+        .duration_ps = duration,
     };
     return trace_add_op(g->t, g->rank, &op, have_dep ? &dep : NULL, have_dep);
 }

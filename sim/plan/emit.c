@@ -559,21 +559,29 @@ static bool act_offloaded(const gen *g, const unit *u)
            (u->blk == MODEL_BLOCK_LAYER || u->blk == MODEL_BLOCK_MOE);
 }
 
-static uint32_t act_copy(gen *g, const unit *u, int mb, trace_copy dir, uint32_t dep, bool have)
+uint32_t plan__add_copy(gen *g, const char *name, trace_copy dir, trace_phase ph, int layer,
+                        int mb, double bytes, uint32_t dep, bool have)
 {
     trace_op op = {
         .kind = TRACE_OP_COPY,
         .stream = TRACE_STREAM_OFFLOAD,
-        .phase = dir == TRACE_COPY_D2H ? TRACE_PHASE_FWD : TRACE_PHASE_BWD,
+        .phase = (uint8_t)ph,
         .copy = (uint8_t)dir,
-        .layer = u->layer,
+        .layer = layer,
         .microbatch = mb,
-        .name = trace_intern(g->t, dir == TRACE_COPY_D2H ? "offload.activations_out"
-                                                          : "offload.activations_in"),
-        .bytes = u->act,
+        .name = trace_intern(g->t, name),
+        .bytes = bytes,
         .duration_ps = TRACE_MEASURED_NONE,
     };
-    uint32_t c = trace_add_op(g->t, g->rank, &op, have ? &dep : NULL, have);
+    return trace_add_op(g->t, g->rank, &op, have ? &dep : NULL, have);
+}
+
+static uint32_t act_copy(gen *g, const unit *u, int mb, trace_copy dir, uint32_t dep, bool have)
+{
+    bool out = dir == TRACE_COPY_D2H;
+    uint32_t c = plan__add_copy(g, out ? "offload.activations_out" : "offload.activations_in",
+                                dir, out ? TRACE_PHASE_FWD : TRACE_PHASE_BWD, u->layer, mb,
+                                u->act, dep, have);
     /* on the GPU: freed once copied out, held again from the copy back's start */
     trace_add_mem(g->t, g->rank, c, PLAN_MEM_ACTIVATIONS,
                   dir == TRACE_COPY_D2H ? -(int64_t)u->act : (int64_t)u->act,

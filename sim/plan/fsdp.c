@@ -128,32 +128,12 @@ static uint32_t fetch_shard(gen *g, int layer, int m, double bytes, uint32_t aft
 {
     if (g->sc->parallel.offload.params == PLAN_OFFLOAD_NVME) {
         /* ZeRO-Infinity: from the rank's drive into host memory first */
-        trace_op rd = {
-            .kind = TRACE_OP_COPY,
-            .stream = TRACE_STREAM_OFFLOAD,
-            .phase = TRACE_PHASE_COMM,
-            .copy = TRACE_COPY_READ,
-            .layer = layer,
-            .microbatch = m,
-            .name = trace_intern(g->t, "offload.read_params"),
-            .bytes = bytes,
-            .duration_ps = TRACE_MEASURED_NONE,
-        };
-        after = trace_add_op(g->t, g->rank, &rd, have ? &after : NULL, have);
+        after = plan__add_copy(g, "offload.read_params", TRACE_COPY_READ, TRACE_PHASE_COMM, layer,
+                               m, bytes, after, have);
         have = true;
     }
-    trace_op op = {
-        .kind = TRACE_OP_COPY,
-        .stream = TRACE_STREAM_OFFLOAD,
-        .phase = TRACE_PHASE_COMM,
-        .copy = TRACE_COPY_H2D,
-        .layer = layer,
-        .microbatch = m,
-        .name = trace_intern(g->t, "offload.fetch_params"),
-        .bytes = bytes,
-        .duration_ps = TRACE_MEASURED_NONE,
-    };
-    uint32_t c = trace_add_op(g->t, g->rank, &op, have ? &after : NULL, have);
+    uint32_t c = plan__add_copy(g, "offload.fetch_params", TRACE_COPY_H2D, TRACE_PHASE_COMM,
+                                layer, m, bytes, after, have);
     trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, (int64_t)bytes, false);
     return c;
 }

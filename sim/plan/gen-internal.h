@@ -173,6 +173,11 @@ bool plan__share_clone(gen *g, plan_share *s, int r);
 /* Gradient bytes the unit's backward produces on this rank. */
 double plan__unit_grad_bytes(const gen *g, const unit *u);
 
+/* A copy on the rank's offload stream (trace_copy `dir`) of `bytes`, after `dep` when
+ * `have`; returns it (emit.c). */
+uint32_t plan__add_copy(gen *g, const char *name, trace_copy dir, trace_phase ph, int layer,
+                        int mb, double bytes, uint32_t dep, bool have);
+
 /* The optimizer step after `deps` (on the GPU, or ZeRO-Offload's copies and CPU Adam);
  * returns its last op (dp.c). */
 uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps);
