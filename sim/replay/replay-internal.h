@@ -156,7 +156,11 @@ void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv);
 void replay__init_rank(replay_ctx *c, int rank);
 void replay__init_colls(replay_ctx *c);   /* groups and every instance's schedule */
 void replay__init_symmetry(replay_ctx *c); /* simulation.symmetry: dp */
-void replay__init_variability(replay_ctx *c); /* simulation.stragglers and jitter */
+/* variability.c: simulation.stragglers and jitter set up; a kernel's duration `d` this time
+ * on `rank`; the summary's slowest rank from the rank rows */
+void replay__init_variability(replay_ctx *c);
+sim_time replay__kernel_duration(replay_ctx *c, int rank, sim_time d);
+void replay__slowest(const replay_ctx *c, replay_summary *s, const replay_results *r);
 void replay__add_estimated_traffic(replay_ctx *c);
 void replay__clear(replay_ctx *c);        /* frees all of the above */
 

@@ -3,7 +3,6 @@
 
 #include <math.h>
 
-#include <gsl/gsl_randist.h>
 #include <gsl/gsl_sort.h>
 #include <gsl/gsl_statistics_double.h>
 #include <string.h>
@@ -243,18 +242,6 @@ static void open_window(replay_ctx *c)
         c->ranks[rk].acc_cursor = c->w0;
 }
 
-/* A kernel's duration on `rank` this time: its roofline (or measured) duration `d` times the
- * rank's slowdown and, with jitter, a fresh lognormal draw from the rank's generator. */
-static sim_time kernel_duration(replay_ctx *c, int rank, sim_time d)
-{
-    if (!c->slowdown && !c->jitter)
-        return d;
-    double f = c->slowdown ? c->slowdown[rank] : 1;
-    if (c->jitter)
-        f *= gsl_ran_lognormal(c->jitter[rank], c->jitter_mu, c->jitter_sigma);
-    return sim_time_from_ps((double)d * f + 0.5);
-}
-
 static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
@@ -314,7 +301,7 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                 rs->have_cur = true;
             }
         }
-        sim_time d = kernel_duration(c, rank, rs->dur[op]);
+        sim_time d = replay__kernel_duration(c, rank, rs->dur[op]);
         /* slowed while communication runs on this GPU (retime_kernel); a measured duration
          * is taken as it is */
         double slow = c->p->sc->topology.gpu.comm_interference;
@@ -593,30 +580,6 @@ void replay_memory_only(const plan *p, replay_results *out)
             add_memory_row(out, k, 0, cat, p->mem[k].bytes[cat]);
 }
 
-/* With stragglers or jitter: the rank with the most compute in the reported step and how long
- * the others wait for it, on average (docs/json.md, `slowest_rank`). */
-static void slowest(const replay_ctx *c, replay_summary *s, const replay_results *r)
-{
-    const plan_simulation *sim = &c->p->sc->simulation;
-    s->slowest_rank = -1;
-    s->slowest_compute_s = s->slowest_wait_s = NAN;
-    s->variable = sim->n_stragglers > 0 || sim->jitter > 0;
-    if (!s->variable)
-        return;
-    int n = c->p->n_ranks, best = 0;
-    double sum = 0;
-    for (int rk = 0; rk < n; rk++) {
-        sum += r->ranks[rk].compute_s;
-        if (r->ranks[rk].compute_s > r->ranks[best].compute_s)
-            best = rk;
-    }
-    s->slowest_rank = best;
-    s->slowest_compute_s = r->ranks[best].compute_s;
-    /* (rounding may put the others' mean a hair above the maximum when all are equal) */
-    s->slowest_wait_s =
-        n > 1 ? SIM_MAX(0.0, s->slowest_compute_s - (sum - s->slowest_compute_s) / (n - 1)) : 0;
-}
-
 /* The gaps were recorded as they closed, ranks interleaved; the rows list them rank by
  * rank, each rank's in time order (a stable counting sort). */
 static void sort_bubbles_by_rank(replay_results *r, int n_ranks)
@@ -735,7 +698,7 @@ static void summarize(replay_ctx *c)
         for (int g = 0; g < REPLAY_COMM_COUNT; g++)
             s->comm_bytes_per_gpu[g] += rs->comm_sent[g] / nr;
     }
-    slowest(c, s, r);
+    replay__slowest(c, s, r);
     sort_bubbles_by_rank(r, p->n_ranks);
     s->bubble_fraction = window > 0 ? idle_total / nr / window : 0;
     for (int k = 0; k < REPLAY_CAUSE_COUNT; k++)

@@ -464,45 +464,6 @@ void replay__add_estimated_traffic(replay_ctx *c)
 }
 
 
-/* 64-bit mix (splitmix64's finaliser): distinct seeds per rank from one scenario seed. */
-static uint64_t mix64(uint64_t x)
-{
-    x += UINT64_C(0x9E3779B97F4A7C15);
-    x = (x ^ (x >> 30)) * UINT64_C(0xBF58476D1CE4E5B9);
-    x = (x ^ (x >> 27)) * UINT64_C(0x94D049BB133111EB);
-    return x ^ (x >> 31);
-}
-
-void replay__init_variability(replay_ctx *c)
-{
-    const plan_simulation *s = &c->p->sc->simulation;
-    int n = c->p->n_ranks;
-    if (s->n_stragglers > 0) {
-        c->slowdown = sim_calloc((size_t)n, sizeof *c->slowdown);
-        for (int r = 0; r < n; r++)
-            c->slowdown[r] = 1;
-        for (int i = 0; i < s->n_stragglers; i++) {
-            SIM_ASSERT(s->stragglers[i].rank < n, "straggler rank %d of %d not validated",
-                       s->stragglers[i].rank, n);
-            c->slowdown[s->stragglers[i].rank] = s->stragglers[i].slowdown;
-        }
-    }
-    if (s->jitter > 0) {
-        /* lognormal of mean 1 and coefficient of variation cv: sigma^2 = ln(1 + cv^2),
-         * mu = -sigma^2 / 2 */
-        double var = log1p(s->jitter * s->jitter);
-        c->jitter_sigma = sqrt(var);
-        c->jitter_mu = -var / 2;
-        c->jitter = sim_calloc((size_t)n, sizeof *c->jitter);
-        for (int r = 0; r < n; r++) {
-            c->jitter[r] = gsl_rng_alloc(gsl_rng_taus2);
-            SIM_ASSERT(c->jitter[r] != NULL, "out of memory for rank %d's generator", r);
-            uint64_t seed = mix64(s->seed ^ mix64((uint64_t)r + 1));
-            gsl_rng_set(c->jitter[r], (unsigned long)(seed ? seed : 1));
-        }
-    }
-}
-
 void replay__clear(replay_ctx *c)
 {
     sim_free(c->slowdown);
