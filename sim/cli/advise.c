@@ -87,6 +87,13 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
      * stragglers on ranks the layout does not have */
     if (par->offload.params != PLAN_OFFLOAD_NONE && (L->zero != 3 || L->dp * L->cp == 1))
         cli_remedy_set(&x->r, "parallel.offload.params", "none");
+    if (par->offload.optimizer == PLAN_OFFLOAD_NVME && L->zero != 3) /* ZeRO-3 only */
+        cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");
+    if (par->offload.activations != PLAN_OFFLOAD_NONE && L->pp > 1)
+        cli_remedy_set(&x->r, "parallel.offload.activations", "none");
+    if (par->pipeline.schedule == PLAN_SCHED_ZB_H1 &&
+        (L->tp > 1 || L->cp > 1 || L->zero == 3 || sc->model.moe.experts > 0))
+        cli_remedy_set(&x->r, "parallel.pipeline.schedule", "1f1b");
     int ranks = L->dp * L->tp * L->pp * L->cp;
     for (int i = 0; i < sc->simulation.n_stragglers; i++)
         if (sc->simulation.stragglers[i].rank >= ranks) {

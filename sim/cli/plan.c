@@ -89,6 +89,10 @@ static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t 
                         if ((dp * cp == 1 && zero) ||
                             (dp * cp >= 16 && (zero == 0 || zero == 2)))
                             continue;
+                        /* DeepSpeed's pipeline engine runs ZeRO-1 at most */
+                        if (zero == 3 && pp > 1 &&
+                            sc->parallel.fsdp.implementation == PLAN_DEEPSPEED)
+                            continue;
                         for (int v = 1; v <= (pp > 1 ? 2 : 1); v++)
                             for (int mb = 1; mb <= 4; mb *= 2) {
                                 if (!divides((int64_t)mb * dp, batch))
@@ -119,7 +123,8 @@ static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t 
 
 /* The candidates as a run list: one override per axis (strings owned by the list). */
 static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
-                      int64_t batch, bool every_layer, bool offload_params, char *text)
+                      int64_t batch, bool every_layer, bool offload_params, bool offload_acts,
+                      char *text)
 {
     run_list *L = &c->L;
     *L = (run_list){.base = base, .name = name, .source = base, .text = text, .n_runs = g->n,
@@ -145,7 +150,7 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         snprintf(v[9], 32, "%d", k->mb);
         snprintf(v[10], 32, "%s", k->recompute);
         snprintf(v[11], 32, "%s", k->offload);
-        L->sets[i] = sim_calloc(AXES + 3, sizeof *L->sets[i]);
+        L->sets[i] = sim_calloc(AXES + 4, sizeof *L->sets[i]);
         L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
         for (int a = 0; a < AXES; a++) {
             size_t len = strlen(axis_keys[a]) + strlen(v[a]) + 2;
@@ -167,6 +172,9 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
          * the optimizer offloaded), none elsewhere */
         if (offload_params && (k->zero != 3 || k->dp * k->cp == 1 || strcmp(k->offload, "cpu")))
             L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.params=none");
+        /* activation offload runs without pipelining only */
+        if (offload_acts && k->pp > 1)
+            L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.activations=none");
     }
 }
 
@@ -525,7 +533,8 @@ static int plan_body(void *parsed, int argc, char **argv)
             rc = CLI_EXIT_INVALID;
         } else {
             plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1,
-                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE, full);
+                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE,
+                      sc->parallel.offload.activations != PLAN_OFFLOAD_NONE, full);
             c.L.headroom_bytes = headroom.headroom_bytes;
             c.L.headroom_fraction = headroom.headroom_fraction;
             rc = cli__runs_execute(&c, plan_finish);

@@ -155,6 +155,8 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
             cli_remedy_set(&x->r, "parallel.sp", "true");
             set_dp(&x->r, par, par->dp / f);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
+            if (par->pipeline.schedule == PLAN_SCHED_ZB_H1 && par->pp > 1)
+                cli_remedy_set(&x->r, "parallel.pipeline.schedule", "1f1b"); /* not with tp */
         }
     for (int f = 2; f <= 4 && par->pp * f <= sc->model.layers; f *= 2)
         if (par->dp % f == 0) {
@@ -162,7 +164,13 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
             cli_remedy_set(&x->r, "parallel.pp", "%d", par->pp * f);
             set_dp(&x->r, par, par->dp / f);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
-            /* (ZeRO keeps sharding within each stage while data-parallel ranks are left) */
+            /* ZeRO keeps sharding within each stage, but DeepSpeed's pipeline engine and
+             * hybrid sharding do not run ZeRO-3 with a pipeline: ZeRO-2 keeps the most */
+            if (par->zero == 3 && (par->fsdp.implementation == PLAN_DEEPSPEED ||
+                                   par->fsdp.hybrid_shard))
+                cli_remedy_set(&x->r, "parallel.zero", "%d", par->dp / f > 1 ? 2 : 0);
+            if (par->offload.activations != PLAN_OFFLOAD_NONE)
+                cli_remedy_set(&x->r, "parallel.offload.activations", "none");
         }
     /* the topology's idle GPUs of the same kind: the most data-parallel ranks that divide
      * the global batch */

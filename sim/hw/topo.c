@@ -642,22 +642,63 @@ static void label_staging(hw_topo *t)
     sim_free(queue);
 }
 
-/* Each GPU's NVMe drive: the j-th GPU of a node uses its node's drive j mod drives (in
- * device order), so the node's GPUs spread over its drives. */
+/* Each GPU's NVMe drive, found once (on first use): among its node's drives that reach its
+ * host memory both ways, those fewest links away (the drives on its socket), the j-th GPU of
+ * the node taking drive j mod their count; -1 when none reaches it. Drives are bucketed by
+ * node and their distances cached per host memory, so this is linear in the cluster. */
 static void assign_storage(hw_topo *t)
 {
     t->storage_of = sim_calloc((size_t)t->n_gpus + 1, sizeof *t->storage_of);
-    int32_t *drives = sim_calloc(t->n_dev + 1, sizeof *drives);
+    int nodes = SIM_MAX(t->n_nodes, 1);
+    int32_t *first = sim_calloc((size_t)nodes + 1, sizeof *first);
+    int32_t *drive = sim_calloc(t->n_dev + 1, sizeof *drive);
+    for (size_t d = 0; d < t->n_dev; d++)
+        if (t->dev[d].kind == HW_DEV_STORAGE && t->dev[d].node >= 0)
+            first[t->dev[d].node + 1]++;
+    for (int n = 0; n < nodes; n++)
+        first[n + 1] += first[n];
+    int32_t *fill = sim_calloc((size_t)nodes + 1, sizeof *fill);
+    memcpy(fill, first, (size_t)nodes * sizeof *fill);
+    for (size_t d = 0; d < t->n_dev; d++)
+        if (t->dev[d].kind == HW_DEV_STORAGE && t->dev[d].node >= 0)
+            drive[fill[t->dev[d].node]++] = (int32_t)d;
+    /* per host memory: its node's drives in reach, nearest first (computed once) */
+    int32_t **near = sim_calloc(t->n_dev + 1, sizeof *near);
+    int32_t *n_near = sim_calloc(t->n_dev + 1, sizeof *n_near);
+    int32_t *local = sim_calloc((size_t)nodes + 1, sizeof *local);
     for (int g = 0; g < t->n_gpus; g++) {
-        int node = t->dev[t->gpu_dev[g]].node, n = 0, j = 0;
-        for (size_t d = 0; d < t->n_dev; d++)
-            if (t->dev[d].kind == HW_DEV_STORAGE && t->dev[d].node == node)
-                drives[n++] = (int32_t)d;
-        for (int h = 0; h < g; h++)
-            j += t->dev[t->gpu_dev[h]].node == node;
-        t->storage_of[g] = n ? drives[j % n] : -1;
+        int node = t->dev[t->gpu_dev[g]].node, j = local[node]++;
+        int mem = hw_topo_host_memory(t, g);
+        t->storage_of[g] = -1;
+        if (mem < 0)
+            continue;
+        if (!near[mem]) {
+            near[mem] = sim_calloc((size_t)(first[node + 1] - first[node]) + 1, sizeof **near);
+            int best = INT32_MAX;
+            for (int k = first[node]; k < first[node + 1]; k++) {
+                hw_route in, out;
+                if (!compute_route(t, drive[k], mem, &in) || !compute_route(t, mem, drive[k], &out))
+                    continue;
+                int hops = in.n + out.n;
+                if (hops < best) {
+                    best = hops;
+                    n_near[mem] = 0;
+                }
+                if (hops == best)
+                    near[mem][n_near[mem]++] = drive[k];
+            }
+        }
+        if (n_near[mem] > 0)
+            t->storage_of[g] = near[mem][j % n_near[mem]];
     }
-    sim_free(drives);
+    for (size_t d = 0; d < t->n_dev; d++)
+        sim_free(near[d]);
+    sim_free(near);
+    sim_free(n_near);
+    sim_free(local);
+    sim_free(fill);
+    sim_free(drive);
+    sim_free(first);
 }
 
 int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
@@ -671,8 +712,6 @@ int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
         build_parametric(t, spec);
     build_adjacency(t);
     int rc = 0;
-    if (spec->storage.count > 0 || spec->n_devices > 0)
-        assign_storage(t);
     if (t->n_gpus == 0) {
         rc = sim_diag_error(diag, "topology", 0, 0, "topology '%s' has no GPU", spec->name);
         goto fail;
@@ -773,9 +812,11 @@ int hw_topo_find(const hw_topo *t, const char *name)
     return -1;
 }
 
-int hw_topo_storage(const hw_topo *t, int gpu)
+int hw_topo_storage(hw_topo *t, int gpu)
 {
-    return t->storage_of && gpu >= 0 && gpu < t->n_gpus ? t->storage_of[gpu] : -1;
+    if (!t->storage_of)
+        assign_storage(t);
+    return gpu >= 0 && gpu < t->n_gpus ? t->storage_of[gpu] : -1;
 }
 
 int hw_topo_host_memory(hw_topo *t, int gpu)

@@ -100,9 +100,10 @@ bool hw_dev_kind_forwards(hw_dev_kind k);
  * second half, per direction (Dinic's algorithm on link capacities; bisection.c). */
 double hw_topo_bisection_Bps(const hw_topo *t);
 
-/* The NVMe drive (a device) GPU `gpu`'s offload reads and writes, or -1 when its node has
- * none (node.storage, docs/topologies.md). */
-int hw_topo_storage(const hw_topo *t, int gpu);
+/* The NVMe drive (a device) GPU `gpu`'s offload reads and writes: one of its node's drives
+ * that reach its host memory, those on its socket first; -1 when none does (node.storage,
+ * docs/topologies.md). */
+int hw_topo_storage(hw_topo *t, int gpu);
 
 /* The host memory GPU `gpu` stages copies in (its staging memory, or the nearest one), -1 if
  * none is reachable; and that memory's DRAM bandwidth (its link to the CPU). */

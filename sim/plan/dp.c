@@ -55,6 +55,17 @@ _Static_assert(TRACE_MEM_CATS == PLAN_MEM_COUNT, "trace and plan memory categori
 
 /* ---- one rank ------------------------------------------------------------------------ */
 
+/* The parameters of unit `u` this rank updates: all it trains, or with ZeRO its shard of
+ * them, dense ones over the data-parallel group and experts' over the expert-data-parallel
+ * one (as persistent() counts their states). */
+static double shard_params(const gen *g, const unit *u)
+{
+    if (g->zero < 1)
+        return (double)u->trainable;
+    return (double)(plan__ceil_div(u->trainable - u->trainable_expert, g->n) +
+                    plan__ceil_div(u->trainable_expert, g->n_edp));
+}
+
 static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
 {
     const plan_training *t = &g->sc->training;
@@ -65,14 +76,13 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
     double per = 2.0 * g->gbytes + 2.0 * g->wbytes + 2.0 * states * sb +
                  (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0);
     double flops_per = t->optimizer == PLAN_OPT_ADAM ? 12 : 4;
-    int shard = g->zero >= 1 ? g->n : 1;
     uint32_t last = 0;
     bool first = true;
     for (int i = 0; i < g->n_units; i++) {
         const unit *u = &g->units[i];
         if (u->trainable == 0 || !g->mine[i])
             continue;
-        double params = (double)plan__ceil_div(u->trainable, shard);
+        double params = shard_params(g, u);
         trace_op op = {
             .kind = TRACE_OP_COMPUTE,
             .stream = TRACE_STREAM_COMPUTE,
@@ -117,7 +127,6 @@ static uint32_t add_offload_op(gen *g, trace_op_kind kind, const char *name, int
 static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
 {
     const plan_training *t = &g->sc->training;
-    int shard = g->zero >= 1 ? g->n : 1;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
     double sb = plan__state_bytes(t->optimizer_state);
     /* host DRAM bytes per parameter: read the gradient, read and write the master copy and
@@ -136,7 +145,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = (double)plan__ceil_div(g->units[i].trainable, shard);
+        double params = shard_params(g, &g->units[i]);
         uint32_t dep = n_deps ? deps[n_deps - 1] : 0;
         d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer,
                                 TRACE_COPY_D2H,
@@ -149,7 +158,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = (double)plan__ceil_div(g->units[i].trainable, shard);
+        double params = shard_params(g, &g->units[i]);
         uint32_t ready = d2h[i];
         if (nvme) /* on the offload stream after the copies before it */
             ready = add_offload_op(g, TRACE_OP_COPY, "offload.read_states", g->units[i].layer,
@@ -166,7 +175,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = (double)plan__ceil_div(g->units[i].trainable, shard);
+        double params = shard_params(g, &g->units[i]);
         last = where == PLAN_OFFLOAD_NONE
                    ? add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer,
                                     TRACE_COPY_H2D, params * g->wbytes, 0, cpu[i], true)
@@ -651,21 +660,27 @@ static int count_mem_sharers(gen *g, sim_diag *diag)
     int n = p->n_ranks;
     g->mem_sharers = sim_calloc((size_t)n, sizeof *g->mem_sharers);
     const plan_parallel *par = &g->sc->parallel;
+    bool any = par->offload.optimizer != PLAN_OFFLOAD_NONE ||
+               par->offload.params != PLAN_OFFLOAD_NONE ||
+               par->offload.activations != PLAN_OFFLOAD_NONE;
+    for (int r = 0; r < n && any; r++)
+        if (hw_topo_host_memory(p->topo, r) < 0)
+            return sim_diag_error(diag, "scenario", 0, 0,
+                                  "parallel.offload needs host memory, and GPU %d reaches none "
+                                  "in topology '%s'", r, g->sc->topology.name);
     for (int r = 0; r < n; r++)
         if ((par->offload.optimizer == PLAN_OFFLOAD_NVME ||
              par->offload.params == PLAN_OFFLOAD_NVME) && hw_topo_storage(p->topo, r) < 0)
             return sim_diag_error(diag, "scenario", 0, 0,
-                                  "offload to nvme needs an NVMe drive on every node, and GPU "
-                                  "%d's node has none in topology '%s' (add node.storage: "
-                                  "{kind: nvme, count: N})", r, g->sc->topology.name);
+                                  "offload to nvme needs an NVMe drive that reaches each GPU's "
+                                  "host memory, and GPU %d has none in topology '%s' (add "
+                                  "node.storage: {kind: nvme, count: N}, or link a storage "
+                                  "device to a cpu)",
+                                  r, g->sc->topology.name);
     if (par->offload.optimizer == PLAN_OFFLOAD_NONE)
         return 0;
     for (int r = 0; r < n; r++) {
         int mem = hw_topo_host_memory(p->topo, r);
-        if (mem < 0)
-            return sim_diag_error(diag, "scenario", 0, 0,
-                                  "offload.optimizer needs host memory, and GPU %d "
-                                  "reaches none in topology '%s'", r, g->sc->topology.name);
         for (int q = 0; q < n; q++)
             g->mem_sharers[r] += hw_topo_host_memory(p->topo, q) == mem;
     }

@@ -56,9 +56,11 @@ static double layer_colls(const plan_scenario *sc, bool moe)
         n += colls;
         if (p->fsdp.implementation == PLAN_FSDP2)
             n += colls;
-        if (p->offload.params != PLAN_OFFLOAD_NONE)
-            n += 2 * colls / 3;
+        if (p->offload.params != PLAN_OFFLOAD_NONE) /* nvme: read, then copy up */
+            n += (p->offload.params == PLAN_OFFLOAD_NVME ? 2 : 1) * 2 * colls / 3;
     }
+    if (p->offload.activations != PLAN_OFFLOAD_NONE)
+        n += 2; /* out after the forward, back before the backward */
     return n;
 }
 
