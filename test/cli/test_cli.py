@@ -631,6 +631,27 @@ def dp():
                    "--set", "parallel.offload={params: nvme, optimizer: nvme}")
     near(nvp.get("comm_bytes_per_gpu", {}).get("offload", 0), 18 * P, 1e-12, "nvme params: 18P")
     check(nvp.get("mem_bytes", {}).get("params") == 0, "no parameter shard on the GPU")
+    # explicit topologies: a drive linked to nothing reaches no host memory, and GPUs with
+    # peer-to-peer but no host memory at all have nowhere to offload to: refused, not a crash
+    with tempfile.TemporaryDirectory() as tmp:
+        gpus = ("  - {name: gpu0, kind: gpu}\n  - {name: gpu1, kind: gpu}\n")
+        for name, devs, links, off, what in (
+                ("drive", "  - {name: cpu0, kind: cpu}\n"
+                 "  - {name: mem0, kind: host_memory, bandwidth: 100 GB/s}\n"
+                 "  - {name: nvme0, kind: storage}\n" + gpus,
+                 "  - {between: [gpu0, cpu0], bandwidth: 32 GB/s}\n"
+                 "  - {between: [gpu1, cpu0], bandwidth: 32 GB/s}\n"
+                 "  - {between: [cpu0, mem0], bandwidth: 100 GB/s}\n",
+                 "{params: nvme, optimizer: nvme}", "NVMe drive that reaches"),
+                ("nohost", gpus, "  - {between: [gpu0, gpu1], bandwidth: 100 GB/s}\n",
+                 "{activations: cpu}", "needs host memory")):
+            topo = os.path.join(tmp, name + ".yaml")
+            open(topo, "w").write("name: %s\ngpu: %s\ndevices:\n%slinks:\n%s"
+                                  % (name, os.path.join(data, "ideal-gpu.yaml"), devs, links))
+            rc, out, err = run("run", ddp, "--set", "topology=" + topo, "--set", "parallel.zero=3",
+                               "--set", "parallel.offload=" + off)
+            check(rc == 2 and what in err and "internal error" not in err and not out,
+                  "%s: refused (%d): %s" % (name, rc, err))
     for bad, what in ((["--set", "parallel.offload.params=cpu"], "sharded parameters"),
                       (["--set", "parallel.zero=3", "--set", "parallel.offload.params=cpu"],
                        "optimizer offloaded too"),
