@@ -92,7 +92,7 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
     if (par->offload.activations != PLAN_OFFLOAD_NONE && L->pp > 1)
         cli_remedy_set(&x->r, "parallel.offload.activations", "none");
     if (par->pipeline.schedule == PLAN_SCHED_ZB_H1 &&
-        (L->tp > 1 || L->cp > 1 || L->zero == 3 || sc->model.moe.experts > 0))
+        (L->cp > 1 || L->zero == 3 || sc->model.moe.experts > 0))
         cli_remedy_set(&x->r, "parallel.pipeline.schedule", "1f1b");
     int ranks = L->dp * L->tp * L->pp * L->cp;
     for (int i = 0; i < sc->simulation.n_stragglers; i++)

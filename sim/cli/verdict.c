@@ -155,8 +155,6 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
             cli_remedy_set(&x->r, "parallel.sp", "true");
             set_dp(&x->r, par, par->dp / f);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
-            if (par->pipeline.schedule == PLAN_SCHED_ZB_H1 && par->pp > 1)
-                cli_remedy_set(&x->r, "parallel.pipeline.schedule", "1f1b"); /* not with tp */
         }
     for (int f = 2; f <= 4 && par->pp * f <= sc->model.layers; f *= 2)
         if (par->dp % f == 0) {

@@ -126,9 +126,8 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
         rc = SIM_EINVAL;
     }
     if (!rc && p->pipeline.schedule == PLAN_SCHED_ZB_H1 && p->pp > 1 &&
-        (p->tp > 1 || p->cp > 1 || p->zero == 3 || sc->model.moe.experts > 0)) {
-        const char *what = p->tp > 1   ? "tensor parallelism"
-                           : p->cp > 1 ? "context parallelism"
+        (p->cp > 1 || p->zero == 3 || sc->model.moe.experts > 0)) {
+        const char *what = p->cp > 1 ? "context parallelism"
                            : p->zero == 3 ? "FSDP/ZeRO-3"
                                           : "mixture-of-experts models";
         rc = input_schema_error(ctx, SIM_ENOTSUP,
