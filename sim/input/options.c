@@ -154,11 +154,6 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
         sim_diag_hint(ctx->diag, "DeepSpeed swaps optimizer states to NVMe under ZeRO stage 3 "
                                  "only; cpu works with every stage");
     }
-    if (!rc && p->offload.activations != PLAN_OFFLOAD_NONE && p->pp > 1)
-        rc = input_schema_error(ctx, SIM_ENOTSUP,
-                                input__locate(root, "parallel.offload.activations", "parallel"),
-                                "parallel.offload.activations: activation offload with pipeline "
-                                "parallelism is not supported yet");
     if (!rc && p->zero == 3 && p->pp > 1 && p->fsdp.hybrid_shard)
         rc = input_schema_error(ctx, SIM_ENOTSUP,
                                 input__locate(root, "parallel.fsdp.hybrid_shard", "parallel"),

@@ -418,6 +418,42 @@ static void gen_pipeline(gen *g)
 
 /* Persistent bytes per rank: model states sharded per the strategy, DDP buckets, framework.
  * Frozen weights (LoRA/QLoRA) have no gradients, master copies or optimizer states. */
+/* Activation offload: the most bytes the rank's layers hold in host memory at once. A chunk's
+ * layers' activations go out after its forward of a micro-batch and come back when its
+ * backward (or input-gradient pass) of that micro-batch starts, so the host holds the
+ * micro-batch chunks whose forward has run and backward not yet begun, in the stage's
+ * schedule; one micro-batch without pipelining. */
+static double offloaded_activations(const gen *g)
+{
+    int C = g->chunks, v = g->vstages;
+    double *chunk = sim_calloc((size_t)C + 1, sizeof *chunk);
+    for (int c = 0; c < C; c++)
+        for (int u = g->chunk_first[c]; u < g->chunk_first[c + 1]; u++)
+            if (g->units[u].blk == MODEL_BLOCK_LAYER || g->units[u].blk == MODEL_BLOCK_MOE)
+                chunk[c] += g->units[u].act;
+    double most = 0;
+    if (g->pp == 1) {
+        most = chunk[0];
+    } else {
+        int m = (int)g->A;
+        plan_pp_action *acts = sim_calloc((size_t)PLAN_PP_ACTIONS(m, v), sizeof *acts);
+        int n = plan_pp_schedule(g->sc->parallel.pipeline.schedule, g->pp, v, m, g->stage,
+                                 acts);
+        double held = 0;
+        for (int i = 0; i < n; i++) {
+            double bytes = chunk[acts[i].vchunk * g->pp + g->stage];
+            if (acts[i].fwd)
+                held += bytes;
+            else if (acts[i].part != PLAN_PP_WEIGHT)
+                held -= bytes;
+            most = SIM_MAX(most, held);
+        }
+        sim_free(acts);
+    }
+    sim_free(chunk);
+    return most;
+}
+
 static void persistent(gen *g, plan_mem *m)
 {
     const plan_training *t = &g->sc->training;
@@ -468,11 +504,8 @@ static void persistent(gen *g, plan_mem *m)
         host += (g->zero >= 1 ? sharded : trained) * g->gbytes;
     if (par->offload.params == PLAN_OFFLOAD_CPU)
         host += shard;
-    if (par->offload.activations == PLAN_OFFLOAD_CPU) /* one micro-batch's layers (pp 1) */
-        for (int i = 0; i < g->n_units; i++)
-            if (g->mine[i] && (g->units[i].blk == MODEL_BLOCK_LAYER ||
-                               g->units[i].blk == MODEL_BLOCK_MOE))
-                host += g->units[i].act;
+    if (par->offload.activations == PLAN_OFFLOAD_CPU)
+        host += offloaded_activations(g);
     g->p->host_bytes[g->rank] = (int64_t)ceil(host);
 }
 

@@ -575,12 +575,13 @@ static void test_not_supported(void)
     plan_scenario sc;
     sim_diag d;
 
-    /* a combination not built yet, at its value: "    activations: cpu" at 6:18 */
-    CHECK_INT_EQ(load(REFS "parallel:\n  pp: 2\n  offload:\n    activations: cpu\n", &sc, &d),
+    /* a combination not built yet, at its value: "    hybrid_shard: true" at 7:19 */
+    CHECK_INT_EQ(load(REFS "parallel:\n  pp: 2\n  zero: 3\n  fsdp:\n    hybrid_shard: true\n",
+                      &sc, &d),
                  SIM_ENOTSUP);
-    CHECK_DIAG(d, "s.yaml", 6, 18);
-    CHECK_STR_EQ(d.msg, "parallel.offload.activations: activation offload with pipeline "
-                        "parallelism is not supported yet");
+    CHECK_DIAG(d, "s.yaml", 7, 19);
+    CHECK_STR_EQ(d.msg, "parallel.fsdp.hybrid_shard: hybrid sharding with pipeline parallelism "
+                        "is not supported yet");
     /* FSDP with a pipeline loads */
     CHECK_INT_EQ(load(REFS "parallel:\n  pp: 2\n  zero: 3\n", &sc, &d), 0);
     /* jitter and stragglers load; a rank listed twice is refused at its second mention
