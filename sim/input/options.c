@@ -159,12 +159,5 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
                                 input__locate(root, "parallel.fsdp.hybrid_shard", "parallel"),
                                 "parallel.fsdp.hybrid_shard: hybrid sharding with pipeline "
                                 "parallelism is not supported yet");
-    if (!rc && offload_params && (long long)p->dp * p->cp == 1) {
-        rc = input_schema_error(ctx, SIM_ENOTSUP, at,
-                                "parallel.offload.params: parameter offload with one "
-                                "data-parallel rank is not supported yet");
-        sim_diag_hint(ctx->diag, "offload the optimizer alone (parallel.offload.optimizer: cpu), "
-                                 "or shard over more data-parallel ranks");
-    }
     return rc;
 }

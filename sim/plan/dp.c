@@ -336,7 +336,7 @@ static void gen_pipeline(gen *g)
             last_bwd_of[acts[i].vchunk] = i;
     uint32_t last_bwd = 0;
     emit_param_gather_ahead(g);
-    bool fsdp = g->zero == 3 && g->n > 1;
+    bool fsdp = g->zero == 3 && (g->n > 1 || g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE);
     if (fsdp)
         plan__fsdp_pp_begin(g);
     for (int i = 0; i < n_acts; i++) {
@@ -801,7 +801,7 @@ static void gen_rank(gen *g, plan_share *share, int r, bool stream)
     double mf = g->model_flops, hf = g->hardware_flops;
     if (pp > 1)
         gen_pipeline(g);
-    else if (g->zero == 3 && g->n > 1)
+    else if (g->zero == 3 && (g->n > 1 || g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE))
         plan__gen_fsdp(g);
     else
         gen_bucketed(g);

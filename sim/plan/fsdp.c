@@ -94,6 +94,8 @@ static double expert_gathered(const gen *g, const unit *u)
 
 static double gathered_bytes(const gen *g, const unit *u)
 {
+    if (g->n == 1) /* one rank (parameter offload): the unit comes whole from the host */
+        return u->weight_bytes - u->persist_bytes;
     return dense_bytes(u) + expert_gathered(g, u);
 }
 
@@ -163,6 +165,11 @@ static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m,
         uint32_t dep = after;
         bool have_dep = have;
         bool staged = g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE;
+        if (g->n == 1) { /* nothing to gather: the fetched unit is the unit (offload only) */
+            SIM_ASSERT(staged, "rank %d: ZeRO-3 over one rank without parameter offload", g->rank);
+            ag[ui] = fetch_shard(g, v->layer, m, gathered_bytes(g, v), after, have);
+            continue;
+        }
         double dense = dense_bytes(v), ex = expert_gathered(g, v);
         double shard = dense / g->n + (ex > 0 ? ex / g->n_edp : 0);
         if (staged) { /* the shard comes from host memory first */
@@ -196,7 +203,7 @@ static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m,
 static uint32_t gathered(gen *g, int ui, const uint32_t *ag, trace_phase ph, int m)
 {
     const unit *u = &g->units[ui];
-    if (g->sc->parallel.fsdp.implementation != PLAN_FSDP2)
+    if (g->sc->parallel.fsdp.implementation != PLAN_FSDP2 || g->n == 1)
         return ag[ui];
     double b = gathered_bytes(g, u);
     uint32_t c = fsdp_copy(g, "fsdp.copy_out", ph, u->layer, m, 2 * b, ag[ui]);
@@ -309,7 +316,7 @@ void plan__gen_fsdp(gen *g)
                 trace_add_mem(g->t, g->rank, bwd[ui].last, PLAN_MEM_BUFFERS,
                               -(int64_t)gathered_bytes(g, u), true);
             last = bwd[ui].last;
-            if (gb <= 0)
+            if (gb <= 0 || g->n == 1) /* one rank: its gradients are its shard already */
                 continue;
             /* unsharded gradients live from the unit's backward to its reduce-scatter */
             trace_add_mem(g->t, g->rank, bwd[ui].first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
@@ -439,7 +446,7 @@ span plan__fsdp_pp_bwd(gen *g, int u0, int u1, int mb, bool last_mb, uint32_t re
                           true);
             g->fsdp_held[ui] = false;
         }
-        double gb = plan__unit_grad_bytes(g, u);
+        double gb = g->n > 1 ? plan__unit_grad_bytes(g, u) : 0; /* one rank: nothing to sync */
         if (gb > 0 && !g->fsdp_grads[ui]) { /* accumulated unsharded until the last */
             trace_add_mem(g->t, g->rank, sp.first, PLAN_MEM_BUFFERS, (int64_t)gb, false);
             g->fsdp_grads[ui] = true;

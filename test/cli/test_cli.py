@@ -610,6 +610,15 @@ def dp():
     a1 = run_json(ddp, *slow, "--set", "parallel.offload.activations=cpu")
     check(a1.get("mem_bytes", {}).get("activations", 1) < a0.get("mem_bytes", {}).get("activations", 0),
           "offloaded activations lower the GPU's peak: %s vs %s" % (a1.get("mem_bytes"), a0.get("mem_bytes")))
+    # One GPU (single.yaml, one micro-batch): nothing to gather or reduce; each unit's
+    # 16-bit weights come whole from the host before its forward and again before its
+    # backward (2 x 2P), the gradients go down (2P): 6P; the host holds 12 + 2 + 2 B per
+    # parameter, 16P, and the GPU no parameter.
+    one = run_json(os.path.join(data, "single.yaml"), "--set", "parallel.zero=3",
+                   "--set", "parallel.offload={params: cpu, optimizer: cpu}")
+    near(one.get("comm_bytes_per_gpu", {}).get("offload", 0), 6 * P, 1e-12, "one GPU: 6P")
+    check(one.get("host_memory", {}).get("bytes") == 16 * P and
+          one.get("mem_bytes", {}).get("params") == 0, "one GPU: host 16P: %s" % one.get("host_memory"))
     # NVMe (ZeRO-Infinity) on the pair with a drive per GPU (1 GB/s read, 0.5 GB/s write):
     # the states (12 B per parameter of the P/2 shard: 6P) are read before CPU Adam and
     # written after it, on top of the gradient shard down (P) and the 16-bit shard back up
