@@ -83,14 +83,12 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
         cli_remedy_set(&x->r, "training.micro_batch", "%lld", (long long)L->micro_batch);
     if (L->dp != par->dp || L->micro_batch != sc->training.micro_batch)
         cli_remedy_set(&x->r, "training.global_batch", "%lld", (long long)gb);
-    /* options that no longer apply: parameter offload off ZeRO-3 or one data-parallel rank,
-     * stragglers on ranks the layout does not have */
-    if (par->offload.params != PLAN_OFFLOAD_NONE && (L->zero != 3 || L->dp * L->cp == 1))
+    /* options that no longer apply: parameter offload off ZeRO-3, stragglers on ranks the
+     * layout does not have */
+    if (par->offload.params != PLAN_OFFLOAD_NONE && L->zero != 3)
         cli_remedy_set(&x->r, "parallel.offload.params", "none");
     if (par->offload.optimizer == PLAN_OFFLOAD_NVME && L->zero != 3) /* ZeRO-3 only */
         cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");
-    if (par->offload.activations != PLAN_OFFLOAD_NONE && L->pp > 1)
-        cli_remedy_set(&x->r, "parallel.offload.activations", "none");
     if (par->pipeline.schedule == PLAN_SCHED_ZB_H1 &&
         (L->cp > 1 || L->zero == 3 || sc->model.moe.experts > 0))
         cli_remedy_set(&x->r, "parallel.pipeline.schedule", "1f1b");

@@ -123,8 +123,7 @@ static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t 
 
 /* The candidates as a run list: one override per axis (strings owned by the list). */
 static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
-                      int64_t batch, bool every_layer, bool offload_params, bool offload_acts,
-                      char *text)
+                      int64_t batch, bool every_layer, bool offload_params, char *text)
 {
     run_list *L = &c->L;
     *L = (run_list){.base = base, .name = name, .source = base, .text = text, .n_runs = g->n,
@@ -150,7 +149,7 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         snprintf(v[9], 32, "%d", k->mb);
         snprintf(v[10], 32, "%s", k->recompute);
         snprintf(v[11], 32, "%s", k->offload);
-        L->sets[i] = sim_calloc(AXES + 4, sizeof *L->sets[i]);
+        L->sets[i] = sim_calloc(AXES + 3, sizeof *L->sets[i]);
         L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
         for (int a = 0; a < AXES; a++) {
             size_t len = strlen(axis_keys[a]) + strlen(v[a]) + 2;
@@ -170,11 +169,8 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
             L->sets[i][L->n_sets[i]++] = sim_strdup("training.recompute_every=1");
         /* the scenario's parameter offload where it applies (ZeRO-3 over several ranks with
          * the optimizer offloaded), none elsewhere */
-        if (offload_params && (k->zero != 3 || k->dp * k->cp == 1 || strcmp(k->offload, "cpu")))
+        if (offload_params && (k->zero != 3 || strcmp(k->offload, "cpu")))
             L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.params=none");
-        /* activation offload runs without pipelining only */
-        if (offload_acts && k->pp > 1)
-            L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.activations=none");
     }
 }
 
@@ -533,8 +529,7 @@ static int plan_body(void *parsed, int argc, char **argv)
             rc = CLI_EXIT_INVALID;
         } else {
             plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1,
-                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE,
-                      sc->parallel.offload.activations != PLAN_OFFLOAD_NONE, full);
+                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE, full);
             c.L.headroom_bytes = headroom.headroom_bytes;
             c.L.headroom_fraction = headroom.headroom_fraction;
             rc = cli__runs_execute(&c, plan_finish);

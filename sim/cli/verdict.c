@@ -69,9 +69,6 @@ static void set_dp(results_remedy *r, const plan_parallel *par, int dp)
     int ep = sim_gcd(par->ep, dp);
     if (ep != par->ep)
         cli_remedy_set(r, "parallel.ep", "%d", ep);
-    /* parameter offload needs data-parallel ranks to shard over */
-    if (dp * par->cp == 1 && par->offload.params != PLAN_OFFLOAD_NONE)
-        cli_remedy_set(r, "parallel.offload.params", "none");
 }
 
 /* The single changes of the ladder (docs/memory.md) that the scenario has not applied yet,
@@ -138,7 +135,7 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
         x = verdict__push(l, "keep the optimizer states on the CPU and update there");
         cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");
     }
-    if (par->zero == 3 && par->dp * par->cp > 1 && par->offload.params == PLAN_OFFLOAD_NONE) {
+    if (par->zero == 3 && par->offload.params == PLAN_OFFLOAD_NONE) {
         x = verdict__push(l, "keep the parameter shards on the CPU too, fetched before each "
                              "gather");
         cli_remedy_set(&x->r, "parallel.offload.params", "cpu");
@@ -167,8 +164,6 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
             if (par->zero == 3 && (par->fsdp.implementation == PLAN_DEEPSPEED ||
                                    par->fsdp.hybrid_shard))
                 cli_remedy_set(&x->r, "parallel.zero", "%d", par->dp / f > 1 ? 2 : 0);
-            if (par->offload.activations != PLAN_OFFLOAD_NONE)
-                cli_remedy_set(&x->r, "parallel.offload.activations", "none");
         }
     /* the topology's idle GPUs of the same kind: the most data-parallel ranks that divide
      * the global batch */
