@@ -3,6 +3,7 @@
  * every replica simulated, parameter offload needs ZeRO-3 with the optimizer offloaded. */
 #include "core/sim.h"
 
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -18,23 +19,28 @@ static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_sch
         plan_fsdp_impl only; /* the implementation it belongs to */
         bool not_deepspeed;  /* instead: every implementation but DeepSpeed */
         const char *hint;
+        size_t as_deepspeed; /* a boolean option: offset of its value in plan_parallel ... */
+        bool deepspeed_runs; /* ... which DeepSpeed accepts when it is what DeepSpeed does */
     } opts[] = {
         {"limit_all_gathers", PLAN_FSDP1, false,
-         "FSDP2 and DeepSpeed have no rate limiter; set implementation: fsdp1 or drop it"},
+         "FSDP2 and DeepSpeed have no rate limiter; set implementation: fsdp1 or drop it", 0,
+         false},
         {"prefetch_bucket", PLAN_DEEPSPEED, false,
-         "FSDP1 and FSDP2 prefetch by units: use parallel.fsdp.prefetch"},
+         "FSDP1 and FSDP2 prefetch by units: use parallel.fsdp.prefetch", 0, false},
         {"reduce_bucket", PLAN_DEEPSPEED, false,
-         "FSDP reduce-scatters each unit's gradients on their own"},
+         "FSDP reduce-scatters each unit's gradients on their own", 0, false},
         {"persistence_threshold", PLAN_DEEPSPEED, false,
-         "FSDP shards every parameter; set implementation: deepspeed or drop it"},
+         "FSDP shards every parameter; set implementation: deepspeed or drop it", 0, false},
         {"prefetch", PLAN_FSDP2, true, "DeepSpeed prefetches by parameters: use "
-                                       "parallel.fsdp.prefetch_bucket (elements)"},
+                                       "parallel.fsdp.prefetch_bucket (elements)", 0, false},
         {"reshard_after_forward", PLAN_FSDP2, true,
          "DeepSpeed releases every gathered parameter after use (its max_reuse_distance is not "
-         "modelled)"},
+         "modelled)",
+         offsetof(plan_parallel, fsdp.reshard_after_forward), true},
         {"hybrid_shard", PLAN_FSDP2, true,
          "DeepSpeed's hierarchical partitioning (ZeRO++ hpZ) is not modelled; use fsdp1 or "
-         "fsdp2"},
+         "fsdp2",
+         offsetof(plan_parallel, fsdp.hybrid_shard), false},
     };
     static const char *const impl[] = {[PLAN_FSDP2] = "fsdp2", [PLAN_FSDP1] = "fsdp1",
                                        [PLAN_DEEPSPEED] = "deepspeed"};
@@ -44,11 +50,11 @@ static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_sch
         snprintf(path, sizeof path, "parallel.fsdp.%s", opts[i].key);
         const input_ynode *at = input__given(root, path);
         bool ok = opts[i].not_deepspeed ? im != PLAN_DEEPSPEED : im == opts[i].only;
-        /* DeepSpeed does reshard after forward and shard over all ranks */
-        if (!strcmp(opts[i].key, "reshard_after_forward"))
-            ok = ok || p->fsdp.reshard_after_forward;
-        if (!strcmp(opts[i].key, "hybrid_shard"))
-            ok = ok || !p->fsdp.hybrid_shard;
+        if (opts[i].as_deepspeed) { /* DeepSpeed reshards after forward, over all ranks */
+            bool v;
+            memcpy(&v, (const char *)p + opts[i].as_deepspeed, sizeof v);
+            ok = ok || v == opts[i].deepspeed_runs;
+        }
         if (!at || ok)
             continue;
         char only[32] = "";
@@ -116,7 +122,8 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
         (p->zero != 3 || p->offload.optimizer == PLAN_OFFLOAD_NONE)) {
         /* the shards live on the host; the master weights and the update with them */
         bool z3 = p->zero == 3;
-        input_schema_error(ctx, SIM_EINVAL, at, "parallel.offload.params: parameter offload needs %s",
+        input_schema_error(ctx, SIM_EINVAL, at,
+                           "parallel.offload.params: parameter offload needs %s",
                            z3 ? "the optimizer offloaded too (parallel.offload.optimizer: cpu)"
                               : "sharded parameters (parallel.zero: 3)");
         sim_diag_hint(ctx->diag, z3 ? "the 16-bit shards are updated where the fp32 master "

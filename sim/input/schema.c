@@ -364,45 +364,11 @@ static int convert(input_schema_ctx *ctx, const input_key *k, const input_ynode 
     return SIM_EINTERNAL;
 }
 
-static bool same_value(const input_key *k, const value *v, const void *field)
-{
-    value old;
-    memset(&old, 0, sizeof old);
-    switch (k->type) {
-    case INPUT_K_INT:
-    case INPUT_K_ENUM: memcpy(&old.i, field, sizeof old.i); return old.i == v->i;
-    case INPUT_K_INT64:
-    case INPUT_K_BYTES:
-    case INPUT_K_TIME: memcpy(&old.i64, field, sizeof old.i64); return old.i64 == v->i64;
-    case INPUT_K_UINT64: memcpy(&old.u64, field, sizeof old.u64); return old.u64 == v->u64;
-    case INPUT_K_FLOAT:
-    case INPUT_K_QUANTITY: memcpy(&old.d, field, sizeof old.d); return old.d == v->d;
-    case INPUT_K_BOOL: memcpy(&old.b, field, sizeof old.b); return old.b == v->b;
-    default: return true;
-    }
-}
-
-static int notsup_error(input_schema_ctx *ctx, const input_key *k, const input_ynode *at,
-                        bool show_value)
-{
-    const input_notsup *ns = k->notsup;
-    if (show_value)
-        input_schema_error(ctx, SIM_ENOTSUP, at,
-                           "`%s: %s`: %s %s not supported yet (coming with %s)", ctx->path,
-                           at->text, ns->feature, ns->plural ? "are" : "is", ns->issue);
-    else
-        input_schema_error(ctx, SIM_ENOTSUP, at, "%s: %s %s not supported yet (coming with %s)",
-                        ctx->path, ns->feature, ns->plural ? "are" : "is", ns->issue);
-    return SIM_ENOTSUP;
-}
-
 static int apply_key(const input_key *k, const input_ypair *pair, void *base, input_schema_ctx *ctx)
 {
     const input_ynode *n = pair->value;
     void *field = (char *)base + k->offset;
     switch (k->type) {
-    case INPUT_K_REJECT:
-        return notsup_error(ctx, k, pair->key, false);
     case INPUT_K_MAP:
         if (n->kind != INPUT_YMAP)
             return input_schema_error(ctx, SIM_EINVAL, n, "%s: expected a mapping, got %s%s%s%s",
@@ -432,13 +398,6 @@ static int apply_key(const input_key *k, const input_ypair *pair, void *base, in
     int rc = convert(ctx, k, n, &v, &size);
     if (rc || (rc = check_range(ctx, k, n, &v)))
         return rc;
-    if (k->notsup) {
-        bool ok = (k->type == INPUT_K_ENUM && k->notsup->ok_mask)
-                      ? (v.i >= 0 && v.i < 32 && (k->notsup->ok_mask >> v.i) & 1u)
-                      : same_value(k, &v, field);
-        if (!ok)
-            return notsup_error(ctx, k, n, true);
-    }
     memcpy(field, &v, size);
     return 0;
 }

@@ -1,10 +1,11 @@
 /* Declarative schema: tables of keys that say how a YAML mapping fills a C struct.
  *
- * Each key names its type, where it goes (offsetof into the struct the mapping fills), its
- * range and whether a non-default value is supported yet. input_schema_apply walks a mapping in
- * file order and, for each pair, finds the key (unknown keys are errors with a did-you-mean),
- * converts the scalar by the typing rules of docs/scenario-format.md, checks the range and the
- * "not supported yet" rule, and stores the value; then it checks that required keys are there.
+ * Each key names its type, where it goes (offsetof into the struct the mapping fills) and its
+ * range. input_schema_apply walks a mapping in file order and, for each pair, finds the key
+ * (unknown keys are errors with a did-you-mean), converts the scalar by the typing rules of
+ * docs/scenario-format.md, checks the range, and stores the value; then it checks that
+ * required keys are there. (Combinations not built yet are refused by the checks that span
+ * keys, input/options.c and validate.c, with SIM_ENOTSUP.)
  * It stops at the first error, recorded in ctx->diag at the offending key or value.
  *
  * Nested mappings fill either a member struct (offset = offsetof the member) or, for anonymous
@@ -44,24 +45,13 @@ typedef enum input_ktype {
     INPUT_K_QUANTITY, /* double in SI base units of key.unit */
     INPUT_K_TIME,     /* sim_time picoseconds; a time with a unit */
     INPUT_K_MAP,      /* nested mapping, filled by key.map at base + offset */
-    INPUT_K_CUSTOM,   /* key.fn does the work */
-    INPUT_K_REJECT    /* reserved for a later feature: present at all = not supported yet */
+    INPUT_K_CUSTOM    /* key.fn does the work */
 } input_ktype;
 
 typedef struct input_enum_name {
     const char *name;
     int value;
 } input_enum_name;
-
-/* A feature not built yet: values other than the default (or, for enums with ok_mask, other
- * than the values whose bit is set) are rejected with SIM_ENOTSUP:
- * "`parallel.tp: 2`: tensor parallelism is not supported yet (coming with ISSUE)". */
-typedef struct input_notsup {
-    const char *feature; /* "tensor parallelism" */
-    bool plural;         /* "... are not supported yet" */
-    const char *issue;   /* "the model-parallel issue" */
-    uint32_t ok_mask;    /* INPUT_K_ENUM: bit v set = value v supported; 0 = only the default */
-} input_notsup;
 
 /* Range flags (compared as doubles). */
 #define INPUT_KEY_REQUIRED 1u
@@ -90,7 +80,6 @@ struct input_key {
     input_key_fn fn;               /* INPUT_K_CUSTOM */
     unsigned flags;             /* INPUT_KEY_* */
     double min, max;
-    const input_notsup *notsup;    /* NULL = every valid value is supported */
 };
 
 /* A check of a whole mapping, run by input_schema_apply after every key of `node` was read

@@ -635,11 +635,14 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
     /* zero-bubble split: the input pass recomputes and keeps the activations for the weight
      * pass, which frees them (or the input pass does, when there is no weight pass) */
     int part = g->bwd_part;
-    model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
-    bool weights_later = part == PLAN_PP_INPUT && has_wgrad(&ops);
-    if (part == PLAN_PP_WEIGHT && !has_wgrad(&ops)) {
-        g->sh.moe = NULL;
-        return s;
+    bool weights_later = false;
+    if (part != PLAN_PP_FULL) { /* (the op list is built again below, after any recompute) */
+        model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
+        weights_later = part == PLAN_PP_INPUT && has_wgrad(&ops);
+        if (part == PLAN_PP_WEIGHT && !has_wgrad(&ops)) {
+            g->sh.moe = NULL;
+            return s;
+        }
     }
     /* offloaded activations: back before the backward, the next layer's prefetched */
     uint32_t all[8];
