@@ -89,8 +89,15 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
         cli_remedy_set(&x->r, "parallel.offload.params", "none");
     if (par->offload.optimizer == PLAN_OFFLOAD_NVME && L->zero != 3) /* ZeRO-3 only */
         cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");
-    if (par->pipeline.schedule == PLAN_SCHED_ZB_H1 &&
-        (L->cp > 1 || L->zero == 3 || sc->model.moe.experts > 0))
+    /* schedules a layout no longer admits fall back to 1F1B (DualPipe: an even pp, and an
+     * even count of micro-batches of at least 2 pp) */
+    bool split = par->pipeline.schedule == PLAN_SCHED_ZB_H1 ||
+                 par->pipeline.schedule == PLAN_SCHED_DUALPIPE;
+    long long mbs = gb / ((long long)L->micro_batch * L->dp);
+    if (split && L->pp > 1 &&
+        (L->cp > 1 || L->zero == 3 ||
+         (par->pipeline.schedule == PLAN_SCHED_DUALPIPE &&
+          (L->pp % 2 != 0 || mbs % 2 != 0 || mbs < 2LL * L->pp))))
         cli_remedy_set(&x->r, "parallel.pipeline.schedule", "1f1b");
     int ranks = L->dp * L->tp * L->pp * L->cp;
     for (int i = 0; i < sc->simulation.n_stragglers; i++)

@@ -264,6 +264,8 @@ bool verdict__scale_out(const cli_verdict_input *in, const plan *p, int64_t capa
     if (!found && budget_at > 0)
         snprintf(note, note_size, "the work budget ran out at %lld GPUs; none of the counts "
                  "checked up to %lld fits", (long long)budget_at, (long long)tried);
+    else if (!found && !note[0] && tried == 0)
+        snprintf(note, note_size, "no larger count of them admits this layout");
     else if (!found && !note[0])
         snprintf(note, note_size, "none up to %lld GPUs checked fits", (long long)tried);
     sim_free(k);

@@ -63,6 +63,7 @@ static const input_enum_name schedule_names[] = {{"gpipe", PLAN_SCHED_GPIPE},
                                               {"1f1b", PLAN_SCHED_1F1B},
                                               {"interleaved", PLAN_SCHED_INTERLEAVED},
                                               {"zb-h1", PLAN_SCHED_ZB_H1},
+                                              {"dualpipe", PLAN_SCHED_DUALPIPE},
                                               {NULL, 0}};
 static const input_enum_name fsdp_impl_names[] = {{"fsdp2", PLAN_FSDP2},
                                                 {"fsdp1", PLAN_FSDP1},

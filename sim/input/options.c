@@ -132,15 +132,14 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
                                       "offload_param, FSDP CPUOffload): set parallel.zero: 3");
         rc = SIM_EINVAL;
     }
-    if (!rc && p->pipeline.schedule == PLAN_SCHED_ZB_H1 && p->pp > 1 &&
-        (p->cp > 1 || p->zero == 3 || sc->model.moe.experts > 0)) {
-        const char *what = p->cp > 1 ? "context parallelism"
-                           : p->zero == 3 ? "FSDP/ZeRO-3"
-                                          : "mixture-of-experts models";
+    bool split = p->pipeline.schedule == PLAN_SCHED_ZB_H1 ||
+                 p->pipeline.schedule == PLAN_SCHED_DUALPIPE;
+    if (!rc && split && p->pp > 1 && (p->cp > 1 || p->zero == 3)) {
         rc = input_schema_error(ctx, SIM_ENOTSUP,
                                 input__locate(root, "parallel.pipeline.schedule", "parallel"),
-                                "parallel.pipeline.schedule: zb-h1 with %s is not supported yet",
-                                what);
+                                "parallel.pipeline.schedule: %s with %s is not supported yet",
+                                p->pipeline.schedule == PLAN_SCHED_ZB_H1 ? "zb-h1" : "dualpipe",
+                                p->cp > 1 ? "context parallelism" : "FSDP/ZeRO-3");
         sim_diag_hint(ctx->diag, "1f1b or interleaved run with it");
     }
     bool nvme_params = p->offload.params == PLAN_OFFLOAD_NVME;

@@ -610,6 +610,26 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
             return SIM_EINVAL;
         }
     }
+    if (p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_DUALPIPE) {
+        int64_t per = tr->micro_batch * p->dp;
+        int64_t accum = tr->global_batch > 0 ? tr->global_batch / per : 1;
+        if (p->pp % 2 != 0 || accum % 2 != 0 || accum < 2 * (int64_t)p->pp) {
+            bool odd = p->pp % 2 != 0;
+            input_schema_error(ctx, SIM_EINVAL,
+                               locate(root, odd ? "parallel.pp" : "training.global_batch",
+                                      odd ? "parallel" : "training"),
+                               odd ? "parallel.pp: dualpipe pairs stage s with stage pp-1-s, "
+                                     "and pp %d is odd"
+                                   : "training.global_batch: dualpipe needs an even number of "
+                                     "micro-batches per pipeline, at least 2 x pp = %d, and "
+                                     "this batch gives %lld",
+                               odd ? p->pp : 2 * p->pp, (long long)accum);
+            sim_diag_hint(ctx->diag, odd ? "use an even pp, or schedule: 1f1b"
+                                         : "micro-batches per pipeline = global_batch / "
+                                           "(micro_batch x dp); half enter at each end");
+            return SIM_EINVAL;
+        }
+    }
     if (p->zero == 3 && mm->moe.experts > 0 &&
         (p->fsdp.implementation == PLAN_DEEPSPEED || p->fsdp.hybrid_shard)) {
         bool ds = p->fsdp.implementation == PLAN_DEEPSPEED;

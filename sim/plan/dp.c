@@ -202,7 +202,7 @@ uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps)
  * bucket: the gathers overlap the forward of the units before them (Megatron-Core's
  * --overlap-param-gather). Every step gathers once either way; in steady state this is the
  * next step's forward overlapping the previous update's gather. */
-static void emit_param_gather_ahead(gen *g)
+void plan__param_gather_ahead(gen *g)
 {
     for (int i = 0; i < g->n_units; i++)
         g->gather_of[i] = UINT32_MAX;
@@ -239,16 +239,17 @@ static void emit_param_gather_ahead(gen *g)
                               0);
 }
 
-/* The all-gather unit u's forward of micro-batch `mb` waits for (NULL when none). */
-static const uint32_t *gather_dep(const gen *g, int u, int64_t mb)
+/* The all-gather unit u's forward waits for, on its first forward of the step (NULL when
+ * none). */
+const uint32_t *plan__gather_dep(const gen *g, int u, bool first)
 {
-    return mb == 0 && g->gather_of[u] != UINT32_MAX ? &g->gather_of[u] : NULL;
+    return first && g->gather_of[u] != UINT32_MAX ? &g->gather_of[u] : NULL;
 }
 
 /* ZeRO-1/2: after the sharded update, gather the updated 16-bit parameters in buckets —
  * dense ones over the data-parallel group, experts' over the expert-DP group. Frozen weights
  * never change: only trained ones are gathered. */
-static void emit_param_gather(gen *g, uint32_t opt)
+void plan__param_gather(gen *g, uint32_t opt)
 {
     if (g->zero < 1 || g->zero > 2 || g->sc->parallel.ddp.overlap_param_gather)
         return;
@@ -272,12 +273,12 @@ static void emit_param_gather(gen *g, uint32_t opt)
 static void gen_bucketed(gen *g)
 {
     uint32_t last_bwd = 0;
-    emit_param_gather_ahead(g);
+    plan__param_gather_ahead(g);
     for (int64_t mb = 0; mb < g->A; mb++) {
         int m = (int)mb;
         bool bucketing = g->n > 1 && (g->zero == 2 || mb == g->A - 1);
         for (int i = 0; i < g->n_units; i++) {
-            const uint32_t *dep = gather_dep(g, i, mb);
+            const uint32_t *dep = plan__gather_dep(g, i, mb == 0);
             plan__emit_fwd(g, &g->units[i], m, dep, dep != NULL);
         }
         for (int i = g->n_units - 1; i >= 0; i--) {
@@ -293,167 +294,13 @@ static void gen_bucketed(gen *g)
     if (g->have_last_coll)
         deps[nd++] = g->last_coll;
     uint32_t opt = plan__emit_step(g, deps, nd);
-    emit_param_gather(g, opt);
-}
-
-/* A pipeline transfer of one micro-batch's activations (or their gradients) across a chunk
- * boundary: both ranks post it on their async stream; the receiver's next kernel waits. */
-static uint32_t add_p2p(gen *g, uint32_t group, const char *name, int mb, bool have_dep,
-                        uint32_t dep)
-{
-    double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
-                   g->model.hidden * 2.0;
-    if (g->tp > 1) /* Megatron's scatter/gather: each TP rank sends its 1/t slice */
-        bytes /= g->tp;
-    trace_op o = {
-        .kind = TRACE_OP_COLL,
-        .stream = TRACE_STREAM_ASYNC,
-        .phase = TRACE_PHASE_COMM,
-        .layer = TRACE_NO_LAYER,
-        .microbatch = mb,
-        .name = trace_intern(g->t, name),
-        .coll = plan__coll_next(g, group, COLL_SEND_RECV, bytes),
-        .bytes = bytes,
-        .duration_ps = TRACE_MEASURED_NONE,
-    };
-    return trace_add_op(g->t, g->rank, &o, have_dep ? &dep : NULL, have_dep);
-}
-
-/* Pipeline parallelism: the stage runs its schedule's forward and backward actions on its
- * chunks, receiving activations (gradients) from the previous (next) chunk's stage and
- * sending them on; gradients are bucketed on each chunk's last backward. */
-static void gen_pipeline(gen *g)
-{
-    const plan_parallel *par = &g->sc->parallel;
-    int p = g->pp, v = g->vstages, m = (int)g->A;
-    plan_pp_action *acts = sim_calloc((size_t)PLAN_PP_ACTIONS(m, v), sizeof *acts);
-    int n_acts = plan_pp_schedule(par->pipeline.schedule, p, v, m, g->stage, acts);
-    /* each virtual chunk's last backward in this stage's order carries the reduction (with
-     * the backward split, its last weight pass) */
-    int *last_bwd_of = sim_calloc((size_t)v, sizeof *last_bwd_of);
-    for (int i = 0; i < n_acts; i++)
-        if (!acts[i].fwd && acts[i].part != PLAN_PP_INPUT)
-            last_bwd_of[acts[i].vchunk] = i;
-    uint32_t last_bwd = 0;
-    emit_param_gather_ahead(g);
-    bool fsdp = g->zero == 3 && (g->n > 1 || g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE);
-    if (fsdp)
-        plan__fsdp_pp_begin(g);
-    for (int i = 0; i < n_acts; i++) {
-        const plan_pp_action *a = &acts[i];
-        int c = a->vchunk * p + g->stage;
-        int u0 = g->chunk_first[c], u1 = g->chunk_first[c + 1];
-        uint32_t recv = 0, dep;
-        bool have_recv = false;
-        if (a->fwd) {
-            if (c > 0) {
-                recv = add_p2p(g, g->pp_fwd[c - 1], "pp.recv_activation", a->mb, false, 0);
-                have_recv = true;
-            }
-            span last = {0};
-            if (fsdp)
-                last = plan__fsdp_pp_fwd(g, u0, u1, a->mb, recv, have_recv);
-            for (int u = u0; u < u1 && !fsdp; u++) {
-                uint32_t deps[2];
-                size_t nd = 0;
-                if (have_recv && u == u0)
-                    deps[nd++] = recv;
-                const uint32_t *gd = gather_dep(g, u, a->mb);
-                if (gd)
-                    deps[nd++] = *gd;
-                span sp = plan__emit_fwd(g, &g->units[u], a->mb, deps, nd);
-                if (sp.any)
-                    last = sp;
-            }
-            if (c < g->chunks - 1) {
-                dep = last.last;
-                add_p2p(g, g->pp_fwd[c], "pp.send_activation", a->mb, last.any, dep);
-            }
-        } else {
-            /* a zero-bubble weight pass: no transfer, and the gradients it produces fill the
-             * buckets */
-            bool weight = a->part == PLAN_PP_WEIGHT;
-            if (c < g->chunks - 1 && !weight) {
-                recv = add_p2p(g, g->pp_bwd[c], "pp.recv_gradient", a->mb, false, 0);
-                have_recv = true;
-            }
-            g->bwd_part = a->part;
-            bool bucketing = !fsdp && g->n > 1 && a->part != PLAN_PP_INPUT &&
-                             (g->zero == 2 || i == last_bwd_of[a->vchunk]);
-            span last = {0};
-            bool first = true;
-            if (fsdp)
-                last = plan__fsdp_pp_bwd(g, u0, u1, a->mb, i == last_bwd_of[a->vchunk], recv,
-                                         have_recv);
-            for (int u = u1 - 1; u >= u0 && !fsdp; u--) {
-                span sp = plan__emit_bwd(g, &g->units[u], a->mb, bucketing,
-                                   have_recv && first ? &recv : NULL, have_recv && first);
-                if (sp.any) {
-                    last = sp;
-                    first = false;
-                }
-            }
-            if (last.any)
-                last_bwd = last.last;
-            if (bucketing)
-                plan__bucket_flush(g, last_bwd, a->mb);
-            if (c > 0 && !weight)
-                add_p2p(g, g->pp_bwd[c - 1], "pp.send_gradient", a->mb, last.any, last.last);
-            g->bwd_part = PLAN_PP_FULL;
-        }
-    }
-    uint32_t deps[2] = {last_bwd, 0};
-    size_t nd = 1;
-    if (g->have_last_coll)
-        deps[nd++] = g->last_coll;
-    uint32_t opt = plan__emit_step(g, deps, nd);
-    emit_param_gather(g, opt);
-    if (fsdp)
-        plan__fsdp_pp_end(g);
-    sim_free(acts);
-    sim_free(last_bwd_of);
+    plan__param_gather(g, opt);
 }
 
 /* ---- set-up -------------------------------------------------------------------------- */
 
 /* Persistent bytes per rank: model states sharded per the strategy, DDP buckets, framework.
  * Frozen weights (LoRA/QLoRA) have no gradients, master copies or optimizer states. */
-/* Activation offload: the most bytes the rank's layers hold in host memory at once. A chunk's
- * layers' activations go out after its forward of a micro-batch and come back when its
- * backward (or input-gradient pass) of that micro-batch starts, so the host holds the
- * micro-batch chunks whose forward has run and backward not yet begun, in the stage's
- * schedule; one micro-batch without pipelining. */
-static double offloaded_activations(const gen *g)
-{
-    int C = g->chunks, v = g->vstages;
-    double *chunk = sim_calloc((size_t)C + 1, sizeof *chunk);
-    for (int c = 0; c < C; c++)
-        for (int u = g->chunk_first[c]; u < g->chunk_first[c + 1]; u++)
-            if (g->units[u].blk == MODEL_BLOCK_LAYER || g->units[u].blk == MODEL_BLOCK_MOE)
-                chunk[c] += g->units[u].act;
-    double most = 0;
-    if (g->pp == 1) {
-        most = chunk[0];
-    } else {
-        int m = (int)g->A;
-        plan_pp_action *acts = sim_calloc((size_t)PLAN_PP_ACTIONS(m, v), sizeof *acts);
-        int n = plan_pp_schedule(g->sc->parallel.pipeline.schedule, g->pp, v, m, g->stage,
-                                 acts);
-        double held = 0;
-        for (int i = 0; i < n; i++) {
-            double bytes = chunk[acts[i].vchunk * g->pp + g->stage];
-            if (acts[i].fwd)
-                held += bytes;
-            else if (acts[i].part != PLAN_PP_WEIGHT)
-                held -= bytes;
-            most = SIM_MAX(most, held);
-        }
-        sim_free(acts);
-    }
-    sim_free(chunk);
-    return most;
-}
-
 static void persistent(gen *g, plan_mem *m)
 {
     const plan_training *t = &g->sc->training;
@@ -505,7 +352,7 @@ static void persistent(gen *g, plan_mem *m)
     if (par->offload.params == PLAN_OFFLOAD_CPU)
         host += shard;
     if (par->offload.activations == PLAN_OFFLOAD_CPU)
-        host += offloaded_activations(g);
+        host += plan__offloaded_activations(g);
     g->p->host_bytes[g->rank] = (int64_t)ceil(host);
 }
 
@@ -659,8 +506,10 @@ static void init_gen(gen *g, plan *p, bool sharing)
     g->gbytes = hw_dtype_bytes(sc->training.grad_dtype);
     int pp = sc->parallel.pp;
     g->pp = pp;
-    g->vstages = pp > 1 ? sc->parallel.pipeline.virtual_stages : 1;
-    g->chunks = pp * g->vstages;
+    plan_schedule sched = sc->parallel.pipeline.schedule;
+    g->vstages = pp > 1 ? plan_pp_stage_chunks(sched, sc->parallel.pipeline.virtual_stages) : 1;
+    g->chunks = pp > 1 ? plan_pp_chunks(sched, pp, g->vstages) : 1;
+    g->pp_slots = g->chunks * (pp > 1 && sched == PLAN_SCHED_DUALPIPE ? 2 : 1);
 }
 
 /* Stage 2: refuses the combinations the generator cannot build, and sets the expert layout
@@ -678,6 +527,12 @@ static int check_strategy(gen *g, sim_diag *diag)
         return sim_diag_error(diag, "scenario", 0, 0,
                               "the interleaved schedule needs the micro-batches per pipeline "
                               "(%lld) to be a multiple of pp (%d)", (long long)g->A, pp);
+    if (pp > 1 && sc->parallel.pipeline.schedule == PLAN_SCHED_DUALPIPE &&
+        (pp % 2 != 0 || g->A % 2 != 0 || g->A < 2 * pp || g->zero == 3 || g->cp > 1))
+        return sim_diag_error(diag, "scenario", 0, 0,
+                              "dualpipe needs an even pp (%d), an even number of micro-batches "
+                              "per pipeline of at least 2 x pp (%lld), and neither ZeRO-3 nor "
+                              "context parallelism", pp, (long long)g->A);
     g->ep = sc->parallel.ep;
     g->n_local = g->model.moe.experts > 0 ? g->model.moe.experts / g->ep : 0;
     g->sh.ep = g->ep;
@@ -766,13 +621,16 @@ static void alloc_routing(gen *g)
 static void gen_rank(gen *g, plan_share *share, int r, bool stream)
 {
     plan *p = g->p;
-    int dp = g->sc->parallel.dp, pp = g->pp, C = g->chunks;
+    int dp = g->sc->parallel.dp, pp = g->pp;
     plan__groups_select(g, r);
     for (int u = 0; u < g->n_units; u++)
         g->mine[u] = false;
-    for (int c = g->stage; c < C; c += pp)
+    for (int k = 0; k < g->vstages; k++) {
+        int c = pp > 1 ? plan_pp_chunk_of(g->sc->parallel.pipeline.schedule, pp, g->stage, k)
+                       : 0;
         for (int u = g->chunk_first[c]; u < g->chunk_first[c + 1]; u++)
             g->mine[u] = true;
+    }
     memset(g->seq_pos, 0, g->t->n_groups * sizeof *g->seq_pos);
     for (int u = 0; u < g->n_units; u++)
         g->act_fetch_mb[u] = -1;
@@ -800,7 +658,7 @@ static void gen_rank(gen *g, plan_share *share, int r, bool stream)
     g->n_deferred = 0;
     double mf = g->model_flops, hf = g->hardware_flops;
     if (pp > 1)
-        gen_pipeline(g);
+        plan__gen_pipeline(g);
     else if (g->zero == 3 && (g->n > 1 || g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE))
         plan__gen_fsdp(g);
     else

@@ -483,6 +483,17 @@ void plan__bucket_flush(gen *g, uint32_t last_bwd, int mb)
 
 /* ---- forward and backward of one unit ------------------------------------------------ */
 
+/* Parameters whose gradients a unit's backward produces outside its weight-gradient kernels
+ * (experts' excepted: they are reduced over the expert-data-parallel group). */
+static int64_t split_grads(const model_op_list *ops)
+{
+    int64_t n = 0;
+    for (int i = 0; i < ops->n; i++)
+        if (!ends_with(ops->op[i].name, ".wgrad") && !is_expert(ops->op[i].name))
+            n += ops->op[i].grad_params;
+    return n;
+}
+
 /* Kernels of one pass over a unit with the expert all-to-alls around its expert kernels
  * (`before`/`after` name them); returns the span, fills *exp_bytes with the expert gradient
  * bytes its weight-gradient kernels produced. */
@@ -491,9 +502,14 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
                       const char *after, const uint32_t *deps, size_t n_deps, bool first_deps,
                       double *exp_bytes)
 {
+    /* zero-bubble split: the input-gradient pass skips the weight-gradient kernels, the
+     * weight pass runs only those; the tokens move with the input gradients (the weight
+     * pass has its expert inputs and output gradients at hand) */
+    bool split = mph == MODEL_PHASE_BWD && g->bwd_part != PLAN_PP_FULL;
+    bool weights = g->bwd_part == PLAN_PP_WEIGHT;
     int first_exp = -1, last_exp = -1;
-    for (int i = 0; i < ops->n; i++)
-        if (is_expert(ops->op[i].name)) {
+    for (int i = 0; i < ops->n && !(split && weights); i++)
+        if (is_expert(ops->op[i].name) && !(split && ends_with(ops->op[i].name, ".wgrad"))) {
             last_exp = i;
             if (first_exp < 0)
                 first_exp = i;
@@ -506,9 +522,8 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         model_op part;
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
             continue;
-        if (mph == MODEL_PHASE_BWD && g->bwd_part != PLAN_PP_FULL &&
-            ends_with(mo->name, ".wgrad") != (g->bwd_part == PLAN_PP_WEIGHT))
-            continue; /* zero-bubble: input gradients now, weight gradients later */
+        if (split && ends_with(mo->name, ".wgrad") != weights)
+            continue;
         if (g->op_recompute) { /* the share of the kernel the per-op policy re-runs */
             if (mo->op_share <= 0)
                 continue;
@@ -543,6 +558,11 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         if (i == last_exp)
             ep_all_to_all(g, after, u->layer, mb);
     }
+    /* the gradients the input pass's kernels produced (norms' and biases' weights, fused
+     * with their input gradients) join the buckets with the weight pass's, once the unit's
+     * parameters all have theirs */
+    if (split && weights && bucketing && s.any && split_grads(ops) > 0)
+        bucket_grads(g, s.last, split_grads(ops), mb);
     g->op_recompute = false;
     return s;
 }
@@ -615,6 +635,16 @@ span plan__emit_fwd(gen *g, const unit *u, int mb, const uint32_t *deps, size_t 
     return s;
 }
 
+/* Whether unit u begins a pipeline chunk (the unit before it, if the rank holds it too, is
+ * another chunk's, whose backward of this micro-batch need not come next). */
+static bool chunk_start(const gen *g, int u)
+{
+    for (int c = 0; c < g->chunks; c++)
+        if (g->chunk_first[c] == u)
+            return true;
+    return false;
+}
+
 /* Whether the unit's backward has weight-gradient kernels (a zero-bubble W pass to run). */
 static bool has_wgrad(const model_op_list *ops)
 {
@@ -640,6 +670,8 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
         model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
         weights_later = part == PLAN_PP_INPUT && has_wgrad(&ops);
         if (part == PLAN_PP_WEIGHT && !has_wgrad(&ops)) {
+            if (bucketing && g->have_compute && split_grads(&ops) > 0)
+                bucket_grads(g, g->last_compute, split_grads(&ops), mb);
             g->sh.moe = NULL;
             return s;
         }
@@ -653,7 +685,8 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
             memcpy(all, deps, n_deps * sizeof *deps);
         all[n_deps++] = act_fetch(g, ui, mb);
         deps = all;
-        if (ui > 0 && g->mine[ui - 1] && act_offloaded(g, &g->units[ui - 1])) {
+        if (ui > 0 && g->mine[ui - 1] && !chunk_start(g, ui) &&
+            act_offloaded(g, &g->units[ui - 1])) {
             g->act_fetch[ui - 1] = act_copy(g, &g->units[ui - 1], mb, TRACE_COPY_H2D,
                                             g->last_compute, g->have_compute);
             g->act_fetch_mb[ui - 1] = mb;

@@ -136,8 +136,13 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
             double sum = 0;
             for (int c = s; c < p->pipeline.n_stage_layers; c += p->pp)
                 sum += p->pipeline.stage_layers[c];
+            if (p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_DUALPIPE)
+                sum += p->pipeline.stage_layers[p->pp - 1 - s]; /* its mirror's chunk */
             stage_layers = fmax(stage_layers, sum);
         }
+    } else if (p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_DUALPIPE) {
+        v = 2; /* two chunks of layers / pp each */
+        stage_layers = ceil((double)m->layers / p->pp) * 2;
     } else {
         stage_layers = ceil((double)m->layers / ((double)p->pp * v)) * v;
     }

@@ -71,10 +71,14 @@ typedef struct gen {
     bool *fsdp_grads;        /* ... holding unsharded gradients until the last micro-batch */
     bool have_compute;
     /* pipeline */
-    int pp, vstages, stage, chunks; /* chunks = pp x vstages */
+    int pp, vstages, stage, chunks; /* vstages: chunks a stage holds; chunks: the model's
+                                     * (pp x vstages, DualPipe pp) */
+    int pp_slots;            /* pipeline pair groups per rank and direction of transfer:
+                              * chunks boundaries, times 2 directions of micro-batches under
+                              * DualPipe (slot dir x chunks + boundary) */
     int *chunk_first;        /* first unit of each chunk; chunk_first[chunks] = n_units */
     bool *mine;              /* units held by this rank's stage */
-    uint32_t *pp_fwd, *pp_bwd; /* this rank's p2p groups per chunk boundary, by direction */
+    uint32_t *pp_fwd, *pp_bwd; /* this rank's p2p groups per slot: activations, gradients */
     /* experts */
     int ep, n_edp;           /* expert-parallel degree; ranks sharing an expert (dp / ep) */
     uint32_t g_ep, g_edp;    /* this rank's EP group and expert-data-parallel group */
@@ -181,6 +185,18 @@ uint32_t plan__add_copy(gen *g, const char *name, trace_copy dir, trace_phase ph
 /* The optimizer step after `deps` (on the GPU, or ZeRO-Offload's copies and CPU Adam);
  * returns its last op (dp.c). */
 uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps);
+
+/* dp.c, ZeRO-1/2: the parameter gathers of the step, ahead of it (overlap_param_gather)
+ * or after the update `opt`; the gather unit u's first forward of the step (`first`) waits
+ * for, or NULL. */
+void plan__param_gather_ahead(gen *g);
+void plan__param_gather(gen *g, uint32_t opt);
+const uint32_t *plan__gather_dep(const gen *g, int u, bool first);
+
+/* stages.c: one rank's pipeline-parallel step, and the most activation bytes its stage holds
+ * in host memory under activation offload. */
+void plan__gen_pipeline(gen *g);
+double plan__offloaded_activations(const gen *g);
 
 /* fsdp.c: one rank's ZeRO-3 step (zero 3, more than one rank sharing a shard), and the
  * parameters DeepSpeed keeps whole in a unit of block `blk`. */

@@ -21,6 +21,7 @@
 #include <stdio.h>
 
 #include "plan/gen-internal.h"
+#include "plan/pipeline.h"
 
 int plan__groups_create(gen *g, sim_diag *diag)
 {
@@ -51,8 +52,12 @@ int plan__groups_create(gen *g, sim_diag *diag)
                                       "hybrid_shard needs the same number of ranks on every "
                                       "node (rank %d breaks the pattern)", r);
     }
-    g->n = per_node;
-    g->n_edp = cp * dp / ep;
+    /* DualPipe: stages s and pp-1-s hold the same two chunks, so their gradients are reduced
+     * (and ZeRO's states sharded) together */
+    bool dual = pp > 1 && g->sc->parallel.pipeline.schedule == PLAN_SCHED_DUALPIPE;
+    int mirrors = dual ? 2 : 1;
+    g->n = per_node * mirrors;
+    g->n_edp = cp * dp / ep * mirrors;
 
     int32_t *rank_of = sim_calloc((size_t)n, sizeof *rank_of);
 #define RANK_OF(s, t, c, d) rank_of[(((s) * tp + (t)) * cp + (c)) * dp + (d)]
@@ -70,8 +75,9 @@ int plan__groups_create(gen *g, sim_diag *diag)
     g->cp_of = sim_calloc((size_t)n, sizeof *g->cp_of);
     g->ep_of = sim_calloc((size_t)n, sizeof *g->ep_of);
     g->edp_of = sim_calloc((size_t)n, sizeof *g->edp_of);
-    g->pp_fwd_of = sim_calloc((size_t)n * (size_t)C, sizeof *g->pp_fwd_of);
-    g->pp_bwd_of = sim_calloc((size_t)n * (size_t)C, sizeof *g->pp_bwd_of);
+    size_t slots = (size_t)g->pp_slots;
+    g->pp_fwd_of = sim_calloc((size_t)n * slots, sizeof *g->pp_fwd_of);
+    g->pp_bwd_of = sim_calloc((size_t)n * slots, sizeof *g->pp_bwd_of);
 
     /* data parallel over dp x cp (one group per (pp, tp); per node under hybrid shard) */
     for (int st = 0; st < pp; st++)
@@ -93,10 +99,13 @@ int plan__groups_create(gen *g, sim_diag *diag)
                 }
                 continue;
             }
+            if (dual && st >= pp / 2)
+                continue; /* in its mirror's group */
             int k = 0;
-            for (int d = 0; d < dp; d++)
-                for (int c = 0; c < cp; c++)
-                    m[k++] = RANK_OF(st, t, c, d);
+            for (int s = st; s >= 0; s = s == st && dual ? pp - 1 - st : -1)
+                for (int d = 0; d < dp; d++)
+                    for (int c = 0; c < cp; c++)
+                        m[k++] = RANK_OF(s, t, c, d);
             uint32_t gid = trace_add_group(g->t, PLAN_GROUP_DP, k, m);
             for (int i = 0; i < k; i++)
                 g->shard_of[m[i]] = gid;
@@ -144,29 +153,37 @@ int plan__groups_create(gen *g, sim_diag *diag)
                         for (int e = 0; e < ep; e++)
                             g->ep_of[m[e]] = gid;
                     }
-                if (experts && g->n_edp > 1)
+                if (experts && g->n_edp > 1 && !(dual && st >= pp / 2))
                     for (int e = 0; e < ep; e++) {
                         int j = 0;
-                        for (int k = 0; k < dp / ep; k++)
-                            for (int c = 0; c < cp; c++)
-                                m[j++] = RANK_OF(st, t, c, k * ep + e);
+                        for (int s = st; s >= 0; s = s == st && dual ? pp - 1 - st : -1)
+                            for (int k = 0; k < dp / ep; k++)
+                                for (int c = 0; c < cp; c++)
+                                    m[j++] = RANK_OF(s, t, c, k * ep + e);
                         uint32_t gid = trace_add_group(g->t, PLAN_GROUP_DP, j, m);
                         for (int i = 0; i < j; i++)
                             g->edp_of[m[i]] = gid;
                     }
             }
-    /* pipeline: a pair of ranks per chunk boundary and direction */
-    for (int b = 0; b + 1 < C; b++)
-        for (int t = 0; t < tp; t++)
-            for (int c = 0; c < cp; c++)
-                for (int d = 0; d < dp; d++) {
-                    int32_t a = RANK_OF(b % pp, t, c, d), z = RANK_OF((b + 1) % pp, t, c, d);
-                    int32_t fwd[2] = {a, z}, bwd[2] = {z, a};
-                    uint32_t gf = trace_add_group(g->t, PLAN_GROUP_PP, 2, fwd);
-                    uint32_t gb = trace_add_group(g->t, PLAN_GROUP_PP, 2, bwd);
-                    g->pp_fwd_of[(size_t)a * C + b] = g->pp_fwd_of[(size_t)z * C + b] = gf;
-                    g->pp_bwd_of[(size_t)a * C + b] = g->pp_bwd_of[(size_t)z * C + b] = gb;
-                }
+    /* pipeline: a pair of ranks per chunk boundary and direction of transfer (and under
+     * DualPipe per direction of micro-batches: slot dir x C + boundary) */
+    plan_schedule sched = g->sc->parallel.pipeline.schedule;
+    for (int dir = 0; dir * C < g->pp_slots; dir++)
+        for (int b = 0; b + 1 < C; b++)
+            for (int t = 0; t < tp; t++)
+                for (int c = 0; c < cp; c++)
+                    for (int d = 0; d < dp; d++) {
+                        int32_t a = RANK_OF(plan_pp_stage_of(sched, pp, b, dir), t, c, d);
+                        int32_t z = RANK_OF(plan_pp_stage_of(sched, pp, b + 1, dir), t, c, d);
+                        int32_t fwd[2] = {a, z}, bwd[2] = {z, a};
+                        uint32_t gf = trace_add_group(g->t, PLAN_GROUP_PP, 2, fwd);
+                        uint32_t gb = trace_add_group(g->t, PLAN_GROUP_PP, 2, bwd);
+                        size_t k = (size_t)dir * (size_t)C + (size_t)b;
+                        g->pp_fwd_of[(size_t)a * slots + k] = gf;
+                        g->pp_fwd_of[(size_t)z * slots + k] = gf;
+                        g->pp_bwd_of[(size_t)a * slots + k] = gb;
+                        g->pp_bwd_of[(size_t)z * slots + k] = gb;
+                    }
 #undef RANK_OF
     sim_free(rank_of);
     sim_free(m);
@@ -184,8 +201,8 @@ void plan__groups_select(gen *g, int r)
     g->g_ep = g->ep_of[r];
     g->g_edp = g->edp_of[r];
     g->stage = k->c[PLAN_GROUP_PP];
-    g->pp_fwd = &g->pp_fwd_of[(size_t)r * (size_t)g->chunks];
-    g->pp_bwd = &g->pp_bwd_of[(size_t)r * (size_t)g->chunks];
+    g->pp_fwd = &g->pp_fwd_of[(size_t)r * (size_t)g->pp_slots];
+    g->pp_bwd = &g->pp_bwd_of[(size_t)r * (size_t)g->pp_slots];
 }
 
 void plan__groups_destroy(gen *g)

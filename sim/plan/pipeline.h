@@ -26,27 +26,61 @@
  * the input gradients alone, or later the weight gradients alone. */
 typedef enum plan_pp_part { PLAN_PP_FULL, PLAN_PP_INPUT, PLAN_PP_WEIGHT } plan_pp_part;
 
+/* What an item of a stage's schedule is. Every schedule is a list of PLAN_PP_RUN actions;
+ * DualPipe's also says when transfers are posted and waited for, as its implementation
+ * batches them: PLAN_PP_RECV and PLAN_PP_SEND add a transfer of micro-batch `mb` on the
+ * chunk `vchunk` (`fwd`: activations, else their gradients) to the open batch, and
+ * PLAN_PP_COMMIT issues the batch once the stage's previous compute has ended (sends are
+ * posted there, not when their data is ready) and makes the next action wait for all of it. */
+typedef enum plan_pp_kind { PLAN_PP_RUN, PLAN_PP_RECV, PLAN_PP_SEND, PLAN_PP_COMMIT } plan_pp_kind;
+
 typedef struct plan_pp_action {
     bool fwd;
     int32_t mb;     /* micro-batch */
-    int32_t vchunk; /* the stage's virtual chunk, 0..v-1 */
+    int32_t vchunk; /* the stage's virtual chunk, 0..v-1 (DualPipe: 0 or 1, the two it holds) */
     uint8_t part;   /* backward actions: plan_pp_part */
+    uint8_t kind;   /* plan_pp_kind */
+    uint8_t dir;    /* DualPipe: the micro-batch's direction (0: enters at stage 0), else 0 */
+    bool paired;    /* DualPipe: a forward run as one overlapped pair with the next action, a
+                       backward of the other direction */
 } plan_pp_action;
 
-/* Actions of stage `s` per step: 2·m·v, or 3·m for zb-h1 (at most PLAN_PP_ACTIONS). */
-#define PLAN_PP_ACTIONS(m, v) (3 * (m) * (v))
+/* Items of stage `s`'s schedule per step: 2·m·v actions, 3·m for zb-h1, and DualPipe's
+ * transfers (at most PLAN_PP_ACTIONS(m, v) in all). */
+#define PLAN_PP_ACTIONS(m, v) (12 * (m) * (v) + 8)
 
-/* The actions of stage `s`, in order, into `out` (room for PLAN_PP_ACTIONS(m, v)); returns
- * their count. Asserts the arguments are valid (interleaved: m a multiple of p; zb-h1:
- * v = 1).
+/* The schedule of stage `s` into `out` (room for PLAN_PP_ACTIONS(m, v)); returns the count.
+ * Asserts the arguments are valid (interleaved: m a multiple of p; zb-h1: v = 1; dualpipe:
+ * v = 2, p even, m even and at least 2p).
  *   zb-h1  (Qi et al. 2024, "Zero Bubble Pipeline Parallelism", the handcrafted ZB-H1, as
  *          its authors' Megatron/DeepSpeed schedule runs it): p-s-1 forwards; then s of one
  *          forward and one input-gradient backward B; then one forward, one B and one
  *          weight-gradient pass W while forwards remain; then B and W; then the W's left
  *          (s of them). The first stage runs each backward whole. At most p micro-batches
  *          in flight (1F1B's limit), and with uniform stages the idle time is
- *          (p-1)(T_F + T_B - T_W) instead of 1F1B's (p-1)(T_F + T_B + T_W). */
+ *          (p-1)(T_F + T_B - T_W) instead of 1F1B's (p-1)(T_F + T_B + T_W).
+ *   dualpipe (DeepSeek-V3 technical report, arXiv 2412.19437, §3.2.1, and the step() of
+ *          deepseek-ai/DualPipe): the model is cut into p chunks and every stage holds two,
+ *          h = min(s, p-1-s) and p-1-h (vchunk 0 and 1), so stages s and p-1-s hold the same
+ *          weights (twice 1F1B's parameters). Half the m micro-batches (direction 0,
+ *          micro-batches 0..m/2-1) enter at stage 0 and run chunk c on stage c, the other
+ *          half (m/2..m-1) enter at stage p-1 and run chunk c on stage p-1-c. Every stage runs
+ *          its author's eight steps over its two chunks, written for h: 2(p/2-h-1) forwards
+ *          of chunk h; h+1 pairs of forwards; p/2-h-1 of (backward of p-1-h split into B and
+ *          W, forward); m/2-p+h+1 of two overlapped forward-backward pairs; p/2-h-1 of
+ *          (backward, pair); h+1 pairs of backwards, the later half split; p/2-h-1 of
+ *          (W, split backward); the h+1 W's left. With uniform stages the report's idle time
+ *          per stage is (p/2-1)(F&B + B - 3W) (B: a whole backward; F&B: an overlapped pair),
+ *          with at most p+1 micro-batch chunks of activations in flight. */
 int plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_action *out);
+
+/* Chunks a stage holds under `sched` with v virtual stages (dualpipe: 2), the model's chunk
+ * count (p·v; dualpipe: p), the chunk of a stage's virtual chunk, and the stage that runs
+ * chunk `c` for micro-batches of direction `dir`. */
+int plan_pp_stage_chunks(plan_schedule sched, int v);
+int plan_pp_chunks(plan_schedule sched, int p, int v);
+int plan_pp_chunk_of(plan_schedule sched, int p, int s, int vchunk);
+int plan_pp_stage_of(plan_schedule sched, int p, int c, int dir);
 
 /* Layers per chunk for `layers` over `chunks` chunks, as even as possible; when they do not
  * divide, the first and last chunks (which also hold the embedding and the head) give up a

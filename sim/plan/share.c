@@ -25,7 +25,7 @@ enum { ROLE_SHARD, ROLE_REP, ROLE_TP, ROLE_CP, ROLE_EP, ROLE_EDP, ROLE_PP };
 
 static int role_count(const gen *g)
 {
-    return ROLE_PP + 2 * g->chunks;
+    return ROLE_PP + 2 * g->pp_slots;
 }
 
 /* The group rank `r` has in role `role` (the pipeline roles: forward pair of each chunk
@@ -43,9 +43,9 @@ static uint32_t role_group(const gen *g, int r, int role)
     default: break;
     }
     int b = role - ROLE_PP;
-    size_t C = (size_t)g->chunks;
-    return b < g->chunks ? g->pp_fwd_of[(size_t)r * C + (size_t)b]
-                         : g->pp_bwd_of[(size_t)r * C + (size_t)(b - g->chunks)];
+    size_t S = (size_t)g->pp_slots;
+    return b < g->pp_slots ? g->pp_fwd_of[(size_t)r * S + (size_t)b]
+                           : g->pp_bwd_of[(size_t)r * S + (size_t)(b - g->pp_slots)];
 }
 
 /* Place of `r` in `group`, -1 when not a member. */

@@ -283,6 +283,18 @@ def shipped():
             continue
         rc, out, err = run("check", os.path.join(sc, name))
         check(rc == 0, "check %s: %s" % (name, err.strip()))
+    # DeepSeek-V3 selects the report's DualPipe as its comment says (4,096 sequences: 32
+    # micro-batches per pipeline, the least DualPipe admits at pp 16): each stage then holds
+    # two chunks, twice 1F1B's 16-bit parameters at the same batch, and the same optimizer
+    # states (sharded over the mirrored stages' 2 x 128 ranks instead of 128)
+    ds = [os.path.join(sc, "deepseek-v3-2048xh800.yaml"), "--set", "training.global_batch=4096"]
+    dual = ["--set", "parallel.pipeline.schedule=dualpipe"]
+    rc, out, err = run("check", *ds, *dual)
+    check(rc == 0, "deepseek-v3 with dualpipe checks: " + err)
+    m1 = json.loads(run("mem", *ds, "--json")[1] or "{}").get("mem_bytes", {})
+    m2 = json.loads(run("mem", *ds, *dual, "--json")[1] or "{}").get("mem_bytes", {})
+    check(m1.get("params") and m2.get("params") == 2 * m1.get("params") and
+          m2.get("optimizer") == m1.get("optimizer"), "deepseek-v3 dualpipe memory: %s vs %s" % (m2, m1))
     # the reference scenarios of `stepsim bench` validate too
     for name in sorted(os.listdir(os.path.join(sc, "bench"))):
         rc, out, err = run("check", os.path.join(sc, "bench", name))
@@ -1182,6 +1194,125 @@ def zero_bubble():
     check(rc == 2 and "zb-h1 with context parallelism is not supported yet" in err, "zb-h1 + cp: " + err)
 
 
+def split_backward_grads():
+    pipe = os.path.join(data, "pipe.yaml")
+    # Splitting the backward moves no gradient: the weight pass reduces, with its GEMMs'
+    # weight gradients, those the input pass's kernels produced (LayerNorms' weights and
+    # biases), so zb-h1 sends 1F1B's data-parallel bytes (pp 4, dp 2, DDP: each rank's
+    # stage gradients G_s once round a ring of 2, G_s bytes).
+    base = ["--set", "parallel.pp=4", "--set", "parallel.dp=2", "--set", "training.global_batch=16",
+            "--set", "training.seq_len=128"]
+    one = run_json(pipe, *base)
+    zb = run_json(pipe, *base, "--set", "parallel.pipeline.schedule=zb-h1")
+    check(zb.get("comm_bytes_per_gpu") == one.get("comm_bytes_per_gpu"),
+          "zb-h1 moves 1F1B's bytes: %s vs %s" % (zb.get("comm_bytes_per_gpu"), one.get("comm_bytes_per_gpu")))
+    # With experts (tiny-moe, ep 2 = dp 2, pp 2): the tokens move with the input gradients,
+    # so every ep.dispatch_grad of a split backward (layer, micro-batch) ends before that
+    # pass's first expert weight-gradient kernel starts, and the all-to-all bytes are
+    # 1F1B's (the same routing; the weight pass moves no tokens).
+    import h5py
+    moe = ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.pp=2",
+           "--set", "parallel.dp=2", "--set", "parallel.ep=2", "--set", "training.global_batch=8"]
+    one = run_json(pipe, *moe)
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "zb.h5")
+        rc, out, err = run("run", pipe, *moe, "--set", "parallel.pipeline.schedule=zb-h1", "--json", "-o", h5)
+        check(rc == 0, "zb-h1 with experts runs: " + err)
+        if rc != 0:
+            return
+        zb = json.loads(out)
+        t = h5py.File(h5, "r")["/runs/pipe/timeline"][:]
+    check(zb.get("comm_bytes_per_gpu", {}).get("ep") == one.get("comm_bytes_per_gpu", {}).get("ep"),
+          "zb-h1 with experts: 1F1B's all-to-all bytes")
+    # ranks go dp fastest after tp: rank 2 is stage 1's first, whose backwards are split
+    # (ZB-H1's first stage runs them whole)
+    t = t[(t["step"] == t["step"].max()) & (t["rank"] == 2)]
+    ends = {(r["layer"], r["microbatch"]): r["end_s"] for r in t if r["name"] == b"ep.dispatch_grad"}
+    wg = {}
+    for r in t:
+        if r["name"].startswith(b"moe.expert_") and r["name"].endswith(b".wgrad"):
+            k = (r["layer"], r["microbatch"])
+            wg[k] = min(wg.get(k, 1e9), r["start_s"])
+    check(len(ends) > 0 and set(ends) == set(wg) and all(ends[k] <= wg[k] for k in ends),
+          "the tokens' gradients go back before the experts' weight pass: %s" %
+          [(k, ends.get(k), wg.get(k)) for k in sorted(wg)][:4])
+
+
+def dualpipe():
+    pipe = os.path.join(data, "pipe.yaml")
+    import h5py
+    # DualPipe (DeepSeek-V3 report, Table 2, and deepseek-ai/DualPipe's step()) on p = 4
+    # uniform stages (pipe.yaml: 8 layers, 2 a chunk; 4 chunks, stage s holding chunks s
+    # and 3-s), m = 8 micro-batches (4 each way). The report's idle time per stage is
+    # (p/2 - 1)(F&B + B - 3W) with B a whole backward (here B_in + W) and F&B an overlapped
+    # forward-backward pair, F + B here (compute does not overlap compute), so
+    #   idle = (p/2 - 1)(F + 2 B_in - W) and the bubble is idle / (m (F + B_in + W) + idle),
+    # with F, B_in, W a middle stage's kernels of one micro-batch chunk, read from the
+    # timeline. (A model of the implementation's batched, waited-for transfers gives exactly
+    # this idle time when F = B_in and W <= B_in, as here to a few percent.)
+    base = ["--set", "parallel.pp=4", "--set", "training.global_batch=8", "--set", "training.seq_len=128"]
+    p, m = 4, 8
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "dual.h5")
+        rc, out, err = run("run", pipe, *base, "--set", "parallel.pipeline.schedule=dualpipe", "--json", "-o", h5)
+        check(rc == 0, "dualpipe runs: " + err)
+        if rc != 0:
+            return
+        d = json.loads(out)
+        f = h5py.File(h5, "r")["/runs/pipe"]
+        t = f["timeline"][:]
+        ranks = f["ranks"][:]
+        h5o = os.path.join(tmp, "one.h5")
+        rc, out, err = run("run", pipe, *base, "--json", "-o", h5o)
+        one = json.loads(out) if rc == 0 else {}
+        one_ranks = h5py.File(h5o, "r")["/runs/pipe/ranks"][:] if rc == 0 else None
+    t = t[(t["step"] == t["step"].max()) & (t["rank"] == 1) & (t["microbatch"] == 0) & (t["kind"] == b"compute")]
+    dur = lambda sel: sum(r["end_s"] - r["start_s"] for r in t if sel(r))
+    F = dur(lambda r: r["phase"] == b"fwd")
+    W = dur(lambda r: r["phase"] == b"bwd" and r["name"].endswith(b".wgrad"))
+    B = dur(lambda r: r["phase"] == b"bwd" and not r["name"].endswith(b".wgrad"))
+    idle = (p / 2 - 1) * (F + 2 * B - W)
+    closed = idle / (m * (F + B + W) + idle)
+    check(abs(d.get("bubble_fraction", 1) - closed) <= 0.02,
+          "dualpipe bubble %.4f vs the report's closed form %.4f" % (d.get("bubble_fraction", 1), closed))
+    # 1F1B idles (p-1)(F + B_in + W): 3/11 of the step; DualPipe's bubble is under a third of it
+    check(d.get("bubble_fraction", 1) < one.get("bubble_fraction", 0) / 3,
+          "dualpipe bubble %s under a third of 1F1B's %s" % (d.get("bubble_fraction"), one.get("bubble_fraction")))
+    if one_ranks is None:
+        return
+    # parameters 2x (the report's table): a middle stage holds chunks 1 and 2, twice 1F1B's
+    # stage 1 (chunk 1; chunks 1 and 2 are alike)
+    check(ranks["params"][1] == 2 * one_ranks["params"][1],
+          "dualpipe params 2x: %d vs %d" % (ranks["params"][1], one_ranks["params"][1]))
+    # activations PP + 1 = 5 micro-batch chunks on the middle stages, where 1F1B's stage 2
+    # holds p - 2 = 2 (its in-flight limit p - s)
+    chunk_act = one_ranks["activations"][2] / 2
+    check(all(ranks["activations"][r] == 5 * chunk_act for r in (1, 2)),
+          "dualpipe activations (p + 1) chunks: %s vs %d per chunk" % (list(ranks["activations"]), chunk_act))
+    # the mirrored stages reduce their gradients together: with DDP and dp 1 each stage's
+    # two chunks' gradients G go once round a ring of 2 (G bytes), twice what 1F1B with
+    # dp 2 sends per GPU (one chunk's gradients round its ring of 2)
+    dp2 = run_json(pipe, "--set", "parallel.pp=4", "--set", "parallel.dp=2", "--set", "training.global_batch=16",
+                   "--set", "training.seq_len=128")
+    check(d.get("comm_bytes_per_gpu", {}).get("dp") == 2 * dp2.get("comm_bytes_per_gpu", {}).get("dp", -1),
+          "dualpipe dp bytes: %s vs 2 x %s" % (d.get("comm_bytes_per_gpu"), dp2.get("comm_bytes_per_gpu")))
+    # and both directions' transfers: each micro-batch crosses p - 1 boundaries forward and
+    # back, as in 1F1B, so the pipeline bytes per GPU are 1F1B's
+    check(d.get("comm_bytes_per_gpu", {}).get("pp") == one.get("comm_bytes_per_gpu", {}).get("pp"),
+          "dualpipe pp bytes = 1F1B's")
+    # with experts and tensor parallelism it runs; refused where the schedule cannot be built
+    moe = run_json(pipe, "--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.pp=2",
+                   "--set", "parallel.dp=2", "--set", "parallel.ep=2", "--set", "training.global_batch=8",
+                   "--set", "parallel.pipeline.schedule=dualpipe")
+    check(moe.get("status") == "ok", "dualpipe with experts")
+    for args, msg in ((["--set", "parallel.pp=3"], "parallel.pp: dualpipe pairs stage s with stage pp-1-s"),
+                      (["--set", "training.global_batch=6"], "at least 2 x pp = 8, and this batch gives 6"),
+                      (["--set", "parallel.zero=3", "--set", "parallel.dp=2", "--set", "training.global_batch=16"],
+                       "dualpipe with FSDP/ZeRO-3 is not supported yet")):
+        rc, out, err = run("check", pipe, *base, "--set", "parallel.pipeline.schedule=dualpipe", *args)
+        check(rc == 2 and msg in err and err.count("error:") == 1, "dualpipe refused: " + err)
+
+
 def offload_pipeline():
     pipe = os.path.join(data, "pipe.yaml")
     # Activation offload under a pipeline (pp 4, 2 layers a stage, 8 micro-batches): the host
@@ -1202,6 +1333,8 @@ def offload_pipeline():
 def pp():
     fsdp_pipeline()
     zero_bubble()
+    split_backward_grads()
+    dualpipe()
     offload_pipeline()
     pipe = os.path.join(data, "pipe.yaml")
     # Uniform stages, free communication (pipe.yaml): every stage spends the same time per
