@@ -278,7 +278,9 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     bool offload = par->offload.optimizer != PLAN_OFFLOAD_NONE;
     bool lora = sc->training.finetune.method != PLAN_FT_FULL;
     int64_t seq = sc->training.seq_len;
+    bool mixed = sc->topology.n_groups > 0;
     const char *outside = !a100 && !h100 ? "on this GPU"
+                          : mixed        ? "on mixed clusters"
                           : pcie         ? "on PCIe nodes"
                           : moe          ? "with mixture-of-experts models"
                           : offload      ? "with the optimizer offloaded"

@@ -94,8 +94,12 @@ int cli_topo(const cli_command *cmd, int argc, char **argv)
                              "name a device (gpu0, n1.nic3) or give a GPU index");
     if (rc == 0) {
         int gpus = hw_topo_gpu_count(t);
-        printf("topology %s: %d node(s), %d GPU(s) %s\n", spec->name, hw_topo_node_count(t), gpus,
-               spec->gpu.name);
+        printf("topology %s: %d node(s), %d GPU(s) %s", spec->name, hw_topo_node_count(t), gpus,
+               spec->n_groups > 0 ? "in groups:" : spec->gpu.name);
+        for (int g = 0; g < spec->n_groups; g++)
+            printf("%s %d node(s) of %s", g ? "," : "", spec->groups[g].nodes,
+                   spec->groups[g].gpu.name);
+        printf("\n");
         int kinds[HW_DEV_KIND_COUNT] = {0};
         for (int i = 0; i < hw_topo_device_count(t); i++)
             kinds[hw_topo_device(t, i)->kind]++;

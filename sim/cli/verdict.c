@@ -178,27 +178,18 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
         }
 }
 
-/* The worst rank (lowest on ties) of per-rank peaks. */
-static int worst_of(const plan_mem *peaks, int n)
-{
-    int w = 0;
-    for (int r = 1; r < n; r++)
-        if (peaks[r].total > peaks[w].total)
-            w = r;
-    return w;
-}
-
 /* The binding item of a plan whose peak is over v->capacity_bytes: on the worst rank of the
  * replay `res` when `replayed` (its rows), else of the plan's walk, with the split at the
  * peak `at_peak` (docs/memory.md, "Binding item"). */
 static void bind(const plan *p, const replay_results *res, bool replayed, const plan_mem *at_peak,
                  results_verdict *v)
 {
-    int w = worst_of(p->peak, p->n_ranks);
+    int w = plan_worst_rank(p, p->peak);
     if (replayed && res->n_ranks == (size_t)p->n_ranks) {
         w = 0;
         for (int r = 1; r < p->n_ranks; r++)
-            if (res->ranks[r].peak_mem_bytes > res->ranks[w].peak_mem_bytes)
+            if (res->ranks[r].peak_mem_bytes - plan_capacity(p, r) >
+                res->ranks[w].peak_mem_bytes - plan_capacity(p, w))
                 w = r;
     }
     const plan_mem *cross = plan_cross(p, w, at_peak);
@@ -288,10 +279,11 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
         out->tp = sc->parallel.tp;
         out->pp = sc->parallel.pp;
         out->cp = sc->parallel.cp;
-        int w = worst_of(p->peak, p->n_ranks);
+        int w = plan_worst_rank(p, p->peak);
         out->walk_peak = p->peak[w].total;
         out->split = p->peak[w];
-        out->fits = out->walk_peak <= capacity;
+        out->limit.capacity_bytes = plan_capacity(p, w);
+        out->fits = out->walk_peak <= plan_capacity(p, w);
         if (!out->fits)
             bind(p, NULL, false, &out->split, &out->limit);
         else if (bind_host(p, &out->limit))
@@ -327,7 +319,7 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
                 out->tokens_per_s = s->tokens_per_s;
                 if (out->fits)
                     bottleneck(s, &out->limit);
-                else if (s->peak_mem_bytes > capacity || !bind_host(p, &out->limit))
+                else if (s->peak_mem_bytes > s->capacity_bytes || !bind_host(p, &out->limit))
                     bind(p, res, true, &out->split, &out->limit);
             }
             replay_results_destroy(res);

@@ -100,3 +100,23 @@ void hw_protocols_defaults(hw_protocols *p)
     p->nvls_efficiency = 0.686;
     p->nvls_step_ps = 2 * us;
 }
+
+int hw_topology_group_of(const hw_topology_spec *s, int node)
+{
+    for (int g = 0, first = 0; g < s->n_groups; g++) {
+        first += s->groups[g].nodes;
+        if (node < first)
+            return g;
+    }
+    return 0;
+}
+
+const hw_gpu_spec *hw_topology_node_gpu(const hw_topology_spec *s, int node)
+{
+    return s->n_groups > 0 ? &s->groups[hw_topology_group_of(s, node)].gpu : &s->gpu;
+}
+
+const hw_node_spec *hw_topology_node_spec(const hw_topology_spec *s, int node)
+{
+    return s->n_groups > 0 ? &s->groups[hw_topology_group_of(s, node)].node : &s->node;
+}

@@ -91,59 +91,85 @@ typedef struct hw_link_spec {
     hw_link_class cls;
 } hw_link_spec;
 
+/* Defaults of a node's host and drives (the loader sets them; docs/topologies.md):
+ * host memory 8 channels x DDR4-3200 x 8 B = 204.8 GB/s per socket; a 64 GB/s socket link
+ * per direction; memory-bound CPU code (STREAM Triad, CPU Adam) sustains 0.75 of the DIMMs'
+ * rate (measured Triad over the theoretical rate is 0.67-0.79 on the DDR4/LPDDR4 systems of
+ * TI's SPRAD45/SPRACV1 reports and 70-80% on servers; docs/calibration.md says how to
+ * measure it); an NVMe drive is a PCIe 4.0 x4 enterprise U.2 drive (Samsung PM1733 3.84 TB
+ * datasheet: 7.0 GB/s sequential read, 3.8 GB/s write; ~0.1 ms access, an estimate). */
+#define HW_HOST_MEMORY_BPS_DEFAULT 204.8e9
+#define HW_HOST_SOCKET_LINK_BPS_DEFAULT 64e9
+#define HW_HOST_MEMORY_EFFICIENCY_DEFAULT 0.75
+#define HW_STORAGE_READ_BPS_DEFAULT 7.0e9
+#define HW_STORAGE_WRITE_BPS_DEFAULT 3.8e9
+#define HW_STORAGE_LATENCY_PS_DEFAULT (100 * SIM_PS_PER_US)
+
+/* One node's parts (topology.node): written once, as the fields of hw_node_spec and, under
+ * the same names, of hw_topology_spec (whose `node` views them as one hw_node_spec). */
+#define HW_NODE_FIELDS                                                                      \
+    int gpus_per_node;                                                                      \
+    struct {                                                                                \
+        hw_intra_kind kind;                                                                 \
+        double bw_Bps;       /* per GPU, per direction; for pcie derived from gen/lanes if 0 */ \
+        sim_time latency_ps; /* GPU to GPU through the intra-node fabric */                 \
+        bool sharp;          /* NVLink SHARP (in-switch reduction) */                       \
+        int pcie_gen;        /* intra kind pcie */                                          \
+        int pcie_lanes;                                                                     \
+        bool p2p;            /* PCIe peer-to-peer; false routes through host memory */      \
+        hw_nvlink_shape shape; /* intra kind nvlink */                                      \
+    } intra;                                                                                \
+    struct {                                                                                \
+        int gen, lanes;      /* each GPU's (and NIC's) host link */                         \
+        int switches;        /* PCIe switches per node; 0 = GPUs on the root complexes */   \
+        int sockets;         /* CPU sockets per node (>= 1) */                              \
+        int switch_lanes;    /* lanes of each switch's uplink to its socket */              \
+        sim_time latency_ps; /* per PCIe hop */                                             \
+    } pcie;                                                                                 \
+    struct {                                                                                \
+        double memory_bw_Bps;      /* DRAM bandwidth per socket (reads + writes) */         \
+        double socket_link_bw_Bps; /* between two sockets, per direction */                 \
+        double memory_efficiency;  /* the share of memory_bw_Bps CPU code sustains */       \
+        sim_time socket_link_latency_ps;                                                    \
+        int64_t memory_bytes; /* DRAM capacity per node, all sockets; 0 = not given (the    \
+                                 offloaded bytes are then not checked against it) */        \
+    } host;                                                                                 \
+    struct {                                                                                \
+        int count;           /* per node; 0 = none */                                       \
+        double bw_Bps;       /* per NIC, per direction */                                   \
+        sim_time latency_ps; /* NIC to its switch */                                        \
+    } nics;                                                                                 \
+    /* NVMe drives per node (ZeRO-Infinity's offload target), drive d on socket d mod       \
+     * sockets; count 0 = none */                                                           \
+    struct {                                                                                \
+        int count;                                                                          \
+        double read_Bps, write_Bps; /* per drive */                                         \
+        sim_time latency_ps;                                                                \
+    } storage;
+
+typedef struct hw_node_spec {
+    HW_NODE_FIELDS
+} hw_node_spec;
+
+/* topology.node_groups: consecutive nodes of another GPU and node than the topology's own
+ * (a mixed cluster); at most HW_NODE_GROUPS_MAX groups. */
+#define HW_NODE_GROUPS_MAX 8
+typedef struct hw_node_group {
+    int nodes;
+    hw_gpu_spec gpu;
+    hw_node_spec node;
+} hw_node_group;
+
 typedef struct hw_topology_spec {
     char name[64];
     hw_gpu_spec gpu;
     int nodes;
-    int gpus_per_node;
-    struct {
-        hw_intra_kind kind;
-        double bw_Bps;       /* per GPU, per direction; for pcie derived from gen/lanes if 0 */
-        sim_time latency_ps; /* GPU to GPU through the intra-node fabric */
-        bool sharp;          /* NVLink SHARP (in-switch reduction) */
-        int pcie_gen;        /* intra kind pcie */
-        int pcie_lanes;
-        bool p2p;            /* PCIe peer-to-peer; false routes through host memory */
-        hw_nvlink_shape shape; /* intra kind nvlink */
-    } intra;
-    struct {
-        int gen, lanes;      /* each GPU's (and NIC's) host link */
-        int switches;        /* PCIe switches per node; 0 = GPUs on the root complexes */
-        int sockets;         /* CPU sockets per node (>= 1) */
-        int switch_lanes;    /* lanes of each switch's uplink to its socket */
-        sim_time latency_ps; /* per PCIe hop */
-    } pcie;
-    struct {
-        double memory_bw_Bps;      /* DRAM bandwidth per socket (reads + writes) */
-#define HW_HOST_MEMORY_BPS_DEFAULT 204.8e9 /* 8 channels x DDR4-3200 x 8 B = 204.8 GB/s */
-#define HW_HOST_SOCKET_LINK_BPS_DEFAULT 64e9 /* per direction */
-        double socket_link_bw_Bps; /* between two sockets, per direction */
-        /* the fraction of memory_bw_Bps that memory-bound CPU code (STREAM Triad, CPU Adam)
-         * sustains: measured Triad over the DIMMs' theoretical rate is 0.67-0.79 on the
-         * DDR4/LPDDR4 systems of TI's SPRAD45/SPRACV1 reports and 70-80% on servers;
-         * docs/calibration.md says how to measure it */
-#define HW_HOST_MEMORY_EFFICIENCY_DEFAULT 0.75
-        double memory_efficiency;
-        sim_time socket_link_latency_ps;
-        int64_t memory_bytes; /* DRAM capacity per node, all sockets; 0 = not given (the
-                                 offloaded bytes are then not checked against it) */
-    } host;
-    struct {
-        int count;           /* per node; 0 = none */
-        double bw_Bps;       /* per NIC, per direction */
-        sim_time latency_ps; /* NIC to its switch */
-    } nics;
-    /* NVMe drives per node (ZeRO-Infinity's offload target), drive d on socket d mod sockets;
-     * count 0 = none. Defaults: a PCIe 4.0 x4 enterprise U.2 drive (Samsung PM1733 3.84 TB
-     * datasheet: 7.0 GB/s sequential read, 3.8 GB/s write; ~0.1 ms access, an estimate). */
-#define HW_STORAGE_READ_BPS_DEFAULT 7.0e9
-#define HW_STORAGE_WRITE_BPS_DEFAULT 3.8e9
-#define HW_STORAGE_LATENCY_PS_DEFAULT (100 * SIM_PS_PER_US)
-    struct {
-        int count;
-        double read_Bps, write_Bps; /* per drive */
-        sim_time latency_ps;
-    } storage;
+    union {
+        hw_node_spec node;
+        struct {
+            HW_NODE_FIELDS
+        };
+    };
     struct {
         hw_fabric_kind kind;
         double oversubscription; /* 1 = non-blocking; 2 = 2:1 (leaf uplinks = downlinks / 2) */
@@ -153,12 +179,21 @@ typedef struct hw_topology_spec {
     } fabric;
     hw_protocols protocols;
     double price_per_gpu_hour;   /* cost of one GPU for an hour, any currency; 0 = unknown */
+    /* node_groups (n_groups > 0): nodes 0.. of groups[0], then groups[1]'s, ...; `gpu` and
+     * the node fields above are the first group's, `nodes` their sum */
+    int n_groups;
+    hw_node_group groups[HW_NODE_GROUPS_MAX];
     /* explicit form (n_devices > 0 replaces nodes/node/fabric) */
     int n_devices;
     hw_dev_spec devices[HW_EXPLICIT_DEVICES_MAX];
     int n_links;
     hw_link_spec links[HW_EXPLICIT_LINKS_MAX];
 } hw_topology_spec;
+
+/* The group of node n (0 without groups), its GPU and its node's parts. */
+int hw_topology_group_of(const hw_topology_spec *s, int node);
+const hw_gpu_spec *hw_topology_node_gpu(const hw_topology_spec *s, int node);
+const hw_node_spec *hw_topology_node_spec(const hw_topology_spec *s, int node);
 
 /* Per-direction usable bandwidth of a PCIe link of `gen` (1..6) and `lanes`, after line
  * encoding (8b/10b for gen 1-2, 128b/130b for gen 3-5, FLIT for 6), before protocol

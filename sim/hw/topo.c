@@ -126,16 +126,18 @@ static void build_tree(hw_topo *t, int32_t *kids, double *cap, int n, int d, int
     sim_free(pcap);
 }
 
-static void build_fabric(hw_topo *t, const hw_topology_spec *s, const int32_t *nics, int n_nics)
+/* The fabric over the nodes' NICs (nics[i] with its own bandwidth and latency to its switch;
+ * rail-optimized needs the same count on every node, which the loader checks). */
+static void build_fabric(hw_topo *t, const hw_topology_spec *s, const int32_t *nics,
+                         const double *nic_bw, const sim_time *nic_lat, int n_nics)
 {
     const int K = s->nics.count, N = s->nodes;
-    const double bw = s->nics.bw_Bps, over = s->fabric.oversubscription >= 1
-                                                 ? s->fabric.oversubscription : 1;
+    const double over = s->fabric.oversubscription >= 1 ? s->fabric.oversubscription : 1;
     const int d = (s->fabric.radix >= 4 ? s->fabric.radix : 64) / 2;
     if (s->fabric.kind == HW_FABRIC_SINGLE_SWITCH) {
         int sw = add_dev(t, HW_DEV_SWITCH, -1, "fabric.sw0");
         for (int i = 0; i < n_nics; i++)
-            add_link(t, nics[i], sw, bw, s->nics.latency_ps, HW_LINK_IB, true);
+            add_link(t, nics[i], sw, nic_bw[i], nic_lat[i], HW_LINK_IB, true);
         return;
     }
     int32_t *leaves = sim_calloc((size_t)n_nics + 1, sizeof *leaves);
@@ -143,25 +145,31 @@ static void build_fabric(hw_topo *t, const hw_topology_spec *s, const int32_t *n
     int n_leaves = 0;
     if (s->fabric.kind == HW_FABRIC_RAIL_OPTIMIZED) {
         /* rail k of every group of d nodes shares one leaf */
+        SIM_ASSERT(n_nics == N * K, "rail-optimized: %d NICs on %d nodes of %d", n_nics, N, K);
         int groups = (N + d - 1) / d;
         for (int k = 0; k < K; k++)
             for (int j = 0; j < groups; j++) {
                 int leaf = add_dev(t, HW_DEV_SWITCH, -1, "rail%d.leaf%d", k, j);
-                int members = 0;
-                for (int n = j * d; n < N && n < (j + 1) * d; n++, members++)
-                    add_link(t, nics[n * K + k], leaf, bw, s->nics.latency_ps, HW_LINK_IB, true);
+                double sum = 0;
+                for (int n = j * d; n < N && n < (j + 1) * d; n++) {
+                    int i = n * K + k;
+                    add_link(t, nics[i], leaf, nic_bw[i], nic_lat[i], HW_LINK_IB, true);
+                    sum += nic_bw[i];
+                }
                 leaves[n_leaves] = leaf;
-                cap[n_leaves++] = members * bw / over;
+                cap[n_leaves++] = sum / over;
             }
     } else {
         /* fat-tree: NICs in node order, d per leaf */
         for (int j = 0; j * d < n_nics; j++) {
             int leaf = add_dev(t, HW_DEV_SWITCH, -1, "fabric.l1.sw%d", j);
-            int members = 0;
-            for (int i = j * d; i < n_nics && i < (j + 1) * d; i++, members++)
-                add_link(t, nics[i], leaf, bw, s->nics.latency_ps, HW_LINK_IB, true);
+            double sum = 0;
+            for (int i = j * d; i < n_nics && i < (j + 1) * d; i++) {
+                add_link(t, nics[i], leaf, nic_bw[i], nic_lat[i], HW_LINK_IB, true);
+                sum += nic_bw[i];
+            }
             leaves[n_leaves] = leaf;
-            cap[n_leaves++] = members * bw / over;
+            cap[n_leaves++] = sum / over;
         }
     }
     build_tree(t, leaves, cap, n_leaves, d, s->fabric.levels, 1, s->fabric.latency_ps,
@@ -170,89 +178,114 @@ static void build_fabric(hw_topo *t, const hw_topology_spec *s, const int32_t *n
     sim_free(cap);
 }
 
-static void build_parametric(hw_topo *t, const hw_topology_spec *s)
+/* One node of the parametric form (its parts `ns`): sockets and host memory, drives, PCIe
+ * switches, GPUs (numbered from first_gpu), the NVLink/NVSwitch fabric, NICs (appended to
+ * nics[*n_nics]). */
+static void build_node(hw_topo *t, const hw_node_spec *ns, int n, int first_gpu,
+                       int32_t *nics, int *n_nics)
 {
-    const int G = s->gpus_per_node, N = s->nodes, K = s->nics.count;
-    const int S = s->pcie.sockets >= 1 ? s->pcie.sockets : 1, W = s->pcie.switches;
-    const sim_time pl = s->pcie.latency_ps;
-    double gpu_bw = hw_pcie_bw_Bps(s->pcie.gen, s->pcie.lanes);
-    if (s->intra.kind == HW_INTRA_PCIE && s->intra.bw_Bps > 0)
-        gpu_bw = s->intra.bw_Bps;
+    const int G = ns->gpus_per_node, K = ns->nics.count;
+    const int S = ns->pcie.sockets >= 1 ? ns->pcie.sockets : 1, W = ns->pcie.switches;
+    const sim_time pl = ns->pcie.latency_ps;
+    double gpu_bw = hw_pcie_bw_Bps(ns->pcie.gen, ns->pcie.lanes);
+    if (ns->intra.kind == HW_INTRA_PCIE && ns->intra.bw_Bps > 0)
+        gpu_bw = ns->intra.bw_Bps;
     if (gpu_bw <= 0)
         gpu_bw = hw_pcie_bw_Bps(4, 16);
-    double sw_bw = hw_pcie_bw_Bps(s->pcie.gen ? s->pcie.gen : 4,
-                                  s->pcie.switch_lanes ? s->pcie.switch_lanes : 16);
+    double sw_bw = hw_pcie_bw_Bps(ns->pcie.gen ? ns->pcie.gen : 4,
+                                  ns->pcie.switch_lanes ? ns->pcie.switch_lanes : 16);
     /* defaults for fields a hand-built spec may leave at 0 (the loader sets the same ones,
      * docs/topologies.md): 8-channel DDR4-3200 per socket, a 64 GB/s socket link */
-    double mem_bw = s->host.memory_bw_Bps > 0 ? s->host.memory_bw_Bps : HW_HOST_MEMORY_BPS_DEFAULT;
-    double sock_bw = s->host.socket_link_bw_Bps > 0 ? s->host.socket_link_bw_Bps
-                                                    : HW_HOST_SOCKET_LINK_BPS_DEFAULT;
-    int32_t *nics = sim_calloc((size_t)(N * K) + 1, sizeof *nics);
+    double mem_bw = ns->host.memory_bw_Bps > 0 ? ns->host.memory_bw_Bps
+                                               : HW_HOST_MEMORY_BPS_DEFAULT;
+    double sock_bw = ns->host.socket_link_bw_Bps > 0 ? ns->host.socket_link_bw_Bps
+                                                     : HW_HOST_SOCKET_LINK_BPS_DEFAULT;
     int32_t cpu[64], mem[64], sw[256], gpu[1024];
     SIM_ASSERT(S <= 64 && W <= 256 && G <= 1024, "node too large: %d sockets %d switches %d "
                "GPUs", S, W, G);
-    for (int n = 0; n < N; n++) {
-        for (int k = 0; k < S; k++) {
-            cpu[k] = add_dev(t, HW_DEV_CPU, n, "n%d.cpu%d", n, k);
-            mem[k] = add_dev(t, HW_DEV_HOST_MEMORY, n, "n%d.mem%d", n, k);
-            /* DRAM access latency ~0.1 us */
-            add_link(t, cpu[k], mem[k], mem_bw, SIM_PS_PER_US / 10, HW_LINK_CPU, true);
-            for (int j = 0; j < k; j++)
-                add_link(t, cpu[j], cpu[k], sock_bw,
-                         s->host.socket_link_latency_ps, HW_LINK_CPU, true);
-        }
-        /* NVMe drives on the root complexes, reads and writes at their own rates */
-        for (int d = 0; d < s->storage.count; d++) {
-            int drive = add_dev(t, HW_DEV_STORAGE, n, "n%d.nvme%d", n, d);
-            add_link(t, drive, cpu[d % S], s->storage.read_Bps, s->storage.latency_ps,
-                     HW_LINK_PCIE, false);
-            add_link(t, cpu[d % S], drive, s->storage.write_Bps, s->storage.latency_ps,
-                     HW_LINK_PCIE, false);
-        }
-        for (int w = 0; w < W; w++) {
-            sw[w] = add_dev(t, HW_DEV_PCIE_SWITCH, n, "n%d.pcisw%d", n, w);
-            add_link(t, sw[w], cpu[w * S / W], sw_bw, pl, HW_LINK_PCIE, true);
-        }
-        bool p2p = s->intra.kind != HW_INTRA_PCIE || s->intra.p2p;
-        for (int i = 0; i < G; i++) {
-            gpu[i] = add_dev(t, HW_DEV_GPU, n, "gpu%d", n * G + i);
-            t->dev[gpu[i]].p2p = p2p;
-            int socket = W ? (i * W / G) * S / W : i * S / G;
-            t->dev[gpu[i]].staging = p2p ? -1 : mem[socket];
-            int attach = W ? sw[i * W / G] : cpu[i * S / G];
-            add_link(t, gpu[i], attach, gpu_bw, pl, HW_LINK_PCIE, true);
-        }
-        if (s->intra.kind == HW_INTRA_NVSWITCH && G > 1) {
-            int nvs = add_dev(t, HW_DEV_NVSWITCH, n, "n%d.nvswitch", n);
+    for (int k = 0; k < S; k++) {
+        cpu[k] = add_dev(t, HW_DEV_CPU, n, "n%d.cpu%d", n, k);
+        mem[k] = add_dev(t, HW_DEV_HOST_MEMORY, n, "n%d.mem%d", n, k);
+        /* DRAM access latency ~0.1 us */
+        add_link(t, cpu[k], mem[k], mem_bw, SIM_PS_PER_US / 10, HW_LINK_CPU, true);
+        for (int j = 0; j < k; j++)
+            add_link(t, cpu[j], cpu[k], sock_bw, ns->host.socket_link_latency_ps, HW_LINK_CPU,
+                     true);
+    }
+    /* NVMe drives on the root complexes, reads and writes at their own rates */
+    for (int d = 0; d < ns->storage.count; d++) {
+        int drive = add_dev(t, HW_DEV_STORAGE, n, "n%d.nvme%d", n, d);
+        add_link(t, drive, cpu[d % S], ns->storage.read_Bps, ns->storage.latency_ps,
+                 HW_LINK_PCIE, false);
+        add_link(t, cpu[d % S], drive, ns->storage.write_Bps, ns->storage.latency_ps,
+                 HW_LINK_PCIE, false);
+    }
+    for (int w = 0; w < W; w++) {
+        sw[w] = add_dev(t, HW_DEV_PCIE_SWITCH, n, "n%d.pcisw%d", n, w);
+        add_link(t, sw[w], cpu[w * S / W], sw_bw, pl, HW_LINK_PCIE, true);
+    }
+    bool p2p = ns->intra.kind != HW_INTRA_PCIE || ns->intra.p2p;
+    for (int i = 0; i < G; i++) {
+        gpu[i] = add_dev(t, HW_DEV_GPU, n, "gpu%d", first_gpu + i);
+        t->dev[gpu[i]].p2p = p2p;
+        int socket = W ? (i * W / G) * S / W : i * S / G;
+        t->dev[gpu[i]].staging = p2p ? -1 : mem[socket];
+        int attach = W ? sw[i * W / G] : cpu[i * S / G];
+        add_link(t, gpu[i], attach, gpu_bw, pl, HW_LINK_PCIE, true);
+    }
+    if (ns->intra.kind == HW_INTRA_NVSWITCH && G > 1) {
+        int nvs = add_dev(t, HW_DEV_NVSWITCH, n, "n%d.nvswitch", n);
+        for (int i = 0; i < G; i++)
+            add_link(t, gpu[i], nvs, ns->intra.bw_Bps, ns->intra.latency_ps / 2,
+                     HW_LINK_NVLINK, true);
+    } else if (ns->intra.kind == HW_INTRA_NVLINK && G > 1) {
+        if (ns->intra.shape == HW_NVLINK_RING && G > 2) {
             for (int i = 0; i < G; i++)
-                add_link(t, gpu[i], nvs, s->intra.bw_Bps, s->intra.latency_ps / 2,
-                         HW_LINK_NVLINK, true);
-        } else if (s->intra.kind == HW_INTRA_NVLINK && G > 1) {
-            if (s->intra.shape == HW_NVLINK_RING && G > 2) {
-                for (int i = 0; i < G; i++)
-                    add_link(t, gpu[i], gpu[(i + 1) % G], s->intra.bw_Bps / 2,
-                             s->intra.latency_ps, HW_LINK_NVLINK, true);
-            } else {
-                for (int i = 0; i < G; i++)
-                    for (int j = i + 1; j < G; j++)
-                        add_link(t, gpu[i], gpu[j], s->intra.bw_Bps / (G - 1),
-                                 s->intra.latency_ps, HW_LINK_NVLINK, true);
-            }
-        }
-        for (int k = 0; k < K; k++) {
-            int g = k * G / K; /* the first GPU of the NIC's share */
-            int nic = add_dev(t, HW_DEV_NIC, n, "n%d.nic%d", n, k);
-            t->dev[nic].nic_gpu = n * G + g;
-            int attach = W ? sw[g * W / G] : cpu[g * S / G];
-            add_link(t, nic, attach, hw_pcie_bw_Bps(s->pcie.gen ? s->pcie.gen : 4,
-                                                    s->pcie.lanes ? s->pcie.lanes : 16),
-                     pl, HW_LINK_PCIE, true);
-            nics[n * K + k] = nic;
+                add_link(t, gpu[i], gpu[(i + 1) % G], ns->intra.bw_Bps / 2,
+                         ns->intra.latency_ps, HW_LINK_NVLINK, true);
+        } else {
+            for (int i = 0; i < G; i++)
+                for (int j = i + 1; j < G; j++)
+                    add_link(t, gpu[i], gpu[j], ns->intra.bw_Bps / (G - 1),
+                             ns->intra.latency_ps, HW_LINK_NVLINK, true);
         }
     }
-    if (K > 0 && s->fabric.kind != HW_FABRIC_NONE)
-        build_fabric(t, s, nics, N * K);
+    for (int k = 0; k < K; k++) {
+        int g = k * G / K; /* the first GPU of the NIC's share */
+        int nic = add_dev(t, HW_DEV_NIC, n, "n%d.nic%d", n, k);
+        t->dev[nic].nic_gpu = first_gpu + g;
+        int attach = W ? sw[g * W / G] : cpu[g * S / G];
+        add_link(t, nic, attach, hw_pcie_bw_Bps(ns->pcie.gen ? ns->pcie.gen : 4,
+                                                ns->pcie.lanes ? ns->pcie.lanes : 16),
+                 pl, HW_LINK_PCIE, true);
+        nics[(*n_nics)++] = nic;
+    }
+}
+
+static void build_parametric(hw_topo *t, const hw_topology_spec *s)
+{
+    int total_nics = 0;
+    for (int n = 0; n < s->nodes; n++)
+        total_nics += hw_topology_node_spec(s, n)->nics.count;
+    int32_t *nics = sim_calloc((size_t)total_nics + 1, sizeof *nics);
+    double *bw = sim_calloc((size_t)total_nics + 1, sizeof *bw);
+    sim_time *lat = sim_calloc((size_t)total_nics + 1, sizeof *lat);
+    int n_nics = 0, first_gpu = 0;
+    for (int n = 0; n < s->nodes; n++) {
+        const hw_node_spec *ns = hw_topology_node_spec(s, n);
+        int before = n_nics;
+        build_node(t, ns, n, first_gpu, nics, &n_nics);
+        for (int i = before; i < n_nics; i++) {
+            bw[i] = ns->nics.bw_Bps;
+            lat[i] = ns->nics.latency_ps;
+        }
+        first_gpu += ns->gpus_per_node;
+    }
+    if (n_nics > 0 && s->fabric.kind != HW_FABRIC_NONE)
+        build_fabric(t, s, nics, bw, lat, n_nics);
     sim_free(nics);
+    sim_free(bw);
+    sim_free(lat);
 }
 
 static void build_explicit(hw_topo *t, const hw_topology_spec *s)

@@ -420,7 +420,7 @@ int input__topology_check(const input_ynode *node, const input_ynode *parent_key
     hw_topology_spec *t = base;
     /* The forms do not mix: report at the key that makes the mix (the later one). */
     static const char *const explicit_keys[] = {"devices", "links"};
-    static const char *const parametric_keys[] = {"nodes", "node", "fabric"};
+    static const char *const parametric_keys[] = {"nodes", "node", "fabric", "node_groups"};
     const input_ypair *first_explicit = NULL, *first_parametric = NULL;
     for (size_t i = 0; i < node->n; i++) {
         const input_ypair *p = &node->pairs[i];
@@ -447,5 +447,5 @@ int input__topology_check(const input_ynode *node, const input_ynode *parent_key
         return finish_explicit(node, t, ctx);
     if (!given_pair(node, "node"))
         return input_schema_missing(ctx, "topology", node, parent_key, "node");
-    return 0;
+    return input__node_groups_apply(node, t, ctx);
 }

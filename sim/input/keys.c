@@ -728,6 +728,19 @@ static const input_key node_keys[] = {
 };
 MAP(node_map, "node", node_keys);
 
+/* A node group's node (topology.node_groups[i].node): every key optional, each overriding the
+ * topology's node (node_groups.c checks gpus matches it). */
+static const input_key group_node_keys[] = {
+    {.name = "gpus", .type = INPUT_K_INT, .offset = TO(gpus_per_node),
+     .flags = INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 1, .max = 1024},
+    {.name = "intra", .type = INPUT_K_MAP, .map = &intra_map},
+    {.name = "pcie", .type = INPUT_K_MAP, .map = &pcie_map},
+    {.name = "host", .type = INPUT_K_MAP, .map = &host_map},
+    {.name = "nics", .type = INPUT_K_MAP, .map = &nics_map},
+    {.name = "storage", .type = INPUT_K_MAP, .map = &storage_map},
+};
+MAP(group_node_map, "node", group_node_keys);
+
 static const input_key fabric_keys[] = {
     {.name = "kind", .type = INPUT_K_ENUM, .offset = TO(fabric.kind), .enums = fabric_names,
      .flags = INPUT_KEY_REQUIRED},
@@ -779,6 +792,20 @@ static const input_key protocols_keys[] = {
 };
 MAP(protocols_map, "protocols", protocols_keys);
 
+/* topology.node_groups[i], applied onto a copy of the topology (node_groups.c) */
+static const input_key node_group_keys[] = {
+    {.name = "nodes", .type = INPUT_K_INT, .offset = TO(nodes),
+     .flags = INPUT_KEY_REQUIRED | DEGREE},
+    {.name = "gpu", .type = INPUT_K_MAP, .offset = TO(gpu), .map = &gpu_map},
+    {.name = "node", .type = INPUT_K_MAP, .map = &group_node_map},
+};
+MAP(node_group_map, "node group", node_group_keys);
+
+const input_map *input__node_group_schema(void)
+{
+    return &node_group_map;
+}
+
 static const input_key topology_keys[] = {
     {.name = "name", .type = INPUT_K_STRING, .offset = TO(name),
      .size = sizeof(((hw_topology_spec *)0)->name)},
@@ -791,6 +818,7 @@ static const input_key topology_keys[] = {
     {.name = "protocols", .type = INPUT_K_MAP, .offset = TO(protocols), .map = &protocols_map},
     {.name = "price_per_gpu_hour", .type = INPUT_K_FLOAT, .offset = TO(price_per_gpu_hour),
      .flags = NONNEG},
+    {.name = "node_groups", .type = INPUT_K_CUSTOM, .fn = input__node_groups_fn},
     {.name = "devices", .type = INPUT_K_CUSTOM, .fn = input__devices_fn},
     {.name = "links", .type = INPUT_K_CUSTOM, .fn = input__links_fn},
 };

@@ -74,6 +74,20 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
                                   input_schema_ctx *ctx);
 extern const input_enum_name input__link_class_names[];
 
+/* topology.node_groups (node_groups.c): the key's own check (a list of 1 to
+ * HW_NODE_GROUPS_MAX mappings) and, once the topology's own keys are read, each group applied
+ * onto a copy of the topology with input__node_group_schema (nodes, gpu, node); then
+ * input__node_groups_finish fills each group's defaults and checks it, as the topology's. */
+int input__node_groups_fn(const input_key *key, const input_ynode *v, void *base,
+                          input_schema_ctx *ctx);
+const input_map *input__node_group_schema(void);
+int input__node_groups_apply(const input_ynode *topo, hw_topology_spec *t, input_schema_ctx *ctx);
+int input__node_groups_finish(const input_ynode *root, hw_topology_spec *t,
+                              input_schema_ctx *ctx);
+/* The node defaults the loader fills once a node is read (validate.c): intra latency, the
+ * GPUs' PCIe links, NIC latency. */
+void input__node_defaults(hw_topology_spec *t);
+
 /* The explicit topology form (explicit.c). input__devices_fn and input__links_fn are the custom
  * readers of `topology.devices` and `topology.links` (input_key_fn contract; they leave link
  * ends unresolved). input__topology_check is the topology mapping's check (input_map_check_fn

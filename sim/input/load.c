@@ -336,17 +336,32 @@ static int resolve_ref(loader *L, input_ypair *pair, ref_kind kind)
     return 0;
 }
 
-/* Loads every reference still in the tree: topology (then its gpu) and model, in key order. */
+/* The GPU references of a topology mapping: its gpu, and each node group's. */
+static int resolve_gpus(loader *L, input_ynode *topo)
+{
+    if (topo->kind != INPUT_YMAP)
+        return 0;
+    input_ypair *gpu = input_ymap_find(topo, "gpu");
+    int rc = gpu ? resolve_ref(L, gpu, REF_GPU) : 0;
+    input_ypair *ng = input_ymap_find(topo, "node_groups");
+    for (size_t i = 0; !rc && ng && ng->value->kind == INPUT_YSEQ && i < ng->value->n; i++) {
+        input_ynode *item = ng->value->items[i];
+        input_ypair *g = item->kind == INPUT_YMAP ? input_ymap_find(item, "gpu") : NULL;
+        if (g)
+            rc = resolve_ref(L, g, REF_GPU);
+    }
+    return rc;
+}
+
+/* Loads every reference still in the tree: topology (then its GPUs) and model, in key
+ * order. */
 static int resolve_all(loader *L, input_ynode *root)
 {
     for (size_t i = 0; i < root->n; i++) {
         input_ypair *p = &root->pairs[i];
         int rc = 0;
         if (strcmp(p->key->text, "topology") == 0) {
-            if ((rc = resolve_ref(L, p, REF_TOPOLOGY)))
-                return rc;
-            input_ypair *gpu = input_ymap_find(p->value, "gpu");
-            if (gpu && (rc = resolve_ref(L, gpu, REF_GPU)))
+            if ((rc = resolve_ref(L, p, REF_TOPOLOGY)) || (rc = resolve_gpus(L, p->value)))
                 return rc;
         } else if (strcmp(p->key->text, "model") == 0) {
             if ((rc = resolve_ref(L, p, REF_MODEL)))
@@ -609,8 +624,7 @@ int input_topology_load_budget(const char *path, const char *const *sets, size_t
     for (size_t i = 0; i < n_sets; i++)
         if ((rc = apply_set(&L, troot, sets[i])))
             goto fail;
-    input_ypair *gpu = input_ymap_find(troot, "gpu");
-    if (gpu && (rc = resolve_ref(&L, gpu, REF_GPU)))
+    if ((rc = resolve_gpus(&L, troot)))
         goto fail;
 
     /* The checks read a scenario's tree ("topology.node.intra", ...): wrap the file's mapping

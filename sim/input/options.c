@@ -75,13 +75,16 @@ static int check_variability(const input_ynode *root, const plan_scenario *sc,
 {
     const plan_simulation *s = &sc->simulation;
     const plan_parallel *p = &sc->parallel;
-    if (s->symmetry == PLAN_SYMMETRY_DP && (s->n_stragglers > 0 || s->jitter > 0)) {
-        const char *key = s->n_stragglers > 0 ? "simulation.stragglers" : "simulation.jitter";
+    bool mixed = sc->topology.n_groups > 0;
+    if (s->symmetry == PLAN_SYMMETRY_DP && (s->n_stragglers > 0 || s->jitter > 0 || mixed)) {
+        const char *key = s->n_stragglers > 0 ? "simulation.stragglers"
+                          : s->jitter > 0     ? "simulation.jitter"
+                                              : "topology.node_groups";
         input_schema_error(ctx, SIM_EINVAL, input__locate(root, key, "simulation"),
                            "%s: every replica must be simulated, but simulation.symmetry is dp",
                            key);
         sim_diag_hint(ctx->diag, "set simulation.symmetry: none (replicas differ once a rank is "
-                                 "slowed or its kernels vary)");
+                                 "slowed, its kernels vary or its GPU differs)");
         return SIM_EINVAL;
     }
     long long ranks = (long long)p->dp * p->tp * p->pp * p->cp;

@@ -209,6 +209,22 @@ static int check_intra(const input_ynode *root, const input_ynode *intra, hw_top
     return 0;
 }
 
+void input__node_defaults(hw_topology_spec *t)
+{
+    if (t->intra.latency_ps == UNSET_TIME)
+        /* kind pcie: unused, the PCIe tree's per-hop latency (pcie.latency) applies */
+        t->intra.latency_ps = t->intra.kind == HW_INTRA_PCIE ? 0 : LAT_NVLINK_PS;
+    if (t->pcie.gen == 0)
+        t->pcie.gen = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_gen) ? t->intra.pcie_gen
+                                                                            : PCIE_GEN_DEFAULT;
+    if (t->pcie.lanes == 0)
+        t->pcie.lanes = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_lanes)
+                            ? t->intra.pcie_lanes
+                            : PCIE_LANES_DEFAULT;
+    if (t->nics.latency_ps == UNSET_TIME)
+        t->nics.latency_ps = LAT_NIC_PS;
+}
+
 static int check_topology(const input_ynode *root, hw_topology_spec *t, input_schema_ctx *ctx)
 {
     /* The explicit form (t->n_devices > 0) was checked with the topology mapping
@@ -230,18 +246,7 @@ static int check_topology(const input_ynode *root, hw_topology_spec *t, input_sc
     int rc;
     if (parametric && intra && (rc = check_intra(root, intra, t, ctx)))
         return rc;
-    if (t->intra.latency_ps == UNSET_TIME)
-        /* kind pcie: unused, the PCIe tree's per-hop latency (pcie.latency) applies */
-        t->intra.latency_ps = t->intra.kind == HW_INTRA_PCIE ? 0 : LAT_NVLINK_PS;
-    if (t->pcie.gen == 0)
-        t->pcie.gen = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_gen) ? t->intra.pcie_gen
-                                                                            : PCIE_GEN_DEFAULT;
-    if (t->pcie.lanes == 0)
-        t->pcie.lanes = (t->intra.kind == HW_INTRA_PCIE && t->intra.pcie_lanes)
-                            ? t->intra.pcie_lanes
-                            : PCIE_LANES_DEFAULT;
-    if (t->nics.latency_ps == UNSET_TIME)
-        t->nics.latency_ps = LAT_NIC_PS;
+    input__node_defaults(t);
     if (t->fabric.latency_ps == UNSET_TIME)
         t->fabric.latency_ps = LAT_FABRIC_PS;
     if (t->fabric.radix % 2 != 0) {
@@ -267,7 +272,7 @@ static int check_topology(const input_ynode *root, hw_topology_spec *t, input_sc
         return input_schema_error(ctx, SIM_EINVAL, locate(root, NULL, "topology.gpu.peak"),
                                "topology.gpu.peak: needs bf16 or fp16 (tensor-core peak of a "
                                "training GPU)");
-    return 0;
+    return input__node_groups_finish(root, t, ctx);
 }
 
 static int check_model(const input_ynode *root, plan_scenario *sc, input_schema_ctx *ctx)
@@ -349,10 +354,9 @@ static int check_model(const input_ynode *root, plan_scenario *sc, input_schema_
 
 /* training.attention_kernel: the GPU's tables for that kernel replace attention_efficiency
  * (unless they are the ones it holds). Idempotent: a second pass finds them in place. */
-static int select_attention_kernel(const input_ynode *root, plan_scenario *sc,
+static int select_attention_kernel(const input_ynode *root, plan_scenario *sc, hw_gpu_spec *g,
                                    input_schema_ctx *ctx)
 {
-    hw_gpu_spec *g = &sc->topology.gpu;
     hw_attn_kernel k = sc->training.attention_kernel;
     const char *name = hw_attn_kernel_name(k);
     if (!sc->training.flash_attention) {
@@ -392,18 +396,21 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
     plan_parallel *p = &sc->parallel;
     const hw_topology_spec *t = &sc->topology;
 
-    if (t->gpu.peak_flops[tr->precision] == 0) {
-        const input_ynode *at = given(root, "training.precision");
-        return input_schema_error(
-            ctx, SIM_EINVAL, at ? at : locate(root, NULL, "topology.gpu.peak"),
-            "training.precision: %s needs topology.gpu.peak.%s, which GPU%s%s%s "
-            "does not give",
-            dtype_name(tr->precision), dtype_name(tr->precision), t->gpu.name[0] ? " '" : "",
-            t->gpu.name, t->gpu.name[0] ? "'" : "");
-    }
-
-    if (tr->attention_kernel != HW_ATTN_KERNEL_UNNAMED) {
-        int rc = select_attention_kernel(root, sc, ctx);
+    /* every GPU of the cluster (the topology's, and each node group's) */
+    for (int i = -1; i < t->n_groups; i++) {
+        hw_gpu_spec *g = i < 0 ? &sc->topology.gpu : &sc->topology.groups[i].gpu;
+        if (g->peak_flops[tr->precision] == 0) {
+            const input_ynode *at = given(root, "training.precision");
+            return input_schema_error(
+                ctx, SIM_EINVAL, at ? at : locate(root, NULL, "topology.gpu.peak"),
+                "training.precision: %s needs topology.gpu.peak.%s, which GPU%s%s%s "
+                "does not give",
+                dtype_name(tr->precision), dtype_name(tr->precision), g->name[0] ? " '" : "",
+                g->name, g->name[0] ? "'" : "");
+        }
+        int rc = tr->attention_kernel != HW_ATTN_KERNEL_UNNAMED
+                     ? select_attention_kernel(root, sc, g, ctx)
+                     : 0;
         if (rc)
             return rc;
     }

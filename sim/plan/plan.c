@@ -34,7 +34,8 @@ void plan__walk_rank(plan *p, int r)
     const trace_rank *tr = &p->trace->ranks[r];
     plan_mem level = p->mem[r];
     p->peak[r] = level;
-    bool over = level.total > p->capacity_bytes;
+    int64_t cap = plan_capacity(p, r);
+    bool over = level.total > cap;
     p->cross[r] = over ? level : (plan_mem){{0}, 0};
     for (size_t i = 0; i < tr->n_ops; i++) {
         const trace_op *o = &tr->ops[i];
@@ -48,12 +49,31 @@ void plan__walk_rank(plan *p, int r)
             }
             if (level.total > p->peak[r].total)
                 p->peak[r] = level;
-            if (!over && level.total > p->capacity_bytes) {
+            if (!over && level.total > cap) {
                 over = true;
                 p->cross[r] = level;
             }
         }
     }
+}
+
+const hw_gpu_spec *plan_gpu(const plan *p, int r)
+{
+    return hw_topology_node_gpu(&p->sc->topology, p->coords[r].node);
+}
+
+int64_t plan_capacity(const plan *p, int r)
+{
+    return plan_gpu(p, r)->memory_bytes;
+}
+
+int plan_worst_rank(const plan *p, const plan_mem *peaks)
+{
+    int worst = 0;
+    for (int r = 1; r < p->n_ranks; r++)
+        if (peaks[r].total - plan_capacity(p, r) > peaks[worst].total - plan_capacity(p, worst))
+            worst = r;
+    return worst;
 }
 
 const plan_mem *plan_cross(const plan *p, int r, const plan_mem *at_peak)
@@ -87,16 +107,14 @@ int plan_host_verdict(const plan *p, int64_t *bytes, int *node, char *why, size_
     return 1;
 }
 
-/* The verdict of the rank with the highest peak, then of the host memory the offload holds. */
+/* The verdict of the rank with the least headroom, then of the host memory the offload
+ * holds. */
 static void verdict(plan *p)
 {
-    int worst = 0;
-    for (int r = 1; r < p->n_ranks; r++)
-        if (p->peak[r].total > p->peak[worst].total)
-            worst = r;
+    int worst = plan_worst_rank(p, p->peak);
     p->oom = plan_mem_verdict(&p->peak[worst], &p->mem[worst],
                               plan_cross(p, worst, &p->peak[worst]),
-                              p->capacity_bytes, p->binding_constraint,
+                              plan_capacity(p, worst), p->binding_constraint,
                               sizeof p->binding_constraint);
     int64_t host;
     int node;
@@ -189,8 +207,9 @@ int plan_create(const plan_scenario *sc, const plan_options *opt, plan **out, si
  * bandwidth for the bytes it moves, and host memory for every copy op's rank. */
 static int trace_fits(const plan_scenario *sc, hw_topo *topo, const trace *t, sim_diag *diag)
 {
-    const hw_gpu_spec *g = &sc->topology.gpu;
     for (int r = 0; r < t->n_ranks; r++) {
+        const hw_gpu_spec *g = hw_topology_node_gpu(
+            &sc->topology, hw_topo_device(topo, hw_topo_gpu_device(topo, r))->node);
         const trace_rank *tr = &t->ranks[r];
         const trace_rank *own = tr->tmpl >= 0 ? &t->ranks[tr->tmpl] : tr;
         for (size_t i = 0; i < own->n_ops; i++) {

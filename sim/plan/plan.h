@@ -34,7 +34,7 @@ typedef struct plan {
     plan_mem *cross;         /* per rank: the split when the walk first exceeded the
                                 capacity (the persistent bytes when they alone do; total 0
                                 when it never did) — plan_mem_binding */
-    int64_t capacity_bytes;  /* the GPU catalog's usable memory */
+    int64_t capacity_bytes;  /* topology.gpu's usable memory (each rank's: plan_capacity) */
     bool oom;                /* the walk's verdict (the replay re-judges on its timeline) */
     char binding_constraint[256]; /* "" when it fits (see plan_mem_verdict) */
     char warning[256];       /* "" or advice the CLI prints on stderr (e.g. TP across nodes) */
@@ -83,6 +83,13 @@ void plan_destroy(plan *p);
  * from the walk or a replay's timeline) when the walk never did: the `cross` argument of
  * plan_mem_binding and plan_mem_verdict. */
 const plan_mem *plan_cross(const plan *p, int r, const plan_mem *at_peak);
+
+/* Rank r's GPU (topology.node_groups: its node's group's) and its usable memory; the rank
+ * with the least headroom under `peaks` (its peak over its capacity; the lowest on ties),
+ * whose verdict is the plan's. */
+const hw_gpu_spec *plan_gpu(const plan *p, int r);
+int64_t plan_capacity(const plan *p, int r);
+int plan_worst_rank(const plan *p, const plan_mem *peaks);
 
 /* Host memory the offload holds on the node that holds the most (the sum over its ranks of
  * host_bytes; the lowest such node on a tie) into *bytes and *node (0 and 0 without

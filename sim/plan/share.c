@@ -72,11 +72,15 @@ void plan__share_init(gen *g, plan_share *s)
     s->model_flops = sim_calloc((size_t)n, sizeof *s->model_flops);
     s->hardware_flops = sim_calloc((size_t)n, sizeof *s->hardware_flops);
     s->roles = sim_calloc((size_t)n, sizeof *s->roles);
-    int *first = sim_calloc((size_t)g->pp, sizeof *first);
-    for (int k = 0; k < g->pp; k++)
+    /* a template per stage and GPU model (node groups: a kernel's time is its GPU's) */
+    const hw_topology_spec *ts = &g->sc->topology;
+    int kinds = SIM_MAX(1, ts->n_groups);
+    int *first = sim_calloc((size_t)g->pp * (size_t)kinds, sizeof *first);
+    for (int k = 0; k < g->pp * kinds; k++)
         first[k] = -1;
     for (int r = 0; r < n; r++) {
-        int stage = g->p->coords[r].c[PLAN_GROUP_PP];
+        int stage = g->p->coords[r].c[PLAN_GROUP_PP] * kinds +
+                    hw_topology_group_of(ts, g->p->coords[r].node);
         s->tmpl[r] = -1;
         if (!s->enabled)
             continue;

@@ -117,7 +117,8 @@ typedef struct replay_ctx {
     sim_eventq *q;
     hw_topo *topo;
     hw_net *net;
-    hw_gpu *gpu;
+    hw_gpu *gpus[HW_NODE_GROUPS_MAX]; /* per node group (one without groups) */
+    uint8_t *gpu_of;      /* per rank: its GPU's index in gpus */
     rank_state *ranks;
     coll_state *colls;
     group_info *groups;

@@ -82,7 +82,7 @@ static void retime_kernel(replay_ctx *c, int rank, sim_time now)
     bool slowed = comm_running(rs);
     if (!rs->k_ev || slowed == rs->k_slowed)
         return;
-    double f = 1 + c->p->sc->topology.gpu.comm_interference;
+    double f = 1 + plan_gpu(c->p, rank)->comm_interference;
     rs->k_left = fmax(0, rs->k_left - (double)(now - rs->k_at) / (rs->k_slowed ? f : 1));
     rs->k_at = now;
     rs->k_slowed = slowed;
@@ -305,7 +305,7 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                                               : rs->dur[op];
         /* slowed while communication runs on this GPU (retime_kernel); a measured duration
          * is taken as it is */
-        double slow = c->p->sc->topology.gpu.comm_interference;
+        double slow = plan_gpu(c->p, rank)->comm_interference;
         if (slow > 0 && o->duration_ps < 0) {
             rs->k_left = (double)d;
             rs->k_at = now;
@@ -535,22 +535,20 @@ static void budget(replay_summary *s, const plan_scenario *sc, double per_step)
 }
 
 /* The summary's memory keys from per-rank peaks (the replay's timeline, or the plan's
- * program-order walk for `stepsim mem`): the worst rank (lowest on ties), its split at that
- * instant, the verdict. Also the initial rows of the memory table. */
+ * program-order walk for `stepsim mem`): the rank with the least headroom (the highest peak
+ * on GPUs alike; lowest on ties), its split at that instant and capacity, the verdict.
+ * Also the initial rows of the memory table. */
 static void fill_memory(const plan *p, const plan_mem *peaks, replay_results *r)
 {
     replay_summary *s = &r->summary;
     s->budget_tokens = s->budget_steps = s->time_to_train_s = s->gpu_hours = s->cost = NAN;
-    int worst = 0;
-    for (int k = 1; k < p->n_ranks; k++)
-        if (peaks[k].total > peaks[worst].total)
-            worst = k;
+    int worst = plan_worst_rank(p, peaks);
     s->peak_mem_bytes = peaks[worst].total;
     memcpy(s->mem_bytes, peaks[worst].bytes, sizeof s->mem_bytes);
-    s->capacity_bytes = p->capacity_bytes;
+    s->capacity_bytes = plan_capacity(p, worst);
     char why[256];
     bool oom = plan_mem_verdict(&peaks[worst], &p->mem[worst],
-                                plan_cross(p, worst, &peaks[worst]), p->capacity_bytes, why,
+                                plan_cross(p, worst, &peaks[worst]), s->capacity_bytes, why,
                                 sizeof why);
     /* the host memory the offload holds, once the GPUs fit */
     char host_why[256];
@@ -633,12 +631,18 @@ static void summarize(replay_ctx *c)
     }
 
     double tokens = (double)p->global_batch * (double)sc->training.seq_len;
-    double peak = sc->topology.gpu.peak_flops[sc->training.precision];
+    /* MFU against the cluster's peak: every GPU's (node groups may mix models) */
+    double peak = (double)p->n_ranks * sc->topology.gpu.peak_flops[sc->training.precision];
+    if (sc->topology.n_groups > 0) {
+        peak = 0;
+        for (int k = 0; k < p->n_ranks; k++)
+            peak += plan_gpu(p, k)->peak_flops[sc->training.precision];
+    }
     s->tokens_per_s = tokens / s->step_time_s;
     s->samples_per_s = (double)p->global_batch / s->step_time_s;
     s->tflops_per_gpu = p->model_flops_per_step / s->step_time_s / p->n_ranks / 1e12;
-    s->mfu = p->model_flops_per_step / (s->step_time_s * p->n_ranks * peak);
-    s->hfu = p->hardware_flops_per_step / (s->step_time_s * p->n_ranks * peak);
+    s->mfu = p->model_flops_per_step / (s->step_time_s * peak);
+    s->hfu = p->hardware_flops_per_step / (s->step_time_s * peak);
     s->moe = p->moe;
     s->moe_dropped_fraction = p->moe_dropped_fraction;
     s->moe_load_max_over_mean = p->moe_load_max_over_mean;
@@ -758,7 +762,12 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     c.stream_names[TRACE_STREAM_HOST] = "host";
     c.stream_names[TRACE_STREAM_ASYNC] = "p2p";
     c.q = sim_eventq_create();
-    c.gpu = hw_gpu_create(&p->sc->topology.gpu);
+    const hw_topology_spec *ts = &p->sc->topology;
+    for (int g = 0; g < SIM_MAX(1, ts->n_groups); g++)
+        c.gpus[g] = hw_gpu_create(ts->n_groups > 0 ? &ts->groups[g].gpu : &ts->gpu);
+    c.gpu_of = sim_calloc((size_t)p->n_ranks, sizeof *c.gpu_of);
+    for (int r = 0; r < p->n_ranks; r++)
+        c.gpu_of[r] = (uint8_t)hw_topology_group_of(ts, p->coords[r].node);
     c.topo = p->topo;
     c.net = hw_net_create(c.topo, c.q, EV_NET, on_flow_done, &c);
     if (opt->no_isolated_rounds) /* every transfer an ordinary flow (tests compare the two) */
@@ -869,6 +878,8 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
 
     replay__clear(&c);
     hw_net_destroy(c.net);
-    hw_gpu_destroy(c.gpu);
+    for (int g = 0; g < SIM_MAX(1, p->sc->topology.n_groups); g++)
+        hw_gpu_destroy(c.gpus[g]);
+    sim_free(c.gpu_of);
     sim_eventq_destroy(c.q);
 }

@@ -71,7 +71,7 @@ typedef struct replay_summary {
     bool moe;                       /* a MoE model: the two routing statistics below are set */
     double moe_dropped_fraction;    /* token-expert assignments dropped at capacity */
     double moe_load_max_over_mean;  /* busiest expert / mean, averaged over layers, micro-batches */
-    /* simulation.stragglers or jitter: the rank with the most compute in the reported step
+    /* simulation.stragglers, jitter or node groups: the rank with the most compute in the reported step
      * (the lowest such rank on a tie), its compute time and the others' mean wait for it
      * (its compute minus theirs); slowest_rank -1 and NaN otherwise */
     /* offload: the host memory the node holding the most holds for it, and the capacity

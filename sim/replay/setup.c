@@ -22,7 +22,8 @@ void replay__init_rank(replay_ctx *c, int rank)
     if (tr->tmpl >= 0) {
         /* the op arrays are its template's, and so are what the replay derives from them */
         const rank_state *ts = &c->ranks[tr->tmpl];
-        SIM_ASSERT(tr->tmpl < rank && ts->tr == &c->t->ranks[tr->tmpl], "rank %d's template", rank);
+        SIM_ASSERT(tr->tmpl < rank && ts->tr == &c->t->ranks[tr->tmpl] &&
+                   c->gpu_of[tr->tmpl] == c->gpu_of[rank], "rank %d's template", rank);
         rs->succ_first = ts->succ_first;
         rs->succ = ts->succ;
         rs->stream_ops = ts->stream_ops;
@@ -63,7 +64,7 @@ void replay__init_rank(replay_ctx *c, int rank)
         if (o->kind == TRACE_OP_COMPUTE)
             rs->dur[i] = o->duration_ps >= 0
                              ? o->duration_ps
-                             : hw_gpu_kernel_time(c->gpu, (hw_op_class)o->cls,
+                             : hw_gpu_kernel_time(c->gpus[c->gpu_of[rank]], (hw_op_class)o->cls,
                                                   (hw_dtype)o->dtype, o->flops, o->bytes,
                                                   (double)o->inner, attn_seq);
     }

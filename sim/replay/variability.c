@@ -60,14 +60,15 @@ sim_time replay__kernel_duration(replay_ctx *c, int rank, sim_time d)
     return sim_time_from_ps((double)d * f + 0.5);
 }
 
-/* With stragglers or jitter: the rank with the most compute in the reported step and how long
- * the others wait for it, on average (docs/json.md, `slowest_rank`). */
+/* With stragglers, jitter or GPUs of several models (topology.node_groups): the rank with the
+ * most compute in the reported step and how long the others wait for it, on average
+ * (docs/json.md, `slowest_rank`). */
 void replay__slowest(const replay_ctx *c, replay_summary *s, const replay_results *r)
 {
     const plan_simulation *sim = &c->p->sc->simulation;
     s->slowest_rank = -1;
     s->slowest_compute_s = s->slowest_wait_s = NAN;
-    s->variable = sim->n_stragglers > 0 || sim->jitter > 0;
+    s->variable = sim->n_stragglers > 0 || sim->jitter > 0 || c->p->sc->topology.n_groups > 0;
     if (!s->variable)
         return;
     int n = c->p->n_ranks, best = 0;

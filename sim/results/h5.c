@@ -168,7 +168,7 @@ typedef struct h5_summary_row {
     double exposed_comm_s[PLAN_GROUP_COUNT];
     double comm_bytes_per_gpu[REPLAY_COMM_COUNT];
     double moe_dropped_fraction, moe_load_max_over_mean; /* NaN for dense models */
-    int32_t slowest_rank;                     /* -1 without stragglers or jitter */
+    int32_t slowest_rank;                     /* -1 without stragglers, jitter, groups */
     double slowest_compute_s, slowest_wait_s; /* NaN without them */
     double budget[5]; /* tokens, steps, time_to_train_s, gpu_hours, cost: NaN when unset */
     int64_t peak_mem_bytes;

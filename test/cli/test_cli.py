@@ -8,7 +8,7 @@ MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp 
 Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
-mode, stepsim, root = sys.argv[1], sys.argv[2], sys.argv[3]
+mode, stepsim, root = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
 contract_check = (sys.argv[4] if len(sys.argv) > 4
                   else os.path.join(root, "test", "contract", "check.py"))
 data = os.path.join(root, "test", "cli", "data")
@@ -480,6 +480,7 @@ def dp():
     param_gather_overlap()
     fsdp_implementations()
     stragglers()
+    node_groups()
     offload_70b()
     ddp = os.path.join(data, "ddp.yaml")
     P = 2 * (12 * 256**2 + 4 * 256) + 2 * 1000 * 256 + 2 * 256  # tiny-gpt, see acceptance()
@@ -830,6 +831,69 @@ def stragglers():
     check(rc == 2 and "rank 2 does not exist" in err, "rank 2 of 2: " + err)
     rc, out, err = run("check", ddp, *slow, "--set", "simulation.symmetry=dp")
     check(rc == 2 and "every replica must be simulated" in err, "symmetry refused: " + err)
+
+
+def node_groups():
+    ddp = os.path.join(data, "ddp.yaml")
+    import h5py
+    # A mixed cluster (mixed-pair.yaml: node 0 the ideal GPU, node 1 the same at half its bf16
+    # peak, with 40 GiB; DDP over the two, one all-reduce after the backward). Only matmuls
+    # cost time on these GPUs, so rank 1 computes exactly twice rank 0's C: rank 0 reaches the
+    # all-reduce C early and waits there. Against the same pair of fast GPUs the step grows by
+    # C, rank 0's idle time by C, all of it dp (the mean exposed dp time over 2 ranks by C/2),
+    # and the report names rank 1, the other waiting C for it: the same step as a straggler of
+    # slowdown 2 on the uniform pair (two independent mechanisms, one answer).
+    mixed = ["--set", "topology=mixed-pair.yaml"]
+    same = mixed + ["--set", "topology.node_groups=[{nodes: 2}]"]
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "same.h5")
+        rc, out, err = run("run", ddp, *same, "-o", h5, cwd=data)
+        check(rc == 0, "uniform pair: " + err)
+        if rc != 0:
+            return
+        C = float(h5py.File(h5, "r")["/runs/ddp/ranks"][:]["compute_s"][0])
+    def at_data(*a):
+        rc, out, err = run("run", *a, "--json", cwd=data)
+        check(rc == 0, "%s: %s" % (a, err))
+        return json.loads(out) if rc == 0 else {}
+    u = at_data(ddp, *same)
+    m = at_data(ddp, *mixed)
+    st = at_data(ddp, *same, "--set", "simulation.stragglers=[{ranks: [1], slowdown: 2}]")
+    near(m.get("step_time_s", 0) - u.get("step_time_s", 0), C, 1e-4, "the half-speed GPU adds C")
+    # (the straggler also slows the memory-bound kernels, which take picoseconds on these
+    # GPUs: a few hundred picoseconds in a step of 193 us)
+    near(m.get("step_time_s", 0), st.get("step_time_s", 0), 1e-5, "= a straggler of slowdown 2")
+    near(m.get("exposed_comm_s", {}).get("dp", 0) - u.get("exposed_comm_s", {}).get("dp", 0), C / 2,
+         1e-3, "the fast GPU's wait is dp (mean over 2 ranks)")
+    sr = m.get("slowest_rank", {})
+    check(sr.get("rank") == 1, "the slow GPU's rank is named: %s" % sr)
+    near(sr.get("wait_s", 0), C, 1e-4, "the other waits C for it")
+    # MFU against the cluster's peak, 989 + 494.5 TFLOP/s: the uniform pair's MFU x (2 x 989)
+    # / 1483.5 x (its step / this step)
+    near(m.get("mfu", 0), u.get("mfu", 0) * 2 * 989 / 1483.5 * u.get("step_time_s", 0) / m.get("step_time_s", 1),
+         1e-9, "MFU over the mixed peak")
+    # memory: the verdict is the rank with the least headroom, here rank 1's 40 GiB (the same
+    # peak as rank 0's); with 0.5 GiB on node 1 the job does not fit, though rank 0's 80 GiB
+    # would hold it
+    check(m.get("capacity_bytes") == 40 * 2**30, "capacity of the binding rank: %s" % m.get("capacity_bytes"))
+    small = ("topology.node_groups=[{nodes: 1}, {nodes: 1, gpu: {name: small, memory: 0.5 GiB, "
+             "memory_bandwidth: 1000000 TB/s, peak: {bf16: 989 TFLOP/s, fp32: 1000000 PFLOP/s}, "
+             "matmul_efficiency: [[1 GFLOP, 0.5]], launch_overhead: 0 us}}]")
+    rc, out, err = run("mem", ddp, *mixed, "--set", small, "--json", cwd=data)
+    o = json.loads(out) if out else {}
+    check(o.get("status") == "oom" and o.get("capacity_bytes") == 2**29, "0.5 GiB node: oom: %s" % out[:300])
+    rc, out, err = run("run", ddp, *mixed, cwd=data)
+    check(rc == 0 and "cluster         1 x ideal + 1 x ideal-half" in out, "the text names both: " + out)
+    # refused: groups of another node size, a nodes count that disagrees, no GPU peak
+    for sets, msg in ((["topology.node_groups=[{nodes: 1}, {nodes: 1, node: {gpus: 2, intra: {kind: nvswitch, "
+                        "bandwidth: 1 TB/s}}}]"], "groups of another node size are not supported yet"),
+                      (["topology.nodes=3"], "topology.nodes: 3, but the node groups hold 2 nodes"),
+                      (["topology.node_groups=[]"], "expected a list of 1 to 8 node groups"),
+                      (["topology.node_groups=[{gpu: h100-sxm}]"], "missing required key 'nodes'"),
+                      (["simulation.symmetry=dp"], "topology.node_groups: every replica must be simulated")):
+        args = [x for k in sets for x in ("--set", k)]
+        rc, out, err = run("check", ddp, *mixed, *args, cwd=data)
+        check(rc == 2 and msg in err and err.count("error:") == 1, "%s: %s" % (sets, err))
 
 
 def fsdp_implementations():
