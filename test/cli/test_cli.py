@@ -884,6 +884,19 @@ def node_groups():
     check(o.get("status") == "oom" and o.get("capacity_bytes") == 2**29, "0.5 GiB node: oom: %s" % out[:300])
     rc, out, err = run("run", ddp, *mixed, cwd=data)
     check(rc == 0 and "cluster         1 x ideal + 1 x ideal-half" in out, "the text names both: " + out)
+    # node variants: node 0's NIC at 2 GB/s, node 1's at 1 GB/s (both GPUs ideal). The
+    # all-reduce's two flows each cross one NIC up and the other down, so both run at 1 GB/s:
+    # the step is the uniform 1 GB/s pair's, and slower than the uniform 2 GB/s pair's.
+    nic = lambda bw: "{count: 1, bandwidth: %s, latency: 0 us}" % bw
+    var = at_data(ddp, *mixed, "--set", "topology.node_groups=[{nodes: 1, node: {nics: %s}}, "
+                  "{nodes: 1, node: {nics: %s}}]" % (nic("2 GB/s"), nic("1 GB/s")))
+    one = at_data(ddp, *mixed, "--set", "topology.node_groups=[{nodes: 2, node: {nics: %s}}]" % nic("1 GB/s"))
+    two = at_data(ddp, *mixed, "--set", "topology.node_groups=[{nodes: 2, node: {nics: %s}}]" % nic("2 GB/s"))
+    near(var.get("step_time_s", 0), one.get("step_time_s", 0), 1e-9, "the slower NIC paces the all-reduce")
+    # (the all-reduce of 2P = 4.17 MB dominates: about 4.2 ms at 1 GB/s, 2.1 ms at 2 GB/s,
+    # against 29 us of compute)
+    check(var.get("step_time_s", 0) > 1.5 * two.get("step_time_s", 0),
+          "and the faster NIC does not: %s vs %s" % (var.get("step_time_s"), two.get("step_time_s")))
     # refused: groups of another node size, a nodes count that disagrees, no GPU peak
     for sets, msg in ((["topology.node_groups=[{nodes: 1}, {nodes: 1, node: {gpus: 2, intra: {kind: nvswitch, "
                         "bandwidth: 1 TB/s}}}]"], "groups of another node size are not supported yet"),
