@@ -92,7 +92,8 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
     /* schedules a layout no longer admits fall back to 1F1B (DualPipe: an even pp, and an
      * even count of micro-batches of at least 2 pp) */
     bool split = par->pipeline.schedule == PLAN_SCHED_ZB_H1 ||
-                 par->pipeline.schedule == PLAN_SCHED_DUALPIPE;
+                 par->pipeline.schedule == PLAN_SCHED_DUALPIPE ||
+                 par->pipeline.schedule == PLAN_SCHED_ZBV;
     long long mbs = gb / ((long long)L->micro_batch * L->dp);
     if (split && L->pp > 1 &&
         (L->cp > 1 || L->zero == 3 ||

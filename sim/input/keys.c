@@ -64,6 +64,7 @@ static const input_enum_name schedule_names[] = {{"gpipe", PLAN_SCHED_GPIPE},
                                               {"interleaved", PLAN_SCHED_INTERLEAVED},
                                               {"zb-h1", PLAN_SCHED_ZB_H1},
                                               {"dualpipe", PLAN_SCHED_DUALPIPE},
+                                              {"zbv", PLAN_SCHED_ZBV},
                                               {NULL, 0}};
 static const input_enum_name fsdp_impl_names[] = {{"fsdp2", PLAN_FSDP2},
                                                 {"fsdp1", PLAN_FSDP1},

@@ -135,13 +135,16 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
                                       "offload_param, FSDP CPUOffload): set parallel.zero: 3");
         rc = SIM_EINVAL;
     }
-    bool split = p->pipeline.schedule == PLAN_SCHED_ZB_H1 ||
-                 p->pipeline.schedule == PLAN_SCHED_DUALPIPE;
+    plan_schedule sched = p->pipeline.schedule;
+    bool split = sched == PLAN_SCHED_ZB_H1 || sched == PLAN_SCHED_DUALPIPE ||
+                 sched == PLAN_SCHED_ZBV;
     if (!rc && split && p->pp > 1 && (p->cp > 1 || p->zero == 3)) {
         rc = input_schema_error(ctx, SIM_ENOTSUP,
                                 input__locate(root, "parallel.pipeline.schedule", "parallel"),
                                 "parallel.pipeline.schedule: %s with %s is not supported yet",
-                                p->pipeline.schedule == PLAN_SCHED_ZB_H1 ? "zb-h1" : "dualpipe",
+                                sched == PLAN_SCHED_ZB_H1      ? "zb-h1"
+                                : sched == PLAN_SCHED_DUALPIPE ? "dualpipe"
+                                                               : "zbv",
                                 p->cp > 1 ? "context parallelism" : "FSDP/ZeRO-3");
         sim_diag_hint(ctx->diag, "1f1b or interleaved run with it");
     }

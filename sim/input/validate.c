@@ -588,9 +588,12 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
     /* Each pipeline chunk (pp stages x virtual_stages chunks each; the plan ignores
      * virtual_stages without a pipeline) holds at least one layer. */
     int vst = p->pp > 1 ? p->pipeline.virtual_stages : 1;
+    if (p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_ZBV)
+        vst = 2; /* two chunks a stage */
     long long chunks = (long long)p->pp * vst;
     if (chunks > sc->model.layers) {
-        bool by_v = vst > 1 && given(root, "parallel.pipeline.virtual_stages");
+        bool by_v = vst > 1 && given(root, "parallel.pipeline.virtual_stages") &&
+                    p->pipeline.schedule != PLAN_SCHED_ZBV;
         if (by_v)
             input_schema_error(ctx, SIM_EINVAL, given(root, "parallel.pipeline.virtual_stages"),
                                "parallel.pipeline.virtual_stages: pp %d x virtual_stages %d = "
@@ -598,8 +601,8 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                                p->pp, vst, chunks, sc->model.layers);
         else
             input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.pp", "parallel"),
-                               "parallel.pp: %d pipeline stages for %d layers", p->pp,
-                               sc->model.layers);
+                               "parallel.pp: %d pipeline stages (%lld chunks) for %d layers",
+                               p->pp, chunks, sc->model.layers);
         sim_diag_hint(ctx->diag, "every pipeline chunk holds at least one layer");
         return SIM_EINVAL;
     }

@@ -527,6 +527,9 @@ static int check_strategy(gen *g, sim_diag *diag)
         return sim_diag_error(diag, "scenario", 0, 0,
                               "the interleaved schedule needs the micro-batches per pipeline "
                               "(%lld) to be a multiple of pp (%d)", (long long)g->A, pp);
+    if (pp > 1 && sc->parallel.pipeline.schedule == PLAN_SCHED_ZBV && (g->zero == 3 || g->cp > 1))
+        return sim_diag_error(diag, "scenario", 0, 0,
+                              "zbv with neither ZeRO-3 nor context parallelism");
     if (pp > 1 && sc->parallel.pipeline.schedule == PLAN_SCHED_DUALPIPE &&
         (pp % 2 != 0 || g->A % 2 != 0 || g->A < 2 * pp || g->zero == 3 || g->cp > 1))
         return sim_diag_error(diag, "scenario", 0, 0,
@@ -601,6 +604,14 @@ static void build_layout(gen *g)
     g->chunk_first[C] = g->n_units; /* the head joins the last chunk */
     sim_free(layers);
     g->mine = sim_calloc((size_t)g->n_units, sizeof *g->mine);
+    /* ZB-V's order comes from the whole pipeline at once: built once, read by each stage */
+    if (g->pp > 1 && sc->parallel.pipeline.schedule == PLAN_SCHED_ZBV) {
+        int m = (int)g->A;
+        g->pp_all = sim_calloc((size_t)g->pp * (size_t)PLAN_PP_ACTIONS(m, g->vstages),
+                               sizeof *g->pp_all);
+        g->pp_n = sim_calloc((size_t)g->pp, sizeof *g->pp_n);
+        plan_pp_schedule_all(PLAN_SCHED_ZBV, g->pp, g->vstages, m, g->pp_all, g->pp_n);
+    }
 }
 
 /* Stage 5: room for the MoE routing, one draw per EP group (none for a dense model). */
@@ -713,6 +724,8 @@ static void free_gen(gen *g)
     sim_free(g->chunk_first);
     sim_free(g->mine);
     sim_free(g->gather_of);
+    sim_free(g->pp_all);
+    sim_free(g->pp_n);
 }
 
 int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)

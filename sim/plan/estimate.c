@@ -130,6 +130,8 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     /* layers of the busiest stage: the explicit split's largest, else the even split's
      * chunks rounded up */
     int v = p->pp > 1 ? SIM_MAX(1, p->pipeline.virtual_stages) : 1;
+    if (p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_ZBV)
+        v = 2;
     double stage_layers = 0;
     if (p->pipeline.n_stage_layers > 0) {
         for (int s = 0; s < p->pp; s++) {

@@ -3,6 +3,7 @@
 #ifndef SIM_PLAN_GEN_INTERNAL_H
 #define SIM_PLAN_GEN_INTERNAL_H
 
+#include "plan/pipeline.h"
 #include "plan/plan-internal.h"
 
 typedef struct unit {
@@ -79,6 +80,8 @@ typedef struct gen {
     int *chunk_first;        /* first unit of each chunk; chunk_first[chunks] = n_units */
     bool *mine;              /* units held by this rank's stage */
     uint32_t *pp_fwd, *pp_bwd; /* this rank's p2p groups per slot: activations, gradients */
+    plan_pp_action *pp_all;  /* zbv: every stage's schedule (plan_pp_schedule_all), else NULL */
+    int *pp_n;
     /* experts */
     int ep, n_edp;           /* expert-parallel degree; ranks sharing an expert (dp / ep) */
     uint32_t g_ep, g_edp;    /* this rank's EP group and expert-data-parallel group */

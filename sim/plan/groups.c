@@ -175,6 +175,8 @@ int plan__groups_create(gen *g, sim_diag *diag)
                     for (int d = 0; d < dp; d++) {
                         int32_t a = RANK_OF(plan_pp_stage_of(sched, pp, b, dir), t, c, d);
                         int32_t z = RANK_OF(plan_pp_stage_of(sched, pp, b + 1, dir), t, c, d);
+                        if (a == z)
+                            continue; /* both chunks on one stage (ZB-V's turn) */
                         int32_t fwd[2] = {a, z}, bwd[2] = {z, a};
                         uint32_t gf = trace_add_group(g->t, PLAN_GROUP_PP, 2, fwd);
                         uint32_t gb = trace_add_group(g->t, PLAN_GROUP_PP, 2, bwd);

@@ -71,11 +71,28 @@ typedef struct plan_pp_action {
  *          (backward, pair); h+1 pairs of backwards, the later half split; p/2-h-1 of
  *          (W, split backward); the h+1 W's left. With uniform stages the report's idle time
  *          per stage is (p/2-1)(F&B + B - 3W) (B: a whole backward; F&B: an overlapped pair),
- *          with at most p+1 micro-batch chunks of activations in flight. */
+ *          with at most p+1 micro-batch chunks of activations in flight.
+ *   zbv    (Qi et al. 2024, ZB-V: the zero-bubble schedule with two chunks a stage in a V)
+ *          the model is cut into 2p chunks and stage s holds s and 2p-1-s (vchunk 0 and 1),
+ *          so a micro-batch goes down the stages and back up, its turn at stage p-1 local.
+ *          Every backward is split into B and W. The order comes from a list scheduler run
+ *          in unit time (T_F = T_B = T_W, free transfers) with the authors' memory limit of
+ *          1F1B's (2p chunk micro-batches of activations a stage): the earliest stage with
+ *          work runs, of what is ready, the op its variant prefers, a queued W when nothing
+ *          is, and the best of four variants (B or F first; earlier or later chunk's B
+ *          first; forwards to the later chunk first) is kept. In unit time every stage then idles p-1 chunk
+ *          forwards, the fill no schedule avoids when a step starts empty (checked for p =
+ *          2..16 and m = 2p..4p); the authors' "zero" counts steps that overlap across the
+ *          optimizer (their post-validation), which this step boundary does not. */
 int plan_pp_schedule(plan_schedule sched, int p, int v, int m, int s, plan_pp_action *out);
 
-/* Chunks a stage holds under `sched` with v virtual stages (dualpipe: 2), the model's chunk
- * count (p·v; dualpipe: p), the chunk of a stage's virtual chunk, and the stage that runs
+/* Every stage's schedule at once: stage s's n[s] items at out[s x PLAN_PP_ACTIONS(m, v)]
+ * (zbv builds the whole pipeline's together; the others stage by stage). */
+void plan_pp_schedule_all(plan_schedule sched, int p, int v, int m, plan_pp_action *out,
+                          int *n);
+
+/* Chunks a stage holds under `sched` with v virtual stages (dualpipe, zbv: 2), the model's
+ * chunk count (p·v; dualpipe: p; zbv 2p), the chunk of a stage's virtual chunk, and the stage that runs
  * chunk `c` for micro-batches of direction `dir`. */
 int plan_pp_stage_chunks(plan_schedule sched, int v);
 int plan_pp_chunks(plan_schedule sched, int p, int v);

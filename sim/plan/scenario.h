@@ -44,7 +44,8 @@ typedef enum plan_schedule {
     PLAN_SCHED_1F1B,
     PLAN_SCHED_INTERLEAVED,
     PLAN_SCHED_ZB_H1, /* zero-bubble ZB-H1: backward split into input and weight gradients */
-    PLAN_SCHED_DUALPIPE /* DeepSeek-V3's bidirectional DualPipe */
+    PLAN_SCHED_DUALPIPE, /* DeepSeek-V3's bidirectional DualPipe */
+    PLAN_SCHED_ZBV      /* zero-bubble ZB-V: two chunks a stage in a V */
 } plan_schedule;
 typedef enum plan_offload { PLAN_OFFLOAD_NONE, PLAN_OFFLOAD_CPU, PLAN_OFFLOAD_NVME } plan_offload;
 /* Which sharded-data-parallel implementation runs ZeRO-3 (docs/strategies.md, "FSDP"). */

@@ -10,6 +10,8 @@
  * next), so a send completes only once its receiver has posted the matching receive. */
 #include "core/sim.h"
 
+#include <string.h>
+
 #include "plan/gen-internal.h"
 #include "plan/pipeline.h"
 
@@ -109,6 +111,26 @@ static span chunk_bwd(gen *g, int u0, int u1, int mb, bool bucketing, const uint
     return last;
 }
 
+/* The stage's schedule into `out` (room for PLAN_PP_ACTIONS); its count. */
+static int stage_schedule(const gen *g, plan_pp_action *out)
+{
+    plan_schedule sched = g->sc->parallel.pipeline.schedule;
+    int m = (int)g->A;
+    if (!g->pp_all)
+        return plan_pp_schedule(sched, g->pp, g->vstages, m, g->stage, out);
+    int n = g->pp_n[g->stage];
+    memcpy(out, &g->pp_all[(size_t)g->stage * (size_t)PLAN_PP_ACTIONS(m, g->vstages)],
+           (size_t)n * sizeof *out);
+    return n;
+}
+
+/* Whether chunks b and b+1 run on different stages (ZB-V's turn at stage p-1 does not). */
+static bool remote(const gen *g, int b)
+{
+    plan_schedule sched = g->sc->parallel.pipeline.schedule;
+    return plan_pp_stage_of(sched, g->pp, b, 0) != plan_pp_stage_of(sched, g->pp, b + 1, 0);
+}
+
 void plan__gen_pipeline(gen *g)
 {
     const plan_parallel *par = &g->sc->parallel;
@@ -116,7 +138,7 @@ void plan__gen_pipeline(gen *g)
     int p = g->pp, v = g->vstages, m = (int)g->A;
     bool batched = sched == PLAN_SCHED_DUALPIPE;
     plan_pp_action *acts = sim_calloc((size_t)PLAN_PP_ACTIONS(m, v), sizeof *acts);
-    int n_acts = plan_pp_schedule(sched, p, v, m, g->stage, acts);
+    int n_acts = stage_schedule(g, acts);
     /* each virtual chunk's last backward in this stage's order carries the reduction (with
      * the backward split, its last weight pass); its first forward waits for a gather ahead */
     int *last_bwd_of = sim_calloc((size_t)v, sizeof *last_bwd_of);
@@ -156,7 +178,7 @@ void plan__gen_pipeline(gen *g)
             bt.n_wait = 0;
         }
         if (a->fwd) {
-            if (c > 0 && !batched)
+            if (c > 0 && !batched && remote(g, c - 1))
                 deps[nd++] = add_p2p(g, pp_group(g, true, 0, c - 1), "pp.recv_activation",
                                      a->mb, false, 0);
             span last;
@@ -164,14 +186,14 @@ void plan__gen_pipeline(gen *g)
                 last = plan__fsdp_pp_fwd(g, u0, u1, a->mb, deps[0], nd > 0);
             else
                 last = chunk_fwd(g, u0, u1, a->mb, i == first_fwd_of[a->vchunk], deps, nd);
-            if (c < g->chunks - 1 && !batched)
+            if (c < g->chunks - 1 && !batched && remote(g, c))
                 add_p2p(g, pp_group(g, true, 0, c), "pp.send_activation", a->mb, last.any,
                         last.last);
         } else {
             /* a zero-bubble weight pass: no transfer, and the gradients it produces fill the
              * buckets */
             bool weight = a->part == PLAN_PP_WEIGHT;
-            if (c < g->chunks - 1 && !weight && !batched)
+            if (c < g->chunks - 1 && !weight && !batched && remote(g, c))
                 deps[nd++] = add_p2p(g, pp_group(g, false, 0, c), "pp.recv_gradient", a->mb,
                                      false, 0);
             g->bwd_part = a->part;
@@ -187,7 +209,7 @@ void plan__gen_pipeline(gen *g)
                 last_bwd = last.last;
             if (bucketing)
                 plan__bucket_flush(g, last_bwd, a->mb);
-            if (c > 0 && !weight && !batched)
+            if (c > 0 && !weight && !batched && remote(g, c - 1))
                 add_p2p(g, pp_group(g, false, 0, c - 1), "pp.send_gradient", a->mb, last.any,
                         last.last);
             g->bwd_part = PLAN_PP_FULL;
@@ -231,7 +253,7 @@ double plan__offloaded_activations(const gen *g)
     } else {
         int m = (int)g->A;
         plan_pp_action *acts = sim_calloc((size_t)PLAN_PP_ACTIONS(m, v), sizeof *acts);
-        int n = plan_pp_schedule(sched, g->pp, v, m, g->stage, acts);
+        int n = stage_schedule(g, acts);
         double held = 0;
         for (int i = 0; i < n; i++) {
             if (acts[i].kind != PLAN_PP_RUN)

@@ -1390,6 +1390,55 @@ def dualpipe():
         check(rc == 2 and msg in err and err.count("error:") == 1, "dualpipe refused: " + err)
 
 
+def zbv():
+    pipe = os.path.join(data, "pipe.yaml")
+    import h5py
+    # ZB-V (Qi et al. 2024) on p = 4 stages of pipe.yaml's 8 layers: 8 chunks of one layer,
+    # stage s holding chunks s and 7-s; m = 8 micro-batches of 128 tokens. The least idle
+    # time of any schedule whose step starts empty is the fill, (p-1) chunk forwards F_c
+    # (test_plan_pipeline: ZB-V's order reaches it in unit time); with the kernels' own
+    # F_c, B_c, W_c (nearly equal here) the bubble is (p-1) F_c / (2m(F_c + B_c + W_c) +
+    # (p-1) F_c). The authors' table: activations 1x 1F1B's, pipeline traffic 2x.
+    base = ["--set", "parallel.pp=4", "--set", "training.global_batch=8", "--set", "training.seq_len=128"]
+    p, m = 4, 8
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "zbv.h5")
+        rc, out, err = run("run", pipe, *base, "--set", "parallel.pipeline.schedule=zbv", "--json", "-o", h5)
+        check(rc == 0, "zbv runs: " + err)
+        if rc != 0:
+            return
+        z = json.loads(out)
+        f = h5py.File(h5, "r")["/runs/pipe"]
+        t = f["timeline"][:]
+        ranks = f["ranks"][:]
+        h5o = os.path.join(tmp, "one.h5")
+        rc, out, err = run("run", pipe, *base, "--json", "-o", h5o)
+        one = json.loads(out) if rc == 0 else {}
+        one_ranks = h5py.File(h5o, "r")["/runs/pipe/ranks"][:] if rc == 0 else None
+    # stage 1 holds chunks 1 and 6 (layers 1 and 6): micro-batch 0's kernels of layer 1
+    t = t[(t["step"] == t["step"].max()) & (t["rank"] == 1) & (t["microbatch"] == 0) &
+          (t["kind"] == b"compute") & (t["layer"] == 1)]
+    dur = lambda sel: sum(r["end_s"] - r["start_s"] for r in t if sel(r))
+    F = dur(lambda r: r["phase"] == b"fwd")
+    W = dur(lambda r: r["phase"] == b"bwd" and r["name"].endswith(b".wgrad"))
+    B = dur(lambda r: r["phase"] == b"bwd" and not r["name"].endswith(b".wgrad"))
+    closed = (p - 1) * F / (2 * m * (F + B + W) + (p - 1) * F)
+    check(abs(z.get("bubble_fraction", 1) - closed) <= 0.02,
+          "zbv bubble %.4f vs the fill's %.4f" % (z.get("bubble_fraction", 1), closed))
+    check(z.get("bubble_fraction", 1) < one.get("bubble_fraction", 0) / 3, "zbv under a third of 1F1B's bubble")
+    check(z.get("comm_bytes_per_gpu", {}).get("pp") == 2 * one.get("comm_bytes_per_gpu", {}).get("pp", -1),
+          "zbv pipeline traffic 2x 1F1B's (2p-2 crossings a micro-batch, the turn local)")
+    if one_ranks is not None:
+        # every middle stage holds 2p = 8 chunk micro-batches, one layer each: 1F1B's stage 2
+        # holds 2 micro-batches of its 2 layers, so a layer's is a quarter of that
+        per = one_ranks["activations"][2] / 4
+        check(all(ranks["activations"][r] == 2 * p * per for r in (1, 2, 3)),
+              "zbv activations 2p chunks: %s vs %d" % (list(ranks["activations"]), per))
+        check(ranks["activations"][1] <= one_ranks["activations"][0], "no more than 1F1B's first stage")
+    rc, out, err = run("check", pipe, *base, "--set", "parallel.pipeline.schedule=zbv", "--set", "parallel.pp=8")
+    check(rc == 2 and "parallel.pp: 8 pipeline stages (16 chunks) for 8 layers" in err, "zbv chunks: " + err)
+
+
 def offload_pipeline():
     pipe = os.path.join(data, "pipe.yaml")
     # Activation offload under a pipeline (pp 4, 2 layers a stage, 8 micro-batches): the host
@@ -1412,6 +1461,7 @@ def pp():
     zero_bubble()
     split_backward_grads()
     dualpipe()
+    zbv()
     offload_pipeline()
     pipe = os.path.join(data, "pipe.yaml")
     # Uniform stages, free communication (pipe.yaml): every stage spends the same time per
