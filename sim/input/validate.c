@@ -601,8 +601,8 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                                p->pp, vst, chunks, sc->model.layers);
         else
             input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.pp", "parallel"),
-                               "parallel.pp: %d pipeline stages (%lld chunks) for %d layers",
-                               p->pp, chunks, sc->model.layers);
+                               "parallel.pp: %d pipeline stages%s for %d layers", p->pp,
+                               vst > 1 ? " (zbv: two chunks each)" : "", sc->model.layers);
         sim_diag_hint(ctx->diag, "every pipeline chunk holds at least one layer");
         return SIM_EINVAL;
     }
