@@ -122,8 +122,11 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
         x = verdict__push(l, "8-bit optimizer states");
         cli_remedy_set(&x->r, "training.optimizer_state", "int8");
     }
-    if (par->dp * par->cp > 1)
-        for (int z = par->zero + 1; z <= 3; z++) {
+    /* ZeRO shards over the data-parallel group: dp x cp ranks, twice that under DualPipe
+     * (stages s and pp-1-s share their weights), which does not run ZeRO-3 */
+    bool dual = par->pp > 1 && par->pipeline.schedule == PLAN_SCHED_DUALPIPE;
+    if (par->dp * par->cp > 1 || dual)
+        for (int z = par->zero + 1; z <= (dual ? 2 : 3); z++) {
             static const char *const what[4] = {
                 "", "shard the optimizer states over the data-parallel ranks (ZeRO-1)",
                 "shard optimizer states and gradients (ZeRO-2)",

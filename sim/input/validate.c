@@ -666,13 +666,16 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
         return rc;
     if (p->pipeline.n_stage_layers > 0) {
         const input_ynode *at = locate(root, "parallel.pipeline.stage_layers", "parallel");
+        /* one entry per chunk: ZB-V has two a stage */
         long long stages = (long long)p->pp * p->pipeline.virtual_stages, sum = 0;
+        if (p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_ZBV)
+            stages = 2LL * p->pp;
         for (int i = 0; i < p->pipeline.n_stage_layers; i++)
             sum += p->pipeline.stage_layers[i];
         if (p->pipeline.n_stage_layers != stages)
             return input_schema_error(ctx, SIM_EINVAL, at,
-                                   "parallel.pipeline.stage_layers: %d entries, but pp x "
-                                   "virtual_stages = %lld stages",
+                                   "parallel.pipeline.stage_layers: %d entries, but the "
+                                   "pipeline has %lld chunks (pp x virtual_stages; zbv 2 x pp)",
                                    p->pipeline.n_stage_layers, stages);
         if (sum != sc->model.layers)
             return input_schema_error(ctx, SIM_EINVAL, at,

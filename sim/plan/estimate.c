@@ -134,6 +134,8 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
         v = 2;
     double stage_layers = 0;
     if (p->pipeline.n_stage_layers > 0) {
+        if (p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_DUALPIPE)
+            v = 2; /* two chunks a stage, for the transfers below */
         for (int s = 0; s < p->pp; s++) {
             double sum = 0;
             for (int c = s; c < p->pipeline.n_stage_layers; c += p->pp)
@@ -187,9 +189,11 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     double compute_mb = dense_in_stage * s_layer + moe_in_stage * s_moe + s_embed + s_head;
     model_params mp;
     model_count_params(m, &mp);
-    double params_rank = (double)mp.total / ((double)p->tp * p->pp);
+    /* DualPipe: each stage holds two chunks and reduces with its mirror stage */
+    bool dual = p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_DUALPIPE;
+    double params_rank = (double)mp.total / ((double)p->tp * p->pp) * (dual ? 2 : 1);
     double wbytes = hw_dtype_bytes(tr->precision), gbytes = hw_dtype_bytes(tr->grad_dtype);
-    double dp_bytes = p->dp * p->cp > 1
+    double dp_bytes = p->dp * p->cp > 1 || dual
                           ? params_rank * (2 * gbytes + (p->zero >= 1 ? wbytes : 0) +
                                            (p->zero == 3 ? 2 * wbytes * A : 0))
                           : 0;

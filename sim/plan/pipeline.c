@@ -145,8 +145,7 @@ static void dual_pair(dual *d, int f, int b, bool recv_f)
         dual_recv(d, f, true);
     dual_recv(d, b, false);
     dual_commit(d);
-    dual_item(d, PLAN_PP_RUN, true, f, DUAL_F, 0);
-    d->out[d->n - 1].paired = true;
+    dual_item(d, PLAN_PP_RUN, true, f, DUAL_F, 0); /* (run one after the other here) */
     dual_item(d, PLAN_PP_RUN, false, b, DUAL_B, PLAN_PP_FULL);
     dual_send(d, f, true);
     dual_send(d, b, false);

@@ -41,8 +41,6 @@ typedef struct plan_pp_action {
     uint8_t part;   /* backward actions: plan_pp_part */
     uint8_t kind;   /* plan_pp_kind */
     uint8_t dir;    /* DualPipe: the micro-batch's direction (0: enters at stage 0), else 0 */
-    bool paired;    /* DualPipe: a forward run as one overlapped pair with the next action, a
-                       backward of the other direction */
 } plan_pp_action;
 
 /* Items of stage `s`'s schedule per step: 2·m·v actions, 3·m for zb-h1, and DualPipe's

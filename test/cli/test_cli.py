@@ -1377,6 +1377,16 @@ def dualpipe():
     # back, as in 1F1B, so the pipeline bytes per GPU are 1F1B's
     check(d.get("comm_bytes_per_gpu", {}).get("pp") == one.get("comm_bytes_per_gpu", {}).get("pp"),
           "dualpipe pp bytes = 1F1B's")
+    # the mirrored stages form a shard group even at dp 1, so an OOM verdict offers ZeRO:
+    # 16 layers of h = 8192 on pp 4 hold 2 x 4 x 805 M = 6.4 G parameters a stage, whose
+    # 12-byte optimizer states (77 GB) ZeRO-2 halves over the pair, leaving the gradients too
+    big = ["--set", "model.layers=16", "--set", "model.hidden=8192", "--set", "model.ffn=32768",
+           "--set", "model.heads=64", "--set", "training.seq_len=2048"]
+    rc, out, err = run("mem", pipe, "--set", "parallel.pp=4", "--set", "training.global_batch=8", *big,
+                       "--set", "parallel.pipeline.schedule=dualpipe", "--json")
+    o = json.loads(out) if rc == 0 or out else {}
+    rem = [(r.get("changes"), r.get("status")) for r in (o.get("verdict") or {}).get("remedies", [])]
+    check(o.get("status") == "oom" and ({"parallel.zero": "2"}, "ok") in rem, "dualpipe offers ZeRO-2: %s" % rem)
     # with experts and tensor parallelism it runs; refused where the schedule cannot be built
     moe = run_json(pipe, "--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.pp=2",
                    "--set", "parallel.dp=2", "--set", "parallel.ep=2", "--set", "training.global_batch=8",
@@ -1435,6 +1445,10 @@ def zbv():
         check(all(ranks["activations"][r] == 2 * p * per for r in (1, 2, 3)),
               "zbv activations 2p chunks: %s vs %d" % (list(ranks["activations"]), per))
         check(ranks["activations"][1] <= one_ranks["activations"][0], "no more than 1F1B's first stage")
+    # stage_layers under zbv: one entry per chunk, 2p of them
+    rc, out, err = run("check", pipe, *base, "--set", "parallel.pipeline.schedule=zbv", "--set",
+                       "parallel.pipeline.stage_layers=[2, 2, 2, 2]")
+    check(rc == 2 and "4 entries, but the pipeline has 8 chunks" in err, "zbv stage_layers: " + err)
     rc, out, err = run("check", pipe, *base, "--set", "parallel.pipeline.schedule=zbv", "--set", "parallel.pp=8")
     check(rc == 2 and "parallel.pp: 8 pipeline stages (zbv: two chunks each) for 8 layers" in err, "zbv chunks: " + err)
 
