@@ -272,6 +272,8 @@ static int job_load(const cli_args *a, bool with_trace, bool replayed, cli_job *
         sim_diag_print(&diag, stderr);
         return EXIT_INVALID;
     }
+    if (j->info && j->info->notes)
+        fprintf(stderr, "%s\n", j->info->notes);
     if ((rc = out_guard(a, j, a->scenario)) != 0)
         return rc;
     if (a->steps > 0)

@@ -84,6 +84,13 @@ const input_map *input__node_group_schema(void);
 int input__node_groups_apply(const input_ynode *topo, hw_topology_spec *t, input_schema_ctx *ctx);
 int input__node_groups_finish(const input_ynode *root, hw_topology_spec *t,
                               input_schema_ctx *ctx);
+/* hf.c: a Hugging Face config.json mapping `cfg` as a stepsim model mapping named `name`
+ * (*out, in arena a; positions stay the config's), with what was not used in `notes` (empty
+ * when all was). Returns 0, or an error at the offending field (an unknown model_type, a
+ * field whose effect stepsim does not model: SIM_ENOTSUP). */
+int input__hf_model(input_yarena *a, const input_ynode *cfg, const char *name, input_ynode **out,
+                    char *notes, size_t notes_size, sim_diag *diag);
+
 /* The node defaults the loader fills once a node is read (validate.c): intra latency, the
  * GPUs' PCIe links, NIC latency. */
 void input__node_defaults(hw_topology_spec *t);

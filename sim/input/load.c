@@ -25,6 +25,7 @@ typedef struct loader {
     input_input_file *inputs;
     size_t n_inputs, cap_inputs;
     const char *base; /* dotted path of the tree's root in a scenario: "" or "topology" */
+    char notes[1024];  /* what the user should know (a config.json's ignored fields) */
 } loader;
 
 typedef enum ref_kind { REF_TOPOLOGY, REF_MODEL, REF_GPU } ref_kind;
@@ -266,11 +267,48 @@ static void suggest_catalog(loader *L, const char *name, char dirs[][PATH_MAX_LE
     sim_free(names);
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t len = strlen(s), n = strlen(suffix);
+    return len > n && strcmp(s + len - n, suffix) == 0;
+}
+
 static bool looks_like_path(const char *s)
 {
-    size_t len = strlen(s);
-    return strchr(s, '/') || (len > 5 && strcmp(s + len - 5, ".yaml") == 0) ||
-           (len > 4 && strcmp(s + len - 4, ".yml") == 0);
+    return strchr(s, '/') || ends_with(s, ".yaml") || ends_with(s, ".yml") ||
+           ends_with(s, ".json");
+}
+
+static bool is_directory(const char *path)
+{
+    struct stat st;
+    return stat(path, &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+/* A model given as a Hugging Face config.json (or the directory holding one): its fields as
+ * the model's keys, named after the directory (or _name_or_path's last part). */
+static int translate_hf(loader *L, const char *open_path, input_ynode **root)
+{
+    char name[128], dir[PATH_MAX_LEN];
+    path_dir(open_path, dir, sizeof dir);
+    const input_ypair *np = input_ymap_find(*root, "_name_or_path");
+    const char *src = np && np->value->kind == INPUT_YSCALAR && np->value->text[0]
+                          ? np->value->text
+                          : dir;
+    const char *slash = strrchr(src, '/');
+    snprintf(name, sizeof name, "%.100s", slash && slash[1] ? slash + 1 : src);
+    if (!name[0] || strcmp(name, ".") == 0)
+        snprintf(name, sizeof name, "hf-model");
+    char notes[768];
+    int rc = input__hf_model(L->arena, *root, name, root, notes, sizeof notes, L->diag);
+    if (rc == 0 && notes[0]) {
+        char display[PATH_MAX_LEN];
+        display_path(open_path, display, sizeof display);
+        size_t len = strlen(L->notes);
+        snprintf(L->notes + len, sizeof L->notes - len, "%s%s: note: %s", len ? "\n" : "",
+                 display, notes);
+    }
+    return rc;
 }
 
 /* If pair->value is a reference (a string), loads the file it names and puts the file's
@@ -322,11 +360,19 @@ static int resolve_ref(loader *L, input_ypair *pair, ref_kind kind)
         }
         snprintf(open_path, sizeof open_path, "%s", cand[found]);
     }
+    if (kind == REF_MODEL && is_directory(open_path)) { /* a Hugging Face model directory */
+        size_t len = strlen(open_path);
+        snprintf(open_path + len, sizeof open_path - len, "%sconfig.json",
+                 len && open_path[len - 1] == '/' ? "" : "/");
+    }
     char display[PATH_MAX_LEN];
     display_path(open_path, display, sizeof display);
     input_ynode *root;
     int rc = load_file(L, open_path, display, v, &root);
     if (rc)
+        return rc;
+    if (kind == REF_MODEL && ends_with(open_path, ".json") &&
+        (rc = translate_hf(L, open_path, &root)))
         return rc;
     if (root->kind != INPUT_YMAP)
         return sim_diag_error(L->diag, root->origin->name, root->line, root->col,
@@ -518,6 +564,7 @@ void input_scenario_info_destroy(input_scenario_info *info)
         sim_free(info->inputs[i].path);
     sim_free(info->inputs);
     sim_free(info->resolved_yaml);
+    sim_free(info->notes);
     sim_free(info);
 }
 
@@ -582,6 +629,7 @@ int input_scenario_load_opts(const char *path, const char *const *sets, size_t n
         }
         info->inputs = L.inputs;
         info->n_inputs = L.n_inputs;
+        info->notes = L.notes[0] ? sim_strdup(L.notes) : NULL;
         L.inputs = NULL;
         L.n_inputs = 0;
         *info_out = info;

@@ -31,6 +31,8 @@ typedef struct input_scenario_info {
                             last in their mapping */
     size_t n_inputs;
     input_input_file *inputs; /* every file read, in the order read (each once) */
+    char *notes; /* what loading noticed that the user should know, as "FILE: note: ..."
+                    lines (a Hugging Face config.json's ignored fields), or NULL */
 } input_scenario_info;
 
 /* Loads the scenario file `path` with the overrides sets[0..n_sets) ("KEY=VALUE", applied in

@@ -1,0 +1,94 @@
+#!/usr/bin/python3
+"""End-to-end tests of the configs stepsim reads from other tools (issue: "Speak the
+ecosystem's language").
+
+    test_import.py MODE STEPSIM SOURCE_ROOT
+
+MODE: hf (Hugging Face config.json as the model)
+Each expected number is derived in a comment next to it."""
+import json, os, subprocess, sys, tempfile
+
+mode, stepsim, root = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
+failures = checks = 0
+
+
+def check(cond, what):
+    global failures, checks
+    checks += 1
+    if not cond:
+        failures += 1
+        print("FAIL:", what, file=sys.stderr)
+
+
+def run(*args):
+    p = subprocess.run([stepsim] + list(args), capture_output=True, text=True)
+    return p.returncode, p.stdout, p.stderr
+
+
+def hf():
+    sc = os.path.join(root, "scenarios")
+    hfdir = os.path.join(root, "workloads", "hf")
+    # The public config.json of each hand-written workload (workloads/hf/NAME/config.json,
+    # the published fields) gives the same model: the same parameters, FLOPs and memory plan,
+    # so `mem` and `run` print the same JSON with either (64 H100s, tp 8 x pp 2 x dp 4; the
+    # model's name appears in neither).
+    scen = os.path.join(sc, "llama3.1-70b-64xh100.yaml")
+    for name in ("llama3.1-8b", "llama3.1-70b", "qwen3-4b", "qwen3-30b-a3b", "mixtral-8x7b", "deepseek-v3"):
+        a = run("mem", scen, "--set", "model=" + name, "--json")
+        b = run("mem", scen, "--set", "model=" + os.path.join(hfdir, name), "--json")
+        check(a[0] == b[0] and a[1] == b[1] and a[1], "%s: config.json = workload (mem): %s" % (name, b[2]))
+        check(b[2].count("note:") == 1 and "ignored (no effect on FLOPs or memory): architectures" in b[2],
+              "%s: the ignored fields are listed once: %s" % (name, b[2]))
+    # the FLOPs too: one step of Qwen3-4B on one H100 (tflops_per_gpu counts the model's
+    # FLOPs), given as the directory or as the file
+    one = os.path.join(sc, "qwen3-0.6b-h100.yaml")
+    a = run("run", one, "--set", "model=qwen3-4b", "--json")
+    b = run("run", one, "--set", "model=" + os.path.join(hfdir, "qwen3-4b", "config.json"), "--json")
+    check(a[0] == 0 and a[1] == b[1], "qwen3-4b: config.json = workload (run)")
+    # GPT-2 (openai-community/gpt2 config.json): per layer 12h^2 + 13h (QKV and output, MLP
+    # 4h each way, all with biases; two LayerNorms of 2h) at h = 768: 7,087,872; 12 layers
+    # 85,054,464; token embedding 50,257 x 768 = 38,597,376 (tied to the head); learned
+    # positions 1,024 x 768 = 786,432; final LayerNorm 1,536: 124,439,808 parameters, 2 bytes
+    # each in bf16.
+    rc, out, err = run("mem", one, "--set", "model=" + os.path.join(hfdir, "gpt2"),
+                       "--set", "training.seq_len=1024", "--json")
+    o = json.loads(out) if rc == 0 else {}
+    check(o.get("mem_bytes", {}).get("params") == 2 * 124439808, "gpt2 parameters: %s %s" % (out[:200], err))
+    # refused, one error line at the field in config.json, with a hint
+    base = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
+            "num_attention_heads": 4, "intermediate_size": 1024, "vocab_size": 1000,
+            "hidden_act": "silu"}
+    cases = (({"model_type": "falcon"}, "model_type: 'falcon' is not an architecture stepsim models yet"),
+             ({"hidden_act": "gelu"}, "hidden_act: 'gelu' in a gated MLP is not supported yet"),
+             ({"sliding_window": 4096}, "sliding_window: sliding-window attention is not modelled yet"),
+             ({"attention_bias": True}, "attention_bias: biases on attention alone are not supported yet"),
+             ({"model_type": "qwen2"}, "qwen2 puts biases on q, k and v only"),
+             ({"model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2,
+               "moe_intermediate_size": 256, "decoder_sparse_step": 2}, "decoder_sparse_step: MoE on every 2-th"),
+             ({"model_type": "gpt2", "n_embd": 256, "n_layer": 2, "n_head": 4, "attn_pdrop": 0.1,
+               "resid_pdrop": 0.2}, "differs from the other dropout rates"),
+             ({"hidden_size": "big"}, "model.hidden: expected an integer"))
+    with tempfile.TemporaryDirectory() as tmp:
+        for change, msg in cases:
+            cfg = dict(base, **change)
+            path = os.path.join(tmp, "config.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f, indent=2)
+            rc, out, err = run("check", one, "--set", "model=" + path)
+            lines = err.strip().splitlines()
+            check(rc == 2 and lines and lines[0].startswith(path + ":") and " error: " in lines[0] and
+                  msg in lines[0] and len(lines) >= 2 and out == "", "%s: %s" % (change, err))
+        # a directory without config.json, and a JSON file that is not an object
+        rc, out, err = run("check", one, "--set", "model=" + tmp + "/")
+        check(rc == 2 and "config.json" in err, "directory: " + err)
+        with open(os.path.join(tmp, "list.json"), "w") as f:
+            f.write("[1, 2]\n")
+        rc, out, err = run("check", one, "--set", "model=" + os.path.join(tmp, "list.json"))
+        check(rc == 2 and "must be" in err, "not an object: " + err)
+
+
+{"hf": hf}[mode]()
+if failures:
+    print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
+    sys.exit(1)
+print("%d checks passed" % checks)
