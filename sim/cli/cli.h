@@ -41,6 +41,7 @@ double cli_wall_s(void);
 
 /* The sub-commands outside main.c (each reads its options with cli_opts_parse). */
 int cli_topo(const cli_command *cmd, int argc, char **argv);
+int cli_import(const cli_command *cmd, int argc, char **argv);
 int cli_bench_coll(const cli_command *cmd, int argc, char **argv);
 /* `stepsim bench`: the engine floor and the reference scenarios. */
 int cli_bench(const cli_command *cmd, int argc, char **argv);

@@ -678,6 +678,8 @@ static const cli_command cli_commands[] = {
      .summary = "the per-GPU memory plan and OOM verdict, without replay"},
     {.name = "topo", .args = "TOPOLOGY.yaml", .usage = cli_usage_topo, .run = cli_topo,
      .summary = "describe a topology: devices, links, bisection, routes"},
+    {.name = "import", .args = "FRAMEWORK SOURCE", .usage = cli_usage_import, .run = cli_import,
+     .summary = "a DeepSpeed/Accelerate/torchtitan/Megatron config as a scenario (-o)"},
     {.name = "bench-coll", .args = "--op OP ...", .usage = cli_usage_bench_coll,
      .run = cli_bench_coll, .summary = "time a collective over sizes, like nccl-tests"},
     {.name = "bench", .args = "", .usage = cli_usage_bench, .run = cli_bench,

@@ -122,9 +122,14 @@ int cli_opts_parse(const cli_command *cmd, const cli_spec *spec, int argc, char 
     bool *seen = sim_calloc(spec->n_opts + 1, sizeof *seen);
     size_t n_pos = 0;
     int rc = 0;
+    bool only_args = false; /* after "--": every argument is positional */
     for (int i = 2; i < argc && rc == 0; i++) {
         const char *arg = argv[i];
-        if (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0) {
+        if (!only_args && strcmp(arg, "--") == 0) {
+            only_args = true;
+            continue;
+        }
+        if (!only_args && (strcmp(arg, "-h") == 0 || strcmp(arg, "--help") == 0)) {
             /* the usage text lives apart from the option table (usage.c): keep them together */
             for (size_t k = 0; k < spec->n_opts; k++)
                 SIM_ASSERT(strstr(cmd->usage, spec->opts[k].name) != NULL,
@@ -134,7 +139,7 @@ int cli_opts_parse(const cli_command *cmd, const cli_spec *spec, int argc, char 
             rc = CLI_OPTS_HELP;
             break;
         }
-        if (arg[0] != '-' || arg[1] == '\0') { /* a positional argument ("-" included) */
+        if (only_args || arg[0] != '-' || arg[1] == '\0') { /* positional ("-" included) */
             if (n_pos == spec->n_args)
                 rc = fail(cmd, "stepsim", "unexpected argument '%s' for `stepsim %s`", arg,
                           cmd->name);

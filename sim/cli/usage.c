@@ -52,6 +52,25 @@ const char cli_usage_topo[] =
     "  --max-memory SIZE  refuse a graph estimated above SIZE (default: 80% of the memory\n"
     "                   stepsim may use; docs/cli.md)\n";
 
+const char cli_usage_import[] =
+    "usage: stepsim import FRAMEWORK SOURCE -o SCENARIO.yaml [--model MODEL]\n"
+    "                      [--topology TOPOLOGY] [--name NAME]\n"
+    "\n"
+    "Writes a training framework's config as a stepsim scenario: each key commented with the\n"
+    "field it came from, the fields with no stepsim equivalent listed at the top. FRAMEWORK\n"
+    "and SOURCE:\n"
+    "  deepspeed   a DeepSpeed config (ds_config.json)\n"
+    "  accelerate  an Accelerate config (FSDP, DeepSpeed plugin or DDP; default_config.yaml)\n"
+    "  torchtitan  a torchtitan training config (train.toml)\n"
+    "  megatron    Megatron-LM's pretrain_gpt.py arguments, quoted as one argument\n"
+    "A scenario can also name the file itself: parallel: {from: {deepspeed: ds_config.json}}.\n"
+    "\n"
+    "  -o, --output SCENARIO.yaml  the scenario to write (an existing file is refused)\n"
+    "  --model MODEL        the model: a workload name, a file, or a Hugging Face config.json\n"
+    "                       (Megatron's arguments and torchtitan's model name give one too)\n"
+    "  --topology TOPOLOGY  the cluster; its GPUs fill dp when the config does not give it\n"
+    "  --name NAME          the scenario's name (default: imported)\n";
+
 const char cli_usage_bench_coll[] =
     "usage: stepsim bench-coll --topology T.yaml --op OP --gpus N [--algo A] [--proto P]\n"
     "                          [--min-bytes B] [--max-bytes B] [--set KEY=VALUE]... [--json]\n"

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "input/import.h"
 #include "input/keys.h"
 #include "input/load.h"
 #include "input/schema.h"
@@ -25,7 +26,7 @@ typedef struct loader {
     input_input_file *inputs;
     size_t n_inputs, cap_inputs;
     const char *base; /* dotted path of the tree's root in a scenario: "" or "topology" */
-    char notes[1024];  /* what the user should know (a config.json's ignored fields) */
+    char notes[8192];  /* what the user should know (a config.json's ignored fields) */
 } loader;
 
 typedef enum ref_kind { REF_TOPOLOGY, REF_MODEL, REF_GPU } ref_kind;
@@ -554,6 +555,152 @@ static int apply_set(loader *L, input_ynode *root, const char *set)
 }
 
 /* ---------------------------------------------------------------------------------------- */
+/* parallel.from: a training framework's config as the scenario's keys (import.h)          */
+
+/* The mapping at dotted path `path` below root, created as needed (NULL: a scalar is in the
+ * way). */
+static input_ynode *map_at(loader *L, input_ynode *root, const char *path, size_t len,
+                           const input_yorigin *o)
+{
+    input_ynode *cur = root;
+    char seg[128];
+    for (size_t i = 0; i < len;) {
+        const char *dot = memchr(path + i, '.', len - i);
+        size_t n = dot ? (size_t)(dot - (path + i)) : len - i;
+        snprintf(seg, sizeof seg, "%.*s", (int)n, path + i);
+        input_ypair *p = input_ymap_find(cur, seg);
+        if (!p) {
+            input_ymap_append(L->arena, cur, input_yscalar_new(L->arena, o, 0, 0, seg, false),
+                              input_ynode_new(L->arena, INPUT_YMAP, o, 0, 0));
+            p = &cur->pairs[cur->n - 1];
+        }
+        if (p->value->kind != INPUT_YMAP)
+            return NULL;
+        cur = p->value;
+        i += n + (dot ? 1 : 0);
+    }
+    return cur;
+}
+
+/* An integer in the tree (parallel.dp, training.micro_batch), or `dflt`. */
+static long long tree_int(const input_ynode *root, const char *path, long long dflt)
+{
+    const input_ypair *p = input_ypath_find(root, path);
+    if (!p || p->value->kind != INPUT_YSCALAR)
+        return dflt;
+    char *end;
+    long long x = strtoll(p->value->text, &end, 10);
+    return *end ? dflt : x;
+}
+
+static int apply_from(loader *L, input_ynode *root)
+{
+    input_ypair *par = input_ymap_find(root, "parallel");
+    input_ypair *from = par && par->value->kind == INPUT_YMAP ? input_ymap_find(par->value, "from")
+                                                              : NULL;
+    if (!from)
+        return 0;
+    const input_ynode *v = from->value;
+    const input_ypair *fw_pair = v->kind == INPUT_YMAP && v->n == 1 ? &v->pairs[0] : NULL;
+    int fw = fw_pair ? input_framework_of(fw_pair->key->text) : -1;
+    if (fw < 0 || fw_pair->value->kind != INPUT_YSCALAR) {
+        const input_ynode *at = fw_pair ? fw_pair->key : v;
+        sim_diag_error(L->diag, at->origin->name, at->line, at->col,
+                       "parallel.from: expected one of {deepspeed: FILE}, {accelerate: FILE}, "
+                       "{torchtitan: FILE}, {megatron: \"ARGUMENTS\"}");
+        sim_diag_hint(L->diag, "the framework's config supplies the scenario's training and "
+                               "parallel keys (docs/import.md)");
+        return SIM_EINVAL;
+    }
+    const input_ynode *src = fw_pair->value;
+    char path[PATH_MAX_LEN];
+    if (fw == INPUT_FW_MEGATRON)
+        snprintf(path, sizeof path, "%s", src->text);
+    else
+        path_join(src->origin->dir, src->text, path, sizeof path);
+    input_import im;
+    int rc = input_import_read((input_framework)fw, path, &im, L->diag);
+    if (rc)
+        return rc;
+    if (fw != INPUT_FW_MEGATRON) { /* its bytes, for the record of inputs */
+        FILE *f = fopen(path, "rb");
+        char *data = sim_calloc(16u << 20, 1);
+        size_t len = f ? fread(data, 1, (16u << 20) - 1, f) : 0;
+        if (f)
+            fclose(f);
+        char display[PATH_MAX_LEN];
+        display_path(path, display, sizeof display);
+        record_input(L, display, data, len);
+        sim_free(data);
+    }
+    /* the framework's settings take the place of `from` */
+    for (size_t i = 0; i < par->value->n; i++)
+        if (&par->value->pairs[i] == from) {
+            memmove(&par->value->pairs[i], &par->value->pairs[i + 1],
+                    (par->value->n - i - 1) * sizeof *from);
+            par->value->n--;
+            break;
+        }
+    const input_yorigin *o = input_yorigin_new(L->arena, im.file, src->origin->dir, false);
+    long long accum = 0;
+    const input_import_item *accum_at = NULL;
+    for (size_t i = 0; i < im.n && !rc; i++) {
+        const input_import_item *it = &im.items[i];
+        if (strcmp(it->key, "training.grad_accum") == 0) {
+            accum = strtoll(it->value, NULL, 10);
+            accum_at = it;
+            continue;
+        }
+        const char *dot = strrchr(it->key, '.');
+        input_ynode *m = map_at(L, root, it->key, dot ? (size_t)(dot - it->key) : 0, o);
+        const input_ypair *have = m ? input_ymap_find(m, dot ? dot + 1 : it->key) : NULL;
+        if (!m || have) {
+            const input_ynode *at = have ? have->key : src;
+            rc = sim_diag_error(L->diag, at->origin->name, at->line, at->col,
+                                "%s: given here and by %s (%s)", it->key, im.file, it->source);
+            sim_diag_hint(L->diag, "keep one: the framework's value, or this one");
+            break;
+        }
+        input_ymap_append(L->arena, m, input_yscalar_new(L->arena, o, it->line, it->col,
+                                                         dot ? dot + 1 : it->key, false),
+                          input_yscalar_new(L->arena, o, it->line, it->col, it->value, false));
+    }
+    if (!rc && accum_at) { /* micro-batches per replica: the step's sequences need dp */
+        long long gb = tree_int(root, "training.micro_batch", 1) * accum *
+                       tree_int(root, "parallel.dp", 1);
+        const input_ypair *have = input_ypath_find(root, "training.global_batch");
+        if (have && tree_int(root, "training.global_batch", -1) != gb) {
+            rc = sim_diag_error(L->diag, have->key->origin->name, have->key->line,
+                                have->key->col, "training.global_batch: %s, but %s's %s gives "
+                                "micro_batch x %lld x dp = %lld", have->value->text, im.file,
+                                accum_at->source, accum, gb);
+            sim_diag_hint(L->diag, "keep one of them");
+        } else if (!have) {
+            char text[32];
+            snprintf(text, sizeof text, "%lld", gb);
+            input_ymap_append(L->arena, map_at(L, root, "training", 8, o),
+                              input_yscalar_new(L->arena, o, accum_at->line, accum_at->col,
+                                                "global_batch", false),
+                              input_yscalar_new(L->arena, o, accum_at->line, accum_at->col,
+                                                input_yarena_strdup(L->arena, text), false));
+        }
+    }
+    if (!rc && im.model[0] && !input_ymap_find(root, "model")) {
+        input_ymap_append(L->arena, root, input_yscalar_new(L->arena, o, 0, 0, "model", false),
+                          input_yscalar_new(L->arena, o, 0, 0,
+                                            input_yarena_strdup(L->arena, im.model), false));
+        rc = resolve_ref(L, &root->pairs[root->n - 1], REF_MODEL);
+    }
+    if (!rc && im.unmapped[0]) {
+        size_t len = strlen(L->notes);
+        snprintf(L->notes + len, sizeof L->notes - len, "%s%.1000s: note: no stepsim "
+                 "equivalent: %.4000s", len ? "\n" : "", im.file, im.unmapped);
+    }
+    input_import_clear(&im);
+    return rc;
+}
+
+/* ---------------------------------------------------------------------------------------- */
 /* Entry points                                                                             */
 
 void input_scenario_info_destroy(input_scenario_info *info)
@@ -605,7 +752,7 @@ int input_scenario_load_opts(const char *path, const char *const *sets, size_t n
     for (size_t i = 0; i < n_sets; i++)
         if ((rc = apply_set(&L, root, sets[i])))
             goto fail;
-    if ((rc = resolve_all(&L, root)))
+    if ((rc = resolve_all(&L, root)) || (rc = apply_from(&L, root)))
         goto fail;
 
     plan_scenario_defaults(sc);
@@ -645,6 +792,25 @@ fail:
     sim_free(sc);
     input_yarena_destroy(L.arena);
     return rc;
+}
+
+int input_topology_load_ref(const char *ref, hw_topology_spec *out, sim_diag *diag)
+{
+    char path[PATH_MAX_LEN];
+    snprintf(path, sizeof path, "%s", ref);
+    if (!looks_like_path(ref)) { /* a catalog name, as a scenario's `topology:` takes it */
+        const char *dd[3];
+        size_t n = data_dirs(dd);
+        for (size_t i = 0; i < n; i++) {
+            snprintf(path, sizeof path, "%s/topologies/%s.yaml", dd[i], ref);
+            if (is_regular_file(path))
+                break;
+        }
+        if (!is_regular_file(path))
+            return sim_diag_error_code(diag, SIM_ENOENT, ref, 0, 0, "unknown topology '%s': no "
+                                       "topologies/%s.yaml in the data directories", ref, ref);
+    }
+    return input_topology_load(path, NULL, 0, out, diag);
 }
 
 int input_topology_load(const char *path, const char *const *sets, size_t n_sets,

@@ -84,6 +84,10 @@ int input_scenario_load_opts(const char *path, const char *const *sets, size_t n
  * `gpu` reference resolved the same way. Messages name keys as in a scenario
  * ("topology.nodes: ..."). Returns 0, SIM_EINVAL, SIM_ENOENT or SIM_ENOTSUP with `diag`
  * filled as input_scenario_load does; *out is left untouched on error. `diag` may be NULL. */
+/* input_topology_load of a reference as a scenario's `topology:` takes it: a path, or a
+ * catalog name looked up in the data directories. */
+int input_topology_load_ref(const char *ref, hw_topology_spec *out, sim_diag *diag);
+
 int input_topology_load(const char *path, const char *const *sets, size_t n_sets,
                      hw_topology_spec *out, sim_diag *diag);
 /* input_topology_load refusing, at topology.nodes, a topology whose graph is estimated

@@ -4,11 +4,12 @@ ecosystem's language").
 
     test_import.py MODE STEPSIM SOURCE_ROOT
 
-MODE: hf (Hugging Face config.json as the model)
+MODE: hf (Hugging Face config.json as the model), frameworks (stepsim import and
+      parallel.from)
 Each expected number is derived in a comment next to it."""
 import json, os, subprocess, sys, tempfile
 
-mode, stepsim, root = sys.argv[1], os.path.abspath(sys.argv[2]), sys.argv[3]
+mode, stepsim, root = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 failures = checks = 0
 
 
@@ -87,7 +88,98 @@ def hf():
         check(rc == 2 and "must be" in err, "not an object: " + err)
 
 
-{"hf": hf}[mode]()
+def frameworks():
+    fw = os.path.join(root, "test", "cli", "data", "frameworks")
+    topo = os.path.join(root, "topologies")
+    # Each framework config imports to a scenario that runs, and that scenario gives the JSON
+    # of a scenario naming the framework file in parallel.from (the same keys either way;
+    # dp comes from the topology's GPUs in the import and is written in the other).
+    #   deepspeed  ZeRO-3 with CPU offload of parameters and optimizer, micro-batch 1 x 4
+    #              accumulated: Llama 3.1 70B on one DGX A100 (dp 8, 32 sequences a step)
+    #   accelerate FSDP FULL_SHARD, bf16, activation checkpointing, 8 processes: Llama 3.1 8B
+    #              on one DGX H100
+    #   torchtitan Llama 3 8B's own config (model from name and flavor), shard degree -1:
+    #              all 32 GPUs of dgx-h100.yaml's 4 nodes
+    #   megatron   GPT-3 175B's launch line (tp 8 x pp 16, 1,536 sequences), on 16 DGX
+    #              A100-like nodes: dp 1
+    cases = (("deepspeed", "ds_zero3_offload.json", os.path.join(topo, "dgx-a100.yaml"), "llama3.1-70b", 8,
+              ["training.seq_len=4096", "training.recompute=full"]),
+             ("accelerate", "accelerate_fsdp.yaml", os.path.join(topo, "dgx-h100.yaml"), "llama3.1-8b", None,
+              ["training.seq_len=4096"]),
+             ("torchtitan", "torchtitan_llama3_8b.toml", os.path.join(topo, "dgx-h100.yaml"), None, 32, []),
+             ("megatron", "megatron_gpt3_175b.txt", os.path.join(fw, "a100-x16.yaml"), None, 1,
+              ["training.global_batch=64"]))
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, src, topology, model, dp, extra in cases:
+            out = os.path.join(tmp, name + ".yaml")
+            args = ["import", name, os.path.join(fw, src), "--topology", topology, "-o", out, "--name", name]
+            if model:
+                args += ["--model", model]
+            rc, o, err = run(*args)
+            check(rc == 0 and os.path.exists(out), "%s imports: %s" % (name, err))
+            if rc != 0:
+                continue
+            text = open(out).read()
+            check("# Not imported (no stepsim equivalent):" in text and "parallel: {from: {%s:" % name in text,
+                  "%s: the header lists what was not imported" % name)
+            # the same keys by reference: a scenario naming the file
+            ref = os.path.join(tmp, name + "-from.yaml")
+            with open(ref, "w") as f:
+                f.write("name: %s\ntopology: %s\n" % (name, topology))
+                if model:
+                    f.write("model: %s\n" % model)
+                f.write("parallel:\n")
+                if dp is not None:
+                    f.write("  dp: %d\n" % dp)
+                f.write("  from: {%s: %s}\n" % (name, os.path.join(fw, src)))
+            sets = [x for e in extra if not e.startswith("training.global_batch") for x in ("--set", e)]
+            a = run("mem", out, *sets, "--json")
+            b = run("mem", ref, *sets, "--json")
+            check(a[0] == 0 and a[1] == b[1], "%s: import = parallel.from: %s | %s" % (name, a[2], b[2]))
+            # and it runs (GPT-3 with 64 of its 1,536 sequences, to keep the test short)
+            sets = [x for e in extra for x in ("--set", e)]
+            rc, o, err = run("run", out, *sets, "--steps", "1", "--json")
+            check(rc == 0 and json.loads(o).get("status") in ("ok", "oom"), "%s runs: %s" % (name, err[-300:]))
+    # the Megatron line describes GPT-3 175B itself: the imported model is the workload's
+    # (workloads/gpt3-175b.yaml: the same sizes, GeLU, LayerNorm, learned positions, biases,
+    # tied embeddings, dropout 0.1, GPT-2's 50,257 tokens)
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "g.yaml")
+        run("import", "megatron", os.path.join(fw, "megatron_gpt3_175b.txt"), "--topology",
+            os.path.join(fw, "a100-x16.yaml"), "-o", out)
+        a = run("mem", out, "--json")
+        b = run("mem", out, "--set", "model=gpt3-175b", "--json")
+        check(a[0] == 0 and a[1] == b[1], "megatron model = gpt3-175b: %s" % a[2])
+        # the arguments inline, after `--`
+        line = open(os.path.join(fw, "megatron_gpt3_175b.txt")).read().strip()
+        out2 = os.path.join(tmp, "g2.yaml")
+        rc, o, err = run("import", "megatron", "--topology", os.path.join(fw, "a100-x16.yaml"), "-o", out2,
+                         "--", line)
+        check(rc == 0 and run("mem", out2, "--json")[1] == a[1], "inline arguments: " + err)
+        # refused: an existing output, an unknown framework, a scenario key given twice, a
+        # value stepsim cannot represent (one error line, exit 2)
+        rc, o, err = run("import", "megatron", os.path.join(fw, "megatron_gpt3_175b.txt"), "-o", out)
+        check(rc == 2 and "exists" in err, "no overwrite: " + err)
+        rc, o, err = run("import", "colossalai", os.path.join(fw, "ds_zero3_offload.json"), "-o",
+                         os.path.join(tmp, "x.yaml"))
+        check(rc == 2 and "not a framework stepsim reads" in err, "unknown framework: " + err)
+        ref = os.path.join(tmp, "twice.yaml")
+        with open(ref, "w") as f:
+            f.write("topology: %s\nmodel: llama3.1-70b\nparallel:\n  dp: 8\n  zero: 2\n"
+                    "  from: {deepspeed: %s}\n" % (os.path.join(topo, "dgx-a100.yaml"),
+                                                   os.path.join(fw, "ds_zero3_offload.json")))
+        rc, o, err = run("check", ref)
+        check(rc == 2 and "parallel.zero: given here and by" in err and err.startswith(ref + ":5:"),
+              "given twice: " + err)
+        bad = os.path.join(tmp, "bad.json")
+        with open(bad, "w") as f:
+            f.write('{\n  "zero_optimization": {"stage": 3, "offload_param": {"device": "disk"}}\n}\n')
+        rc, o, err = run("import", "deepspeed", bad, "-o", os.path.join(tmp, "y.yaml"))
+        check(rc == 2 and err.startswith(bad + ":2:") and "device 'disk'" in err and
+              not os.path.exists(os.path.join(tmp, "y.yaml")), "bad device: " + err)
+
+
+{"hf": hf, "frameworks": frameworks}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)

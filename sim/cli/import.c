@@ -1,0 +1,257 @@
+/* `stepsim import FRAMEWORK SOURCE -o SCENARIO.yaml`: a training framework's config (DeepSpeed
+ * JSON, Accelerate YAML, torchtitan TOML, Megatron-LM arguments) as a commented stepsim
+ * scenario; every key says the field it came from and the fields with no equivalent are
+ * listed at the top (docs/import.md). The scenario runs as written once it has a topology and
+ * a model (--topology, --model, or the framework's own: Megatron's arguments, torchtitan's
+ * model name), and gives what `parallel: {from: {FRAMEWORK: SOURCE}}` gives. */
+#include "core/sim.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "cli/cli.h"
+#include "cli/opts.h"
+#include "cli/output.h"
+#include "input/import.h"
+#include "input/load.h"
+
+typedef struct import_args {
+    const char *framework, *source;
+    const char *output, *model, *topology, *name;
+} import_args;
+
+static const cli_opt options[] = {
+    {.name = "--output", .alias = "-o", .kind = CLI_OPT_STRING, .metavar = "SCENARIO.yaml",
+     .offset = offsetof(import_args, output), .required = true},
+    {.name = "--model", .kind = CLI_OPT_STRING, .metavar = "MODEL",
+     .offset = offsetof(import_args, model)},
+    {.name = "--topology", .kind = CLI_OPT_STRING, .metavar = "TOPOLOGY",
+     .offset = offsetof(import_args, topology)},
+    {.name = "--name", .kind = CLI_OPT_STRING, .metavar = "NAME",
+     .offset = offsetof(import_args, name)},
+};
+static const cli_arg args[] = {
+    {.name = "FRAMEWORK", .offset = offsetof(import_args, framework)},
+    {.name = "SOURCE", .offset = offsetof(import_args, source)},
+};
+static const cli_spec import_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
+                                     .args = args, .n_args = SIM_ARRAY_LEN(args)};
+
+/* A reference as the written scenario needs it: a catalog name as it is, a path made
+ * absolute (the scenario may be written elsewhere). */
+static void reference(const char *v, char *out, size_t size)
+{
+    bool path = strchr(v, '/') || strstr(v, ".yaml") || strstr(v, ".json");
+    char cwd[4096];
+    if (path && v[0] != '/' && getcwd(cwd, sizeof cwd))
+        snprintf(out, size, "%.4000s/%s", cwd, v);
+    else
+        snprintf(out, size, "%s", v);
+}
+
+/* The items whose key starts with `prefix.` as YAML at `indent`, sub-mappings nested, each
+ * line commented with its source. */
+static void write_section(FILE *f, const input_import *im, const char *prefix, int indent,
+                          bool *done)
+{
+    size_t plen = strlen(prefix);
+    char sub[64][48];
+    int n_sub = 0;
+    for (size_t i = 0; i < im->n; i++) {
+        const char *k = im->items[i].key;
+        if (done[i] || strncmp(k, prefix, plen) != 0 || k[plen] != '.')
+            continue;
+        const char *rest = k + plen + 1, *dot = strchr(rest, '.');
+        if (!dot) {
+            char line[256];
+            snprintf(line, sizeof line, "%*s%s: %s", indent, "", rest, im->items[i].value);
+            fprintf(f, "%-40s # %s\n", line, im->items[i].source);
+            done[i] = true;
+        } else if (n_sub < 64) {
+            bool seen = false;
+            for (int s = 0; s < n_sub; s++)
+                seen |= strncmp(sub[s], rest, (size_t)(dot - rest)) == 0 &&
+                        sub[s][dot - rest] == '\0';
+            if (!seen)
+                snprintf(sub[n_sub++], sizeof sub[0], "%.*s", (int)(dot - rest), rest);
+        }
+    }
+    for (int s = 0; s < n_sub; s++) {
+        char deeper[160];
+        snprintf(deeper, sizeof deeper, "%.100s.%.47s", prefix, sub[s]);
+        fprintf(f, "%*s%s:\n", indent, "", sub[s]);
+        write_section(f, im, deeper, indent + 2, done);
+    }
+}
+
+/* dp from the topology's GPUs when the config does not give it: all of them over
+ * tp x pp x cp; 0 when it cannot be known. */
+static long long dp_of(const input_import *im, const char *topology, sim_diag *diag, int *rc)
+{
+    long long deg[3] = {1, 1, 1};
+    static const char *const keys[3] = {"parallel.tp", "parallel.pp", "parallel.cp"};
+    for (size_t i = 0; i < im->n; i++) {
+        if (!strcmp(im->items[i].key, "parallel.dp"))
+            return strtoll(im->items[i].value, NULL, 10);
+        for (int k = 0; k < 3; k++)
+            if (!strcmp(im->items[i].key, keys[k]))
+                deg[k] = strtoll(im->items[i].value, NULL, 10);
+    }
+    if (!topology)
+        return 0;
+    hw_topology_spec *t = sim_calloc(1, sizeof *t);
+    long long dp = 0;
+    *rc = input_topology_load_ref(topology, t, diag);
+    if (*rc == 0) {
+        long long gpus = t->n_devices > 0 ? 0 : (long long)t->nodes * t->gpus_per_node;
+        for (int i = 0; t->n_devices > 0 && i < t->n_devices; i++)
+            gpus += t->devices[i].kind == HW_DEV_GPU;
+        long long per = deg[0] * deg[1] * deg[2];
+        dp = per > 0 && gpus % per == 0 ? gpus / per : 0;
+    }
+    sim_free(t);
+    return dp;
+}
+
+static int write_scenario(FILE *f, const import_args *a, input_import *im, long long dp)
+{
+    const char *fw = a->framework;
+    bool inline_args = strncmp(a->source, "--", 2) == 0; /* Megatron's arguments themselves */
+    fprintf(f, "# A stepsim scenario from the %s config %s\n", fw,
+            inline_args ? "(the arguments below)" : im->file);
+    fprintf(f, "# (`stepsim import %s ...`). Each key says the field it came from; to keep the\n"
+               "# framework's file the single source, write instead\n"
+               "#   parallel: {from: {%s: %s%s%s}}\n",
+            fw, fw, inline_args ? "\"" : "", inline_args ? "ARGUMENTS" : a->source,
+            inline_args ? "\"" : "");
+    if (inline_args)
+        fprintf(f, "# Arguments: %.3900s\n", a->source);
+    if (im->unmapped[0]) {
+        fprintf(f, "# Not imported (no stepsim equivalent):\n");
+        for (const char *p = im->unmapped; *p;) {
+            const char *e = strstr(p, "; ");
+            fprintf(f, "#   %.*s\n", e ? (int)(e - p) : (int)strlen(p), p);
+            p = e ? e + 2 : p + strlen(p);
+        }
+    }
+    char ref[4200];
+    fprintf(f, "name: %s\n", a->name ? a->name : "imported");
+    if (a->topology) {
+        reference(a->topology, ref, sizeof ref);
+        fprintf(f, "topology: %s\n", ref);
+    } else {
+        fprintf(f, "# topology: give one (--topology, or a file or catalog name here)\n");
+    }
+    bool *done = sim_calloc(im->n + 1, sizeof *done);
+    bool model_items = false;
+    for (size_t i = 0; i < im->n; i++)
+        model_items |= strncmp(im->items[i].key, "model.", 6) == 0;
+    if (a->model) {
+        reference(a->model, ref, sizeof ref);
+        fprintf(f, "model: %s\n", ref);
+        for (size_t i = 0; i < im->n; i++) /* the given model replaces the framework's */
+            done[i] |= strncmp(im->items[i].key, "model.", 6) == 0;
+    } else if (im->model[0]) {
+        char line[200];
+        snprintf(line, sizeof line, "model: %s", im->model);
+        fprintf(f, "%-40s # the config's model name and flavor\n", line);
+    } else if (model_items) {
+        fprintf(f, "model:\n");
+        write_section(f, im, "model", 2, done);
+    } else {
+        fprintf(f, "# model: give one (--model, a workload name or a Hugging Face config.json)\n");
+    }
+    long long micro = 1, accum = 0;
+    for (size_t i = 0; i < im->n; i++) {
+        if (!strcmp(im->items[i].key, "training.micro_batch"))
+            micro = strtoll(im->items[i].value, NULL, 10);
+        if (!strcmp(im->items[i].key, "training.grad_accum")) {
+            accum = strtoll(im->items[i].value, NULL, 10);
+            done[i] = true;
+        }
+    }
+    fprintf(f, "training:\n");
+    write_section(f, im, "training", 2, done);
+    if (accum > 0 && dp > 0) {
+        char line[128];
+        snprintf(line, sizeof line, "  global_batch: %lld", micro * accum * dp);
+        fprintf(f, "%-40s # micro_batch x %lld micro-batches x dp %lld\n", line, accum, dp);
+    } else if (accum > 0) {
+        fprintf(f, "  # global_batch: micro_batch x %lld micro-batches x dp (give dp)\n", accum);
+    }
+    fprintf(f, "parallel:\n");
+    bool has_dp = false;
+    for (size_t i = 0; i < im->n; i++)
+        has_dp |= !strcmp(im->items[i].key, "parallel.dp");
+    if (!has_dp && dp > 0) {
+        char line[64];
+        snprintf(line, sizeof line, "  dp: %lld", dp);
+        fprintf(f, "%-40s # the topology's GPUs over tp x pp x cp\n", line);
+    } else if (!has_dp) {
+        fprintf(f, "  # dp: give it (or --topology, whose GPUs it fills)\n");
+    }
+    write_section(f, im, "parallel", 2, done);
+    sim_free(done);
+    return ferror(f) ? SIM_EIO : 0;
+}
+
+int cli_import(const cli_command *cmd, int argc, char **argv)
+{
+    import_args a = {0};
+    int rc = cli_opts_parse(cmd, &import_spec, argc, argv, &a);
+    if (rc)
+        return rc;
+    int fw = input_framework_of(a.framework);
+    if (fw < 0)
+        return cli_invalid("FRAMEWORK", "not a framework stepsim reads", a.framework,
+                           "deepspeed, accelerate, torchtitan or megatron");
+    const char *inputs[3] = {fw == INPUT_FW_MEGATRON ? NULL : a.source, a.model, a.topology};
+    if ((rc = cli_output_check("--output", a.output, inputs, 3)) != 0)
+        return rc;
+    if (access(a.output, F_OK) == 0) {
+        fprintf(stderr, "%s: error: exists; stepsim import does not overwrite a scenario\n"
+                        "  choose another path, or remove it first\n", a.output);
+        return CLI_EXIT_INVALID;
+    }
+    input_import im;
+    sim_diag diag = {0};
+    if (input_import_read((input_framework)fw, a.source, &im, &diag) != 0) {
+        sim_diag_print(&diag, stderr);
+        return CLI_EXIT_INVALID;
+    }
+    long long dp = dp_of(&im, a.topology, &diag, &rc);
+    if (rc) {
+        sim_diag_print(&diag, stderr);
+        input_import_clear(&im);
+        return CLI_EXIT_INVALID;
+    }
+    cli_output_lock lock = {0};
+    if ((rc = cli_output_lock_take(&lock, a.output)) != 0) {
+        input_import_clear(&im);
+        return rc;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.tmp-%d", a.output, (int)getpid());
+    FILE *f = fopen(tmp, "w");
+    rc = f ? write_scenario(f, &a, &im, dp) : SIM_EIO;
+    if (f && fclose(f) != 0)
+        rc = SIM_EIO;
+    if (rc == 0 && rename(tmp, a.output) != 0)
+        rc = SIM_EIO;
+    if (rc) {
+        fprintf(stderr, "%s: error: cannot write it: %s\n", a.output, strerror(errno));
+        unlink(tmp);
+        rc = CLI_EXIT_INVALID;
+    }
+    cli_output_lock_release(&lock);
+    if (rc == 0 && im.unmapped[0])
+        fprintf(stderr, "%s: note: not imported (no stepsim equivalent), listed at the top of "
+                        "%s\n", fw == INPUT_FW_MEGATRON ? "megatron arguments" : a.source,
+                a.output);
+    input_import_clear(&im);
+    return rc;
+}
