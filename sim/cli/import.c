@@ -204,7 +204,7 @@ int cli_import(const cli_command *cmd, int argc, char **argv)
     import_args a = {0};
     int rc = cli_opts_parse(cmd, &import_spec, argc, argv, &a);
     if (rc)
-        return rc;
+        return rc == CLI_OPTS_HELP ? 0 : rc;
     int fw = input_framework_of(a.framework);
     if (fw < 0)
         return cli_invalid("FRAMEWORK", "not a framework stepsim reads", a.framework,

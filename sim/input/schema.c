@@ -437,6 +437,14 @@ static int unknown_key(const input_map *map, const input_ypair *pair, input_sche
     else
         snprintf(where, sizeof where, "%s", map->what);
     const char *sug = input_suggest(pair->key->text, names, k);
+    const char *alias = input_framework_alias(pair->key->text);
+    if (alias) { /* a framework's name for a stepsim key */
+        input_schema_error(ctx, SIM_EINVAL, pair->key, "unknown key '%s' in %s; stepsim's is %s",
+                           pair->key->text, where, alias);
+        sim_diag_hint(ctx->diag, "docs/import.md maps the frameworks' fields; parallel.from "
+                                 "reads their configs");
+        return SIM_EINVAL;
+    }
     if (sug)
         input_schema_error(ctx, SIM_EINVAL, pair->key, "unknown key '%s' in %s; did you mean '%s'?",
                         pair->key->text, where, sug);

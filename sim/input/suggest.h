@@ -18,4 +18,10 @@ int input_edit_distance(const char *a, const char *b);
  * the earliest candidate. Returns one of the candidate pointers (not a copy). Cannot fail. */
 const char *input_suggest(const char *word, const char *const *candidates, size_t n);
 
+/* A training framework's name for a stepsim key (Hugging Face, DeepSpeed, FSDP/Accelerate,
+ * torchtitan, Megatron-LM): for `name` (case and '-'/'_' aside), the stepsim key it means and
+ * how, e.g. "gradient_checkpointing" -> "training.recompute: full (Hugging Face's
+ * gradient_checkpointing)"; NULL when the name is none of theirs. Static string. */
+const char *input_framework_alias(const char *name);
+
 #endif

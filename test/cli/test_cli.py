@@ -202,10 +202,10 @@ def errors():
         # `--steps=3` is `--steps 3`: the same JSON summary, of 3 steps
         a, b = run_json(good, "--steps=3"), run_json(good, "--steps", "3")
         check(a == b and a.get("steps") == 3, "--steps=3 as --steps 3: %s vs %s" % (a, b))
-        # `stepsim --help` lists the 13 commands (advise first, the first thing to try),
+        # `stepsim --help` lists the 14 commands (advise first, the first thing to try),
         # each of whose usage `CMD --help` and `help CMD` print alike
-        names = ["advise", "run", "check", "mem", "topo", "bench-coll", "bench", "trace", "replay", "report",
-                 "export-perfetto", "sweep", "plan"]
+        names = ["advise", "run", "check", "mem", "topo", "import", "bench-coll", "bench", "trace", "replay",
+                 "report", "export-perfetto", "sweep", "plan"]
         rc, out, err = run("--help")
         listed = [l.split()[0] for l in out.split("commands:\n")[-1].splitlines() if l.startswith("  ")]
         check(listed == names, "stepsim --help lists %s" % listed)

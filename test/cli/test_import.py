@@ -179,7 +179,19 @@ def frameworks():
               not os.path.exists(os.path.join(tmp, "y.yaml")), "bad device: " + err)
 
 
-{"hf": hf, "frameworks": frameworks}[mode]()
+def aliases():
+    # a framework's name for a stepsim key is answered with stepsim's (one error line, exit 2)
+    scen = os.path.join(root, "scenarios", "qwen3-0.6b-h100.yaml")
+    for key, want in (("training.gradient_checkpointing=true", "stepsim's is training.recompute: full"),
+                      ("training.micro-batch-size=2", "stepsim's is training.micro_batch"),
+                      ("parallel.zero_stage=3", "stepsim's is parallel.zero"),
+                      ("parallel.tensor_model_parallel_size=2", "stepsim's is parallel.tp"),
+                      ("training.gradient_accumulation_steps=4", "training.global_batch = micro_batch x steps x dp")):
+        rc, out, err = run("check", scen, "--set", key)
+        check(rc == 2 and want in err.splitlines()[0], "%s: %s" % (key, err))
+
+
+{"hf": hf, "frameworks": lambda: (frameworks(), aliases())}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
