@@ -3,7 +3,9 @@
  * JSON rows (docs/json.md). algbw = size / time; busbw = algbw x nccl-tests' factor. */
 #include "core/sim.h"
 
+#include <ctype.h>
 #include <stddef.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -14,8 +16,8 @@
 #include "input/units.h"
 
 typedef struct bench_args {
-    const char *topology, *op_name, *algo_name, *proto_name;
-    int op, algo, proto, gpus;
+    const char *topology, *op_name, *algo_name, *proto_name, *min_text, *max_text;
+    int op, algo, proto, gpus, factor;
     int64_t min_bytes, max_bytes;
     bool json;
     cli_list sets;
@@ -26,16 +28,18 @@ static const cli_opt options[] = {
      .offset = offsetof(bench_args, topology)},
     {.name = "--op", .kind = CLI_OPT_STRING, .metavar = "OP", .required = true,
      .offset = offsetof(bench_args, op_name)},
-    {.name = "--gpus", .kind = CLI_OPT_INT, .metavar = "N", .min = 1, .max = 1 << 20,
-     .required = true, .offset = offsetof(bench_args, gpus)},
+    {.name = "--gpus", .alias = "-g", .kind = CLI_OPT_INT, .metavar = "N", .min = 1,
+     .max = 1 << 20, .required = true, .offset = offsetof(bench_args, gpus)},
     {.name = "--algo", .kind = CLI_OPT_STRING, .metavar = "A",
      .offset = offsetof(bench_args, algo_name)},
     {.name = "--proto", .kind = CLI_OPT_STRING, .metavar = "P",
      .offset = offsetof(bench_args, proto_name)},
-    {.name = "--min-bytes", .kind = CLI_OPT_BYTES, .metavar = "B",
-     .offset = offsetof(bench_args, min_bytes)},
-    {.name = "--max-bytes", .kind = CLI_OPT_BYTES, .metavar = "B",
-     .offset = offsetof(bench_args, max_bytes)},
+    {.name = "--min-bytes", .alias = "-b", .kind = CLI_OPT_STRING, .metavar = "B",
+     .offset = offsetof(bench_args, min_text)},
+    {.name = "--max-bytes", .alias = "-e", .kind = CLI_OPT_STRING, .metavar = "B",
+     .offset = offsetof(bench_args, max_text)},
+    {.name = "--step-factor", .alias = "-f", .kind = CLI_OPT_INT, .metavar = "F", .min = 2,
+     .max = 1 << 20, .offset = offsetof(bench_args, factor)},
     {.name = "--set", .kind = CLI_OPT_LIST, .metavar = "KEY=VALUE",
      .offset = offsetof(bench_args, sets)},
     {.name = "--json", .kind = CLI_OPT_FLAG, .offset = offsetof(bench_args, json)},
@@ -49,12 +53,37 @@ static void on_done(void *ctx, uint64_t tag, sim_time now)
     ++*(int *)ctx;
 }
 
+/* A size as nccl-tests writes it (8, 64K, 1M, 1G: K, M, G and T 1024-based) or with
+ * stepsim's units (1MiB, 8GB); 0 and false when it is neither. */
+static bool size_of(const char *v, int64_t *out)
+{
+    char *end;
+    unsigned long long x = strtoull(v, &end, 10);
+    static const char suffix[] = "KMGT";
+    const char *k = *end && !end[1] ? strchr(suffix, *end) : NULL;
+    if (end != v && isdigit((unsigned char)v[0]) && (!*end || k)) {
+        int shift = k ? 10 * (int)(k - suffix + 1) : 0;
+        if (x > (unsigned long long)(INT64_MAX >> shift))
+            return false;
+        *out = (int64_t)(x << shift);
+        return *out > 0;
+    }
+    return input_parse_bytes(v, out) == 0 && *out > 0;
+}
+
 /* Reads the options, then the names of the operation, algorithm and protocol. */
 static int parse(const cli_command *cmd, int argc, char **argv, bench_args *a)
 {
     int rc = cli_opts_parse(cmd, &bench_spec, argc, argv, a);
     if (rc)
         return rc;
+    const char *sizes[2] = {a->min_text, a->max_text};
+    int64_t *dst[2] = {&a->min_bytes, &a->max_bytes};
+    for (int i = 0; i < 2; i++)
+        if (sizes[i] && !size_of(sizes[i], dst[i]))
+            return cli_invalid(i ? "--max-bytes" : "--min-bytes", "expects a positive size "
+                               "such as 8, 64K, 1M, 1G (nccl-tests, 1024-based) or 1MiB, got",
+                               sizes[i], "see `stepsim bench-coll --help`");
     if ((a->op = coll_op_parse(a->op_name)) < 0)
         return cli_invalid("--op", "unknown operation", a->op_name,
                            "one of: all_reduce, all_gather, reduce_scatter, broadcast, "
@@ -105,7 +134,7 @@ static double run_one(hw_topo *topo, const coll_target *t, const coll_schedule *
 
 int cli_bench_coll(const cli_command *cmd, int argc, char **argv)
 {
-    bench_args a = {.op = -1, .algo = -1, .proto = -1, .min_bytes = 8,
+    bench_args a = {.op = -1, .algo = -1, .proto = -1, .min_bytes = 8, .factor = 2,
                     .max_bytes = INT64_C(8) << 30};
     int rc = parse(cmd, argc, argv, &a);
     hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
@@ -152,7 +181,7 @@ int cli_bench_coll(const cli_command *cmd, int argc, char **argv)
         }
         coll_schedule s;
         coll_schedule_init(&s);
-        for (int64_t bytes = a.min_bytes; rc == 0 && bytes <= a.max_bytes; bytes *= 2) {
+        for (int64_t bytes = a.min_bytes; rc == 0 && bytes <= a.max_bytes; bytes *= a.factor) {
             coll_choice ch;
             if (coll_select(&t, (coll_op)a.op, (double)bytes, 0, a.algo, a.proto, &ch, &s) != 0) {
                 char msg[160];
@@ -178,7 +207,7 @@ int cli_bench_coll(const cli_command *cmd, int argc, char **argv)
                        (long long)bytes, (long long)(bytes / 4), "float",
                        reduces ? "sum" : "none", rooted ? 0 : -1, time_s * 1e6, algbw, busbw,
                        coll_algo_name(ch.algo), hw_proto_name(ch.proto));
-            if (bytes > INT64_MAX / 2)
+            if (bytes > INT64_MAX / a.factor)
                 break;
         }
         coll_schedule_clear(&s);

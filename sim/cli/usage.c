@@ -73,7 +73,8 @@ const char cli_usage_import[] =
 
 const char cli_usage_bench_coll[] =
     "usage: stepsim bench-coll --topology T.yaml --op OP --gpus N [--algo A] [--proto P]\n"
-    "                          [--min-bytes B] [--max-bytes B] [--set KEY=VALUE]... [--json]\n"
+    "                          [--min-bytes B] [--max-bytes B] [--step-factor F]\n"
+    "                          [--set KEY=VALUE]... [--json]\n"
     "\n"
     "Times one collective on the first N GPUs of the topology, alone on the network, for\n"
     "sizes from --min-bytes to --max-bytes (doubling; default 8 B to 8 GiB), like\n"
@@ -85,13 +86,15 @@ const char cli_usage_bench_coll[] =
     "  --op OP            all_reduce, all_gather, reduce_scatter, broadcast, reduce,\n"
     "                     all_to_all, send_recv (one way), ring_shift (each GPU to the\n"
     "                     next: both ways on 2 GPUs); nccl-tests spellings like allreduce work\n"
-    "  --gpus N           the first N GPUs of the topology (1 to 1048576; 2 for send_recv)\n"
+    "  -g, --gpus N       the first N GPUs of the topology (1 to 1048576; 2 for send_recv)\n"
     "  --algo A           ring, tree, hd, direct, pairwise, hierarchical, nvls (default:\n"
     "                     auto, the fastest of NCCL's own algorithms by the model, as\n"
     "                     NCCL's tuner picks)\n"
     "  --proto P          ll, ll128, simple (default: auto)\n"
-    "  --min-bytes B      the first size (default 8; units accepted: 1MiB, 8GiB)\n"
-    "  --max-bytes B      the last size at most (default 8GiB)\n"
+    "  -b, --min-bytes B  the first size (default 8): 8, 64K, 1M, 1G as nccl-tests writes\n"
+    "                     them (1024-based), or with units (1MiB, 8GB)\n"
+    "  -e, --max-bytes B  the last size at most (default 8G)\n"
+    "  -f, --step-factor F  each size F times the last (default 2, nccl-tests' -f)\n"
     "  --set KEY=VALUE    override a topology key (nodes=2,\n"
     "                     protocols.simple.efficiency.nvlink=0.9)\n"
     "  --json             one JSON object per size instead of the table\n";

@@ -468,8 +468,21 @@ def nccl():
         o = json.loads(out) if rc == 0 else {}
         check(abs(o.get("algbw_GBps", 0) - puget) <= 0.05 * puget,
               "2x4090 %s within 5%% of Puget's %.2f GB/s: %s" % (op, puget, o))
+    # nccl-tests' own habits: `-b 1M -e 4M -f 4 -g 8` is 1 MiB and 4 MiB (1024-based sizes,
+    # each 4 times the last) on 8 GPUs: the rows of --min-bytes 1MiB --max-bytes 4MiB at those
+    # two sizes
+    h100 = os.path.join(root, "topologies", "dgx-h100.yaml")
+    rc, out, err = run("bench-coll", "--topology", h100, "--op", "all_reduce", "-g", "8", "-b", "1M", "-e", "4M",
+                       "-f", "4", "--json")
+    rows = [json.loads(l) for l in out.splitlines()] if rc == 0 else []
+    rc2, out2, err2 = run("bench-coll", "--topology", h100, "--op", "all_reduce", "--gpus", "8",
+                          "--min-bytes", "1MiB", "--max-bytes", "4MiB", "--json")
+    ref = [json.loads(l) for l in out2.splitlines()] if rc2 == 0 else []
+    check([r["bytes"] for r in rows] == [1 << 20, 4 << 20] and rows == [ref[0], ref[2]],
+          "nccl-tests flags: %s %s" % (rows, err))
     # bad input: one error line, exit 2
-    for args in (["--op", "all_gather", "--algo", "nvls"], ["--op", "frobnicate"], ["--gpus", "64"]):
+    for args in (["--op", "all_gather", "--algo", "nvls"], ["--op", "frobnicate"], ["--gpus", "64"],
+                 ["-b", "1X"]):
         base = ["bench-coll", "--topology", os.path.join(root, "topologies", "dgx-h100.yaml"),
                 "--op", "all_reduce", "--gpus", "8", "--min-bytes", "1MiB", "--max-bytes", "1MiB"]
         rc, out, err = run(*(base + args))
