@@ -22,6 +22,8 @@ typedef struct cli_command {
 /* Prints `WHAT: error: MSG 'ARG'` (ARG may be NULL) and an optional hint line; returns
  * CLI_EXIT_INVALID. */
 int cli_invalid(const char *what, const char *msg, const char *arg, const char *hint);
+/* A duration for people: "3.2 s", "4.5 min", "6.0 h", "12.3 days"; "-" when not finite. */
+void cli_fmt_duration(char *buf, size_t n, double s);
 
 /* The exit code of a failed read or write of a user's file (docs/cli.md): bad content
  * (SIM_EINVAL, SIM_ENOTSUP), a missing file (SIM_ENOENT) or one that cannot be read or

@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,15 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
             fprintf(f, "  slowest rank    %d: %.4g s of compute, the others wait %.4g s per step "
                        "for it\n",
                     s->slowest_rank, s->slowest_compute_s, s->slowest_wait_s);
+        if (isfinite(s->budget_tokens)) { /* training.tokens */
+            char t[32];
+            cli_fmt_duration(t, sizeof t, s->time_to_train_s);
+            fprintf(f, "  time to train   %s for %.4g tokens (%.0f steps), %.4g GPU-hours", t,
+                    s->budget_tokens, s->budget_steps, s->gpu_hours);
+            if (isfinite(s->cost))
+                fprintf(f, ", cost %.4g", s->cost);
+            fputc('\n', f);
+        }
     }
     fprintf(f, "  memory (peak)   ");
     print_bytes(f, (double)s->peak_mem_bytes);

@@ -137,7 +137,7 @@ static bool completed(const run_row *r)
 }
 
 /* A duration in the largest unit that keeps it readable. */
-static void fmt_duration(char *buf, size_t n, double s)
+void cli_fmt_duration(char *buf, size_t n, double s)
 {
     if (!isfinite(s))
         snprintf(buf, n, "-");
@@ -233,7 +233,7 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
                    "run", "tokens", "steps", "time to train", "GPU-hours", "cost");
         header = true;
         char t[32], cost[32];
-        fmt_duration(t, sizeof t, r->budget[2]);
+        cli_fmt_duration(t, sizeof t, r->budget[2]);
         if (isfinite(r->budget[4]))
             snprintf(cost, sizeof cost, "%.4g", r->budget[4]);
         else

@@ -1912,7 +1912,27 @@ def bench():
     check(rc == 2 and "--dir" in err, "missing directory: " + err)
 
 
+def budget_text():
+    # `run` prints the training budget as the JSON has it: 1e9 tokens of 4 x 512 = 2,048 a
+    # step is ceil(488,281.25) = 488,282 steps; at the step time t, 488,282 t seconds (220.6 s
+    # here: "3.7 min"), twice that in GPU-hours on 2 GPUs, at 2 a GPU-hour the cost
+    ddp = os.path.join(data, "ddp.yaml")
+    args = ["--set", "training.tokens=1e9", "--set", "topology.price_per_gpu_hour=2"]
+    j = run_json(ddp, *args)
+    b = j.get("budget", {})
+    t = j.get("step_time_s", 0)
+    check(b.get("steps") == 488282, "steps: %s" % b)
+    near(b.get("time_to_train_s", 0), 488282 * t, 1e-9, "time to train")
+    near(b.get("gpu_hours", 0), 2 * 488282 * t / 3600, 1e-9, "GPU-hours")
+    near(b.get("cost", 0), 2 * b.get("gpu_hours", 0), 1e-12, "cost")
+    rc, out, err = run("run", ddp, *args)
+    want = "  time to train   %.1f min for 1e+09 tokens (488282 steps), %.4g GPU-hours, cost %.4g" % (
+        b.get("time_to_train_s", 0) / 60, b.get("gpu_hours", 0), b.get("cost", 0))
+    check(rc == 0 and want in out, "the text report's budget line: %r in %s" % (want, out))
+
+
 def outputs():
+    budget_text()
     """Every command that writes a file refuses an unsafe -o before any work (exit 2, one
     error line, nothing on stdout, nothing created), a second writer of the same output is
     locked out, and a signal leaves nothing behind (docs/cli.md, "How outputs are written")."""
