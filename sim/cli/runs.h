@@ -14,6 +14,7 @@
 typedef struct sweep_args {
     const char *file, *out;
     bool resume, json, progress, no_timeline;
+    bool timeline; /* sweep: --timeline (full timelines); without it none are kept */
     bool no_op_sharing, no_isolated_rounds; /* verification switches, as for `stepsim run` */
     int steps;
     int64_t max_memory; /* --max-memory; 0 = the default budget */

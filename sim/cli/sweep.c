@@ -55,6 +55,7 @@
 
 static const cli_opt options[] = {
     CLI_RUNS_OPTS(true),
+    {.name = "--timeline", .kind = CLI_OPT_FLAG, .offset = offsetof(sweep_args, timeline)},
     {.name = "--no-timeline", .kind = CLI_OPT_FLAG, .offset = offsetof(sweep_args, no_timeline)},
 };
 static const cli_arg args[] = {{.name = "SWEEP.yaml", .offset = offsetof(sweep_args, file)}};
@@ -819,6 +820,10 @@ static int sweep_body(void *parsed, int argc, char **argv)
 {
     sweep_args *a = parsed;
     int rc = 0;
+    if (a->timeline && a->no_timeline)
+        return cli_invalid("--timeline", "contradicts --no-timeline", NULL,
+                           "a sweep keeps no timelines unless --timeline is given");
+    a->no_timeline = !a->timeline; /* summaries and memory only, by default */
     cli_command_line(&sweep_spec, argc, argv, a->command, sizeof a->command);
     sweep_ctx c = {.a = a, .size = 1};
     c.mpi = getenv("OMPI_COMM_WORLD_SIZE") != NULL;

@@ -162,7 +162,7 @@ const char cli_usage_export[] =
 
 const char cli_usage_sweep[] =
     "usage: stepsim sweep SWEEP.yaml -o OUT.h5 [--resume] [--json] [--progress]\n"
-    "                     [--no-timeline] [--steps N] [--no-op-sharing] [--no-isolated-rounds]\n"
+    "                     [--timeline] [--steps N] [--no-op-sharing] [--no-isolated-rounds]\n"
     "                     [--max-memory SIZE]\n"
     "\n"
     "Runs every combination of a sweep file's axes over its base scenario, or over each of a\n"
@@ -176,7 +176,9 @@ const char cli_usage_sweep[] =
     "  --json                print one JSON object per run, in run order, at the end\n"
     "  --progress            print progress on stderr even when it is not a terminal (it is\n"
     "                        never one under mpirun)\n"
-    "  --no-timeline         do not record the runs' timelines\n"
+    "  --timeline            also record each run's per-op timeline (by default a sweep\n"
+    "                        keeps the summaries, ranks and memory: far smaller files)\n"
+    "  --no-timeline         the default; accepted for older command lines\n"
     "  --steps N             simulate N steps per run\n"
     "  --no-op-sharing       generate every rank's ops in every run, as for run\n"
     "  --no-isolated-rounds  every transfer a max-min flow in every run, as for run\n"

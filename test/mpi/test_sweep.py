@@ -56,6 +56,21 @@ with tempfile.TemporaryDirectory() as tmp:
         check(got == ref, "-n %d gives the serial file byte for byte" % ranks)
         check(outs[ranks][1] == outs[0][1], "-n %d prints the same JSON" % ranks)
     check(not os.path.exists(os.path.join(outs[2][0], "out.h5.runs")), "runs directory removed")
+    # by default a sweep keeps the summaries, ranks and memory, no timelines; --timeline keeps
+    # them (the same summaries either way)
+    with h5py.File(os.path.join(outs[0][0], "out.h5"), "r") as f:
+        check(all(f["runs"][r]["timeline"].shape[0] == 0 for r in f["runs"] if "timeline" in f["runs"][r]),
+              "no timeline rows by default")
+    d = os.path.join(tmp, "with-timeline")
+    os.mkdir(d)
+    p = sweep(d, spec, 0, "--json", "--timeline")
+    with h5py.File(os.path.join(d, "out.h5"), "r") as f:
+        done = [r for r in f["runs"] if "summary" in f["runs"][r]]
+        check(p.returncode == 0 and p.stdout == outs[0][1] and done and
+              all(f["runs"][r]["timeline"].shape[0] > 0 for r in done if r in ("ddp-0", "ddp-1")),
+              "--timeline keeps them: %s" % p.stderr)
+    p = sweep(d, spec, 0, "--timeline", "--no-timeline")
+    check(p.returncode == 2 and "contradicts --no-timeline" in p.stderr, "both: " + p.stderr)
     objs = [json.loads(l) for l in outs[0][1].splitlines()]
     check([o["name"] for o in objs] == ["ddp-%d" % i for i in range(8)], "JSON in run order")
     c = subprocess.run(["/usr/bin/python3", contract_check, "json", "-"], input=outs[0][1],
