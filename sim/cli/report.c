@@ -34,6 +34,7 @@ typedef struct run_row {
     double bubble[N_CAUSES];
     double exposed[N_GROUPS];
     double budget[5]; /* tokens, steps, time_to_train_s, gpu_hours, cost */
+    char *label;      /* a sweep's or plan's run by the axes that vary, else its name */
 } run_row;
 
 static const char *const budget_keys[5] = {"tokens", "steps", "time_to_train_s", "gpu_hours",
@@ -94,6 +95,7 @@ static int read_summary(results_h5r_file *f, const char *name, run_row *r)
                     tmp.budget[b] = NAN;
             *r = tmp;
             r->name = sim_strdup(tmp.name ? tmp.name : name);
+            r->label = sim_strdup(r->name);
             r->status = sim_strdup(tmp.status ? tmp.status : "");
             r->error = sim_strdup(tmp.error ? tmp.error : "");
             r->binding = sim_strdup(tmp.binding ? tmp.binding : "");
@@ -102,6 +104,105 @@ static int read_summary(results_h5r_file *f, const char *name, run_row *r)
     }
     results_h5r_table_close(t);
     return rc;
+}
+
+/* ---- run labels -------------------------------------------------------------------------- */
+
+/* One axis value for a label: a mapping's pairs as "k=v k=v", a file as its stem, else
+ * "key=value" with the key's last part. */
+static void axis_part(const char *axis, const char *v, char *out, size_t size)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    if (v[0] == '{') { /* {dp: 2, zero: 3} */
+        for (const char *p = v + 1; *p && *p != '}' && n + 2 < size; p++) {
+            if (p[0] == ':' && p[1] == ' ')
+                out[n++] = '=', p++;
+            else if (p[0] == ',' && p[1] == ' ')
+                out[n++] = ' ', p++;
+            else
+                out[n++] = *p;
+        }
+        out[n] = '\0';
+        return;
+    }
+    const char *slash = strrchr(v, '/');
+    if (strcmp(axis, "topology") == 0 || strcmp(axis, "base") == 0 || strcmp(axis, "model") == 0 ||
+        slash) {
+        const char *stem = slash ? slash + 1 : v;
+        const char *dot = strrchr(stem, '.');
+        snprintf(out, size, "%.*s", dot && dot != stem ? (int)(dot - stem) : (int)strlen(stem),
+                 stem);
+        return;
+    }
+    const char *last = strrchr(axis, '.');
+    snprintf(out, size, "%s=%s", last ? last + 1 : axis, v);
+}
+
+typedef struct axis_row {
+    char *name;
+    char *v[32];
+} axis_row;
+
+/* Labels the runs of a sweep or plan by the /sweep axes whose values differ between runs
+ * ("tp=2 sp=true / 2x-rtx4090-pcie"); the others keep their names. */
+static void label_runs(results_h5r_file *f, run_row *runs, size_t n)
+{
+    char cols[64][64];
+    results_h5r_type types[64];
+    size_t nc = results_h5r_columns(f, "/sweep", cols, types, 64);
+    size_t first = 0, last = 0; /* the axes: between error and step_time_s */
+    for (size_t i = 0; i < nc; i++) {
+        if (strcmp(cols[i], "error") == 0)
+            first = i + 1;
+        if (strcmp(cols[i], "step_time_s") == 0)
+            last = i;
+    }
+    size_t na = last > first ? SIM_MIN(last - first, 32) : 0;
+    if (na == 0)
+        return;
+    results_h5r_field fields[33];
+    fields[0] = (results_h5r_field){"name", RESULTS_H5R_STR, offsetof(axis_row, name)};
+    for (size_t a = 0; a < na; a++)
+        fields[a + 1] = (results_h5r_field){cols[first + a], RESULTS_H5R_STR,
+                                            offsetof(axis_row, v) + a * sizeof(char *)};
+    results_h5r_table *t = NULL;
+    if (results_h5r_table_open(f, "/sweep", fields, na + 1, sizeof(axis_row), &t) != 0)
+        return;
+    size_t rows = results_h5r_table_rows(t);
+    axis_row *r = sim_calloc(rows + 1, sizeof *r);
+    if (results_h5r_table_read(t, 0, rows, r) == 0) {
+        bool varies[32] = {false};
+        for (size_t a = 0; a < na; a++)
+            for (size_t i = 1; i < rows; i++)
+                varies[a] |= strcmp(r[i].v[a] ? r[i].v[a] : "", r[0].v[a] ? r[0].v[a] : "") != 0;
+        for (size_t i = 0; i < rows; i++) {
+            /* "k=v" parts of scalar axes joined by spaces, a mapping's or a file's set off
+             * by " / " */
+            char label[256] = "", part[128];
+            size_t len = 0;
+            bool prev_scalar = false;
+            for (size_t a = 0; a < na; a++) {
+                if (!varies[a] || !r[i].v[a])
+                    continue;
+                axis_part(cols[first + a], r[i].v[a], part, sizeof part);
+                bool scalar = r[i].v[a][0] != '{' && strchr(part, '=') != NULL &&
+                              !strchr(strchr(part, '=') + 1, '=');
+                len += (size_t)snprintf(label + len, sizeof label - SIM_MIN(len, sizeof label),
+                                        "%s%s", !len ? "" : scalar && prev_scalar ? " " : " / ",
+                                        part);
+                prev_scalar = scalar;
+            }
+            for (size_t k = 0; k < n && label[0] && r[i].name; k++)
+                if (strcmp(runs[k].name, r[i].name) == 0) {
+                    sim_free(runs[k].label);
+                    runs[k].label = sim_strdup(label);
+                }
+        }
+        results_h5r_release(t, r, rows);
+    }
+    sim_free(r);
+    results_h5r_table_close(t);
 }
 
 /* ok, tight (a plan's candidate under its --headroom), oom, then the runs not replayed */
@@ -155,6 +256,9 @@ void cli_fmt_duration(char *buf, size_t n, double s)
 static size_t print_table(const run_row *runs, size_t n, const char *path)
 {
     size_t done = 0, untimed = 0, rest = 0;
+    int w = 36; /* the run column: wide enough for the longest label, within reason */
+    for (size_t i = 0; i < n; i++)
+        w = SIM_MAX(w, SIM_MIN((int)strlen(runs[i].label), 120));
     for (size_t i = 0; i < n; i++) {
         done += completed(&runs[i]);
         untimed += listed(&runs[i]) && !completed(&runs[i]);
@@ -167,7 +271,7 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
         printf(", %zu skipped or failed", rest);
     printf("%s\n\n", done > 1 ? "; sorted by throughput" : "");
     if (done + untimed > 0) {
-        printf("%-36s %-6s %6s %10s %12s %6s %21s %8s\n", "run", "status", "GPUs", "step (s)",
+        printf("%-*s %-6s %6s %10s %12s %6s %21s %8s\n", w, "run", "status", "GPUs", "step (s)",
                "tokens/s", "MFU", "peak/capacity (GiB)", "bubbles");
         for (size_t i = 0; i < n; i++) {
             const run_row *r = &runs[i];
@@ -177,18 +281,18 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
             snprintf(mem, sizeof mem, "%.2f / %.2f", (double)r->peak_mem_bytes / 1073741824.0,
                      (double)r->capacity_bytes / 1073741824.0);
             if (completed(r))
-                printf("%-36s %-6s %6d %10.4g %12.6g %5.1f%% %21s %7.1f%%\n", r->name,
+                printf("%-*.120s %-6s %6d %10.4g %12.6g %5.1f%% %21s %7.1f%%\n", w, r->label,
                        r->status, (int)r->gpus, r->step_time_s, r->tokens_per_s, 100 * r->mfu,
                        mem, 100 * r->bubble_fraction);
             else /* a plan's candidate pruned by its memory plan: nothing to rank it by */
-                printf("%-36s %-6s %6d %10s %12s %6s %21s %8s\n", r->name, r->status,
+                printf("%-*.120s %-6s %6d %10s %12s %6s %21s %8s\n", w, r->label, r->status,
                        (int)r->gpus, "not timed", "-", "-", mem, "-");
         }
     }
     if (done > 0) {
         printf("\nwhere the time went (share of the step idle by cause; exposed communication "
                "in seconds):\n");
-        printf("%-36s", "run");
+        printf("%-*s", w, "run");
         for (int c = 0; c < N_CAUSES; c++)
             printf(" %8s", replay_cause_name((replay_cause)c));
         printf(" |");
@@ -199,7 +303,7 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
             const run_row *r = &runs[i];
             if (!completed(r))
                 continue;
-            printf("%-36s", r->name);
+            printf("%-*.120s", w, r->label);
             for (int c = 0; c < N_CAUSES; c++)
                 printf(" %7.1f%%", 100 * r->bubble[c]);
             printf(" |");
@@ -217,10 +321,10 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
             printf("\nout of memory, too tight, skipped or failed:\n");
         header = true;
         if (listed(r))
-            printf("  %s: %s: %s\n", r->name, r->status,
+            printf("  %s: %s: %s\n", r->label, r->status,
                    r->binding[0] ? r->binding : "(no constraint recorded)");
         else
-            printf("  %s: %s: %s\n", r->name, r->status,
+            printf("  %s: %s: %s\n", r->label, r->status,
                    r->error[0] ? r->error : "(no reason recorded)");
     }
     header = false;
@@ -229,8 +333,8 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
         if (!completed(r) || !isfinite(r->budget[0]))
             continue;
         if (!header)
-            printf("\ntraining budget (training.tokens):\n%-36s %14s %12s %16s %12s %12s\n",
-                   "run", "tokens", "steps", "time to train", "GPU-hours", "cost");
+            printf("\ntraining budget (training.tokens):\n%-*s %14s %12s %16s %12s %12s\n",
+                   w, "run", "tokens", "steps", "time to train", "GPU-hours", "cost");
         header = true;
         char t[32], cost[32];
         cli_fmt_duration(t, sizeof t, r->budget[2]);
@@ -238,8 +342,8 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
             snprintf(cost, sizeof cost, "%.4g", r->budget[4]);
         else
             snprintf(cost, sizeof cost, "-");
-        printf("%-36s %14.4g %12.0f %16s %12.4g %12s\n", r->name, r->budget[0], r->budget[1], t,
-               r->budget[3], cost);
+        printf("%-*.120s %14.4g %12.0f %16s %12.4g %12s\n", w, r->label, r->budget[0],
+               r->budget[1], t, r->budget[3], cost);
     }
     return done;
 }
@@ -354,7 +458,7 @@ static void print_csv(const run_row *runs, size_t n)
         printf(",exposed_comm_s.%s", plan_group_name((plan_group_class)g));
     for (int b = 0; b < 5; b++)
         printf(",budget.%s", budget_keys[b]);
-    printf(",binding_constraint\n");
+    printf(",binding_constraint,label\n");
     for (size_t i = 0; i < n; i++) {
         const run_row *r = &runs[i];
         csv_string(r->name);
@@ -385,6 +489,8 @@ static void print_csv(const run_row *runs, size_t n)
         }
         putchar(',');
         csv_string(r->binding);
+        putchar(',');
+        csv_string(r->label);
         putchar('\n');
     }
 }
@@ -465,6 +571,7 @@ int cli_report_file(const char *in, bool csv)
         sim_diag_print(&diag, stderr);
         rc = cli_exit_of(rc);
     } else {
+        label_runs(f, runs, got);
         qsort(runs, got, sizeof *runs, by_throughput);
         if (csv) {
             print_csv(runs, got);
@@ -482,6 +589,7 @@ int cli_report_file(const char *in, bool csv)
         sim_free(runs[i].status);
         sim_free(runs[i].error);
         sim_free(runs[i].binding);
+        sim_free(runs[i].label);
     }
     sim_free(runs);
     results_h5r_close(f);

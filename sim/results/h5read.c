@@ -321,6 +321,40 @@ bool results_h5r_has_column(results_h5r_file *f, const char *path, const char *c
     return has;
 }
 
+size_t results_h5r_columns(results_h5r_file *f, const char *path, char (*names)[64],
+                           results_h5r_type *types, size_t max)
+{
+    quiet(f);
+    size_t n = 0;
+    if (H5Lexists(f->file, path, H5P_DEFAULT) > 0) {
+        hid_t d = H5Dopen2(f->file, path, H5P_DEFAULT);
+        hid_t t = d >= 0 ? H5Dget_type(d) : -1;
+        int members = t >= 0 && H5Tget_class(t) == H5T_COMPOUND ? H5Tget_nmembers(t) : 0;
+        for (int i = 0; i < members && n < max; i++) {
+            char *name = H5Tget_member_name(t, (unsigned)i);
+            H5T_class_t cls = H5Tget_member_class(t, (unsigned)i);
+            hid_t mt = H5Tget_member_type(t, (unsigned)i);
+            size_t size = mt >= 0 ? H5Tget_size(mt) : 0;
+            if (mt >= 0)
+                H5Tclose(mt);
+            if (name && (cls == H5T_INTEGER || cls == H5T_FLOAT || cls == H5T_STRING)) {
+                snprintf(names[n], 64, "%s", name);
+                types[n++] = cls == H5T_STRING  ? RESULTS_H5R_STR
+                             : cls == H5T_FLOAT ? RESULTS_H5R_F64
+                             : size > 4         ? RESULTS_H5R_I64
+                                                : RESULTS_H5R_I32;
+            }
+            H5free_memory(name);
+        }
+        if (t >= 0)
+            H5Tclose(t);
+        if (d >= 0)
+            H5Dclose(d);
+    }
+    loud(f);
+    return n;
+}
+
 size_t results_h5r_table_rows(const results_h5r_table *t)
 {
     return t->rows;

@@ -67,6 +67,11 @@ double results_h5r_dataset_rows(results_h5r_file *f, const char *path);
 bool results_h5r_has_column(results_h5r_file *f, const char *path, const char *column);
 /* Reads rows [first, first + n) into `rows` (n x row_size bytes). */
 int results_h5r_table_read(results_h5r_table *t, size_t first, size_t n, void *rows);
+/* The columns of the table at `path` (a compound dataset) that are integers, floats or
+ * strings, in order: up to `max` names (63 characters at most) and the type each reads as
+ * (integers of more than 4 bytes as I64); 0 when there is no such table. */
+size_t results_h5r_columns(results_h5r_file *f, const char *path, char (*names)[64],
+                           results_h5r_type *types, size_t max);
 /* Frees the strings of n rows read by results_h5r_table_read. */
 void results_h5r_release(results_h5r_table *t, void *rows, size_t n);
 void results_h5r_table_close(results_h5r_table *t);

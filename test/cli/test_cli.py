@@ -2749,12 +2749,19 @@ def plan():
         check(rc == 0 and lines[0].endswith(": 40 run(s), %d completed, %d out of memory and not "
                                             "timed; sorted by throughput" % (40 - len(want_oom), len(want_oom))),
               "report header: %s" % lines[:1])
-        # the header, a blank line and the column names, then one line per run
+        # the header, a blank line and the column names, then one line per run, named by the
+        # plan's dimensions that vary (the CSV's label column, beside the name)
         rows = lines[3:3 + 40]
         last = rows[-len(want_oom):]
-        check({l.split()[0] for l in last} == want_oom and all("not timed" in l for l in last)
-              and not any("not timed" in l for l in rows[:-len(want_oom)]),
+        w = lines[2].index("status")
+        rc, csv_out, err = run("report", os.path.join(tmp, "p.h5"), "--csv")
+        import csv as csv_mod
+        label_of = {r["name"]: r["label"] for r in csv_mod.DictReader(csv_out.splitlines())}
+        check({l[:w].rstrip() for l in last} == {label_of.get(n) for n in want_oom} and
+              all("not timed" in l for l in last) and not any("not timed" in l for l in rows[:-len(want_oom)]),
               "report: oom candidates last, not timed: %s" % last)
+        check(all("=" in label_of.get(n, "") and not label_of.get(n, "").startswith("p-") for n in want_oom),
+              "labels by the dimensions: %s" % label_of)
         rc, out, err = run("report", os.path.join(tmp, "p.h5"), "--csv")
         head = out.splitlines()[0].split(",")
         for line in out.splitlines()[1:]:

@@ -69,6 +69,18 @@ with tempfile.TemporaryDirectory() as tmp:
         check(p.returncode == 0 and p.stdout == outs[0][1] and done and
               all(f["runs"][r]["timeline"].shape[0] > 0 for r in done if r in ("ddp-0", "ddp-1")),
               "--timeline keeps them: %s" % p.stderr)
+    # report names the runs by the axes that vary: run 1 is {dp: 2} with micro_batch 2,
+    # run 5 {dp: 2, zero: 3} with micro_batch 2; the CSV keeps both name and label
+    q = subprocess.run([stepsim, "report", os.path.join(outs[0][0], "out.h5"), "--csv"],
+                       capture_output=True, text=True, env=env)
+    import csv
+    label = {r["name"]: r["label"] for r in csv.DictReader(q.stdout.splitlines())}
+    check(label.get("ddp-1") == "dp=2 / micro_batch=2" and label.get("ddp-5") == "dp=2 zero=3 / micro_batch=2",
+          "runs named by their axes: %s" % label)
+    q = subprocess.run([stepsim, "report", os.path.join(outs[0][0], "out.h5")],
+                       capture_output=True, text=True, env=env)
+    check(any(l.startswith("dp=2 / micro_batch=2 ") for l in q.stdout.splitlines()),
+          "the table shows the labels: %s" % q.stdout[:400])
     p = sweep(d, spec, 0, "--timeline", "--no-timeline")
     check(p.returncode == 2 and "contradicts --no-timeline" in p.stderr, "both: " + p.stderr)
     objs = [json.loads(l) for l in outs[0][1].splitlines()]
