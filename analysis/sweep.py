@@ -88,10 +88,49 @@ def load_rows(paths):
         rows[c] = rows[c].fillna("").astype(str) if c in rows else ""
     for m in ("step_time_s", "tokens_per_s", "mfu", "peak_mem_bytes", "bubble_fraction"):
         rows[m] = pd.to_numeric(rows[m], errors="coerce") if m in rows else np.nan
-    # Labels: the run name, with the file added where names repeat across files.
-    dup = rows["name"].duplicated(keep=False)
-    rows["label"] = np.where(dup, rows["name"] + "  (" + rows["file"] + ")", rows["name"])
+    # Labels: the axes whose values vary (as `stepsim report` names the runs), else the run
+    # name; the file added where labels repeat across files.
+    varying = [a for a in axes if rows[a].nunique() > 1]
+    if varying:
+        rows["label"] = [run_label(r, varying) or n for (_, r), n in zip(rows.iterrows(), rows["name"])]
+    else:
+        rows["label"] = rows["name"]
+    dup = rows["label"].duplicated(keep=False)
+    rows["label"] = np.where(dup, rows["label"] + "  (" + rows["file"] + ")", rows["label"])
     return rows, axes
+
+
+def axis_value(axis, value):
+    """An axis value for people: a mapping's pairs as "k=v k=v", a file as its stem, else
+    "key=value" with the key's last part (the labels of `stepsim report`)."""
+    v = str(value)
+    if v.startswith("{"):
+        return v.strip("{}").replace(": ", "=").replace(", ", " ")
+    if axis in ("topology", "base", "model") or "/" in v:
+        stem = os.path.basename(v)
+        return os.path.splitext(stem)[0] if "." in stem[1:] else stem
+    return f"{axis.rsplit('.', 1)[-1]}={v}"
+
+
+def tick_value(axis, value):
+    """A heatmap tick: as axis_value, without the key (the axis title names it)."""
+    text = axis_value(axis, value)
+    if not str(value).startswith("{") and "=" in text and axis not in ("topology", "base"):
+        return text.split("=", 1)[1]
+    return text
+
+
+def run_label(row, axes):
+    parts, prev_scalar = [], False
+    out = ""
+    for a in axes:
+        if not row[a]:
+            continue
+        part = axis_value(a, row[a])
+        scalar = not str(row[a]).startswith("{") and part.count("=") == 1
+        out += ("" if not out else " " if scalar and prev_scalar else " / ") + part
+        prev_scalar = scalar
+    return out
 
 
 def usable(rows, metric):
@@ -273,7 +312,10 @@ def draw_heatmap(rows, axes, metric, args):
         grid, label = grid * scale, f"step time ({unit})"
         fmt = sh.sig4  # the unit is on the colour bar
 
-    left_px, right_px, top_px, bottom_px = 110, 70, 75, 70
+    # room on the left for the widest row label (about 7 px a character at 10 pt)
+    ylabels = [tick_value(args.y, v) for v in ys]
+    left_px = int(max(110, 60 + 7 * max(len(t) for t in ylabels)))  # and the axis title
+    right_px, top_px, bottom_px = 70, 75, 70
     fig = sh.new_figure(args.width, args.height)
     ax = sh.axes_px(fig, left_px, bottom_px, right_px, top_px)
     cmap = "viridis" if higher else "viridis_r"   # brighter is better either way
@@ -313,9 +355,11 @@ def draw_heatmap(rows, axes, metric, args):
                         color="white" if light else "black")
 
     ax.set_xticks(range(len(xs)))
-    ax.set_xticklabels(xs, rotation=0 if len(xs) <= 12 else 90)
+    xlabels = [tick_value(args.x, v) for v in xs]
+    long_x = len(xs) > 12 or sum(len(t) for t in xlabels) * 7 > args.width - left_px - right_px
+    ax.set_xticklabels(xlabels, rotation=90 if long_x else 0)
     ax.set_yticks(range(len(ys)))
-    ax.set_yticklabels(ys)
+    ax.set_yticklabels(ylabels)
     ax.set_xlim(-0.5, len(xs) - 0.5)
     ax.set_ylim(len(ys) - 0.5, -0.5)
     ax.set_xlabel(args.x)

@@ -177,7 +177,25 @@ def main():
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+def labels():
+    # sweep.py names runs and ticks as `stepsim report` does: a mapping's pairs, a file's stem,
+    # key=value with the key's last part; scalar parts joined by spaces, the others by " / "
+    code = ("import sys; sys.path.insert(0, %r); import sweep as s\n"
+            "print(s.axis_value('parallel', '{dp: 2, zero: 3}'))\n"
+            "print(s.axis_value('topology', '../topologies/2x-rtx4090-pcie.yaml'))\n"
+            "print(s.axis_value('training.micro_batch', '2'))\n"
+            "print(s.tick_value('training.micro_batch', '2'))\n"
+            "print(s.run_label({'parallel': '{tp: 2, sp: true}', 'topology': 'x/2x-rtx4090-pcie.yaml',"
+            " 'parallel.zero': '1', 'training.micro_batch': '4'},"
+            " ['parallel', 'topology', 'parallel.zero', 'training.micro_batch']))\n" % scripts)
+    p = subprocess.run([python, "-c", code], capture_output=True, text=True)
+    check(p.stdout.splitlines() == ["dp=2 zero=3", "2x-rtx4090-pcie", "micro_batch=2", "2",
+                                    "tp=2 sp=true / 2x-rtx4090-pcie / zero=1 micro_batch=4"],
+          "sweep.py labels: %s %s" % (p.stdout, p.stderr[-300:]))
+
+
 main()
+labels()
 if failures:
     print(f"{failures} of {checks} checks failed", file=sys.stderr)
     sys.exit(1)
