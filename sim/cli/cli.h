@@ -44,6 +44,13 @@ double cli_wall_s(void);
 /* The sub-commands outside main.c (each reads its options with cli_opts_parse). */
 int cli_topo(const cli_command *cmd, int argc, char **argv);
 int cli_import(const cli_command *cmd, int argc, char **argv);
+int cli_export_csv(const cli_command *cmd, int argc, char **argv);
+
+/* export.c: the run a command on a results file works on: `want` (--run), or the file's only
+ * run; an invalid-input exit code (message printed) when there is none such. */
+struct results_h5r_file;
+int cli_pick_run(struct results_h5r_file *f, const char *path, const char *want,
+                 const char **run);
 int cli_bench_coll(const cli_command *cmd, int argc, char **argv);
 /* `stepsim bench`: the engine floor and the reference scenarios. */
 int cli_bench(const cli_command *cmd, int argc, char **argv);

@@ -357,7 +357,7 @@ static int read_ranks(exporter *x, results_h5r_file *f, const char *run)
 }
 
 /* The run to export: --run, or the file's only run. */
-static int pick_run(results_h5r_file *f, const char *path, const char *want, const char **run)
+int cli_pick_run(results_h5r_file *f, const char *path, const char *want, const char **run)
 {
     const char *const *names;
     size_t n = results_h5r_runs(f, &names);
@@ -472,7 +472,7 @@ static int export_body(void *parsed, int argc, char **argv)
         return cli_exit_of(rc);
     }
     const char *name = NULL;
-    rc = pick_run(f, a->in, a->run, &name);
+    rc = cli_pick_run(f, a->in, a->run, &name);
     size_t n_events = 0;
     if (!rc) {
         rc = export_run(f, a->in, name, a->out, &n_events);

@@ -703,6 +703,8 @@ static const cli_command cli_commands[] = {
     {.name = "export-perfetto", .args = "OUT.h5", .usage = cli_usage_export,
      .run = cli_export_perfetto,
      .summary = "a run as Chrome Trace Event JSON for ui.perfetto.dev"},
+    {.name = "export-csv", .args = "OUT.h5 TABLE", .usage = cli_usage_export_csv,
+     .run = cli_export_csv, .summary = "a table of a results file as CSV (strings as text)"},
     {.name = "sweep", .args = "SWEEP.yaml", .usage = cli_usage_sweep, .run = cli_sweep,
      .summary = "run every combination of a sweep file's axes (also under mpirun)"},
     {.name = "plan", .args = "SCENARIO.yaml", .usage = cli_usage_plan, .run = cli_plan,

@@ -71,6 +71,17 @@ const char cli_usage_import[] =
     "  --topology TOPOLOGY  the cluster; its GPUs fill dp when the config does not give it\n"
     "  --name NAME          the scenario's name (default: imported)\n";
 
+const char cli_usage_export_csv[] =
+    "usage: stepsim export-csv OUT.h5 TABLE [--run NAME] [-o OUT.csv]\n"
+    "\n"
+    "Writes one table of a results file as CSV (RFC 4180, a header of the column names, strings\n"
+    "as text, NaN as an empty field), for pandas, spreadsheets and scripts. TABLE is sweep or\n"
+    "inputs (the file's), or summary, ranks, timeline, memory, bubbles, links or steps (a\n"
+    "run's: the file's only run, or --run NAME). docs/hdf5-schema.md has the columns.\n"
+    "\n"
+    "  --run NAME          the run whose table to write (a file of several runs needs it)\n"
+    "  -o, --output OUT.csv  write there instead of standard output (whole or not at all)\n";
+
 const char cli_usage_bench_coll[] =
     "usage: stepsim bench-coll --topology T.yaml --op OP --gpus N [--algo A] [--proto P]\n"
     "                          [--min-bytes B] [--max-bytes B] [--step-factor F]\n"

@@ -7,6 +7,7 @@ extern const char cli_usage_check[];
 extern const char cli_usage_mem[];
 extern const char cli_usage_topo[];
 extern const char cli_usage_import[];
+extern const char cli_usage_export_csv[];
 extern const char cli_usage_bench_coll[];
 extern const char cli_usage_bench[];
 extern const char cli_usage_trace[];

@@ -202,10 +202,10 @@ def errors():
         # `--steps=3` is `--steps 3`: the same JSON summary, of 3 steps
         a, b = run_json(good, "--steps=3"), run_json(good, "--steps", "3")
         check(a == b and a.get("steps") == 3, "--steps=3 as --steps 3: %s vs %s" % (a, b))
-        # `stepsim --help` lists the 14 commands (advise first, the first thing to try),
+        # `stepsim --help` lists the 15 commands (advise first, the first thing to try),
         # each of whose usage `CMD --help` and `help CMD` print alike
         names = ["advise", "run", "check", "mem", "topo", "import", "bench-coll", "bench", "trace", "replay",
-                 "report", "export-perfetto", "sweep", "plan"]
+                 "report", "export-perfetto", "export-csv", "sweep", "plan"]
         rc, out, err = run("--help")
         listed = [l.split()[0] for l in out.split("commands:\n")[-1].splitlines() if l.startswith("  ")]
         check(listed == names, "stepsim --help lists %s" % listed)
@@ -1931,8 +1931,32 @@ def budget_text():
     check(rc == 0 and want in out, "the text report's budget line: %r in %s" % (want, out))
 
 
+def export_csv():
+    # export-csv writes a table as stored: the summary of ddp.yaml's run has the JSON's step
+    # time to the last digit (%.17g), its strings as text (pandas reads str, not bytes)
+    import csv as csv_mod, io
+    ddp = os.path.join(data, "ddp.yaml")
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "r.h5")
+        rc, out, err = run("run", ddp, "-o", h5, "--json")
+        j = json.loads(out) if rc == 0 else {}
+        rc, out, err = run("export-csv", h5, "summary")
+        rows = list(csv_mod.DictReader(io.StringIO(out)))
+        check(rc == 0 and len(rows) == 1 and rows[0]["name"] == "ddp" and
+              float(rows[0]["step_time_s"]) == j.get("step_time_s"), "summary as CSV: %s" % out[:300])
+        rc, out, err = run("export-csv", h5, "ranks", "-o", os.path.join(tmp, "ranks.csv"))
+        ranks = list(csv_mod.DictReader(open(os.path.join(tmp, "ranks.csv"))))
+        check(rc == 0 and out == "" and [int(r["rank"]) for r in ranks] == [0, 1], "ranks to a file")
+        import pandas as pd
+        df = pd.read_csv(io.StringIO(run("export-csv", h5, "timeline")[1]))
+        check(len(df) > 0 and isinstance(df["name"].iloc[0], str), "pandas reads str columns")
+        rc, out, err = run("export-csv", h5, "frobnicate")
+        check(rc == 2 and "not a table of a results file" in err and out == "", "bad table: " + err)
+
+
 def outputs():
     budget_text()
+    export_csv()
     """Every command that writes a file refuses an unsafe -o before any work (exit 2, one
     error line, nothing on stdout, nothing created), a second writer of the same output is
     locked out, and a signal leaves nothing behind (docs/cli.md, "How outputs are written")."""
