@@ -6,9 +6,12 @@ STEPSIM_PACKAGES="meson ninja-build pkg-config gcc libc6-dev libopenmpi-dev open
 libhdf5-dev hdf5-tools libgsl-dev libyaml-dev python3 python3-h5py python3-matplotlib
 python3-numpy python3-pandas"
 
+# The test suite also renders `stepsim report --html` in a headless browser.
+STEPSIM_TEST_PACKAGES="chromium"
+
 stepsim_install_packages() {
     local missing="" p
-    for p in $STEPSIM_PACKAGES; do
+    for p in $STEPSIM_PACKAGES ${STEPSIM_EXTRA_PACKAGES:-}; do
         dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" ||
             missing="$missing $p"
     done

@@ -4,7 +4,7 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh
-stepsim_install_packages
+STEPSIM_EXTRA_PACKAGES="$STEPSIM_TEST_PACKAGES" stepsim_install_packages
 stepsim_build
 build="${STEPSIM_BUILD_DIR:-build}"
 rc=0

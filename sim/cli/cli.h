@@ -58,6 +58,8 @@ int cli_export_perfetto(const cli_command *cmd, int argc, char **argv);
 int cli_report(const cli_command *cmd, int argc, char **argv);
 /* Prints the report of results file `path` (table, or CSV); returns the exit code. */
 int cli_report_file(const char *path, bool csv);
+/* ... or, with `html` not NULL, as one self-contained HTML page written there. */
+int cli_report_file_as(const char *path, bool csv, const char *html);
 /* The validated error of stepsim's predictions (docs/validation.md): of step time
  * (`timing`) or of memory only, as one summary line; with the run's scenario `sc` the
  * tables of its kind (FSDP: torchtitan; A100: Megatron-LM; H100: NeMo and Megatron-Core),

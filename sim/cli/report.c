@@ -20,22 +20,8 @@
 #include "cli/opts.h"
 #include "cli/validated.h"
 #include "results/h5read.h"
-#include "plan/scenario.h"
-#include "replay/results.h"
 
-#define N_CAUSES REPLAY_CAUSE_COUNT
-#define N_GROUPS PLAN_GROUP_COUNT
-
-typedef struct run_row {
-    char *name, *status, *error, *binding;
-    int32_t gpus;
-    double step_time_s, tokens_per_s, mfu, bubble_fraction;
-    int64_t peak_mem_bytes, capacity_bytes;
-    double bubble[N_CAUSES];
-    double exposed[N_GROUPS];
-    double budget[5]; /* tokens, steps, time_to_train_s, gpu_hours, cost */
-    char *label;      /* a sweep's or plan's run by the axes that vary, else its name */
-} run_row;
+#include "cli/report-internal.h"
 
 static const char *const budget_keys[5] = {"tokens", "steps", "time_to_train_s", "gpu_hours",
                                            "cost"};
@@ -226,15 +212,15 @@ static int by_throughput(const void *a, const void *b)
 }
 
 /* A run the table lists: one that fits or not, timed or (a plan's OOM candidate) not. */
-static bool listed(const run_row *r)
+bool cli__report_listed(const run_row *r)
 {
     return rank_of_status(r->status) < 3;
 }
 
 /* A run that was replayed: it has a step time (a plan's pruned OOM candidate has NaN). */
-static bool completed(const run_row *r)
+bool cli__report_completed(const run_row *r)
 {
-    return listed(r) && !isnan(r->step_time_s);
+    return cli__report_listed(r) && !isnan(r->step_time_s);
 }
 
 /* A duration in the largest unit that keeps it readable. */
@@ -260,9 +246,9 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
     for (size_t i = 0; i < n; i++)
         w = SIM_MAX(w, SIM_MIN((int)strlen(runs[i].label), 120));
     for (size_t i = 0; i < n; i++) {
-        done += completed(&runs[i]);
-        untimed += listed(&runs[i]) && !completed(&runs[i]);
-        rest += !listed(&runs[i]);
+        done += cli__report_completed(&runs[i]);
+        untimed += cli__report_listed(&runs[i]) && !cli__report_completed(&runs[i]);
+        rest += !cli__report_listed(&runs[i]);
     }
     printf("%s: %zu run(s), %zu completed", path, n, done);
     if (untimed)
@@ -275,12 +261,12 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
                "tokens/s", "MFU", "peak/capacity (GiB)", "bubbles");
         for (size_t i = 0; i < n; i++) {
             const run_row *r = &runs[i];
-            if (!listed(r))
+            if (!cli__report_listed(r))
                 continue;
             char mem[32];
             snprintf(mem, sizeof mem, "%.2f / %.2f", (double)r->peak_mem_bytes / 1073741824.0,
                      (double)r->capacity_bytes / 1073741824.0);
-            if (completed(r))
+            if (cli__report_completed(r))
                 printf("%-*.120s %-6s %6d %10.4g %12.6g %5.1f%% %21s %7.1f%%\n", w, r->label,
                        r->status, (int)r->gpus, r->step_time_s, r->tokens_per_s, 100 * r->mfu,
                        mem, 100 * r->bubble_fraction);
@@ -301,7 +287,7 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
         printf("\n");
         for (size_t i = 0; i < n; i++) {
             const run_row *r = &runs[i];
-            if (!completed(r))
+            if (!cli__report_completed(r))
                 continue;
             printf("%-*.120s", w, r->label);
             for (int c = 0; c < N_CAUSES; c++)
@@ -315,12 +301,13 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
     bool header = false;
     for (size_t i = 0; i < n; i++) {
         const run_row *r = &runs[i];
-        if (strcmp(r->status, "oom") != 0 && strcmp(r->status, "tight") != 0 && listed(r))
+        if (strcmp(r->status, "oom") != 0 && strcmp(r->status, "tight") != 0 &&
+            cli__report_listed(r))
             continue;
         if (!header)
             printf("\nout of memory, too tight, skipped or failed:\n");
         header = true;
-        if (listed(r))
+        if (cli__report_listed(r))
             printf("  %s: %s: %s\n", r->label, r->status,
                    r->binding[0] ? r->binding : "(no constraint recorded)");
         else
@@ -330,7 +317,7 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
     header = false;
     for (size_t i = 0; i < n; i++) {
         const run_row *r = &runs[i];
-        if (!completed(r) || !isfinite(r->budget[0]))
+        if (!cli__report_completed(r) || !isfinite(r->budget[0]))
             continue;
         if (!header)
             printf("\ntraining budget (training.tokens):\n%-*s %14s %12s %16s %12s %12s\n",
@@ -496,12 +483,14 @@ static void print_csv(const run_row *runs, size_t n)
 }
 
 typedef struct report_args {
-    const char *in;
+    const char *in, *html;
     bool csv;
 } report_args;
 
 static const cli_opt options[] = {
-    {.name = "--csv", .kind = CLI_OPT_FLAG, .offset = offsetof(report_args, csv)}};
+    {.name = "--csv", .kind = CLI_OPT_FLAG, .offset = offsetof(report_args, csv)},
+    {.name = "--html", .kind = CLI_OPT_STRING, .metavar = "REPORT.html",
+     .offset = offsetof(report_args, html)}};
 static const cli_arg args[] = {{.name = "OUT.h5", .offset = offsetof(report_args, in)}};
 static const cli_spec spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options), .args = args,
                               .n_args = SIM_ARRAY_LEN(args)};
@@ -511,7 +500,9 @@ static int report_body(void *parsed, int argc, char **argv)
     report_args *a = parsed;
     (void)argc;
     (void)argv;
-    return cli_report_file(a->in, a->csv);
+    if (a->html && a->csv)
+        return cli_invalid("--html", "and --csv are two views: give one", NULL, NULL);
+    return cli_report_file_as(a->in, a->csv, a->html);
 }
 
 int cli_report(const cli_command *cmd, int argc, char **argv)
@@ -548,6 +539,11 @@ static void print_bases(results_h5r_file *f)
 
 int cli_report_file(const char *in, bool csv)
 {
+    return cli_report_file_as(in, csv, NULL);
+}
+
+int cli_report_file_as(const char *in, bool csv, const char *html)
+{
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
     int rc = results_h5r_prewalk(in, 0, &diag); /* libhdf5 may crash on a bad file */
@@ -573,7 +569,9 @@ int cli_report_file(const char *in, bool csv)
     } else {
         label_runs(f, runs, got);
         qsort(runs, got, sizeof *runs, by_throughput);
-        if (csv) {
+        if (html) {
+            rc = cli__report_html(f, in, runs, got, html);
+        } else if (csv) {
             print_csv(runs, got);
         } else {
             size_t done = print_table(runs, got, in);

@@ -152,13 +152,17 @@ const char cli_usage_replay[] =
     "the file declares) as for run.\n";
 
 const char cli_usage_report[] =
-    "usage: stepsim report OUT.h5 [--csv]\n"
+    "usage: stepsim report OUT.h5 [--csv | --html REPORT.html]\n"
     "\n"
     "Summarises a results file: one line per run sorted by throughput (OOM runs flagged,\n"
     "skipped and failed runs listed with their reason), the bubble and exposed-communication\n"
     "breakdown per run, and time to train, GPU-hours and cost for runs with training.tokens.\n"
+    "The runs of a sweep or plan are named by the axes that vary.\n"
     "\n"
-    "  --csv   one comma-separated row per run (with a header), for spreadsheets\n";
+    "  --csv   one comma-separated row per run (with a header), for spreadsheets\n"
+    "  --html REPORT.html  one self-contained page to share (no scripts, nothing fetched):\n"
+    "          the runs, their verdicts and where the step went, timelines and memory as\n"
+    "          figures, the inputs and each run's scenario\n";
 
 const char cli_usage_export[] =
     "usage: stepsim export-perfetto OUT.h5 [--run NAME] -o TRACE.json\n"

@@ -5,7 +5,7 @@ ecosystem's language").
     test_import.py MODE STEPSIM SOURCE_ROOT
 
 MODE: hf (Hugging Face config.json as the model), frameworks (stepsim import and
-      parallel.from)
+      parallel.from), html (stepsim report --html, rendered in headless Chromium)
 Each expected number is derived in a comment next to it."""
 import json, os, subprocess, sys, tempfile
 
@@ -191,7 +191,59 @@ def aliases():
         check(rc == 2 and want in err.splitlines()[0], "%s: %s" % (key, err))
 
 
-{"hf": hf, "frameworks": lambda: (frameworks(), aliases())}[mode]()
+def html():
+    # The demo's three runs (Qwen3-4B on two RTX 4090s: DDP, FSDP, TP+SP) as one sweep with
+    # timelines, written as one HTML page: self-contained (no script, nothing fetched), with
+    # each section a test can find, and rendered by headless Chromium (Debian's package,
+    # which scripts/test.sh installs) into a screenshot that shows the page: the throughput
+    # bars' blue (#4e79a7) among its pixels.
+    sc = os.path.join(root, "scenarios")
+    with tempfile.TemporaryDirectory() as tmp:
+        sw = os.path.join(tmp, "demo.yaml")
+        with open(sw, "w") as f:
+            f.write("name: demo\nbase: [%s]\n" % ", ".join(
+                os.path.join(sc, "qwen3-4b-2x4090-%s.yaml" % s) for s in ("ddp-bf16", "fsdp-bf16", "tpsp-bf16")))
+        h5, page = os.path.join(tmp, "demo.h5"), os.path.join(tmp, "demo.html")
+        rc, out, err = run("sweep", sw, "-o", h5, "--timeline")
+        check(rc == 0, "the demo's runs: " + err)
+        rc, out, err = run("report", h5, "--html", page)
+        check(rc == 0 and os.path.exists(page), "report --html: " + err)
+        if rc != 0:
+            return
+        text = open(page).read()
+        check("<script" not in text and "http://" not in text and "https://" not in text,
+              "self-contained: no script, no fetch")
+        ids = ["summary", "verdicts", "figures", "inputs"] + ["%s-%d" % (k, i) for k in
+                                                              ("verdict", "timeline", "memory") for i in range(2)]
+        check(all('id="%s"' % i in text for i in ids), "sections present: %s" % [i for i in ids if 'id="%s"' % i not in text])
+        check("qwen3-4b-2x4090-fsdp-bf16" in text and "oom" in text and "fnv1a64:" in text,
+              "the runs, the DDP run's OOM and the inputs' hashes")
+        chromium = next((c for c in ("chromium", "chromium-browser") if subprocess.run(
+            ["sh", "-c", "command -v " + c], capture_output=True).returncode == 0), None)
+        check(chromium is not None, "headless Chromium installed (scripts/test.sh installs it)")
+        if chromium is None:
+            return
+        base = [chromium, "--headless", "--disable-gpu", "--no-sandbox", "--hide-scrollbars",
+                "--user-data-dir=" + os.path.join(tmp, "profile")]
+        dom = subprocess.run(base + ["--dump-dom", "file://" + page], capture_output=True, text=True,
+                             timeout=120)
+        check(dom.returncode == 0 and all('id="%s"' % i in dom.stdout for i in ids) and
+              dom.stdout.count("<svg") >= 9, "Chromium parses every section and figure")
+        shot = os.path.join(tmp, "shot.png")
+        p = subprocess.run(base + ["--screenshot=" + shot, "--window-size=1200,1600", "file://" + page],
+                           capture_output=True, text=True, timeout=120)
+        check(p.returncode == 0 and os.path.exists(shot), "screenshot: " + p.stderr[-300:])
+        if os.path.exists(shot):
+            import matplotlib.image as mpimg
+            img = mpimg.imread(shot)
+            check(img.shape[:2] == (1600, 1200), "screenshot size %s" % (img.shape,))
+            rgb = (img[:, :, :3] * 255).round().astype(int)
+            blue = ((abs(rgb[:, :, 0] - 0x4e) <= 3) & (abs(rgb[:, :, 1] - 0x79) <= 3) &
+                    (abs(rgb[:, :, 2] - 0xa7) <= 3)).sum()
+            check(blue > 500 and rgb.std() > 10, "the page shows its bars: %d blue pixels" % blue)
+
+
+{"hf": hf, "frameworks": lambda: (frameworks(), aliases()), "html": html}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)
