@@ -125,12 +125,9 @@ static const input_enum_name attention_names[] = {
     {"mha", MODEL_ATTN_MHA}, {"mla", MODEL_ATTN_MLA}, {NULL, 0}};
 
 /* ---------------------------------------------------------------------------------------- */
-/* Features not built yet (a non-default value is SIM_ENOTSUP)                              */
-
-/* ---------------------------------------------------------------------------------------- */
 /* Custom keys                                                                              */
 
-static const input_ynode *expect_list(input_schema_ctx *ctx, const input_ynode *v,
+const input_ynode *input__expect_list(input_schema_ctx *ctx, const input_ynode *v,
                                       const char *example, int *rc)
 {
     if (v->kind == INPUT_YSEQ) {
@@ -150,7 +147,7 @@ static int targets_fn(const input_key *key, const input_ynode *v, void *base, in
     (void)key;
     plan_training *t = base;
     int rc;
-    if (!expect_list(ctx, v, "[q, k, v, o]", &rc))
+    if (!input__expect_list(ctx, v, "[q, k, v, o]", &rc))
         return rc;
     if (v->n == 0)
         return input_schema_error(ctx, SIM_EINVAL, v, "%s: name at least one projection",
@@ -191,7 +188,7 @@ static int stage_layers_fn(const input_key *key, const input_ynode *v, void *bas
                                "'%s'",
                                ctx->path, v->text);
     int rc;
-    if (!expect_list(ctx, v, "[8, 8]", &rc))
+    if (!input__expect_list(ctx, v, "[8, 8]", &rc))
         return rc;
     if (v->n == 0 || v->n > PLAN_STAGES_MAX)
         return input_schema_error(ctx, SIM_EINVAL, v, "%s: expected 1 to %d stages, got %zu",
@@ -208,97 +205,6 @@ static int stage_layers_fn(const input_key *key, const input_ynode *v, void *bas
         p->pipeline.stage_layers[i] = (int)x;
     }
     p->pipeline.n_stage_layers = (int)v->n;
-    return 0;
-}
-
-/* simulation.stragglers: [{ranks: [3, 7], slowdown: 1.25}, ...]: each rank at most once,
- * slowdown a number in (0, 100]; whether the ranks exist is checked with the layout. */
-/* An error of simulation.stragglers with the form it takes as the hint. */
-static int straggler_error(input_schema_ctx *ctx, const input_ynode *at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static int straggler_error(input_schema_ctx *ctx, const input_ynode *at, const char *fmt, ...)
-{
-    char msg[SIM_DIAG_MSG_MAX];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(msg, sizeof msg, fmt, ap);
-    va_end(ap);
-    input_schema_error(ctx, SIM_EINVAL, at, "%s", msg);
-    sim_diag_hint(ctx->diag, "simulation.stragglers lists each slowed rank once: [{ranks: [3, 7], "
-                             "slowdown: 1.25}, {ranks: [12], slowdown: 2}]");
-    return SIM_EINVAL;
-}
-
-static int stragglers_fn(const input_key *key, const input_ynode *v, void *base,
-                         input_schema_ctx *ctx)
-{
-    (void)key;
-    plan_simulation *s = base;
-    static const char example[] = "[{ranks: [3], slowdown: 1.25}]";
-    int rc;
-    if (!expect_list(ctx, v, example, &rc))
-        return rc;
-    s->n_stragglers = 0;
-    for (size_t i = 0; i < v->n; i++) {
-        const input_ynode *item = v->items[i];
-        char what[INPUT_SCHEMA_PATH_MAX + 48];
-        snprintf(what, sizeof what, "%s[%zu]", ctx->path, i);
-        if (item->kind != INPUT_YMAP)
-            return straggler_error(ctx, item,
-                                      "%s: expected a mapping such as {ranks: [3], slowdown: "
-                                      "1.25}, got %s",
-                                      what, input_ykind_name(item->kind));
-        const input_ynode *ranks = NULL, *slow = NULL;
-        for (size_t j = 0; j < item->n; j++) {
-            const input_ypair *pr = &item->pairs[j];
-            if (!strcmp(pr->key->text, "ranks"))
-                ranks = pr->value;
-            else if (!strcmp(pr->key->text, "slowdown"))
-                slow = pr->value;
-            else {
-                input_schema_error(ctx, SIM_EINVAL, pr->key, "unknown key '%s' in %s",
-                                   pr->key->text, what);
-                sim_diag_hint(ctx->diag, "valid keys here: ranks, slowdown");
-                return SIM_EINVAL;
-            }
-        }
-        if (!ranks || !slow)
-            return straggler_error(ctx, item, "missing required key '%s' in '%s'",
-                                      ranks ? "slowdown" : "ranks", what);
-        double f;
-        char sw[INPUT_SCHEMA_PATH_MAX + 64];
-        snprintf(sw, sizeof sw, "%s.slowdown", what);
-        if ((rc = input_schema_float(ctx, sw, slow, &f)))
-            return rc;
-        if (!(f > 0 && f <= 100))
-            return straggler_error(ctx, slow,
-                                      "%s: must be greater than 0 and at most 100 (got %s)", sw,
-                                      slow->text);
-        snprintf(sw, sizeof sw, "%s.ranks", what);
-        if (ranks->kind != INPUT_YSEQ || ranks->n == 0)
-            return straggler_error(ctx, ranks,
-                                      "%s: expected a non-empty list of ranks such as [3]", sw);
-        for (size_t j = 0; j < ranks->n; j++) {
-            char rw[INPUT_SCHEMA_PATH_MAX + 96];
-            snprintf(rw, sizeof rw, "%s[%zu]", sw, j);
-            int64_t r;
-            if ((rc = input_schema_int(ctx, rw, ranks->items[j], &r)))
-                return rc;
-            if (r < 0 || r >= 1048576)
-                return straggler_error(ctx, ranks->items[j],
-                                          "%s: a rank from 0 to 1048575 (got %s)", rw,
-                                          ranks->items[j]->text);
-            for (int k = 0; k < s->n_stragglers; k++)
-                if (s->stragglers[k].rank == r)
-                    return straggler_error(ctx, ranks->items[j],
-                                              "%s: rank %lld is listed twice", rw, (long long)r);
-            if (s->n_stragglers == PLAN_STRAGGLERS_MAX)
-                return straggler_error(ctx, ranks->items[j],
-                                          "%s: at most %d ranks in all", ctx->path,
-                                          PLAN_STRAGGLERS_MAX);
-            s->stragglers[s->n_stragglers++] = (plan_straggler){.rank = (int32_t)r, .slowdown = f};
-        }
-    }
     return 0;
 }
 
@@ -324,7 +230,7 @@ static int order_fn(const input_key *key, const input_ynode *v, void *base, inpu
     (void)key;
     plan_parallel *p = base;
     int rc;
-    if (!expect_list(ctx, v, "[tp, cp, ep, dp, pp]", &rc))
+    if (!input__expect_list(ctx, v, "[tp, cp, ep, dp, pp]", &rc))
         return rc;
     if (v->n != PLAN_GROUP_COUNT) {
         input_schema_error(ctx, SIM_EINVAL, v, "%s: expected all of tp, cp, ep, dp, pp once each, "
@@ -360,7 +266,7 @@ static int curve_fn(const input_key *key, const input_ynode *v, void *base, inpu
     snprintf(example, sizeof example, "[[%s, 0.5]]",
              plain ? "4096" : input_unit_kind_example(key->unit));
     int rc;
-    if (!expect_list(ctx, v, example, &rc))
+    if (!input__expect_list(ctx, v, example, &rc))
         return rc;
     if (v->n == 0 || v->n > HW_CURVE_MAX)
         return input_schema_error(ctx, SIM_EINVAL, v, "%s: expected 1 to %d points, got %zu",
@@ -538,7 +444,7 @@ static const input_key simulation_keys[] = {
      .enums = symcoll_names},
     {.name = "jitter", .type = INPUT_K_FLOAT, .offset = SI(jitter),
      .flags = (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 0, .max = 10},
-    {.name = "stragglers", .type = INPUT_K_CUSTOM, .fn = stragglers_fn},
+    {.name = "stragglers", .type = INPUT_K_CUSTOM, .fn = input__stragglers_fn},
 };
 MAP(simulation_map, "simulation", simulation_keys);
 

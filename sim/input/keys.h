@@ -74,6 +74,13 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
                                   input_schema_ctx *ctx);
 extern const input_enum_name input__link_class_names[];
 
+/* v as a list, or NULL with an error (`PATH: expected a list such as EXAMPLE`) in *rc. */
+const input_ynode *input__expect_list(input_schema_ctx *ctx, const input_ynode *v,
+                                      const char *example, int *rc);
+/* simulation.stragglers (options.c): [{ranks: [i, ...], slowdown: x}, ...]. */
+int input__stragglers_fn(const input_key *key, const input_ynode *v, void *base,
+                         input_schema_ctx *ctx);
+
 /* topology.node_groups (node_groups.c): the key's own check (a list of 1 to
  * HW_NODE_GROUPS_MAX mappings) and, once the topology's own keys are read, each group applied
  * onto a copy of the topology with input__node_group_schema (nodes, gpu, node); then

@@ -3,11 +3,104 @@
  * every replica simulated, parameter offload needs ZeRO-3 with the optimizer offloaded. */
 #include "core/sim.h"
 
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "input/keys.h"
+
+/* simulation.stragglers: [{ranks: [3, 7], slowdown: 1.25}, ...]: each rank at most once,
+ * slowdown a number in (0, 100]; whether the ranks exist is checked with the layout. */
+/* An error of simulation.stragglers with the form it takes as the hint. */
+static int straggler_error(input_schema_ctx *ctx, const input_ynode *at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int straggler_error(input_schema_ctx *ctx, const input_ynode *at, const char *fmt, ...)
+{
+    char msg[SIM_DIAG_MSG_MAX];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    input_schema_error(ctx, SIM_EINVAL, at, "%s", msg);
+    sim_diag_hint(ctx->diag, "simulation.stragglers lists each slowed rank once: [{ranks: [3, 7], "
+                             "slowdown: 1.25}, {ranks: [12], slowdown: 2}]");
+    return SIM_EINVAL;
+}
+
+int input__stragglers_fn(const input_key *key, const input_ynode *v, void *base,
+                         input_schema_ctx *ctx)
+{
+    (void)key;
+    plan_simulation *s = base;
+    static const char example[] = "[{ranks: [3], slowdown: 1.25}]";
+    int rc;
+    if (!input__expect_list(ctx, v, example, &rc))
+        return rc;
+    s->n_stragglers = 0;
+    for (size_t i = 0; i < v->n; i++) {
+        const input_ynode *item = v->items[i];
+        char what[INPUT_SCHEMA_PATH_MAX + 48];
+        snprintf(what, sizeof what, "%s[%zu]", ctx->path, i);
+        if (item->kind != INPUT_YMAP)
+            return straggler_error(ctx, item,
+                                      "%s: expected a mapping such as {ranks: [3], slowdown: "
+                                      "1.25}, got %s",
+                                      what, input_ykind_name(item->kind));
+        const input_ynode *ranks = NULL, *slow = NULL;
+        for (size_t j = 0; j < item->n; j++) {
+            const input_ypair *pr = &item->pairs[j];
+            if (!strcmp(pr->key->text, "ranks"))
+                ranks = pr->value;
+            else if (!strcmp(pr->key->text, "slowdown"))
+                slow = pr->value;
+            else {
+                input_schema_error(ctx, SIM_EINVAL, pr->key, "unknown key '%s' in %s",
+                                   pr->key->text, what);
+                sim_diag_hint(ctx->diag, "valid keys here: ranks, slowdown");
+                return SIM_EINVAL;
+            }
+        }
+        if (!ranks || !slow)
+            return straggler_error(ctx, item, "missing required key '%s' in '%s'",
+                                      ranks ? "slowdown" : "ranks", what);
+        double f;
+        char sw[INPUT_SCHEMA_PATH_MAX + 64];
+        snprintf(sw, sizeof sw, "%s.slowdown", what);
+        if ((rc = input_schema_float(ctx, sw, slow, &f)))
+            return rc;
+        if (!(f > 0 && f <= 100))
+            return straggler_error(ctx, slow,
+                                      "%s: must be greater than 0 and at most 100 (got %s)", sw,
+                                      slow->text);
+        snprintf(sw, sizeof sw, "%s.ranks", what);
+        if (ranks->kind != INPUT_YSEQ || ranks->n == 0)
+            return straggler_error(ctx, ranks,
+                                      "%s: expected a non-empty list of ranks such as [3]", sw);
+        for (size_t j = 0; j < ranks->n; j++) {
+            char rw[INPUT_SCHEMA_PATH_MAX + 96];
+            snprintf(rw, sizeof rw, "%s[%zu]", sw, j);
+            int64_t r;
+            if ((rc = input_schema_int(ctx, rw, ranks->items[j], &r)))
+                return rc;
+            if (r < 0 || r >= 1048576)
+                return straggler_error(ctx, ranks->items[j],
+                                          "%s: a rank from 0 to 1048575 (got %s)", rw,
+                                          ranks->items[j]->text);
+            for (int k = 0; k < s->n_stragglers; k++)
+                if (s->stragglers[k].rank == r)
+                    return straggler_error(ctx, ranks->items[j],
+                                              "%s: rank %lld is listed twice", rw, (long long)r);
+            if (s->n_stragglers == PLAN_STRAGGLERS_MAX)
+                return straggler_error(ctx, ranks->items[j],
+                                          "%s: at most %d ranks in all", ctx->path,
+                                          PLAN_STRAGGLERS_MAX);
+            s->stragglers[s->n_stragglers++] = (plan_straggler){.rank = (int32_t)r, .slowdown = f};
+        }
+    }
+    return 0;
+}
+
 
 /* parallel.fsdp: an option given for an implementation that has no such thing would be
  * silently ignored, so it is an error, as are the FSDP options DeepSpeed has no counterpart
