@@ -1284,6 +1284,39 @@ def zero_bubble():
     check(rc == 2 and "zb-h1 with context parallelism is not supported yet" in err, "zb-h1 + cp: " + err)
 
 
+def schedule_and_1f1b(scen, base, schedule):
+    """Runs `scen` with `base` under `schedule` and under 1F1B, each to an HDF5 file: the
+    schedule's JSON, timeline and rank rows, then 1F1B's JSON and rank rows (empty on
+    failure, with the failure checked)."""
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "s.h5")
+        rc, out, err = run("run", scen, *base, "--set", "parallel.pipeline.schedule=" + schedule, "--json", "-o", h5)
+        check(rc == 0, "%s runs: %s" % (schedule, err))
+        if rc != 0:
+            return {}, None, None, {}, None
+        f = h5py.File(h5, "r")["/runs/pipe"]
+        got = (json.loads(out), f["timeline"][:], f["ranks"][:])
+        h5o = os.path.join(tmp, "one.h5")
+        rc, out, err = run("run", scen, *base, "--json", "-o", h5o)
+        one = json.loads(out) if rc == 0 else {}
+        one_ranks = h5py.File(h5o, "r")["/runs/pipe/ranks"][:] if rc == 0 else None
+    return got + (one, one_ranks)
+
+
+def fbw(t, rank, layer=None):
+    """F, B (input gradients) and W (weight gradients) of micro-batch 0's kernels on `rank` in
+    the last step (of one layer when given), from a timeline."""
+    t = t[(t["step"] == t["step"].max()) & (t["rank"] == rank) & (t["microbatch"] == 0) &
+          (t["kind"] == b"compute")]
+    if layer is not None:
+        t = t[t["layer"] == layer]
+    dur = lambda sel: sum(r["end_s"] - r["start_s"] for r in t if sel(r))
+    return (dur(lambda r: r["phase"] == b"fwd"),
+            dur(lambda r: r["phase"] == b"bwd" and not r["name"].endswith(b".wgrad")),
+            dur(lambda r: r["phase"] == b"bwd" and r["name"].endswith(b".wgrad")))
+
+
 def split_backward_grads():
     pipe = os.path.join(data, "pipe.yaml")
     # Splitting the backward moves no gradient: the weight pass reduces, with its GEMMs'
@@ -1330,7 +1363,6 @@ def split_backward_grads():
 
 def dualpipe():
     pipe = os.path.join(data, "pipe.yaml")
-    import h5py
     # DualPipe (DeepSeek-V3 report, Table 2, and deepseek-ai/DualPipe's step()) on p = 4
     # uniform stages (pipe.yaml: 8 layers, 2 a chunk; 4 chunks, stage s holding chunks s
     # and 3-s), m = 8 micro-batches (4 each way). The report's idle time per stage is
@@ -1342,25 +1374,10 @@ def dualpipe():
     # this idle time when F = B_in and W <= B_in, as here to a few percent.)
     base = ["--set", "parallel.pp=4", "--set", "training.global_batch=8", "--set", "training.seq_len=128"]
     p, m = 4, 8
-    with tempfile.TemporaryDirectory() as tmp:
-        h5 = os.path.join(tmp, "dual.h5")
-        rc, out, err = run("run", pipe, *base, "--set", "parallel.pipeline.schedule=dualpipe", "--json", "-o", h5)
-        check(rc == 0, "dualpipe runs: " + err)
-        if rc != 0:
-            return
-        d = json.loads(out)
-        f = h5py.File(h5, "r")["/runs/pipe"]
-        t = f["timeline"][:]
-        ranks = f["ranks"][:]
-        h5o = os.path.join(tmp, "one.h5")
-        rc, out, err = run("run", pipe, *base, "--json", "-o", h5o)
-        one = json.loads(out) if rc == 0 else {}
-        one_ranks = h5py.File(h5o, "r")["/runs/pipe/ranks"][:] if rc == 0 else None
-    t = t[(t["step"] == t["step"].max()) & (t["rank"] == 1) & (t["microbatch"] == 0) & (t["kind"] == b"compute")]
-    dur = lambda sel: sum(r["end_s"] - r["start_s"] for r in t if sel(r))
-    F = dur(lambda r: r["phase"] == b"fwd")
-    W = dur(lambda r: r["phase"] == b"bwd" and r["name"].endswith(b".wgrad"))
-    B = dur(lambda r: r["phase"] == b"bwd" and not r["name"].endswith(b".wgrad"))
+    d, t, ranks, one, one_ranks = schedule_and_1f1b(pipe, base, "dualpipe")
+    if t is None:
+        return
+    F, B, W = fbw(t, 1)
     idle = (p / 2 - 1) * (F + 2 * B - W)
     closed = idle / (m * (F + B + W) + idle)
     check(abs(d.get("bubble_fraction", 1) - closed) <= 0.02,
@@ -1415,7 +1432,6 @@ def dualpipe():
 
 def zbv():
     pipe = os.path.join(data, "pipe.yaml")
-    import h5py
     # ZB-V (Qi et al. 2024) on p = 4 stages of pipe.yaml's 8 layers: 8 chunks of one layer,
     # stage s holding chunks s and 7-s; m = 8 micro-batches of 128 tokens. The least idle
     # time of any schedule whose step starts empty is the fill, (p-1) chunk forwards F_c
@@ -1424,27 +1440,11 @@ def zbv():
     # (p-1) F_c). The authors' table: activations 1x 1F1B's, pipeline traffic 2x.
     base = ["--set", "parallel.pp=4", "--set", "training.global_batch=8", "--set", "training.seq_len=128"]
     p, m = 4, 8
-    with tempfile.TemporaryDirectory() as tmp:
-        h5 = os.path.join(tmp, "zbv.h5")
-        rc, out, err = run("run", pipe, *base, "--set", "parallel.pipeline.schedule=zbv", "--json", "-o", h5)
-        check(rc == 0, "zbv runs: " + err)
-        if rc != 0:
-            return
-        z = json.loads(out)
-        f = h5py.File(h5, "r")["/runs/pipe"]
-        t = f["timeline"][:]
-        ranks = f["ranks"][:]
-        h5o = os.path.join(tmp, "one.h5")
-        rc, out, err = run("run", pipe, *base, "--json", "-o", h5o)
-        one = json.loads(out) if rc == 0 else {}
-        one_ranks = h5py.File(h5o, "r")["/runs/pipe/ranks"][:] if rc == 0 else None
+    z, t, ranks, one, one_ranks = schedule_and_1f1b(pipe, base, "zbv")
+    if t is None:
+        return
     # stage 1 holds chunks 1 and 6 (layers 1 and 6): micro-batch 0's kernels of layer 1
-    t = t[(t["step"] == t["step"].max()) & (t["rank"] == 1) & (t["microbatch"] == 0) &
-          (t["kind"] == b"compute") & (t["layer"] == 1)]
-    dur = lambda sel: sum(r["end_s"] - r["start_s"] for r in t if sel(r))
-    F = dur(lambda r: r["phase"] == b"fwd")
-    W = dur(lambda r: r["phase"] == b"bwd" and r["name"].endswith(b".wgrad"))
-    B = dur(lambda r: r["phase"] == b"bwd" and not r["name"].endswith(b".wgrad"))
+    F, B, W = fbw(t, 1, layer=1)
     closed = (p - 1) * F / (2 * m * (F + B + W) + (p - 1) * F)
     check(abs(z.get("bubble_fraction", 1) - closed) <= 0.02,
           "zbv bubble %.4f vs the fill's %.4f" % (z.get("bubble_fraction", 1), closed))
