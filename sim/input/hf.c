@@ -144,14 +144,16 @@ static int gated_act(hf *h)
     return 0;
 }
 
-/* Linear-layer biases: attention_bias and mlp_bias both (stepsim's `bias`), or none. */
+/* Linear-layer biases: attention_bias and mlp_bias both (stepsim's `bias`), or none; Qwen2
+ * biases q, k and v alone, whatever the config says (`qkv_bias`). */
 static int biases(hf *h, bool qkv_only)
 {
     const input_ynode *ab = field(h, "attention_bias"), *mb = field(h, "mlp_bias");
-    if (qkv_only)
-        return error_at(h, field(h, "model_type"), "model_type: qwen2 puts biases on q, k and "
-                        "v only, which stepsim does not model yet (its `bias` is every linear "
-                        "layer's)");
+    if (qkv_only) {
+        put_text(h, "bias", "false", NULL);
+        put_text(h, "qkv_bias", "true", field(h, "model_type"));
+        return 0;
+    }
     if (is_true(ab) != is_true(mb))
         return error_at(h, is_true(ab) ? ab : mb, "%s: biases on %s alone are not supported "
                         "yet (stepsim's `bias` is every linear layer's)",

@@ -785,6 +785,7 @@ static const input_key model_keys[] = {
      .flags = INPUT_KEY_MIN | INPUT_KEY_MAX_EXCL, .min = 0, .max = 1},
     {.name = "tied_embeddings", .type = INPUT_K_BOOL, .offset = MO(tied_embeddings)},
     {.name = "qk_norm", .type = INPUT_K_BOOL, .offset = MO(qk_norm)},
+    {.name = "qkv_bias", .type = INPUT_K_BOOL, .offset = MO(qkv_bias)},
     {.name = "bias", .type = INPUT_K_BOOL, .offset = MO(bias)},
     {.name = "max_seq_len", .type = INPUT_K_INT, .offset = MO(max_seq_len),
      .flags = SIZE_UP_TO(MAX_TOKENS)},

@@ -34,7 +34,7 @@ typedef struct dims {
     /* whole model */
     int64_t h, heads, kv_heads, d, ffn, vocab, norm_params;
     int64_t pos_rows; /* rows of the learned position table: max_seq_len (0 if unset) */
-    bool learned_pos, swiglu, dropout, bias, qk_norm, tied, rope;
+    bool learned_pos, swiglu, dropout, bias, qkv_bias, qk_norm, tied, rope;
     /* attention: d is the query/key head dim (MLA: the non-rotary part, qk_nope), dv the
      * value head dim (d for MHA); MLA adds the decoupled rotary dim dr and the query and
      * key/value latent ranks ql, kl (all 0 for MHA; ql 0 = no query compression) */

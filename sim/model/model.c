@@ -88,6 +88,7 @@ void model__spec_dims(const model_spec *m, dims *o)
     o->swiglu = m->activation == MODEL_ACT_SWIGLU;
     o->dropout = m->dropout > 0;
     o->bias = m->bias;
+    o->qkv_bias = m->bias || m->qkv_bias;
     o->qk_norm = m->qk_norm;
     o->tied = m->tied_embeddings;
     /* RMSNorm has a weight, LayerNorm a weight and a bias. */
@@ -642,7 +643,7 @@ void model__layer_attn_bwd(const model_spec *m, const dims *D, model_op_list *l)
     int64_t hi = D->h, qi = D->a_r * D->d, kvi = D->kv_r * D->d;
     double q = (double)qi, kv = (double)kvi;
     double qk = T * (q + kv);
-    int64_t b = D->bias ? 1 : 0;
+    int64_t b = D->bias ? 1 : 0, bq = D->qkv_bias ? 1 : 0;
 
     hidden_norm(l, m, D, "norm2.bwd", MODEL_PHASE_BWD);
     model__residual_op(l, D, "residual1.bwd");
@@ -655,7 +656,7 @@ void model__layer_attn_bwd(const model_spec *m, const dims *D, model_op_list *l)
     if (D->qk_norm) /* frozen (LoRA): reads the two d-weight vectors, writes no gradient */
         rmsnorm_op(l, D, "qk_norm.bwd", qk, 2 * (double)D->d, 2 * D->d, 2, MODEL_PHASE_BWD);
     model__base_bwd(l, D, "qkv.dgrad", "qkv.wgrad", "qkv.dgrad.dequant", T, h, q + 2 * kv,
-                    hi * (qi + 2 * kvi) + b * (qi + 2 * kvi));
+                    hi * (qi + 2 * kvi) + bq * (qi + 2 * kvi));
     model__lora_bwd(l, D, T_Q, T_V);
     hidden_norm(l, m, D, "norm1.bwd", MODEL_PHASE_BWD);
 }
@@ -740,9 +741,9 @@ int64_t model__attn_part_params(const dims *D)
     if (D->mla)
         return 2 * D->norm_params + model__mla_params(D);
     int64_t h = D->h, q = D->heads * D->d, kv = D->kv_heads * D->d;
-    int64_t b = D->bias ? 1 : 0;
+    int64_t b = D->bias ? 1 : 0, bq = D->qkv_bias ? 1 : 0;
     return 2 * D->norm_params                     /* norm1, norm2 */
-           + h * (q + 2 * kv) + b * (q + 2 * kv)  /* qkv */
+           + h * (q + 2 * kv) + bq * (q + 2 * kv) /* qkv */
            + (D->qk_norm ? 2 * D->d : 0)          /* q_norm, k_norm */
            + q * h + b * h;                       /* proj */
 }

@@ -52,6 +52,8 @@ typedef struct model_spec {
     } attention;
     bool qk_norm;    /* RMSNorm of each query and key head (weights head_dim each), Qwen3 */
     bool bias;       /* linear layers carry biases (GPT-2/3, Megatron GPT); false for Llama/Qwen3 */
+    bool qkv_bias;   /* the q, k and v projections carry biases though the others do not
+                        (Qwen2); implied by `bias` */
 } model_spec;
 
 /* Fine-tuning method (docs/models.md "Fine-tuning: LoRA and QLoRA"). FULL trains every

@@ -55,6 +55,16 @@ def hf():
                        "--set", "training.seq_len=1024", "--json")
     o = json.loads(out) if rc == 0 else {}
     check(o.get("mem_bytes", {}).get("params") == 2 * 124439808, "gpt2 parameters: %s %s" % (out[:200], err))
+    # Qwen2.5-7B (Qwen/Qwen2.5-7B config.json): biases on q, k and v alone (qkv_bias), per
+    # layer 2h^2 (q, o) + 2 x h x 512 (k, v: 4 heads of 128) + 4,608 biases + 3 h x 18,944
+    # (SwiGLU) + 2h (norms) at h = 3,584: 233,057,792; 28 layers 6,525,618,176; untied
+    # embedding and head 2 x 152,064 x 3,584 = 1,089,994,752; final norm 3,584:
+    # 7,615,616,512 parameters (the model card's 7.61B, 6.53B without embeddings)
+    rc, out, err = run("mem", one, "--set", "model=" + os.path.join(hfdir, "qwen2.5-7b"), "--json")
+    o = json.loads(out) if out else {}
+    check(o.get("mem_bytes", {}).get("params") == 2 * 7615616512, "qwen2.5-7b parameters: %s" % out[:200])
+    rc, out, err = run("check", one, "--set", "model=deepseek-v3", "--set", "model.qkv_bias=true")
+    check(rc == 2 and "model.qkv_bias: q/k/v biases do not apply to MLA" in err, "qkv_bias with MLA: " + err)
     # refused, one error line at the field in config.json, with a hint
     base = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2,
             "num_attention_heads": 4, "intermediate_size": 1024, "vocab_size": 1000,
@@ -63,7 +73,6 @@ def hf():
              ({"hidden_act": "gelu"}, "hidden_act: 'gelu' in a gated MLP is not supported yet"),
              ({"sliding_window": 4096}, "sliding_window: sliding-window attention is not modelled yet"),
              ({"attention_bias": True}, "attention_bias: biases on attention alone are not supported yet"),
-             ({"model_type": "qwen2"}, "qwen2 puts biases on q, k and v only"),
              ({"model_type": "qwen3_moe", "num_experts": 8, "num_experts_per_tok": 2,
                "moe_intermediate_size": 256, "decoder_sparse_step": 2}, "decoder_sparse_step: MoE on every 2-th"),
              ({"model_type": "gpt2", "n_embd": 256, "n_layer": 2, "n_head": 4, "attn_pdrop": 0.1,
