@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -113,8 +114,9 @@ int import__int(import_ctx *c, const input_ynode *v, const char *what, long long
     char *end = NULL;
     errno = 0;
     double d = v && v->kind == INPUT_YSCALAR ? strtod(v->text, &end) : 0;
-    if (!v || v->kind != INPUT_YSCALAR || end == v->text || *end || errno || d != (long long)d)
-        return import__error(c, v, "%s: expected an integer, got '%s'", what,
+    if (!v || v->kind != INPUT_YSCALAR || end == v->text || *end || errno || !(fabs(d) < 1e15) ||
+        d != (double)(long long)d)
+        return import__error(c, v, "%s: expected an integer (below 1e15), got '%s'", what,
                              v && v->kind == INPUT_YSCALAR ? v->text : "a list or table");
     *out = (long long)d;
     return 0;
@@ -128,8 +130,10 @@ static void walk_unused(import_ctx *c, const input_ynode *n, char *path, size_t 
 {
     for (size_t i = 0; n->kind == INPUT_YMAP && i < n->n; i++) {
         const input_ypair *p = &n->pairs[i];
-        size_t l2 = len + (size_t)snprintf(path + len, 512 - len, "%s%s", len ? "." : "",
-                                           p->key->text);
+        int w = len < 511 ? snprintf(path + len, 512 - len, "%s%s", len ? "." : "",
+                                     p->key->text)
+                          : 0;
+        size_t l2 = SIM_MIN(len + (size_t)SIM_MAX(w, 0), (size_t)511); /* truncated, never past */
         bool used = false;
         for (size_t k = 0; k < c->n_used && !used; k++)
             used = strcmp(c->used[k], path) == 0;
@@ -225,9 +229,12 @@ static input_ynode *toml_table(import_ctx *c, input_ynode *root, const char *dot
 
 /* One TOML value at *s (a string, number, boolean, or an array of them, possibly over
  * several lines); advances *s. */
-static input_ynode *toml_value(import_ctx *c, const char **s, int *line, const char *bol)
+static input_ynode *toml_value(import_ctx *c, const char **s, int *line, const char *bol,
+                               int depth)
 {
     const char *p = *s;
+    if (depth > 64) /* arrays nested deeper than any config needs */
+        return NULL;
     int col = (int)(p - bol) + 1;
     if (*p == '"' || *p == '\'') {
         char q = *p++;
@@ -260,7 +267,7 @@ static input_ynode *toml_value(import_ctx *c, const char **s, int *line, const c
             if (!*p)
                 return NULL;
             const char *q = p;
-            input_ynode *item = toml_value(c, &q, line, bol);
+            input_ynode *item = toml_value(c, &q, line, bol, depth + 1);
             if (!item)
                 return NULL;
             input_yseq_append(c->a, seq, item);
@@ -301,9 +308,9 @@ int import__parse_toml(import_ctx *c, const char *text)
             if (p[1] == '[')
                 return sim_diag_error(c->diag, c->im->file, line, col,
                                       "arrays of tables ([[...]]) are not read");
-            const char *e = strchr(p, ']');
+            const char *e = strchr(p, ']'), *nl = strchr(p, '\n');
             char name[256];
-            if (!e || (size_t)(e - p) >= sizeof name)
+            if (!e || (nl && nl < e) || (size_t)(e - p) >= sizeof name)
                 return sim_diag_error(c->diag, c->im->file, line, col, "TOML: an unclosed table "
                                       "header");
             snprintf(name, sizeof name, "%.*s", (int)(e - p - 1), p + 1);
@@ -329,7 +336,7 @@ int import__parse_toml(import_ctx *c, const char *text)
             p++;
             while (*p == ' ' || *p == '\t')
                 p++;
-            input_ynode *v = toml_value(c, &p, &line, bol);
+            input_ynode *v = toml_value(c, &p, &line, bol, 0);
             if (!v)
                 return sim_diag_error(c->diag, c->im->file, line, (int)(p - bol) + 1,
                                       "TOML: a value this reader does not take (strings, "
@@ -367,14 +374,20 @@ int import__parse_toml(import_ctx *c, const char *text)
 int import__parse_args(import_ctx *c, const char *line)
 {
     c->root = input_ynode_new(c->a, INPUT_YMAP, c->origin, 1, 1);
-    const char *p = line;
+    const char *p = line, *bol = line;
+    int ln = 1; /* positions by line and column: a launch script's list spans lines */
     input_ynode *key = NULL;
     for (;;) {
-        while (isspace((unsigned char)*p) || *p == '\\')
+        while (isspace((unsigned char)*p) || *p == '\\') {
+            if (*p == '\n') {
+                ln++;
+                bol = p + 1;
+            }
             p++;
+        }
         if (!*p)
             break;
-        int col = (int)(p - line) + 1;
+        int col = (int)(p - bol) + 1;
         char tok[512];
         size_t n = 0;
         char q = 0;
@@ -393,14 +406,18 @@ int import__parse_args(import_ctx *c, const char *line)
             p++;
         }
         tok[n] = '\0';
+        for (size_t k = 0; k < n; k++)
+            if ((unsigned char)tok[k] < 0x20)
+                return sim_diag_error(c->diag, c->im->file, ln, col, "a control character "
+                                      "inside '%.40s': quote values on one line", tok);
         if (tok[0] == '-' && tok[1] == '-' && tok[2]) {
             if (key)
-                input_ymap_append(c->a, c->root, key, scalar(c, "true", 4, 1, key->col));
+                input_ymap_append(c->a, c->root, key, scalar(c, "true", 4, key->line, key->col));
             if (input_ymap_find(c->root, tok + 2))
-                return sim_diag_error(c->diag, c->im->file, 1, col, "%s given twice", tok);
-            key = scalar(c, tok + 2, strlen(tok + 2), 1, col);
+                return sim_diag_error(c->diag, c->im->file, ln, col, "%s given twice", tok);
+            key = scalar(c, tok + 2, strlen(tok + 2), ln, col);
         } else if (key) {
-            input_ymap_append(c->a, c->root, key, scalar(c, tok, n, 1, col));
+            input_ymap_append(c->a, c->root, key, scalar(c, tok, n, ln, col));
             key = NULL;
         } else if (c->root->n > 0) { /* an option of several values (--rampup-batch-size) */
             input_ynode *last = c->root->pairs[c->root->n - 1].value;
@@ -409,13 +426,13 @@ int import__parse_args(import_ctx *c, const char *line)
             snprintf(t, had + n + 2, "%s %s", last->text, tok);
             last->text = t;
         } else {
-            return sim_diag_error(c->diag, c->im->file, 1, col, "'%s' is not an option (the "
+            return sim_diag_error(c->diag, c->im->file, ln, col, "'%s' is not an option (the "
                                   "line holds pretrain_gpt.py's --options and their values)",
                                   tok);
         }
     }
     if (key)
-        input_ymap_append(c->a, c->root, key, scalar(c, "true", 4, 1, key->col));
+        input_ymap_append(c->a, c->root, key, scalar(c, "true", 4, key->line, key->col));
     return 0;
 }
 

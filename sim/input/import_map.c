@@ -79,6 +79,14 @@ static int deepspeed(import_ctx *c)
                            "train_micro_batch_size_per_gpu");
     rc = rc ? rc : set_int(c, "training.grad_accum", "gradient_accumulation_steps",
                            "gradient_accumulation_steps");
+    for (size_t i = 0; !rc && i < c->im->n; i++)
+        if (!strcmp(c->im->items[i].key, "training.grad_accum") &&
+            strtoll(c->im->items[i].value, NULL, 10) < 1)
+            rc = import__error(c, import__get(c, "gradient_accumulation_steps"),
+                               "gradient_accumulation_steps: must be at least 1");
+    const input_ynode *both_bf = import__get(c, "bf16.enabled");
+    if (!rc && import__bool(both_bf) && import__bool(import__get(c, "fp16.enabled")))
+        rc = import__error(c, both_bf, "bf16 and fp16 are both enabled: DeepSpeed takes one");
     const input_ynode *bf = import__get(c, "bf16.enabled"), *fp = import__get(c, "fp16.enabled");
     if (import__bool(bf))
         import__set(c, "training.precision", "bf16.enabled", bf, "bf16");
@@ -114,7 +122,10 @@ static int deepspeed(import_ctx *c)
         if (stage == 3)
             import__set(c, "parallel.fsdp.reduce_bucket", "zero_optimization.reduce_bucket_size",
                         rb, "%lld", x);
-        else /* elements of 16-bit gradients */
+        else if (x < 1) /* elements of 16-bit gradients */
+            return import__error(c, rb, "zero_optimization.reduce_bucket_size: %lld is not a "
+                                 "positive number of elements", x);
+        else
             import__set(c, "parallel.ddp.bucket", "zero_optimization.reduce_bucket_size (x 2 B)",
                         rb, "%lld B", 2 * x);
     }
@@ -485,7 +496,11 @@ static int megatron(import_ctx *c)
     long long per = 0, layers = 0, pp = 1;
     const input_ynode *lv = import__get(c, "num-layers-per-virtual-pipeline-stage");
     if (lv && !(rc = import__int(c, lv, "--num-layers-per-virtual-pipeline-stage", &per))) {
-        import__int(c, import__get(c, "num-layers"), "--num-layers", &layers);
+        if (!import__get(c, "num-layers"))
+            return import__error(c, lv, "--num-layers-per-virtual-pipeline-stage needs "
+                                 "--num-layers (the layers it divides)");
+        if ((rc = import__int(c, import__get(c, "num-layers"), "--num-layers", &layers)))
+            return rc;
         const input_ynode *ppv = import__get(c, "pipeline-model-parallel-size");
         if (ppv)
             import__int(c, ppv, "--pipeline-model-parallel-size", &pp);
@@ -556,8 +571,12 @@ static int megatron(import_ctx *c)
     v = import__get(c, "position-embedding-type");
     import__set(c, "model.position", v ? "--position-embedding-type" : "learned_absolute "
                 "(Megatron's default)", v, "%s", import__text(v, "rope") ? "rope" : "learned");
-    if (!import__text(v, "rope") && (v = import__get(c, "max-position-embeddings")))
-        import__set(c, "model.max_seq_len", "--max-position-embeddings", v, "%s", v->text);
+    long long rows;
+    if (!import__text(v, "rope") && (v = import__get(c, "max-position-embeddings")) &&
+        !(rc = import__int(c, v, "--max-position-embeddings", &rows)))
+        import__set(c, "model.max_seq_len", "--max-position-embeddings", v, "%lld", rows);
+    if (rc)
+        return rc;
     v = import__get(c, "untie-embeddings-and-output-weights");
     import__set(c, "model.tied_embeddings", v ? "--untie-embeddings-and-output-weights"
                                                : "tied (Megatron's default)", v,
@@ -567,11 +586,22 @@ static int megatron(import_ctx *c)
                 v ? "false" : "true");
     const input_ynode *ad = import__get(c, "attention-dropout");
     const input_ynode *hd = import__get(c, "hidden-dropout");
-    if (ad && hd && strtod(ad->text, NULL) != strtod(hd->text, NULL))
+    double rate[2] = {0.1, 0.1};
+    const input_ynode *given[2] = {ad, hd};
+    for (int k = 0; k < 2; k++) {
+        char *end = NULL;
+        if (given[k])
+            rate[k] = strtod(given[k]->text, &end);
+        if (given[k] && (end == given[k]->text || *end || !(rate[k] >= 0 && rate[k] < 1)))
+            return import__error(c, given[k], "--%s: '%s' is not a rate in [0, 1)",
+                                 k ? "hidden-dropout" : "attention-dropout", given[k]->text);
+    }
+    if (ad && hd && rate[0] != rate[1])
         return import__error(c, hd, "--hidden-dropout %s differs from --attention-dropout %s, "
                              "and stepsim has one rate (model.dropout)", hd->text, ad->text);
-    import__set(c, "model.dropout", ad ? "--attention-dropout" : "0.1 (Megatron's default)", ad,
-                "%s", ad ? ad->text : hd ? hd->text : "0.1");
+    import__set(c, "model.dropout", ad ? "--attention-dropout" : hd ? "--hidden-dropout"
+                                                                 : "0.1 (Megatron's default)",
+                ad ? ad : hd, "%.17g", ad ? rate[0] : rate[1]);
     /* the vocabulary: given, or GPT-2's BPE tokenizer's 50,257 */
     const input_ynode *vf = import__get(c, "vocab-file");
     const input_ynode *tt = import__get(c, "tokenizer-type");

@@ -186,6 +186,32 @@ def frameworks():
         rc, o, err = run("import", "deepspeed", bad, "-o", os.path.join(tmp, "y.yaml"))
         check(rc == 2 and err.startswith(bad + ":2:") and "device 'disk'" in err and
               not os.path.exists(os.path.join(tmp, "y.yaml")), "bad device: " + err)
+        # more refusals, each at its field: both 16-bit formats on; zero accumulation steps; a
+        # launch line over several lines whose dropout is not a rate (the error names the value:
+        # line 2, column 2 spaces + 16 of "--hidden-dropout" + 1 space + 1 = 20); virtual stages
+        # without the layer count they divide (at the value: column 39 + 2 = 41); an integer
+        # past 1e15; a TOML table header broken over lines
+        cases = [
+            ("ds2.json", "deepspeed", '{"bf16": {"enabled": true},\n "fp16": {"enabled": true}}\n',
+             ":1:", "both enabled"),
+            ("ds3.json", "deepspeed", '{\n "gradient_accumulation_steps": 0}\n', ":2:", "at least 1"),
+            ("m1.txt", "megatron", "--tensor-model-parallel-size 2 \\\n  --hidden-dropout x\n",
+             ":2:20:", "not a rate"),
+            ("m2.txt", "megatron", "--num-layers-per-virtual-pipeline-stage 2\n", ":1:41:",
+             "needs --num-layers"),
+            ("ds4.json", "deepspeed", '{"train_micro_batch_size_per_gpu": 1e16}\n', ":1:",
+             "below 1e15"),
+            ("t1.toml", "torchtitan", "[parallelism\n]\ndata_parallel_shard_degree = 2\n", ":1:",
+             "unclosed table header"),
+        ]
+        for name, fwk, text, where, what in cases:
+            path = os.path.join(tmp, name)
+            with open(path, "w") as f:
+                f.write(text)
+            rc, o, err = run("import", fwk, path, "-o", os.path.join(tmp, name + ".yaml"))
+            check(rc == 2 and err.startswith(path + where) and what in err and
+                  len(err.strip().splitlines()) == 1 and
+                  not os.path.exists(os.path.join(tmp, name + ".yaml")), name + ": " + err)
 
 
 def aliases():
