@@ -183,6 +183,14 @@ static int llama_body(hf *h, bool qkv_bias)
     return rc ? rc : biases(h, qkv_bias);
 }
 
+/* copy() of a field the architecture cannot do without: its absence is named. */
+static int need(hf *h, const char *key, const char *name)
+{
+    return copy(h, key, name) ? 0
+                              : error_at(h, NULL, "%s: missing, and this architecture's "
+                                         "model.moe.%s comes from it", name, key);
+}
+
 /* Mixtral, Qwen3-MoE, DeepSeek-V3: the expert fields. */
 static int moe_fields(hf *h, hf_kind kind)
 {
@@ -192,19 +200,19 @@ static int moe_fields(hf *h, hf_kind kind)
     h->out = moe;
     int rc = 0;
     if (kind == HF_MIXTRAL) {
-        copy(h, "experts", "num_local_experts");
-        copy(h, "top_k", "num_experts_per_tok");
-        copy(h, "expert_ffn", "intermediate_size");
+        rc = need(h, "experts", "num_local_experts");
+        rc = rc ? rc : need(h, "top_k", "num_experts_per_tok");
+        rc = rc ? rc : need(h, "expert_ffn", "intermediate_size");
         put_text(h, "shared_experts", "0", NULL);
         put_text(h, "dense_layers", "0", NULL);
     } else if (kind == HF_QWEN3_MOE) {
-        copy(h, "experts", "num_experts");
-        copy(h, "top_k", "num_experts_per_tok");
-        copy(h, "expert_ffn", "moe_intermediate_size");
+        rc = need(h, "experts", "num_experts");
+        rc = rc ? rc : need(h, "top_k", "num_experts_per_tok");
+        rc = rc ? rc : need(h, "expert_ffn", "moe_intermediate_size");
         put_text(h, "shared_experts", "0", NULL);
         const input_ynode *step = field(h, "decoder_sparse_step");
         const input_ynode *dense = field(h, "mlp_only_layers");
-        if (step && int_of(step, 1) != 1)
+        if (!rc && step && int_of(step, 1) != 1)
             rc = error_at(h, step, "decoder_sparse_step: MoE on every %s-th layer is not "
                           "supported yet (stepsim's MoE layers are every layer after the "
                           "first dense ones)", step->text);
@@ -218,15 +226,15 @@ static int moe_fields(hf *h, hf_kind kind)
                 k++;
         put_int(h, "dense_layers", k, dense);
     } else {
-        copy(h, "experts", "n_routed_experts");
-        copy(h, "top_k", "num_experts_per_tok");
-        copy(h, "expert_ffn", "moe_intermediate_size");
+        rc = need(h, "experts", "n_routed_experts");
+        rc = rc ? rc : need(h, "top_k", "num_experts_per_tok");
+        rc = rc ? rc : need(h, "expert_ffn", "moe_intermediate_size");
         if (!copy(h, "shared_experts", "n_shared_experts"))
             put_text(h, "shared_experts", "0", NULL);
         if (!copy(h, "dense_layers", "first_k_dense_replace"))
             put_text(h, "dense_layers", "0", NULL);
         const input_ynode *freq = field(h, "moe_layer_freq");
-        if (freq && int_of(freq, 1) != 1)
+        if (!rc && freq && int_of(freq, 1) != 1)
             rc = error_at(h, freq, "moe_layer_freq: MoE on every %s-th layer is not supported "
                           "yet", freq->text);
     }
@@ -263,10 +271,13 @@ static int gpt2(hf *h)
     copy(h, "vocab", "vocab_size");
     copy(h, "max_seq_len", "n_positions");
     const input_ynode *inner = field(h, "n_inner"), *e = field(h, "n_embd");
+    long long embd = int_of(e, 0);
     if (inner)
         copy(h, "ffn", "n_inner");
-    else /* the GPT-2 default: 4 x n_embd */
-        put_int(h, "ffn", 4 * int_of(e, 0), e);
+    else if (embd > 0 && embd < (1LL << 40)) /* the GPT-2 default: 4 x n_embd */
+        put_int(h, "ffn", 4 * embd, e);
+    else /* no default from a bad width: the schema refuses hidden at n_embd */
+        copy(h, "ffn", "n_embd");
     put_text(h, "activation", "gelu", field(h, "activation_function"));
     put_text(h, "norm", "layernorm", NULL);
     put_text(h, "position", "learned", NULL);

@@ -83,6 +83,15 @@ static int is_decimal_number(const char *s)
     return s[i] == '\0';
 }
 
+/* A number past what the key's type holds: the error and the limit as a hint. */
+static int out_of_range(input_schema_ctx *ctx, const input_ynode *n, const char *what,
+                        const char *limit)
+{
+    input_schema_error(ctx, SIM_EINVAL, n, "%s: '%s' is out of range", what, n->text);
+    sim_diag_hint(ctx->diag, "this key takes %s", limit);
+    return SIM_EINVAL;
+}
+
 int input_schema_int(input_schema_ctx *ctx, const char *what, const input_ynode *n, int64_t *out)
 {
     int rc = expect_scalar(ctx, what, n, "an integer");
@@ -112,7 +121,7 @@ int input_schema_int(input_schema_ctx *ctx, const char *what, const input_ynode 
     errno = 0;
     long long v = strtoll(s, NULL, 10);
     if (errno == ERANGE)
-        return input_schema_error(ctx, SIM_EINVAL, n, "%s: '%s' is out of range", what, s);
+        return out_of_range(ctx, n, what, "integers of at most 19 digits (below 9.2e18)");
     *out = (int64_t)v;
     return 0;
 }
@@ -128,7 +137,7 @@ int input_schema_float(input_schema_ctx *ctx, const char *what, const input_ynod
     errno = 0;
     double v = strtod(n->text, NULL);
     if (errno == ERANGE && (v > 1 || v < -1))
-        return input_schema_error(ctx, SIM_EINVAL, n, "%s: '%s' is out of range", what, n->text);
+        return out_of_range(ctx, n, what, "numbers below 1.8e308");
     *out = v;
     return 0;
 }
@@ -301,8 +310,7 @@ static int convert(input_schema_ctx *ctx, const input_key *k, const input_ynode 
         if ((rc = input_schema_int(ctx, what, n, &i64)))
             return rc;
         if (i64 < -2147483647 || i64 > 2147483647)
-            return input_schema_error(ctx, SIM_EINVAL, n, "%s: '%s' is out of range", what,
-                                      n->text);
+            return out_of_range(ctx, n, what, "integers of magnitude at most 2147483647");
         v->i = (int)i64;
         *size = sizeof(int);
         return 0;
@@ -326,7 +334,7 @@ static int convert(input_schema_ctx *ctx, const input_key *k, const input_ynode 
             errno = 0;
             unsigned long long u = strtoull(s, NULL, 10);
             if (errno == ERANGE)
-                return input_schema_error(ctx, SIM_EINVAL, n, "%s: '%s' is out of range", what, s);
+                return out_of_range(ctx, n, what, "integers below 1.8e19");
             v->u64 = (uint64_t)u;
             *size = sizeof(uint64_t);
         }

@@ -77,7 +77,11 @@ def hf():
                "moe_intermediate_size": 256, "decoder_sparse_step": 2}, "decoder_sparse_step: MoE on every 2-th"),
              ({"model_type": "gpt2", "n_embd": 256, "n_layer": 2, "n_head": 4, "attn_pdrop": 0.1,
                "resid_pdrop": 0.2}, "differs from the other dropout rates"),
-             ({"hidden_size": "big"}, "model.hidden: expected an integer"))
+             ({"hidden_size": "big"}, "model.hidden: expected an integer"),
+             ({"model_type": "mixtral", "num_local_experts": 8},
+              "num_experts_per_tok: missing, and this architecture's model.moe.top_k"),
+             ({"model_type": "gpt2", "n_embd": 10**19, "n_layer": 2, "n_head": 4},
+              "model.hidden: '10000000000000000000' is out of range"))
     with tempfile.TemporaryDirectory() as tmp:
         for change, msg in cases:
             cfg = dict(base, **change)
