@@ -6,6 +6,7 @@
  * model name), and gives what `parallel: {from: {FRAMEWORK: SOURCE}}` gives. */
 #include "core/sim.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -53,6 +54,40 @@ static void reference(const char *v, char *out, size_t size)
         snprintf(out, size, "%s", v);
 }
 
+/* `s` for a comment line: control characters (a newline would end the comment and start
+ * YAML) written as spaces, at most `max` bytes. */
+static const char *comment_text(const char *s, char *out, size_t size, size_t max)
+{
+    size_t n = 0;
+    for (; s[n] && n < max && n + 1 < size; n++)
+        out[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? ' ' : s[n];
+    out[n] = '\0';
+    return out;
+}
+
+/* `s` as a YAML scalar: plain when it is made of characters that cannot start or break
+ * one, otherwise double-quoted with escapes. */
+static void yaml_scalar(FILE *f, const char *s)
+{
+    bool plain = s[0] && s[0] != '-' && s[0] != '.';
+    for (const char *p = s; *p && plain; p++)
+        plain = isalnum((unsigned char)*p) || strchr("-_./+", *p);
+    if (plain) {
+        fputs(s, f);
+        return;
+    }
+    fputc('"', f);
+    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+        if (*p == '"' || *p == '\\')
+            fprintf(f, "\\%c", *p);
+        else if (*p < 0x20 || *p == 0x7f)
+            fprintf(f, "\\x%02x", *p);
+        else
+            fputc(*p, f);
+    }
+    fputc('"', f);
+}
+
 /* The items whose key starts with `prefix.` as YAML at `indent`, sub-mappings nested, each
  * line commented with its source. */
 static void write_section(FILE *f, const input_import *im, const char *prefix, int indent,
@@ -68,8 +103,10 @@ static void write_section(FILE *f, const input_import *im, const char *prefix, i
         const char *rest = k + plen + 1, *dot = strchr(rest, '.');
         if (!dot) {
             char line[256];
+            char src[256];
             snprintf(line, sizeof line, "%*s%s: %s", indent, "", rest, im->items[i].value);
-            fprintf(f, "%-40s # %s\n", line, im->items[i].source);
+            fprintf(f, "%-40s # %s\n", line,
+                    comment_text(im->items[i].source, src, sizeof src, 200));
             done[i] = true;
         } else if (n_sub < 64) {
             bool seen = false;
@@ -121,28 +158,40 @@ static int write_scenario(FILE *f, const import_args *a, input_import *im, long 
 {
     const char *fw = a->framework;
     bool inline_args = strncmp(a->source, "--", 2) == 0; /* Megatron's arguments themselves */
+    char text[4096], ref[4200];
     fprintf(f, "# A stepsim scenario from the %s config %s\n", fw,
-            inline_args ? "(the arguments below)" : im->file);
+            inline_args ? "(the arguments below)"
+                        : comment_text(im->file, text, sizeof text, 4000));
     fprintf(f, "# (`stepsim import %s ...`). Each key says the field it came from; to keep the\n"
                "# framework's file the single source, write instead\n"
                "#   parallel: {from: {%s: %s%s%s}}\n",
-            fw, fw, inline_args ? "\"" : "", inline_args ? "ARGUMENTS" : a->source,
+            fw, fw, inline_args ? "\"" : "",
+            inline_args ? "ARGUMENTS" : comment_text(a->source, text, sizeof text, 4000),
             inline_args ? "\"" : "");
-    if (inline_args)
-        fprintf(f, "# Arguments: %.3900s\n", a->source);
+    for (const char *p = a->source; inline_args && *p;) { /* one comment line per line */
+        const char *e = strchr(p, '\n');
+        size_t n = e ? (size_t)(e - p) : strlen(p);
+        fprintf(f, "# %s %s\n", p == a->source ? "Arguments:" : "          ",
+                comment_text(p, text, sizeof text, SIM_MIN(n, (size_t)3900)));
+        p = e ? e + 1 : p + n;
+    }
     if (im->unmapped[0]) {
         fprintf(f, "# Not imported (no stepsim equivalent):\n");
         for (const char *p = im->unmapped; *p;) {
             const char *e = strstr(p, "; ");
-            fprintf(f, "#   %.*s\n", e ? (int)(e - p) : (int)strlen(p), p);
+            size_t n = e ? (size_t)(e - p) : strlen(p);
+            fprintf(f, "#   %s\n", comment_text(p, text, sizeof text, SIM_MIN(n, (size_t)400)));
             p = e ? e + 2 : p + strlen(p);
         }
     }
-    char ref[4200];
-    fprintf(f, "name: %s\n", a->name ? a->name : "imported");
+    fputs("name: ", f);
+    yaml_scalar(f, a->name ? a->name : "imported");
+    fputc('\n', f);
     if (a->topology) {
         reference(a->topology, ref, sizeof ref);
-        fprintf(f, "topology: %s\n", ref);
+        fputs("topology: ", f);
+        yaml_scalar(f, ref);
+        fputc('\n', f);
     } else {
         fprintf(f, "# topology: give one (--topology, or a file or catalog name here)\n");
     }
@@ -152,7 +201,9 @@ static int write_scenario(FILE *f, const import_args *a, input_import *im, long 
         model_items |= strncmp(im->items[i].key, "model.", 6) == 0;
     if (a->model) {
         reference(a->model, ref, sizeof ref);
-        fprintf(f, "model: %s\n", ref);
+        fputs("model: ", f);
+        yaml_scalar(f, ref);
+        fputc('\n', f);
         for (size_t i = 0; i < im->n; i++) /* the given model replaces the framework's */
             done[i] |= strncmp(im->items[i].key, "model.", 6) == 0;
     } else if (im->model[0]) {

@@ -601,7 +601,7 @@ static int megatron(import_ctx *c)
                              "and stepsim has one rate (model.dropout)", hd->text, ad->text);
     import__set(c, "model.dropout", ad ? "--attention-dropout" : hd ? "--hidden-dropout"
                                                                  : "0.1 (Megatron's default)",
-                ad ? ad : hd, "%.17g", ad ? rate[0] : rate[1]);
+                ad ? ad : hd, "%.15g", ad ? rate[0] : rate[1]);
     /* the vocabulary: given, or GPT-2's BPE tokenizer's 50,257 */
     const input_ynode *vf = import__get(c, "vocab-file");
     const input_ynode *tt = import__get(c, "tokenizer-type");

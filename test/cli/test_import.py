@@ -169,6 +169,16 @@ def frameworks():
         rc, o, err = run("import", "megatron", "--topology", os.path.join(fw, "a100-x16.yaml"), "-o", out2,
                          "--", line)
         check(rc == 0 and run("mem", out2, "--json")[1] == a[1], "inline arguments: " + err)
+        # the same over several lines (a launch script's backslash continuations) and a name
+        # that would break YAML if written as it is: the scenario still loads, to the same
+        # memory plan, with the name intact (each argument line a comment of its own)
+        out3 = os.path.join(tmp, "g3.yaml")
+        odd = 'run: "a"\nmodel: gpt2'
+        rc, o, err = run("import", "megatron", "--topology", os.path.join(fw, "a100-x16.yaml"), "-o", out3,
+                         "--name", odd, "--", line.replace(" --", " \\\n  --", 3))
+        m = run("mem", out3, "--json")
+        check(rc == 0 and m[0] == 0 and json.loads(m[1])["name"] == odd and
+              json.loads(m[1])["mem_bytes"] == json.loads(a[1])["mem_bytes"], "multi-line: %s %s" % (err, m[2]))
         # refused: an existing output, an unknown framework, a scenario key given twice, a
         # value stepsim cannot represent (one error line, exit 2)
         rc, o, err = run("import", "megatron", os.path.join(fw, "megatron_gpt3_175b.txt"), "-o", out)
