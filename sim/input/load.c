@@ -614,15 +614,30 @@ static int apply_from(loader *L, input_ynode *root)
     }
     const input_ynode *src = fw_pair->value;
     char path[PATH_MAX_LEN];
-    if (fw == INPUT_FW_MEGATRON)
+    bool inline_args = fw == INPUT_FW_MEGATRON && strncmp(src->text, "--", 2) == 0;
+    if (inline_args)
         snprintf(path, sizeof path, "%s", src->text);
-    else
+    else /* a file, beside the scenario like every other reference */
         path_join(src->origin->dir, src->text, path, sizeof path);
+    if (!inline_args) {
+        const char *kind;
+        int fd = sim_open_regular(path, &kind);
+        if (fd < 0) {
+            int err = errno, code = err == ENOENT && !kind ? SIM_ENOENT : SIM_EINVAL;
+            sim_diag_error_code(L->diag, code, src->origin->name, src->line, src->col,
+                                "parallel.from: %s: %s", path,
+                                kind ? kind : strerror(err));
+            sim_diag_hint(L->diag, "a relative path is read from the scenario's folder%s",
+                          fw == INPUT_FW_MEGATRON ? "; inline arguments start with --" : "");
+            return code;
+        }
+        close(fd);
+    }
     input_import im;
     int rc = input_import_read((input_framework)fw, path, &im, L->diag);
     if (rc)
         return rc;
-    if (fw != INPUT_FW_MEGATRON) { /* its bytes, for the record of inputs */
+    if (!inline_args) { /* its bytes, for the record of inputs */
         FILE *f = fopen(path, "rb");
         char *data = sim_calloc(16u << 20, 1);
         size_t len = f ? fread(data, 1, (16u << 20) - 1, f) : 0;
@@ -642,6 +657,8 @@ static int apply_from(loader *L, input_ynode *root)
             break;
         }
     const input_yorigin *o = input_yorigin_new(L->arena, im.file, src->origin->dir, false);
+    /* Megatron's arguments describe a model too: the scenario's own model takes its place */
+    bool own_model = input_ymap_find(root, "model") != NULL;
     long long accum = 0;
     const input_import_item *accum_at = NULL;
     for (size_t i = 0; i < im.n && !rc; i++) {
@@ -651,6 +668,8 @@ static int apply_from(loader *L, input_ynode *root)
             accum_at = it;
             continue;
         }
+        if (own_model && strncmp(it->key, "model.", 6) == 0)
+            continue;
         const char *dot = strrchr(it->key, '.');
         input_ynode *m = map_at(L, root, it->key, dot ? (size_t)(dot - it->key) : 0, o);
         const input_ypair *have = m ? input_ymap_find(m, dot ? dot + 1 : it->key) : NULL;

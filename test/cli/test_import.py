@@ -7,7 +7,7 @@ ecosystem's language").
 MODE: hf (Hugging Face config.json as the model), frameworks (stepsim import and
       parallel.from), html (stepsim report --html, rendered in headless Chromium)
 Each expected number is derived in a comment next to it."""
-import json, os, subprocess, sys, tempfile
+import json, os, shutil, subprocess, sys, tempfile
 
 mode, stepsim, root = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 failures = checks = 0
@@ -194,6 +194,28 @@ def frameworks():
         rc, o, err = run("check", ref)
         check(rc == 2 and "parallel.zero: given here and by" in err and err.startswith(ref + ":5:"),
               "given twice: " + err)
+        # Megatron's arguments from a file beside the scenario (a relative path), under the
+        # scenario's own model: the arguments' model keys give way to it, so the plan equals
+        # `import megatron --model gpt3-175b`'s; the file is among the recorded inputs
+        shutil.copy(os.path.join(fw, "megatron_gpt3_175b.txt"), os.path.join(tmp, "args.txt"))
+        beside = os.path.join(tmp, "beside.yaml")
+        with open(beside, "w") as f:
+            f.write("topology: %s\nmodel: gpt3-175b\nparallel:\n  from: {megatron: args.txt}\n"
+                    % os.path.join(fw, "a100-x16.yaml"))
+        viaimport = os.path.join(tmp, "viaimport.yaml")
+        run("import", "megatron", os.path.join(fw, "megatron_gpt3_175b.txt"), "--topology",
+            os.path.join(fw, "a100-x16.yaml"), "--model", "gpt3-175b", "-o", viaimport)
+        m1, m2 = run("mem", beside, "--json"), run("mem", viaimport, "--json")
+        check(m1[0] == 0 and json.loads(m1[1])["mem_bytes"] == json.loads(m2[1])["mem_bytes"],
+              "megatron file beside the scenario: " + m1[2])
+        # a from file that is not there: the error at the scenario's value, exit 2 (line 4;
+        # column 2 spaces + len("from: {megatron: ") = 17, + 1 = 20)
+        with open(beside, "w") as f:
+            f.write("topology: %s\nmodel: gpt3-175b\nparallel:\n  from: {megatron: gone.txt}\n"
+                    % os.path.join(fw, "a100-x16.yaml"))
+        rc, o, err = run("check", beside)
+        check(rc == 2 and err.startswith(beside + ":4:20: error: parallel.from:") and
+              "gone.txt" in err, "missing from file: " + err)
         bad = os.path.join(tmp, "bad.json")
         with open(bad, "w") as f:
             f.write('{\n  "zero_optimization": {"stage": 3, "offload_param": {"device": "disk"}}\n}\n')
