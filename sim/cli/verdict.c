@@ -209,10 +209,10 @@ static void bottleneck(const replay_summary *s, results_verdict *v);
  * memory"): false, v untouched, when the offload fits the nodes' memory. */
 static bool bind_host(const plan *p, results_verdict *v)
 {
-    int64_t bytes;
+    int64_t bytes, cap;
     int node;
     char why[sizeof v->binding_why];
-    if (!plan_host_verdict(p, &bytes, &node, why, sizeof why))
+    if (!plan_host_verdict(p, &bytes, &node, &cap, why, sizeof why))
         return false;
     v->has_binding = true;
     v->binding_host = true;

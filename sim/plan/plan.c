@@ -81,29 +81,40 @@ const plan_mem *plan_cross(const plan *p, int r, const plan_mem *at_peak)
     return p->cross && p->cross[r].total > 0 ? &p->cross[r] : at_peak;
 }
 
-int plan_host_verdict(const plan *p, int64_t *bytes, int *node, char *why, size_t size)
+int plan_host_verdict(const plan *p, int64_t *bytes, int *node, int64_t *capacity, char *why,
+                      size_t size)
 {
     why[0] = '\0';
     *bytes = 0;
     *node = 0;
+    *capacity = 0;
     int nodes = 0;
     for (int r = 0; r < p->n_ranks; r++)
         nodes = SIM_MAX(nodes, p->coords[r].node + 1);
     int64_t *sum = sim_calloc((size_t)SIM_MAX(nodes, 1), sizeof *sum);
     for (int r = 0; r < p->n_ranks; r++)
         sum[p->coords[r].node] += p->host_bytes ? p->host_bytes[r] : 0;
-    for (int k = 0; k < nodes; k++)
-        if (sum[k] > *bytes) {
+    /* the node with the least headroom under its own memory (a mixed cluster's groups have
+     * their own), or with the most bytes where no node gives its memory */
+    double best = -1.0 / 0.0;
+    for (int k = 0; k < nodes; k++) {
+        int64_t cap = hw_topology_node_spec(&p->sc->topology, k)->host.memory_bytes;
+        double key = cap > 0 ? (double)sum[k] - (double)cap : (double)sum[k] - 1e300;
+        if (sum[k] > 0 && key > best) {
+            best = key;
             *bytes = sum[k];
             *node = k;
+            *capacity = cap;
         }
+    }
     sim_free(sum);
-    int64_t cap = p->sc->topology.host.memory_bytes;
-    if (cap <= 0 || *bytes <= cap)
+    if (*bytes == 0) /* no offload: the first node's memory, for the record */
+        *capacity = hw_topology_node_spec(&p->sc->topology, 0)->host.memory_bytes;
+    if (*capacity <= 0 || *bytes <= *capacity)
         return 0;
     const double GiB = 1024.0 * 1024.0 * 1024.0;
     snprintf(why, size, "host memory: node %d's offload holds %.2f GiB > %.2f GiB "
-             "(topology.node.host.memory)", *node, *bytes / GiB, cap / GiB);
+             "(topology.node.host.memory)", *node, *bytes / GiB, *capacity / GiB);
     return 1;
 }
 
@@ -116,10 +127,10 @@ static void verdict(plan *p)
                               plan_cross(p, worst, &p->peak[worst]),
                               plan_capacity(p, worst), p->binding_constraint,
                               sizeof p->binding_constraint);
-    int64_t host;
+    int64_t host, cap;
     int node;
     if (!p->oom)
-        p->oom = plan_host_verdict(p, &host, &node, p->binding_constraint,
+        p->oom = plan_host_verdict(p, &host, &node, &cap, p->binding_constraint,
                                    sizeof p->binding_constraint);
 }
 

@@ -91,11 +91,14 @@ const hw_gpu_spec *plan_gpu(const plan *p, int r);
 int64_t plan_capacity(const plan *p, int r);
 int plan_worst_rank(const plan *p, const plan_mem *peaks);
 
-/* Host memory the offload holds on the node that holds the most (the sum over its ranks of
- * host_bytes; the lowest such node on a tie) into *bytes and *node (0 and 0 without
- * offload). Returns 1 when topology.node.host.memory is given and that is more, with the
- * binding constraint in `why` ("" otherwise). */
-int plan_host_verdict(const plan *p, int64_t *bytes, int *node, char *why, size_t size);
+/* Host memory the offload holds (the sum over a node's ranks of host_bytes) on the node
+ * with the least headroom under its own topology.node.host.memory (a node group's on a
+ * mixed cluster), or the node that holds the most where none gives it (the lowest such node
+ * on a tie), into *bytes, *node and *capacity (its memory; 0 when not given; without
+ * offload 0, 0 and node 0's memory). Returns 1 when that node's offload is more than its memory, with the binding
+ * constraint in `why` ("" otherwise). */
+int plan_host_verdict(const plan *p, int64_t *bytes, int *node, int64_t *capacity, char *why,
+                      size_t size);
 
 /* Computes rank `rank`'s coordinates under `order` (inner to outer) with the degrees of
  * `par`; ep is carved out of dp (ep coordinate = dp coordinate mod ep). The node is left

@@ -552,13 +552,13 @@ static void fill_memory(const plan *p, const plan_mem *peaks, replay_results *r)
                                 sizeof why);
     /* the host memory the offload holds, once the GPUs fit */
     char host_why[256];
-    int64_t host;
+    int64_t host, host_cap;
     int node;
-    bool host_oom = plan_host_verdict(p, &host, &node, host_why, sizeof host_why);
+    bool host_oom = plan_host_verdict(p, &host, &node, &host_cap, host_why, sizeof host_why);
     s->offloaded = host > 0;
     s->host_node = node;
     s->host_mem_bytes = host;
-    s->host_capacity_bytes = p->sc->topology.host.memory_bytes;
+    s->host_capacity_bytes = host_cap;
     if (!oom && host_oom) {
         oom = true;
         snprintf(why, sizeof why, "%s", host_why);

@@ -895,6 +895,18 @@ def node_groups():
     rc, out, err = run("mem", ddp, *mixed, "--set", small, "--json", cwd=data)
     o = json.loads(out) if out else {}
     check(o.get("status") == "oom" and o.get("capacity_bytes") == 2**29, "0.5 GiB node: oom: %s" % out[:300])
+    # host memory per node group: the optimizer offloaded to the CPU under DDP puts each
+    # rank's whole fp32 master copy, Adam states and gradient copy on its node, 14 B x P
+    # (P = 2,087,424 for tiny-gpt: the 16-bit params are 4,174,848 B) = 29,223,936 B on both
+    # nodes. Node 0 has 1 GiB, node 1 20 MiB = 20,971,520 B: node 1 is named, though the
+    # two hold the same bytes and node 0 comes first
+    rc, out, err = run("mem", ddp, *mixed, "--set", "parallel.offload.optimizer=cpu", "--set",
+                       "topology.node_groups=[{nodes: 1, node: {host: {memory: 1 GiB}}}, "
+                       "{nodes: 1, node: {host: {memory: 20 MiB}}}]", "--json", cwd=data)
+    o = json.loads(out) if out else {}
+    check(o.get("status") == "oom" and o.get("host_memory") == {"node": 1, "bytes": 29223936,
+                                                                 "capacity_bytes": 20971520},
+          "host memory per group: %s" % out[:600])
     rc, out, err = run("run", ddp, *mixed, cwd=data)
     check(rc == 0 and "cluster         1 x ideal + 1 x ideal-half" in out, "the text names both: " + out)
     # node variants: node 0's NIC at 2 GB/s, node 1's at 1 GB/s (both GPUs ideal). The
