@@ -36,8 +36,8 @@ struct hw_topo {
     int32_t *nvl_comp; /* per device: component over NVLink links (an NVLink path is
                           impossible between different ones) */
     bool staged;       /* every GPU's nearest host memory found (label_staging) */
-    sim_time stage_ps; /* the GPU's staging hand-off per chunk (hw_gpu_spec) */
-    int64_t stage_chunk;
+    sim_time *stage_ps; /* per node: its GPU's staging hand-off per chunk (hw_gpu_spec) */
+    int64_t *stage_chunk;
     /* route cache: open addressing on (src, dst) */
     uint64_t *keys;
     hw_route **vals;
@@ -521,9 +521,11 @@ static bool compute_route(hw_topo *t, int s, int d, hw_route *r)
      * engine to the destination's (also when the route writes and reads two sockets'
      * memories: one copy engine writes, one reads); the first chunk's is part of the
      * route's latency, a copy's whole count is hw_route_staging_ps */
-    if (nv > 0 && ga >= 0 && gb >= 0) {
-        r->stage_ps = t->stage_ps;
-        r->stage_chunk = t->stage_chunk;
+    if (nv > 0 && ga >= 0 && gb >= 0) { /* two GPUs of a mixed cluster: the slower hand-off,
+                                           the smaller chunk */
+        int64_t ca = t->stage_chunk[ds->node], cb = t->stage_chunk[dd->node];
+        r->stage_ps = SIM_MAX(t->stage_ps[ds->node], t->stage_ps[dd->node]);
+        r->stage_chunk = ca > 0 && cb > 0 ? SIM_MIN(ca, cb) : SIM_MAX(ca, cb);
         r->latency_ps += r->stage_ps;
     }
     return true;
@@ -737,12 +739,20 @@ static void assign_storage(hw_topo *t)
 int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
 {
     hw_topo *t = sim_calloc(1, sizeof *t);
-    t->stage_ps = spec->gpu.staging_latency_ps;
-    t->stage_chunk = spec->gpu.staging_chunk_bytes;
     if (spec->n_devices > 0)
         build_explicit(t, spec);
     else
         build_parametric(t, spec);
+    int nodes = 1;
+    for (size_t d = 0; d < t->n_dev; d++)
+        nodes = SIM_MAX(nodes, t->dev[d].node + 1);
+    t->stage_ps = sim_calloc((size_t)nodes, sizeof *t->stage_ps);
+    t->stage_chunk = sim_calloc((size_t)nodes, sizeof *t->stage_chunk);
+    for (int n = 0; n < nodes; n++) {
+        const hw_gpu_spec *g = spec->n_devices > 0 ? &spec->gpu : hw_topology_node_gpu(spec, n);
+        t->stage_ps[n] = g->staging_latency_ps;
+        t->stage_chunk[n] = g->staging_chunk_bytes;
+    }
     build_adjacency(t);
     int rc = 0;
     if (t->n_gpus == 0) {
@@ -792,6 +802,8 @@ void hw_topo_destroy(hw_topo *t)
         return;
     sim_free(t->dev);
     sim_free(t->storage_of);
+    sim_free(t->stage_ps);
+    sim_free(t->stage_chunk);
     sim_free(t->link);
     sim_free(t->adj_first);
     sim_free(t->adj);

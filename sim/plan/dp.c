@@ -137,7 +137,9 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     int mem = hw_topo_host_memory(topo, g->rank);
     /* CPU Adam streams its states at the rate memory-bound CPU code sustains, shared by the
      * ranks whose optimizer lives in the same memory */
-    double bw = hw_topo_memory_bw_Bps(topo, mem) * g->sc->topology.host.memory_efficiency /
+    const hw_node_spec *node = hw_topology_node_spec(&g->sc->topology,
+                                                     g->p->coords[g->rank].node);
+    double bw = hw_topo_memory_bw_Bps(topo, mem) * node->host.memory_efficiency /
                 g->mem_sharers[g->rank];
     uint32_t *d2h = sim_calloc((size_t)g->n_units, sizeof *d2h);
     uint32_t *cpu = sim_calloc((size_t)g->n_units, sizeof *cpu);

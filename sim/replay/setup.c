@@ -103,7 +103,7 @@ static int algo_of(int plan_algo)
 static void init_groups(replay_ctx *c)
 {
     const trace *t = c->t;
-    bool sharp = c->p->sc->topology.intra.sharp;
+    const hw_topology_spec *spec = &c->p->sc->topology;
     c->groups = sim_calloc(t->n_groups ? t->n_groups : 1, sizeof *c->groups);
     for (size_t i = 0; i < t->n_groups; i++) {
         const trace_group *tg = &t->groups[i];
@@ -111,6 +111,9 @@ static void init_groups(replay_ctx *c)
         gi->node = sim_calloc((size_t)tg->n, sizeof *gi->node);
         for (int m = 0; m < tg->n; m++)
             gi->node[m] = hw_topo_device(c->topo, hw_topo_gpu_device(c->topo, tg->ranks[m]))->node;
+        /* in-switch reduction where the members' node (its group's on a mixed cluster) has
+         * NVLink SHARP: a common NVSwitch is within one node */
+        bool sharp = tg->n > 0 && hw_topology_node_spec(spec, gi->node[0])->intra.sharp;
         gi->switch_dev = sharp ? hw_topo_common_nvswitch(c->topo, tg->ranks, tg->n) : -1;
         gi->g = (coll_group){.n = tg->n, .node = gi->node, .nvls = gi->switch_dev >= 0};
         gi->arrivals = 0;

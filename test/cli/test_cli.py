@@ -922,6 +922,15 @@ def node_groups():
     # against 29 us of compute)
     check(var.get("step_time_s", 0) > 1.5 * two.get("step_time_s", 0),
           "and the faster NIC does not: %s vs %s" % (var.get("step_time_s"), two.get("step_time_s")))
+    # a group whose node has another kind of intra-node fabric takes none of the topology's
+    # link settings: DGX H100's second node as PCIe without P2P, its GPUs' links from the
+    # node's PCIe gen 5 x16 (32 GT/s x 16 lanes x 128/130 / 8 = 63.02 GB/s), not the NVSwitch's
+    # 450 GB/s
+    rc, out, err = run("topo", os.path.join(root, "topologies", "dgx-h100.yaml"), "--set", "nodes=2",
+                       "--set", "node_groups=[{nodes: 1}, {nodes: 1, node: {intra: {kind: pcie}}}]",
+                       "--route", "8", "9")
+    check(rc == 0 and "gpu8 -[pcie 63.02 GB/s]->" in out and "450 GB/s]-> gpu9" not in out,
+          "a PCIe group's links: " + out[-400:] + err)
     # refused: groups of another node size, a nodes count that disagrees, no GPU peak
     for sets, msg in ((["topology.node_groups=[{nodes: 1}, {nodes: 1, node: {gpus: 2, intra: {kind: nvswitch, "
                         "bandwidth: 1 TB/s}}}]"], "groups of another node size are not supported yet"),
