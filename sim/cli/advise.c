@@ -193,6 +193,13 @@ static int64_t peak_of(const rung *x)
     return x->k.valid ? x->k.split.total : 0;
 }
 
+/* The capacity of the GPU the rung's peak is on (mixed clusters differ by rank; the run's
+ * `capacity` where the check does not say). */
+static int64_t cap_of(const rung *x, int64_t capacity)
+{
+    return x->k.valid && x->k.limit.capacity_bytes > 0 ? x->k.limit.capacity_bytes : capacity;
+}
+
 /* What stops the rung, one phrase: the bottleneck of a replayed rung that fits, the binding
  * item of one that does not, the reason of an invalid one. */
 static void limit_of(const rung *x, char *buf, size_t size)
@@ -238,7 +245,8 @@ static void write_json(FILE *f, const rung *x, int64_t capacity)
         results_json_string(f, x->r.value[k]);
     }
     fprintf(f, "},\"status\":\"%s\",\"peak_mem_bytes\":%lld,\"headroom_bytes\":%lld,", status_of(x),
-            (long long)peak_of(x), (long long)(x->k.valid ? capacity - peak_of(x) : 0));
+            (long long)peak_of(x),
+            (long long)(x->k.valid ? cap_of(x, capacity) - peak_of(x) : 0));
     fputs("\"step_time_s\":", f);
     number_or_null(f, timed ? x->k.step_time_s : NAN);
     fputs(",\"tokens_per_s\":", f);
@@ -285,8 +293,14 @@ static bool changes_method(const rung *x)
 static void write_table(FILE *f, const plan_scenario *sc, int n_gpus, int64_t gb,
                         int64_t capacity, const rung *rungs, int n)
 {
-    fprintf(f, "%s: the ladder on %d x %s, global batch %lld, %.2f GiB per GPU\n", sc->name,
-            n_gpus, sc->topology.gpu.name, (long long)gb, capacity / GiB);
+    char cluster[512];
+    cli_cluster_text(sc, n_gpus, cluster, sizeof cluster);
+    if (sc->topology.n_groups > 0) /* each rung's headroom is its tightest GPU's */
+        fprintf(f, "%s: the ladder on %s, global batch %lld, headroom on each rung's "
+                   "tightest GPU\n", sc->name, cluster, (long long)gb);
+    else
+        fprintf(f, "%s: the ladder on %s, global batch %lld, %.2f GiB per GPU\n", sc->name,
+                cluster, (long long)gb, capacity / GiB);
     fprintf(f, "  %-6s %-7s %10s %10s %12s %14s  %s\n", "rung", "status", "peak GiB",
             "headroom", "step s", "tokens/s", "limit");
     int best = -1, best_adapter = -1;
@@ -297,7 +311,7 @@ static void write_table(FILE *f, const plan_scenario *sc, int n_gpus, int64_t gb
         limit_of(x, limit, sizeof limit);
         if (x->k.valid) {
             snprintf(peak, sizeof peak, "%.2f", peak_of(x) / GiB);
-            snprintf(head, sizeof head, "%.2f", (capacity - peak_of(x)) / GiB);
+            snprintf(head, sizeof head, "%.2f", (cap_of(x, capacity) - peak_of(x)) / GiB);
         }
         if (timed) {
             snprintf(step, sizeof step, "%.6g", x->k.step_time_s);

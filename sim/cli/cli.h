@@ -67,6 +67,10 @@ int cli_report_file_as(const char *path, bool csv, const char *html);
  * the published ones); NULL: every table. */
 struct plan_scenario;
 void cli_print_accuracy(FILE *f, bool timing, const struct plan_scenario *sc);
+/* The first `gpus` GPUs of the scenario's cluster in words: "8 x H100-SXM", or on a mixed
+ * cluster each model's count in node order, consecutive groups of one model merged
+ * ("16 x H100-SXM + 8 x A100-SXM-80GB"). */
+void cli_cluster_text(const struct plan_scenario *sc, int gpus, char *buf, size_t size);
 
 int cli_sweep(const cli_command *cmd, int argc, char **argv);
 int cli_plan(const cli_command *cmd, int argc, char **argv);

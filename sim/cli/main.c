@@ -119,17 +119,9 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
     const replay_summary *s = &r->summary;
     const plan_scenario *sc = p->sc;
     fprintf(f, "%s: %s\n", s->name, s->status == REPLAY_STATUS_OOM ? "OUT OF MEMORY" : "fits");
-    if (sc->topology.n_groups > 0) { /* node groups: GPUs of each model, in node order */
-        fprintf(f, "  cluster         ");
-        for (int g = 0, k = 0; g < sc->topology.n_groups && k < s->gpus; g++) {
-            const hw_node_group *ng = &sc->topology.groups[g];
-            int n = SIM_MIN(s->gpus - k, ng->nodes * ng->node.gpus_per_node);
-            fprintf(f, "%s%d x %s", g ? " + " : "", n, ng->gpu.name);
-            k += n;
-        }
-    } else {
-        fprintf(f, "  cluster         %d x %s", s->gpus, sc->topology.gpu.name);
-    }
+    char cluster[512];
+    cli_cluster_text(sc, s->gpus, cluster, sizeof cluster);
+    fprintf(f, "  cluster         %s", cluster);
     if (p->topology_gpus > s->gpus)
         fprintf(f, " (of %d in topology '%s')", p->topology_gpus, sc->topology.name);
     else

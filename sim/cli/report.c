@@ -343,6 +343,30 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
 /* The longest sequence of a published run in the tables (NeMo's and torchtitan's 8,192). */
 #define VALIDATED_SEQ_MAX 8192
 
+void cli_cluster_text(const plan_scenario *sc, int gpus, char *buf, size_t size)
+{
+    if (sc->topology.n_groups == 0) {
+        snprintf(buf, size, "%d x %s", gpus, sc->topology.gpu.name);
+        return;
+    }
+    size_t len = 0;
+    buf[0] = '\0';
+    for (int g = 0, k = 0; g < sc->topology.n_groups && k < gpus; g++) {
+        const hw_node_group *ng = &sc->topology.groups[g];
+        int n = SIM_MIN(gpus - k, ng->nodes * ng->node.gpus_per_node);
+        /* this group and the next ones of the same GPU model, as one count */
+        while (g + 1 < sc->topology.n_groups && k + n < gpus &&
+               !strcmp(sc->topology.groups[g + 1].gpu.name, ng->gpu.name)) {
+            const hw_node_group *next = &sc->topology.groups[++g];
+            n += SIM_MIN(gpus - k - n, next->nodes * next->node.gpus_per_node);
+        }
+        if (len < size)
+            len += (size_t)snprintf(buf + len, size - len, "%s%d x %s", k ? " + " : "", n,
+                                    ng->gpu.name);
+        k += n;
+    }
+}
+
 void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
 {
     static const char mem[] = "memory formulas exact to 0.5% (docs/validation.md)";

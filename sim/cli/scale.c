@@ -182,10 +182,15 @@ bool verdict__scale_out(const cli_verdict_input *in, const plan *p, int64_t capa
                       size_t what_size, char *note, size_t note_size)
 {
     enum { SIZES = 4096 };
+    note[0] = '\0';
+    if (p->sc->topology.n_groups > 0) { /* which group would grow is the user's choice */
+        snprintf(note, note_size, "not searched on a mixed cluster: give a node group more "
+                 "nodes to try one");
+        return false;
+    }
     int64_t *k = sim_calloc(SIZES, sizeof *k);
     bool found = false;
     int64_t tried = 0, budget_at = 0;
-    note[0] = '\0';
     for (int f = 0; f < SCALE_FAMILIES; f++) {
         int n = scale_sizes(p->sc, p, f, k, SIZES);
         int m = 0; /* the sizes that apply on this topology (and beat the best), in order */

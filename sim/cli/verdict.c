@@ -316,6 +316,7 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
             const replay_summary *s = &res->summary;
             if (s->status == REPLAY_STATUS_OK || s->status == REPLAY_STATUS_OOM) {
                 out->fits = s->status == REPLAY_STATUS_OK;
+                out->limit.capacity_bytes = s->capacity_bytes; /* the replay's tightest GPU */
                 out->split.total = s->peak_mem_bytes;
                 memcpy(out->split.bytes, s->mem_bytes, sizeof out->split.bytes);
                 out->step_time_s = s->step_time_s;

@@ -895,6 +895,22 @@ def node_groups():
     rc, out, err = run("mem", ddp, *mixed, "--set", small, "--json", cwd=data)
     o = json.loads(out) if out else {}
     check(o.get("status") == "oom" and o.get("capacity_bytes") == 2**29, "0.5 GiB node: oom: %s" % out[:300])
+    # more GPUs "of the same kind" has no meaning on a mixed cluster: not searched, and said so
+    check("not searched on a mixed cluster" in (o.get("binding_constraint") or ""),
+          "no scale-out on a mixed cluster: %s" % o.get("binding_constraint"))
+    # advise: the header names both GPU models, and each rung's headroom is against its
+    # tightest GPU: rank 1's 40 GiB where the rung uses both GPUs (same peak on both), the
+    # ideal GPU's 80 GiB for the one-GPU rung (rank 0 alone, on node 0)
+    rc, out, err = run("advise", ddp, *mixed, "--json", cwd=data)
+    rungs = [json.loads(l) for l in out.splitlines() if l.startswith("{")] if rc == 0 else []
+    check(len([r for r in rungs if r.get("peak_mem_bytes")]) >= 5 and
+          all(r["headroom_bytes"] == (80 if r["rung"] == "1gpu" else 40) * 2**30 - r["peak_mem_bytes"]
+              for r in rungs if r.get("peak_mem_bytes")), "advise headroom on mixed GPUs: %s" % out[:300])
+    rc, out, err = run("advise", ddp, *mixed, cwd=data)
+    check(rc == 0 and "the ladder on 1 x ideal + 1 x ideal-half" in out, "advise header: " + out[:200])
+    # two groups of one GPU model are one count
+    rc, out, err = run("run", ddp, *same, "--set", "topology.node_groups=[{nodes: 1}, {nodes: 1}]", cwd=data)
+    check(rc == 0 and "cluster         2 x ideal " in out, "groups of one model merged: " + out[:300])
     # host memory per node group: the optimizer offloaded to the CPU under DDP puts each
     # rank's whole fp32 master copy, Adam states and gradient copy on its node, 14 B x P
     # (P = 2,087,424 for tiny-gpt: the 16-bit params are 4,174,848 B) = 29,223,936 B on both
