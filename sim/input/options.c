@@ -242,14 +242,26 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
         sim_diag_hint(ctx->diag, "1f1b or interleaved run with it");
     }
     bool nvme_params = p->offload.params == PLAN_OFFLOAD_NVME;
+    int bare = -1; /* a node group without drives (mixed clusters: each group has its own) */
+    for (int g = 0; g < sc->topology.n_groups && bare < 0; g++)
+        if (sc->topology.groups[g].node.storage.count == 0)
+            bare = g;
     if (!rc && (p->offload.optimizer == PLAN_OFFLOAD_NVME || nvme_params) &&
-        sc->topology.n_devices == 0 && sc->topology.storage.count == 0) {
+        sc->topology.n_devices == 0 &&
+        (sc->topology.n_groups > 0 ? bare >= 0 : sc->topology.storage.count == 0)) {
         const char *key = nvme_params ? "parallel.offload.params" : "parallel.offload.optimizer";
-        rc = input_schema_error(ctx, SIM_EINVAL, input__locate(root, key, "parallel"),
-                                "%s: nvme needs NVMe drives, and topology '%s' has none", key,
-                                sc->topology.name);
-        sim_diag_hint(ctx->diag, "give them as topology.node.storage: {kind: nvme, count: 8} "
-                                 "(docs/scenario-format.md)");
+        if (bare >= 0)
+            rc = input_schema_error(ctx, SIM_EINVAL, input__locate(root, key, "parallel"),
+                                    "%s: nvme needs NVMe drives on every node, and topology "
+                                    "'%s' has none in node_groups[%d]", key, sc->topology.name,
+                                    bare);
+        else
+            rc = input_schema_error(ctx, SIM_EINVAL, input__locate(root, key, "parallel"),
+                                    "%s: nvme needs NVMe drives, and topology '%s' has none",
+                                    key, sc->topology.name);
+        sim_diag_hint(ctx->diag, "give them as %s.storage: {kind: nvme, count: 8} "
+                                 "(docs/scenario-format.md)",
+                      bare >= 0 ? "each node group's node" : "topology.node");
     }
     if (!rc && p->offload.optimizer == PLAN_OFFLOAD_NVME && p->zero != 3) {
         rc = input_schema_error(ctx, SIM_EINVAL,

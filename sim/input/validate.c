@@ -431,12 +431,19 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
         have = gpus;
         snprintf(shape, sizeof shape, "listed in topology.devices");
     }
-    if (need > have)
-        return input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.dp", "parallel"),
-                               "parallel.dp: dp %d x tp %d x pp %d x cp %d needs %.0f GPUs but "
-                               "topology%s%s%s has %.0f (%s)",
-                               p->dp, p->tp, p->pp, p->cp, need, t->name[0] ? " '" : "", t->name,
-                               t->name[0] ? "'" : "", have, shape);
+    if (need > have) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.dp", "parallel"),
+                           "parallel.dp: dp %d x tp %d x pp %d x cp %d needs %.0f GPUs but "
+                           "topology%s%s%s has %.0f (%s)",
+                           p->dp, p->tp, p->pp, p->cp, need, t->name[0] ? " '" : "", t->name,
+                           t->name[0] ? "'" : "", have, shape);
+        sim_diag_hint(ctx->diag, t->n_groups > 0 ? "a smaller layout, or more nodes in a node "
+                                                   "group (topology.node_groups[i].nodes)"
+                                 : t->n_devices > 0 ? "a smaller layout, or more GPUs listed"
+                                                    : "a smaller layout, or more nodes "
+                                                      "(topology.nodes)");
+        return SIM_EINVAL;
+    }
     if (p->dp % p->ep != 0)
         return input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.ep", "parallel"),
                                "parallel.ep: %d does not divide dp (%d)", p->ep, p->dp);

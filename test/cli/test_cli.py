@@ -947,13 +947,22 @@ def node_groups():
                        "--route", "8", "9")
     check(rc == 0 and "gpu8 -[pcie 63.02 GB/s]->" in out and "450 GB/s]-> gpu9" not in out,
           "a PCIe group's links: " + out[-400:] + err)
-    # refused: groups of another node size, a nodes count that disagrees, no GPU peak
+    # NVMe offload where every group has its drives runs
+    rc, out, err = run("run", ddp, *mixed, "--set", "parallel.zero=3", "--set", "parallel.offload.optimizer=nvme",
+                       "--set", "topology.node_groups=[{nodes: 1, node: {storage: {kind: nvme, count: 1}}}, "
+                       "{nodes: 1, node: {storage: {kind: nvme, count: 1}}}]", cwd=data)
+    check(rc == 0, "NVMe in every group: " + err)
+    # refused: groups of another node size, a nodes count that disagrees, no GPU peak, a
+    # group without the drives NVMe offload needs
     for sets, msg in ((["topology.node_groups=[{nodes: 1}, {nodes: 1, node: {gpus: 2, intra: {kind: nvswitch, "
                         "bandwidth: 1 TB/s}}}]"], "groups of another node size are not supported yet"),
                       (["topology.nodes=3"], "topology.nodes: 3, but the node groups hold 2 nodes"),
                       (["topology.node_groups=[]"], "expected a list of 1 to 8 node groups"),
                       (["topology.node_groups=[{gpu: h100-sxm}]"], "missing required key 'nodes'"),
-                      (["simulation.symmetry=dp"], "topology.node_groups: every replica must be simulated")):
+                      (["simulation.symmetry=dp"], "topology.node_groups: every replica must be simulated"),
+                      (["parallel.zero=3", "parallel.offload.optimizer=nvme",
+                        "topology.node_groups=[{nodes: 1, node: {storage: {kind: nvme, count: 1}}}, {nodes: 1}]"],
+                       "nvme needs NVMe drives on every node, and topology 'mixed-pair' has none in node_groups[1]")):
         args = [x for k in sets for x in ("--set", k)]
         rc, out, err = run("check", ddp, *mixed, *args, cwd=data)
         check(rc == 2 and msg in err and err.count("error:") == 1, "%s: %s" % (sets, err))

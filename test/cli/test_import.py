@@ -289,6 +289,9 @@ def html():
         check(all('id="%s"' % i in text for i in ids), "sections present: %s" % [i for i in ids if 'id="%s"' % i not in text])
         check("qwen3-4b-2x4090-fsdp-bf16" in text and "oom" in text and "fnv1a64:" in text,
               "the runs, the DDP run's OOM and the inputs' hashes")
+        # each run's memory figure draws the rank with the highest peak (rank 0 on these
+        # symmetric pairs: the lowest of equal peaks)
+        check(text.count("Memory of rank 0 (the highest peak) over the run") == 3, "memory sections")
         chromium = next((c for c in ("chromium", "chromium-browser") if subprocess.run(
             ["sh", "-c", "command -v " + c], capture_output=True).returncode == 0), None)
         check(chromium is not None, "headless Chromium installed (scripts/test.sh installs it)")
