@@ -189,6 +189,22 @@ static void label_runs(results_h5r_file *f, run_row *runs, size_t n)
     }
     sim_free(r);
     results_h5r_table_close(t);
+    /* labels that do not tell runs apart (values cut short, a run repeated) carry the
+     * run's name too */
+    bool *dup = sim_calloc(n + 1, sizeof *dup);
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = i + 1; j < n; j++)
+            if (runs[i].label && runs[j].label && strcmp(runs[i].label, runs[j].label) == 0)
+                dup[i] = dup[j] = true;
+    for (size_t i = 0; i < n; i++)
+        if (dup[i]) {
+            size_t len = strlen(runs[i].label) + strlen(runs[i].name) + 4;
+            char *both = sim_calloc(len, 1);
+            snprintf(both, len, "%s (%s)", runs[i].label, runs[i].name);
+            sim_free(runs[i].label);
+            runs[i].label = both;
+        }
+    sim_free(dup);
 }
 
 /* ok, tight (a plan's candidate under its --headroom), oom, then the runs not replayed */

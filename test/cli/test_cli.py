@@ -1998,6 +1998,16 @@ def export_csv():
         check(len(df) > 0 and isinstance(df["name"].iloc[0], str), "pandas reads str columns")
         rc, out, err = run("export-csv", h5, "frobnicate")
         check(rc == 2 and "not a table of a results file" in err and out == "", "bad table: " + err)
+        # a sweep whose axis repeats a value: the two runs of micro_batch 1 would share a
+        # label, so each also carries its name; the third's label is its axis alone
+        sw = os.path.join(tmp, "dup.yaml")
+        with open(sw, "w") as f:
+            f.write("name: dupl\nbase: %s\naxes:\n  training.micro_batch: [1, 1, 2]\n" % ddp)
+        rc, out, err = run("sweep", sw, "-o", os.path.join(tmp, "dup.h5"))
+        rc2, out, err2 = run("report", os.path.join(tmp, "dup.h5"), "--csv")
+        labels = {r["name"]: r["label"] for r in csv_mod.DictReader(io.StringIO(out))}
+        check(rc == 0 and labels == {"dupl-0": "micro_batch=1 (dupl-0)", "dupl-1": "micro_batch=1 (dupl-1)",
+                                     "dupl-2": "micro_batch=2"}, "labels kept apart: %s %s" % (labels, err + err2))
 
 
 def outputs():
