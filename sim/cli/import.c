@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
 #include "cli/cli.h"
@@ -54,36 +55,90 @@ static void reference(const char *v, char *out, size_t size)
         snprintf(out, size, "%s", v);
 }
 
-/* `s` for a comment line: control characters (a newline would end the comment and start
- * YAML) written as spaces, at most `max` bytes. */
+/* The code point of the UTF-8 sequence at `s` and its length in *len; -1 (length 1) for a
+ * byte that does not start a valid, shortest-form sequence. */
+static long utf8_next(const unsigned char *s, int *len)
+{
+    *len = 1;
+    if (s[0] < 0x80)
+        return s[0];
+    int n = s[0] >= 0xf0 && s[0] <= 0xf4 ? 4 : s[0] >= 0xe0 ? 3 : s[0] >= 0xc2 ? 2 : 0;
+    if (n == 0 || s[0] > 0xf4)
+        return -1;
+    long cp = s[0] & (0x7f >> n);
+    for (int i = 1; i < n; i++) {
+        if ((s[i] & 0xc0) != 0x80)
+            return -1;
+        cp = cp << 6 | (s[i] & 0x3f);
+    }
+    static const long least[5] = {0, 0, 0x80, 0x800, 0x10000};
+    if (cp < least[n] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+        return -1;
+    *len = n;
+    return cp;
+}
+
+/* A code point YAML reads as a line break or refuses in a stream: control characters (C0
+ * but tab, DEL, C1 with NEL) and the line and paragraph separators. */
+static bool yaml_breaks(long cp)
+{
+    return cp < 0 || (cp < 0x20 && cp != '\t') || (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 ||
+           cp == 0x2029 || cp == 0xfeff;
+}
+
+/* `s` for a comment line: what would end the comment or the stream (see yaml_breaks, and
+ * bytes that are not UTF-8) written as spaces, at most `max` bytes, cut between
+ * characters. */
 static const char *comment_text(const char *s, char *out, size_t size, size_t max)
 {
+    const unsigned char *p = (const unsigned char *)s;
     size_t n = 0;
-    for (; s[n] && n < max && n + 1 < size; n++)
-        out[n] = (unsigned char)s[n] < 0x20 || s[n] == 0x7f ? ' ' : s[n];
+    while (*p) {
+        int len;
+        long cp = utf8_next(p, &len);
+        if (n + (size_t)len > max || n + (size_t)len + 1 > size)
+            break;
+        if (yaml_breaks(cp))
+            out[n++] = ' ';
+        else
+            for (int i = 0; i < len; i++)
+                out[n++] = (char)p[i];
+        p += len;
+    }
     out[n] = '\0';
     return out;
 }
 
-/* `s` as a YAML scalar: plain when it is made of characters that cannot start or break
- * one, otherwise double-quoted with escapes. */
+/* `s` as a YAML scalar that reads back as the same string: plain when it is made of
+ * characters that cannot start or break one and is no word YAML reads as another type
+ * (null, true, a number), otherwise double-quoted with escapes (what is not UTF-8 as
+ * U+FFFD). */
 static void yaml_scalar(FILE *f, const char *s)
 {
-    bool plain = s[0] && s[0] != '-' && s[0] != '.';
+    static const char *const words[] = {"null", "true", "false", "yes", "no", "on", "off",
+                                        "y", "n"};
+    bool plain = isalpha((unsigned char)s[0]) || s[0] == '/' || s[0] == '_';
     for (const char *p = s; *p && plain; p++)
         plain = isalnum((unsigned char)*p) || strchr("-_./+", *p);
+    for (size_t w = 0; w < SIM_ARRAY_LEN(words) && plain; w++)
+        plain = strcasecmp(s, words[w]) != 0;
     if (plain) {
         fputs(s, f);
         return;
     }
     fputc('"', f);
-    for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-        if (*p == '"' || *p == '\\')
-            fprintf(f, "\\%c", *p);
-        else if (*p < 0x20 || *p == 0x7f)
-            fprintf(f, "\\x%02x", *p);
+    for (const unsigned char *p = (const unsigned char *)s; *p;) {
+        int len;
+        long cp = utf8_next(p, &len);
+        if (cp == '"' || cp == '\\')
+            fprintf(f, "\\%c", (int)cp);
+        else if (cp < 0)
+            fputs("\\ufffd", f);
+        else if (yaml_breaks(cp))
+            fprintf(f, cp < 0x100 ? "\\x%02lx" : "\\u%04lx", cp);
         else
-            fputc(*p, f);
+            fwrite(p, 1, (size_t)len, f);
+        p += len;
     }
     fputc('"', f);
 }

@@ -336,8 +336,10 @@ static int peak_rank(results_h5r_file *h, const char *run)
     return best.peak >= 0 ? best.rank : 0;
 }
 
-static void memory(FILE *f, results_h5r_file *h, const char *run, double capacity, size_t k)
+static void memory(FILE *f, results_h5r_file *h, const run_row *rr, size_t k)
 {
+    const char *run = rr->name;
+    double capacity = (double)rr->capacity_bytes;
     char path[600];
     snprintf(path, sizeof path, "/runs/%s/memory", run);
     int rank = peak_rank(h, run);
@@ -356,9 +358,10 @@ static void memory(FILE *f, results_h5r_file *h, const char *run, double capacit
     c.lv = sim_calloc(MEM_POINTS, sizeof *c.lv);
     results_h5r_for_each(h, path, fields, 4, sizeof(mem_row), 4096, mem_slice, &c);
     if (c.t_end <= 0) { /* levels at t = 0 alone: a run judged by its memory plan */
-        fprintf(f, "<p>No memory timeline: the run was not replayed. The file holds its "
-                   "levels at t = 0 alone (%.2f GiB on this rank); its planned peak is in "
-                   "the summary table.</p>\n",
+        fprintf(f, "<p>No memory timeline: %s. The file holds the levels at t = 0 alone "
+                   "(%.2f GiB on this rank); the run's peak is in the summary table.</p>\n",
+                cli__report_completed(rr) ? "the file was written without --timeline"
+                                          : "the run was not replayed",
                 c.peak / 1073741824.0);
         sim_free(c.t);
         sim_free(c.lv);
@@ -493,7 +496,7 @@ int cli__report_html(results_h5r_file *h, const char *in, const run_row *runs, s
         esc(f, runs[i].label);
         fputs("</h3>\n", f);
         timeline(f, h, runs[i].name, runs[i].gpus, i);
-        memory(f, h, runs[i].name, (double)runs[i].capacity_bytes, i);
+        memory(f, h, &runs[i], i);
     }
     inputs(f, h, runs, n);
     fputs("</body></html>\n", f);

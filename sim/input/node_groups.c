@@ -57,12 +57,15 @@ int input__node_groups_apply(const input_ynode *topo, hw_topology_spec *t, input
         tmp->n_groups = 0;
         if (input_ymap_find(item, "gpu")) /* a GPU of its own: nothing of the topology's */
             tmp->gpu = fresh->gpu;
-        /* an intra-node fabric of its own kind: none of the topology's link settings (a
+        /* an intra-node fabric of another kind: none of the topology's link settings (a
          * PCIe group must not inherit an NVSwitch's bandwidth) */
         const input_ypair *nd = input_ymap_find(item, "node");
         const input_ypair *in = nd && nd->value->kind == INPUT_YMAP
                                     ? input_ymap_find(nd->value, "intra") : NULL;
-        if (in && in->value->kind == INPUT_YMAP && input_ymap_find(in->value, "kind"))
+        const input_ypair *kind = in && in->value->kind == INPUT_YMAP
+                                      ? input_ymap_find(in->value, "kind") : NULL;
+        if (kind && kind->value->kind == INPUT_YSCALAR &&
+            strcmp(kind->value->text, hw_intra_kind_name(t->intra.kind)) != 0)
             tmp->intra = fresh->intra;
         snprintf(ctx->path + saved, sizeof ctx->path - saved, ".node_groups[%zu]", i);
         rc = input_schema_apply(input__node_group_schema(), item, ng->key, tmp, ctx);

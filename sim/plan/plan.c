@@ -96,12 +96,16 @@ int plan_host_verdict(const plan *p, int64_t *bytes, int *node, int64_t *capacit
         sum[p->coords[r].node] += p->host_bytes ? p->host_bytes[r] : 0;
     /* the node with the least headroom under its own memory (a mixed cluster's groups have
      * their own), or with the most bytes where no node gives its memory */
-    double best = -1.0 / 0.0;
     for (int k = 0; k < nodes; k++) {
         int64_t cap = hw_topology_node_spec(&p->sc->topology, k)->host.memory_bytes;
-        double key = cap > 0 ? (double)sum[k] - (double)cap : (double)sum[k] - 1e300;
-        if (sum[k] > 0 && key > best) {
-            best = key;
+        /* a node with its memory given beats one without; then the least headroom, or
+         * the most bytes where none is given */
+        bool better = sum[k] == 0 ? false
+                      : *bytes == 0 ? true
+                      : (cap > 0) != (*capacity > 0) ? cap > 0
+                      : cap > 0 ? sum[k] - cap > *bytes - *capacity
+                                : sum[k] > *bytes;
+        if (better) {
             *bytes = sum[k];
             *node = k;
             *capacity = cap;
@@ -113,8 +117,12 @@ int plan_host_verdict(const plan *p, int64_t *bytes, int *node, int64_t *capacit
     if (*capacity <= 0 || *bytes <= *capacity)
         return 0;
     const double GiB = 1024.0 * 1024.0 * 1024.0;
-    snprintf(why, size, "host memory: node %d's offload holds %.2f GiB > %.2f GiB "
-             "(topology.node.host.memory)", *node, *bytes / GiB, *capacity / GiB);
+    char key[64] = "topology.node.host.memory";
+    if (p->sc->topology.n_groups > 0)
+        snprintf(key, sizeof key, "topology.node_groups[%d].node.host.memory",
+                 hw_topology_group_of(&p->sc->topology, *node));
+    snprintf(why, size, "host memory: node %d's offload holds %.2f GiB > %.2f GiB (%s)", *node,
+             *bytes / GiB, *capacity / GiB, key);
     return 1;
 }
 

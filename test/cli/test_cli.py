@@ -923,6 +923,19 @@ def node_groups():
     check(o.get("status") == "oom" and o.get("host_memory") == {"node": 1, "bytes": 29223936,
                                                                  "capacity_bytes": 20971520},
           "host memory per group: %s" % out[:600])
+    # with no host memory given the node that holds the most is named: a two-stage pipeline
+    # over the two nodes, 3 layers of 12h^2 + 4h = 787,456 params and V = 50,000. Stage 0
+    # holds 1 layer + the embedding (12,800,000) = 13,587,456 params; stage 1 holds 2 layers
+    # + the LM head (12,800,000) + the final norm (512) = 14,375,424 params, x 14 B (fp32
+    # master, Adam's two states, the gradient copy) = 201,255,936 B on node 1; the same node
+    # and bytes when a uniform capacity is given
+    pipe2 = ["--set", "parallel.dp=1", "--set", "parallel.pp=2", "--set", "model.vocab=50000",
+             "--set", "model.layers=3", "--set", "parallel.offload.optimizer=cpu", "--set", "parallel.zero=1"]
+    for extra, cap in (([], None), (["--set", "topology.node_groups=[{nodes: 2, node: {host: {memory: 1 TiB}}}]"], 2**40)):
+        rc, out, err = run("mem", ddp, *mixed, *pipe2, *extra, "--json", cwd=data)
+        o = json.loads(out) if out else {}
+        check(o.get("host_memory") == {"node": 1, "bytes": 201255936, "capacity_bytes": cap},
+              "the node holding the most (capacity %s): %s %s" % (cap, o.get("host_memory"), err))
     rc, out, err = run("run", ddp, *mixed, cwd=data)
     check(rc == 0 and "cluster         1 x ideal + 1 x ideal-half" in out, "the text names both: " + out)
     # node variants: node 0's NIC at 2 GB/s, node 1's at 1 GB/s (both GPUs ideal). The
@@ -947,6 +960,12 @@ def node_groups():
                        "--route", "8", "9")
     check(rc == 0 and "gpu8 -[pcie 63.02 GB/s]->" in out and "450 GB/s]-> gpu9" not in out,
           "a PCIe group's links: " + out[-400:] + err)
+    # ... while a group that names the topology's own kind keeps its settings: ideal-pair's
+    # NVSwitch at 10 GB/s and 5 us, so the same step as without groups
+    plain = at_data(ddp)
+    samekind = at_data(ddp, "--set", "topology.node_groups=[{nodes: 1, node: {intra: {kind: nvswitch}}}]")
+    check(plain.get("step_time_s") and samekind.get("step_time_s") == plain.get("step_time_s"),
+          "the same intra kind keeps its links: %s vs %s" % (samekind.get("step_time_s"), plain.get("step_time_s")))
     # NVMe offload where every group has its drives runs
     rc, out, err = run("run", ddp, *mixed, "--set", "parallel.zero=3", "--set", "parallel.offload.optimizer=nvme",
                        "--set", "topology.node_groups=[{nodes: 1, node: {storage: {kind: nvme, count: 1}}}, "
@@ -2008,6 +2027,13 @@ def export_csv():
         labels = {r["name"]: r["label"] for r in csv_mod.DictReader(io.StringIO(out))}
         check(rc == 0 and labels == {"dupl-0": "micro_batch=1 (dupl-0)", "dupl-1": "micro_batch=1 (dupl-1)",
                                      "dupl-2": "micro_batch=2"}, "labels kept apart: %s %s" % (labels, err + err2))
+        # the sweep kept no timelines (no --timeline): the HTML page says so for each of its
+        # three replayed runs rather than drawing the t = 0 levels as a timeline
+        page = os.path.join(tmp, "dup.html")
+        rc, out, err = run("report", os.path.join(tmp, "dup.h5"), "--html", page)
+        text = open(page).read() if rc == 0 else ""
+        check(text.count("No memory timeline: the file was written without --timeline") == 3,
+              "memory sections without timelines: " + err)
 
 
 def outputs():

@@ -179,6 +179,14 @@ def frameworks():
         m = run("mem", out3, "--json")
         check(rc == 0 and m[0] == 0 and json.loads(m[1])["name"] == odd and
               json.loads(m[1])["mem_bytes"] == json.loads(a[1])["mem_bytes"], "multi-line: %s %s" % (err, m[2]))
+        # names YAML would read as another type or break a line with (null, a number, the
+        # line separator U+2028, a non-ASCII letter) read back as given
+        for k, odd in enumerate(("null", "True", "123", "a\u2028b: [1", "caf\u00e9")):
+            out4 = os.path.join(tmp, "n%d.yaml" % k)
+            rc, o, err = run("import", "megatron", "--topology", os.path.join(fw, "a100-x16.yaml"), "-o", out4,
+                             "--name", odd, "--", line)
+            m = run("mem", out4, "--json")
+            check(rc == 0 and m[0] == 0 and json.loads(m[1])["name"] == odd, "name %r: %s %s" % (odd, err, m[2]))
         # refused: an existing output, an unknown framework, a scenario key given twice, a
         # value stepsim cannot represent (one error line, exit 2)
         rc, o, err = run("import", "megatron", os.path.join(fw, "megatron_gpt3_175b.txt"), "-o", out)
