@@ -51,6 +51,7 @@ static const struct bench_ref {
     {"gpt3-175b-1024xa100", "gpt3-175b-1024xa100", 1024, false},
     {"fsdp-70b-256xh100", "fsdp-70b-256xh100", 256, false},
     {"moe-ep-512xh100", "moe-ep-512xh100", 512, false},
+    {"mtnlg-530b-3360xa100", "mtnlg-530b-3360xa100", 3360, false},
     {"llama3.1-405b-16384xh100", "llama3.1-405b-16384xh100", 16384, false},
     {"llama3.1-405b-16384xh100-symmetry", "llama3.1-405b-16384xh100", 16384, true},
 };
