@@ -114,10 +114,15 @@ static int csv_body(void *parsed, int argc, char **argv)
         rc = cli_output_lock_take(&lock, a->out);
     if (rc)
         return rc;
+    sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    if ((rc = cli_results_open(a->in, &f))) {
+    rc = results_h5r_prewalk(a->in, 0, &diag); /* libhdf5 may crash on a bad file */
+    if (rc == 0)
+        rc = results_h5r_open(a->in, &f, &diag);
+    if (rc) {
         cli_output_lock_release(&lock);
-        return rc;
+        sim_diag_print(&diag, stderr);
+        return cli_exit_of(rc);
     }
     char path[600];
     const char *run = NULL;
@@ -153,6 +158,8 @@ static int csv_body(void *parsed, int argc, char **argv)
         }
         rc = results_h5r_for_each(f, path, fields, c.n, c.n * 8, 4096, write_rows, &c);
         sim_free(fields);
+        if (rc && diag.set)
+            sim_diag_print(&diag, stderr);
         if (c.f != stdout) {
             if (fflush(c.f) != 0 || ferror(c.f) || fsync(fileno(c.f)) != 0)
                 rc = rc ? rc : SIM_EIO;

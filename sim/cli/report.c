@@ -584,11 +584,15 @@ int cli_report_file(const char *in, bool csv)
 
 int cli_report_file_as(const char *in, bool csv, const char *html)
 {
-    results_h5r_file *f = NULL;
-    int rc = cli_results_open(in, &f);
-    if (rc)
-        return rc;
     sim_diag diag = {0};
+    results_h5r_file *f = NULL;
+    int rc = results_h5r_prewalk(in, 0, &diag); /* libhdf5 may crash on a bad file */
+    if (rc == 0)
+        rc = results_h5r_open(in, &f, &diag);
+    if (rc) {
+        sim_diag_print(&diag, stderr);
+        return cli_exit_of(rc);
+    }
     const char *const *names;
     size_t n = results_h5r_runs(f, &names);
     run_row *runs = sim_calloc(n + 1, sizeof *runs);
