@@ -383,6 +383,25 @@ int input__hf_model(input_yarena *a, const input_ynode *cfg, const char *name, i
     put_text(&h, "name", name, NULL);
     hf_kind kind = families[fam].kind;
     int rc = 0;
+    /* the switches read as booleans: JSON's true or false, not a string or a number that
+     * would be read as false without a word */
+    static const char *const switches[] = {"attention_bias", "mlp_bias", "use_sliding_window",
+                                           "tie_word_embeddings"};
+    for (size_t i = 0; i < SIM_ARRAY_LEN(switches) && !rc; i++) {
+        const input_ypair *p = input_ymap_find(cfg, switches[i]);
+        const input_ynode *v = p ? p->value : NULL;
+        if (v && !input_ynode_is_null(v) &&
+            (v->kind != INPUT_YSCALAR || v->quoted ||
+             (strcmp(v->text, "true") != 0 && strcmp(v->text, "false") != 0)))
+            rc = error_at(&h, v, "%s: expected true or false, got %s%s%s", switches[i],
+                          v->kind != INPUT_YSCALAR ? "a list or object"
+                          : v->quoted            ? "the string \""
+                                                 : "",
+                          v->kind == INPUT_YSCALAR ? v->text : "",
+                          v->kind == INPUT_YSCALAR && v->quoted ? "\"" : "");
+    }
+    if (rc)
+        return rc;
     if (kind == HF_GPT2)
         rc = gpt2(&h);
     else if (kind == HF_NEOX)

@@ -78,6 +78,8 @@ def hf():
              ({"model_type": "gpt2", "n_embd": 256, "n_layer": 2, "n_head": 4, "attn_pdrop": 0.1,
                "resid_pdrop": 0.2}, "differs from the other dropout rates"),
              ({"hidden_size": "big"}, "model.hidden: expected an integer"),
+             ({"attention_bias": "true"}, 'attention_bias: expected true or false, got the string "true"'),
+             ({"tie_word_embeddings": 1}, "tie_word_embeddings: expected true or false, got 1"),
              ({"model_type": "mixtral", "num_local_experts": 8},
               "num_experts_per_tok: missing, and this architecture's model.moe.top_k"),
              ({"model_type": "gpt2", "n_embd": 10**19, "n_layer": 2, "n_head": 4},
