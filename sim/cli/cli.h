@@ -49,6 +49,11 @@ int cli_export_csv(const cli_command *cmd, int argc, char **argv);
 /* export.c: the run a command on a results file works on: `want` (--run), or the file's only
  * run; an invalid-input exit code (message printed) when there is none such. */
 struct results_h5r_file;
+/* Opens results file `path` for reading after walking it for damage libhdf5 could crash
+ * on. `diag` is the caller's and must outlive the file: the reader reports later failures
+ * into it. On failure prints the error and returns the exit code (0 and *f otherwise). */
+struct sim_diag;
+int cli_results_open(const char *path, struct results_h5r_file **f, struct sim_diag *diag);
 int cli_pick_run(struct results_h5r_file *f, const char *path, const char *want,
                  const char **run);
 int cli_bench_coll(const cli_command *cmd, int argc, char **argv);

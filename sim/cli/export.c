@@ -357,6 +357,19 @@ static int read_ranks(exporter *x, results_h5r_file *f, const char *run)
 }
 
 /* The run to export: --run, or the file's only run. */
+int cli_results_open(const char *path, results_h5r_file **f, sim_diag *diag)
+{
+    *f = NULL;
+    int rc = results_h5r_prewalk(path, 0, diag); /* libhdf5 may crash on a bad file */
+    if (rc == 0)
+        rc = results_h5r_open(path, f, diag);
+    if (rc) {
+        sim_diag_print(diag, stderr);
+        return cli_exit_of(rc);
+    }
+    return 0;
+}
+
 int cli_pick_run(results_h5r_file *f, const char *path, const char *want, const char **run)
 {
     const char *const *names;
@@ -463,13 +476,9 @@ static int export_body(void *parsed, int argc, char **argv)
     cli_output_remove_stale(a->out);
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    rc = results_h5r_prewalk(a->in, 0, &diag); /* libhdf5 may crash on a bad file */
-    if (rc == 0)
-        rc = results_h5r_open(a->in, &f, &diag);
-    if (rc) {
+    if ((rc = cli_results_open(a->in, &f, &diag))) {
         cli_output_lock_release(&lock);
-        sim_diag_print(&diag, stderr);
-        return cli_exit_of(rc);
+        return rc;
     }
     const char *name = NULL;
     rc = cli_pick_run(f, a->in, a->run, &name);

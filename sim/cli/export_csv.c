@@ -116,13 +116,9 @@ static int csv_body(void *parsed, int argc, char **argv)
         return rc;
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    rc = results_h5r_prewalk(a->in, 0, &diag); /* libhdf5 may crash on a bad file */
-    if (rc == 0)
-        rc = results_h5r_open(a->in, &f, &diag);
-    if (rc) {
+    if ((rc = cli_results_open(a->in, &f, &diag))) {
         cli_output_lock_release(&lock);
-        sim_diag_print(&diag, stderr);
-        return cli_exit_of(rc);
+        return rc;
     }
     char path[600];
     const char *run = NULL;

@@ -586,13 +586,9 @@ int cli_report_file_as(const char *in, bool csv, const char *html)
 {
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
-    int rc = results_h5r_prewalk(in, 0, &diag); /* libhdf5 may crash on a bad file */
-    if (rc == 0)
-        rc = results_h5r_open(in, &f, &diag);
-    if (rc) {
-        sim_diag_print(&diag, stderr);
-        return cli_exit_of(rc);
-    }
+    int rc = cli_results_open(in, &f, &diag);
+    if (rc)
+        return rc;
     const char *const *names;
     size_t n = results_h5r_runs(f, &names);
     run_row *runs = sim_calloc(n + 1, sizeof *runs);
