@@ -22,6 +22,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <mpi.h>
@@ -33,18 +34,26 @@
 #include "input/load.h"
 #include "input/units.h"
 #include "plan/plan.h"
+#include "plan/screen.h"
 
-#define AXES 12
+#define AXES 14
 static const char *const axis_keys[AXES] = {
     "parallel.tp", "parallel.sp", "parallel.pp", "parallel.cp", "parallel.dp",
     "parallel.ep", "parallel.zero", "parallel.pipeline.schedule",
     "parallel.pipeline.virtual_stages", "training.micro_batch", "training.recompute",
-    "parallel.offload.optimizer"};
+    "parallel.offload.optimizer", "parallel.tp_comm_overlap", "parallel.order"};
+
+/* The rank orders searched, inner to outer: Megatron's (pipeline stages outermost), and the
+ * pipeline inside data parallelism (a stage's neighbours nearer, its replicas farther). */
+static const plan_group_class orders[2][PLAN_GROUP_COUNT] = {
+    {PLAN_GROUP_TP, PLAN_GROUP_CP, PLAN_GROUP_EP, PLAN_GROUP_DP, PLAN_GROUP_PP},
+    {PLAN_GROUP_TP, PLAN_GROUP_CP, PLAN_GROUP_EP, PLAN_GROUP_PP, PLAN_GROUP_DP}};
+static const char *const order_names[2] = {"[tp, cp, ep, dp, pp]", "[tp, cp, ep, pp, dp]"};
 
 typedef struct cand {
-    int tp, pp, cp, dp, ep, zero, vstages, mb;
-    bool sp;
-    const char *schedule, *recompute, *offload;
+    int tp, pp, cp, dp, ep, zero, vstages, mb, order;
+    bool sp, overlap, offload;
+    model_recompute rc;
 } cand;
 
 typedef struct gen {
@@ -63,18 +72,66 @@ static bool divides(int64_t a, int64_t b)
     return a > 0 && b % a == 0;
 }
 
+static const char *rc_name(model_recompute rc)
+{
+    return rc == MODEL_RECOMPUTE_FULL ? "full" : rc == MODEL_RECOMPUTE_SELECTIVE ? "selective"
+                                                                                 : "none";
+}
+
+/* The last dimensions of a layout: ZeRO stage, schedule and virtual stages, micro-batch,
+ * recompute, optimizer offload, TP overlap, rank order. */
+static void inner(const plan_scenario *sc, int64_t batch, cand k, gen *g)
+{
+    const model_spec *m = &sc->model;
+    static const model_recompute rcs[] = {MODEL_RECOMPUTE_NONE, MODEL_RECOMPUTE_SELECTIVE,
+                                          MODEL_RECOMPUTE_FULL};
+    for (int zero = 0; zero <= 3; zero++) {
+        if (k.dp * k.cp == 1 && zero)
+            continue;
+        /* DeepSpeed's pipeline engine runs ZeRO-1 at most */
+        if (zero == 3 && k.pp > 1 && sc->parallel.fsdp.implementation == PLAN_DEEPSPEED)
+            continue;
+        for (int v = 1; v <= (k.pp > 1 ? m->layers / k.pp : 1); v++) {
+            if (v > 1 && m->layers % (k.pp * v))
+                continue;
+            for (int mb = 1; mb <= 64; mb++) {
+                if (!divides((int64_t)mb * k.dp, batch))
+                    continue;
+                int64_t A = batch / ((int64_t)mb * k.dp);
+                if (v > 1 && A % k.pp)
+                    continue;
+                for (size_t r = 0; r < SIM_ARRAY_LEN(rcs); r++)
+                    for (int off = 0; off <= (zero > 0); off++)
+                        for (int ov = 0; ov <= (k.tp > 1 ? 1 : 0); ov++)
+                            for (int sp = ov; sp <= (k.tp > 1 ? 1 : 0); sp++)
+                                for (int o = 0; o <= (k.pp > 1 && k.dp > 1 ? 1 : 0); o++) {
+                                    cand c = k;
+                                    c.zero = zero;
+                                    c.vstages = v;
+                                    c.mb = mb;
+                                    c.rc = rcs[r];
+                                    c.offload = off;
+                                    c.overlap = ov;
+                                    c.sp = sp;
+                                    c.order = o;
+                                    add(g, c);
+                                }
+            }
+        }
+    }
+}
+
 /* Every candidate for scenario `sc` on `gpus` GPUs of `per_node` per node. */
 static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t batch, gen *g)
 {
     const model_spec *m = &sc->model;
     bool moe = m->moe.experts > 0, mla = m->attention.kind == MODEL_ATTN_MLA;
     int kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
-    static const char *const rcs[] = {"selective", "full"};
     for (int tp = 1; tp <= SIM_MIN(gpus, per_node); tp++) {
         if (!divides(tp, gpus) || m->heads % tp || m->ffn % tp ||
             (!mla && kv % tp && tp % kv) || (moe && m->moe.expert_ffn % tp))
             continue;
-        for (int pp = 1; pp <= SIM_MIN(m->layers, 32); pp++) {
+        for (int pp = 1; pp <= m->layers; pp++) {
             if (!divides(pp, gpus / tp))
                 continue;
             for (int cp = 1; cp <= 8; cp *= 2) {
@@ -85,40 +142,39 @@ static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t 
                 for (int ep = 1; ep <= dp; ep++) {
                     if (!divides(ep, dp) || (ep > 1 && (!moe || m->moe.experts % ep)))
                         continue;
-                    for (int zero = 0; zero <= 3; zero++) {
-                        if ((dp * cp == 1 && zero) ||
-                            (dp * cp >= 16 && (zero == 0 || zero == 2)))
-                            continue;
-                        /* DeepSpeed's pipeline engine runs ZeRO-1 at most */
-                        if (zero == 3 && pp > 1 &&
-                            sc->parallel.fsdp.implementation == PLAN_DEEPSPEED)
-                            continue;
-                        for (int v = 1; v <= (pp > 1 ? 2 : 1); v++)
-                            for (int mb = 1; mb <= 4; mb *= 2) {
-                                if (!divides((int64_t)mb * dp, batch))
-                                    continue;
-                                int64_t A = batch / ((int64_t)mb * dp);
-                                if (v > 1 && (A % pp || 2 * pp > m->layers))
-                                    continue;
-                                for (size_t r = 0; r < SIM_ARRAY_LEN(rcs); r++)
-                                    for (int off = 0; off <= 1; off++) {
-                                        if (off && (gpus > per_node || zero == 0))
-                                            continue;
-                                        add(g, (cand){.tp = tp, .pp = pp, .cp = cp, .dp = dp,
-                                                      .ep = ep, .zero = zero, .vstages = v,
-                                                      .mb = mb, .sp = tp > 1,
-                                                      .schedule = pp == 1  ? "1f1b"
-                                                                  : v == 2 ? "interleaved"
-                                                                           : "1f1b",
-                                                      .recompute = rcs[r],
-                                                      .offload = off ? "cpu" : "none"});
-                                    }
-                            }
-                    }
+                    inner(sc, batch, (cand){.tp = tp, .pp = pp, .cp = cp, .dp = dp, .ep = ep},
+                          g);
                 }
             }
         }
     }
+}
+
+/* Candidate k as a scenario for the screen: `base` with k's keys, as the run's overrides set
+ * them (plan_runs). */
+static void cand_scenario(const plan_scenario *base, const cand *k, int64_t batch,
+                          plan_scenario *x)
+{
+    *x = *base;
+    plan_parallel *p = &x->parallel;
+    p->tp = k->tp;
+    p->sp = k->sp;
+    p->pp = k->pp;
+    p->cp = k->cp;
+    p->dp = k->dp;
+    p->ep = k->ep;
+    p->zero = k->zero;
+    p->pipeline.schedule = k->pp > 1 && k->vstages > 1 ? PLAN_SCHED_INTERLEAVED : PLAN_SCHED_1F1B;
+    p->pipeline.virtual_stages = k->vstages;
+    p->tp_comm_overlap = k->overlap;
+    memcpy(p->order, orders[k->order], sizeof p->order);
+    p->offload.optimizer = k->offload ? PLAN_OFFLOAD_CPU : PLAN_OFFLOAD_NONE;
+    if (k->zero != 3 || !k->offload)
+        p->offload.params = PLAN_OFFLOAD_NONE;
+    x->training.micro_batch = k->mb;
+    x->training.recompute = k->rc;
+    x->training.recompute_every = 1;
+    x->training.global_batch = batch;
 }
 
 /* The candidates as a run list: one override per axis (strings owned by the list). */
@@ -144,11 +200,13 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         snprintf(v[4], 32, "%d", k->dp);
         snprintf(v[5], 32, "%d", k->ep);
         snprintf(v[6], 32, "%d", k->zero);
-        snprintf(v[7], 32, "%s", k->schedule);
+        snprintf(v[7], 32, "%s", k->pp > 1 && k->vstages > 1 ? "interleaved" : "1f1b");
         snprintf(v[8], 32, "%d", k->vstages);
         snprintf(v[9], 32, "%d", k->mb);
-        snprintf(v[10], 32, "%s", k->recompute);
-        snprintf(v[11], 32, "%s", k->offload);
+        snprintf(v[10], 32, "%s", rc_name(k->rc));
+        snprintf(v[11], 32, "%s", k->offload ? "cpu" : "none");
+        snprintf(v[12], 32, "%s", k->overlap ? "true" : "false");
+        snprintf(v[13], 32, "%s", order_names[k->order]);
         L->sets[i] = sim_calloc(AXES + 3, sizeof *L->sets[i]);
         L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
         for (int a = 0; a < AXES; a++) {
@@ -169,7 +227,7 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
             L->sets[i][L->n_sets[i]++] = sim_strdup("training.recompute_every=1");
         /* the scenario's parameter offload where it applies (ZeRO-3 over several ranks with
          * the optimizer offloaded), none elsewhere */
-        if (offload_params && (k->zero != 3 || strcmp(k->offload, "cpu")))
+        if (offload_params && (k->zero != 3 || !k->offload))
             L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.params=none");
     }
 }
@@ -203,13 +261,18 @@ typedef struct row {
 
 static void describe(const row *r, char *buf, size_t n)
 {
-    /* tp, sp, pp, cp, dp, ep, zero, schedule, vstages, mb, recompute, offload */
+    /* tp, sp, pp, cp, dp, ep, zero, schedule, vstages, mb, recompute, offload, overlap,
+     * order */
     size_t at = 0;
-    at += (size_t)snprintf(buf + at, n - at, "tp%s%s pp%s", r->axis[0],
-                           strcmp(r->axis[1], "true") == 0 ? "+sp" : "", r->axis[2]);
-    if (strcmp(r->axis[2], "1") != 0)
-        at += (size_t)snprintf(buf + at, n - at, "%s",
-                               strcmp(r->axis[7], "interleaved") == 0 ? "(il2)" : "(1f1b)");
+    at += (size_t)snprintf(buf + at, n - at, "tp%s%s%s pp%s", r->axis[0],
+                           strcmp(r->axis[1], "true") == 0 ? "+sp" : "",
+                           strcmp(r->axis[12], "true") == 0 ? "+ovl" : "", r->axis[2]);
+    if (strcmp(r->axis[2], "1") != 0) {
+        if (strcmp(r->axis[7], "interleaved") == 0)
+            at += (size_t)snprintf(buf + at, n - at, "(il%s)", r->axis[8]);
+        else
+            at += (size_t)snprintf(buf + at, n - at, "(1f1b)");
+    }
     if (strcmp(r->axis[3], "1") != 0)
         at += (size_t)snprintf(buf + at, n - at, " cp%s", r->axis[3]);
     at += (size_t)snprintf(buf + at, n - at, " dp%s", r->axis[4]);
@@ -217,9 +280,12 @@ static void describe(const row *r, char *buf, size_t n)
         at += (size_t)snprintf(buf + at, n - at, " ep%s", r->axis[5]);
     static const char *const zn[] = {"ddp", "zero1", "zero2", "fsdp"};
     int z = atoi(r->axis[6]);
-    at += (size_t)snprintf(buf + at, n - at, " %s mb%s %s%s", zn[z & 3], r->axis[9],
-                           strcmp(r->axis[10], "full") == 0 ? "full-rc" : "sel-rc",
-                           strcmp(r->axis[11], "cpu") == 0 ? " offload" : "");
+    at += (size_t)snprintf(buf + at, n - at, " %s mb%s %s%s%s", zn[z & 3], r->axis[9],
+                           strcmp(r->axis[10], "full") == 0        ? "full-rc"
+                           : strcmp(r->axis[10], "selective") == 0 ? "sel-rc"
+                                                                    : "no-rc",
+                           strcmp(r->axis[11], "cpu") == 0 ? " offload" : "",
+                           strcmp(r->axis[13], order_names[1]) == 0 ? " pp-in-dp" : "");
 }
 
 static int by_tokens(const void *a, const void *b)
@@ -272,12 +338,83 @@ static void margins(const row *r, char *mem, size_t nm, char *comm, size_t nc)
         snprintf(comm, nc, "0%%");
 }
 
+/* The screen's side of a plan, for plan_finish: the replayed candidates' screened step
+ * times (by run index) and the counts of the final summary. */
+static struct screen_state {
+    const double *step_s; /* [run]: the screen's step time */
+    size_t candidates, screened, pruned;
+    double screen_cpu_s, start;
+} screen_state;
+
+static double now_s(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+/* Ranks (1-based, ties averaged) of x[0..n). */
+static void ranks_of(const double *x, size_t n, double *out)
+{
+    for (size_t i = 0; i < n; i++) {
+        double below = 0, equal = 0;
+        for (size_t j = 0; j < n; j++) {
+            below += x[j] < x[i];
+            equal += x[j] == x[i];
+        }
+        out[i] = below + (equal + 1) / 2;
+    }
+}
+
+/* The screen against the replay over the timed candidates: mean and largest relative error
+ * of the step time, and Spearman's rank correlation (NaN when fewer than two, or constant). */
+typedef struct screen_check {
+    size_t n;
+    double mean, max, rho;
+} screen_check;
+
+static screen_check screen_vs_replay(const double *screen, const double *replay, size_t n)
+{
+    screen_check k = {.n = n, .rho = NAN};
+    double *rs = sim_calloc(n + 1, sizeof *rs), *rr = sim_calloc(n + 1, sizeof *rr);
+    for (size_t i = 0; i < n; i++) {
+        double e = fabs(screen[i] - replay[i]) / replay[i];
+        k.mean += e / (double)n;
+        k.max = fmax(k.max, e);
+    }
+    if (n >= 2) {
+        ranks_of(screen, n, rs);
+        ranks_of(replay, n, rr);
+        double ma = 0, mb = 0, sab = 0, saa = 0, sbb = 0;
+        for (size_t i = 0; i < n; i++) {
+            ma += rs[i] / (double)n;
+            mb += rr[i] / (double)n;
+        }
+        for (size_t i = 0; i < n; i++) {
+            sab += (rs[i] - ma) * (rr[i] - mb);
+            saa += (rs[i] - ma) * (rs[i] - ma);
+            sbb += (rr[i] - mb) * (rr[i] - mb);
+        }
+        if (saa > 0 && sbb > 0)
+            k.rho = sab / sqrt(saa * sbb);
+    }
+    if (n == 0)
+        k.mean = k.max = NAN;
+    sim_free(rs);
+    sim_free(rr);
+    return k;
+}
+
+static void json_number(const char *key, double v, bool last)
+{
+    if (isfinite(v))
+        printf("\"%s\": %.17g%s", key, v, last ? "" : ", ");
+    else
+        printf("\"%s\": null%s", key, last ? "" : ", ");
+}
+
 static int plan_finish(sweep_ctx *c)
 {
-    if (c->a->json) { /* the same objects as a sweep prints */
-        cli__runs_print_json(c);
-        return 0;
-    }
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
     int rc = results_h5r_open(c->a->out, &f, &diag);
@@ -327,8 +464,37 @@ static int plan_finish(sweep_ctx *c)
         }
         results_h5r_table_close(s);
     }
+    screen_check chk = {.mean = NAN, .max = NAN, .rho = NAN};
+    if (!rc) {
+        double *sv = sim_calloc(n + 1, sizeof *sv), *rv = sim_calloc(n + 1, sizeof *rv);
+        size_t k = 0;
+        for (size_t i = 0; i < n; i++)
+            if (isfinite(rows[i].step_time_s) && rows[i].index >= 0 &&
+                (size_t)rows[i].index < c->L.n_runs) {
+                sv[k] = screen_state.step_s[rows[i].index];
+                rv[k++] = rows[i].step_time_s;
+            }
+        chk = screen_vs_replay(sv, rv, k);
+        sim_free(sv);
+        sim_free(rv);
+    }
     if (rc) {
         sim_diag_print(&diag, stderr);
+    } else if (c->a->json) { /* the same objects as a sweep prints, then the search's */
+        cli__runs_print_json(c);
+        printf("{\"candidates\": %zu, \"screened\": %zu, \"pruned_by_memory\": %zu, "
+               "\"simulated\": %zu, ", screen_state.candidates, screen_state.screened,
+               screen_state.pruned, c->L.n_runs);
+        json_number("screen_mean_error", chk.mean, false);
+        json_number("screen_max_error", chk.max, false);
+        json_number("screen_rank_correlation", chk.rho, false);
+        json_number("screen_per_cpu_s",
+                    screen_state.screen_cpu_s > 0
+                        ? (double)screen_state.screened / screen_state.screen_cpu_s
+                        : NAN,
+                    false);
+        json_number("wall_s", now_s() - screen_state.start, true);
+        printf("}\n");
     } else {
         /* every candidate in exactly one count: ranked (ok), timed but under the headroom
          * (tight), over the capacity by the memory plan (oom, not replayed) or by the replay
@@ -353,6 +519,12 @@ static int plan_finish(sweep_ctx *c)
         qsort(ok, n_ok, sizeof *ok, by_tokens);
         qsort(tight, n_tight, sizeof *tight, by_tokens);
         qsort(oom, n_oom, sizeof *oom, by_overshoot);
+        printf("stepsim plan: %zu candidate strategies screened", screen_state.candidates);
+        if (screen_state.screen_cpu_s > 0)
+            printf(" (%.0f per CPU-second)",
+                   (double)screen_state.screened / screen_state.screen_cpu_s);
+        printf(", %zu do not fit by the screen's memory estimate; the best %zu by the screen "
+               "replayed:\n", screen_state.pruned, n);
         printf("stepsim plan: %zu candidate strategies: %zu fit and were timed", n, n_ok);
         if (n_tight)
             printf(", %zu fit but leave less than the headroom (timed, not ranked)",
@@ -365,24 +537,30 @@ static int plan_finish(sweep_ctx *c)
             printf(", %zu failed", n_err);
         printf("\n\n");
         if (n_ok) {
-            printf("%4s  %-52s %9s %12s %6s %13s %15s %11s\n", "rank", "strategy", "step (s)",
-                   "tokens/s", "MFU", "memory (GiB)", "headroom", "exp. comm");
+            printf("%4s  %-60s %9s %9s %12s %6s %13s %15s %11s\n", "rank", "strategy",
+                   "step (s)", "screen", "tokens/s", "MFU", "memory (GiB)", "headroom",
+                   "exp. comm");
             for (size_t i = 0; i < n_ok && i < (size_t)c->a->top; i++) {
-                char d[160], mem[48], left[48], comm[48];
+                char d[200], mem[48], left[48], comm[48];
                 describe(&ok[i], d, sizeof d);
                 snprintf(mem, sizeof mem, "%.1f of %.1f", (double)ok[i].peak / 1073741824.0,
                          (double)ok[i].capacity / 1073741824.0);
                 margins(&ok[i], left, sizeof left, comm, sizeof comm);
-                printf("%4zu  %-52s %9.4g %12.6g %5.1f%% %13s %15s %11s\n", i + 1, d,
-                       ok[i].step_time_s, ok[i].tokens_per_s, 100 * ok[i].mfu, mem, left, comm);
+                printf("%4zu  %-60s %9.4g %9.4g %12.6g %5.1f%% %13s %15s %11s\n", i + 1, d,
+                       ok[i].step_time_s, screen_state.step_s[ok[i].index], ok[i].tokens_per_s,
+                       100 * ok[i].mfu, mem, left, comm);
             }
-            printf("\n(headroom: capacity minus peak memory; exp. comm: the share of the step "
+            if (chk.n > 0)
+                printf("\nscreen against replay on the %zu timed: step time within %.1f%% on "
+                       "average (at most %.1f%%), rank correlation %.2f\n", chk.n,
+                       100 * chk.mean, 100 * chk.max, chk.rho);
+            printf("\n(screen: the step time the screen estimated; headroom: capacity minus peak memory; exp. comm: the share of the step "
                    "that is communication no computation hides, and the group exposing most)\n");
             printf("(run %s-%d in the results for the winner's tables)\n", c->L.name,
                    ok[0].index);
         }
         if (n_tight) {
-            char asked[32], d[160];
+            char asked[32], d[200];
             double cap = (double)tight[0].capacity;
             fmt_size(asked, sizeof asked,
                      c->L.headroom_bytes > 0 ? (double)c->L.headroom_bytes
@@ -395,7 +573,7 @@ static int plan_finish(sweep_ctx *c)
         if (n_oom) {
             printf("\nclosest that do not fit:\n");
             for (size_t i = 0; i < n_oom && i < 3; i++) {
-                char d[160];
+                char d[200];
                 describe(&oom[i], d, sizeof d);
                 printf("  %s: needs %.1f GiB > %.1f GiB: %s\n", d,
                        (double)oom[i].peak / 1073741824.0,
@@ -422,6 +600,8 @@ static const cli_opt options[] = {
      .offset = offsetof(sweep_args, top)},
     {.name = "--headroom", .kind = CLI_OPT_STRING, .metavar = "SIZE|FRACTION",
      .offset = offsetof(sweep_args, headroom)},
+    {.name = "--replay-top", .kind = CLI_OPT_INT, .metavar = "K", .min = 1, .max = 1000000000,
+     .offset = offsetof(sweep_args, replay_top)},
 };
 
 /* --headroom: a size with its unit (2GiB), or a plain number from 0 to below 1, a fraction of
@@ -442,6 +622,101 @@ static int parse_headroom(const char *v, run_list *L)
     L->headroom_fraction = 0;
     return input_parse_bytes(v, &L->headroom_bytes) == 0 ? 0 : -1;
 }
+/* Screens every candidate of `all` (under mpirun, each rank a share, then all of them all
+ * the estimates) and puts into `best` the --replay-top best by the screen: those whose
+ * screened peak fits the capacity, fastest first, then, if fewer fit, those closest to
+ * fitting; in candidate order. *screen gets their screened step times by run index. */
+static const double *sort_est;
+static double sort_capacity;
+
+/* The screen's ranking: candidates that fit by it first, fastest first; then the others,
+ * closest to fitting first; ties by candidate index. */
+static int by_screen(const void *a, const void *b)
+{
+    size_t k = *(const size_t *)a, q = *(const size_t *)b;
+    bool fk = sort_est[2 * k + 1] <= sort_capacity, fq = sort_est[2 * q + 1] <= sort_capacity;
+    double xk = fk ? sort_est[2 * k] : sort_est[2 * k + 1];
+    double xq = fq ? sort_est[2 * q] : sort_est[2 * q + 1];
+    if (fk != fq)
+        return fk ? -1 : 1;
+    if (xk != xq && !(isnan(xk) && isnan(xq)))
+        return isnan(xq) || xk < xq ? -1 : 1;
+    return k < q ? -1 : k > q;
+}
+
+static int screen_all(sweep_ctx *c, const plan_scenario *sc, const gen *all, int64_t batch,
+                      int gpus, gen *best, double **screen)
+{
+    sim_diag diag = {0};
+    plan_screen *S = NULL;
+    if (plan_screen_create(sc, &S, &diag) != 0) {
+        if (c->rank == 0)
+            sim_diag_print(&diag, stderr);
+        return 1;
+    }
+    size_t n = all->n;
+    double *est = sim_calloc(2 * n + 2, sizeof *est); /* step_s, peak bytes */
+    double t0 = now_s(), cpu0 = (double)clock() / CLOCKS_PER_SEC, shown = t0;
+    size_t done = 0;
+    plan_scenario *x = sim_calloc(1, sizeof *x);
+    for (size_t i = (size_t)c->rank; i < n; i += (size_t)c->size) {
+        plan_screen_est e;
+        cand_scenario(sc, &all->c[i], batch, x);
+        plan_screen_eval(S, x, &e);
+        est[2 * i] = e.step_s;
+        est[2 * i + 1] = (double)e.peak_bytes;
+        done++;
+        if (c->a->progress && c->rank == 0 && (done & 1023) == 0 && now_s() - shown > 1) {
+            shown = now_s();
+            fprintf(stderr, "\rstepsim plan: screened %zu of %zu (%.0f per second)",
+                    done * (size_t)c->size, n, (double)done / (shown - t0));
+        }
+    }
+    sim_free(x);
+    double cpu = (double)clock() / CLOCKS_PER_SEC - cpu0;
+    if (c->mpi) {
+        MPI_Allreduce(MPI_IN_PLACE, est, (int)(2 * n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+    }
+    plan_screen_destroy(S);
+    double capacity = (double)sc->topology.gpu.memory_bytes;
+    size_t *order = sim_calloc(n + 1, sizeof *order), pruned = 0;
+    for (size_t i = 0; i < n; i++) {
+        order[i] = i;
+        pruned += !(est[2 * i + 1] <= capacity);
+    }
+    sort_est = est;
+    sort_capacity = capacity;
+    qsort(order, n, sizeof *order, by_screen);
+    size_t K = SIM_MIN(n, (size_t)c->a->replay_top);
+    bool *pick = sim_calloc(n + 1, sizeof *pick);
+    for (size_t i = 0; i < K; i++)
+        pick[order[i]] = true;
+    *screen = sim_calloc(K + 1, sizeof **screen);
+    for (size_t i = 0; i < n; i++)
+        if (pick[i]) {
+            (*screen)[best->n] = est[2 * i];
+            add(best, all->c[i]);
+        }
+    screen_state.step_s = *screen;
+    screen_state.screened = n;
+    screen_state.pruned = pruned;
+    screen_state.screen_cpu_s = cpu;
+    if (c->rank == 0) {
+        if (c->a->progress)
+            fprintf(stderr, "\r");
+        fprintf(stderr, "stepsim plan: %zu candidate strategies for %s on %d GPUs (global "
+                        "batch %lld) screened in %.1f s (%.0f per CPU-second); %zu do not fit "
+                        "by the screen's memory estimate; replaying the best %zu\n",
+                n, sc->model.name, gpus, (long long)batch, now_s() - t0,
+                cpu > 0 ? (double)n / cpu : 0.0, pruned, K);
+    }
+    sim_free(order);
+    sim_free(pick);
+    sim_free(est);
+    return 0;
+}
+
 static const cli_arg args[] = {{.name = "SCENARIO.yaml", .offset = offsetof(sweep_args, file)}};
 static const cli_spec plan_spec = {.opts = options, .n_opts = SIM_ARRAY_LEN(options),
                                    .args = args, .n_args = SIM_ARRAY_LEN(args)};
@@ -450,6 +725,7 @@ static int plan_body(void *parsed, int argc, char **argv)
 {
     sweep_args *a = parsed;
     int rc = 0;
+    double start = now_s();
     cli_command_line(&plan_spec, argc, argv, a->command, sizeof a->command);
     a->no_timeline = true; /* a plan compares summaries; -o keeps them */
     sweep_ctx c = {.a = a, .size = 1};
@@ -510,19 +786,24 @@ static int plan_body(void *parsed, int argc, char **argv)
         int64_t batch = sc->training.global_batch > 0
                             ? sc->training.global_batch
                             : sc->training.micro_batch * sc->parallel.dp;
-        gen g = {0};
-        candidates(sc, gpus, per_node, batch, &g);
+        gen all = {0}, g = {0};
+        candidates(sc, gpus, per_node, batch, &all);
+        screen_state = (struct screen_state){.candidates = all.n, .start = start};
+        double *screen = NULL;
+        if (all.n > 0)
+            rc = screen_all(&c, sc, &all, batch, gpus, &g, &screen);
         /* what the candidates depend on: the resolved scenario, the candidate count and the
          * headroom that makes a run tight */
         size_t tl = strlen(info->resolved_yaml) + 160;
         char *full = sim_calloc(tl, 1);
-        snprintf(full, tl, "plan: %d GPUs, batch %lld, %zu candidates, headroom %lld B or %.17g\n%s",
-                 gpus, (long long)batch, g.n, (long long)headroom.headroom_bytes,
+        snprintf(full, tl, "plan: %d GPUs, batch %lld, %zu candidates, %zu replayed, headroom "
+                           "%lld B or %.17g\n%s",
+                 gpus, (long long)batch, all.n, g.n, (long long)headroom.headroom_bytes,
                  headroom.headroom_fraction, info->resolved_yaml);
-        if (c.rank == 0)
-            fprintf(stderr, "stepsim plan: %zu candidate strategies for %s on %d GPUs (global "
-                            "batch %lld)\n", g.n, sc->model.name, gpus, (long long)batch);
-        if (g.n == 0) {
+        if (rc) {
+            /* the screen's topology could not be built: the loader checked it, so this is
+             * not expected; the message is on stderr */
+        } else if (all.n == 0) {
             if (c.rank == 0)
                 fprintf(stderr, "%s: error: no parallel layout splits this model on %d GPUs\n",
                         a->file, gpus);
@@ -535,6 +816,8 @@ static int plan_body(void *parsed, int argc, char **argv)
             rc = cli__runs_execute(&c, plan_finish);
             free_plan_runs(&c.L);
         }
+        sim_free(screen);
+        sim_free(all.c);
         sim_free(g.c);
         sim_free(full);
     }
@@ -555,6 +838,6 @@ static int plan_body(void *parsed, int argc, char **argv)
 
 int cli_plan(const cli_command *cmd, int argc, char **argv)
 {
-    sweep_args a = {.top = 10};
+    sweep_args a = {.top = 10, .replay_top = 32};
     return cli_opts_run(cmd, &plan_spec, argc, argv, &a, plan_body);
 }

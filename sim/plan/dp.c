@@ -58,7 +58,7 @@ _Static_assert(TRACE_MEM_CATS == PLAN_MEM_COUNT, "trace and plan memory categori
 /* The parameters of unit `u` this rank updates: all it trains, or with ZeRO its shard of
  * them, dense ones over the data-parallel group and experts' over the expert-data-parallel
  * one (as persistent() counts their states). */
-static double shard_params(const gen *g, const unit *u)
+double plan__shard_params(const gen *g, const unit *u)
 {
     if (g->zero < 1)
         return (double)u->trainable;
@@ -66,15 +66,21 @@ static double shard_params(const gen *g, const unit *u)
                     plan__ceil_div(u->trainable_expert, g->n_edp));
 }
 
-static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
+double plan__optimizer_bytes_per_param(const gen *g)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
-    double sb = plan__state_bytes(t->optimizer_state);
-    /* per parameter: read the gradient twice (global-norm clipping, then the update), read
-     * and write the 16-bit weights, the fp32 master copy and every optimizer state */
-    double per = 2.0 * g->gbytes + 2.0 * g->wbytes + 2.0 * states * sb +
-                 (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0);
+    /* read the gradient twice (global-norm clipping, then the update), read and write the
+     * 16-bit weights, the fp32 master copy and every optimizer state */
+    return 2.0 * g->gbytes + 2.0 * g->wbytes +
+           2.0 * states * plan__state_bytes(t->optimizer_state) +
+           (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0);
+}
+
+static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
+{
+    const plan_training *t = &g->sc->training;
+    double per = plan__optimizer_bytes_per_param(g);
     double flops_per = t->optimizer == PLAN_OPT_ADAM ? 12 : 4;
     uint32_t last = 0;
     bool first = true;
@@ -82,7 +88,7 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
         const unit *u = &g->units[i];
         if (u->trainable == 0 || !g->mine[i])
             continue;
-        double params = shard_params(g, u);
+        double params = plan__shard_params(g, u);
         trace_op op = {
             .kind = TRACE_OP_COMPUTE,
             .stream = TRACE_STREAM_COMPUTE,
@@ -123,16 +129,23 @@ static uint32_t add_offload_op(gen *g, trace_op_kind kind, const char *name, int
     return trace_add_op(g->t, g->rank, &op, have_dep ? &dep : NULL, have_dep);
 }
 
+double plan__cpu_adam_bytes_per_param(const gen *g)
+{
+    const plan_training *t = &g->sc->training;
+    double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
+    /* read the gradient, read and write the master copy and every state, write the 16-bit
+     * parameter to send back */
+    return g->gbytes + 2.0 * states * plan__state_bytes(t->optimizer_state) +
+           (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0) + g->wbytes;
+}
+
 /* ZeRO-Offload's step: per unit, gradients to host, CPU Adam, parameters back. */
 static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
     double sb = plan__state_bytes(t->optimizer_state);
-    /* host DRAM bytes per parameter: read the gradient, read and write the master copy and
-     * every state, write the 16-bit parameter to send back */
-    double per = g->gbytes + 2.0 * states * sb + (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0) +
-                 g->wbytes;
+    double per = plan__cpu_adam_bytes_per_param(g); /* host DRAM bytes per parameter */
     hw_topo *topo = g->p->topo;
     int mem = hw_topo_host_memory(topo, g->rank);
     /* CPU Adam streams its states at the rate memory-bound CPU code sustains, shared by the
@@ -147,7 +160,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = shard_params(g, &g->units[i]);
+        double params = plan__shard_params(g, &g->units[i]);
         uint32_t dep = n_deps ? deps[n_deps - 1] : 0;
         d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer,
                                 TRACE_COPY_D2H,
@@ -160,7 +173,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = shard_params(g, &g->units[i]);
+        double params = plan__shard_params(g, &g->units[i]);
         uint32_t ready = d2h[i];
         if (nvme) /* on the offload stream after the copies before it */
             ready = add_offload_op(g, TRACE_OP_COPY, "offload.read_states", g->units[i].layer,
@@ -177,7 +190,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
-        double params = shard_params(g, &g->units[i]);
+        double params = plan__shard_params(g, &g->units[i]);
         last = where == PLAN_OFFLOAD_NONE
                    ? add_offload_op(g, TRACE_OP_COPY, "offload.params", g->units[i].layer,
                                     TRACE_COPY_H2D, params * g->wbytes, 0, cpu[i], true)
@@ -303,7 +316,7 @@ static void gen_bucketed(gen *g)
 
 /* Persistent bytes per rank: model states sharded per the strategy, DDP buckets, framework.
  * Frozen weights (LoRA/QLoRA) have no gradients, master copies or optimizer states. */
-static void persistent(gen *g, plan_mem *m)
+void plan__persistent(gen *g, plan_mem *m)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
@@ -405,7 +418,7 @@ static double layer_act_bytes(const gen *g, bool is_moe, model_recompute rc, dou
 /* Units with this rank's share of parameters: what its full-training backward would produce
  * gradients for (TP splits, tied embeddings and replicated norms included), the trained part
  * under the scenario's fine-tuning, and the bytes its weights take as stored. */
-static void build_units(gen *g)
+void plan__build_units(gen *g)
 {
     const plan_scenario *sc = g->sc;
     int L = g->model.layers;
@@ -483,7 +496,7 @@ static void build_units(gen *g)
 
 /* Stage 1: the generator's view of the scenario: the model (vocabulary padded), the shape
  * of a micro-batch, bytes per weight and gradient, the pipeline's chunks. */
-static void init_gen(gen *g, plan *p, bool sharing)
+void plan__init_gen(gen *g, plan *p, bool sharing)
 {
     const plan_scenario *sc = p->sc;
     *g = (gen){.p = p, .sc = sc, .sharing = sharing, .zero = sc->parallel.zero,
@@ -587,7 +600,7 @@ static void build_layout(gen *g)
     const plan_scenario *sc = g->sc;
     g->seq = sim_calloc(g->t->n_groups, sizeof *g->seq);
     g->seq_pos = sim_calloc(g->t->n_groups, sizeof *g->seq_pos);
-    build_units(g);
+    plan__build_units(g);
     g->act_fetch = sim_calloc((size_t)g->n_units + 1, sizeof *g->act_fetch);
     g->act_fetch_mb = sim_calloc((size_t)g->n_units + 1, sizeof *g->act_fetch_mb);
     g->cp_kv = model_cp_kv_bytes(&g->model, &g->sh);
@@ -647,7 +660,7 @@ static void gen_rank(gen *g, plan_share *share, int r, bool stream)
     memset(g->seq_pos, 0, g->t->n_groups * sizeof *g->seq_pos);
     for (int u = 0; u < g->n_units; u++)
         g->act_fetch_mb[u] = -1;
-    persistent(g, &p->mem[r]);
+    plan__persistent(g, &p->mem[r]);
     memcpy(g->t->ranks[r].base_mem, p->mem[r].bytes, sizeof g->t->ranks[r].base_mem);
     if (plan__share_clone(g, share, r)) {
         if (stream) {
@@ -733,7 +746,7 @@ static void free_gen(gen *g)
 int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)
 {
     gen g;
-    init_gen(&g, p, sharing);
+    plan__init_gen(&g, p, sharing);
     int rc = check_strategy(&g, diag);
     if (rc != 0)
         return rc;

@@ -190,6 +190,28 @@ static const tp_point tp_points[] = {
     {"qkv.dgrad", MODEL_PHASE_BWD, true, true, COLL_ALL_GATHER, false, true},
 };
 
+static const tp_point *tp_point_of(const char *name, model_phase ph, bool before, bool sp)
+{
+    for (size_t i = 0; i < SIM_ARRAY_LEN(tp_points); i++) {
+        const tp_point *t = &tp_points[i];
+        if (t->phase == ph && t->before == before && t->sp == sp && !strcmp(t->kernel, name))
+            return t;
+    }
+    return NULL;
+}
+
+bool plan__tp_point(const char *name, model_phase ph, bool before, bool sp, coll_op *op,
+                    bool *loss, bool *wgrad)
+{
+    const tp_point *t = tp_point_of(name, ph, before, sp);
+    if (t) {
+        *op = t->op;
+        *loss = t->loss;
+        *wgrad = t->wgrad;
+    }
+    return t != NULL;
+}
+
 /* Emits the TP collective at kernel `name` (before or after it), if any: it waits for the
  * latest compute kernel and the next compute kernel waits for it. */
 static const tp_point *tp_find(gen *g, const char *name, model_phase ph, bool before)
@@ -199,12 +221,7 @@ static const tp_point *tp_find(gen *g, const char *name, model_phase ph, bool be
     size_t k = memo_slot(g, name);
     if (g->memo[k].have_tp[ph][before])
         return g->memo[k].tp[ph][before];
-    const tp_point *found = NULL;
-    for (size_t i = 0; i < SIM_ARRAY_LEN(tp_points) && !found; i++) {
-        const tp_point *t = &tp_points[i];
-        if (t->phase == ph && t->before == before && t->sp == g->sp && !strcmp(t->kernel, name))
-            found = t;
-    }
+    const tp_point *found = tp_point_of(name, ph, before, g->sp);
     g->memo[k].tp[ph][before] = found;
     g->memo[k].have_tp[ph][before] = true;
     return found;

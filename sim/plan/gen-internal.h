@@ -196,6 +196,27 @@ void plan__param_gather_ahead(gen *g);
 void plan__param_gather(gen *g, uint32_t opt);
 const uint32_t *plan__gather_dep(const gen *g, int u, bool first);
 
+/* dp.c's set-up, shared with the screen (screen.c): the generator's view of p->sc (model
+ * with the padded vocabulary, micro-batch shape, bytes per weight and gradient, chunks), the
+ * units with their parameters and activation bytes, and the persistent bytes of the rank
+ * g->rank holding the units g->mine marks (its host bytes into p->host_bytes[g->rank]);
+ * needs g->n and g->n_edp. */
+void plan__init_gen(gen *g, plan *p, bool sharing);
+void plan__build_units(gen *g);
+void plan__persistent(gen *g, plan_mem *m);
+/* The parameters of unit u the rank updates (its ZeRO shard, or all it trains); the bytes
+ * the GPU optimizer step and CPU Adam move per parameter (dp.c). */
+double plan__shard_params(const gen *g, const unit *u);
+double plan__optimizer_bytes_per_param(const gen *g);
+double plan__cpu_adam_bytes_per_param(const gen *g);
+
+/* emit.c: the tensor-parallel collective at kernel `name` of phase `ph` (before it, or after
+ * it) under sequence parallelism `sp`: false when there is none, else its operation, whether
+ * it carries the loss's three fp32 per token (else the b·s·h activations), and whether it is
+ * SP's backward re-gather that the weight gradient waits for. */
+bool plan__tp_point(const char *name, model_phase ph, bool before, bool sp, coll_op *op,
+                    bool *loss, bool *wgrad);
+
 /* stages.c: one rank's pipeline-parallel step, and the most activation bytes its stage holds
  * in host memory under activation offload. */
 void plan__gen_pipeline(gen *g);

@@ -1,0 +1,975 @@
+/* The plan's screen: a candidate's step and peak memory in closed form (see screen.h).
+ *
+ * Step. Each pipeline chunk's forward and backward of one micro-batch is timed by walking
+ * the kernels the generator emits for it (model_block_ops, recompute included) on two
+ * streams, compute and tensor-parallel, with the generator's dependency rules (emit.c: a
+ * TP collective waits for the latest kernel and the next kernel waits for it; SP's re-gather
+ * runs beside the input-gradient GEMM; tp_grad_overlap lets the weight-gradient GEMM run
+ * beside its input gradient's collective); expert all-to-alls and ring-attention shifts are
+ * waited for likewise. The stages' schedules (plan_pp_schedule, the replay's own) are then
+ * evaluated as a DAG with those durations and the point-to-point transfers between stages,
+ * which gives the fill, drain and any imbalance exactly where collectives do not contend.
+ * After the last backward: the gradients' reduction (buckets overlapping the last
+ * backward of each chunk, exposed as a serial bucket queue is), the optimizer kernels or
+ * CPU Adam with its copies, and ZeRO-1/2's parameter gathers. ZeRO-3 gathers each unit ahead
+ * of its use (one unit of prefetch) and reduce-scatters its gradients after it.
+ *
+ * Memory. The generator's persistent bytes (dp.c) of each stage's first rank, plus its
+ * activations: the most chunk micro-batches its schedule holds at once times the stage's
+ * bytes per chunk micro-batch, plus the largest transient (a recomputed layer's rebuilt
+ * activations, the loss's logit gradients on the last stage, ZeRO-3's two gathered units).
+ *
+ * Collectives cost what the replay's selector estimates for them alone on the topology
+ * (coll_select), cached per group, operation and size. */
+#include "core/sim.h"
+
+#include <math.h>
+#include <string.h>
+
+#include "coll/select.h"
+#include "hw/gpu.h"
+#include "hw/topo.h"
+#include "plan/gen-internal.h"
+#include "plan/pipeline.h"
+#include "plan/screen.h"
+
+typedef struct coll_memo {
+    uint64_t hash;
+    int n, op;
+    double bytes;
+    int32_t *gpus;
+    double s;
+} coll_memo;
+
+typedef struct memo {
+    uint64_t hash;
+    double *key; /* the inputs, compared in full */
+    size_t n_key;
+    double v[2];
+} memo;
+
+typedef struct memo_table {
+    memo *e;
+    size_t n, cap; /* open addressing, power of two, at most half full */
+} memo_table;
+
+typedef struct run_act run_act;
+
+struct plan_screen {
+    const plan_scenario *base;
+    hw_topo *topo;
+    hw_gpu *gpu;
+    double *scratch;
+    coll_memo *colls;
+    size_t n_colls, cap_colls; /* open addressing, power of two, at most half full */
+    memo_table pipes, chunks, inflight;
+    model_op_list *list;
+    run_act *runs; /* stage_runs' last schedules */
+    int *run_n, run_key[4];
+    size_t run_per;
+};
+
+static uint64_t mix(uint64_t h, uint64_t v)
+{
+    h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
+    return h;
+}
+
+static uint64_t dbits(double d)
+{
+    uint64_t u;
+    memcpy(&u, &d, sizeof u);
+    return u;
+}
+
+/* The entry for key[0..nk) in `t`: found (true, its values in v) or not (false; then
+ * memo_put stores it). */
+static memo *memo_slot(memo_table *t, const double *key, size_t nk, bool *found)
+{
+    uint64_t h = 0;
+    for (size_t i = 0; i < nk; i++)
+        h = mix(h, dbits(key[i]));
+    if (2 * (t->n + 1) > t->cap) {
+        size_t cap = t->cap ? 2 * t->cap : 256;
+        memo *e = sim_calloc(cap, sizeof *e);
+        for (size_t i = 0; i < t->cap; i++)
+            if (t->e[i].key) {
+                size_t k = t->e[i].hash & (cap - 1);
+                while (e[k].key)
+                    k = (k + 1) & (cap - 1);
+                e[k] = t->e[i];
+            }
+        sim_free(t->e);
+        t->e = e;
+        t->cap = cap;
+    }
+    size_t k = h & (t->cap - 1);
+    for (; t->e[k].key; k = (k + 1) & (t->cap - 1))
+        if (t->e[k].hash == h && t->e[k].n_key == nk &&
+            !memcmp(t->e[k].key, key, nk * sizeof *key)) {
+            *found = true;
+            return &t->e[k];
+        }
+    *found = false;
+    t->e[k].hash = h;
+    return &t->e[k];
+}
+
+static void memo_put(memo_table *t, memo *m, const double *key, size_t nk, double v0, double v1)
+{
+    m->key = sim_calloc(nk, sizeof *key);
+    memcpy(m->key, key, nk * sizeof *key);
+    m->n_key = nk;
+    m->v[0] = v0;
+    m->v[1] = v1;
+    t->n++;
+}
+
+int plan_screen_create(const plan_scenario *base, plan_screen **out, sim_diag *diag)
+{
+    plan_screen *s = sim_calloc(1, sizeof *s);
+    s->base = base;
+    int rc = hw_topo_create(&base->topology, &s->topo, diag);
+    if (rc) {
+        sim_free(s);
+        return rc;
+    }
+    s->gpu = hw_gpu_create(&base->topology.gpu);
+    s->scratch = sim_calloc((size_t)hw_topo_link_count(s->topo) + 1, sizeof *s->scratch);
+    s->list = sim_calloc(1, sizeof *s->list);
+    *out = s;
+    return 0;
+}
+
+void plan_screen_destroy(plan_screen *s)
+{
+    if (!s)
+        return;
+    for (size_t i = 0; i < s->cap_colls; i++)
+        sim_free(s->colls[i].gpus);
+    memo_table *t[] = {&s->pipes, &s->chunks, &s->inflight};
+    for (size_t k = 0; k < SIM_ARRAY_LEN(t); k++) {
+        for (size_t i = 0; i < t[k]->cap; i++)
+            sim_free(t[k]->e[i].key);
+        sim_free(t[k]->e);
+    }
+    sim_free(s->colls);
+    sim_free(s->runs);
+    sim_free(s->run_n);
+    sim_free(s->scratch);
+    sim_free(s->list);
+    hw_gpu_destroy(s->gpu);
+    hw_topo_destroy(s->topo);
+    sim_free(s);
+}
+
+/* ---- collectives --------------------------------------------------------------------- */
+
+static int algo_of(plan_coll_algo a)
+{
+    switch (a) {
+    case PLAN_COLL_RING: return COLL_ALGO_RING;
+    case PLAN_COLL_TREE: return COLL_ALGO_TREE;
+    case PLAN_COLL_HD: return COLL_ALGO_HD;
+    case PLAN_COLL_DIRECT: return COLL_ALGO_DIRECT;
+    case PLAN_COLL_HIERARCHICAL: return COLL_ALGO_HIERARCHICAL;
+    case PLAN_COLL_NVLS: return COLL_ALGO_NVLS;
+    case PLAN_COLL_PAIRWISE: return COLL_ALGO_PAIRWISE;
+    default: return -1;
+    }
+}
+
+/* What the replay's selector estimates for `op` on `bytes` over GPUs gpus[0..n) alone. */
+static double coll_time(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
+                        int algo)
+{
+    if (n <= 1 || bytes <= 0)
+        return 0;
+    uint64_t h = mix(mix(mix((uint64_t)n, (uint64_t)op), dbits(bytes)), (uint64_t)(algo + 1));
+    for (int i = 0; i < n; i++)
+        h = mix(h, (uint64_t)gpus[i]);
+    if (2 * (S->n_colls + 1) > S->cap_colls) {
+        size_t cap = S->cap_colls ? 2 * S->cap_colls : 1024;
+        coll_memo *t = sim_calloc(cap, sizeof *t);
+        for (size_t i = 0; i < S->cap_colls; i++)
+            if (S->colls[i].gpus) {
+                size_t k = S->colls[i].hash & (cap - 1);
+                while (t[k].gpus)
+                    k = (k + 1) & (cap - 1);
+                t[k] = S->colls[i];
+            }
+        sim_free(S->colls);
+        S->colls = t;
+        S->cap_colls = cap;
+    }
+    size_t k = h & (S->cap_colls - 1);
+    for (; S->colls[k].gpus; k = (k + 1) & (S->cap_colls - 1)) {
+        const coll_memo *m = &S->colls[k];
+        if (m->hash == h && m->n == n && m->op == (int)op && m->bytes == bytes &&
+            !memcmp(m->gpus, gpus, (size_t)n * sizeof *gpus))
+            return m->s;
+    }
+    int32_t *node = sim_calloc((size_t)n, sizeof *node);
+    for (int i = 0; i < n; i++)
+        node[i] = hw_topo_device(S->topo, hw_topo_gpu_device(S->topo, gpus[i]))->node;
+    bool sharp = hw_topology_node_spec(&S->base->topology, node[0])->intra.sharp;
+    int sw = sharp ? hw_topo_common_nvswitch(S->topo, gpus, n) : -1;
+    coll_group grp = {.n = n, .node = node, .nvls = sw >= 0};
+    coll_target t = {.topo = S->topo, .protocols = &S->base->topology.protocols,
+                     .scratch = S->scratch, .group = &grp, .gpu = gpus, .switch_dev = sw};
+    coll_choice ch = {0};
+    if (coll_select(&t, op, bytes, 0, algo, -1, &ch, NULL) != 0)
+        coll_select(&t, op, bytes, 0, -1, -1, &ch, NULL);
+    sim_free(node);
+    coll_memo *m = &S->colls[k];
+    *m = (coll_memo){.hash = h, .n = n, .op = (int)op, .bytes = bytes, .s = ch.est_s};
+    m->gpus = sim_calloc((size_t)n, sizeof *m->gpus);
+    memcpy(m->gpus, gpus, (size_t)n * sizeof *gpus);
+    S->n_colls++;
+    return ch.est_s;
+}
+
+/* The ranks (= GPUs) of rank r's group of the classes in `mask` (bits of plan_group_class:
+ * the members differ from r only there), in rank order; returns the count. EP: the ranks of
+ * r's expert-parallel group (dp coordinates that differ in their ep part); EDP (mask 0):
+ * those that differ in the rest of the dp coordinate and in cp. */
+#define EDP_MASK (1u << PLAN_GROUP_COUNT)
+static int members(const plan_parallel *par, int n_ranks, int r, unsigned mask, int32_t *out)
+{
+    plan_coord me, q;
+    plan_rank_coord(par, r, &me);
+    int n = 0;
+    for (int k = 0; k < n_ranks; k++) {
+        plan_rank_coord(par, k, &q);
+        bool same = true;
+        for (int c = 0; c < PLAN_GROUP_COUNT && same; c++) {
+            if (c == PLAN_GROUP_EP)
+                continue;
+            bool free = (mask >> c) & 1u;
+            if (c == PLAN_GROUP_DP && (mask & (1u << PLAN_GROUP_EP)))
+                free = q.c[c] / par->ep == me.c[c] / par->ep;
+            else if (c == PLAN_GROUP_DP && (mask & EDP_MASK))
+                free = q.c[c] % par->ep == me.c[c] % par->ep;
+            else if (c == PLAN_GROUP_CP && (mask & EDP_MASK))
+                free = true;
+            same = free || q.c[c] == me.c[c];
+        }
+        if (same)
+            out[n++] = k;
+    }
+    return n;
+}
+
+/* ---- one chunk's passes -------------------------------------------------------------- */
+
+typedef struct streams {
+    double lc;                /* end of the latest compute kernel */
+    double tp, ep, cp;        /* when each collective stream is free */
+    double pending, held, gather, cp_recv;
+    bool have_pending, defer, have_held, have_gather;
+} streams;
+
+typedef struct cand_ctx {
+    plan_screen *S;
+    const plan_scenario *sc;
+    gen *g;
+    int32_t *tp_g, *ep_g, *cp_g;
+    int n_tp, n_ep, n_cp;
+    double attn_seq;
+    double ci; /* the GPU's comm_interference */
+} cand_ctx;
+
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t a = strlen(s), b = strlen(suffix);
+    return a >= b && !strcmp(s + a - b, suffix);
+}
+
+static double kernel_s(const cand_ctx *c, const model_op *mo)
+{
+    return sim_time_to_s(hw_gpu_kernel_time(c->S->gpu, mo->cls, c->g->sh.dtype, mo->flops,
+                                            mo->bytes, mo->inner, c->attn_seq));
+}
+
+static double tp_coll(const cand_ctx *c, coll_op op, bool loss, double bytes_div)
+{
+    double tokens = (double)c->g->sh.micro_batch * (double)c->g->sh.seq_len / c->g->cp;
+    double bytes = (loss ? tokens * 3 * 4 : tokens * c->g->model.hidden * 2.0) / bytes_div;
+    return coll_time(c->S, c->tp_g, c->n_tp, op, bytes,
+                     algo_of(c->sc->collectives[PLAN_GROUP_TP]));
+}
+
+/* A kernel of `dur` alone that starts at `start` while communication runs on its GPU until
+ * `comm_end`: it progresses at 1 / (1 + ci) for the part that overlaps (the replay's
+ * comm_interference, replay.c retime_kernel). */
+static double slowed(double start, double dur, double comm_end, double ci)
+{
+    double ov = comm_end - start;
+    if (ov <= 0 || ci <= 0)
+        return dur;
+    if (ov >= dur * (1 + ci))
+        return dur * (1 + ci);
+    return ov + (dur - ov / (1 + ci));
+}
+
+/* A kernel that waits for what add_compute makes it wait for, slowed by the collectives
+ * running beside it; returns its end. */
+static double run_kernel(streams *st, double dur, bool wgrad_kernel, double ci)
+{
+    double start = st->lc;
+    if (st->have_held) {
+        start = fmax(start, st->held);
+        st->have_held = false;
+    }
+    bool wgrad = (st->have_gather || (st->have_pending && st->defer)) && wgrad_kernel;
+    if (wgrad && st->have_gather) {
+        start = fmax(start, st->gather);
+        st->have_gather = false;
+    }
+    if (st->have_pending && st->defer && wgrad) {
+        st->held = st->pending;
+        st->have_held = true;
+        st->have_pending = false;
+    } else if (st->have_pending) {
+        start = fmax(start, st->pending);
+        st->have_pending = false;
+    }
+    st->defer = false;
+    st->lc = start + slowed(start, dur, fmax(st->tp, fmax(st->ep, st->cp)), ci);
+    return st->lc;
+}
+
+/* A collective on a stream after the latest kernel; the next kernel waits for it. */
+static void blocking(streams *st, double *stream, double dur)
+{
+    *stream = fmax(*stream, st->lc) + dur;
+    st->pending = *stream;
+    st->have_pending = true;
+}
+
+/* One kernel with its TP collectives (emit_kernel's rules). */
+static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_phase ph,
+                   bool op_recompute)
+{
+    gen *g = c->g;
+    coll_op bop = 0, aop = 0;
+    bool bl = false, al = false, bw = false, aw = false;
+    bool before = g->tp > 1 && plan__tp_point(mo->name, ph, true, g->sp, &bop, &bl, &bw);
+    bool after = g->tp > 1 && plan__tp_point(mo->name, ph, false, g->sp, &aop, &al, &aw);
+    if (op_recompute && after && aop == COLL_REDUCE_SCATTER)
+        after = false;
+    bool wk = ends_with(mo->name, ".wgrad");
+    double dur = kernel_s(c, mo);
+    if (before && bw) {
+        if (c->sc->training.finetune.method == PLAN_FT_FULL) {
+            st->tp = fmax(st->tp, st->lc) + tp_coll(c, bop, bl, 1);
+            st->gather = st->tp;
+            st->have_gather = true;
+        }
+        before = false;
+    }
+    if (c->sc->parallel.tp_comm_overlap && mo->cls == HW_OP_MATMUL &&
+        ((before && bop == COLL_ALL_GATHER && !after) ||
+         (after && aop == COLL_REDUCE_SCATTER && !before))) {
+        bool ring = before;
+        int pieces = ring ? g->tp : 4; /* emit.c's TP_OVERLAP_SPLITS */
+        model_op piece = *mo;
+        piece.flops /= pieces;
+        piece.bytes /= pieces;
+        double pd = kernel_s(c, &piece);
+        if (ring) {
+            double shift = tp_coll(c, COLL_RING_SHIFT, false, pieces);
+            double t0 = fmax(st->tp, st->lc);
+            run_kernel(st, pd, wk, c->ci);
+            for (int i = 1; i < pieces; i++) {
+                st->pending = t0 + i * shift;
+                st->have_pending = true;
+                run_kernel(st, pd, false, c->ci);
+            }
+            st->tp = fmax(st->tp, t0 + (pieces - 1) * shift);
+        } else {
+            double rs = tp_coll(c, aop, al, pieces);
+            for (int i = 0; i < pieces; i++) {
+                run_kernel(st, pd, i == 0 && wk, c->ci);
+                st->have_pending = false;
+                st->tp = fmax(st->tp, st->lc) + rs;
+            }
+            st->pending = st->tp;
+            st->have_pending = true;
+            st->defer = c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&
+                        ends_with(mo->name, ".dgrad");
+        }
+        return;
+    }
+    if (before)
+        blocking(st, &st->tp, tp_coll(c, bop, bl, 1));
+    run_kernel(st, dur, wk, c->ci);
+    if (after)
+        blocking(st, &st->tp, tp_coll(c, aop, al, 1));
+    st->defer = after && c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&
+                ends_with(mo->name, ".dgrad");
+}
+
+static bool is_expert(const char *name)
+{
+    return strncmp(name, "moe.expert", 10) == 0;
+}
+
+/* One pass over unit u (emit_pass): the kernels, recompute's filter, the expert all-to-alls
+ * around the expert kernels, ring attention's shifts. */
+static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase ph,
+                     bool recompute)
+{
+    gen *g = c->g;
+    model_op_list *ops = c->S->list;
+    model_block_ops(&g->model, &g->sh, u->blk, ph, ops);
+    int first_exp = -1, last_exp = -1;
+    for (int i = 0; i < ops->n; i++)
+        if (is_expert(ops->op[i].name)) {
+            last_exp = i;
+            if (first_exp < 0)
+                first_exp = i;
+        }
+    double a2a = 0;
+    if (first_exp >= 0) {
+        double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
+                       g->model.moe.top_k * g->model.hidden * 2.0;
+        a2a = coll_time(c->S, c->ep_g, c->n_ep, COLL_ALL_TO_ALL, bytes,
+                        algo_of(c->sc->collectives[PLAN_GROUP_EP]));
+    }
+    bool op_rc = recompute && u->rc == MODEL_RECOMPUTE_OP;
+    for (int i = 0; i < ops->n; i++) {
+        model_op mo = ops->op[i];
+        if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo.attn_core)
+            continue;
+        if (op_rc) {
+            if (mo.op_share <= 0)
+                continue;
+            mo.flops *= mo.op_share;
+            mo.bytes *= mo.op_share;
+        }
+        if (i == first_exp)
+            blocking(st, &st->ep, a2a);
+        if (mo.cp_step > 0) {
+            /* ring attention: step j computes on the block the shift before it brought */
+            double kv = model_cp_kv_bytes(&g->model, &g->sh);
+            bool bwd = ph == MODEL_PHASE_BWD;
+            int j = mo.cp_step, n = g->cp;
+            double bytes = j == 1 ? kv : bwd ? (j < n ? 2 * kv : kv) : (j < n ? kv : 0);
+            double shift = coll_time(c->S, c->cp_g, c->n_cp, COLL_RING_SHIFT, bytes,
+                                     algo_of(c->sc->collectives[PLAN_GROUP_CP]));
+            double recv = st->cp_recv;
+            if (bytes > 0)
+                st->cp = fmax(st->cp, st->lc) + shift;
+            run_op(c, st, &mo, ph, op_rc);
+            if (j > 1)
+                st->lc = fmax(st->lc, recv + kernel_s(c, &mo));
+            st->cp_recv = st->cp;
+            if (j == n && bwd)
+                blocking(st, &st->cp, coll_time(c->S, c->cp_g, c->n_cp, COLL_RING_SHIFT, kv,
+                                                algo_of(c->sc->collectives[PLAN_GROUP_CP])));
+        } else {
+            run_op(c, st, &mo, ph, op_rc);
+        }
+        if (i == last_exp)
+            blocking(st, &st->ep, a2a);
+    }
+}
+
+/* Forward and backward of units u0..u1-1 for one micro-batch, each from idle streams. */
+static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
+{
+    gen *g = c->g;
+    streams st = {0};
+    for (int u = u0; u < u1; u++)
+        run_pass(c, &st, &g->units[u], MODEL_PHASE_FWD, false);
+    *f = fmax(st.lc, st.have_pending ? st.pending : 0);
+    st = (streams){0};
+    for (int u = u1 - 1; u >= u0; u--) {
+        const unit *un = &g->units[u];
+        bool layer = un->blk == MODEL_BLOCK_LAYER || un->blk == MODEL_BLOCK_MOE;
+        if (layer && un->rc != MODEL_RECOMPUTE_NONE)
+            run_pass(c, &st, un, MODEL_PHASE_FWD, true);
+        run_pass(c, &st, un, MODEL_PHASE_BWD, false);
+    }
+    *b = fmax(st.lc, st.have_pending ? st.pending : 0);
+}
+
+/* chunk_walk, memoized: on what the walk depends (the shape, the recompute, the overlaps,
+ * the units and the groups' GPUs). */
+static void chunk_times(const cand_ctx *c, int u0, int u1, double *f, double *b)
+{
+    const plan_scenario *sc = c->sc;
+    const plan_parallel *par = &sc->parallel;
+    size_t nk = 12 + (size_t)c->n_tp + (size_t)c->n_ep + (size_t)c->n_cp;
+    double *key = sim_calloc(nk, sizeof *key);
+    double head[12] = {par->tp, par->sp, par->tp_comm_overlap, par->tp_grad_overlap, par->cp,
+                       par->ep, sc->training.micro_batch, sc->training.recompute,
+                       sc->training.recompute_every, u0, u1, c->g->n_units};
+    memcpy(key, head, sizeof head);
+    size_t k = 12;
+    for (int i = 0; i < c->n_tp; i++)
+        key[k++] = c->tp_g[i];
+    for (int i = 0; i < c->n_ep; i++)
+        key[k++] = c->ep_g[i];
+    for (int i = 0; i < c->n_cp; i++)
+        key[k++] = c->cp_g[i];
+    bool found;
+    memo *m = memo_slot(&c->S->chunks, key, nk, &found);
+    if (found) {
+        *f = m->v[0];
+        *b = m->v[1];
+    } else {
+        chunk_walk(c, u0, u1, f, b);
+        memo_put(&c->S->chunks, m, key, nk, *f, *b);
+    }
+    sim_free(key);
+}
+
+/* ---- the pipeline as a DAG --------------------------------------------------------- */
+
+/* One compute action of a stage's schedule: forward or backward of micro-batch mb on chunk
+ * `chunk`, and whether its input comes from another stage. */
+struct run_act {
+    int32_t mb;
+    int16_t chunk;
+    bool fwd, remote;
+};
+
+/* Every stage's compute actions under (sched, pp, v, m), stage s's at s x S->run_per
+ * (S->run_n[s] of them); the last set is kept. */
+static const run_act *stage_runs(plan_screen *S, plan_schedule sched, int pp, int v, int m)
+{
+    int key[4] = {(int)sched, pp, v, m};
+    if (S->runs && !memcmp(key, S->run_key, sizeof key))
+        return S->runs;
+    sim_free(S->runs);
+    sim_free(S->run_n);
+    memcpy(S->run_key, key, sizeof key);
+    size_t per = (size_t)PLAN_PP_ACTIONS(m, v);
+    plan_pp_action *acts = sim_calloc(per, sizeof *acts);
+    S->run_per = 2 * (size_t)m * (size_t)v + 1;
+    S->runs = sim_calloc((size_t)pp * S->run_per, sizeof *S->runs);
+    S->run_n = sim_calloc((size_t)pp, sizeof *S->run_n);
+    int C = plan_pp_chunks(sched, pp, v);
+    for (int s = 0; s < pp; s++) {
+        int n = plan_pp_schedule(sched, pp, v, m, s, acts), k = 0;
+        for (int i = 0; i < n; i++) {
+            const plan_pp_action *a = &acts[i];
+            if (a->kind != PLAN_PP_RUN)
+                continue;
+            int ch = plan_pp_chunk_of(sched, pp, s, a->vchunk);
+            int from = a->fwd ? ch - 1 : ch + 1;
+            SIM_ASSERT((size_t)k < S->run_per, "stage %d: more than %zu actions", s, S->run_per);
+            S->runs[(size_t)s * S->run_per + (size_t)k++] = (run_act){
+                .mb = a->mb, .chunk = (int16_t)ch, .fwd = a->fwd,
+                .remote = from >= 0 && from < C && plan_pp_stage_of(sched, pp, from, 0) != s};
+        }
+        S->run_n[s] = k;
+    }
+    sim_free(acts);
+    return S->runs;
+}
+
+/* The time stage schedules take with per-chunk forward f[c] and backward b[c] and a transfer
+ * of `p2p` across every chunk boundary between stages (memoized). */
+static double pipeline_time(plan_screen *S, const plan_scenario *sc, int pp, int v, int m,
+                            const double *f, const double *b, double p2p)
+{
+    plan_schedule sched = sc->parallel.pipeline.schedule;
+    int C = plan_pp_chunks(sched, pp, v);
+    size_t nk = (size_t)(2 * C + 5);
+    double *key = sim_calloc(nk, sizeof *key);
+    key[0] = pp;
+    key[1] = v;
+    key[2] = m;
+    key[3] = (double)sched;
+    key[4] = p2p;
+    memcpy(key + 5, f, (size_t)C * sizeof *f);
+    memcpy(key + 5 + C, b, (size_t)C * sizeof *b);
+    bool found;
+    memo *slot = memo_slot(&S->pipes, key, nk, &found);
+    if (found) {
+        sim_free(key);
+        return slot->v[0];
+    }
+    /* every stage's compute actions (the last schedule kept: candidates come in runs that
+     * share it); done[c][mb] the end of chunk c's forward (backward) of micro-batch mb */
+    const run_act *acts = stage_runs(S, sched, pp, v, m);
+    const int *n = S->run_n;
+    size_t per = S->run_per;
+    int *at = sim_calloc((size_t)pp, sizeof *at);
+    double *free_at = sim_calloc((size_t)pp, sizeof *free_at);
+    double *fdone = sim_calloc((size_t)C * (size_t)m, sizeof *fdone);
+    double *bdone = sim_calloc((size_t)C * (size_t)m, sizeof *bdone);
+    for (size_t i = 0; i < (size_t)C * (size_t)m; i++)
+        fdone[i] = bdone[i] = -1;
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        for (int s = 0; s < pp; s++)
+            for (; at[s] < n[s]; at[s]++) {
+                const run_act *a = &acts[(size_t)s * per + (size_t)at[s]];
+                int ch = a->chunk;
+                double ready = free_at[s];
+                if (a->fwd && ch > 0) {
+                    double d = fdone[(size_t)(ch - 1) * m + a->mb];
+                    if (d < 0)
+                        break;
+                    ready = fmax(ready, d + (a->remote ? p2p : 0));
+                } else if (!a->fwd) {
+                    double d = ch < C - 1 ? bdone[(size_t)(ch + 1) * m + a->mb]
+                                          : fdone[(size_t)ch * m + a->mb];
+                    if (d < 0)
+                        break;
+                    ready = fmax(ready, d + (a->remote ? p2p : 0));
+                }
+                double end = ready + (a->fwd ? f[ch] : b[ch]);
+                (a->fwd ? fdone : bdone)[(size_t)ch * m + a->mb] = end;
+                free_at[s] = end;
+                progress = true;
+            }
+    }
+    double T = 0;
+    for (int s = 0; s < pp; s++) {
+        SIM_ASSERT(at[s] == n[s], "stage %d stuck at %d of %d", s, at[s], n[s]);
+        T = fmax(T, free_at[s]);
+    }
+    sim_free(at);
+    sim_free(free_at);
+    sim_free(fdone);
+    sim_free(bdone);
+    memo_put(&S->pipes, slot, key, nk, T, 0);
+    sim_free(key);
+    return T;
+}
+
+/* The most chunk micro-batches stage s's schedule holds at once. */
+static int stage_inflight(plan_screen *S, const plan_scenario *sc, int pp, int v, int m, int s)
+{
+    double key[5] = {sc->parallel.pipeline.schedule, pp, v, m, s};
+    bool found;
+    memo *slot = memo_slot(&S->inflight, key, 5, &found);
+    if (found)
+        return (int)slot->v[0];
+    plan_pp_action *acts = sim_calloc((size_t)PLAN_PP_ACTIONS(m, v), sizeof *acts);
+    int n = plan_pp_schedule(sc->parallel.pipeline.schedule, pp, v, m, s, acts);
+    int held = 0, most = 0;
+    for (int i = 0; i < n; i++) {
+        if (acts[i].kind != PLAN_PP_RUN)
+            continue;
+        held += acts[i].fwd ? 1 : acts[i].part != PLAN_PP_WEIGHT ? -1 : 0;
+        most = SIM_MAX(most, held);
+    }
+    sim_free(acts);
+    memo_put(&S->inflight, slot, key, 5, most, 0);
+    return most;
+}
+
+/* ZeRO-3 without a pipeline (fsdp.c): per micro-batch, each unit's gather issued on the
+ * data-parallel stream once the unit `prefetch` places before it starts (FSDP1's limiter:
+ * one ahead), FSDP2's copy out of the gather buffer before the unit's kernels and its copy
+ * into the reduce-scatter buffer after its backward, the reduce-scatter queued behind the
+ * gathers; gathered again for the backward when resharded after forward. Two micro-batches
+ * are walked and the second's time repeats for the rest. */
+static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m)
+{
+    gen *g = c->g;
+    const plan_parallel *par = &c->sc->parallel;
+    int U = g->n_units, algo = algo_of(c->sc->collectives[PLAN_GROUP_DP]);
+    bool fsdp2 = par->fsdp.implementation == PLAN_FSDP2;
+    int ahead = par->fsdp.implementation == PLAN_FSDP1 && par->fsdp.limit_all_gathers
+                    ? 1 : SIM_MAX(1, par->fsdp.prefetch);
+    double *F = sim_calloc((size_t)U, sizeof *F), *B = sim_calloc((size_t)U, sizeof *B);
+    double *ag = sim_calloc((size_t)U, sizeof *ag), *rs = sim_calloc((size_t)U, sizeof *rs);
+    double *cout = sim_calloc((size_t)U, sizeof *cout), *cin = sim_calloc((size_t)U, sizeof *cin);
+    double *ready = sim_calloc((size_t)U, sizeof *ready);
+    for (int u = 0; u < U; u++) {
+        const unit *un = &g->units[u];
+        chunk_times(c, u, u + 1, &F[u], &B[u]);
+        double w = un->weight_bytes - un->persist_bytes, gr = plan__unit_grad_bytes(g, un);
+        ag[u] = coll_time(c->S, shard, n_sh, COLL_ALL_GATHER, w, algo);
+        rs[u] = coll_time(c->S, shard, n_sh, COLL_REDUCE_SCATTER, gr, algo);
+        if (fsdp2) {
+            cout[u] = sim_time_to_s(hw_gpu_kernel_time(c->S->gpu, HW_OP_VECTOR, HW_DTYPE_FP32,
+                                                       0, 2 * w, 0, 0));
+            cin[u] = sim_time_to_s(hw_gpu_kernel_time(
+                c->S->gpu, HW_OP_VECTOR, HW_DTYPE_FP32, 0,
+                (double)un->trainable * (g->wbytes + g->gbytes), 0, 0));
+        }
+    }
+    double comp = 0, dp = 0, end[2] = {0, 0};
+    for (int mb = 0; mb < SIM_MIN(m, 2); mb++) {
+        for (int pass = 0; pass < 2; pass++) {
+            bool bwd = pass == 1;
+            if (bwd && !par->fsdp.reshard_after_forward) {
+                for (int u = U - 1; u >= 0; u--) {
+                    comp += slowed(comp, B[u] + cin[u], dp, c->ci);
+                    dp = fmax(dp, comp) + rs[u];
+                }
+                continue;
+            }
+            int issued = 0;
+            for (int k = 0; k < U; k++) {
+                int u = bwd ? U - 1 - k : k;
+                for (; issued < U && issued <= k + ahead; issued++) {
+                    int v = bwd ? U - 1 - issued : issued;
+                    dp = fmax(dp, comp) + ag[v];
+                    ready[v] = dp;
+                }
+                double at = fmax(comp, ready[u]);
+                comp = at + slowed(at, cout[u] + (bwd ? B[u] + cin[u] : F[u]), dp, c->ci);
+                if (bwd)
+                    dp = fmax(dp, comp) + rs[u];
+            }
+        }
+        end[mb] = fmax(comp, dp);
+    }
+    sim_free(F);
+    sim_free(B);
+    sim_free(ag);
+    sim_free(rs);
+    sim_free(cout);
+    sim_free(cin);
+    sim_free(ready);
+    return m == 1 ? end[0] : end[0] + (m - 1) * (end[1] - end[0]);
+}
+
+/* ---- a candidate --------------------------------------------------------------------- */
+
+/* Gradient reduction of `bytes` in buckets of `bucket` on a queue, the buckets produced
+ * evenly over a backward of `b` seconds, each taking `c_b` (the last, smaller one `c_last`):
+ * what remains after the backward. Bucket i is ready at (i+1)·b/n; the queue ends at the
+ * latest of ready_i plus the buckets from i on. */
+static double bucket_tail(double b, int nb, double c_b, double c_last)
+{
+    double end = 0;
+    for (int i = 0; i < nb; i++) {
+        double ready = (i + 1) * b / nb;
+        end = fmax(end, ready) + (i == nb - 1 ? c_last : c_b);
+    }
+    return fmax(0, end - b);
+}
+
+void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *out)
+{
+    const plan_parallel *par = &sc->parallel;
+    *out = (plan_screen_est){.capacity_bytes = sc->topology.gpu.memory_bytes};
+    int n_ranks = par->tp * par->cp * par->pp * par->dp;
+    int64_t gb = sc->training.global_batch > 0 ? sc->training.global_batch
+                                               : sc->training.micro_batch * par->dp;
+    int64_t host = 0;
+    plan P = {.sc = sc, .n_ranks = n_ranks, .global_batch = gb,
+              .accum_steps = gb / SIM_MAX(1, sc->training.micro_batch * par->dp),
+              .host_bytes = &host, .capacity_bytes = sc->topology.gpu.memory_bytes};
+    gen *g = sim_calloc(1, sizeof *g);
+    plan__init_gen(g, &P, false);
+    g->ep = par->ep;
+    g->n_local = g->model.moe.experts > 0 ? g->model.moe.experts / g->ep : 0;
+    g->sh.ep = g->ep;
+    g->n = par->dp * par->cp;
+    g->n_edp = par->cp * par->dp / par->ep;
+    plan__build_units(g);
+    int C = g->chunks, pp = g->pp, v = g->vstages, m = (int)g->A;
+    g->chunk_first = sim_calloc((size_t)C + 1, sizeof *g->chunk_first);
+    int *layers = sim_calloc((size_t)C, sizeof *layers);
+    if (par->pipeline.n_stage_layers == C)
+        memcpy(layers, par->pipeline.stage_layers, (size_t)C * sizeof *layers);
+    else
+        plan_pp_partition(sc->model.layers, C, layers);
+    for (int ch = 0; ch < C; ch++)
+        g->chunk_first[ch + 1] = g->chunk_first[ch] + layers[ch] + (ch == 0 ? 1 : 0);
+    g->chunk_first[C] = g->n_units;
+    sim_free(layers);
+    g->mine = sim_calloc((size_t)g->n_units, sizeof *g->mine);
+
+    cand_ctx c = {.S = S, .sc = sc, .g = g,
+                  .attn_seq = (double)sc->training.seq_len / SIM_MAX(1, par->cp),
+                  .ci = sc->topology.gpu.comm_interference};
+    int32_t *buf = sim_calloc(4 * (size_t)n_ranks + 4, sizeof *buf);
+    c.tp_g = buf;
+    c.n_tp = members(par, n_ranks, 0, 1u << PLAN_GROUP_TP, c.tp_g);
+    c.cp_g = c.tp_g + c.n_tp;
+    c.n_cp = members(par, n_ranks, 0, 1u << PLAN_GROUP_CP, c.cp_g);
+    c.ep_g = c.cp_g + c.n_cp;
+    c.n_ep = par->ep > 1 ? members(par, n_ranks, 0, 1u << PLAN_GROUP_EP, c.ep_g) : 1;
+    int32_t *shard = sim_calloc((size_t)n_ranks + 1, sizeof *shard);
+    int32_t *edp = sim_calloc((size_t)n_ranks + 1, sizeof *edp);
+
+    /* chunk times, from idle streams (the chunk's ranks are alike: its first's groups) */
+    double *f = sim_calloc((size_t)C, sizeof *f), *b = sim_calloc((size_t)C, sizeof *b);
+    for (int ch = 0; ch < C; ch++)
+        chunk_times(&c, g->chunk_first[ch], g->chunk_first[ch + 1], &f[ch], &b[ch]);
+    double p2p = 0;
+    if (pp > 1) {
+        plan_coord co;
+        int32_t pair[2] = {0, 0};
+        for (int r = 0; r < n_ranks; r++) {
+            plan_rank_coord(par, r, &co);
+            if (co.c[PLAN_GROUP_PP] == 1 && co.c[PLAN_GROUP_TP] == 0 &&
+                co.c[PLAN_GROUP_DP] == 0 && co.c[PLAN_GROUP_CP] == 0) {
+                pair[1] = r;
+                break;
+            }
+        }
+        double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
+                       g->model.hidden * 2.0 / g->tp;
+        p2p = coll_time(S, pair, 2, COLL_SEND_RECV, bytes,
+                        algo_of(sc->collectives[PLAN_GROUP_PP]));
+    }
+    double T = 0, busiest = 0;
+    if (pp > 1) {
+        T = pipeline_time(S, sc, pp, v, m, f, b, p2p);
+    } else {
+        T = m * (f[0] + b[0]);
+    }
+    for (int s = 0; s < pp; s++) {
+        double work = 0;
+        for (int k = 0; k < v; k++) {
+            int ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, k) : 0;
+            work += m * (f[ch] + b[ch]);
+        }
+        busiest = fmax(busiest, work);
+    }
+
+    /* each stage: memory, and what follows its last backward */
+    double step = 0;
+    int64_t peak = 0;
+    for (int s = 0; s < pp; s++) {
+        g->stage = s;
+        for (int u = 0; u < g->n_units; u++)
+            g->mine[u] = false;
+        int last_ch = 0; /* the chunk whose backward the stage runs last: its first */
+        double stage_act = 0, extra = 0, weights_max = 0, grads = 0, opt_params = 0;
+        for (int k = 0; k < v; k++) {
+            int ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, k) : 0;
+            if (k == 0)
+                last_ch = ch;
+            for (int u = g->chunk_first[ch]; u < g->chunk_first[ch + 1]; u++) {
+                const unit *un = &g->units[u];
+                g->mine[u] = true;
+                stage_act += un->act;
+                extra = fmax(extra, un->act_extra);
+                weights_max = fmax(weights_max, un->weight_bytes);
+            }
+        }
+        int rank = 0; /* the stage's first rank */
+        {
+            plan_coord co;
+            for (int r = 0; r < n_ranks; r++) {
+                plan_rank_coord(par, r, &co);
+                if (co.c[PLAN_GROUP_PP] == s && co.c[PLAN_GROUP_TP] == 0 &&
+                    co.c[PLAN_GROUP_DP] == 0 && co.c[PLAN_GROUP_CP] == 0) {
+                    rank = r;
+                    break;
+                }
+            }
+        }
+        g->rank = 0;
+        plan_mem mem;
+        plan__persistent(g, &mem);
+        int held = pp > 1 ? stage_inflight(S, sc, pp, v, m, s) : 1;
+        double act = stage_act / v * held;
+        double transient = extra;
+        bool head = g->mine[g->n_units - 1];
+        if (head) {
+            double during, after;
+            model_loss_grad_bytes(&g->model, &g->sh,
+                                  sc->training.cross_entropy == PLAN_CE_VOCAB_PARALLEL, &during,
+                                  &after);
+            transient = fmax(transient, after);
+        }
+        if (g->zero == 3 && g->n > 1 && pp == 1) {
+            transient = fmax(transient, 2 * weights_max);
+        } else if (g->zero == 3 && g->n > 1) {
+            /* with a pipeline, ZeRO-3 keeps each unit gathered, and its gradients unsharded,
+             * from its first micro-batch to its last (fsdp.c) */
+            double whole = 0;
+            for (int u = 0; u < g->n_units; u++)
+                if (g->mine[u])
+                    whole += g->units[u].weight_bytes + plan__unit_grad_bytes(g, &g->units[u]);
+            act += whole;
+        }
+        peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
+
+        /* the tail: reduction of the gradients, optimizer, gathers */
+        int n_sh = members(par, n_ranks, rank, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+                           shard);
+        int algo = algo_of(sc->collectives[PLAN_GROUP_DP]);
+        double tail = 0;
+        for (int u = 0; u < g->n_units; u++)
+            if (g->mine[u]) {
+                grads += plan__unit_grad_bytes(g, &g->units[u]);
+                opt_params += plan__shard_params(g, &g->units[u]);
+            }
+        double bucket = (double)par->ddp.bucket_bytes;
+        if (n_sh > 1 && (g->zero <= 2 || pp > 1) && grads > 0) {
+            /* the last chunk's gradients reduce beside its last backward; the others' were
+             * reduced earlier */
+            double last = 0;
+            for (int u = g->chunk_first[last_ch]; u < g->chunk_first[last_ch + 1]; u++)
+                last += plan__unit_grad_bytes(g, &g->units[u]);
+            coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
+            int nb = (int)ceil(last / bucket);
+            double cb = coll_time(S, shard, n_sh, op, fmin(bucket, last), algo);
+            double cl = coll_time(S, shard, n_sh, op, last - (nb - 1) * bucket, algo);
+            tail += bucket_tail(b[last_ch], SIM_MAX(nb, 1), cb, cl);
+        }
+        if (g->n_edp > 1 && g->model.moe.experts > 0) {
+            (void)edp;
+        }
+        if (par->offload.optimizer != PLAN_OFFLOAD_NONE) {
+            int mem_dev = hw_topo_host_memory(S->topo, rank);
+            const hw_node_spec *node = hw_topology_node_spec(&sc->topology, 0);
+            int sharers = 0;
+            for (int r = 0; r < n_ranks; r++)
+                sharers += hw_topo_host_memory(S->topo, r) == mem_dev;
+            double bw = hw_topo_memory_bw_Bps(S->topo, mem_dev) * node->host.memory_efficiency /
+                        SIM_MAX(sharers, 1);
+            double pcie = hw_pcie_bw_Bps(node->pcie.gen, node->pcie.lanes);
+            tail += opt_params * plan__cpu_adam_bytes_per_param(g) / bw +
+                    opt_params * (g->gbytes + g->wbytes) / pcie;
+        } else {
+            double per = plan__optimizer_bytes_per_param(g);
+            double flops = sc->training.optimizer == PLAN_OPT_ADAM ? 12 : 4;
+            for (int u = 0; u < g->n_units; u++)
+                if (g->mine[u] && g->units[u].trainable > 0) {
+                    double prm = plan__shard_params(g, &g->units[u]);
+                    tail += sim_time_to_s(hw_gpu_kernel_time(S->gpu, HW_OP_VECTOR, HW_DTYPE_FP32,
+                                                             flops * prm, per * prm, 0, 0));
+                }
+        }
+        if (n_sh > 1 && (g->zero == 1 || g->zero == 2) && !par->ddp.overlap_param_gather) {
+            double pbytes = opt_params * n_sh * g->wbytes;
+            int nb = (int)ceil(pbytes / bucket);
+            tail += (nb - 1) * coll_time(S, shard, n_sh, COLL_ALL_GATHER, bucket, algo) +
+                    coll_time(S, shard, n_sh, COLL_ALL_GATHER, pbytes - (nb - 1) * bucket, algo);
+        }
+        /* the stage's last backward ends before the pipeline's by the backwards of the
+         * chunks after it that stage 0 still runs: stage s ends about s chunk backwards
+         * earlier */
+        double end = pp > 1 ? T - s * b[last_ch] : T;
+        step = fmax(step, end + tail);
+        out->tail_s = fmax(out->tail_s, tail);
+    }
+    /* ZeRO-3 without a pipeline: the micro-batches' gathers and reduce-scatters walked
+     * (fsdp_walk) instead of the kernels alone */
+    if (g->zero == 3 && g->n > 1 && pp == 1) {
+        int n_sh = members(par, n_ranks, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+                           shard);
+        step += fsdp_walk(&c, shard, n_sh, m) - T;
+    }
+    out->step_s = step;
+    out->compute_s = busiest;
+    out->bubble_s = fmax(0, T - busiest);
+    out->peak_bytes = peak;
+    sim_free(f);
+    sim_free(b);
+    sim_free(buf);
+    sim_free(shard);
+    sim_free(edp);
+    sim_free(g->units);
+    sim_free(g->chunk_first);
+    sim_free(g->mine);
+    sim_free(g);
+}
