@@ -36,6 +36,9 @@
 #include "plan/plan.h"
 #include "plan/screen.h"
 
+/* Rejected strategies listed (and so planned) after the ranking. */
+#define PLAN_REJECTS_SHOWN 3
+
 #define AXES 14
 static const char *const axis_keys[AXES] = {
     "parallel.tp", "parallel.sp", "parallel.pp", "parallel.cp", "parallel.dp",
@@ -85,6 +88,10 @@ static void inner(const plan_scenario *sc, int64_t batch, cand k, gen *g)
     const model_spec *m = &sc->model;
     static const model_recompute rcs[] = {MODEL_RECOMPUTE_NONE, MODEL_RECOMPUTE_SELECTIVE,
                                           MODEL_RECOMPUTE_FULL};
+    /* Transformer Engine's userbuffers exchange over NVLink: TP overlap is tried where the
+     * nodes' GPUs are joined by NVLink or an NVSwitch (not over PCIe, nor on a topology of
+     * listed devices) */
+    bool nvlink = sc->topology.n_devices == 0 && sc->topology.intra.kind != HW_INTRA_PCIE;
     for (int zero = 0; zero <= 3; zero++) {
         if (k.dp * k.cp == 1 && zero)
             continue;
@@ -102,7 +109,7 @@ static void inner(const plan_scenario *sc, int64_t batch, cand k, gen *g)
                     continue;
                 for (size_t r = 0; r < SIM_ARRAY_LEN(rcs); r++)
                     for (int off = 0; off <= (zero > 0); off++)
-                        for (int ov = 0; ov <= (k.tp > 1 ? 1 : 0); ov++)
+                        for (int ov = 0; ov <= (k.tp > 1 && nvlink ? 1 : 0); ov++)
                             for (int sp = ov; sp <= (k.tp > 1 ? 1 : 0); sp++)
                                 for (int o = 0; o <= (k.pp > 1 && k.dp > 1 ? 1 : 0); o++) {
                                     cand c = k;
@@ -177,6 +184,25 @@ static void cand_scenario(const plan_scenario *base, const cand *k, int64_t batc
     x->training.global_batch = batch;
 }
 
+/* Candidate k's value on each axis, as its run's override sets it. */
+static void cand_values(const cand *k, char v[AXES][32])
+{
+    snprintf(v[0], 32, "%d", k->tp);
+    snprintf(v[1], 32, "%s", k->sp ? "true" : "false");
+    snprintf(v[2], 32, "%d", k->pp);
+    snprintf(v[3], 32, "%d", k->cp);
+    snprintf(v[4], 32, "%d", k->dp);
+    snprintf(v[5], 32, "%d", k->ep);
+    snprintf(v[6], 32, "%d", k->zero);
+    snprintf(v[7], 32, "%s", k->pp > 1 && k->vstages > 1 ? "interleaved" : "1f1b");
+    snprintf(v[8], 32, "%d", k->vstages);
+    snprintf(v[9], 32, "%d", k->mb);
+    snprintf(v[10], 32, "%s", rc_name(k->rc));
+    snprintf(v[11], 32, "%s", k->offload ? "cpu" : "none");
+    snprintf(v[12], 32, "%s", k->overlap ? "true" : "false");
+    snprintf(v[13], 32, "%s", order_names[k->order]);
+}
+
 /* The candidates as a run list: one override per axis (strings owned by the list). */
 static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
                       int64_t batch, bool every_layer, bool offload_params, char *text)
@@ -193,20 +219,7 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
     for (size_t i = 0; i < g->n; i++) {
         const cand *k = &g->c[i];
         char v[AXES][32];
-        snprintf(v[0], 32, "%d", k->tp);
-        snprintf(v[1], 32, "%s", k->sp ? "true" : "false");
-        snprintf(v[2], 32, "%d", k->pp);
-        snprintf(v[3], 32, "%d", k->cp);
-        snprintf(v[4], 32, "%d", k->dp);
-        snprintf(v[5], 32, "%d", k->ep);
-        snprintf(v[6], 32, "%d", k->zero);
-        snprintf(v[7], 32, "%s", k->pp > 1 && k->vstages > 1 ? "interleaved" : "1f1b");
-        snprintf(v[8], 32, "%d", k->vstages);
-        snprintf(v[9], 32, "%d", k->mb);
-        snprintf(v[10], 32, "%s", rc_name(k->rc));
-        snprintf(v[11], 32, "%s", k->offload ? "cpu" : "none");
-        snprintf(v[12], 32, "%s", k->overlap ? "true" : "false");
-        snprintf(v[13], 32, "%s", order_names[k->order]);
+        cand_values(k, v);
         L->sets[i] = sim_calloc(AXES + 3, sizeof *L->sets[i]);
         L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
         for (int a = 0; a < AXES; a++) {
@@ -344,7 +357,12 @@ static struct screen_state {
     const double *step_s; /* [run]: the screen's step time */
     size_t candidates, screened, pruned;
     double screen_cpu_s, start;
+    /* the next rejects by the screen, closest to fitting first, not planned */
+    char rej_axes[PLAN_REJECTS_SHOWN][AXES][32];
+    double rej_peak[PLAN_REJECTS_SHOWN];
+    int n_rej;
 } screen_state;
+static int64_t sc_capacity; /* the GPUs' capacity, for the screen's rejects */
 
 static double now_s(void)
 {
@@ -570,14 +588,26 @@ static int plan_finish(sweep_ctx *c)
                    "not ranked; the fastest of them:\n  %s: %.6g tokens/s; %s\n", n_tight, asked,
                    d, tight[0].tokens_per_s, tight[0].binding);
         }
-        if (n_oom) {
+        if (n_oom || screen_state.n_rej) {
             printf("\nclosest that do not fit:\n");
-            for (size_t i = 0; i < n_oom && i < 3; i++) {
+            for (size_t i = 0; i < n_oom && i < PLAN_REJECTS_SHOWN; i++) {
                 char d[200];
                 describe(&oom[i], d, sizeof d);
                 printf("  %s: needs %.1f GiB > %.1f GiB: %s\n", d,
                        (double)oom[i].peak / 1073741824.0,
                        (double)oom[i].capacity / 1073741824.0, oom[i].binding);
+            }
+            /* the memory plans confirmed fewer: the next by the screen's estimate */
+            double cap = (double)sc_capacity;
+            for (int i = 0; i + n_oom < PLAN_REJECTS_SHOWN && i < screen_state.n_rej; i++) {
+                row r = {0};
+                char d[200];
+                for (int a = 0; a < AXES; a++)
+                    r.axis[a] = screen_state.rej_axes[i][a];
+                describe(&r, d, sizeof d);
+                printf("  %s: needs about %.1f GiB > %.1f GiB (the screen's estimate; not "
+                       "planned)\n", d, screen_state.rej_peak[i] / 1073741824.0,
+                       cap / 1073741824.0);
             }
         }
         sim_free(ok);
@@ -688,11 +718,22 @@ static int screen_all(sweep_ctx *c, const plan_scenario *sc, const gen *all, int
     sort_est = est;
     sort_capacity = capacity;
     qsort(order, n, sizeof *order, by_screen);
-    size_t K = SIM_MIN(n, (size_t)c->a->replay_top);
+    /* the K best that fit by the screen, and the (up to) three rejects closest to fitting,
+     * whose memory plans name what breaks ("closest that do not fit") */
+    size_t fit = n - pruned, K = SIM_MIN(fit, (size_t)c->a->replay_top);
+    K = SIM_MIN(n, K + SIM_MAX((size_t)PLAN_REJECTS_SHOWN, (size_t)c->a->replay_top - K));
     bool *pick = sim_calloc(n + 1, sizeof *pick);
     for (size_t i = 0; i < K; i++)
         pick[order[i]] = true;
     *screen = sim_calloc(K + 1, sizeof **screen);
+    screen_state.n_rej = 0;
+    for (size_t i = K; i < n && screen_state.n_rej < PLAN_REJECTS_SHOWN; i++)
+        if (!(est[2 * order[i] + 1] <= capacity)) {
+            int r = screen_state.n_rej++;
+            cand_values(&all->c[order[i]], screen_state.rej_axes[r]);
+            screen_state.rej_peak[r] = est[2 * order[i] + 1];
+        }
+    sc_capacity = sc->topology.gpu.memory_bytes;
     for (size_t i = 0; i < n; i++)
         if (pick[i]) {
             (*screen)[best->n] = est[2 * i];

@@ -55,6 +55,10 @@ typedef struct memo_table {
 
 typedef struct run_act run_act;
 
+/* Pipelines of at most this many chunks have their activations walked chunk by chunk (the
+ * candidates plan searches stay below: 2 x layers / 2). */
+#define PLAN_SCREEN_CHUNKS_MAX 512
+
 struct plan_screen {
     const plan_scenario *base;
     hw_topo *topo;
@@ -735,6 +739,39 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
     return m == 1 ? end[0] : end[0] + (m - 1) * (end[1] - end[0]);
 }
 
+/* The most activation bytes stage s holds along its schedule: each forward of chunk c
+ * leaves act[c], each backward frees it, and while a backward runs it briefly holds tr[c]
+ * more (memoized). */
+static double stage_activation_peak(plan_screen *S, const plan_scenario *sc, int pp, int v,
+                                    int m, int s, const double *act, const double *tr)
+{
+    plan_schedule sched = sc->parallel.pipeline.schedule;
+    int C = plan_pp_chunks(sched, pp, v);
+    double key[5 + 2 * PLAN_SCREEN_CHUNKS_MAX] = {sched, pp, v, m, s};
+    memcpy(key + 5, act, (size_t)C * sizeof *act);
+    memcpy(key + 5 + C, tr, (size_t)C * sizeof *tr);
+    size_t nk = 5 + 2 * (size_t)C;
+    bool found;
+    memo *slot = memo_slot(&S->inflight, key, nk, &found);
+    if (found)
+        return slot->v[0];
+    const run_act *runs = stage_runs(S, sched, pp, v, m) + (size_t)s * S->run_per;
+    double held = 0, most = 0;
+    for (int i = 0; i < S->run_n[s]; i++) {
+        const run_act *a = &runs[i];
+        if (a->fwd) {
+            held += act[a->chunk];
+        } else {
+            most = fmax(most, held + tr[a->chunk]);
+            held -= act[a->chunk];
+        }
+        most = fmax(most, held);
+    }
+    slot = memo_slot(&S->inflight, key, nk, &found); /* stage_runs did not touch the table */
+    memo_put(&S->inflight, slot, key, nk, most, 0);
+    return most;
+}
+
 /* ---- a candidate --------------------------------------------------------------------- */
 
 /* Gradient reduction of `bytes` in buckets of `bucket` on a queue, the buckets produced
@@ -794,7 +831,6 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     c.ep_g = c.cp_g + c.n_cp;
     c.n_ep = par->ep > 1 ? members(par, n_ranks, 0, 1u << PLAN_GROUP_EP, c.ep_g) : 1;
     int32_t *shard = sim_calloc((size_t)n_ranks + 1, sizeof *shard);
-    int32_t *edp = sim_calloc((size_t)n_ranks + 1, sizeof *edp);
 
     /* chunk times, from idle streams (the chunk's ranks are alike: its first's groups) */
     double *f = sim_calloc((size_t)C, sizeof *f), *b = sim_calloc((size_t)C, sizeof *b);
@@ -868,16 +904,35 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         g->rank = 0;
         plan_mem mem;
         plan__persistent(g, &mem);
-        int held = pp > 1 ? stage_inflight(S, sc, pp, v, m, s) : 1;
-        double act = stage_act / v * held;
-        double transient = extra;
-        bool head = g->mine[g->n_units - 1];
-        if (head) {
-            double during, after;
-            model_loss_grad_bytes(&g->model, &g->sh,
-                                  sc->training.cross_entropy == PLAN_CE_VOCAB_PARALLEL, &during,
-                                  &after);
-            transient = fmax(transient, after);
+        /* per chunk: the bytes a micro-batch's forward leaves, and the most its backward
+         * adds for a while (a recomputed layer's rebuilt activations; on the head's chunk the
+         * loss's logit gradients) */
+        double ca[2 * PLAN_SCREEN_CHUNKS_MAX + 2] = {0};
+        double *cact = ca, *ctr = ca + C;
+        bool walkable = C <= PLAN_SCREEN_CHUNKS_MAX;
+        for (int ch = 0; ch < C && walkable; ch++)
+            for (int u = g->chunk_first[ch]; u < g->chunk_first[ch + 1]; u++) {
+                const unit *un = &g->units[u];
+                cact[ch] += un->act;
+                double t = un->act_extra;
+                if (u == g->n_units - 1) {
+                    double during, after;
+                    model_loss_grad_bytes(&g->model, &g->sh,
+                                          sc->training.cross_entropy == PLAN_CE_VOCAB_PARALLEL,
+                                          &during, &after);
+                    t = fmax(t, after);
+                }
+                ctr[ch] = fmax(ctr[ch], t);
+            }
+        double act = 0, transient = 0;
+        if (pp > 1 && walkable) {
+            act = stage_activation_peak(S, sc, pp, v, m, s, cact, ctr);
+        } else {
+            int held = pp > 1 ? stage_inflight(S, sc, pp, v, m, s) : 1;
+            act = stage_act / v * held;
+            transient = extra;
+            for (int ch = 0; ch < C && walkable; ch++)
+                transient = fmax(transient, ctr[ch]);
         }
         if (g->zero == 3 && g->n > 1 && pp == 1) {
             transient = fmax(transient, 2 * weights_max);
@@ -913,10 +968,25 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
             int nb = (int)ceil(last / bucket);
             double cb = coll_time(S, shard, n_sh, op, fmin(bucket, last), algo);
             double cl = coll_time(S, shard, n_sh, op, last - (nb - 1) * bucket, algo);
-            tail += bucket_tail(b[last_ch], SIM_MAX(nb, 1), cb, cl);
-        }
-        if (g->n_edp > 1 && g->model.moe.experts > 0) {
-            (void)edp;
+            double r = (nb - 1) * cb + cl; /* the chunk's reduction, one micro-batch */
+            double exposed = bucket_tail(b[last_ch], SIM_MAX(nb, 1), cb, cl);
+            tail += exposed;
+            /* kernels beside the reductions run slower (comm_interference): the last
+             * backward's, and under ZeRO-2 (which reduces every micro-batch) every
+             * micro-batch's, for as long as both run; a reduction longer than a
+             * micro-batch's kernels sets the pace instead */
+            double overlap = fmin(r - exposed, b[last_ch]);
+            if (g->zero == 2) {
+                double mb_s = 0;
+                for (int k = 0; k < v; k++) {
+                    int ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, k) : 0;
+                    mb_s += f[ch] + b[ch];
+                }
+                double r_all = r * grads / last;
+                overlap += (m - 1) * fmin(r_all, mb_s);
+                tail += (m - 1) * fmax(0, r_all - mb_s);
+            }
+            tail += c.ci * overlap;
         }
         if (par->offload.optimizer != PLAN_OFFLOAD_NONE) {
             int mem_dev = hw_topo_host_memory(S->topo, rank);
@@ -927,8 +997,16 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
             double bw = hw_topo_memory_bw_Bps(S->topo, mem_dev) * node->host.memory_efficiency /
                         SIM_MAX(sharers, 1);
             double pcie = hw_pcie_bw_Bps(node->pcie.gen, node->pcie.lanes);
-            tail += opt_params * plan__cpu_adam_bytes_per_param(g) / bw +
-                    opt_params * (g->gbytes + g->wbytes) / pcie;
+            /* per unit: gradients down, CPU Adam, parameters up, pipelined over the units
+             * (dp.c emit_offload_step): the busiest of the three, plus the others' share of
+             * one unit */
+            double down = opt_params * g->gbytes / pcie, up = opt_params * g->wbytes / pcie;
+            double cpu = opt_params * plan__cpu_adam_bytes_per_param(g) / bw;
+            double most = fmax(down, fmax(cpu, up));
+            int units = 0;
+            for (int u = 0; u < g->n_units; u++)
+                units += g->mine[u];
+            tail += most + (down + cpu + up - most) / SIM_MAX(units, 1);
         } else {
             double per = plan__optimizer_bytes_per_param(g);
             double flops = sc->training.optimizer == PLAN_OPT_ADAM ? 12 : 4;
@@ -967,7 +1045,6 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     sim_free(b);
     sim_free(buf);
     sim_free(shard);
-    sim_free(edp);
     sim_free(g->units);
     sim_free(g->chunk_first);
     sim_free(g->mine);

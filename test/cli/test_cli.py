@@ -2692,16 +2692,18 @@ def plan():
         return scen
 
     def plan_json(tmp, scen, *extra):
-        p = subprocess.run([exe, "plan", scen, "--json", "-o", "p.h5"] + list(extra),
-                           capture_output=True, text=True, cwd=tmp)
+        p = subprocess.run([exe, "plan", scen, "--json", "-o", "p.h5", "--replay-top", "1000"]
+                           + list(extra), capture_output=True, text=True, cwd=tmp)
         check(p.returncode == 0, "plan %s: %s" % (extra, p.stderr))
-        return [json.loads(l) for l in p.stdout.splitlines()]
+        # the runs, then the search's own object (checked in plan_search)
+        return [json.loads(l) for l in p.stdout.splitlines()][:-1]
 
     def plan_table(tmp, scen, *extra):
-        p = subprocess.run([exe, "plan", scen] + list(extra), capture_output=True, text=True,
-                           cwd=tmp)
+        p = subprocess.run([exe, "plan", scen, "--replay-top", "1000"] + list(extra),
+                           capture_output=True, text=True, cwd=tmp)
         check(p.returncode == 0, "plan %s: %s" % (extra, p.stderr))
-        return p.stdout
+        # the screen's line first, then the replayed candidates' counts
+        return p.stdout.split("\n", 1)[1]
 
     def header(n, ok, tight, oom):
         """The first line of the table: each candidate in one count, the tight clause only
@@ -2717,26 +2719,28 @@ def plan():
     with tempfile.TemporaryDirectory() as tmp:
         # 1 GiB GPUs, --headroom 0: every candidate fits (tiny-gpt's peak is under 0.9 GB:
         # 512 MiB of framework + 256 MiB of NCCL buffers + ~60 MB of model states and
-        # activations, docs/memory.md), so every one is `ok` and replayed. On 2 GPUs with
-        # 4 heads, 2 layers and a batch of 4 the candidates are: tp1 pp1 dp2 with ZeRO 0 (mb
-        # 1, 2 x 2 recomputes: 4), ZeRO 1, 2 and 3 (each mb 1, 2 x 2 recomputes x offload
-        # or not: 8, 24 in all); tp1 pp2 dp1 and tp2 pp1 dp1, ZeRO 0 only (mb 1, 2, 4 x 2
-        # recomputes: 6 each). 4 + 24 + 6 + 6 = 40.
+        # activations, docs/memory.md), so every one is `ok` and, with --replay-top above
+        # the count, replayed. On 2 GPUs with 4 heads, 2 layers and a batch of 4 the
+        # candidates are (docs/plan.md, in this order): tp1 pp1 dp2 with ZeRO 0 (mb 1, 2 x 3
+        # recomputes: 6), ZeRO 1, 2 and 3 (each mb 1, 2 x 3 recomputes x offload or not: 12,
+        # 36 in all); tp1 pp2 dp1, ZeRO 0 only (mb 1, 2, 4 x 3 recomputes: 9, one virtual
+        # stage a stage of one layer); tp2 pp1 dp1, ZeRO 0 only (mb 1, 2, 4 x 3 recomputes x
+        # 3 of SP and TP overlap: none, SP, SP with overlap: 27). 6 + 36 + 9 + 27 = 78.
         C = 1 << 30
         scen = scenario(tmp, "1 GiB")
         runs = plan_json(tmp, scen, "--headroom", "0")
-        check(len(runs) == 40 and all(r["status"] == "ok" for r in runs),
-              "40 candidates, all ok at 1 GiB: %s" % [r["status"] for r in runs])
+        check(len(runs) == 78 and all(r["status"] == "ok" for r in runs),
+              "78 candidates, all ok at 1 GiB: %s" % [r["status"] for r in runs])
         peak = {r["name"]: r["peak_mem_bytes"] for r in runs}
         check(all(r["capacity_bytes"] == C for r in runs), "capacity 1 GiB")
-        # candidate 2 is tp1 pp1 dp2 ZeRO 0, micro-batch 2, selective recompute (the order
-        # above: ZeRO 0 mb 1 selective, full, then mb 2 selective): ddp.yaml's own layout
-        # with those two keys, whose peak `stepsim mem --json` gives
+        # candidate 3 is tp1 pp1 dp2 ZeRO 0, micro-batch 2, no recompute (the order above:
+        # ZeRO 0 mb 1 none, selective, full, then mb 2 none): ddp.yaml's own layout with
+        # those two keys, whose peak `stepsim mem --json` gives
         rc, out, err = run("mem", scen, "--json", "--set", "training.micro_batch=2",
-                           "--set", "training.recompute=selective")
+                           "--set", "training.recompute=none")
         P = json.loads(out)["peak_mem_bytes"] if rc == 0 else -1
-        check(peak.get("ddp-2") == P, "candidate 2's peak %s is the memory plan's %d"
-              % (peak.get("ddp-2"), P))
+        check(peak.get("ddp-3") == P, "candidate 3's peak %s is the memory plan's %d"
+              % (peak.get("ddp-3"), P))
         # the recompute axis applies to every layer: a scenario recomputing every second layer
         # (full, recompute_every: 2) gets the same candidates, candidate 2 at the same peak
         every2 = os.path.join(tmp, "every2.yaml")
@@ -2744,11 +2748,11 @@ def plan():
             f.write(open(scen).read().replace(
                 "training:\n", "training:\n  recompute: full\n  recompute_every: 2\n", 1))
         r2 = plan_json(tmp, every2, "--headroom", "0")
-        check(len(r2) == 40 and {r["name"]: r["peak_mem_bytes"] for r in r2}.get("ddp-2") == P,
-              "recompute_every 2: candidate 2 at the same peak %d: %s"
+        check(len(r2) == 78 and {r["name"]: r["peak_mem_bytes"] for r in r2}.get("ddp-3") == P,
+              "recompute_every 2: candidate 3 at the same peak %d: %s"
               % (P, [r["peak_mem_bytes"] for r in r2][:3]))
 
-        # --headroom SIZE: C - P + 1 bytes. Candidate 2 leaves C - P < C - P + 1: tight, and so
+        # --headroom SIZE: C - P + 1 bytes. Candidate 3 leaves C - P < C - P + 1: tight, and so
         # is every candidate whose peak is P or more (C - peak < C - P + 1); the others, with
         # a lower peak, leave at least C - P + 1 and stay ok. None is oom (all fit).
         want_tight = {n for n, b in peak.items() if b >= P}
@@ -2757,19 +2761,19 @@ def plan():
         check({n for n, r in got.items() if r["status"] == "tight"} == want_tight and
               {n for n, r in got.items() if r["status"] == "ok"} == set(peak) - want_tight,
               "--headroom %dB: tight = the candidates with a peak >= %d: %s" % (C - P + 1, P, sorted(want_tight)))
-        t = got.get("ddp-2", {})
+        t = got.get("ddp-3", {})
         # a tight candidate is replayed and timed, its headroom in binding_constraint:
         # C - P bytes, C - P + 1 asked
         check(t.get("status") == "tight" and isinstance(t.get("step_time_s"), float) and
               t.get("step_time_s") > 0 and "headroom" in (t.get("binding_constraint") or "")
               and "asked (plan --headroom)" in t["binding_constraint"],
-              "candidate 2 tight, timed, with its headroom: %s" % t)
+              "candidate 3 tight, timed, with its headroom: %s" % t)
         out = plan_table(tmp, scen, "--headroom", "%dB" % (C - P + 1))
-        check(out.startswith(header(40, 40 - len(want_tight), len(want_tight), 0)),
+        check(out.startswith(header(78, 78 - len(want_tight), len(want_tight), 0)),
               "header counts tight apart: %s" % out.splitlines()[:1])
         check("%d more fit but leave less than the headroom" % len(want_tight) in out,
               "the list says how many the headroom excluded")
-        # the ranked rows are the ok candidates only: none of candidate 2's tokens/s
+        # the ranked rows are the ok candidates only: none of candidate 3's tokens/s
         ranked = [l for l in out.splitlines() if re.match(r"^ +\d+  tp", l)]
         check(len(ranked) == 10, "top 10 listed: %d" % len(ranked))
         # each ranked row ends with its headroom (MiB or GiB and % of capacity) and the share
@@ -2779,12 +2783,12 @@ def plan():
                   re.search(r" (MiB|GiB) +\d+\.\d% +0%$", l) for l in ranked),
               "ranked rows: headroom and exposed communication: %s" % ranked[:2])
         # the boundary: --headroom C - P bytes, exactly what candidate 2 leaves, is not
-        # closer than asked: candidate 2 is ok, and only peaks above P are tight (none: P is
-        # the highest peak here, candidate 2 being the scenario's DDP, no sharding, the
-        # larger micro-batch, the lighter recompute)
-        check(P == max(peak.values(), default=-2), "candidate 2 has the highest peak")
+        # closer than asked: candidate 3 is ok, and only peaks above P are tight (none: P is
+        # the highest peak here, candidate 3 being the scenario's DDP, no sharding, the
+        # larger micro-batch, no recompute)
+        check(P == max(peak.values(), default=-2), "candidate 3 has the highest peak")
         runs = plan_json(tmp, scen, "--headroom", "%dB" % (C - P))
-        check(all(r["status"] == "ok" for r in runs), "--headroom %dB: candidate 2 not tight" % (C - P))
+        check(all(r["status"] == "ok" for r in runs), "--headroom %dB: candidate 3 not tight" % (C - P))
         # --headroom FRACTION: 0.2 of 1 GiB is 214,748,364.8 B; tight when C - peak is less,
         # i.e. peak > C - 0.2 C
         runs = plan_json(tmp, scen, "--headroom", "0.2")
@@ -2793,7 +2797,7 @@ def plan():
 
         # the default headroom, 5% of the capacity: on GPUs of 900,000,000 B it is
         # 45,000,000 B, so a candidate is tight when its peak exceeds 855,000,000 B (and
-        # fits: every peak is under 900,000,000, the highest being P = 864,809,984 B)
+        # fits: every peak is under 900,000,000, the highest being P = 875,246,592 B)
         scen9 = scenario(tmp, "900000000 B")
         runs = plan_json(tmp, scen9)
         want_tight = {n for n, b in peak.items() if b > 855000000}
@@ -2802,7 +2806,7 @@ def plan():
               {r["name"] for r in runs if r["status"] == "ok"} == set(peak) - want_tight,
               "default headroom 5%%: tight = peaks above 855,000,000 B: %s" % sorted(want_tight))
         out = plan_table(tmp, scen9)
-        check(out.startswith(header(40, 40 - len(want_tight), len(want_tight), 0)),
+        check(out.startswith(header(78, 78 - len(want_tight), len(want_tight), 0)),
               "default headroom: header: %s" % out.splitlines()[:1])
 
         # OOM candidates: GPUs of 850,000,000 B, --headroom 0. A candidate is oom when its
@@ -2846,18 +2850,18 @@ def plan():
                                capture_output=True, text=True)
             check(p.returncode == 0, "contract %s: %s" % (kind, p.stdout))
         out = plan_table(tmp, scen8, "--headroom", "0")
-        check(out.startswith(header(40, 40 - len(want_oom), 0, len(want_oom))),
-              "header: %d ok, %d oom: %s" % (40 - len(want_oom), len(want_oom), out.splitlines()[:1]))
+        check(out.startswith(header(78, 78 - len(want_oom), 0, len(want_oom))),
+              "header: %d ok, %d oom: %s" % (78 - len(want_oom), len(want_oom), out.splitlines()[:1]))
         # report: the oom candidates counted apart from the completed runs, shown as not
         # timed and sorted after every timed run; in --csv their figures are empty
         rc, out, err = run("report", os.path.join(tmp, "p.h5"))
         lines = out.splitlines()
-        check(rc == 0 and lines[0].endswith(": 40 run(s), %d completed, %d out of memory and not "
-                                            "timed; sorted by throughput" % (40 - len(want_oom), len(want_oom))),
+        check(rc == 0 and lines[0].endswith(": 78 run(s), %d completed, %d out of memory and not "
+                                            "timed; sorted by throughput" % (78 - len(want_oom), len(want_oom))),
               "report header: %s" % lines[:1])
         # the header, a blank line and the column names, then one line per run, named by the
         # plan's dimensions that vary (the CSV's label column, beside the name)
-        rows = lines[3:3 + 40]
+        rows = lines[3:3 + 78]
         last = rows[-len(want_oom):]
         w = lines[2].index("status")
         rc, csv_out, err = run("report", os.path.join(tmp, "p.h5"), "--csv")
