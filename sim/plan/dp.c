@@ -139,6 +139,16 @@ double plan__cpu_adam_bytes_per_param(const gen *g)
            (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0) + g->wbytes;
 }
 
+double plan__cpu_adam_Bps(const gen *g, int r)
+{
+    hw_topo *topo = g->p->topo;
+    int mem = hw_topo_host_memory(topo, r);
+    /* CPU Adam streams its states at the rate memory-bound CPU code sustains, shared by the
+     * ranks whose optimizer lives in the same memory */
+    const hw_node_spec *node = hw_topology_node_spec(&g->sc->topology, g->p->coords[r].node);
+    return hw_topo_memory_bw_Bps(topo, mem) * node->host.memory_efficiency / g->mem_sharers[r];
+}
+
 /* ZeRO-Offload's step: per unit, gradients to host, CPU Adam, parameters back. */
 static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
 {
@@ -146,14 +156,7 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
     double sb = plan__state_bytes(t->optimizer_state);
     double per = plan__cpu_adam_bytes_per_param(g); /* host DRAM bytes per parameter */
-    hw_topo *topo = g->p->topo;
-    int mem = hw_topo_host_memory(topo, g->rank);
-    /* CPU Adam streams its states at the rate memory-bound CPU code sustains, shared by the
-     * ranks whose optimizer lives in the same memory */
-    const hw_node_spec *node = hw_topology_node_spec(&g->sc->topology,
-                                                     g->p->coords[g->rank].node);
-    double bw = hw_topo_memory_bw_Bps(topo, mem) * node->host.memory_efficiency /
-                g->mem_sharers[g->rank];
+    double bw = plan__cpu_adam_Bps(g, g->rank);
     uint32_t *d2h = sim_calloc((size_t)g->n_units, sizeof *d2h);
     uint32_t *cpu = sim_calloc((size_t)g->n_units, sizeof *cpu);
     uint32_t last = 0;

@@ -209,6 +209,9 @@ void plan__persistent(gen *g, plan_mem *m);
 double plan__shard_params(const gen *g, const unit *u);
 double plan__optimizer_bytes_per_param(const gen *g);
 double plan__cpu_adam_bytes_per_param(const gen *g);
+/* The host-memory bandwidth rank r's CPU Adam streams at, shared with the ranks whose
+ * optimizer lives in the same memory (needs g->mem_sharers). */
+double plan__cpu_adam_Bps(const gen *g, int r);
 
 /* emit.c: the tensor-parallel collective at kernel `name` of phase `ph` (before it, or after
  * it) under sequence parallelism `sp`: false when there is none, else its operation, whether

@@ -11,10 +11,13 @@
  * members). A rank whose role groups differ in size from the template's, or whose end of a
  * pipeline pair differs, is generated instead.
  *
+ * With the optimizer offloaded, CPU Adam's duration is in the ops: a rank borrows only from a
+ * template whose CPU Adam runs at the same rate (the host memory's bandwidth split among the
+ * GPUs that share it), and is generated otherwise.
+ *
  * Not shared (every rank generated): mixture-of-experts models (each EP block draws its own
- * routing), CPU optimizer offload (host memory bandwidth is split among the GPUs that share
- * it), and any plan created with plan_options.no_op_sharing (`stepsim run --no-op-sharing`),
- * which the tests use to check that sharing changes no result. */
+ * routing), and any plan created with plan_options.no_op_sharing (`stepsim run
+ * --no-op-sharing`), which the tests use to check that sharing changes no result. */
 #include "core/sim.h"
 
 #include <string.h>
@@ -60,7 +63,7 @@ static int member_index(const trace *t, uint32_t group, int r)
 
 static bool share_enabled(const gen *g)
 {
-    return g->sharing && g->n_local == 0 && g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE;
+    return g->sharing && g->n_local == 0;
 }
 
 void plan__share_init(gen *g, plan_share *s)
@@ -86,6 +89,9 @@ void plan__share_init(gen *g, plan_share *s)
             continue;
         if (first[stage] < 0) {
             first[stage] = r;
+        } else if (g->sc->parallel.offload.optimizer != PLAN_OFFLOAD_NONE &&
+                   plan__cpu_adam_Bps(g, r) != plan__cpu_adam_Bps(g, first[stage])) {
+            continue; /* its own CPU Adam rate: generated */
         } else {
             s->tmpl[r] = first[stage];
             s->users[first[stage]]++;

@@ -1858,6 +1858,12 @@ def sharing():
         "cp-tp": ["--set", "parallel.cp=2", "--set", "parallel.tp=2", "--set", "parallel.dp=4"],
         "zero1-gather": ["--set", "parallel.tp=2", "--set", "parallel.pp=2", "--set", "parallel.dp=4",
                          "--set", "parallel.zero=1", "--set", "parallel.ddp.overlap_param_gather=true"],
+        # CPU Adam's rate is in the ops: every GPU of these nodes gets the same share of its
+        # socket's memory bandwidth, so ranks still borrow
+        "zero2-offload": ["--set", "parallel.dp=16", "--set", "parallel.zero=2",
+                          "--set", "parallel.offload.optimizer=cpu"],
+        "pp-offload": ["--set", "parallel.tp=2", "--set", "parallel.pp=2", "--set", "parallel.dp=4",
+                       "--set", "parallel.zero=1", "--set", "parallel.offload.optimizer=cpu"],
     }
     with tempfile.TemporaryDirectory() as tmp:
         for name, sets in cases.items():
