@@ -772,6 +772,50 @@ static double stage_activation_peak(plan_screen *S, const plan_scenario *sc, int
     return most;
 }
 
+/* ZeRO-3 with a pipeline (fsdp.c plan__fsdp_pp_fwd/bwd): a chunk's units gathered before
+ * each forward and, resharded after it, again before each backward, `prefetch` units ahead
+ * on the data-parallel stream, FSDP2 copying each out of the gather buffer; gradients kept
+ * unsharded until the last micro-batch (reduced in the tail). One chunk micro-batch from an
+ * idle stream: into *f and *b. */
+static void fsdp_chunk(const cand_ctx *c, int u0, int u1, const int32_t *shard, int n_sh,
+                       double *f, double *b)
+{
+    gen *g = c->g;
+    const plan_parallel *par = &c->sc->parallel;
+    int algo = algo_of(c->sc->collectives[PLAN_GROUP_DP]);
+    bool fsdp2 = par->fsdp.implementation == PLAN_FSDP2;
+    int ahead = par->fsdp.implementation == PLAN_FSDP1 && par->fsdp.limit_all_gathers
+                    ? 1 : SIM_MAX(1, par->fsdp.prefetch);
+    for (int pass = 0; pass < 2; pass++) {
+        bool bwd = pass == 1;
+        double comp = 0, dp = 0;
+        int n = u1 - u0, issued = 0;
+        double *ready = sim_calloc((size_t)n + 1, sizeof *ready);
+        for (int k = 0; k < n; k++) {
+            int u = bwd ? u1 - 1 - k : u0 + k;
+            const unit *un = &g->units[u];
+            double fu, bu;
+            chunk_times(c, u, u + 1, &fu, &bu);
+            bool gathers = !bwd || par->fsdp.reshard_after_forward;
+            for (; gathers && issued < n && issued <= k + ahead; issued++) {
+                const unit *v = &g->units[bwd ? u1 - 1 - issued : u0 + issued];
+                dp = fmax(dp, comp) + coll_time(c->S, shard, n_sh, COLL_ALL_GATHER,
+                                                v->weight_bytes - v->persist_bytes, algo);
+                ready[issued] = dp;
+            }
+            double at = gathers ? fmax(comp, ready[k]) : comp;
+            double copy = gathers && fsdp2
+                              ? sim_time_to_s(hw_gpu_kernel_time(
+                                    c->S->gpu, HW_OP_VECTOR, HW_DTYPE_FP32, 0,
+                                    2 * (un->weight_bytes - un->persist_bytes), 0, 0))
+                              : 0;
+            comp = at + slowed(at, copy + (bwd ? bu : fu), dp, c->ci);
+        }
+        *(bwd ? b : f) = comp;
+        sim_free(ready);
+    }
+}
+
 /* ---- a candidate --------------------------------------------------------------------- */
 
 /* Gradient reduction of `bytes` in buckets of `bucket` on a queue, the buckets produced
@@ -834,8 +878,15 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
 
     /* chunk times, from idle streams (the chunk's ranks are alike: its first's groups) */
     double *f = sim_calloc((size_t)C, sizeof *f), *b = sim_calloc((size_t)C, sizeof *b);
-    for (int ch = 0; ch < C; ch++)
-        chunk_times(&c, g->chunk_first[ch], g->chunk_first[ch + 1], &f[ch], &b[ch]);
+    int n_shard0 = members(par, n_ranks, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+                           shard);
+    for (int ch = 0; ch < C; ch++) {
+        if (g->zero == 3 && g->n > 1 && pp > 1)
+            fsdp_chunk(&c, g->chunk_first[ch], g->chunk_first[ch + 1], shard, n_shard0, &f[ch],
+                       &b[ch]);
+        else
+            chunk_times(&c, g->chunk_first[ch], g->chunk_first[ch + 1], &f[ch], &b[ch]);
+    }
     double p2p = 0;
     if (pp > 1) {
         plan_coord co;
@@ -937,13 +988,17 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         if (g->zero == 3 && g->n > 1 && pp == 1) {
             transient = fmax(transient, 2 * weights_max);
         } else if (g->zero == 3 && g->n > 1) {
-            /* with a pipeline, ZeRO-3 keeps each unit gathered, and its gradients unsharded,
-             * from its first micro-batch to its last (fsdp.c) */
+            /* with a pipeline, ZeRO-3 keeps each unit's gradients unsharded from its first
+             * micro-batch to its last, and, unless it reshards after forward, the unit
+             * gathered too (fsdp.c); resharding, the gathers ahead are in flight */
             double whole = 0;
             for (int u = 0; u < g->n_units; u++)
                 if (g->mine[u])
-                    whole += g->units[u].weight_bytes + plan__unit_grad_bytes(g, &g->units[u]);
+                    whole += plan__unit_grad_bytes(g, &g->units[u]) +
+                             (par->fsdp.reshard_after_forward ? 0 : g->units[u].weight_bytes);
             act += whole;
+            if (par->fsdp.reshard_after_forward)
+                transient = fmax(transient, (1 + SIM_MAX(1, par->fsdp.prefetch)) * weights_max);
         }
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
 
