@@ -205,7 +205,8 @@ static void cand_values(const cand *k, char v[AXES][32])
 
 /* The candidates as a run list: one override per axis (strings owned by the list). */
 static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
-                      int64_t batch, bool every_layer, bool offload_params, char *text)
+                      int64_t batch, bool every_layer, bool offload_params, bool symmetric,
+                      char *text)
 {
     run_list *L = &c->L;
     *L = (run_list){.base = base, .name = name, .source = base, .text = text, .n_runs = g->n,
@@ -220,7 +221,7 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         const cand *k = &g->c[i];
         char v[AXES][32];
         cand_values(k, v);
-        L->sets[i] = sim_calloc(AXES + 3, sizeof *L->sets[i]);
+        L->sets[i] = sim_calloc(AXES + 4, sizeof *L->sets[i]);
         L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
         for (int a = 0; a < AXES; a++) {
             size_t len = strlen(axis_keys[a]) + strlen(v[a]) + 2;
@@ -242,6 +243,9 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
          * the optimizer offloaded), none elsewhere */
         if (offload_params && (k->zero != 3 || !k->offload))
             L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.params=none");
+        /* one data-parallel replica replayed, unless --full-replays (docs/plan.md) */
+        if (symmetric && k->dp > 1)
+            L->sets[i][L->n_sets[i]++] = sim_strdup("simulation.symmetry=dp");
     }
 }
 
@@ -632,6 +636,7 @@ static const cli_opt options[] = {
      .offset = offsetof(sweep_args, headroom)},
     {.name = "--replay-top", .kind = CLI_OPT_INT, .metavar = "K", .min = 1, .max = 1000000000,
      .offset = offsetof(sweep_args, replay_top)},
+    {.name = "--full-replays", .kind = CLI_OPT_FLAG, .offset = offsetof(sweep_args, full_replays)},
 };
 
 /* --headroom: a size with its unit (2GiB), or a plain number from 0 to below 1, a fraction of
@@ -837,10 +842,11 @@ static int plan_body(void *parsed, int argc, char **argv)
          * headroom that makes a run tight */
         size_t tl = strlen(info->resolved_yaml) + 160;
         char *full = sim_calloc(tl, 1);
-        snprintf(full, tl, "plan: %d GPUs, batch %lld, %zu candidates, %zu replayed, headroom "
+        snprintf(full, tl, "plan: %d GPUs, batch %lld, %zu candidates, %zu replayed%s, headroom "
                            "%lld B or %.17g\n%s",
-                 gpus, (long long)batch, all.n, g.n, (long long)headroom.headroom_bytes,
-                 headroom.headroom_fraction, info->resolved_yaml);
+                 gpus, (long long)batch, all.n, g.n, a->full_replays ? " in full" : "",
+                 (long long)headroom.headroom_bytes, headroom.headroom_fraction,
+                 info->resolved_yaml);
         if (rc) {
             /* the screen's topology could not be built: the loader checked it, so this is
              * not expected; the message is on stderr */
@@ -850,8 +856,13 @@ static int plan_body(void *parsed, int argc, char **argv)
                         a->file, gpus);
             rc = CLI_EXIT_INVALID;
         } else {
+            /* replays of one data-parallel replica where symmetry applies: a dense model,
+             * no symmetry asked already, no jitter or stragglers (scenario-format.md) */
+            bool symmetric = !a->full_replays && sc->model.moe.experts == 0 &&
+                             sc->simulation.symmetry == PLAN_SYMMETRY_NONE &&
+                             sc->simulation.jitter == 0 && sc->simulation.n_stragglers == 0;
             plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1,
-                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE, full);
+                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE, symmetric, full);
             c.L.headroom_bytes = headroom.headroom_bytes;
             c.L.headroom_fraction = headroom.headroom_fraction;
             rc = cli__runs_execute(&c, plan_finish);

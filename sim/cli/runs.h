@@ -20,6 +20,7 @@ typedef struct sweep_args {
     int64_t max_memory; /* --max-memory; 0 = the default budget */
     int top; /* plan: how many strategies to list */
     int replay_top; /* plan: how many of the screen's best to replay (--replay-top) */
+    bool full_replays; /* plan: replay every GPU, not one data-parallel replica */
     const char *headroom; /* plan: --headroom SIZE|FRACTION as given, or NULL (the default) */
     char command[4096];
 } sweep_args;

@@ -241,7 +241,9 @@ with tempfile.TemporaryDirectory() as tmp:
     best = max((r for r in runs if r["status"] == "ok"), key=lambda r: r["tokens_per_s"])
     plans = {}
     for ranks in (0, 2):
-        cmd = [stepsim, "plan", scen, "--json"]
+        # --full-replays: every GPU replayed, as the sweep does (by default a plan replays
+        # one data-parallel replica; below)
+        cmd = [stepsim, "plan", scen, "--json", "--full-replays"]
         if ranks:
             cmd = ["mpirun", "-n", str(ranks)] + cmd
         q = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True, env=env)
@@ -271,6 +273,14 @@ with tempfile.TemporaryDirectory() as tmp:
           "plan's best %s (%.6g tokens/s) = the sweep's %s (%.6g)" % (pbest["name"], pbest["tokens_per_s"],
                                                                     best["name"], best["tokens_per_s"]))
     check(len(cands) < len(runs), "the plan prunes: %d candidates vs %d combinations" % (len(cands), len(runs)))
+    # the default replays one data-parallel replica where dp > 1 (symmetry: dp, docs/plan.md):
+    # the same candidates replayed (the screen chose them), the same winner
+    q = subprocess.run([stepsim, "plan", scen, "--json"], cwd=tmp, capture_output=True, text=True, env=env)
+    sym = [json.loads(l) for l in q.stdout.splitlines()[:-1]]
+    sbest = max((r for r in sym if r["status"] == "ok"), key=lambda r: r["tokens_per_s"]) if sym else {}
+    check(q.returncode == 0 and [r["name"] for r in sym] == [r["name"] for r in cands] and
+          sbest.get("name") == pbest["name"] and sbest.get("symmetry") == "dp",
+          "symmetric replays: the same winner %s: %s" % (pbest["name"], sbest.get("name")))
     # an OOM candidate is not replayed: it reports memory, no step time (null, docs/json.md)
     check(all(r["step_time_s"] is None and r["tokens_per_s"] is None
               for r in cands if r["status"] == "oom"), "OOM candidates not replayed")
