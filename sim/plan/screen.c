@@ -73,10 +73,15 @@ struct plan_screen {
     size_t run_per;
 };
 
+/* Folds v into h, with splitmix64's finalizer on v: doubles holding whole numbers have
+ * their low bits all zero, and the tables index by the low bits. */
 static uint64_t mix(uint64_t h, uint64_t v)
 {
-    h ^= v + 0x9e3779b97f4a7c15u + (h << 6) + (h >> 2);
-    return h;
+    v += 0x9e3779b97f4a7c15u;
+    v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9u;
+    v = (v ^ (v >> 27)) * 0x94d049bb133111ebu;
+    v ^= v >> 31;
+    return (h ^ v) * 0x100000001b3u + (h >> 29);
 }
 
 static uint64_t dbits(double d)
