@@ -76,12 +76,6 @@ static uint32_t kernel_name(gen *g, const char *name, bool recompute)
     return g->memo[k].id[recompute];
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t n = strlen(s), k = strlen(suffix);
-    return n > k && !strcmp(s + n - k, suffix);
-}
-
 static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int layer, int mb,
                             bool recompute, const uint32_t *deps, size_t n_deps)
 {
@@ -113,7 +107,7 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
         g->have_held = false;
     }
     bool wgrad = (g->have_gather || (g->have_pending && g->defer_pending)) &&
-                 ends_with(mo->name, ".wgrad");
+                 plan__ends_with(mo->name, ".wgrad");
     if (wgrad && g->have_gather) {
         all[n++] = g->gather;
         g->have_gather = false;
@@ -331,7 +325,7 @@ static void regather(gen *g, const tp_point *t, const char *name, int layer, int
 static bool grad_overlap(const gen *g, const model_op *mo, model_phase mph)
 {
     return g->sc->parallel.tp_grad_overlap && mph == MODEL_PHASE_BWD &&
-           ends_with(mo->name, ".dgrad");
+           plan__ends_with(mo->name, ".dgrad");
 }
 
 /* One kernel with the TP collectives around it (overlapped with it when configured). */
@@ -375,11 +369,6 @@ void plan__moe_shape(gen *g, const unit *u, int mb)
     g->load.n_local = g->n_local;
     g->load.tokens = &g->route[((size_t)u->layer * (size_t)g->A + (size_t)mb) * (size_t)g->n_local];
     g->sh.moe = &g->load;
-}
-
-static bool is_expert(const char *name)
-{
-    return strncmp(name, "moe.expert", 10) == 0;
 }
 
 /* The all-to-all that moves the tokens (or their gradients) between the EP group's ranks:
@@ -506,7 +495,7 @@ static int64_t split_grads(const model_op_list *ops)
 {
     int64_t n = 0;
     for (int i = 0; i < ops->n; i++)
-        if (!ends_with(ops->op[i].name, ".wgrad") && !is_expert(ops->op[i].name))
+        if (!plan__ends_with(ops->op[i].name, ".wgrad") && !plan__is_expert(ops->op[i].name))
             n += ops->op[i].grad_params;
     return n;
 }
@@ -526,7 +515,7 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
     bool weights = g->bwd_part == PLAN_PP_WEIGHT;
     int first_exp = -1, last_exp = -1;
     for (int i = 0; i < ops->n && !(split && weights); i++)
-        if (is_expert(ops->op[i].name) && !(split && ends_with(ops->op[i].name, ".wgrad"))) {
+        if (plan__is_expert(ops->op[i].name) && !(split && plan__ends_with(ops->op[i].name, ".wgrad"))) {
             last_exp = i;
             if (first_exp < 0)
                 first_exp = i;
@@ -539,7 +528,7 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         model_op part;
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
             continue;
-        if (split && ends_with(mo->name, ".wgrad") != weights)
+        if (split && plan__ends_with(mo->name, ".wgrad") != weights)
             continue;
         if (g->op_recompute) { /* the share of the kernel the per-op policy re-runs */
             if (mo->op_share <= 0)
@@ -563,7 +552,7 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         s.last = idx;
         s.any = true;
         if (bucketing && mo->grad_params > 0) {
-            if (is_expert(mo->name) && g->ep > 1) {
+            if (plan__is_expert(mo->name) && g->ep > 1) {
                 double bytes = (double)mo->grad_params * g->gbytes;
                 *exp_bytes += bytes;
                 if (g->zero == 2)
@@ -666,7 +655,7 @@ static bool chunk_start(const gen *g, int u)
 static bool has_wgrad(const model_op_list *ops)
 {
     for (int i = 0; i < ops->n; i++)
-        if (ends_with(ops->op[i].name, ".wgrad"))
+        if (plan__ends_with(ops->op[i].name, ".wgrad"))
             return true;
     return false;
 }

@@ -3,6 +3,8 @@
 #ifndef SIM_PLAN_GEN_INTERNAL_H
 #define SIM_PLAN_GEN_INTERNAL_H
 
+#include <string.h>
+
 #include "plan/pipeline.h"
 #include "plan/plan-internal.h"
 
@@ -125,6 +127,19 @@ typedef struct gen {
         bool have_tp[2][2];
     } memo[512];
 } gen;
+/* Whether kernel `name` ends with `suffix` (".wgrad", ".dgrad"), and whether it is an
+ * expert's kernel. */
+static inline bool plan__ends_with(const char *name, const char *suffix)
+{
+    size_t n = strlen(name), k = strlen(suffix);
+    return n > k && !strcmp(name + n - k, suffix);
+}
+
+static inline bool plan__is_expert(const char *name)
+{
+    return strncmp(name, "moe.expert", 10) == 0;
+}
+
 static inline int64_t plan__ceil_div(int64_t a, int64_t b)
 {
     return (a + b - 1) / b;

@@ -3,6 +3,7 @@
 
 #include <string.h>
 
+#include "coll/coll.h"
 #include "plan/scenario.h"
 
 const char *plan_group_name(plan_group_class g)
@@ -81,4 +82,15 @@ void plan_scenario_defaults(plan_scenario *sc)
 
     for (int g = 0; g < PLAN_GROUP_COUNT; g++)
         sc->collectives[g] = PLAN_COLL_AUTO;
+}
+
+int plan_coll_algo_id(plan_coll_algo a)
+{
+    static const int map[PLAN_COLL_ALGO_COUNT] = {
+        [PLAN_COLL_AUTO] = -1,           [PLAN_COLL_RING] = COLL_ALGO_RING,
+        [PLAN_COLL_TREE] = COLL_ALGO_TREE, [PLAN_COLL_HD] = COLL_ALGO_HD,
+        [PLAN_COLL_DIRECT] = COLL_ALGO_DIRECT, [PLAN_COLL_HIERARCHICAL] = COLL_ALGO_HIERARCHICAL,
+        [PLAN_COLL_NVLS] = COLL_ALGO_NVLS, [PLAN_COLL_PAIRWISE] = COLL_ALGO_PAIRWISE};
+    SIM_ASSERT(a >= 0 && a < PLAN_COLL_ALGO_COUNT, "algo %d", (int)a);
+    return map[a];
 }

@@ -76,6 +76,8 @@ typedef enum plan_coll_algo {
 } plan_coll_algo;
 
 const char *plan_coll_algo_name(plan_coll_algo a);
+/* The coll_algo a `collectives` setting fixes, or -1 for auto. */
+int plan_coll_algo_id(plan_coll_algo a);
 
 #define PLAN_TARGETS_MAX 16
 #define PLAN_STAGES_MAX 256

@@ -31,108 +31,7 @@
 #include "hw/topo.h"
 #include "plan/gen-internal.h"
 #include "plan/pipeline.h"
-#include "plan/screen.h"
-
-typedef struct coll_memo {
-    uint64_t hash;
-    int n, op;
-    double bytes;
-    int32_t *gpus;
-    double s;
-} coll_memo;
-
-typedef struct memo {
-    uint64_t hash;
-    double *key; /* the inputs, compared in full */
-    size_t n_key;
-    double v[2];
-} memo;
-
-typedef struct memo_table {
-    memo *e;
-    size_t n, cap; /* open addressing, power of two, at most half full */
-} memo_table;
-
-typedef struct run_act run_act;
-
-/* Pipelines of at most this many chunks have their activations walked chunk by chunk (the
- * candidates plan searches stay below: 2 x layers / 2). */
-#define PLAN_SCREEN_CHUNKS_MAX 512
-
-struct plan_screen {
-    const plan_scenario *base;
-    hw_topo *topo;
-    hw_gpu *gpu;
-    double *scratch;
-    coll_memo *colls;
-    size_t n_colls, cap_colls; /* open addressing, power of two, at most half full */
-    memo_table pipes, chunks, inflight;
-    model_op_list *list;
-    run_act *runs; /* stage_runs' last schedules */
-    int *run_n, run_key[4];
-    size_t run_per;
-};
-
-/* Folds v into h, with splitmix64's finalizer on v: doubles holding whole numbers have
- * their low bits all zero, and the tables index by the low bits. */
-static uint64_t mix(uint64_t h, uint64_t v)
-{
-    v += 0x9e3779b97f4a7c15u;
-    v = (v ^ (v >> 30)) * 0xbf58476d1ce4e5b9u;
-    v = (v ^ (v >> 27)) * 0x94d049bb133111ebu;
-    v ^= v >> 31;
-    return (h ^ v) * 0x100000001b3u + (h >> 29);
-}
-
-static uint64_t dbits(double d)
-{
-    uint64_t u;
-    memcpy(&u, &d, sizeof u);
-    return u;
-}
-
-/* The entry for key[0..nk) in `t`: found (true, its values in v) or not (false; then
- * memo_put stores it). */
-static memo *memo_slot(memo_table *t, const double *key, size_t nk, bool *found)
-{
-    uint64_t h = 0;
-    for (size_t i = 0; i < nk; i++)
-        h = mix(h, dbits(key[i]));
-    if (2 * (t->n + 1) > t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 256;
-        memo *e = sim_calloc(cap, sizeof *e);
-        for (size_t i = 0; i < t->cap; i++)
-            if (t->e[i].key) {
-                size_t k = t->e[i].hash & (cap - 1);
-                while (e[k].key)
-                    k = (k + 1) & (cap - 1);
-                e[k] = t->e[i];
-            }
-        sim_free(t->e);
-        t->e = e;
-        t->cap = cap;
-    }
-    size_t k = h & (t->cap - 1);
-    for (; t->e[k].key; k = (k + 1) & (t->cap - 1))
-        if (t->e[k].hash == h && t->e[k].n_key == nk &&
-            !memcmp(t->e[k].key, key, nk * sizeof *key)) {
-            *found = true;
-            return &t->e[k];
-        }
-    *found = false;
-    t->e[k].hash = h;
-    return &t->e[k];
-}
-
-static void memo_put(memo_table *t, memo *m, const double *key, size_t nk, double v0, double v1)
-{
-    m->key = sim_calloc(nk, sizeof *key);
-    memcpy(m->key, key, nk * sizeof *key);
-    m->n_key = nk;
-    m->v[0] = v0;
-    m->v[1] = v1;
-    t->n++;
-}
+#include "plan/screen-internal.h"
 
 int plan_screen_create(const plan_scenario *base, plan_screen **out, sim_diag *diag)
 {
@@ -156,15 +55,8 @@ void plan_screen_destroy(plan_screen *s)
         return;
     for (size_t i = 0; i < s->cap_colls; i++)
         sim_free(s->colls[i].gpus);
-    memo_table *t[] = {&s->pipes, &s->chunks, &s->inflight};
-    for (size_t k = 0; k < SIM_ARRAY_LEN(t); k++) {
-        for (size_t i = 0; i < t[k]->cap; i++)
-            sim_free(t[k]->e[i].key);
-        sim_free(t[k]->e);
-    }
     sim_free(s->colls);
-    sim_free(s->runs);
-    sim_free(s->run_n);
+    plan__screen_pipe_clear(s);
     sim_free(s->scratch);
     sim_free(s->list);
     hw_gpu_destroy(s->gpu);
@@ -174,29 +66,15 @@ void plan_screen_destroy(plan_screen *s)
 
 /* ---- collectives --------------------------------------------------------------------- */
 
-static int algo_of(plan_coll_algo a)
-{
-    switch (a) {
-    case PLAN_COLL_RING: return COLL_ALGO_RING;
-    case PLAN_COLL_TREE: return COLL_ALGO_TREE;
-    case PLAN_COLL_HD: return COLL_ALGO_HD;
-    case PLAN_COLL_DIRECT: return COLL_ALGO_DIRECT;
-    case PLAN_COLL_HIERARCHICAL: return COLL_ALGO_HIERARCHICAL;
-    case PLAN_COLL_NVLS: return COLL_ALGO_NVLS;
-    case PLAN_COLL_PAIRWISE: return COLL_ALGO_PAIRWISE;
-    default: return -1;
-    }
-}
-
 /* What the replay's selector estimates for `op` on `bytes` over GPUs gpus[0..n) alone. */
 static double coll_time(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
                         int algo)
 {
     if (n <= 1 || bytes <= 0)
         return 0;
-    uint64_t h = mix(mix(mix((uint64_t)n, (uint64_t)op), dbits(bytes)), (uint64_t)(algo + 1));
+    uint64_t h = plan__screen_mix(plan__screen_mix(plan__screen_mix((uint64_t)n, (uint64_t)op), plan__screen_dbits(bytes)), (uint64_t)(algo + 1));
     for (int i = 0; i < n; i++)
-        h = mix(h, (uint64_t)gpus[i]);
+        h = plan__screen_mix(h, (uint64_t)gpus[i]);
     if (2 * (S->n_colls + 1) > S->cap_colls) {
         size_t cap = S->cap_colls ? 2 * S->cap_colls : 1024;
         coll_memo *t = sim_calloc(cap, sizeof *t);
@@ -288,12 +166,6 @@ typedef struct cand_ctx {
     double ci; /* the GPU's comm_interference */
 } cand_ctx;
 
-static bool ends_with(const char *s, const char *suffix)
-{
-    size_t a = strlen(s), b = strlen(suffix);
-    return a >= b && !strcmp(s + a - b, suffix);
-}
-
 static double kernel_s(const cand_ctx *c, const model_op *mo)
 {
     return sim_time_to_s(hw_gpu_kernel_time(c->S->gpu, mo->cls, c->g->sh.dtype, mo->flops,
@@ -305,7 +177,7 @@ static double tp_coll(const cand_ctx *c, coll_op op, bool loss, double bytes_div
     double tokens = (double)c->g->sh.micro_batch * (double)c->g->sh.seq_len / c->g->cp;
     double bytes = (loss ? tokens * 3 * 4 : tokens * c->g->model.hidden * 2.0) / bytes_div;
     return coll_time(c->S, c->tp_g, c->n_tp, op, bytes,
-                     algo_of(c->sc->collectives[PLAN_GROUP_TP]));
+                     plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_TP]));
 }
 
 /* A kernel of `dur` alone that starts at `start` while communication runs on its GPU until
@@ -367,7 +239,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
     bool after = g->tp > 1 && plan__tp_point(mo->name, ph, false, g->sp, &aop, &al, &aw);
     if (op_recompute && after && aop == COLL_REDUCE_SCATTER)
         after = false;
-    bool wk = ends_with(mo->name, ".wgrad");
+    bool wk = plan__ends_with(mo->name, ".wgrad");
     double dur = kernel_s(c, mo);
     if (before && bw) {
         if (c->sc->training.finetune.method == PLAN_FT_FULL) {
@@ -406,7 +278,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
             st->pending = st->tp;
             st->have_pending = true;
             st->defer = c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&
-                        ends_with(mo->name, ".dgrad");
+                        plan__ends_with(mo->name, ".dgrad");
         }
         return;
     }
@@ -416,12 +288,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
     if (after)
         blocking(st, &st->tp, tp_coll(c, aop, al, 1));
     st->defer = after && c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&
-                ends_with(mo->name, ".dgrad");
-}
-
-static bool is_expert(const char *name)
-{
-    return strncmp(name, "moe.expert", 10) == 0;
+                plan__ends_with(mo->name, ".dgrad");
 }
 
 /* One pass over unit u (emit_pass): the kernels, recompute's filter, the expert all-to-alls
@@ -434,7 +301,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
     model_block_ops(&g->model, &g->sh, u->blk, ph, ops);
     int first_exp = -1, last_exp = -1;
     for (int i = 0; i < ops->n; i++)
-        if (is_expert(ops->op[i].name)) {
+        if (plan__is_expert(ops->op[i].name)) {
             last_exp = i;
             if (first_exp < 0)
                 first_exp = i;
@@ -444,7 +311,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
         double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
                        g->model.moe.top_k * g->model.hidden * 2.0;
         a2a = coll_time(c->S, c->ep_g, c->n_ep, COLL_ALL_TO_ALL, bytes,
-                        algo_of(c->sc->collectives[PLAN_GROUP_EP]));
+                        plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_EP]));
     }
     bool op_rc = recompute && u->rc == MODEL_RECOMPUTE_OP;
     for (int i = 0; i < ops->n; i++) {
@@ -466,7 +333,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
             int j = mo.cp_step, n = g->cp;
             double bytes = j == 1 ? kv : bwd ? (j < n ? 2 * kv : kv) : (j < n ? kv : 0);
             double shift = coll_time(c->S, c->cp_g, c->n_cp, COLL_RING_SHIFT, bytes,
-                                     algo_of(c->sc->collectives[PLAN_GROUP_CP]));
+                                     plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_CP]));
             double recv = st->cp_recv;
             if (bytes > 0)
                 st->cp = fmax(st->cp, st->lc) + shift;
@@ -476,7 +343,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
             st->cp_recv = st->cp;
             if (j == n && bwd)
                 blocking(st, &st->cp, coll_time(c->S, c->cp_g, c->n_cp, COLL_RING_SHIFT, kv,
-                                                algo_of(c->sc->collectives[PLAN_GROUP_CP])));
+                                                plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_CP])));
         } else {
             run_op(c, st, &mo, ph, op_rc);
         }
@@ -524,155 +391,15 @@ static void chunk_times(const cand_ctx *c, int u0, int u1, double *f, double *b)
     for (int i = 0; i < c->n_cp; i++)
         key[k++] = c->cp_g[i];
     bool found;
-    memo *m = memo_slot(&c->S->chunks, key, nk, &found);
+    memo *m = plan__memo_slot(&c->S->chunks, key, nk, &found);
     if (found) {
         *f = m->v[0];
         *b = m->v[1];
     } else {
         chunk_walk(c, u0, u1, f, b);
-        memo_put(&c->S->chunks, m, key, nk, *f, *b);
+        plan__memo_put(&c->S->chunks, m, key, nk, *f, *b);
     }
     sim_free(key);
-}
-
-/* ---- the pipeline as a DAG --------------------------------------------------------- */
-
-/* One compute action of a stage's schedule: forward or backward of micro-batch mb on chunk
- * `chunk`, and whether its input comes from another stage. */
-struct run_act {
-    int32_t mb;
-    int16_t chunk;
-    bool fwd, remote;
-};
-
-/* Every stage's compute actions under (sched, pp, v, m), stage s's at s x S->run_per
- * (S->run_n[s] of them); the last set is kept. */
-static const run_act *stage_runs(plan_screen *S, plan_schedule sched, int pp, int v, int m)
-{
-    int key[4] = {(int)sched, pp, v, m};
-    if (S->runs && !memcmp(key, S->run_key, sizeof key))
-        return S->runs;
-    sim_free(S->runs);
-    sim_free(S->run_n);
-    memcpy(S->run_key, key, sizeof key);
-    size_t per = (size_t)PLAN_PP_ACTIONS(m, v);
-    plan_pp_action *acts = sim_calloc(per, sizeof *acts);
-    S->run_per = 2 * (size_t)m * (size_t)v + 1;
-    S->runs = sim_calloc((size_t)pp * S->run_per, sizeof *S->runs);
-    S->run_n = sim_calloc((size_t)pp, sizeof *S->run_n);
-    int C = plan_pp_chunks(sched, pp, v);
-    for (int s = 0; s < pp; s++) {
-        int n = plan_pp_schedule(sched, pp, v, m, s, acts), k = 0;
-        for (int i = 0; i < n; i++) {
-            const plan_pp_action *a = &acts[i];
-            if (a->kind != PLAN_PP_RUN)
-                continue;
-            int ch = plan_pp_chunk_of(sched, pp, s, a->vchunk);
-            int from = a->fwd ? ch - 1 : ch + 1;
-            SIM_ASSERT((size_t)k < S->run_per, "stage %d: more than %zu actions", s, S->run_per);
-            S->runs[(size_t)s * S->run_per + (size_t)k++] = (run_act){
-                .mb = a->mb, .chunk = (int16_t)ch, .fwd = a->fwd,
-                .remote = from >= 0 && from < C && plan_pp_stage_of(sched, pp, from, 0) != s};
-        }
-        S->run_n[s] = k;
-    }
-    sim_free(acts);
-    return S->runs;
-}
-
-/* The time stage schedules take with per-chunk forward f[c] and backward b[c] and a transfer
- * of `p2p` across every chunk boundary between stages (memoized). */
-static double pipeline_time(plan_screen *S, const plan_scenario *sc, int pp, int v, int m,
-                            const double *f, const double *b, double p2p)
-{
-    plan_schedule sched = sc->parallel.pipeline.schedule;
-    int C = plan_pp_chunks(sched, pp, v);
-    size_t nk = (size_t)(2 * C + 5);
-    double *key = sim_calloc(nk, sizeof *key);
-    key[0] = pp;
-    key[1] = v;
-    key[2] = m;
-    key[3] = (double)sched;
-    key[4] = p2p;
-    memcpy(key + 5, f, (size_t)C * sizeof *f);
-    memcpy(key + 5 + C, b, (size_t)C * sizeof *b);
-    bool found;
-    memo *slot = memo_slot(&S->pipes, key, nk, &found);
-    if (found) {
-        sim_free(key);
-        return slot->v[0];
-    }
-    /* every stage's compute actions (the last schedule kept: candidates come in runs that
-     * share it); done[c][mb] the end of chunk c's forward (backward) of micro-batch mb */
-    const run_act *acts = stage_runs(S, sched, pp, v, m);
-    const int *n = S->run_n;
-    size_t per = S->run_per;
-    int *at = sim_calloc((size_t)pp, sizeof *at);
-    double *free_at = sim_calloc((size_t)pp, sizeof *free_at);
-    double *fdone = sim_calloc((size_t)C * (size_t)m, sizeof *fdone);
-    double *bdone = sim_calloc((size_t)C * (size_t)m, sizeof *bdone);
-    for (size_t i = 0; i < (size_t)C * (size_t)m; i++)
-        fdone[i] = bdone[i] = -1;
-    bool progress = true;
-    while (progress) {
-        progress = false;
-        for (int s = 0; s < pp; s++)
-            for (; at[s] < n[s]; at[s]++) {
-                const run_act *a = &acts[(size_t)s * per + (size_t)at[s]];
-                int ch = a->chunk;
-                double ready = free_at[s];
-                if (a->fwd && ch > 0) {
-                    double d = fdone[(size_t)(ch - 1) * m + a->mb];
-                    if (d < 0)
-                        break;
-                    ready = fmax(ready, d + (a->remote ? p2p : 0));
-                } else if (!a->fwd) {
-                    double d = ch < C - 1 ? bdone[(size_t)(ch + 1) * m + a->mb]
-                                          : fdone[(size_t)ch * m + a->mb];
-                    if (d < 0)
-                        break;
-                    ready = fmax(ready, d + (a->remote ? p2p : 0));
-                }
-                double end = ready + (a->fwd ? f[ch] : b[ch]);
-                (a->fwd ? fdone : bdone)[(size_t)ch * m + a->mb] = end;
-                free_at[s] = end;
-                progress = true;
-            }
-    }
-    double T = 0;
-    for (int s = 0; s < pp; s++) {
-        SIM_ASSERT(at[s] == n[s], "stage %d stuck at %d of %d", s, at[s], n[s]);
-        T = fmax(T, free_at[s]);
-    }
-    sim_free(at);
-    sim_free(free_at);
-    sim_free(fdone);
-    sim_free(bdone);
-    memo_put(&S->pipes, slot, key, nk, T, 0);
-    sim_free(key);
-    return T;
-}
-
-/* The most chunk micro-batches stage s's schedule holds at once. */
-static int stage_inflight(plan_screen *S, const plan_scenario *sc, int pp, int v, int m, int s)
-{
-    double key[5] = {sc->parallel.pipeline.schedule, pp, v, m, s};
-    bool found;
-    memo *slot = memo_slot(&S->inflight, key, 5, &found);
-    if (found)
-        return (int)slot->v[0];
-    plan_pp_action *acts = sim_calloc((size_t)PLAN_PP_ACTIONS(m, v), sizeof *acts);
-    int n = plan_pp_schedule(sc->parallel.pipeline.schedule, pp, v, m, s, acts);
-    int held = 0, most = 0;
-    for (int i = 0; i < n; i++) {
-        if (acts[i].kind != PLAN_PP_RUN)
-            continue;
-        held += acts[i].fwd ? 1 : acts[i].part != PLAN_PP_WEIGHT ? -1 : 0;
-        most = SIM_MAX(most, held);
-    }
-    sim_free(acts);
-    memo_put(&S->inflight, slot, key, 5, most, 0);
-    return most;
 }
 
 /* ZeRO-3 without a pipeline (fsdp.c): per micro-batch, each unit's gather issued on the
@@ -685,7 +412,7 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
 {
     gen *g = c->g;
     const plan_parallel *par = &c->sc->parallel;
-    int U = g->n_units, algo = algo_of(c->sc->collectives[PLAN_GROUP_DP]);
+    int U = g->n_units, algo = plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_DP]);
     bool fsdp2 = par->fsdp.implementation == PLAN_FSDP2;
     int ahead = par->fsdp.implementation == PLAN_FSDP1 && par->fsdp.limit_all_gathers
                     ? 1 : SIM_MAX(1, par->fsdp.prefetch);
@@ -744,39 +471,6 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
     return m == 1 ? end[0] : end[0] + (m - 1) * (end[1] - end[0]);
 }
 
-/* The most activation bytes stage s holds along its schedule: each forward of chunk c
- * leaves act[c], each backward frees it, and while a backward runs it briefly holds tr[c]
- * more (memoized). */
-static double stage_activation_peak(plan_screen *S, const plan_scenario *sc, int pp, int v,
-                                    int m, int s, const double *act, const double *tr)
-{
-    plan_schedule sched = sc->parallel.pipeline.schedule;
-    int C = plan_pp_chunks(sched, pp, v);
-    double key[5 + 2 * PLAN_SCREEN_CHUNKS_MAX] = {sched, pp, v, m, s};
-    memcpy(key + 5, act, (size_t)C * sizeof *act);
-    memcpy(key + 5 + C, tr, (size_t)C * sizeof *tr);
-    size_t nk = 5 + 2 * (size_t)C;
-    bool found;
-    memo *slot = memo_slot(&S->inflight, key, nk, &found);
-    if (found)
-        return slot->v[0];
-    const run_act *runs = stage_runs(S, sched, pp, v, m) + (size_t)s * S->run_per;
-    double held = 0, most = 0;
-    for (int i = 0; i < S->run_n[s]; i++) {
-        const run_act *a = &runs[i];
-        if (a->fwd) {
-            held += act[a->chunk];
-        } else {
-            most = fmax(most, held + tr[a->chunk]);
-            held -= act[a->chunk];
-        }
-        most = fmax(most, held);
-    }
-    slot = memo_slot(&S->inflight, key, nk, &found); /* stage_runs did not touch the table */
-    memo_put(&S->inflight, slot, key, nk, most, 0);
-    return most;
-}
-
 /* ZeRO-3 with a pipeline (fsdp.c plan__fsdp_pp_fwd/bwd): a chunk's units gathered before
  * each forward and, resharded after it, again before each backward, `prefetch` units ahead
  * on the data-parallel stream, FSDP2 copying each out of the gather buffer; gradients kept
@@ -787,7 +481,7 @@ static void fsdp_chunk(const cand_ctx *c, int u0, int u1, const int32_t *shard, 
 {
     gen *g = c->g;
     const plan_parallel *par = &c->sc->parallel;
-    int algo = algo_of(c->sc->collectives[PLAN_GROUP_DP]);
+    int algo = plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_DP]);
     bool fsdp2 = par->fsdp.implementation == PLAN_FSDP2;
     int ahead = par->fsdp.implementation == PLAN_FSDP1 && par->fsdp.limit_all_gathers
                     ? 1 : SIM_MAX(1, par->fsdp.prefetch);
@@ -907,11 +601,11 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
                        g->model.hidden * 2.0 / g->tp;
         p2p = coll_time(S, pair, 2, COLL_SEND_RECV, bytes,
-                        algo_of(sc->collectives[PLAN_GROUP_PP]));
+                        plan_coll_algo_id(sc->collectives[PLAN_GROUP_PP]));
     }
     double T = 0, busiest = 0;
     if (pp > 1) {
-        T = pipeline_time(S, sc, pp, v, m, f, b, p2p);
+        T = plan__screen_pipeline(S, sc, pp, v, m, f, b, p2p);
     } else {
         T = m * (f[0] + b[0]);
     }
@@ -982,9 +676,9 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
             }
         double act = 0, transient = 0;
         if (pp > 1 && walkable) {
-            act = stage_activation_peak(S, sc, pp, v, m, s, cact, ctr);
+            act = plan__screen_activation_peak(S, sc, pp, v, m, s, cact, ctr);
         } else {
-            int held = pp > 1 ? stage_inflight(S, sc, pp, v, m, s) : 1;
+            int held = pp > 1 ? plan__screen_inflight(S, sc, pp, v, m, s) : 1;
             act = stage_act / v * held;
             transient = extra;
             for (int ch = 0; ch < C && walkable; ch++)
@@ -1010,7 +704,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         /* the tail: reduction of the gradients, optimizer, gathers */
         int n_sh = members(par, n_ranks, rank, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
                            shard);
-        int algo = algo_of(sc->collectives[PLAN_GROUP_DP]);
+        int algo = plan_coll_algo_id(sc->collectives[PLAN_GROUP_DP]);
         double tail = 0;
         for (int u = 0; u < g->n_units; u++)
             if (g->mine[u]) {

@@ -88,18 +88,6 @@ static void clear_rank(rank_state *rs)
     }
 }
 
-/* plan_coll_algo -> coll_algo; -1 = auto */
-static int algo_of(int plan_algo)
-{
-    static const int map[PLAN_COLL_ALGO_COUNT] = {
-        [PLAN_COLL_AUTO] = -1,           [PLAN_COLL_RING] = COLL_ALGO_RING,
-        [PLAN_COLL_TREE] = COLL_ALGO_TREE, [PLAN_COLL_HD] = COLL_ALGO_HD,
-        [PLAN_COLL_DIRECT] = COLL_ALGO_DIRECT, [PLAN_COLL_HIERARCHICAL] = COLL_ALGO_HIERARCHICAL,
-        [PLAN_COLL_NVLS] = COLL_ALGO_NVLS, [PLAN_COLL_PAIRWISE] = COLL_ALGO_PAIRWISE};
-    SIM_ASSERT(plan_algo >= 0 && plan_algo < PLAN_COLL_ALGO_COUNT, "algo %d", plan_algo);
-    return map[plan_algo];
-}
-
 static void init_groups(replay_ctx *c)
 {
     const trace *t = c->t;
@@ -157,7 +145,7 @@ static void sched_rehash(replay_ctx *c)
 
 static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
 {
-    int algo = algo_of(tc->algo);
+    int algo = plan_coll_algo_id((plan_coll_algo)tc->algo);
     if (2 * (c->n_scheds + 1) > c->sched_slots_cap)
         sched_rehash(c);
     size_t mask = c->sched_slots_cap - 1;
