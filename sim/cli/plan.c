@@ -657,30 +657,39 @@ static int parse_headroom(const char *v, run_list *L)
     L->headroom_fraction = 0;
     return input_parse_bytes(v, &L->headroom_bytes) == 0 ? 0 : -1;
 }
-/* Screens every candidate of `all` (under mpirun, each rank a share, then all of them all
- * the estimates) and puts into `best` the --replay-top best by the screen: those whose
- * screened peak fits the capacity, fastest first, then, if fewer fit, those closest to
- * fitting; in candidate order. *screen gets their screened step times by run index. */
 static const double *sort_est;
-static double sort_capacity;
+static double sort_capacity, sort_headroom;
 
-/* The screen's ranking: candidates that fit by it first, fastest first; then the others,
- * closest to fitting first; ties by candidate index. */
+/* The screen's class of candidate k: 0 leaves the headroom by the screen's peak, 1 fits but
+ * closer to the capacity, 2 does not fit. */
+static int screen_class(size_t k)
+{
+    double peak = sort_est[2 * k + 1];
+    return peak <= sort_capacity - sort_headroom ? 0 : peak <= sort_capacity ? 1 : 2;
+}
+
+/* The screen's ranking: the candidates that leave the headroom, fastest first; then those
+ * that fit closer to the capacity, fastest first; then the others, closest to fitting first;
+ * ties by candidate index. */
 static int by_screen(const void *a, const void *b)
 {
     size_t k = *(const size_t *)a, q = *(const size_t *)b;
-    bool fk = sort_est[2 * k + 1] <= sort_capacity, fq = sort_est[2 * q + 1] <= sort_capacity;
-    double xk = fk ? sort_est[2 * k] : sort_est[2 * k + 1];
-    double xq = fq ? sort_est[2 * q] : sort_est[2 * q + 1];
-    if (fk != fq)
-        return fk ? -1 : 1;
+    int ck = screen_class(k), cq = screen_class(q);
+    if (ck != cq)
+        return ck < cq ? -1 : 1;
+    double xk = ck < 2 ? sort_est[2 * k] : sort_est[2 * k + 1];
+    double xq = cq < 2 ? sort_est[2 * q] : sort_est[2 * q + 1];
     if (xk != xq && !(isnan(xk) && isnan(xq)))
         return isnan(xq) || xk < xq ? -1 : 1;
     return k < q ? -1 : k > q;
 }
 
+/* Screens every candidate of `all` (under mpirun, each rank a share, then all of them all
+ * the estimates) and puts into `best`, in candidate order, the --replay-top best by the
+ * screen (by_screen) that fit the capacity by it, and the rejects closest to fitting. *screen
+ * gets their screened step times by run index. */
 static int screen_all(sweep_ctx *c, const plan_scenario *sc, const gen *all, int64_t batch,
-                      int gpus, gen *best, double **screen)
+                      int gpus, const run_list *headroom, gen *best, double **screen)
 {
     sim_diag diag = {0};
     plan_screen *S = NULL;
@@ -722,6 +731,8 @@ static int screen_all(sweep_ctx *c, const plan_scenario *sc, const gen *all, int
     }
     sort_est = est;
     sort_capacity = capacity;
+    sort_headroom = headroom->headroom_bytes > 0 ? (double)headroom->headroom_bytes
+                                                 : headroom->headroom_fraction * capacity;
     qsort(order, n, sizeof *order, by_screen);
     /* the K best that fit by the screen, and the (up to) three rejects closest to fitting,
      * whose memory plans name what breaks ("closest that do not fit") */
@@ -837,7 +848,7 @@ static int plan_body(void *parsed, int argc, char **argv)
         screen_state = (struct screen_state){.candidates = all.n, .start = start};
         double *screen = NULL;
         if (all.n > 0)
-            rc = screen_all(&c, sc, &all, batch, gpus, &g, &screen);
+            rc = screen_all(&c, sc, &all, batch, gpus, &headroom, &g, &screen);
         /* what the candidates depend on: the resolved scenario, the candidate count and the
          * headroom that makes a run tight */
         size_t tl = strlen(info->resolved_yaml) + 160;
