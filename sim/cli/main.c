@@ -131,9 +131,10 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
             sc->model.name, (long long)sc->training.seq_len, (long long)p->global_batch,
             (long long)p->accum_steps, (long long)sc->training.micro_batch, sc->parallel.dp);
     if (replayed && s->symmetry_dp)
-        fprintf(f, "  symmetry        dp: one data-parallel replica (%d of %d GPUs) simulated, the "
-                   "others taken as identical; collectives across replicas %s all %d\n",
-                p->n_ranks / sc->parallel.dp, p->n_ranks,
+        fprintf(f, "  symmetry        dp: one data-parallel replica%s (%d of %d GPUs) simulated, "
+                   "the others taken as identical; collectives across replicas %s all %d\n",
+                sc->parallel.ep > 1 ? " (an expert-parallel block)" : "",
+                p->n_ranks / sc->parallel.dp * sc->parallel.ep, p->n_ranks,
                 s->symmetry_estimated ? "estimated by the cost model on" : "ran as flows on",
                 p->n_ranks);
     if (replayed) {

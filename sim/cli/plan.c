@@ -244,7 +244,7 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         if (offload_params && (k->zero != 3 || !k->offload))
             L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.params=none");
         /* one data-parallel replica replayed, unless --full-replays (docs/plan.md) */
-        if (symmetric && k->dp > 1)
+        if (symmetric && k->dp / k->ep > 1)
             L->sets[i][L->n_sets[i]++] = sim_strdup("simulation.symmetry=dp");
     }
 }
@@ -867,9 +867,10 @@ static int plan_body(void *parsed, int argc, char **argv)
                         a->file, gpus);
             rc = CLI_EXIT_INVALID;
         } else {
-            /* replays of one data-parallel replica where symmetry applies: a dense model,
-             * no symmetry asked already, no jitter or stragglers (scenario-format.md) */
-            bool symmetric = !a->full_replays && sc->model.moe.experts == 0 &&
+            /* replays of one data-parallel replica (expert-parallel block) where symmetry
+             * applies: no symmetry asked already, no jitter or stragglers
+             * (scenario-format.md) */
+            bool symmetric = !a->full_replays &&
                              sc->simulation.symmetry == PLAN_SYMMETRY_NONE &&
                              sc->simulation.jitter == 0 && sc->simulation.n_stragglers == 0;
             plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1,

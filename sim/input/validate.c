@@ -555,14 +555,6 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                                                  MODEL_MOE_LOCAL_MAX);
         return SIM_EINVAL;
     }
-    if (sc->simulation.symmetry == PLAN_SYMMETRY_DP && (p->ep > 1 || mm->moe.experts > 0)) {
-        input_schema_error(ctx, SIM_EINVAL, locate(root, "simulation.symmetry", "simulation"),
-                        "simulation.symmetry: dp needs identical data-parallel replicas, and "
-                        "a mixture-of-experts model routes tokens differently in each");
-        sim_diag_hint(ctx->diag, "use symmetry: none for MoE models (ops of ranks doing the same "
-                                 "work are shared anyway)");
-        return SIM_EINVAL;
-    }
     if (p->sp && p->tp == 1)
         return input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.sp", "parallel"),
                                "parallel.sp: sequence parallelism needs tp > 1");

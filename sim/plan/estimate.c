@@ -181,8 +181,10 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     out->ops_per_rank = A * per_mb + 4 * units;
     bool shared = op_sharing && !moe && p->offload.optimizer == PLAN_OFFLOAD_NONE;
     out->generated = shared ? fmin(ranks, (double)p->pp * 2) : ranks;
-    bool symmetric = sc->simulation.symmetry == PLAN_SYMMETRY_DP && p->dp > 1;
-    out->replayed = symmetric ? ranks / p->dp : ranks;
+    /* symmetry: one replica (with experts, one expert-parallel block of ep replicas) */
+    double replicas = (double)p->dp / SIM_MAX(1, p->ep);
+    bool symmetric = sc->simulation.symmetry == PLAN_SYMMETRY_DP && replicas > 1;
+    out->replayed = symmetric ? ranks / replicas : ranks;
     out->ops = out->ops_per_rank * ranks;
 
     /* time: the kernels, then the bytes this rank sends over its slowest link */
@@ -222,9 +224,9 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
                       ranks * out->ops_per_rank * BYTES_PER_PLANNED_OP;
     out->bytes = common + out->replayed * out->ops_per_rank * BYTES_PER_REPLAYED_OP;
     out->bytes_symmetry = out->bytes;
-    if (!symmetric && p->dp > 1 && !moe)
+    if (!symmetric && replicas > 1)
         out->bytes_symmetry =
-            common + ranks / p->dp * out->ops_per_rank * BYTES_PER_REPLAYED_OP;
+            common + ranks / replicas * out->ops_per_rank * BYTES_PER_REPLAYED_OP;
 }
 
 double plan_estimate_trace_bytes(double ops, double deps, double mem_events, double ranks)

@@ -297,25 +297,29 @@ void replay__init_colls(replay_ctx *c)
         joint_estimates(c);
 }
 
-/* simulation.symmetry: dp. Replica 0 (the ranks at data-parallel coordinate 0) runs; every
- * other rank is its twin's copy: the rank of replica 0 at the same tp, cp and pp place,
- * which has a smaller index (index order grows with every coordinate). */
+/* simulation.symmetry: dp. Replica 0 (the ranks at data-parallel coordinate 0; with experts,
+ * the expert-parallel block of coordinates 0..ep-1) runs; every other rank is its twin's
+ * copy: the rank of replica 0 at the same tp, cp, pp and ep place, which has a smaller index
+ * (index order grows with every coordinate). */
 void replay__init_symmetry(replay_ctx *c)
 {
     const plan *p = c->p;
     const plan_parallel *par = &p->sc->parallel;
     int n = p->n_ranks;
-    size_t slots = (size_t)par->pp * (size_t)par->tp * (size_t)par->cp;
+    size_t slots = (size_t)par->pp * (size_t)par->tp * (size_t)par->cp * (size_t)par->ep;
     int32_t *of = sim_calloc(slots, sizeof *of);
     c->active = sim_calloc((size_t)n, sizeof *c->active);
     c->twin = sim_calloc((size_t)n, sizeof *c->twin);
     for (int pass = 0; pass < 2; pass++)
         for (int r = 0; r < n; r++) {
             const plan_coord *k = &p->coords[r];
-            size_t key = ((size_t)k->c[PLAN_GROUP_PP] * (size_t)par->tp +
-                          (size_t)k->c[PLAN_GROUP_TP]) * (size_t)par->cp +
-                         (size_t)k->c[PLAN_GROUP_CP];
-            bool replica0 = k->c[PLAN_GROUP_DP] == 0;
+            size_t key = (((size_t)k->c[PLAN_GROUP_PP] * (size_t)par->tp +
+                           (size_t)k->c[PLAN_GROUP_TP]) * (size_t)par->cp +
+                          (size_t)k->c[PLAN_GROUP_CP]) * (size_t)par->ep +
+                         (size_t)k->c[PLAN_GROUP_EP];
+            /* with experts, the replica is an expert-parallel block: the ep data-parallel
+             * coordinates that exchange tokens (c[EP] = c[DP] mod ep) */
+            bool replica0 = k->c[PLAN_GROUP_DP] < par->ep;
             if (pass == 0 && replica0) {
                 c->active[r] = true;
                 c->n_active++;
