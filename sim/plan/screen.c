@@ -24,6 +24,7 @@
 #include "core/sim.h"
 
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "coll/select.h"
@@ -116,34 +117,79 @@ static double coll_time(plan_screen *S, const int32_t *gpus, int n, coll_op op, 
     return ch.est_s;
 }
 
-/* The ranks (= GPUs) of rank r's group of the classes in `mask` (bits of plan_group_class:
- * the members differ from r only there), in rank order; returns the count. EP: the ranks of
- * r's expert-parallel group (dp coordinates that differ in their ep part); EDP (mask 0):
- * those that differ in the rest of the dp coordinate and in cp. */
-#define EDP_MASK (1u << PLAN_GROUP_COUNT)
-static int members(const plan_parallel *par, int n_ranks, int r, unsigned mask, int32_t *out)
+/* Each class's stride in the rank index (plan_rank_coord's layout: the order inner to outer,
+ * ep not a dimension of its own) into stride[], and its degree into deg[]. */
+static void strides(const plan_parallel *par, int64_t *stride, int *deg)
 {
-    plan_coord me, q;
-    plan_rank_coord(par, r, &me);
-    int n = 0;
-    for (int k = 0; k < n_ranks; k++) {
-        plan_rank_coord(par, k, &q);
-        bool same = true;
-        for (int c = 0; c < PLAN_GROUP_COUNT && same; c++) {
-            if (c == PLAN_GROUP_EP)
-                continue;
-            bool free = (mask >> c) & 1u;
-            if (c == PLAN_GROUP_DP && (mask & (1u << PLAN_GROUP_EP)))
-                free = q.c[c] / par->ep == me.c[c] / par->ep;
-            else if (c == PLAN_GROUP_DP && (mask & EDP_MASK))
-                free = q.c[c] % par->ep == me.c[c] % par->ep;
-            else if (c == PLAN_GROUP_CP && (mask & EDP_MASK))
-                free = true;
-            same = free || q.c[c] == me.c[c];
-        }
-        if (same)
-            out[n++] = k;
+    deg[PLAN_GROUP_DP] = par->dp;
+    deg[PLAN_GROUP_TP] = par->tp;
+    deg[PLAN_GROUP_PP] = par->pp;
+    deg[PLAN_GROUP_EP] = 1;
+    deg[PLAN_GROUP_CP] = par->cp;
+    int64_t at = 1;
+    for (int i = 0; i < PLAN_GROUP_COUNT; i++) {
+        plan_group_class g = par->order[i];
+        stride[g] = at;
+        if (g != PLAN_GROUP_EP)
+            at *= deg[g];
     }
+}
+
+/* The rank at pipeline stage s whose other coordinates are 0. */
+static int stage_rank(const plan_parallel *par, int s)
+{
+    int64_t stride[PLAN_GROUP_COUNT];
+    int deg[PLAN_GROUP_COUNT];
+    strides(par, stride, deg);
+    return (int)(s * stride[PLAN_GROUP_PP]);
+}
+
+static int cmp_i32(const void *a, const void *b)
+{
+    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
+    return (x > y) - (x < y);
+}
+
+/* The ranks (= GPUs) of rank r's group of the classes in `mask` (bits of plan_group_class:
+ * the members differ from r only there), in rank order; returns the count. EP in the mask:
+ * r's expert-parallel group, the data-parallel coordinates of r's block of ep. */
+static int members(const plan_parallel *par, int r, unsigned mask, int32_t *out)
+{
+    int64_t stride[PLAN_GROUP_COUNT];
+    int deg[PLAN_GROUP_COUNT];
+    strides(par, stride, deg);
+    plan_coord me;
+    plan_rank_coord(par, r, &me);
+    /* the free dimensions: count and stride, from base, r with those coordinates at their
+     * lowest */
+    int64_t count[PLAN_GROUP_COUNT], step[PLAN_GROUP_COUNT];
+    int nf = 0;
+    int64_t base = r;
+    for (int c = 0; c < PLAN_GROUP_COUNT; c++) {
+        if (c == PLAN_GROUP_EP)
+            continue;
+        bool ep = c == PLAN_GROUP_DP && (mask & (1u << PLAN_GROUP_EP));
+        if (!ep && !((mask >> c) & 1u))
+            continue;
+        int64_t lo = ep ? me.c[c] / par->ep * par->ep : 0;
+        base -= (int64_t)(me.c[c] - lo) * stride[c];
+        count[nf] = ep ? par->ep : deg[c];
+        step[nf++] = stride[c];
+    }
+    int n = 0;
+    int64_t idx[PLAN_GROUP_COUNT] = {0};
+    for (;;) {
+        int64_t k = base;
+        for (int i = 0; i < nf; i++)
+            k += idx[i] * step[i];
+        out[n++] = (int32_t)k;
+        int i = 0;
+        while (i < nf && ++idx[i] == count[i])
+            idx[i++] = 0;
+        if (i == nf)
+            break;
+    }
+    qsort(out, (size_t)n, sizeof *out, cmp_i32);
     return n;
 }
 
@@ -568,16 +614,16 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
                   .ci = sc->topology.gpu.comm_interference};
     int32_t *buf = sim_calloc(4 * (size_t)n_ranks + 4, sizeof *buf);
     c.tp_g = buf;
-    c.n_tp = members(par, n_ranks, 0, 1u << PLAN_GROUP_TP, c.tp_g);
+    c.n_tp = members(par, 0, 1u << PLAN_GROUP_TP, c.tp_g);
     c.cp_g = c.tp_g + c.n_tp;
-    c.n_cp = members(par, n_ranks, 0, 1u << PLAN_GROUP_CP, c.cp_g);
+    c.n_cp = members(par, 0, 1u << PLAN_GROUP_CP, c.cp_g);
     c.ep_g = c.cp_g + c.n_cp;
-    c.n_ep = par->ep > 1 ? members(par, n_ranks, 0, 1u << PLAN_GROUP_EP, c.ep_g) : 1;
+    c.n_ep = par->ep > 1 ? members(par, 0, 1u << PLAN_GROUP_EP, c.ep_g) : 1;
     int32_t *shard = sim_calloc((size_t)n_ranks + 1, sizeof *shard);
 
     /* chunk times, from idle streams (the chunk's ranks are alike: its first's groups) */
     double *f = sim_calloc((size_t)C, sizeof *f), *b = sim_calloc((size_t)C, sizeof *b);
-    int n_shard0 = members(par, n_ranks, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+    int n_shard0 = members(par, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
                            shard);
     for (int ch = 0; ch < C; ch++) {
         if (g->zero == 3 && g->n > 1 && pp > 1)
@@ -588,16 +634,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     }
     double p2p = 0;
     if (pp > 1) {
-        plan_coord co;
-        int32_t pair[2] = {0, 0};
-        for (int r = 0; r < n_ranks; r++) {
-            plan_rank_coord(par, r, &co);
-            if (co.c[PLAN_GROUP_PP] == 1 && co.c[PLAN_GROUP_TP] == 0 &&
-                co.c[PLAN_GROUP_DP] == 0 && co.c[PLAN_GROUP_CP] == 0) {
-                pair[1] = r;
-                break;
-            }
-        }
+        int32_t pair[2] = {0, stage_rank(par, 1)};
         double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
                        g->model.hidden * 2.0 / g->tp;
         p2p = coll_time(S, pair, 2, COLL_SEND_RECV, bytes,
@@ -639,18 +676,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
                 weights_max = fmax(weights_max, un->weight_bytes);
             }
         }
-        int rank = 0; /* the stage's first rank */
-        {
-            plan_coord co;
-            for (int r = 0; r < n_ranks; r++) {
-                plan_rank_coord(par, r, &co);
-                if (co.c[PLAN_GROUP_PP] == s && co.c[PLAN_GROUP_TP] == 0 &&
-                    co.c[PLAN_GROUP_DP] == 0 && co.c[PLAN_GROUP_CP] == 0) {
-                    rank = r;
-                    break;
-                }
-            }
-        }
+        int rank = stage_rank(par, s); /* the stage's first rank */
         g->rank = 0;
         plan_mem mem;
         plan__persistent(g, &mem);
@@ -702,7 +728,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
 
         /* the tail: reduction of the gradients, optimizer, gathers */
-        int n_sh = members(par, n_ranks, rank, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+        int n_sh = members(par, rank, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
                            shard);
         int algo = plan_coll_algo_id(sc->collectives[PLAN_GROUP_DP]);
         double tail = 0;
@@ -787,7 +813,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     /* ZeRO-3 without a pipeline: the micro-batches' gathers and reduce-scatters walked
      * (fsdp_walk) instead of the kernels alone */
     if (g->zero == 3 && g->n > 1 && pp == 1) {
-        int n_sh = members(par, n_ranks, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+        int n_sh = members(par, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
                            shard);
         step += fsdp_walk(&c, shard, n_sh, m) - T;
     }
