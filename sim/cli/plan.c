@@ -83,7 +83,7 @@ static const char *rc_name(model_recompute rc)
 
 /* The last dimensions of a layout: ZeRO stage, schedule and virtual stages, micro-batch,
  * recompute, optimizer offload, TP overlap, rank order. */
-static void inner(const plan_scenario *sc, int64_t batch, cand k, gen *g)
+static void inner(const plan_scenario *sc, int64_t batch, bool host, cand k, gen *g)
 {
     const model_spec *m = &sc->model;
     static const model_recompute rcs[] = {MODEL_RECOMPUTE_NONE, MODEL_RECOMPUTE_SELECTIVE,
@@ -108,7 +108,7 @@ static void inner(const plan_scenario *sc, int64_t batch, cand k, gen *g)
                 if (v > 1 && A % k.pp)
                     continue;
                 for (size_t r = 0; r < SIM_ARRAY_LEN(rcs); r++)
-                    for (int off = 0; off <= (zero > 0); off++)
+                    for (int off = 0; off <= (zero > 0 && host); off++)
                         for (int ov = 0; ov <= (k.tp > 1 && nvlink ? 1 : 0); ov++)
                             for (int sp = ov; sp <= (k.tp > 1 ? 1 : 0); sp++)
                                 for (int o = 0; o <= (k.pp > 1 && k.dp > 1 ? 1 : 0); o++) {
@@ -129,7 +129,8 @@ static void inner(const plan_scenario *sc, int64_t batch, cand k, gen *g)
 }
 
 /* Every candidate for scenario `sc` on `gpus` GPUs of `per_node` per node. */
-static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t batch, gen *g)
+static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t batch, bool host,
+                       gen *g)
 {
     const model_spec *m = &sc->model;
     bool moe = m->moe.experts > 0, mla = m->attention.kind == MODEL_ATTN_MLA;
@@ -149,8 +150,8 @@ static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t 
                 for (int ep = 1; ep <= dp; ep++) {
                     if (!divides(ep, dp) || (ep > 1 && (!moe || m->moe.experts % ep)))
                         continue;
-                    inner(sc, batch, (cand){.tp = tp, .pp = pp, .cp = cp, .dp = dp, .ep = ep},
-                          g);
+                    inner(sc, batch, host,
+                          (cand){.tp = tp, .pp = pp, .cp = cp, .dp = dp, .ep = ep}, g);
                 }
             }
         }
@@ -182,6 +183,8 @@ static void cand_scenario(const plan_scenario *base, const cand *k, int64_t batc
     x->training.recompute = k->rc;
     x->training.recompute_every = 1;
     x->training.global_batch = batch;
+    p->pipeline.n_stage_layers = 0;
+    p->fsdp.hybrid_shard = false;
 }
 
 /* Candidate k's value on each axis, as its run's override sets it. */
@@ -206,7 +209,7 @@ static void cand_values(const cand *k, char v[AXES][32])
 /* The candidates as a run list: one override per axis (strings owned by the list). */
 static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
                       int64_t batch, bool every_layer, bool offload_params, bool symmetric,
-                      char *text)
+                      bool explicit_stages, bool hybrid, char *text)
 {
     run_list *L = &c->L;
     *L = (run_list){.base = base, .name = name, .source = base, .text = text, .n_runs = g->n,
@@ -221,7 +224,7 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
         const cand *k = &g->c[i];
         char v[AXES][32];
         cand_values(k, v);
-        L->sets[i] = sim_calloc(AXES + 4, sizeof *L->sets[i]);
+        L->sets[i] = sim_calloc(AXES + 6, sizeof *L->sets[i]);
         L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
         for (int a = 0; a < AXES; a++) {
             size_t len = strlen(axis_keys[a]) + strlen(v[a]) + 2;
@@ -243,6 +246,12 @@ static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *
          * the optimizer offloaded), none elsewhere */
         if (offload_params && (k->zero != 3 || !k->offload))
             L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.offload.params=none");
+        /* the candidate's own pipeline split and full sharding: the scenario's explicit
+         * stage_layers fit its own pp only, and hybrid sharding takes neither TP nor CP */
+        if (explicit_stages)
+            L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.pipeline.stage_layers=auto");
+        if (hybrid)
+            L->sets[i][L->n_sets[i]++] = sim_strdup("parallel.fsdp.hybrid_shard=false");
         /* one data-parallel replica replayed, unless --full-replays (docs/plan.md) */
         if (symmetric && k->dp / k->ep > 1)
             L->sets[i][L->n_sets[i]++] = sim_strdup("simulation.symmetry=dp");
@@ -375,17 +384,31 @@ static double now_s(void)
     return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
 }
 
+static const double *rank_x;
+
+static int by_rank_x(const void *a, const void *b)
+{
+    size_t i = *(const size_t *)a, j = *(const size_t *)b;
+    return rank_x[i] < rank_x[j] ? -1 : rank_x[i] > rank_x[j] ? 1 : (i > j) - (i < j);
+}
+
 /* Ranks (1-based, ties averaged) of x[0..n). */
 static void ranks_of(const double *x, size_t n, double *out)
 {
-    for (size_t i = 0; i < n; i++) {
-        double below = 0, equal = 0;
-        for (size_t j = 0; j < n; j++) {
-            below += x[j] < x[i];
-            equal += x[j] == x[i];
-        }
-        out[i] = below + (equal + 1) / 2;
+    size_t *idx = sim_calloc(n + 1, sizeof *idx);
+    for (size_t i = 0; i < n; i++)
+        idx[i] = i;
+    rank_x = x;
+    qsort(idx, n, sizeof *idx, by_rank_x);
+    for (size_t a = 0; a < n;) {
+        size_t b = a + 1;
+        while (b < n && x[idx[b]] == x[idx[a]])
+            b++;
+        for (size_t k = a; k < b; k++) /* positions a+1 .. b share their mean */
+            out[idx[k]] = (double)(a + 1 + b) / 2;
+        a = b;
     }
+    sim_free(idx);
 }
 
 /* The screen against the replay over the timed candidates: mean and largest relative error
@@ -572,15 +595,15 @@ static int plan_finish(sweep_ctx *c)
                        ok[i].step_time_s, screen_state.step_s[ok[i].index], ok[i].tokens_per_s,
                        100 * ok[i].mfu, mem, left, comm);
             }
-            if (chk.n > 0)
-                printf("\nscreen against replay on the %zu timed: step time within %.1f%% on "
-                       "average (at most %.1f%%), rank correlation %.2f\n", chk.n,
-                       100 * chk.mean, 100 * chk.max, chk.rho);
             printf("\n(screen: the step time the screen estimated; headroom: capacity minus peak memory; exp. comm: the share of the step "
                    "that is communication no computation hides, and the group exposing most)\n");
             printf("(run %s-%d in the results for the winner's tables)\n", c->L.name,
                    ok[0].index);
         }
+        if (chk.n > 0)
+            printf("\nscreen against replay on the %zu timed: step time within %.1f%% on "
+                   "average (at most %.1f%%), rank correlation %.2f\n", chk.n, 100 * chk.mean,
+                   100 * chk.max, chk.rho);
         if (n_tight) {
             char asked[32], d[200];
             double cap = (double)tight[0].capacity;
@@ -688,22 +711,17 @@ static int by_screen(const void *a, const void *b)
  * the estimates) and puts into `best`, in candidate order, the --replay-top best by the
  * screen (by_screen) that fit the capacity by it, and the rejects closest to fitting. *screen
  * gets their screened step times by run index. */
-static int screen_all(sweep_ctx *c, const plan_scenario *sc, const gen *all, int64_t batch,
-                      int gpus, const run_list *headroom, gen *best, double **screen)
+static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, const gen *all,
+                      int64_t batch, int gpus, const run_list *headroom, gen *best,
+                      double **screen)
 {
-    sim_diag diag = {0};
-    plan_screen *S = NULL;
-    if (plan_screen_create(sc, &S, &diag) != 0) {
-        if (c->rank == 0)
-            sim_diag_print(&diag, stderr);
-        return 1;
-    }
     size_t n = all->n;
     double *est = sim_calloc(2 * n + 2, sizeof *est); /* step_s, peak bytes */
     double t0 = now_s(), cpu0 = (double)clock() / CLOCKS_PER_SEC, shown = t0;
     size_t done = 0;
     plan_scenario *x = sim_calloc(1, sizeof *x);
-    for (size_t i = (size_t)c->rank; i < n; i += (size_t)c->size) {
+    const volatile sig_atomic_t *sig = cli_signal_flag();
+    for (size_t i = (size_t)c->rank; i < n && !*sig; i += (size_t)c->size) {
         plan_screen_est e;
         cand_scenario(sc, &all->c[i], batch, x);
         plan_screen_eval(S, x, &e);
@@ -718,12 +736,20 @@ static int screen_all(sweep_ctx *c, const plan_scenario *sc, const gen *all, int
     }
     sim_free(x);
     double cpu = (double)clock() / CLOCKS_PER_SEC - cpu0;
+    int stop = *sig;
     if (c->mpi) {
+        MPI_Allreduce(MPI_IN_PLACE, &stop, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
         MPI_Allreduce(MPI_IN_PLACE, est, (int)(2 * n), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
         MPI_Allreduce(MPI_IN_PLACE, &cpu, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
     }
-    plan_screen_destroy(S);
-    double capacity = (double)sc->topology.gpu.memory_bytes;
+    if (stop) { /* nothing written yet: nothing to keep */
+        if (c->a->progress && c->rank == 0)
+            fprintf(stderr, "\n");
+        sim_free(est);
+        int code = cli_signal_report(stop, "the plan stopped while screening; nothing was written");
+        return c->rank == 0 ? code : 128 + stop;
+    }
+    double capacity = (double)plan_screen_capacity(S);
     size_t *order = sim_calloc(n + 1, sizeof *order), pruned = 0;
     for (size_t i = 0; i < n; i++) {
         order[i] = i;
@@ -734,22 +760,27 @@ static int screen_all(sweep_ctx *c, const plan_scenario *sc, const gen *all, int
     sort_headroom = headroom->headroom_bytes > 0 ? (double)headroom->headroom_bytes
                                                  : headroom->headroom_fraction * capacity;
     qsort(order, n, sizeof *order, by_screen);
-    /* the K best that fit by the screen, and the (up to) three rejects closest to fitting,
-     * whose memory plans name what breaks ("closest that do not fit") */
+    /* the K best that fit by the screen (order[0..fit)), and the rejects closest to fitting
+     * (order[fit..]): three, whose memory plans name what breaks ("closest that do not
+     * fit"), or as many as fill the K when fewer fit */
     size_t fit = n - pruned, K = SIM_MIN(fit, (size_t)c->a->replay_top);
-    K = SIM_MIN(n, K + SIM_MAX((size_t)PLAN_REJECTS_SHOWN, (size_t)c->a->replay_top - K));
+    size_t rejects = SIM_MIN(pruned, SIM_MAX((size_t)PLAN_REJECTS_SHOWN,
+                                             (size_t)c->a->replay_top - K));
     bool *pick = sim_calloc(n + 1, sizeof *pick);
     for (size_t i = 0; i < K; i++)
         pick[order[i]] = true;
+    for (size_t i = fit; i < fit + rejects; i++)
+        pick[order[i]] = true;
+    K += rejects;
     *screen = sim_calloc(K + 1, sizeof **screen);
     screen_state.n_rej = 0;
-    for (size_t i = K; i < n && screen_state.n_rej < PLAN_REJECTS_SHOWN; i++)
+    for (size_t i = fit + rejects; i < n && screen_state.n_rej < PLAN_REJECTS_SHOWN; i++)
         if (!(est[2 * order[i] + 1] <= capacity)) {
             int r = screen_state.n_rej++;
             cand_values(&all->c[order[i]], screen_state.rej_axes[r]);
             screen_state.rej_peak[r] = est[2 * order[i] + 1];
         }
-    sc_capacity = sc->topology.gpu.memory_bytes;
+    sc_capacity = plan_screen_capacity(S);
     for (size_t i = 0; i < n; i++)
         if (pick[i]) {
             (*screen)[best->n] = est[2 * i];
@@ -844,11 +875,19 @@ static int plan_body(void *parsed, int argc, char **argv)
                             ? sc->training.global_batch
                             : sc->training.micro_batch * sc->parallel.dp;
         gen all = {0}, g = {0};
-        candidates(sc, gpus, per_node, batch, &all);
+        plan_screen *S = NULL;
+        if (plan_screen_create(sc, &S, &diag) != 0) {
+            if (c.rank == 0) /* the loader built this topology: not expected */
+                sim_diag_print(&diag, stderr);
+            rc = 1;
+        } else {
+            candidates(sc, gpus, per_node, batch, plan_screen_host_memory(S), &all);
+        }
         screen_state = (struct screen_state){.candidates = all.n, .start = start};
         double *screen = NULL;
-        if (all.n > 0)
-            rc = screen_all(&c, sc, &all, batch, gpus, &headroom, &g, &screen);
+        if (!rc && all.n > 0)
+            rc = screen_all(&c, S, sc, &all, batch, gpus, &headroom, &g, &screen);
+        plan_screen_destroy(S);
         /* what the candidates depend on: the resolved scenario, the candidate count and the
          * headroom that makes a run tight */
         size_t tl = strlen(info->resolved_yaml) + 160;
@@ -859,8 +898,7 @@ static int plan_body(void *parsed, int argc, char **argv)
                  (long long)headroom.headroom_bytes, headroom.headroom_fraction,
                  info->resolved_yaml);
         if (rc) {
-            /* the screen's topology could not be built: the loader checked it, so this is
-             * not expected; the message is on stderr */
+            /* stopped by a signal, or the screen's topology could not be built (on stderr) */
         } else if (all.n == 0) {
             if (c.rank == 0)
                 fprintf(stderr, "%s: error: no parallel layout splits this model on %d GPUs\n",
@@ -868,13 +906,15 @@ static int plan_body(void *parsed, int argc, char **argv)
             rc = CLI_EXIT_INVALID;
         } else {
             /* replays of one data-parallel replica (expert-parallel block) where symmetry
-             * applies: no symmetry asked already, no jitter or stragglers
+             * applies: no symmetry asked already, no jitter, stragglers or node groups
              * (scenario-format.md) */
-            bool symmetric = !a->full_replays &&
+            bool symmetric = !a->full_replays && sc->topology.n_groups == 0 &&
                              sc->simulation.symmetry == PLAN_SYMMETRY_NONE &&
                              sc->simulation.jitter == 0 && sc->simulation.n_stragglers == 0;
             plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1,
-                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE, symmetric, full);
+                      sc->parallel.offload.params != PLAN_OFFLOAD_NONE, symmetric,
+                      sc->parallel.pipeline.n_stage_layers > 0, sc->parallel.fsdp.hybrid_shard,
+                      full);
             c.L.headroom_bytes = headroom.headroom_bytes;
             c.L.headroom_fraction = headroom.headroom_fraction;
             rc = cli__runs_execute(&c, plan_finish);

@@ -14,7 +14,7 @@
 
 typedef struct coll_memo {
     uint64_t hash;
-    int n, op;
+    int n, op, algo;
     double bytes;
     int32_t *gpus;
     double s;
@@ -48,7 +48,10 @@ typedef struct run_act {
 struct plan_screen {
     const plan_scenario *base;
     hw_topo *topo;
-    hw_gpu *gpu;
+    hw_gpu *gpus[HW_NODE_GROUPS_MAX]; /* the GPU models, one per node group (or the one) */
+    int n_gpus;
+    int64_t capacity;                 /* the least memory of them */
+    bool host;                        /* every GPU reaches host memory (offload possible) */
     double *scratch;
     coll_memo *colls;
     size_t n_colls, cap_colls; /* open addressing, power of two, at most half full */
@@ -69,10 +72,11 @@ uint64_t plan__screen_dbits(double d);
 memo *plan__memo_slot(memo_table *t, const double *key, size_t nk, bool *found);
 void plan__memo_put(memo_table *t, memo *m, const double *key, size_t nk, double v0, double v1);
 
-/* The time stage schedules take with per-chunk forward f[c] and backward b[c] and a transfer
- * of `p2p` across every chunk boundary between stages (memoized). */
+/* The time stage schedules take with per-chunk forward f[c] and backward b[c], a transfer
+ * across the boundary between chunks c and c+1 taking p2p[c] when they are on different
+ * stages (memoized). */
 double plan__screen_pipeline(plan_screen *S, const plan_scenario *sc, int pp, int v, int m,
-                             const double *f, const double *b, double p2p);
+                             const double *f, const double *b, const double *p2p);
 /* The most chunk micro-batches stage s's schedule holds at once. */
 int plan__screen_inflight(plan_screen *S, const plan_scenario *sc, int pp, int v, int m, int s);
 /* The most activation bytes stage s holds along its schedule: each forward of chunk c leaves

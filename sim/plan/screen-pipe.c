@@ -108,22 +108,20 @@ static const run_act *stage_runs(plan_screen *S, plan_schedule sched, int pp, in
     return S->runs;
 }
 
-/* The time stage schedules take with per-chunk forward f[c] and backward b[c] and a transfer
- * of `p2p` across every chunk boundary between stages (memoized). */
 double plan__screen_pipeline(plan_screen *S, const plan_scenario *sc, int pp, int v, int m,
-                            const double *f, const double *b, double p2p)
+                             const double *f, const double *b, const double *p2p)
 {
     plan_schedule sched = sc->parallel.pipeline.schedule;
     int C = plan_pp_chunks(sched, pp, v);
-    size_t nk = (size_t)(2 * C + 5);
+    size_t nk = (size_t)(3 * C + 3);
     double *key = sim_calloc(nk, sizeof *key);
     key[0] = pp;
     key[1] = v;
     key[2] = m;
     key[3] = (double)sched;
-    key[4] = p2p;
-    memcpy(key + 5, f, (size_t)C * sizeof *f);
-    memcpy(key + 5 + C, b, (size_t)C * sizeof *b);
+    memcpy(key + 4, f, (size_t)C * sizeof *f);
+    memcpy(key + 4 + C, b, (size_t)C * sizeof *b);
+    memcpy(key + 4 + 2 * C, p2p, (size_t)(C - 1) * sizeof *p2p);
     bool found;
     memo *slot = plan__memo_slot(&S->pipes, key, nk, &found);
     if (found) {
@@ -153,13 +151,13 @@ double plan__screen_pipeline(plan_screen *S, const plan_scenario *sc, int pp, in
                     double d = fdone[(size_t)(ch - 1) * m + a->mb];
                     if (d < 0)
                         break;
-                    ready = fmax(ready, d + (a->remote ? p2p : 0));
+                    ready = fmax(ready, d + (a->remote ? p2p[ch - 1] : 0));
                 } else if (!a->fwd) {
                     double d = ch < C - 1 ? bdone[(size_t)(ch + 1) * m + a->mb]
                                           : fdone[(size_t)ch * m + a->mb];
                     if (d < 0)
                         break;
-                    ready = fmax(ready, d + (a->remote ? p2p : 0));
+                    ready = fmax(ready, d + (a->remote && ch < C - 1 ? p2p[ch] : 0));
                 }
                 double end = ready + (a->fwd ? f[ch] : b[ch]);
                 (a->fwd ? fdone : bdone)[(size_t)ch * m + a->mb] = end;

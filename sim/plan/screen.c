@@ -43,11 +43,31 @@ int plan_screen_create(const plan_scenario *base, plan_screen **out, sim_diag *d
         sim_free(s);
         return rc;
     }
-    s->gpu = hw_gpu_create(&base->topology.gpu);
+    const hw_topology_spec *ts = &base->topology;
+    s->n_gpus = SIM_MAX(1, ts->n_groups);
+    s->capacity = INT64_MAX;
+    for (int i = 0; i < s->n_gpus; i++) {
+        const hw_gpu_spec *spec = ts->n_groups > 0 ? &ts->groups[i].gpu : &ts->gpu;
+        s->gpus[i] = hw_gpu_create(spec);
+        s->capacity = SIM_MIN(s->capacity, spec->memory_bytes);
+    }
+    s->host = true;
+    for (int r = 0; r < hw_topo_gpu_count(s->topo) && s->host; r++)
+        s->host = hw_topo_host_memory(s->topo, r) >= 0;
     s->scratch = sim_calloc((size_t)hw_topo_link_count(s->topo) + 1, sizeof *s->scratch);
     s->list = sim_calloc(1, sizeof *s->list);
     *out = s;
     return 0;
+}
+
+bool plan_screen_host_memory(const plan_screen *s)
+{
+    return s->host;
+}
+
+int64_t plan_screen_capacity(const plan_screen *s)
+{
+    return s->capacity;
 }
 
 void plan_screen_destroy(plan_screen *s)
@@ -60,7 +80,8 @@ void plan_screen_destroy(plan_screen *s)
     plan__screen_pipe_clear(s);
     sim_free(s->scratch);
     sim_free(s->list);
-    hw_gpu_destroy(s->gpu);
+    for (int i = 0; i < s->n_gpus; i++)
+        hw_gpu_destroy(s->gpus[i]);
     hw_topo_destroy(s->topo);
     sim_free(s);
 }
@@ -93,7 +114,8 @@ static double coll_time(plan_screen *S, const int32_t *gpus, int n, coll_op op, 
     size_t k = h & (S->cap_colls - 1);
     for (; S->colls[k].gpus; k = (k + 1) & (S->cap_colls - 1)) {
         const coll_memo *m = &S->colls[k];
-        if (m->hash == h && m->n == n && m->op == (int)op && m->bytes == bytes &&
+        if (m->hash == h && m->n == n && m->op == (int)op && m->algo == algo &&
+            m->bytes == bytes &&
             !memcmp(m->gpus, gpus, (size_t)n * sizeof *gpus))
             return m->s;
     }
@@ -110,7 +132,8 @@ static double coll_time(plan_screen *S, const int32_t *gpus, int n, coll_op op, 
         coll_select(&t, op, bytes, 0, -1, -1, &ch, NULL);
     sim_free(node);
     coll_memo *m = &S->colls[k];
-    *m = (coll_memo){.hash = h, .n = n, .op = (int)op, .bytes = bytes, .s = ch.est_s};
+    *m = (coll_memo){.hash = h, .n = n, .op = (int)op, .algo = algo, .bytes = bytes,
+                     .s = ch.est_s};
     m->gpus = sim_calloc((size_t)n, sizeof *m->gpus);
     memcpy(m->gpus, gpus, (size_t)n * sizeof *gpus);
     S->n_colls++;
@@ -209,12 +232,13 @@ typedef struct cand_ctx {
     int32_t *tp_g, *ep_g, *cp_g;
     int n_tp, n_ep, n_cp;
     double attn_seq;
-    double ci; /* the GPU's comm_interference */
+    double ci;         /* the GPU's comm_interference */
+    const hw_gpu *gpu; /* the GPU model the kernels are timed on (chunk_times: each) */
 } cand_ctx;
 
 static double kernel_s(const cand_ctx *c, const model_op *mo)
 {
-    return sim_time_to_s(hw_gpu_kernel_time(c->S->gpu, mo->cls, c->g->sh.dtype, mo->flops,
+    return sim_time_to_s(hw_gpu_kernel_time(c->gpu, mo->cls, c->g->sh.dtype, mo->flops,
                                             mo->bytes, mo->inner, c->attn_seq));
 }
 
@@ -224,6 +248,17 @@ static double tp_coll(const cand_ctx *c, coll_op op, bool loss, double bytes_div
     double bytes = (loss ? tokens * 3 * 4 : tokens * c->g->model.hidden * 2.0) / bytes_div;
     return coll_time(c->S, c->tp_g, c->n_tp, op, bytes,
                      plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_TP]));
+}
+
+/* A memory-bound kernel (fp32 vector class) of `flops` and `bytes` on the slowest of the
+ * cluster's GPU models. */
+static double vector_s(const plan_screen *S, double flops, double bytes)
+{
+    double t = 0;
+    for (int i = 0; i < S->n_gpus; i++)
+        t = fmax(t, sim_time_to_s(hw_gpu_kernel_time(S->gpus[i], HW_OP_VECTOR, HW_DTYPE_FP32,
+                                                     flops, bytes, 0, 0)));
+    return t;
 }
 
 /* A kernel of `dur` alone that starts at `start` while communication runs on its GPU until
@@ -442,7 +477,17 @@ static void chunk_times(const cand_ctx *c, int u0, int u1, double *f, double *b)
         *f = m->v[0];
         *b = m->v[1];
     } else {
-        chunk_walk(c, u0, u1, f, b);
+        /* on a cluster of several GPU models, the slowest one's (a pipeline or data-parallel
+         * group waits for it) */
+        cand_ctx on = *c;
+        *f = *b = 0;
+        for (int i = 0; i < c->S->n_gpus; i++) {
+            double fi, bi;
+            on.gpu = c->S->gpus[i];
+            chunk_walk(&on, u0, u1, &fi, &bi);
+            *f = fmax(*f, fi);
+            *b = fmax(*b, bi);
+        }
         plan__memo_put(&c->S->chunks, m, key, nk, *f, *b);
     }
     sim_free(key);
@@ -473,11 +518,8 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
         ag[u] = coll_time(c->S, shard, n_sh, COLL_ALL_GATHER, w, algo);
         rs[u] = coll_time(c->S, shard, n_sh, COLL_REDUCE_SCATTER, gr, algo);
         if (fsdp2) {
-            cout[u] = sim_time_to_s(hw_gpu_kernel_time(c->S->gpu, HW_OP_VECTOR, HW_DTYPE_FP32,
-                                                       0, 2 * w, 0, 0));
-            cin[u] = sim_time_to_s(hw_gpu_kernel_time(
-                c->S->gpu, HW_OP_VECTOR, HW_DTYPE_FP32, 0,
-                (double)un->trainable * (g->wbytes + g->gbytes), 0, 0));
+            cout[u] = vector_s(c->S, 0, 2 * w);
+            cin[u] = vector_s(c->S, 0, (double)un->trainable * (g->wbytes + g->gbytes));
         }
     }
     double comp = 0, dp = 0, end[2] = {0, 0};
@@ -550,9 +592,7 @@ static void fsdp_chunk(const cand_ctx *c, int u0, int u1, const int32_t *shard, 
             }
             double at = gathers ? fmax(comp, ready[k]) : comp;
             double copy = gathers && fsdp2
-                              ? sim_time_to_s(hw_gpu_kernel_time(
-                                    c->S->gpu, HW_OP_VECTOR, HW_DTYPE_FP32, 0,
-                                    2 * (un->weight_bytes - un->persist_bytes), 0, 0))
+                              ? vector_s(c->S, 0, 2 * (un->weight_bytes - un->persist_bytes))
                               : 0;
             comp = at + slowed(at, copy + (bwd ? bu : fu), dp, c->ci);
         }
@@ -580,14 +620,14 @@ static double bucket_tail(double b, int nb, double c_b, double c_last)
 void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *out)
 {
     const plan_parallel *par = &sc->parallel;
-    *out = (plan_screen_est){.capacity_bytes = sc->topology.gpu.memory_bytes};
+    *out = (plan_screen_est){.capacity_bytes = S->capacity};
     int n_ranks = par->tp * par->cp * par->pp * par->dp;
     int64_t gb = sc->training.global_batch > 0 ? sc->training.global_batch
                                                : sc->training.micro_batch * par->dp;
     int64_t host = 0;
     plan P = {.sc = sc, .n_ranks = n_ranks, .global_batch = gb,
               .accum_steps = gb / SIM_MAX(1, sc->training.micro_batch * par->dp),
-              .host_bytes = &host, .capacity_bytes = sc->topology.gpu.memory_bytes};
+              .host_bytes = &host, .capacity_bytes = S->capacity};
     gen *g = sim_calloc(1, sizeof *g);
     plan__init_gen(g, &P, false);
     g->ep = par->ep;
@@ -611,7 +651,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
 
     cand_ctx c = {.S = S, .sc = sc, .g = g,
                   .attn_seq = (double)sc->training.seq_len / SIM_MAX(1, par->cp),
-                  .ci = sc->topology.gpu.comm_interference};
+                  .ci = sc->topology.gpu.comm_interference, .gpu = S->gpus[0]};
     int32_t *buf = sim_calloc(4 * (size_t)n_ranks + 4, sizeof *buf);
     c.tp_g = buf;
     c.n_tp = members(par, 0, 1u << PLAN_GROUP_TP, c.tp_g);
@@ -632,13 +672,17 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         else
             chunk_times(&c, g->chunk_first[ch], g->chunk_first[ch + 1], &f[ch], &b[ch]);
     }
-    double p2p = 0;
-    if (pp > 1) {
-        int32_t pair[2] = {0, stage_rank(par, 1)};
-        double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
+    /* each chunk boundary's transfer, between the first ranks of its two stages */
+    double *p2p = sim_calloc((size_t)C + 1, sizeof *p2p);
+    double p2p_bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
                        g->model.hidden * 2.0 / g->tp;
-        p2p = coll_time(S, pair, 2, COLL_SEND_RECV, bytes,
-                        plan_coll_algo_id(sc->collectives[PLAN_GROUP_PP]));
+    for (int ch = 0; ch + 1 < C && pp > 1; ch++) {
+        int s0 = plan_pp_stage_of(par->pipeline.schedule, pp, ch, 0);
+        int s1 = plan_pp_stage_of(par->pipeline.schedule, pp, ch + 1, 0);
+        int32_t pair[2] = {stage_rank(par, s0), stage_rank(par, s1)};
+        p2p[ch] = s0 == s1 ? 0
+                           : coll_time(S, pair, 2, COLL_SEND_RECV, p2p_bytes,
+                                       plan_coll_algo_id(sc->collectives[PLAN_GROUP_PP]));
     }
     double T = 0, busiest = 0;
     if (pp > 1) {
@@ -770,7 +814,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         }
         if (par->offload.optimizer != PLAN_OFFLOAD_NONE) {
             int mem_dev = hw_topo_host_memory(S->topo, rank);
-            const hw_node_spec *node = hw_topology_node_spec(&sc->topology, 0);
+            int node_of = hw_topo_device(S->topo, hw_topo_gpu_device(S->topo, rank))->node;
+            const hw_node_spec *node = hw_topology_node_spec(&sc->topology, node_of);
             int sharers = 0;
             for (int r = 0; r < n_ranks; r++)
                 sharers += hw_topo_host_memory(S->topo, r) == mem_dev;
@@ -793,8 +838,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
             for (int u = 0; u < g->n_units; u++)
                 if (g->mine[u] && g->units[u].trainable > 0) {
                     double prm = plan__shard_params(g, &g->units[u]);
-                    tail += sim_time_to_s(hw_gpu_kernel_time(S->gpu, HW_OP_VECTOR, HW_DTYPE_FP32,
-                                                             flops * prm, per * prm, 0, 0));
+                    tail += vector_s(S, flops * prm, per * prm);
                 }
         }
         if (n_sh > 1 && (g->zero == 1 || g->zero == 2) && !par->ddp.overlap_param_gather) {
@@ -823,6 +867,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     out->peak_bytes = peak;
     sim_free(f);
     sim_free(b);
+    sim_free(p2p);
     sim_free(buf);
     sim_free(shard);
     sim_free(g->units);

@@ -11,6 +11,7 @@
 #ifndef SIM_PLAN_SCREEN_H
 #define SIM_PLAN_SCREEN_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "core/sim.h"
@@ -33,6 +34,11 @@ typedef struct plan_screen_est {
  * Returns 0, or an error with diag set (a topology that cannot be built). */
 int plan_screen_create(const plan_scenario *base, plan_screen **out, sim_diag *diag);
 void plan_screen_destroy(plan_screen *s);
+
+/* Whether every GPU of the topology reaches host memory (offload can be searched), and the
+ * least memory of its GPU models (the capacity the screen judges peaks against). */
+bool plan_screen_host_memory(const plan_screen *s);
+int64_t plan_screen_capacity(const plan_screen *s);
 
 /* Estimates candidate `sc`: `base` with other parallel and training keys, on the same
  * topology and model. Pure apart from the screen's caches. */

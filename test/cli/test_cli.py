@@ -1966,10 +1966,17 @@ def sharing():
                     check(h.returncode == 0 and
                           ("on this 2:1 oversubscribed fabric symmetry_collectives: flows is closer" in h.stderr) == warned,
                           "%s %s: oversubscription warning: %s" % (name, how, h.stderr))
-    # symmetry needs identical replicas: not with MoE routing
-    rc, out, err = run("check", ddp, "--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"),
-                       "--set", "parallel.ep=2", "--set", "simulation.symmetry=dp")
-    check(rc == 2 and "simulation.symmetry" in err and "mixture-of-experts" in err, "symmetry with MoE: " + err)
+    # symmetry with experts: the replica is an expert-parallel block (test `moe`); with dp = ep
+    # there is one block, so it is all of the ranks and the run is the full one, byte for byte
+    # in its figures, plus the keys that say symmetry was used
+    moe_sets = ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.ep=2"]
+    rc, out, err = run("run", ddp, *moe_sets, "--json")
+    rc2, out2, err2 = run("run", ddp, *moe_sets, "--json", "--set", "simulation.symmetry=dp")
+    one = json.loads(out2) if rc2 == 0 else {}
+    for k in ("symmetry", "symmetry_collectives"):
+        one.pop(k, None)
+    check(rc == 0 and rc2 == 0 and one == json.loads(out),
+          "symmetry with one expert-parallel block: the full run: %s" % err2)
 
 
 def bench():
@@ -2914,6 +2921,28 @@ def plan():
         check(p.returncode == 0 and [r["status"] for r in sw] == ["ok", "skipped"] and
               sw[1]["tokens_per_s"] is None and sw[1]["step_time_s"] is None and
               sw[0]["tokens_per_s"] > 0, "sweep: a skipped run has null throughput")
+
+        # a mixed cluster (mixed-pair.yaml: the ideal GPU with 80 GiB and one at half its
+        # peak with 40 GiB, one per node): tp 1 only (one GPU per node), so 6 + 36 + 9 = 51
+        # candidates (above, less the 27 of tp 2). Every one is replayed as a full run
+        # (symmetry needs the replicas alike) and fits: none is skipped; each is judged
+        # against the smaller GPU's 40 GiB, and the screen prunes none by memory.
+        mixed = os.path.join(tmp, "mixed.yaml")
+        with open(mixed, "w") as f:
+            f.write(open(os.path.join(data, "ddp.yaml")).read()
+                    .replace("ideal-pair.yaml", os.path.abspath(os.path.join(data, "mixed-pair.yaml")))
+                    .replace("tiny-gpt.yaml", os.path.abspath(os.path.join(data, "tiny-gpt.yaml"))))
+        p = subprocess.run([exe, "plan", mixed, "--json", "--replay-top", "1000"],
+                           capture_output=True, text=True, cwd=tmp)
+        lines = p.stdout.splitlines()
+        runs_m = [json.loads(l) for l in lines[:-1]]
+        fin = json.loads(lines[-1]) if lines else {}
+        check(p.returncode == 0 and len(runs_m) == 51 and fin.get("candidates") == 51 and
+              fin.get("pruned_by_memory") == 0 and
+              all(r["status"] == "ok" and r.get("symmetry") is None and
+                  r["capacity_bytes"] == 40 << 30 for r in runs_m),
+              "mixed cluster: 51 candidates, all replayed in full against 40 GiB: %s %s"
+              % (fin, p.stderr.strip()[-300:]))
 
         # a bad --headroom: a plain number of 1 or more is neither a fraction nor a size
         for bad in ("1", "2", "-0.1", "lots"):
