@@ -2944,6 +2944,19 @@ def plan():
               "mixed cluster: 51 candidates, all replayed in full against 40 GiB: %s %s"
               % (fin, p.stderr.strip()[-300:]))
 
+        # pipe.yaml: an ideal GPU on which only matmuls cost time, transfers of picoseconds and
+        # no latency. With no contention for the screen to miss, its kernels, their TP
+        # collective points and the stage schedules evaluated as a DAG are the replay's
+        # timeline, whatever the layout: the replayed candidates' step times agree to the
+        # picosecond rounding of their kernels (under 1e-6 relative); every candidate fits
+        # (8 layers of h 1024 on an 80 GiB GPU), so 32 are replayed and no reject
+        p = subprocess.run([exe, "plan", os.path.abspath(os.path.join(data, "pipe.yaml")),
+                            "--json"], capture_output=True, text=True, cwd=tmp)
+        fin = json.loads(p.stdout.splitlines()[-1]) if p.returncode == 0 else {}
+        check(fin.get("pruned_by_memory") == 0 and fin.get("simulated") == 32 and
+              0 <= fin.get("screen_max_error", 1) < 1e-6,
+              "pipe.yaml: the screen is the replay to rounding: %s %s" % (fin, p.stderr[-300:]))
+
         # a bad --headroom: a plain number of 1 or more is neither a fraction nor a size
         for bad in ("1", "2", "-0.1", "lots"):
             rc, out, err = run("plan", scen, "--headroom", bad)
