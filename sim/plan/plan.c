@@ -198,8 +198,18 @@ int plan_create(const plan_scenario *sc, const plan_options *opt, plan **out, si
         return rc;
     }
     if (with_trace)
-        for (int r = 0; r < n; r++)
+        for (int r = 0; r < n; r++) {
+            /* a rank borrowing its template's ops from the same persistent bytes against the
+             * same capacity walks to the same peak (op sharing: every rank of a stage) */
+            int T = p->trace->ranks[r].tmpl;
+            if (T >= 0 && T < r && !memcmp(&p->mem[r], &p->mem[T], sizeof p->mem[r]) &&
+                plan_capacity(p, r) == plan_capacity(p, T)) {
+                p->peak[r] = p->peak[T];
+                p->cross[r] = p->cross[T];
+                continue;
+            }
             plan__walk_rank(p, r);
+        }
     verdict(p);
     /* symmetry's estimate sees the contention of collectives that start together, not of
      * other traffic: say where that matters (the 16K-GPU bench step at 4:1: 1.9% short of
