@@ -1,21 +1,11 @@
-/* `stepsim plan SCENARIO.yaml [--top K] [-o OUT.h5] [--json] ...` (docs/plan.md):
- * the strategies that could train the scenario's model on its cluster at its batch, each
- * planned, the ones whose memory plan fits replayed, and the best printed.
- *
- * Candidates (all GPUs of the topology, G of them; the global batch of the scenario):
- *   tp   divisors of G up to the GPUs per node that split the heads, the MLP and the KV
- *        heads (or are split by them); sequence parallelism on whenever tp > 1
- *   pp   divisors of G/tp up to min(layers, 32); cp 1, or 2, 4, 8 for sequences of 16K+
- *   dp   the rest; ep: each divisor of dp that divides the experts (MoE models)
- *   zero 0..3 (3: FSDP); only 0 when dp·cp = 1; only 1
- *        and 3 from 16 data-parallel ranks on (DDP and ZeRO-2 never win there)
- *   pipeline schedule 1F1B, and interleaved with 2 virtual stages when it applies
- *   micro-batch 1, 2, 4 (dividing the batch per replica); recompute selective or full
- *   optimizer offload to the CPU with ZeRO-1/2/3 on single-node clusters (ZeRO-Offload is
- *        ZeRO-2 with the optimizer on the CPU)
- * Fine-tuning method, precision, sequence and everything else stay the scenario's. The
- * candidates run like a sweep (serially or under mpirun, crash-safe, --resume), except that
- * one whose memory plan does not fit is recorded as oom without being replayed. */
+/* `stepsim plan SCENARIO.yaml [--top K] [--replay-top K] [-o OUT.h5] [--json] ...`
+ * (docs/plan.md): the strategies that could train the scenario's model on its cluster at its
+ * batch (plan_space.c), searched in two tiers. Every candidate is estimated by the screen
+ * (plan/screen.c: step time and peak memory in closed form, the ranks of an MPI run each
+ * taking a share); the best --replay-top that fit by it, and the three rejects closest to
+ * fitting, then run like a sweep (serially or under mpirun, crash-safe, --resume), except
+ * that one whose memory plan does not fit is recorded as oom without being replayed. The
+ * table ranks the replayed, with the screen's error against them. */
 #include "core/sim.h"
 
 #include <math.h>
@@ -29,6 +19,7 @@
 
 #include "cli/cli.h"
 #include "cli/output.h"
+#include "cli/plan-internal.h"
 #include "cli/runs.h"
 #include "results/h5read.h"
 #include "input/load.h"
@@ -39,205 +30,38 @@
 /* Rejected strategies listed (and so planned) after the ranking. */
 #define PLAN_REJECTS_SHOWN 3
 
-#define AXES 14
-static const char *const axis_keys[AXES] = {
-    "parallel.tp", "parallel.sp", "parallel.pp", "parallel.cp", "parallel.dp",
-    "parallel.ep", "parallel.zero", "parallel.pipeline.schedule",
-    "parallel.pipeline.virtual_stages", "training.micro_batch", "training.recompute",
-    "parallel.offload.optimizer", "parallel.tp_comm_overlap", "parallel.order"};
-
-/* The rank orders searched, inner to outer: Megatron's (pipeline stages outermost), and the
- * pipeline inside data parallelism (a stage's neighbours nearer, its replicas farther). */
-static const plan_group_class orders[2][PLAN_GROUP_COUNT] = {
-    {PLAN_GROUP_TP, PLAN_GROUP_CP, PLAN_GROUP_EP, PLAN_GROUP_DP, PLAN_GROUP_PP},
-    {PLAN_GROUP_TP, PLAN_GROUP_CP, PLAN_GROUP_EP, PLAN_GROUP_PP, PLAN_GROUP_DP}};
-static const char *const order_names[2] = {"[tp, cp, ep, dp, pp]", "[tp, cp, ep, pp, dp]"};
-
-typedef struct cand {
-    int tp, pp, cp, dp, ep, zero, vstages, mb, order;
-    bool sp, overlap, offload;
-    model_recompute rc;
-} cand;
-
-typedef struct gen {
-    cand *c;
-    size_t n, cap;
-} gen;
-
-static void add(gen *g, cand c)
-{
-    SIM_GROW(g->c, g->cap, g->n + 1);
-    g->c[g->n++] = c;
-}
-
-static bool divides(int64_t a, int64_t b)
-{
-    return a > 0 && b % a == 0;
-}
-
-static const char *rc_name(model_recompute rc)
-{
-    return rc == MODEL_RECOMPUTE_FULL ? "full" : rc == MODEL_RECOMPUTE_SELECTIVE ? "selective"
-                                                                                 : "none";
-}
-
-/* The last dimensions of a layout: ZeRO stage, schedule and virtual stages, micro-batch,
- * recompute, optimizer offload, TP overlap, rank order. */
-static void inner(const plan_scenario *sc, int64_t batch, bool host, cand k, gen *g)
-{
-    const model_spec *m = &sc->model;
-    static const model_recompute rcs[] = {MODEL_RECOMPUTE_NONE, MODEL_RECOMPUTE_SELECTIVE,
-                                          MODEL_RECOMPUTE_FULL};
-    /* Transformer Engine's userbuffers exchange over NVLink: TP overlap is tried where the
-     * nodes' GPUs are joined by NVLink or an NVSwitch (not over PCIe, nor on a topology of
-     * listed devices) */
-    bool nvlink = sc->topology.n_devices == 0 && sc->topology.intra.kind != HW_INTRA_PCIE;
-    for (int zero = 0; zero <= 3; zero++) {
-        if (k.dp * k.cp == 1 && zero)
-            continue;
-        /* DeepSpeed's pipeline engine runs ZeRO-1 at most */
-        if (zero == 3 && k.pp > 1 && sc->parallel.fsdp.implementation == PLAN_DEEPSPEED)
-            continue;
-        for (int v = 1; v <= (k.pp > 1 ? m->layers / k.pp : 1); v++) {
-            if (v > 1 && m->layers % (k.pp * v))
-                continue;
-            for (int mb = 1; mb <= 64; mb++) {
-                if (!divides((int64_t)mb * k.dp, batch))
-                    continue;
-                int64_t A = batch / ((int64_t)mb * k.dp);
-                if (v > 1 && A % k.pp)
-                    continue;
-                for (size_t r = 0; r < SIM_ARRAY_LEN(rcs); r++)
-                    for (int off = 0; off <= (zero > 0 && host); off++)
-                        for (int ov = 0; ov <= (k.tp > 1 && nvlink ? 1 : 0); ov++)
-                            for (int sp = ov; sp <= (k.tp > 1 ? 1 : 0); sp++)
-                                for (int o = 0; o <= (k.pp > 1 && k.dp > 1 ? 1 : 0); o++) {
-                                    cand c = k;
-                                    c.zero = zero;
-                                    c.vstages = v;
-                                    c.mb = mb;
-                                    c.rc = rcs[r];
-                                    c.offload = off;
-                                    c.overlap = ov;
-                                    c.sp = sp;
-                                    c.order = o;
-                                    add(g, c);
-                                }
-            }
-        }
-    }
-}
-
-/* Every candidate for scenario `sc` on `gpus` GPUs of `per_node` per node. */
-static void candidates(const plan_scenario *sc, int gpus, int per_node, int64_t batch, bool host,
-                       gen *g)
-{
-    const model_spec *m = &sc->model;
-    bool moe = m->moe.experts > 0, mla = m->attention.kind == MODEL_ATTN_MLA;
-    int kv = m->kv_heads > 0 ? m->kv_heads : m->heads;
-    for (int tp = 1; tp <= SIM_MIN(gpus, per_node); tp++) {
-        if (!divides(tp, gpus) || m->heads % tp || m->ffn % tp ||
-            (!mla && kv % tp && tp % kv) || (moe && m->moe.expert_ffn % tp))
-            continue;
-        for (int pp = 1; pp <= m->layers; pp++) {
-            if (!divides(pp, gpus / tp))
-                continue;
-            for (int cp = 1; cp <= 8; cp *= 2) {
-                if (!divides(cp, gpus / tp / pp) || (cp > 1 && sc->training.seq_len < 16384) ||
-                    sc->training.seq_len % (2 * cp) || (cp > 1 && !sc->training.flash_attention))
-                    continue;
-                int dp = gpus / tp / pp / cp;
-                for (int ep = 1; ep <= dp; ep++) {
-                    if (!divides(ep, dp) || (ep > 1 && (!moe || m->moe.experts % ep)))
-                        continue;
-                    inner(sc, batch, host,
-                          (cand){.tp = tp, .pp = pp, .cp = cp, .dp = dp, .ep = ep}, g);
-                }
-            }
-        }
-    }
-}
-
-/* Candidate k as a scenario for the screen: `base` with k's keys, as the run's overrides set
- * them (plan_runs). */
-static void cand_scenario(const plan_scenario *base, const cand *k, int64_t batch,
-                          plan_scenario *x)
-{
-    *x = *base;
-    plan_parallel *p = &x->parallel;
-    p->tp = k->tp;
-    p->sp = k->sp;
-    p->pp = k->pp;
-    p->cp = k->cp;
-    p->dp = k->dp;
-    p->ep = k->ep;
-    p->zero = k->zero;
-    p->pipeline.schedule = k->pp > 1 && k->vstages > 1 ? PLAN_SCHED_INTERLEAVED : PLAN_SCHED_1F1B;
-    p->pipeline.virtual_stages = k->vstages;
-    p->tp_comm_overlap = k->overlap;
-    memcpy(p->order, orders[k->order], sizeof p->order);
-    p->offload.optimizer = k->offload ? PLAN_OFFLOAD_CPU : PLAN_OFFLOAD_NONE;
-    if (k->zero != 3 || !k->offload)
-        p->offload.params = PLAN_OFFLOAD_NONE;
-    x->training.micro_batch = k->mb;
-    x->training.recompute = k->rc;
-    x->training.recompute_every = 1;
-    x->training.global_batch = batch;
-    p->pipeline.n_stage_layers = 0;
-    p->fsdp.hybrid_shard = false;
-}
-
-/* Candidate k's value on each axis, as its run's override sets it. */
-static void cand_values(const cand *k, char v[AXES][32])
-{
-    snprintf(v[0], 32, "%d", k->tp);
-    snprintf(v[1], 32, "%s", k->sp ? "true" : "false");
-    snprintf(v[2], 32, "%d", k->pp);
-    snprintf(v[3], 32, "%d", k->cp);
-    snprintf(v[4], 32, "%d", k->dp);
-    snprintf(v[5], 32, "%d", k->ep);
-    snprintf(v[6], 32, "%d", k->zero);
-    snprintf(v[7], 32, "%s", k->pp > 1 && k->vstages > 1 ? "interleaved" : "1f1b");
-    snprintf(v[8], 32, "%d", k->vstages);
-    snprintf(v[9], 32, "%d", k->mb);
-    snprintf(v[10], 32, "%s", rc_name(k->rc));
-    snprintf(v[11], 32, "%s", k->offload ? "cpu" : "none");
-    snprintf(v[12], 32, "%s", k->overlap ? "true" : "false");
-    snprintf(v[13], 32, "%s", order_names[k->order]);
-}
-
 /* The candidates as a run list: one override per axis (strings owned by the list). */
-static void plan_runs(sweep_ctx *c, const gen *g, const char *base, const char *name,
+static void plan_runs(sweep_ctx *c, const cand_list *g, const char *base, const char *name,
                       int64_t batch, bool every_layer, bool offload_params, bool symmetric,
                       bool explicit_stages, bool hybrid, char *text)
 {
     run_list *L = &c->L;
     *L = (run_list){.base = base, .name = name, .source = base, .text = text, .n_runs = g->n,
-                    .n_axes = AXES, .prune_oom = true};
-    L->axis_names = sim_calloc(AXES + 1, sizeof *L->axis_names);
-    for (int k = 0; k < AXES; k++)
-        L->axis_names[k] = axis_keys[k];
+                    .n_axes = PLAN_AXES, .prune_oom = true};
+    L->axis_names = sim_calloc(PLAN_AXES + 1, sizeof *L->axis_names);
+    for (int k = 0; k < PLAN_AXES; k++)
+        L->axis_names[k] = cli__plan_axis_keys[k];
     L->sets = sim_calloc(g->n + 1, sizeof *L->sets);
     L->n_sets = sim_calloc(g->n + 1, sizeof *L->n_sets);
     L->values = sim_calloc(g->n + 1, sizeof *L->values);
     for (size_t i = 0; i < g->n; i++) {
         const cand *k = &g->c[i];
-        char v[AXES][32];
-        cand_values(k, v);
-        L->sets[i] = sim_calloc(AXES + 6, sizeof *L->sets[i]);
-        L->values[i] = sim_calloc(AXES + 1, sizeof *L->values[i]);
-        for (int a = 0; a < AXES; a++) {
-            size_t len = strlen(axis_keys[a]) + strlen(v[a]) + 2;
+        char v[PLAN_AXES][32];
+        cli__plan_cand_values(k, v);
+        L->sets[i] = sim_calloc(PLAN_AXES + 6, sizeof *L->sets[i]);
+        L->values[i] = sim_calloc(PLAN_AXES + 1, sizeof *L->values[i]);
+        for (int a = 0; a < PLAN_AXES; a++) {
+            size_t len = strlen(cli__plan_axis_keys[a]) + strlen(v[a]) + 2;
             char *set = sim_calloc(len, 1);
-            snprintf(set, len, "%s=%s", axis_keys[a], v[a]);
+            snprintf(set, len, "%s=%s", cli__plan_axis_keys[a], v[a]);
             L->sets[i][a] = set;
-            L->values[i][a] = set + strlen(axis_keys[a]) + 1;
+            L->values[i][a] = set + strlen(cli__plan_axis_keys[a]) + 1;
         }
         /* the batch stays the scenario's whatever dp is */
         char *gb = sim_calloc(64, 1);
         snprintf(gb, 64, "training.global_batch=%lld", (long long)batch);
-        L->sets[i][AXES] = gb;
-        L->n_sets[i] = AXES + 1;
+        L->sets[i][PLAN_AXES] = gb;
+        L->n_sets[i] = PLAN_AXES + 1;
         /* the recompute axis applies to every layer, whatever recompute_every the scenario
          * gave */
         if (every_layer)
@@ -279,7 +103,7 @@ typedef struct row {
     char *status, *error;
     double step_time_s, tokens_per_s, mfu;
     int64_t peak;
-    char *axis[AXES];
+    char *axis[PLAN_AXES];
     int64_t capacity;
     char *binding;
     double exposed[PLAN_GROUP_COUNT]; /* exposed_comm_s.*, from the summary */
@@ -311,7 +135,7 @@ static void describe(const row *r, char *buf, size_t n)
                            : strcmp(r->axis[10], "selective") == 0 ? "sel-rc"
                                                                     : "no-rc",
                            strcmp(r->axis[11], "cpu") == 0 ? " offload" : "",
-                           strcmp(r->axis[13], order_names[1]) == 0 ? " pp-in-dp" : "");
+                           strcmp(r->axis[13], cli__plan_order_names[1]) == 0 ? " pp-in-dp" : "");
 }
 
 static int by_tokens(const void *a, const void *b)
@@ -371,7 +195,7 @@ static struct screen_state {
     size_t candidates, screened, pruned;
     double screen_cpu_s, start;
     /* the next rejects by the screen, closest to fitting first, not planned */
-    char rej_axes[PLAN_REJECTS_SHOWN][AXES][32];
+    char rej_axes[PLAN_REJECTS_SHOWN][PLAN_AXES][32];
     double rej_peak[PLAN_REJECTS_SHOWN];
     int n_rej;
 } screen_state;
@@ -463,7 +287,7 @@ static int plan_finish(sweep_ctx *c)
     sim_diag diag = {0};
     results_h5r_file *f = NULL;
     int rc = results_h5r_open(c->a->out, &f, &diag);
-    results_h5r_field fields[8 + AXES];
+    results_h5r_field fields[8 + PLAN_AXES];
     size_t nf = 0;
     fields[nf++] = (results_h5r_field){"index", RESULTS_H5R_I32, offsetof(row, index)};
     fields[nf++] = (results_h5r_field){"status", RESULTS_H5R_STR, offsetof(row, status)};
@@ -473,8 +297,8 @@ static int plan_finish(sweep_ctx *c)
         (results_h5r_field){"tokens_per_s", RESULTS_H5R_F64, offsetof(row, tokens_per_s)};
     fields[nf++] = (results_h5r_field){"mfu", RESULTS_H5R_F64, offsetof(row, mfu)};
     fields[nf++] = (results_h5r_field){"peak_mem_bytes", RESULTS_H5R_I64, offsetof(row, peak)};
-    for (int a = 0; a < AXES; a++)
-        fields[nf++] = (results_h5r_field){axis_keys[a], RESULTS_H5R_STR,
+    for (int a = 0; a < PLAN_AXES; a++)
+        fields[nf++] = (results_h5r_field){cli__plan_axis_keys[a], RESULTS_H5R_STR,
                                       offsetof(row, axis) + (size_t)a * sizeof(char *)};
     results_h5r_table *t = NULL;
     if (!rc)
@@ -629,7 +453,7 @@ static int plan_finish(sweep_ctx *c)
             for (int i = 0; i + n_oom < PLAN_REJECTS_SHOWN && i < screen_state.n_rej; i++) {
                 row r = {0};
                 char d[200];
-                for (int a = 0; a < AXES; a++)
+                for (int a = 0; a < PLAN_AXES; a++)
                     r.axis[a] = screen_state.rej_axes[i][a];
                 describe(&r, d, sizeof d);
                 printf("  %s: needs about %.1f GiB > %.1f GiB (the screen's estimate; not "
@@ -711,8 +535,8 @@ static int by_screen(const void *a, const void *b)
  * the estimates) and puts into `best`, in candidate order, the --replay-top best by the
  * screen (by_screen) that fit the capacity by it, and the rejects closest to fitting. *screen
  * gets their screened step times by run index. */
-static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, const gen *all,
-                      int64_t batch, int gpus, const run_list *headroom, gen *best,
+static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, const cand_list *all,
+                      int64_t batch, int gpus, const run_list *headroom, cand_list *best,
                       double **screen)
 {
     size_t n = all->n;
@@ -723,7 +547,7 @@ static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, con
     const volatile sig_atomic_t *sig = cli_signal_flag();
     for (size_t i = (size_t)c->rank; i < n && !*sig; i += (size_t)c->size) {
         plan_screen_est e;
-        cand_scenario(sc, &all->c[i], batch, x);
+        cli__plan_cand_scenario(sc, &all->c[i], batch, x);
         plan_screen_eval(S, x, &e);
         est[2 * i] = e.step_s;
         est[2 * i + 1] = (double)e.peak_bytes;
@@ -777,14 +601,14 @@ static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, con
     for (size_t i = fit + rejects; i < n && screen_state.n_rej < PLAN_REJECTS_SHOWN; i++)
         if (!(est[2 * order[i] + 1] <= capacity)) {
             int r = screen_state.n_rej++;
-            cand_values(&all->c[order[i]], screen_state.rej_axes[r]);
+            cli__plan_cand_values(&all->c[order[i]], screen_state.rej_axes[r]);
             screen_state.rej_peak[r] = est[2 * order[i] + 1];
         }
     sc_capacity = plan_screen_capacity(S);
     for (size_t i = 0; i < n; i++)
         if (pick[i]) {
             (*screen)[best->n] = est[2 * i];
-            add(best, all->c[i]);
+            cli__plan_cand_add(best, all->c[i]);
         }
     screen_state.step_s = *screen;
     screen_state.screened = n;
@@ -874,14 +698,14 @@ static int plan_body(void *parsed, int argc, char **argv)
         int64_t batch = sc->training.global_batch > 0
                             ? sc->training.global_batch
                             : sc->training.micro_batch * sc->parallel.dp;
-        gen all = {0}, g = {0};
+        cand_list all = {0}, g = {0};
         plan_screen *S = NULL;
         if (plan_screen_create(sc, &S, &diag) != 0) {
             if (c.rank == 0) /* the loader built this topology: not expected */
                 sim_diag_print(&diag, stderr);
             rc = 1;
         } else {
-            candidates(sc, gpus, per_node, batch, plan_screen_host_memory(S), &all);
+            cli__plan_candidates(sc, gpus, per_node, batch, plan_screen_host_memory(S), &all);
         }
         screen_state = (struct screen_state){.candidates = all.n, .start = start};
         double *screen = NULL;
