@@ -175,7 +175,10 @@ static int cmp_i32(const void *a, const void *b)
 
 /* The ranks (= GPUs) of rank r's group of the classes in `mask` (bits of plan_group_class:
  * the members differ from r only there), in rank order; returns the count. EP in the mask:
- * r's expert-parallel group, the data-parallel coordinates of r's block of ep. */
+ * r's expert-parallel group, the data-parallel coordinates of r's block of ep; EDP_MASK:
+ * r's expert-data-parallel group, the data-parallel coordinates at r's place in every block,
+ * and every context-parallel one. */
+#define EDP_MASK (1u << PLAN_GROUP_COUNT)
 static int members(const plan_parallel *par, int r, unsigned mask, int32_t *out)
 {
     int64_t stride[PLAN_GROUP_COUNT];
@@ -192,12 +195,14 @@ static int members(const plan_parallel *par, int r, unsigned mask, int32_t *out)
         if (c == PLAN_GROUP_EP)
             continue;
         bool ep = c == PLAN_GROUP_DP && (mask & (1u << PLAN_GROUP_EP));
-        if (!ep && !((mask >> c) & 1u))
+        bool edp = (mask & EDP_MASK) && (c == PLAN_GROUP_DP || c == PLAN_GROUP_CP);
+        if (!ep && !edp && !((mask >> c) & 1u))
             continue;
-        int64_t lo = ep ? me.c[c] / par->ep * par->ep : 0;
+        bool blocks = edp && c == PLAN_GROUP_DP; /* the same place in every block */
+        int64_t lo = ep ? me.c[c] / par->ep * par->ep : blocks ? me.c[c] % par->ep : 0;
         base -= (int64_t)(me.c[c] - lo) * stride[c];
-        count[nf] = ep ? par->ep : deg[c];
-        step[nf++] = stride[c];
+        count[nf] = ep ? par->ep : blocks ? deg[c] / par->ep : deg[c];
+        step[nf++] = blocks ? stride[c] * par->ep : stride[c];
     }
     int n = 0;
     int64_t idx[PLAN_GROUP_COUNT] = {0};
@@ -234,6 +239,8 @@ typedef struct cand_ctx {
     double attn_seq;
     double ci;         /* the GPU's comm_interference */
     const hw_gpu *gpu; /* the GPU model the kernels are timed on (chunk_times: each) */
+    int32_t *edp_g;    /* rank 0's expert-data-parallel group */
+    int n_edpg;
 } cand_ctx;
 
 static double kernel_s(const cand_ctx *c, const model_op *mo)
@@ -493,6 +500,32 @@ static void chunk_times(const cand_ctx *c, int u0, int u1, double *f, double *b)
     sim_free(key);
 }
 
+/* ZeRO-3's gather of unit u (fsdp.c): its dense bytes over the data-parallel group, then its
+ * experts' over the expert-data-parallel group (none when each rank's experts are its
+ * alone); the bytes gathered into *bytes. */
+static double unit_gather(const cand_ctx *c, const unit *u, const int32_t *shard, int n_sh,
+                          int algo, double *bytes)
+{
+    double dense = u->weight_bytes - u->persist_bytes - u->expert_bytes;
+    double ex = c->g->n_edp > 1 ? u->expert_bytes : 0;
+    *bytes = dense + ex;
+    return coll_time(c->S, shard, n_sh, COLL_ALL_GATHER, dense, algo) +
+           coll_time(c->S, c->edp_g, c->n_edpg, COLL_ALL_GATHER, ex, algo);
+}
+
+/* ZeRO-3's reduce-scatter of unit u's gradients, the dense ones over the data-parallel group,
+ * the experts' over the expert-data-parallel group. */
+static double unit_reduce(const cand_ctx *c, const unit *u, const int32_t *shard, int n_sh,
+                          int algo)
+{
+    const gen *g = c->g;
+    double ex = (double)u->trainable_expert * g->gbytes;
+    double dense = plan__unit_grad_bytes(g, u) - ex;
+    return coll_time(c->S, shard, n_sh, COLL_REDUCE_SCATTER, dense, algo) +
+           (g->n_edp > 1 ? coll_time(c->S, c->edp_g, c->n_edpg, COLL_REDUCE_SCATTER, ex, algo)
+                         : 0);
+}
+
 /* ZeRO-3 without a pipeline (fsdp.c): per micro-batch, each unit's gather issued on the
  * data-parallel stream once the unit `prefetch` places before it starts (FSDP1's limiter:
  * one ahead), FSDP2's copy out of the gather buffer before the unit's kernels and its copy
@@ -514,9 +547,9 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
     for (int u = 0; u < U; u++) {
         const unit *un = &g->units[u];
         chunk_times(c, u, u + 1, &F[u], &B[u]);
-        double w = un->weight_bytes - un->persist_bytes, gr = plan__unit_grad_bytes(g, un);
-        ag[u] = coll_time(c->S, shard, n_sh, COLL_ALL_GATHER, w, algo);
-        rs[u] = coll_time(c->S, shard, n_sh, COLL_REDUCE_SCATTER, gr, algo);
+        double w;
+        ag[u] = unit_gather(c, un, shard, n_sh, algo, &w);
+        rs[u] = unit_reduce(c, un, shard, n_sh, algo);
         if (fsdp2) {
             cout[u] = vector_s(c->S, 0, 2 * w);
             cin[u] = vector_s(c->S, 0, (double)un->trainable * (g->wbytes + g->gbytes));
@@ -586,14 +619,14 @@ static void fsdp_chunk(const cand_ctx *c, int u0, int u1, const int32_t *shard, 
             bool gathers = !bwd || par->fsdp.reshard_after_forward;
             for (; gathers && issued < n && issued <= k + ahead; issued++) {
                 const unit *v = &g->units[bwd ? u1 - 1 - issued : u0 + issued];
-                dp = fmax(dp, comp) + coll_time(c->S, shard, n_sh, COLL_ALL_GATHER,
-                                                v->weight_bytes - v->persist_bytes, algo);
+                double vb;
+                dp = fmax(dp, comp) + unit_gather(c, v, shard, n_sh, algo, &vb);
                 ready[issued] = dp;
             }
             double at = gathers ? fmax(comp, ready[k]) : comp;
-            double copy = gathers && fsdp2
-                              ? vector_s(c->S, 0, 2 * (un->weight_bytes - un->persist_bytes))
-                              : 0;
+            double ub = un->weight_bytes - un->persist_bytes - un->expert_bytes +
+                        (g->n_edp > 1 ? un->expert_bytes : 0);
+            double copy = gathers && fsdp2 ? vector_s(c->S, 0, 2 * ub) : 0;
             comp = at + slowed(at, copy + (bwd ? bu : fu), dp, c->ci);
         }
         *(bwd ? b : f) = comp;
@@ -660,6 +693,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     c.ep_g = c.cp_g + c.n_cp;
     c.n_ep = par->ep > 1 ? members(par, 0, 1u << PLAN_GROUP_EP, c.ep_g) : 1;
     int32_t *shard = sim_calloc((size_t)n_ranks + 1, sizeof *shard);
+    c.edp_g = sim_calloc((size_t)n_ranks + 1, sizeof *c.edp_g);
+    c.n_edpg = members(par, 0, EDP_MASK, c.edp_g);
 
     /* chunk times, from idle streams (the chunk's ranks are alike: its first's groups) */
     double *f = sim_calloc((size_t)C, sizeof *f), *b = sim_calloc((size_t)C, sizeof *b);
@@ -785,15 +820,39 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         if (n_sh > 1 && (g->zero <= 2 || pp > 1) && grads > 0) {
             /* the last chunk's gradients reduce beside its last backward; the others' were
              * reduced earlier */
-            double last = 0;
+            double last = 0; /* the buckets' bytes: with ep > 1 the experts' go apart */
             for (int u = g->chunk_first[last_ch]; u < g->chunk_first[last_ch + 1]; u++)
-                last += plan__unit_grad_bytes(g, &g->units[u]);
+                last += plan__unit_grad_bytes(g, &g->units[u]) -
+                        (g->ep > 1 ? (double)g->units[u].trainable_expert * g->gbytes : 0);
+            last = fmax(last, 1);
             coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
             int nb = (int)ceil(last / bucket);
             double cb = coll_time(S, shard, n_sh, op, fmin(bucket, last), algo);
             double cl = coll_time(S, shard, n_sh, op, last - (nb - 1) * bucket, algo);
             double r = (nb - 1) * cb + cl; /* the chunk's reduction, one micro-batch */
             double exposed = bucket_tail(b[last_ch], SIM_MAX(nb, 1), cb, cl);
+            /* experts' gradients (ep > 1): reduced over the expert-data-parallel group
+             * after each unit's backward, on the same stream; with them the queue holds
+             * r + r_e over nb + units items produced evenly over the backward, and ends
+             * max(last item, b/N + R - b) after it (bucket_tail's two ends) */
+            if (g->ep > 1 && g->n_edp > 1) {
+                int32_t *egrp = sim_calloc((size_t)n_ranks + 1, sizeof *egrp);
+                int ne = members(par, rank, EDP_MASK, egrp);
+                double r_e = 0;
+                int units = 0;
+                for (int u = g->chunk_first[last_ch]; u < g->chunk_first[last_ch + 1]; u++)
+                    if (g->units[u].trainable_expert > 0) {
+                        r_e += coll_time(S, egrp, ne, op,
+                                         (double)g->units[u].trainable_expert * g->gbytes, algo);
+                        units++;
+                    }
+                sim_free(egrp);
+                if (units > 0) {
+                    double N = nb + units, R = r + r_e, bb = b[last_ch];
+                    exposed = fmax(cl, bb / N + R - bb);
+                    r = R;
+                }
+            }
             tail += exposed;
             /* kernels beside the reductions run slower (comm_interference): the last
              * backward's, and under ZeRO-2 (which reduces every micro-batch) every
@@ -870,6 +929,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     sim_free(p2p);
     sim_free(buf);
     sim_free(shard);
+    sim_free(c.edp_g);
     sim_free(g->units);
     sim_free(g->chunk_first);
     sim_free(g->mine);
