@@ -88,12 +88,32 @@ void plan_screen_destroy(plan_screen *s)
 
 /* ---- collectives --------------------------------------------------------------------- */
 
+/* Groups of more members than this are costed at sizes on a geometric grid (eight a
+ * doubling) and interpolated between them: estimating a collective over hundreds of GPUs
+ * costs milliseconds, and the sizes of gradient buckets differ from candidate to candidate. */
+#define COLL_EXACT_MEMBERS 64
+#define COLL_GRID_STEPS 8.0
+
+static double coll_exact(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
+                         int algo);
+
 /* What the replay's selector estimates for `op` on `bytes` over GPUs gpus[0..n) alone. */
 static double coll_time(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
                         int algo)
 {
     if (n <= 1 || bytes <= 0)
         return 0;
+    if (n <= COLL_EXACT_MEMBERS)
+        return coll_exact(S, gpus, n, op, bytes, algo);
+    double k = floor(log2(bytes) * COLL_GRID_STEPS);
+    double lo = exp2(k / COLL_GRID_STEPS), hi = exp2((k + 1) / COLL_GRID_STEPS);
+    double tl = coll_exact(S, gpus, n, op, lo, algo), th = coll_exact(S, gpus, n, op, hi, algo);
+    return tl + (th - tl) * (bytes - lo) / (hi - lo);
+}
+
+static double coll_exact(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
+                         int algo)
+{
     uint64_t h = plan__screen_mix(plan__screen_mix(plan__screen_mix((uint64_t)n, (uint64_t)op), plan__screen_dbits(bytes)), (uint64_t)(algo + 1));
     for (int i = 0; i < n; i++)
         h = plan__screen_mix(h, (uint64_t)gpus[i]);
