@@ -198,6 +198,7 @@ static struct screen_state {
     char rej_axes[PLAN_REJECTS_SHOWN][PLAN_AXES][32];
     double rej_peak[PLAN_REJECTS_SHOWN];
     int n_rej;
+    bool symmetric; /* the replays of data-parallel candidates ran one replica */
 } screen_state;
 static int64_t sc_capacity; /* the GPUs' capacity, for the screen's rejects */
 
@@ -423,6 +424,10 @@ static int plan_finish(sweep_ctx *c)
                    "that is communication no computation hides, and the group exposing most)\n");
             printf("(run %s-%d in the results for the winner's tables)\n", c->L.name,
                    ok[0].index);
+            if (screen_state.symmetric)
+                printf("(replayed with one data-parallel replica, or expert-parallel block, "
+                       "each: confirm the winner with `stepsim run`, or search with "
+                       "--full-replays)\n");
         }
         if (chk.n > 0)
             printf("\nscreen against replay on the %zu timed: step time within %.1f%% on "
@@ -735,6 +740,7 @@ static int plan_body(void *parsed, int argc, char **argv)
             bool symmetric = !a->full_replays && sc->topology.n_groups == 0 &&
                              sc->simulation.symmetry == PLAN_SYMMETRY_NONE &&
                              sc->simulation.jitter == 0 && sc->simulation.n_stragglers == 0;
+            screen_state.symmetric = symmetric;
             plan_runs(&c, &g, a->file, sc->name, batch, sc->training.recompute_every > 1,
                       sc->parallel.offload.params != PLAN_OFFLOAD_NONE, symmetric,
                       sc->parallel.pipeline.n_stage_layers > 0, sc->parallel.fsdp.hybrid_shard,
