@@ -9,6 +9,7 @@
 
 #include "hw/gpu.h"
 #include "hw/topo.h"
+#include "coll/coll.h"
 #include "model/model.h"
 #include "plan/screen.h"
 
@@ -84,6 +85,23 @@ int plan__screen_inflight(plan_screen *S, const plan_scenario *sc, int pp, int v
  * (memoized; at most PLAN_SCREEN_CHUNKS_MAX chunks). */
 double plan__screen_activation_peak(plan_screen *S, const plan_scenario *sc, int pp, int v,
                                     int m, int s, const double *act, const double *tr);
+/* What the replay's selector estimates for `op` on `bytes` over GPUs gpus[0..n) alone (the
+ * scenario's fixed algorithm `algo`, or -1 for auto), memoized; groups of more than 64
+ * members at sizes on a geometric grid, interpolated (screen-coll.c). */
+double plan__screen_coll(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
+                         int algo);
+
+/* The ranks (= GPUs) of rank r's group of the classes in `mask` (bits of plan_group_class:
+ * the members differ from r only there), in rank order; returns the count. EP in the mask:
+ * r's expert-parallel group, the data-parallel coordinates of r's block of ep;
+ * PLAN_SCREEN_EDP: r's expert-data-parallel group, the data-parallel coordinates at r's
+ * place in every block, and every context-parallel one. */
+#define PLAN_SCREEN_EDP (1u << PLAN_GROUP_COUNT)
+int plan__screen_members(const plan_parallel *par, int r, unsigned mask, int32_t *out);
+
+/* The rank at pipeline stage s whose other coordinates are 0. */
+int plan__screen_stage_rank(const plan_parallel *par, int s);
+
 /* Releases the tables and kept schedules. */
 void plan__screen_pipe_clear(plan_screen *S);
 

@@ -86,161 +86,6 @@ void plan_screen_destroy(plan_screen *s)
     sim_free(s);
 }
 
-/* ---- collectives --------------------------------------------------------------------- */
-
-/* Groups of more members than this are costed at sizes on a geometric grid (eight a
- * doubling) and interpolated between them: estimating a collective over hundreds of GPUs
- * costs milliseconds, and the sizes of gradient buckets differ from candidate to candidate. */
-#define COLL_EXACT_MEMBERS 64
-#define COLL_GRID_STEPS 8.0
-
-static double coll_exact(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
-                         int algo);
-
-/* What the replay's selector estimates for `op` on `bytes` over GPUs gpus[0..n) alone. */
-static double coll_time(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
-                        int algo)
-{
-    if (n <= 1 || bytes <= 0)
-        return 0;
-    if (n <= COLL_EXACT_MEMBERS)
-        return coll_exact(S, gpus, n, op, bytes, algo);
-    double k = floor(log2(bytes) * COLL_GRID_STEPS);
-    double lo = exp2(k / COLL_GRID_STEPS), hi = exp2((k + 1) / COLL_GRID_STEPS);
-    double tl = coll_exact(S, gpus, n, op, lo, algo), th = coll_exact(S, gpus, n, op, hi, algo);
-    return tl + (th - tl) * (bytes - lo) / (hi - lo);
-}
-
-static double coll_exact(plan_screen *S, const int32_t *gpus, int n, coll_op op, double bytes,
-                         int algo)
-{
-    uint64_t h = plan__screen_mix(plan__screen_mix(plan__screen_mix((uint64_t)n, (uint64_t)op), plan__screen_dbits(bytes)), (uint64_t)(algo + 1));
-    for (int i = 0; i < n; i++)
-        h = plan__screen_mix(h, (uint64_t)gpus[i]);
-    if (2 * (S->n_colls + 1) > S->cap_colls) {
-        size_t cap = S->cap_colls ? 2 * S->cap_colls : 1024;
-        coll_memo *t = sim_calloc(cap, sizeof *t);
-        for (size_t i = 0; i < S->cap_colls; i++)
-            if (S->colls[i].gpus) {
-                size_t k = S->colls[i].hash & (cap - 1);
-                while (t[k].gpus)
-                    k = (k + 1) & (cap - 1);
-                t[k] = S->colls[i];
-            }
-        sim_free(S->colls);
-        S->colls = t;
-        S->cap_colls = cap;
-    }
-    size_t k = h & (S->cap_colls - 1);
-    for (; S->colls[k].gpus; k = (k + 1) & (S->cap_colls - 1)) {
-        const coll_memo *m = &S->colls[k];
-        if (m->hash == h && m->n == n && m->op == (int)op && m->algo == algo &&
-            m->bytes == bytes &&
-            !memcmp(m->gpus, gpus, (size_t)n * sizeof *gpus))
-            return m->s;
-    }
-    int32_t *node = sim_calloc((size_t)n, sizeof *node);
-    for (int i = 0; i < n; i++)
-        node[i] = hw_topo_device(S->topo, hw_topo_gpu_device(S->topo, gpus[i]))->node;
-    bool sharp = hw_topology_node_spec(&S->base->topology, node[0])->intra.sharp;
-    int sw = sharp ? hw_topo_common_nvswitch(S->topo, gpus, n) : -1;
-    coll_group grp = {.n = n, .node = node, .nvls = sw >= 0};
-    coll_target t = {.topo = S->topo, .protocols = &S->base->topology.protocols,
-                     .scratch = S->scratch, .group = &grp, .gpu = gpus, .switch_dev = sw};
-    coll_choice ch = {0};
-    if (coll_select(&t, op, bytes, 0, algo, -1, &ch, NULL) != 0)
-        coll_select(&t, op, bytes, 0, -1, -1, &ch, NULL);
-    sim_free(node);
-    coll_memo *m = &S->colls[k];
-    *m = (coll_memo){.hash = h, .n = n, .op = (int)op, .algo = algo, .bytes = bytes,
-                     .s = ch.est_s};
-    m->gpus = sim_calloc((size_t)n, sizeof *m->gpus);
-    memcpy(m->gpus, gpus, (size_t)n * sizeof *gpus);
-    S->n_colls++;
-    return ch.est_s;
-}
-
-/* Each class's stride in the rank index (plan_rank_coord's layout: the order inner to outer,
- * ep not a dimension of its own) into stride[], and its degree into deg[]. */
-static void strides(const plan_parallel *par, int64_t *stride, int *deg)
-{
-    deg[PLAN_GROUP_DP] = par->dp;
-    deg[PLAN_GROUP_TP] = par->tp;
-    deg[PLAN_GROUP_PP] = par->pp;
-    deg[PLAN_GROUP_EP] = 1;
-    deg[PLAN_GROUP_CP] = par->cp;
-    int64_t at = 1;
-    for (int i = 0; i < PLAN_GROUP_COUNT; i++) {
-        plan_group_class g = par->order[i];
-        stride[g] = at;
-        if (g != PLAN_GROUP_EP)
-            at *= deg[g];
-    }
-}
-
-/* The rank at pipeline stage s whose other coordinates are 0. */
-static int stage_rank(const plan_parallel *par, int s)
-{
-    int64_t stride[PLAN_GROUP_COUNT];
-    int deg[PLAN_GROUP_COUNT];
-    strides(par, stride, deg);
-    return (int)(s * stride[PLAN_GROUP_PP]);
-}
-
-static int cmp_i32(const void *a, const void *b)
-{
-    int32_t x = *(const int32_t *)a, y = *(const int32_t *)b;
-    return (x > y) - (x < y);
-}
-
-/* The ranks (= GPUs) of rank r's group of the classes in `mask` (bits of plan_group_class:
- * the members differ from r only there), in rank order; returns the count. EP in the mask:
- * r's expert-parallel group, the data-parallel coordinates of r's block of ep; EDP_MASK:
- * r's expert-data-parallel group, the data-parallel coordinates at r's place in every block,
- * and every context-parallel one. */
-#define EDP_MASK (1u << PLAN_GROUP_COUNT)
-static int members(const plan_parallel *par, int r, unsigned mask, int32_t *out)
-{
-    int64_t stride[PLAN_GROUP_COUNT];
-    int deg[PLAN_GROUP_COUNT];
-    strides(par, stride, deg);
-    plan_coord me;
-    plan_rank_coord(par, r, &me);
-    /* the free dimensions: count and stride, from base, r with those coordinates at their
-     * lowest */
-    int64_t count[PLAN_GROUP_COUNT], step[PLAN_GROUP_COUNT];
-    int nf = 0;
-    int64_t base = r;
-    for (int c = 0; c < PLAN_GROUP_COUNT; c++) {
-        if (c == PLAN_GROUP_EP)
-            continue;
-        bool ep = c == PLAN_GROUP_DP && (mask & (1u << PLAN_GROUP_EP));
-        bool edp = (mask & EDP_MASK) && (c == PLAN_GROUP_DP || c == PLAN_GROUP_CP);
-        if (!ep && !edp && !((mask >> c) & 1u))
-            continue;
-        bool blocks = edp && c == PLAN_GROUP_DP; /* the same place in every block */
-        int64_t lo = ep ? me.c[c] / par->ep * par->ep : blocks ? me.c[c] % par->ep : 0;
-        base -= (int64_t)(me.c[c] - lo) * stride[c];
-        count[nf] = ep ? par->ep : blocks ? deg[c] / par->ep : deg[c];
-        step[nf++] = blocks ? stride[c] * par->ep : stride[c];
-    }
-    int n = 0;
-    int64_t idx[PLAN_GROUP_COUNT] = {0};
-    for (;;) {
-        int64_t k = base;
-        for (int i = 0; i < nf; i++)
-            k += idx[i] * step[i];
-        out[n++] = (int32_t)k;
-        int i = 0;
-        while (i < nf && ++idx[i] == count[i])
-            idx[i++] = 0;
-        if (i == nf)
-            break;
-    }
-    qsort(out, (size_t)n, sizeof *out, cmp_i32);
-    return n;
-}
-
 /* ---- one chunk's passes -------------------------------------------------------------- */
 
 typedef struct streams {
@@ -273,7 +118,7 @@ static double tp_coll(const cand_ctx *c, coll_op op, bool loss, double bytes_div
 {
     double tokens = (double)c->g->sh.micro_batch * (double)c->g->sh.seq_len / c->g->cp;
     double bytes = (loss ? tokens * 3 * 4 : tokens * c->g->model.hidden * 2.0) / bytes_div;
-    return coll_time(c->S, c->tp_g, c->n_tp, op, bytes,
+    return plan__screen_coll(c->S, c->tp_g, c->n_tp, op, bytes,
                      plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_TP]));
 }
 
@@ -418,7 +263,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
     if (first_exp >= 0) {
         double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
                        g->model.moe.top_k * g->model.hidden * 2.0;
-        a2a = coll_time(c->S, c->ep_g, c->n_ep, COLL_ALL_TO_ALL, bytes,
+        a2a = plan__screen_coll(c->S, c->ep_g, c->n_ep, COLL_ALL_TO_ALL, bytes,
                         plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_EP]));
     }
     bool op_rc = recompute && u->rc == MODEL_RECOMPUTE_OP;
@@ -440,7 +285,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
             bool bwd = ph == MODEL_PHASE_BWD;
             int j = mo.cp_step, n = g->cp;
             double bytes = j == 1 ? kv : bwd ? (j < n ? 2 * kv : kv) : (j < n ? kv : 0);
-            double shift = coll_time(c->S, c->cp_g, c->n_cp, COLL_RING_SHIFT, bytes,
+            double shift = plan__screen_coll(c->S, c->cp_g, c->n_cp, COLL_RING_SHIFT, bytes,
                                      plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_CP]));
             double recv = st->cp_recv;
             if (bytes > 0)
@@ -450,7 +295,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
                 st->lc = fmax(st->lc, recv + kernel_s(c, &mo));
             st->cp_recv = st->cp;
             if (j == n && bwd)
-                blocking(st, &st->cp, coll_time(c->S, c->cp_g, c->n_cp, COLL_RING_SHIFT, kv,
+                blocking(st, &st->cp, plan__screen_coll(c->S, c->cp_g, c->n_cp, COLL_RING_SHIFT, kv,
                                                 plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_CP])));
         } else {
             run_op(c, st, &mo, ph, op_rc);
@@ -529,8 +374,8 @@ static double unit_gather(const cand_ctx *c, const unit *u, const int32_t *shard
     double dense = u->weight_bytes - u->persist_bytes - u->expert_bytes;
     double ex = c->g->n_edp > 1 ? u->expert_bytes : 0;
     *bytes = dense + ex;
-    return coll_time(c->S, shard, n_sh, COLL_ALL_GATHER, dense, algo) +
-           coll_time(c->S, c->edp_g, c->n_edpg, COLL_ALL_GATHER, ex, algo);
+    return plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense, algo) +
+           plan__screen_coll(c->S, c->edp_g, c->n_edpg, COLL_ALL_GATHER, ex, algo);
 }
 
 /* ZeRO-3's reduce-scatter of unit u's gradients, the dense ones over the data-parallel group,
@@ -541,8 +386,8 @@ static double unit_reduce(const cand_ctx *c, const unit *u, const int32_t *shard
     const gen *g = c->g;
     double ex = (double)u->trainable_expert * g->gbytes;
     double dense = plan__unit_grad_bytes(g, u) - ex;
-    return coll_time(c->S, shard, n_sh, COLL_REDUCE_SCATTER, dense, algo) +
-           (g->n_edp > 1 ? coll_time(c->S, c->edp_g, c->n_edpg, COLL_REDUCE_SCATTER, ex, algo)
+    return plan__screen_coll(c->S, shard, n_sh, COLL_REDUCE_SCATTER, dense, algo) +
+           (g->n_edp > 1 ? plan__screen_coll(c->S, c->edp_g, c->n_edpg, COLL_REDUCE_SCATTER, ex, algo)
                          : 0);
 }
 
@@ -707,18 +552,18 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
                   .ci = sc->topology.gpu.comm_interference, .gpu = S->gpus[0]};
     int32_t *buf = sim_calloc(4 * (size_t)n_ranks + 4, sizeof *buf);
     c.tp_g = buf;
-    c.n_tp = members(par, 0, 1u << PLAN_GROUP_TP, c.tp_g);
+    c.n_tp = plan__screen_members(par, 0, 1u << PLAN_GROUP_TP, c.tp_g);
     c.cp_g = c.tp_g + c.n_tp;
-    c.n_cp = members(par, 0, 1u << PLAN_GROUP_CP, c.cp_g);
+    c.n_cp = plan__screen_members(par, 0, 1u << PLAN_GROUP_CP, c.cp_g);
     c.ep_g = c.cp_g + c.n_cp;
-    c.n_ep = par->ep > 1 ? members(par, 0, 1u << PLAN_GROUP_EP, c.ep_g) : 1;
+    c.n_ep = par->ep > 1 ? plan__screen_members(par, 0, 1u << PLAN_GROUP_EP, c.ep_g) : 1;
     int32_t *shard = sim_calloc((size_t)n_ranks + 1, sizeof *shard);
     c.edp_g = sim_calloc((size_t)n_ranks + 1, sizeof *c.edp_g);
-    c.n_edpg = members(par, 0, EDP_MASK, c.edp_g);
+    c.n_edpg = plan__screen_members(par, 0, PLAN_SCREEN_EDP, c.edp_g);
 
     /* chunk times, from idle streams (the chunk's ranks are alike: its first's groups) */
     double *f = sim_calloc((size_t)C, sizeof *f), *b = sim_calloc((size_t)C, sizeof *b);
-    int n_shard0 = members(par, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+    int n_shard0 = plan__screen_members(par, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
                            shard);
     for (int ch = 0; ch < C; ch++) {
         if (g->zero == 3 && g->n > 1 && pp > 1)
@@ -734,9 +579,9 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     for (int ch = 0; ch + 1 < C && pp > 1; ch++) {
         int s0 = plan_pp_stage_of(par->pipeline.schedule, pp, ch, 0);
         int s1 = plan_pp_stage_of(par->pipeline.schedule, pp, ch + 1, 0);
-        int32_t pair[2] = {stage_rank(par, s0), stage_rank(par, s1)};
+        int32_t pair[2] = {plan__screen_stage_rank(par, s0), plan__screen_stage_rank(par, s1)};
         p2p[ch] = s0 == s1 ? 0
-                           : coll_time(S, pair, 2, COLL_SEND_RECV, p2p_bytes,
+                           : plan__screen_coll(S, pair, 2, COLL_SEND_RECV, p2p_bytes,
                                        plan_coll_algo_id(sc->collectives[PLAN_GROUP_PP]));
     }
     double T = 0, busiest = 0;
@@ -775,7 +620,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
                 weights_max = fmax(weights_max, un->weight_bytes);
             }
         }
-        int rank = stage_rank(par, s); /* the stage's first rank */
+        int rank = plan__screen_stage_rank(par, s); /* the stage's first rank */
         g->rank = 0;
         plan_mem mem;
         plan__persistent(g, &mem);
@@ -827,7 +672,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
 
         /* the tail: reduction of the gradients, optimizer, gathers */
-        int n_sh = members(par, rank, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+        int n_sh = plan__screen_members(par, rank, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
                            shard);
         int algo = plan_coll_algo_id(sc->collectives[PLAN_GROUP_DP]);
         double tail = 0;
@@ -847,8 +692,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
             last = fmax(last, 1);
             coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
             int nb = (int)ceil(last / bucket);
-            double cb = coll_time(S, shard, n_sh, op, fmin(bucket, last), algo);
-            double cl = coll_time(S, shard, n_sh, op, last - (nb - 1) * bucket, algo);
+            double cb = plan__screen_coll(S, shard, n_sh, op, fmin(bucket, last), algo);
+            double cl = plan__screen_coll(S, shard, n_sh, op, last - (nb - 1) * bucket, algo);
             double r = (nb - 1) * cb + cl; /* the chunk's reduction, one micro-batch */
             double exposed = bucket_tail(b[last_ch], SIM_MAX(nb, 1), cb, cl);
             /* experts' gradients (ep > 1): reduced over the expert-data-parallel group
@@ -857,12 +702,12 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
              * max(last item, b/N + R - b) after it (bucket_tail's two ends) */
             if (g->ep > 1 && g->n_edp > 1) {
                 int32_t *egrp = sim_calloc((size_t)n_ranks + 1, sizeof *egrp);
-                int ne = members(par, rank, EDP_MASK, egrp);
+                int ne = plan__screen_members(par, rank, PLAN_SCREEN_EDP, egrp);
                 double r_e = 0;
                 int units = 0;
                 for (int u = g->chunk_first[last_ch]; u < g->chunk_first[last_ch + 1]; u++)
                     if (g->units[u].trainable_expert > 0) {
-                        r_e += coll_time(S, egrp, ne, op,
+                        r_e += plan__screen_coll(S, egrp, ne, op,
                                          (double)g->units[u].trainable_expert * g->gbytes, algo);
                         units++;
                     }
@@ -923,8 +768,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
         if (n_sh > 1 && (g->zero == 1 || g->zero == 2) && !par->ddp.overlap_param_gather) {
             double pbytes = opt_params * n_sh * g->wbytes;
             int nb = (int)ceil(pbytes / bucket);
-            tail += (nb - 1) * coll_time(S, shard, n_sh, COLL_ALL_GATHER, bucket, algo) +
-                    coll_time(S, shard, n_sh, COLL_ALL_GATHER, pbytes - (nb - 1) * bucket, algo);
+            tail += (nb - 1) * plan__screen_coll(S, shard, n_sh, COLL_ALL_GATHER, bucket, algo) +
+                    plan__screen_coll(S, shard, n_sh, COLL_ALL_GATHER, pbytes - (nb - 1) * bucket, algo);
         }
         /* the stage's last backward ends before the pipeline's by the backwards of the
          * chunks after it that stage 0 still runs: stage s ends about s chunk backwards
@@ -936,7 +781,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     /* ZeRO-3 without a pipeline: the micro-batches' gathers and reduce-scatters walked
      * (fsdp_walk) instead of the kernels alone */
     if (g->zero == 3 && g->n > 1 && pp == 1) {
-        int n_sh = members(par, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+        int n_sh = plan__screen_members(par, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
                            shard);
         step += fsdp_walk(&c, shard, n_sh, m) - T;
     }
