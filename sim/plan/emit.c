@@ -221,10 +221,15 @@ static const tp_point *tp_find(gen *g, const char *name, model_phase ph, bool be
     return found;
 }
 
-static double tp_bytes(const gen *g, const tp_point *t)
+double plan__tp_bytes(const gen *g, bool loss)
 {
     double tokens = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp;
-    return t->loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
+    return loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
+}
+
+static double tp_bytes(const gen *g, const tp_point *t)
+{
+    return plan__tp_bytes(g, t->loss);
 }
 
 /* Adds TP collective `t` at kernel `name` ("tp.<name><suffix>"), after the latest compute

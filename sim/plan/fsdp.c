@@ -82,14 +82,24 @@ static int gather_reach(const gen *g, const int *ord, int n, int pos)
 /* A unit's bytes gathered over the data-parallel group: all but DeepSpeed's persistent
  * parameters and the experts; over the expert-data-parallel group: the experts, unless each
  * rank's experts are its alone (dp = ep: nothing to shard them over); both together. */
-static double dense_bytes(const unit *u)
+double plan__fsdp_dense_bytes(const unit *u)
 {
     return u->weight_bytes - u->persist_bytes - u->expert_bytes;
 }
 
-static double expert_gathered(const gen *g, const unit *u)
+double plan__fsdp_expert_bytes(const gen *g, const unit *u)
 {
     return g->n_edp > 1 ? u->expert_bytes : 0;
+}
+
+static double dense_bytes(const unit *u)
+{
+    return plan__fsdp_dense_bytes(u);
+}
+
+static double expert_gathered(const gen *g, const unit *u)
+{
+    return plan__fsdp_expert_bytes(g, u);
 }
 
 static double gathered_bytes(const gen *g, const unit *u)

@@ -235,6 +235,15 @@ double plan__cpu_adam_Bps(const gen *g, int r);
 bool plan__tp_point(const char *name, model_phase ph, bool before, bool sp, coll_op *op,
                     bool *loss, bool *wgrad);
 
+/* The bytes of one TP collective (emit.c: the b·s·h activations, or the loss's three fp32
+ * per token), of one pipeline transfer (stages.c: a TP rank's slice of the activations), and
+ * what ZeRO-3 gathers of a unit (fsdp.c): its dense bytes over the data-parallel group, its
+ * experts' over the expert-data-parallel group (0 when each rank's experts are its alone). */
+double plan__tp_bytes(const gen *g, bool loss);
+double plan__p2p_bytes(const gen *g);
+double plan__fsdp_dense_bytes(const unit *u);
+double plan__fsdp_expert_bytes(const gen *g, const unit *u);
+
 /* stages.c: one rank's pipeline-parallel step, and the most activation bytes its stage holds
  * in host memory under activation offload. */
 void plan__gen_pipeline(gen *g);

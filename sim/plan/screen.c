@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "coll/select.h"
 #include "hw/gpu.h"
 #include "hw/topo.h"
 #include "plan/gen-internal.h"
@@ -116,10 +115,8 @@ static double kernel_s(const cand_ctx *c, const model_op *mo)
 
 static double tp_coll(const cand_ctx *c, coll_op op, bool loss, double bytes_div)
 {
-    double tokens = (double)c->g->sh.micro_batch * (double)c->g->sh.seq_len / c->g->cp;
-    double bytes = (loss ? tokens * 3 * 4 : tokens * c->g->model.hidden * 2.0) / bytes_div;
-    return plan__screen_coll(c->S, c->tp_g, c->n_tp, op, bytes,
-                     plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_TP]));
+    return plan__screen_coll(c->S, c->tp_g, c->n_tp, op, plan__tp_bytes(c->g, loss) / bytes_div,
+                             plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_TP]));
 }
 
 /* A memory-bound kernel (fp32 vector class) of `flops` and `bytes` on the slowest of the
@@ -371,8 +368,7 @@ static void chunk_times(const cand_ctx *c, int u0, int u1, double *f, double *b)
 static double unit_gather(const cand_ctx *c, const unit *u, const int32_t *shard, int n_sh,
                           int algo, double *bytes)
 {
-    double dense = u->weight_bytes - u->persist_bytes - u->expert_bytes;
-    double ex = c->g->n_edp > 1 ? u->expert_bytes : 0;
+    double dense = plan__fsdp_dense_bytes(u), ex = plan__fsdp_expert_bytes(c->g, u);
     *bytes = dense + ex;
     return plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense, algo) +
            plan__screen_coll(c->S, c->edp_g, c->n_edpg, COLL_ALL_GATHER, ex, algo);
@@ -489,8 +485,7 @@ static void fsdp_chunk(const cand_ctx *c, int u0, int u1, const int32_t *shard, 
                 ready[issued] = dp;
             }
             double at = gathers ? fmax(comp, ready[k]) : comp;
-            double ub = un->weight_bytes - un->persist_bytes - un->expert_bytes +
-                        (g->n_edp > 1 ? un->expert_bytes : 0);
+            double ub = plan__fsdp_dense_bytes(un) + plan__fsdp_expert_bytes(g, un);
             double copy = gathers && fsdp2 ? vector_s(c->S, 0, 2 * ub) : 0;
             comp = at + slowed(at, copy + (bwd ? bu : fu), dp, c->ci);
         }
@@ -574,8 +569,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     }
     /* each chunk boundary's transfer, between the first ranks of its two stages */
     double *p2p = sim_calloc((size_t)C + 1, sizeof *p2p);
-    double p2p_bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
-                       g->model.hidden * 2.0 / g->tp;
+    double p2p_bytes = plan__p2p_bytes(g);
     for (int ch = 0; ch + 1 < C && pp > 1; ch++) {
         int s0 = plan_pp_stage_of(par->pipeline.schedule, pp, ch, 0);
         int s1 = plan_pp_stage_of(par->pipeline.schedule, pp, ch + 1, 0);

@@ -17,13 +17,19 @@
 
 /* A pipeline transfer of one micro-batch's activations (or their gradients) across a chunk
  * boundary on the async stream, after `dep` when `have_dep`. */
-static uint32_t add_p2p(gen *g, uint32_t group, const char *name, int mb, bool have_dep,
-                        uint32_t dep)
+double plan__p2p_bytes(const gen *g)
 {
     double bytes = (double)g->sh.micro_batch * (double)g->sh.seq_len / g->cp *
                    g->model.hidden * 2.0;
     if (g->tp > 1) /* Megatron's scatter/gather: each TP rank sends its 1/t slice */
         bytes /= g->tp;
+    return bytes;
+}
+
+static uint32_t add_p2p(gen *g, uint32_t group, const char *name, int mb, bool have_dep,
+                        uint32_t dep)
+{
+    double bytes = plan__p2p_bytes(g);
     trace_op o = {
         .kind = TRACE_OP_COLL,
         .stream = TRACE_STREAM_ASYNC,
