@@ -32,11 +32,13 @@ def hf():
     # The public config.json of each hand-written workload (workloads/hf/NAME/config.json,
     # the published fields) gives the same model: the same parameters, FLOPs and memory plan,
     # so `mem` and `run` print the same JSON with either (64 H100s, tp 8 x pp 2 x dp 4; the
-    # model's name appears in neither).
+    # model's name appears in neither). Global batch 8: two micro-batches per pipeline, since
+    # the MoE models generate every rank's ops (32 micro-batches of DeepSeek-V3 took 37 s).
     scen = os.path.join(sc, "llama3.1-70b-64xh100.yaml")
     for name in ("llama3.1-8b", "llama3.1-70b", "qwen3-4b", "qwen3-30b-a3b", "mixtral-8x7b", "deepseek-v3"):
-        a = run("mem", scen, "--set", "model=" + name, "--json")
-        b = run("mem", scen, "--set", "model=" + os.path.join(hfdir, name), "--json")
+        a = run("mem", scen, "--set", "model=" + name, "--set", "training.global_batch=8", "--json")
+        b = run("mem", scen, "--set", "model=" + os.path.join(hfdir, name),
+                "--set", "training.global_batch=8", "--json")
         check(a[0] == b[0] and a[1] == b[1] and a[1], "%s: config.json = workload (mem): %s" % (name, b[2]))
         check(b[2].count("note:") == 1 and "ignored (no effect on FLOPs or memory): architectures" in b[2],
               "%s: the ignored fields are listed once: %s" % (name, b[2]))
