@@ -47,9 +47,12 @@ static int read_summary(results_h5r_file *f, const char *name, run_row *r)
     F("capacity_bytes", RESULTS_H5R_I64, capacity_bytes);
     F("binding_constraint", RESULTS_H5R_STR, binding);
 #undef F
+    bool has_host = true; /* bubble_by_cause.host: absent from files before it was kept */
     for (int c = 0; c < N_CAUSES; c++, k++) {
         snprintf(names[k], sizeof names[k], "bubble_by_cause.%s",
                  replay_cause_name((replay_cause)c));
+        if (c == REPLAY_CAUSE_HOST && !(has_host = results_h5r_has_column(f, path, names[k])))
+            continue;
         fields[n++] = (results_h5r_field){names[k], RESULTS_H5R_F64,
                                      offsetof(run_row, bubble) + (size_t)c * sizeof(double)};
     }
@@ -79,6 +82,8 @@ static int read_summary(results_h5r_file *f, const char *name, run_row *r)
             for (int b = 0; b < 5; b++) /* absent from older files */
                 if (!has_budget[b])
                     tmp.budget[b] = NAN;
+            if (!has_host)
+                tmp.bubble[REPLAY_CAUSE_HOST] = 0;
             *r = tmp;
             r->name = sim_strdup(tmp.name ? tmp.name : name);
             r->label = sim_strdup(r->name);

@@ -547,7 +547,8 @@ int verdict__stack(const cli_verdict_input *in, int64_t global_batch, int topolo
 
 /* What limits the step of a replayed run: the largest of the shares of its window —
  * computing (1 − bubble_fraction), exposed communication (all groups; the group is the one
- * with the most), pipeline bubbles, offload copies, other idle time (host) — first on ties. */
+ * with the most), pipeline bubbles, offload copies, other idle time (host: kernels not yet
+ * issued, waits on other compute) — first on ties. */
 static void bottleneck(const replay_summary *s, results_verdict *v)
 {
     double share[RESULTS_BOTTLENECK_COUNT] = {0};
@@ -561,7 +562,8 @@ static void bottleneck(const replay_summary *s, results_verdict *v)
     }
     share[RESULTS_BOTTLENECK_BUBBLES] = s->bubble_by_cause[REPLAY_CAUSE_PIPELINE];
     share[RESULTS_BOTTLENECK_OFFLOAD] = s->bubble_by_cause[REPLAY_CAUSE_OFFLOAD];
-    share[RESULTS_BOTTLENECK_HOST] = s->bubble_by_cause[REPLAY_CAUSE_OTHER];
+    share[RESULTS_BOTTLENECK_HOST] =
+        s->bubble_by_cause[REPLAY_CAUSE_HOST] + s->bubble_by_cause[REPLAY_CAUSE_OTHER];
     int k = 0;
     for (int b = 1; b < RESULTS_BOTTLENECK_COUNT; b++)
         if (share[b] > share[k])

@@ -101,6 +101,12 @@ typedef struct hw_link_spec {
 #define HW_HOST_MEMORY_BPS_DEFAULT 204.8e9
 #define HW_HOST_SOCKET_LINK_BPS_DEFAULT 64e9
 #define HW_HOST_MEMORY_EFFICIENCY_DEFAULT 0.75
+/* Host time per GPU op issued (node.host.launch; docs/calibration.md "Host overhead"):
+ * eager PyTorch's Python, autograd and dispatcher layers and the launch, about 5-25 us an op
+ * by their parts (an estimate: 10 us); a compiled step's generated wrapper launches each
+ * kernel directly (an estimate: 3 us). */
+#define HW_HOST_LAUNCH_EAGER_PS_DEFAULT (10 * SIM_PS_PER_US)
+#define HW_HOST_LAUNCH_COMPILED_PS_DEFAULT (3 * SIM_PS_PER_US)
 #define HW_STORAGE_READ_BPS_DEFAULT 7.0e9
 #define HW_STORAGE_WRITE_BPS_DEFAULT 3.8e9
 #define HW_STORAGE_LATENCY_PS_DEFAULT (100 * SIM_PS_PER_US)
@@ -130,6 +136,9 @@ typedef struct hw_link_spec {
         double memory_bw_Bps;      /* DRAM bandwidth per socket (reads + writes) */         \
         double socket_link_bw_Bps; /* between two sockets, per direction */                 \
         double memory_efficiency;  /* the share of memory_bw_Bps CPU code sustains */       \
+        /* host time the framework's thread spends per GPU op it issues (Python, autograd,  \
+           the dispatcher, the launch): eager PyTorch, and compiled code (training.compile) */ \
+        sim_time launch_eager_ps, launch_compiled_ps;                                       \
         sim_time socket_link_latency_ps;                                                    \
         int64_t memory_bytes; /* DRAM capacity per node, all sockets; 0 = not given (the    \
                                  offloaded bytes are then not checked against it) */        \

@@ -589,6 +589,13 @@ static const input_key pcie_keys[] = {
 };
 MAP(pcie_map, "pcie", pcie_keys);
 
+static const input_key launch_keys[] = {
+    {.name = "eager", .type = INPUT_K_TIME, .offset = TO(host.launch_eager_ps), .flags = NONNEG},
+    {.name = "compiled", .type = INPUT_K_TIME, .offset = TO(host.launch_compiled_ps),
+     .flags = NONNEG},
+};
+MAP(launch_map, "launch", launch_keys);
+
 static const input_key host_keys[] = {
     {.name = "memory_bandwidth", .type = INPUT_K_QUANTITY, .offset = TO(host.memory_bw_Bps),
      .unit = INPUT_UNIT_BANDWIDTH, .flags = POSITIVE},
@@ -599,6 +606,7 @@ static const input_key host_keys[] = {
     {.name = "socket_link_latency", .type = INPUT_K_TIME, .offset = TO(host.socket_link_latency_ps),
      .flags = NONNEG},
     {.name = "memory", .type = INPUT_K_BYTES, .offset = TO(host.memory_bytes), .flags = POSITIVE},
+    {.name = "launch", .type = INPUT_K_MAP, .map = &launch_map},
 };
 MAP(host_map, "host", host_keys);
 

@@ -47,6 +47,8 @@ void input__topology_prefill(hw_topology_spec *t)
     t->pcie.latency_ps = LAT_PCIE_HOP_PS;
     t->host.memory_bw_Bps = HW_HOST_MEMORY_BPS_DEFAULT;
     t->host.memory_efficiency = HW_HOST_MEMORY_EFFICIENCY_DEFAULT;
+    t->host.launch_eager_ps = HW_HOST_LAUNCH_EAGER_PS_DEFAULT;
+    t->host.launch_compiled_ps = HW_HOST_LAUNCH_COMPILED_PS_DEFAULT;
     t->host.socket_link_bw_Bps = HW_HOST_SOCKET_LINK_BPS_DEFAULT;
     t->host.socket_link_latency_ps = LAT_SOCKET_LINK_PS;
     t->nics.latency_ps = UNSET_TIME;

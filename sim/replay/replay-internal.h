@@ -12,7 +12,9 @@
 #include "hw/net.h"
 #include "replay/replay.h"
 
-enum { EV_OP_DONE = 1, EV_NET = 2 };
+/* EV_ISSUE: an op whose dependencies are done waits for the rank's host thread to issue it
+ * (node.host.launch): a stream's head (b = the stream) or a point-to-point op (b = -1). */
+enum { EV_OP_DONE = 1, EV_NET = 2, EV_ISSUE = 3 };
 
 /* Flow tags: a collective's index, or a copy's (rank, op) with the top bit set. */
 #define COPY_TAG (UINT64_C(1) << 63)
@@ -95,6 +97,12 @@ typedef struct rank_state {
     bool k_slowed;
     sim_time stream_free[TRACE_STREAMS];
     size_t done_ops;
+    /* the host thread (node.host.launch): it issues the rank's ops in trace order, one every
+     * launch_ps from the step's start, never waiting for the GPU within a step; an op
+     * starts no earlier than its issue. issue_wait: a stream's head has an EV_ISSUE queued. */
+    sim_time launch_ps;
+    sim_time step_start;
+    bool issue_wait[TRACE_STREAMS];
     int step;              /* 0-based step in progress */
     sim_time *step_end;    /* per step: when this rank finished it */
     /* the last step's intervals accounted so far (replay__push_iv): busy time, idle time by

@@ -62,6 +62,26 @@ static sim_event *push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t,
     return ev;
 }
 
+/* When the rank's host thread issues op `op` of the step in progress: one op every
+ * launch_ps from the step's start, in trace order (node.host.launch); the horizon if that is
+ * beyond it. */
+static sim_time issue_time(const rank_state *rs, uint32_t op)
+{
+    sim_time k = (sim_time)op + 1;
+    if (rs->launch_ps > (SIM_TIME_HORIZON - rs->step_start) / k)
+        return SIM_TIME_HORIZON;
+    return rs->step_start + rs->launch_ps * k;
+}
+
+/* Op `op` (stream s, or -1 for a point-to-point op) is ready at `now` but issued at `at`. */
+static void push_issue(replay_ctx *c, int rank, int s, uint32_t op, sim_time at)
+{
+    sim_event *ev = sim_eventq_alloc(c->q);
+    ev->type = EV_ISSUE;
+    op_ev_set(ev, rank, s, op);
+    sim_eventq_push(c->q, ev, at);
+}
+
 /* Whether a collective runs on one of the rank's communication streams. */
 static bool comm_running(const rank_state *rs)
 {
@@ -285,6 +305,15 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                                                           : REPLAY_CAUSE_OFFLOAD;
                 }
             }
+            /* ready before now: the wait since then is the host thread's (issue_time); the
+             * part of the gap before it keeps its dependency's cause */
+            sim_time ready_at = SIM_MAX(latest, rs->stream_free[o->stream]);
+            if (now > ready_at) {
+                if (early == REPLAY_CAUSE_OTHER || split <= rs->stream_free[o->stream])
+                    early = cause;
+                split = ready_at;
+                cause = REPLAY_CAUSE_HOST;
+            }
             /* a kernel that follows the previous one with no gap extends its interval:
              * the summary's busy time and bubbles come out the same, and a step of
              * back-to-back kernels keeps a handful of intervals instead of thousands */
@@ -363,17 +392,39 @@ static void try_start(replay_ctx *c, int rank, int s, sim_time now)
     if (rs->busy[s] || rs->head[s] == rs->stream_first[s + 1])
         return;
     uint32_t op = rs->stream_ops[rs->head[s]];
-    if (rs->pending[op] == 0)
+    if (rs->pending[op] != 0)
+        return;
+    if (rs->launch_ps > 0) {
+        if (rs->issue_wait[s])
+            return; /* its EV_ISSUE is queued */
+        sim_time at = issue_time(rs, op);
+        if (now < at) {
+            rs->issue_wait[s] = true;
+            push_issue(c, rank, s, op, at);
+            return;
+        }
+    }
+    start_op(c, rank, op, now);
+}
+
+/* A point-to-point op whose dependencies are done: it starts once issued. */
+static void start_async(replay_ctx *c, int rank, uint32_t op, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    sim_time at = rs->launch_ps > 0 ? issue_time(rs, op) : now;
+    if (now < at)
+        push_issue(c, rank, -1, op, at);
+    else
         start_op(c, rank, op, now);
 }
 
 /* An op whose last dependency just finished (or that has none): a stream op starts if it
- * heads its stream, an async op starts now. */
+ * heads its stream, an async op starts (each once issued by the host thread). */
 static void ready(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     if (rs->tr->ops[op].stream == TRACE_STREAM_ASYNC)
-        start_op(c, rank, op, now);
+        start_async(c, rank, op, now);
     else
         try_start(c, rank, rs->tr->ops[op].stream, now);
 }
@@ -390,14 +441,16 @@ static void begin_step(replay_ctx *c, int rank, sim_time now)
         rs->head[s] = rs->stream_first[s];
         rs->busy[s] = false;
         rs->stream_free[s] = now;
+        rs->issue_wait[s] = false;
     }
     rs->done_ops = 0;
+    rs->step_start = now;
     for (int s = 0; s < TRACE_STREAMS; s++)
         try_start(c, rank, s, now);
     for (uint32_t k = rs->stream_first[TRACE_STREAM_ASYNC];
          k < rs->stream_first[TRACE_STREAM_ASYNC + 1]; k++)
         if (rs->pending[rs->stream_ops[k]] == 0)
-            start_op(c, rank, rs->stream_ops[k], now);
+            start_async(c, rank, rs->stream_ops[k], now);
 }
 
 /* Hands the buffered timeline rows to the sink (streaming), if there is one. */
@@ -820,8 +873,17 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         }
         int rank = op_ev_rank(ev), member = op_ev_member(ev);
         uint32_t op = op_ev_op(ev);
+        bool issue = ev->type == EV_ISSUE;
         sim_eventq_free(c.q, ev);
-        op_done(&c, rank, op, member, now);
+        if (!issue) {
+            op_done(&c, rank, op, member, now);
+        } else if (member < 0) {
+            start_op(&c, rank, op, now);
+        } else {
+            /* `member` is the stream whose head the host thread has just issued */
+            c.ranks[rank].issue_wait[member] = false;
+            try_start(&c, rank, member, now);
+        }
     }
     hw_net_finish(c.net, now);
     replay__add_estimated_traffic(&c);

@@ -39,7 +39,8 @@ void replay_summary_untimed(replay_summary *s)
 const char *replay_cause_name(replay_cause c)
 {
     static const char *const names[REPLAY_CAUSE_COUNT] = {"pipeline", "dp", "tp", "pp",
-                                                          "ep", "cp", "offload", "other"};
+                                                          "ep", "cp", "offload", "host",
+                                                          "other"};
     SIM_ASSERT(c >= 0 && c < REPLAY_CAUSE_COUNT, "cause %d", (int)c);
     return names[c];
 }

@@ -36,6 +36,7 @@ typedef enum replay_cause {
     REPLAY_CAUSE_EP,
     REPLAY_CAUSE_CP,
     REPLAY_CAUSE_OFFLOAD,
+    REPLAY_CAUSE_HOST, /* the kernel was ready but not yet issued by the host thread */
     REPLAY_CAUSE_OTHER,
     REPLAY_CAUSE_COUNT
 } replay_cause;

@@ -493,6 +493,7 @@ def dp():
     param_gather_overlap()
     fsdp_implementations()
     stragglers()
+    host_launch()
     node_groups()
     offload_70b()
     ddp = os.path.join(data, "ddp.yaml")
@@ -844,6 +845,62 @@ def stragglers():
     check(rc == 2 and "rank 2 does not exist" in err, "rank 2 of 2: " + err)
     rc, out, err = run("check", ddp, *slow, "--set", "simulation.symmetry=dp")
     check(rc == 2 and "every replica must be simulated" in err, "symmetry refused: " + err)
+
+
+def host_launch():
+    """node.host.launch: the rank's host thread issues its ops in trace order, one every c from
+    the step's start, and an op starts no earlier than its issue."""
+    single = os.path.join(data, "single.yaml")
+    import h5py
+    zero = ["--set", "topology.node.host.launch.compiled=0 us",
+            "--set", "topology.node.host.launch.eager=0 us"]
+    for compile_, key in (("true", "compiled"), ("false", "eager")):
+        mode = ["--set", "training.compile=" + compile_]
+        with tempfile.TemporaryDirectory() as tmp:
+            h5 = os.path.join(tmp, "base.h5")
+            rc, out, err = run("run", single, *mode, *zero, "--set", "simulation.timeline=true",
+                               "-o", h5)
+            check(rc == 0, "host launch baseline: " + err)
+            if rc != 0:
+                return
+            tl = h5py.File(h5, "r")["/runs/single/timeline"][:]
+        last = tl[tl["step"] == 2]
+        n = len(last)  # one GPU, no collectives: every op is a kernel of the step
+        end = last["end_s"].argmax()
+        d_last = float(last["end_s"][end] - last["start_s"][end])
+        base = run_json(single, *mode, *zero)
+        # 1 ms an op, longer than any kernel of tiny-gpt on the ideal GPU (each ends before
+        # the next is issued): op j of a step starts at its issue, (j + 1) ms after the step's
+        # start, so the step is n ms plus the last op's own duration (n: the step's timeline
+        # rows)
+        slow = run_json(single, *mode, *zero, "--set", "topology.node.host.launch.%s=1 ms" % key)
+        check(abs(slow.get("step_time_s", 0) - (n * 1e-3 + d_last)) <= 1e-12,
+              "%s: host-bound step %.12f = %d x 1 ms + %.12f" %
+              (key, slow.get("step_time_s", 0), n, d_last))
+        # every gap, the first op's wait included, is the host thread's
+        bc = slow.get("bubble_by_cause", {})
+        near(bc.get("host", 0), slow.get("bubble_fraction", 1), 1e-12, key + ": idle is host")
+        check(slow.get("verdict", {}).get("bottleneck", {}).get("kind") == "host",
+              key + ": the bottleneck is the host: %s" % slow.get("verdict"))
+        # the other mode's value is not used
+        other = "eager" if key == "compiled" else "compiled"
+        check(run_json(single, *mode, *zero, "--set", "topology.node.host.launch.%s=1 ms" % other)
+              == base, key + ": the other mode's launch cost is not used")
+        # 2 us an op, between the kernels' durations (the ideal GPU's vector kernels take
+        # picoseconds, its matmuls microseconds): one stream in trace order (the timeline's
+        # rows of a step, recorded as ops end), so op j starts at max(the end of op j - 1,
+        # its issue (j + 1) x 2 us) and runs its baseline duration d_j; the step ends with
+        # the last op
+        c, t = 2e-6, 0.0
+        for j, d in enumerate(last["end_s"] - last["start_s"]):
+            t = max(t, (j + 1) * c) + float(d)
+        mid = run_json(single, *mode, *zero, "--set", "topology.node.host.launch.%s=2 us" % key)
+        check(abs(mid.get("step_time_s", 0) - t) <= 1e-12 and t > base.get("step_time_s", 0),
+              "%s: 2 us per op: step %r, derived %r (baseline %r)" %
+              (key, mid.get("step_time_s"), t, base.get("step_time_s")))
+        check(base.get("bubble_by_cause", {}).get("host") == 0, "no host wait at 0 us")
+    rc, out, err = run("check", single, "--set", "topology.node.host.launch.eager=-1 us")
+    check(rc == 2 and "launch.eager" in err, "a negative launch cost is refused: " + err)
 
 
 def node_groups():

@@ -64,7 +64,7 @@ static void test_ok_run(void)
     CHECK_STR_HAS(j, "\"step_time_s\":0.5,\"tokens_per_s\":65536,\"samples_per_s\":32,");
     CHECK_STR_HAS(j, "\"tflops_per_gpu\":123.25,\"mfu\":0.4,\"hfu\":0.45,\"bubble_fraction\":0.25,");
     CHECK_STR_HAS(j, "\"bubble_by_cause\":{\"pipeline\":0.125,\"dp\":0.0625,\"tp\":0,\"pp\":0,"
-                     "\"ep\":0,\"cp\":0,\"offload\":0,\"other\":0.0625},");
+                     "\"ep\":0,\"cp\":0,\"offload\":0,\"host\":0,\"other\":0.0625},");
     CHECK_STR_HAS(j, "\"exposed_comm_s\":{\"dp\":0.03125,\"tp\":0,\"pp\":0,\"ep\":0,\"cp\":0},");
     CHECK_STR_HAS(j, "\"comm_bytes_per_gpu\":{\"dp\":8000000000,\"tp\":0,\"pp\":0,\"ep\":0,"
                      "\"cp\":0,\"offload\":1500000000},");

@@ -109,7 +109,7 @@ def table_invariants(f, name):
     n = len(ranks)
     near(summ["bubble_fraction"], total / n / window, 1e-9, "%s: bubble_fraction from bubbles" % name, 1e-15)
     cause = decode(bub["cause"])
-    for c in ("pipeline", "dp", "tp", "pp", "ep", "cp", "offload", "other"):
+    for c in ("pipeline", "dp", "tp", "pp", "ep", "cp", "offload", "host", "other"):
         t = float(np.sum((bub["end_s"] - bub["start_s"])[cause == c]))
         near(summ["bubble_by_cause." + c], t / n / window, 1e-9, "%s: bubble_by_cause.%s" % (name, c), 1e-15)
         if c in ("dp", "tp", "pp", "ep", "cp"):
