@@ -216,7 +216,10 @@ static int execute(const sweep_ctx *c, size_t i)
                          sc->parallel.tp * sc->parallel.cp * sc->parallel.pp * sc->parallel.dp);
     } else {
         replay_results *res = replay_results_create();
+        /* a plan without -o keeps its runs in a temporary file it reads the summaries of:
+         * no bubble rows (about 200,000 a run on 64 GPUs, most of the merge's bytes) */
         replay_options opt = {.timeline = sc->simulation.timeline,
+                              .no_bubble_rows = c->scratch,
                               .no_isolated_rounds = c->a->no_isolated_rounds,
                               .cancel = cli_signal_flag()};
         if (c->L.prune_oom && p->oom)
