@@ -92,6 +92,7 @@ typedef struct streams {
     double tp, ep, cp;        /* when each collective stream is free */
     double pending, held, gather, cp_recv;
     bool have_pending, defer, have_held, have_gather;
+    int issued;               /* ops the host thread issued: kernels and collectives */
 } streams;
 
 typedef struct cand_ctx {
@@ -102,6 +103,7 @@ typedef struct cand_ctx {
     int n_tp, n_ep, n_cp;
     double attn_seq;
     double ci;         /* the GPU's comm_interference */
+    double launch_s;   /* the host's time per op issued (node.host.launch; the slowest node's) */
     const hw_gpu *gpu; /* the GPU model the kernels are timed on (chunk_times: each) */
     int32_t *edp_g;    /* rank 0's expert-data-parallel group */
     int n_edpg;
@@ -167,6 +169,7 @@ static double run_kernel(streams *st, double dur, bool wgrad_kernel, double ci)
     }
     st->defer = false;
     st->lc = start + slowed(start, dur, fmax(st->tp, fmax(st->ep, st->cp)), ci);
+    st->issued++;
     return st->lc;
 }
 
@@ -176,6 +179,7 @@ static void blocking(streams *st, double *stream, double dur)
     *stream = fmax(*stream, st->lc) + dur;
     st->pending = *stream;
     st->have_pending = true;
+    st->issued++;
 }
 
 /* One kernel with its TP collectives (emit_kernel's rules). */
@@ -189,6 +193,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
     bool after = g->tp > 1 && plan__tp_point(mo->name, ph, false, g->sp, &aop, &al, &aw);
     if (op_recompute && after && aop == COLL_REDUCE_SCATTER)
         after = false;
+    st->issued += before + after; /* their collectives (overlap pieces: one each) */
     bool wk = plan__ends_with(mo->name, ".wgrad");
     double dur = kernel_s(c, mo);
     if (before && bw) {
@@ -307,9 +312,11 @@ static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
 {
     gen *g = c->g;
     streams st = {0};
+    /* the host thread issues the ops one every launch_s (replay.c issue_time): a chunk takes
+     * at least its ops' issue, the host-bound regime of short kernels */
     for (int u = u0; u < u1; u++)
         run_pass(c, &st, &g->units[u], MODEL_PHASE_FWD, false);
-    *f = fmax(st.lc, st.have_pending ? st.pending : 0);
+    *f = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * c->launch_s);
     st = (streams){0};
     for (int u = u1 - 1; u >= u0; u--) {
         const unit *un = &g->units[u];
@@ -318,7 +325,7 @@ static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
             run_pass(c, &st, un, MODEL_PHASE_FWD, true);
         run_pass(c, &st, un, MODEL_PHASE_BWD, false);
     }
-    *b = fmax(st.lc, st.have_pending ? st.pending : 0);
+    *b = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * c->launch_s);
 }
 
 /* chunk_walk, memoized: on what the walk depends (the shape, the recompute, the overlaps,
@@ -545,6 +552,13 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     cand_ctx c = {.S = S, .sc = sc, .g = g,
                   .attn_seq = (double)sc->training.seq_len / SIM_MAX(1, par->cp),
                   .ci = sc->topology.gpu.comm_interference, .gpu = S->gpus[0]};
+    for (int n = 0; n < SIM_MAX(1, sc->topology.n_groups); n++) {
+        const hw_node_spec *node = sc->topology.n_groups > 0 ? &sc->topology.groups[n].node
+                                                             : &sc->topology.node;
+        c.launch_s = fmax(c.launch_s, sim_time_to_s(sc->training.compile
+                                                        ? node->host.launch_compiled_ps
+                                                        : node->host.launch_eager_ps));
+    }
     int32_t *buf = sim_calloc(4 * (size_t)n_ranks + 4, sizeof *buf);
     c.tp_g = buf;
     c.n_tp = plan__screen_members(par, 0, 1u << PLAN_GROUP_TP, c.tp_g);
