@@ -57,6 +57,7 @@ BUBBLE_COLORS = {
     "ep": "#ff9896",
     "cp": "#c5b0d5",
     "offload": "#c49c94",
+    "host": "#c7c7c7",      # a ready kernel the host thread had not issued yet
     "other": "#f7b6d2",     # e.g. waiting for slower ranks
 }
 

@@ -39,8 +39,12 @@ static void esc(FILE *f, const char *s)
         }
 }
 
+/* one per bubble cause, in replay_cause order (host: a dark grey, other: the light one) */
 static const char *const cause_colors[] = {"#e15759", "#f28e2b", "#edc948", "#b07aa1",
-                                           "#ff9da7", "#9c755f", "#76b7b2", "#bab0ac"};
+                                           "#ff9da7", "#9c755f", "#76b7b2", "#79706e",
+                                           "#bab0ac"};
+_Static_assert(sizeof cause_colors / sizeof cause_colors[0] == REPLAY_CAUSE_COUNT,
+               "a colour per bubble cause");
 
 static void head(FILE *f, const char *in)
 {
@@ -130,7 +134,7 @@ static void verdict(FILE *f, const run_row *r, size_t k)
         if (v <= 0)
             continue;
         fprintf(f, "<rect x=\"%.2f\" y=\"2\" width=\"%.2f\" height=\"20\" fill=\"%s\"/>", x, v,
-                cause_colors[c % 8]);
+                cause_colors[c]);
         x += v;
     }
     fputs("</svg>\n<div class=\"legend\"><span><i class=\"sw\" style=\"background:#59a14f\">"
@@ -139,7 +143,7 @@ static void verdict(FILE *f, const run_row *r, size_t k)
     for (int c = 0; c < REPLAY_CAUSE_COUNT; c++)
         if (r->bubble[c] > 0)
             fprintf(f, "<span><i class=\"sw\" style=\"background:%s\"></i>%s %.1f%%</span>",
-                    cause_colors[c % 8], replay_cause_name((replay_cause)c), 100 * r->bubble[c]);
+                    cause_colors[c], replay_cause_name((replay_cause)c), 100 * r->bubble[c]);
     fputs("</div>\n", f);
 }
 

@@ -101,7 +101,7 @@ typedef struct hw_link_spec {
 #define HW_HOST_MEMORY_BPS_DEFAULT 204.8e9
 #define HW_HOST_SOCKET_LINK_BPS_DEFAULT 64e9
 #define HW_HOST_MEMORY_EFFICIENCY_DEFAULT 0.75
-/* Host time per GPU op issued (node.host.launch; docs/calibration.md "Host overhead"):
+/* Host time per GPU op issued (node.host.launch; docs/calibration.md "Host launch"):
  * eager PyTorch's Python, autograd and dispatcher layers and the launch, about 5-25 us an op
  * by their parts (an estimate: 10 us); a compiled step's generated wrapper launches each
  * kernel directly (an estimate: 3 us). */

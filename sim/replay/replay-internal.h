@@ -65,6 +65,7 @@ typedef struct busy_iv {
     sim_time start, end;
     sim_time gap_start; /* when the stream became free before this op */
     sim_time split;     /* the gap is `early` until here, then `cause` */
+    sim_time ready;     /* ... until here, then `host` (the op waited for its issue) */
     int8_t cause;       /* replay_cause of that gap */
     int8_t early;
 } busy_iv;

@@ -195,8 +195,10 @@ static void account_iv(replay_ctx *c, int rk, rank_state *rs, const busy_iv *iv)
                rs->acc_idle);
     sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
     sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), iv->start);
+    sim_time ready = SIM_MIN(SIM_MAX(iv->ready, split), iv->start);
     add_bubble(c, rk, steps, g0, split, iv->early, rs->acc_idle);
-    add_bubble(c, rk, steps, SIM_MAX(g0, split), iv->start, iv->cause, rs->acc_idle);
+    add_bubble(c, rk, steps, split, ready, iv->cause, rs->acc_idle);
+    add_bubble(c, rk, steps, ready, iv->start, REPLAY_CAUSE_HOST, rs->acc_idle);
     rs->acc_cursor = SIM_MAX(cursor, b);
 }
 
@@ -306,14 +308,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                 }
             }
             /* ready before now: the wait since then is the host thread's (issue_time); the
-             * part of the gap before it keeps its dependency's cause */
+             * part of the gap before it keeps its dependency's causes */
             sim_time ready_at = SIM_MAX(latest, rs->stream_free[o->stream]);
-            if (now > ready_at) {
-                if (early == REPLAY_CAUSE_OTHER || split <= rs->stream_free[o->stream])
-                    early = cause;
-                split = ready_at;
-                cause = REPLAY_CAUSE_HOST;
-            }
             /* a kernel that follows the previous one with no gap extends its interval:
              * the summary's busy time and bubbles come out the same, and a step of
              * back-to-back kernels keeps a handful of intervals instead of thousands */
@@ -326,7 +322,7 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                     replay__push_iv(c, rs, &rs->cur);
                 rs->cur = (busy_iv){.start = now, .end = -1,
                                     .gap_start = rs->stream_free[o->stream], .split = split,
-                                    .cause = cause, .early = early};
+                                    .ready = ready_at, .cause = cause, .early = early};
                 rs->have_cur = true;
             }
         }
