@@ -287,11 +287,13 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
              * pipeline bubble, the transfer itself is pp time. */
             int8_t cause = REPLAY_CAUSE_OTHER, early = REPLAY_CAUSE_OTHER;
             sim_time latest = -1, split = rs->stream_free[o->stream];
+            uint32_t latest_dep = 0;
             for (uint32_t d = 0; d < o->n_deps; d++) {
                 uint32_t dep = rs->tr->deps[o->dep_first + d];
                 if (rs->end[dep] <= latest)
                     continue;
                 latest = rs->end[dep];
+                latest_dep = dep;
                 const trace_op *dop = &rs->tr->ops[dep];
                 split = rs->stream_free[o->stream];
                 if (dop->kind == TRACE_OP_COLL) {
@@ -305,6 +307,16 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                 } else {
                     cause = dop->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
                                                           : REPLAY_CAUSE_OFFLOAD;
+                }
+            }
+            /* a collective or copy waited for (not a pipeline transfer) that the host issued
+             * after the stream fell idle: the wait until its issue is the host thread's */
+            if (rs->launch_ps > 0 && latest >= 0 && early == REPLAY_CAUSE_OTHER &&
+                rs->tr->ops[latest_dep].kind != TRACE_OP_COMPUTE) {
+                sim_time iss = issue_time(rs, latest_dep);
+                if (iss > split) {
+                    early = REPLAY_CAUSE_HOST;
+                    split = SIM_MIN(iss, latest);
                 }
             }
             /* ready before now: the wait since then is the host thread's (issue_time); the

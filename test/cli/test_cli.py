@@ -899,6 +899,17 @@ def host_launch():
               "%s: 2 us per op: step %r, derived %r (baseline %r)" %
               (key, mid.get("step_time_s"), t, base.get("step_time_s")))
         check(base.get("bubble_by_cause", {}).get("host") == 0, "no host wait at 0 us")
+    # ddp.yaml (one all-reduce after the backward, not overlapped): at 1 ms an op both ranks
+    # issue the all-reduce at the same instant, it runs alone as in the baseline, and the
+    # stream's wait for its issue is the host's: the exposed dp time is the all-reduce's own,
+    # as without the host (0.4224848 ms here)
+    ddp = os.path.join(data, "ddp.yaml")
+    d0 = run_json(ddp)
+    d1 = run_json(ddp, "--set", "topology.node.host.launch.compiled=1 ms")
+    check(abs(d1.get("exposed_comm_s", {}).get("dp", 0) - d0.get("exposed_comm_s", {}).get("dp", 1))
+          <= 1e-12 and d1.get("bubble_by_cause", {}).get("host", 0) > 0.9,
+          "the all-reduce's wait for its issue is the host's: %s %s" %
+          (d1.get("exposed_comm_s"), d0.get("exposed_comm_s")))
     # a pipeline whose transfers take time (pipe.yaml at 200 GB/s) and whose host issues an
     # op every 20 us: a gap can be the other stage producing (pipeline), then the transfer
     # (pp), then the kernel's own issue (host); each keeps its share, and they add up
