@@ -19,15 +19,6 @@ static double elapsed_s(const struct timespec *t0, const struct timespec *t1)
            SECONDS_PER_NS * (double)(t1->tv_nsec - t0->tv_nsec);
 }
 
-static replay_cause cause_of_group(int cls)
-{
-    static const replay_cause map[PLAN_GROUP_COUNT] = {
-        [PLAN_GROUP_DP] = REPLAY_CAUSE_DP, [PLAN_GROUP_TP] = REPLAY_CAUSE_TP,
-        [PLAN_GROUP_PP] = REPLAY_CAUSE_PP, [PLAN_GROUP_EP] = REPLAY_CAUSE_EP,
-        [PLAN_GROUP_CP] = REPLAY_CAUSE_CP};
-    return map[cls];
-}
-
 /* An EV_OP_DONE event's payload: the rank, the rank's place in the group of a collective op
  * (-1 for other ops) and the op's index in the rank's trace. */
 static int op_ev_rank(const sim_event *ev)
@@ -60,17 +51,6 @@ static sim_event *push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t,
     op_ev_set(ev, rank, member, op);
     sim_eventq_push(c->q, ev, t);
     return ev;
-}
-
-/* When the rank's host thread issues op `op` of the step in progress: one op every
- * launch_ps from the step's start, in trace order (node.host.launch); the horizon if that is
- * beyond it. */
-static sim_time issue_time(const rank_state *rs, uint32_t op)
-{
-    sim_time k = (sim_time)op + 1;
-    if (rs->launch_ps > (SIM_TIME_HORIZON - rs->step_start) / k)
-        return SIM_TIME_HORIZON;
-    return rs->step_start + rs->launch_ps * k;
 }
 
 /* Op `op` (stream s, or -1 for a point-to-point op) is ready at `now` but issued at `at`. */
@@ -164,93 +144,6 @@ static void apply_mem(replay_ctx *c, int rank, uint32_t op, int at_end, sim_time
         rs->peak = rs->level;
 }
 
-static void add_bubble(replay_ctx *c, int rank, int step, sim_time a, sim_time b, int cause,
-                       double *idle_by_cause)
-{
-    if (b <= a)
-        return;
-    idle_by_cause[cause] += (double)(b - a);
-    if (c->opt->no_bubble_rows)
-        return;
-    replay_results *r = c->res;
-    SIM_GROW(r->bubbles, r->cap_bubbles, r->n_bubbles + 1);
-    r->bubbles[r->n_bubbles++] = (replay_bubble_row){
-        .rank = rank, .step = step, .start_s = sim_time_to_s(a), .end_s = sim_time_to_s(b),
-        .cause = replay_cause_name((replay_cause)cause)};
-}
-
-/* One interval of the reported step, in the rank's order, against the window's start w0:
- * its busy time, then the gap before it by cause: until the stream was released for it
- * (e.g. the rank had not started the step yet), then waiting for its dependency. Every
- * time here is at most the step's end, so nothing is clipped at the window's end. */
-static void account_iv(replay_ctx *c, int rk, rank_state *rs, const busy_iv *iv)
-{
-    sim_time w0 = c->w0, cursor = rs->acc_cursor;
-    int steps = c->steps;
-    sim_time a = SIM_MAX(iv->start, w0), b = iv->end;
-    if (b > a)
-        rs->acc_busy += (double)(b - a);
-    add_bubble(c, rk, steps, cursor, SIM_MAX(iv->gap_start, w0),
-               c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
-               rs->acc_idle);
-    sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
-    sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), iv->start);
-    sim_time ready = SIM_MIN(SIM_MAX(iv->ready, split), iv->start);
-    add_bubble(c, rk, steps, g0, split, iv->early, rs->acc_idle);
-    add_bubble(c, rk, steps, split, ready, iv->cause, rs->acc_idle);
-    add_bubble(c, rk, steps, ready, iv->start, REPLAY_CAUSE_HOST, rs->acc_idle);
-    rs->acc_cursor = SIM_MAX(cursor, b);
-}
-
-/* An interval that closes before the window opens (the step before the reported one has
- * not ended everywhere yet) ended before the window's start w0, as did its gap: clipped to
- * the window it counts nothing, so it is not kept. */
-void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
-{
-    if (c->w0_known)
-        account_iv(c, (int)(rs - c->ranks), rs, iv);
-}
-
-/* What an op that the compute stream waits on stands for: a collective its group's
- * communication, a copy to or from the host or CPU work the offload, a kernel other. */
-static int cause_of_op(const replay_ctx *c, const rank_state *rs, const trace_op *o)
-{
-    if (o->kind == TRACE_OP_COLL)
-        return cause_of_group(c->t->groups[c->t->colls[trace_op_coll(rs->tr, o)].group].cls);
-    return o->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER : REPLAY_CAUSE_OFFLOAD;
-}
-
-/* The rank's idle time [from, to) after its last kernel of the reported step, until the
- * step's last op ended it: along the chain of latest-ending dependencies back from that op,
- * each op's stretch — from its latest dependency's end to its own — goes to the op's cause.
- * A ZeRO-Offload step that ends with the parameters' all-gather is then the gradients'
- * reduce-scatter (dp), the copies and CPU Adam (offload) and the all-gather (dp), not dp
- * all through. The ops' end times are the last step's (begin_step resets them). */
-static void tail_bubbles(replay_ctx *c, int rk, const rank_state *rs, sim_time from, sim_time to,
-                         double *idle_by_cause)
-{
-    const trace_rank *tr = rs->tr;
-    uint32_t x = rs->tail_op;
-    sim_time hi = to;
-    while (hi > from) {
-        const trace_op *o = &tr->ops[x];
-        sim_time latest = -1;
-        uint32_t next = x;
-        for (uint32_t d = 0; d < o->n_deps; d++) {
-            uint32_t dep = tr->deps[o->dep_first + d];
-            if (rs->end[dep] > latest) {
-                latest = rs->end[dep];
-                next = dep;
-            }
-        }
-        sim_time lo = SIM_MAX(from, SIM_MIN(latest, hi));
-        /* (no dependency: latest is -1 and the stretch reaches back to `from`) */
-        add_bubble(c, rk, c->steps, lo, hi, cause_of_op(c, rs, o), idle_by_cause);
-        hi = lo;
-        x = next;
-    }
-}
-
 /* The step before the reported one has ended on every rank: its end opens the window. */
 static void open_window(replay_ctx *c)
 {
@@ -282,46 +175,6 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     apply_mem(c, rank, op, 0, now);
     if (o->kind == TRACE_OP_COMPUTE) {
         if (rs->step == c->steps - 1) {
-            /* Attribute the idle gap before this op to the dependency that finished last.
-             * A pipeline transfer splits it: waiting for the other stage to produce is the
-             * pipeline bubble, the transfer itself is pp time. */
-            int8_t cause = REPLAY_CAUSE_OTHER, early = REPLAY_CAUSE_OTHER;
-            sim_time latest = -1, split = rs->stream_free[o->stream];
-            uint32_t latest_dep = 0;
-            for (uint32_t d = 0; d < o->n_deps; d++) {
-                uint32_t dep = rs->tr->deps[o->dep_first + d];
-                if (rs->end[dep] <= latest)
-                    continue;
-                latest = rs->end[dep];
-                latest_dep = dep;
-                const trace_op *dop = &rs->tr->ops[dep];
-                split = rs->stream_free[o->stream];
-                if (dop->kind == TRACE_OP_COLL) {
-                    uint32_t dci = trace_op_coll(rs->tr, dop);
-                    int cls = c->t->groups[c->t->colls[dci].group].cls;
-                    cause = (int8_t)cause_of_group(cls);
-                    if (cls == PLAN_GROUP_PP) {
-                        early = REPLAY_CAUSE_PIPELINE;
-                        split = SIM_MAX(split, c->colls[dci].launched);
-                    }
-                } else {
-                    cause = dop->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER
-                                                          : REPLAY_CAUSE_OFFLOAD;
-                }
-            }
-            /* a collective or copy waited for (not a pipeline transfer) that the host issued
-             * after the stream fell idle: the wait until its issue is the host thread's */
-            if (rs->launch_ps > 0 && latest >= 0 && early == REPLAY_CAUSE_OTHER &&
-                rs->tr->ops[latest_dep].kind != TRACE_OP_COMPUTE) {
-                sim_time iss = issue_time(rs, latest_dep);
-                if (iss > split) {
-                    early = REPLAY_CAUSE_HOST;
-                    split = SIM_MIN(iss, latest);
-                }
-            }
-            /* ready before now: the wait since then is the host thread's (issue_time); the
-             * part of the gap before it keeps its dependency's causes */
-            sim_time ready_at = SIM_MAX(latest, rs->stream_free[o->stream]);
             /* a kernel that follows the previous one with no gap extends its interval:
              * the summary's busy time and bubbles come out the same, and a step of
              * back-to-back kernels keeps a handful of intervals instead of thousands */
@@ -332,9 +185,7 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
             } else {
                 if (rs->have_cur)
                     replay__push_iv(c, rs, &rs->cur);
-                rs->cur = (busy_iv){.start = now, .end = -1,
-                                    .gap_start = rs->stream_free[o->stream], .split = split,
-                                    .ready = ready_at, .cause = cause, .early = early};
+                rs->cur = replay__gap(c, rs, o, now); /* by what it waited for (bubbles.c) */
                 rs->have_cur = true;
             }
         }
@@ -405,7 +256,7 @@ static void try_start(replay_ctx *c, int rank, int s, sim_time now)
     if (rs->launch_ps > 0) {
         if (rs->issue_wait[s])
             return; /* its EV_ISSUE is queued */
-        sim_time at = issue_time(rs, op);
+        sim_time at = replay__issue_time(rs, op);
         if (now < at) {
             rs->issue_wait[s] = true;
             push_issue(c, rank, s, op, at);
@@ -419,7 +270,7 @@ static void try_start(replay_ctx *c, int rank, int s, sim_time now)
 static void start_async(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
-    sim_time at = rs->launch_ps > 0 ? issue_time(rs, op) : now;
+    sim_time at = rs->launch_ps > 0 ? replay__issue_time(rs, op) : now;
     if (now < at)
         push_issue(c, rank, -1, op, at);
     else
@@ -741,9 +592,9 @@ static void summarize(replay_ctx *c)
         sim_time cursor = rs->acc_cursor;
         /* until the rank ends its own step: what ended it; after that: waiting for others */
         sim_time own = SIM_MIN(SIM_MAX(rs->step_end[steps - 1], cursor), w1);
-        tail_bubbles(c, rk, rs, cursor, own, rank_idle);
+        replay__tail_bubbles(c, rk, rs, cursor, own, rank_idle);
         /* after the rank's own step: waiting for the others (a pipeline's drain) */
-        add_bubble(c, rk, steps, own, w1,
+        replay__add_bubble(c, rk, steps, own, w1,
                    c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
                    rank_idle);
         double idle = 0;
@@ -770,7 +621,7 @@ static void summarize(replay_ctx *c)
     for (int k = 0; k < REPLAY_CAUSE_COUNT; k++)
         s->bubble_by_cause[k] = window > 0 ? idle_by_cause[k] / nr / window : 0;
     for (int g = 0; g < PLAN_GROUP_COUNT; g++)
-        s->exposed_comm_s[g] = idle_by_cause[cause_of_group(g)] / nr / SIM_PS_PER_S;
+        s->exposed_comm_s[g] = idle_by_cause[replay__cause_of_group(g)] / nr / SIM_PS_PER_S;
 
     /* links */
     int nl = hw_net_link_count(c->net);
