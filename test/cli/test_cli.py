@@ -886,6 +886,11 @@ def host_launch():
         other = "eager" if key == "compiled" else "compiled"
         check(run_json(single, *mode, *zero, "--set", "topology.node.host.launch.%s=1 ms" % other)
               == base, key + ": the other mode's launch cost is not used")
+        # the text summary says the host bounds the step, and on what value
+        rc, out, err = run("run", single, *mode, *zero, "--set",
+                           "topology.node.host.launch.%s=1 ms" % key)
+        check(rc == 0 and "waiting for the host thread to issue kernels (node.host.launch.%s: "
+              "1000 us an op" % key in out, key + ": the text names the host: " + out)
         # 2 us an op, between the kernels' durations (the ideal GPU's vector kernels take
         # picoseconds, its matmuls microseconds): one stream in trace order (the timeline's
         # rows of a step, recorded as ops end), so op j starts at max(the end of op j - 1,
