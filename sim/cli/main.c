@@ -172,8 +172,7 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
                        "launch\")\n",
                     s->bubble_by_cause[REPLAY_CAUSE_HOST] * s->step_time_s,
                     sc->training.compile ? "node.host.launch.compiled" : "node.host.launch.eager",
-                    sim_time_to_s(sc->training.compile ? node->host.launch_compiled_ps
-                                                       : node->host.launch_eager_ps) * 1e6);
+                    sim_time_to_s(hw_node_launch_ps(node, sc->training.compile)) * 1e6);
         }
         if (s->moe)
             fprintf(

@@ -120,3 +120,8 @@ const hw_node_spec *hw_topology_node_spec(const hw_topology_spec *s, int node)
 {
     return s->n_groups > 0 ? &s->groups[hw_topology_group_of(s, node)].node : &s->node;
 }
+
+sim_time hw_node_launch_ps(const hw_node_spec *node, bool compiled)
+{
+    return compiled ? node->host.launch_compiled_ps : node->host.launch_eager_ps;
+}

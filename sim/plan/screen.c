@@ -320,10 +320,9 @@ static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
      * at least its ops' issue, the host-bound regime of short kernels. Under a pipeline the
      * replay's host also runs ahead while its stage waits to fill, which this bound does not
      * credit: it errs long there (docs/plan.md) */
-    double launch = c->launch_s;
     for (int u = u0; u < u1; u++)
         run_pass(c, &st, &g->units[u], MODEL_PHASE_FWD, false);
-    *f = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * launch);
+    *f = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * c->launch_s);
     st = (streams){0};
     for (int u = u1 - 1; u >= u0; u--) {
         const unit *un = &g->units[u];
@@ -332,7 +331,7 @@ static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
             run_pass(c, &st, un, MODEL_PHASE_FWD, true);
         run_pass(c, &st, un, MODEL_PHASE_BWD, false);
     }
-    *b = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * launch);
+    *b = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * c->launch_s);
 }
 
 /* chunk_walk, memoized: on what the walk depends (the shape, the recompute, the overlaps,
@@ -562,9 +561,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     for (int n = 0; n < SIM_MAX(1, sc->topology.n_groups); n++) {
         const hw_node_spec *node = sc->topology.n_groups > 0 ? &sc->topology.groups[n].node
                                                              : &sc->topology.node;
-        c.launch_s = fmax(c.launch_s, sim_time_to_s(sc->training.compile
-                                                        ? node->host.launch_compiled_ps
-                                                        : node->host.launch_eager_ps));
+        c.launch_s =
+            fmax(c.launch_s, sim_time_to_s(hw_node_launch_ps(node, sc->training.compile)));
     }
     int32_t *buf = sim_calloc(4 * (size_t)n_ranks + 4, sizeof *buf);
     c.tp_g = buf;

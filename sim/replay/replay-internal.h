@@ -159,7 +159,7 @@ typedef struct replay_ctx {
 } replay_ctx;
 
 /* Accounts a closed interval of the reported step to its rank's busy and idle time
- * (replay.c). */
+ * (bubbles.c). */
 void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv);
 /* When the rank's host thread issues op `op` of the step in progress: one op every
  * launch_ps from the step's start, in trace order (node.host.launch); the horizon if that is
@@ -179,7 +179,6 @@ void replay__add_bubble(replay_ctx *c, int rank, int step, sim_time a, sim_time 
 void replay__tail_bubbles(replay_ctx *c, int rk, const rank_state *rs, sim_time from,
                           sim_time to, double *idle_by_cause);
 busy_iv replay__gap(const replay_ctx *c, const rank_state *rs, const trace_op *o, sim_time now);
-
 
 /* setup.c */
 void replay__init_rank(replay_ctx *c, int rank);

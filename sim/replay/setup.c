@@ -19,9 +19,9 @@ void replay__init_rank(replay_ctx *c, int rank)
     rs->pending = sim_calloc(n, sizeof *rs->pending);
     rs->end = sim_calloc(n, sizeof *rs->end);
     rs->step_end = sim_calloc((size_t)c->steps, sizeof *rs->step_end);
-    const hw_node_spec *node = hw_topology_node_spec(&c->p->sc->topology, c->p->coords[rank].node);
-    rs->launch_ps = c->p->sc->training.compile ? node->host.launch_compiled_ps
-                                               : node->host.launch_eager_ps;
+    rs->launch_ps = hw_node_launch_ps(
+        hw_topology_node_spec(&c->p->sc->topology, c->p->coords[rank].node),
+        c->p->sc->training.compile);
     if (tr->tmpl >= 0) {
         /* the op arrays are its template's, and so are what the replay derives from them */
         const rank_state *ts = &c->ranks[tr->tmpl];
