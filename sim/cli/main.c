@@ -165,14 +165,14 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
                     s->comm_bytes_per_gpu[REPLAY_COMM_OFFLOAD] / 1e9,
                     s->bubble_by_cause[REPLAY_CAUSE_OFFLOAD] * s->step_time_s);
         if (s->bubble_by_cause[REPLAY_CAUSE_HOST] >= 0.01) {
-            /* the host thread bounds the step: say what that rests on */
-            const hw_node_spec *node = hw_topology_node_spec(&sc->topology, 0);
+            /* the host thread bounds the step: say what that rests on (the slowest host's) */
             fprintf(f, "  host            %.4g s a step per GPU waiting for the host thread to issue "
                        "kernels (%s: %.4g us an op; an estimate, docs/calibration.md \"Host "
                        "launch\")\n",
                     s->bubble_by_cause[REPLAY_CAUSE_HOST] * s->step_time_s,
                     sc->training.compile ? "node.host.launch.compiled" : "node.host.launch.eager",
-                    sim_time_to_s(hw_node_launch_ps(node, sc->training.compile)) * 1e6);
+                    sim_time_to_s(hw_topology_launch_max_ps(&sc->topology,
+                                                            sc->training.compile)) * 1e6);
         }
         if (s->moe)
             fprintf(

@@ -125,3 +125,13 @@ sim_time hw_node_launch_ps(const hw_node_spec *node, bool compiled)
 {
     return compiled ? node->host.launch_compiled_ps : node->host.launch_eager_ps;
 }
+
+sim_time hw_topology_launch_max_ps(const hw_topology_spec *s, bool compiled)
+{
+    if (s->n_groups == 0)
+        return hw_node_launch_ps(&s->node, compiled);
+    sim_time t = 0;
+    for (int g = 0; g < s->n_groups; g++)
+        t = SIM_MAX(t, hw_node_launch_ps(&s->groups[g].node, compiled));
+    return t;
+}

@@ -206,6 +206,8 @@ const hw_node_spec *hw_topology_node_spec(const hw_topology_spec *s, int node);
 /* The host's time per GPU op issued on `node`: host.launch.compiled for a compiled step
  * (training.compile), else host.launch.eager. */
 sim_time hw_node_launch_ps(const hw_node_spec *node, bool compiled);
+/* The same on the topology's slowest host (the largest over its node groups). */
+sim_time hw_topology_launch_max_ps(const hw_topology_spec *s, bool compiled);
 
 /* Per-direction usable bandwidth of a PCIe link of `gen` (1..6) and `lanes`, after line
  * encoding (8b/10b for gen 1-2, 128b/130b for gen 3-5, FLIT for 6), before protocol

@@ -316,7 +316,7 @@ static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
 {
     gen *g = c->g;
     streams st = {0};
-    /* the host thread issues the ops one every launch_s (replay.c issue_time): a pass takes
+    /* the host thread issues the ops one every launch_s (replay__issue_time): a pass takes
      * at least its ops' issue, the host-bound regime of short kernels. Under a pipeline the
      * replay's host also runs ahead while its stage waits to fill, which this bound does not
      * credit: it errs long there (docs/plan.md) */
@@ -558,12 +558,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     cand_ctx c = {.S = S, .sc = sc, .g = g,
                   .attn_seq = (double)sc->training.seq_len / SIM_MAX(1, par->cp),
                   .ci = sc->topology.gpu.comm_interference, .gpu = S->gpus[0]};
-    for (int n = 0; n < SIM_MAX(1, sc->topology.n_groups); n++) {
-        const hw_node_spec *node = sc->topology.n_groups > 0 ? &sc->topology.groups[n].node
-                                                             : &sc->topology.node;
-        c.launch_s =
-            fmax(c.launch_s, sim_time_to_s(hw_node_launch_ps(node, sc->training.compile)));
-    }
+    c.launch_s = sim_time_to_s(hw_topology_launch_max_ps(&sc->topology, sc->training.compile));
     int32_t *buf = sim_calloc(4 * (size_t)n_ranks + 4, sizeof *buf);
     c.tp_g = buf;
     c.n_tp = plan__screen_members(par, 0, 1u << PLAN_GROUP_TP, c.tp_g);

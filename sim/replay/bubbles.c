@@ -66,7 +66,8 @@ void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
 static int cause_of_op(const replay_ctx *c, const rank_state *rs, const trace_op *o)
 {
     if (o->kind == TRACE_OP_COLL)
-        return replay__cause_of_group(c->t->groups[c->t->colls[trace_op_coll(rs->tr, o)].group].cls);
+        return replay__cause_of_group(
+            c->t->groups[c->t->colls[trace_op_coll(rs->tr, o)].group].cls);
     return o->kind == TRACE_OP_COMPUTE ? REPLAY_CAUSE_OTHER : REPLAY_CAUSE_OFFLOAD;
 }
 
@@ -141,7 +142,7 @@ busy_iv replay__gap(const replay_ctx *c, const rank_state *rs, const trace_op *o
             split = SIM_MIN(iss, latest);
         }
     }
-    /* ready before now: the wait since then is the host thread's (issue_time); the
+    /* ready before now: the wait since then is the host thread's (replay__issue_time); the
      * part of the gap before it keeps its dependency's causes */
     sim_time ready_at = SIM_MAX(latest, rs->stream_free[o->stream]);
     return (busy_iv){.start = now, .end = -1, .gap_start = rs->stream_free[o->stream],

@@ -43,23 +43,21 @@ static void op_ev_set(sim_event *ev, int rank, int member, uint32_t op)
     ev->c = op;
 }
 
-/* `member`: the rank's place in the group of a collective op (-1 for other ops). */
-static sim_event *push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t, int member)
+/* An op event of `type` at `t`: EV_OP_DONE (`member`: the rank's place in the group of a
+ * collective op, -1 for other ops) or EV_ISSUE (`member`: the op's stream, -1 for p2p). */
+static sim_event *push_op_ev(replay_ctx *c, int type, int rank, uint32_t op, sim_time t,
+                             int member)
 {
     sim_event *ev = sim_eventq_alloc(c->q);
-    ev->type = EV_OP_DONE;
+    ev->type = (uint16_t)type;
     op_ev_set(ev, rank, member, op);
     sim_eventq_push(c->q, ev, t);
     return ev;
 }
 
-/* Op `op` (stream s, or -1 for a point-to-point op) is ready at `now` but issued at `at`. */
-static void push_issue(replay_ctx *c, int rank, int s, uint32_t op, sim_time at)
+static sim_event *push_op_done(replay_ctx *c, int rank, uint32_t op, sim_time t, int member)
 {
-    sim_event *ev = sim_eventq_alloc(c->q);
-    ev->type = EV_ISSUE;
-    op_ev_set(ev, rank, s, op);
-    sim_eventq_push(c->q, ev, at);
+    return push_op_ev(c, EV_OP_DONE, rank, op, t, member);
 }
 
 /* Whether a collective runs on one of the rank's communication streams. */
@@ -259,7 +257,7 @@ static void try_start(replay_ctx *c, int rank, int s, sim_time now)
         sim_time at = replay__issue_time(rs, op);
         if (now < at) {
             rs->issue_wait[s] = true;
-            push_issue(c, rank, s, op, at);
+            push_op_ev(c, EV_ISSUE, rank, op, at, s);
             return;
         }
     }
@@ -272,7 +270,7 @@ static void start_async(replay_ctx *c, int rank, uint32_t op, sim_time now)
     rank_state *rs = &c->ranks[rank];
     sim_time at = rs->launch_ps > 0 ? replay__issue_time(rs, op) : now;
     if (now < at)
-        push_issue(c, rank, -1, op, at);
+        push_op_ev(c, EV_ISSUE, rank, op, at, -1);
     else
         start_op(c, rank, op, now);
 }
@@ -595,8 +593,8 @@ static void summarize(replay_ctx *c)
         replay__tail_bubbles(c, rk, rs, cursor, own, rank_idle);
         /* after the rank's own step: waiting for the others (a pipeline's drain) */
         replay__add_bubble(c, rk, steps, own, w1,
-                   c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
-                   rank_idle);
+                           c->p->sc->parallel.pp > 1 ? REPLAY_CAUSE_PIPELINE : REPLAY_CAUSE_OTHER,
+                           rank_idle);
         double idle = 0;
         for (int k = 0; k < REPLAY_CAUSE_COUNT; k++) {
             idle += rank_idle[k];
