@@ -126,7 +126,7 @@ static engine_result engine_hold(size_t pending, uint64_t events)
 typedef struct scenario_stats {
     int status; /* 0 ok; else what went wrong, in `error` */
     int gpus;
-    uint64_t ops, events, flows, solves, rounds, rounds_split;
+    uint64_t ops, events, flows, solves, rounds, rounds_split, rounds_closed, rounds_evolved;
     int generated; /* ranks whose ops were generated (the others share them) */
     double plan_s, setup_s, replay_s, simulated_s, step_s; /* replay_s includes setup_s */
     char error[200];
@@ -178,6 +178,8 @@ static void run_child(const char *path, bool symmetry, scenario_stats *st)
     st->solves = res->flow_solves;
     st->rounds = res->rounds_isolated;
     st->rounds_split = res->rounds_split;
+    st->rounds_closed = res->rounds_closed;
+    st->rounds_evolved = res->rounds_evolved;
     st->replay_s = res->wall_s;
     st->setup_s = res->setup_s;
     st->simulated_s = res->simulated_s;
@@ -337,12 +339,13 @@ static void print_json(const engine_result *e, size_t n_e, const scenario_result
         printf(", \"gpus\": %d, \"ranks_generated\": %d, \"ops\": %" PRIu64
                ", \"events\": %" PRIu64 ", \"flows\": %" PRIu64 ", \"flow_solves\": %" PRIu64
                ", \"rounds_isolated\": %" PRIu64 ", \"rounds_split\": %" PRIu64
+               ", \"rounds_closed\": %" PRIu64 ", \"rounds_evolved\": %" PRIu64
                ", \"generate_s\": %.6g, \"setup_s\": %.6g, \"replay_s\": %.6g"
                ", \"ns_per_event\": %.6g"
                ", \"peak_rss_gib\": %.4g, \"simulated_s\": %.9g, \"step_time_s\": %.9g}",
                r->st.gpus, r->st.generated, r->st.ops, r->st.events, r->st.flows, r->st.solves,
-               r->st.rounds, r->st.rounds_split, r->st.plan_s, r->st.setup_s,
-               r->st.replay_s, ns_per_event(r), r->rss_gib, r->st.simulated_s, r->st.step_s);
+               r->st.rounds, r->st.rounds_split, r->st.rounds_closed, r->st.rounds_evolved,
+               r->st.plan_s, r->st.setup_s, r->st.replay_s, ns_per_event(r), r->rss_gib, r->st.simulated_s, r->st.step_s);
     }
     printf("]}\n");
 }

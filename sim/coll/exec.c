@@ -100,6 +100,61 @@ coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
     return c;
 }
 
+static bool same_round(const coll_schedule *s, int a, int b)
+{
+    size_t fa = s->round_first[a], fb = s->round_first[b];
+    size_t n = s->round_first[a + 1] - fa;
+    if (s->round_first[b + 1] - fb != n)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        const coll_xfer *p = &s->xfers[fa + i], *q = &s->xfers[fb + i];
+        if (p->src != q->src || p->dst != q->dst || p->bytes != q->bytes)
+            return false;
+    }
+    return true;
+}
+
+coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t max,
+                                      uint32_t **cost_at)
+{
+    const coll_schedule *s = x->sched;
+    *cost_at = NULL;
+    if (s->n_rounds == 0)
+        return NULL;
+    uint32_t *at = sim_calloc((size_t)s->n_rounds, sizeof *at);
+    size_t n = 0;
+    for (int r = 0; r < s->n_rounds; r++) {
+        if (r > 0 && same_round(s, r - 1, r)) {
+            at[r] = at[r - 1];
+            continue;
+        }
+        at[r] = (uint32_t)n;
+        n += s->round_first[r + 1] - s->round_first[r];
+        if (n > max || n > UINT32_MAX) {
+            sim_free(at);
+            return NULL;
+        }
+    }
+    coll_xfer_cost *c = sim_calloc(n + 1, sizeof *c);
+    for (int r = 0; r < s->n_rounds; r++) {
+        if (r > 0 && at[r] == at[r - 1])
+            continue;
+        for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
+            coll_xfer_cost *ci = &c[at[r] + (i - s->round_first[r])];
+            sim_time lat;
+            coll_exec_xfer_cost(x, topo, &s->xfers[i], &lat, &ci->wire, &ci->route);
+            /* as coll_exec_costs */
+            sim_time stage = coll_exec_staging_ps(s, r, i, ci->route);
+            sim_time lat_only = lat + ci->route->latency_ps - ci->route->stage_ps;
+            ci->delay_ps = lat_only + stage;
+            ci->piped_ps = coll_exec_piped_delay(x, topo, lat_only, s->xfers[i].bytes, ci->wire,
+                                                 ci->route) + stage;
+        }
+    }
+    *cost_at = at;
+    return c;
+}
+
 /* Starts the first non-empty round from x->round on; true when none is left. */
 static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, uint64_t tag)
 {
@@ -113,12 +168,16 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
         x->started = true;
         hw_net_round_begin(net);
         if (x->costs) {
+            /* round costs (cost_at): this round's start where its pattern's costs begin */
+            size_t at = x->cost_at ? x->cost_at[x->round] : first;
             for (size_t i = first; i < last; i++) {
-                const coll_xfer_cost *c = &x->costs[i];
+                const coll_xfer_cost *c = &x->costs[at + (i - first)];
                 hw_net_round_add(net, now + (piped ? c->piped_ps : c->delay_ps), c->wire,
                                  c->route);
             }
-            hw_net_round_end(net, tag);
+            /* the round's cached costs and whether its latency pipelines determine its
+             * transfers: their address (plus one byte when piped) is the round's key */
+            hw_net_round_end_key(net, tag, (const char *)&x->costs[at] + piped);
             return false;
         }
         for (size_t i = first; i < last; i++) {

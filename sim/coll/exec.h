@@ -39,6 +39,8 @@ typedef struct coll_exec {
     const hw_protocols *protocols; /* borrowed */
     const coll_xfer_cost *costs;   /* per transfer (coll_exec_costs), or NULL: computed as
                                       each round starts */
+    const uint32_t *cost_at;       /* with costs from coll_exec_round_costs: where round r's
+                                      transfers' costs start (NULL: one per transfer) */
     const hw_route **pair_routes;  /* optional, with costs NULL: n_members x n_members routes
                                       between members, filled as used (shared by the group's
                                       collectives) */
@@ -60,6 +62,13 @@ bool coll_exec_flow_done(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now,
 /* The cost of every transfer of x->sched on x's group and protocol, which every instance of
  * that schedule on that group shares: an array of sched->n_xfers the caller frees. */
 coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo);
+
+/* The same for a schedule whose rounds repeat (a ring's n - 1 steps): the costs of each round
+ * that differs from the one before it (transfer for transfer: members and bytes), and in
+ * *cost_at (n_rounds entries) where each round's costs start. NULL (and *cost_at NULL) when
+ * more than `max` transfers would be costed. Both arrays are the caller's to free. */
+coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t max,
+                                      uint32_t **cost_at);
 
 /* The delay of a transfer in a round after the first: its full `delay` less the time the
  * rest of its step (bytes beyond one slice of the protocol's chunk) takes on the route's

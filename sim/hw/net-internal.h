@@ -69,6 +69,24 @@ typedef struct round_xfer {
     double bytes, rate;
 } round_xfer;
 
+/* A closed round's evolution (net-closed.c): transfers that share links among themselves but
+ * with nothing else, simulated once as flows on a private net; rounds of the same transfers
+ * (routes, bytes, activations relative to the first) reuse it. Reference-counted: the memo
+ * holds one reference, each round timed by it another. */
+typedef struct net_evolution {
+    uint64_t hash;
+    const void *key;    /* the caller's key for these transfers (NULL: compared in full) */
+    int refs;
+    uint32_t uses, splits; /* rounds timed from it, and of those the ones turned into flows */
+    int n;              /* transfers */
+    round_xfer *x;      /* route, act (relative to the round's base), bytes */
+    sim_time end;       /* the last completion, relative to the base */
+    int n_links;        /* links crossed, with what they carried */
+    int32_t *link;
+    double *bytes;
+    sim_time *busy_ps;
+} net_evolution;
+
 typedef struct net_round {
     uint64_t tag;
     int n, cap;
@@ -77,6 +95,8 @@ typedef struct net_round {
     sim_event *ev;
     bool settled;   /* link counters taken and links released already */
     int32_t next_free;
+    net_evolution *evo; /* a closed round's evolution (NULL: an isolated round) */
+    sim_time base;      /* ... and the time its activations are relative to */
 } net_round;
 
 struct hw_net {
@@ -108,6 +128,30 @@ struct hw_net {
     round_xfer *pending; /* the round being described (hw_net_round_add) */
     int n_pending, cap_pending;
     uint64_t rounds_fast, rounds_split;
+    /* closed rounds (net-closed.c) */
+    hw_net *priv;            /* the private net their evolutions run on */
+    sim_time t0;             /* (on the private net) the time a run's base maps to */
+    net_evolution **memo;    /* open-addressing table, cap_memo slots (a power of two) */
+    size_t cap_memo, n_memo, memo_bytes;
+    uint64_t rounds_closed, rounds_evolved;
 };
+
+/* net.c, for net-closed.c */
+int32_t net__flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r, double bytes,
+                       double rate, sim_time last);
+void net__start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes, uint64_t tag);
+void net__attach_links(hw_net *net, int32_t id, sim_time now);
+int32_t net__round_alloc(hw_net *net, int n);
+void net__round_release(hw_net *net, int32_t ri);
+
+/* net-closed.c: times the pending round as a closed round when it is one (true), else
+ * leaves it to the caller (false); the counters of a finished one; one turned into flows at
+ * `now`; and the memo freed. */
+bool net__closed_round(hw_net *net, uint64_t tag, const void *key);
+bool net__closed_keyed(hw_net *net, uint64_t tag, const void *key);
+void net__closed_settle(hw_net *net, net_round *R);
+void net__closed_split(hw_net *net, net_round *R, sim_time now);
+void net__closed_destroy(hw_net *net);
+void net__evolution_put(net_evolution *e);
 
 #endif

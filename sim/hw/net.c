@@ -34,6 +34,11 @@
  * still finish instead of stalling at rate 0. */
 #define SATURATED_SHARE 1e-12
 
+/* Keyed rounds of at least this many transfers are timed from a record even when isolated
+ * (hw_net_round_end_key): below it, the isolated path's per-transfer work is cheaper than
+ * the record's lookup (measured on the bench's tensor-parallel and ring rounds). */
+#define KEYED_ISOLATED_MIN 64
+
 hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow_done_fn done,
                       void *ctx)
 {
@@ -76,8 +81,12 @@ void hw_net_destroy(hw_net *net)
     sim_free(net->comp_links);
     sim_free(net->comp_flows);
     sim_free(net->heap);
-    for (int32_t i = 0; i < net->n_rounds; i++)
+    for (int32_t i = 0; i < net->n_rounds; i++) {
+        if (net->rounds[i].evo)
+            net__evolution_put(net->rounds[i].evo);
         sim_free(net->rounds[i].x);
+    }
+    net__closed_destroy(net);
     sim_free(net->rounds);
     sim_free(net->pending);
     sim_free(net);
@@ -124,11 +133,9 @@ static void mark_dirty(hw_net *net, int32_t l, sim_time now)
     }
 }
 
-static void start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes,
-                       uint64_t tag);
 
 /* A free slot of the flow table (recycled first) with its header set; no hops yet. */
-static int32_t flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r, double bytes,
+int32_t net__flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r, double bytes,
                          double rate, sim_time last)
 {
     int32_t id;
@@ -159,14 +166,14 @@ static int32_t flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r
 void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, double bytes,
                            uint64_t tag)
 {
-    start_flow(net, now, hw_topo_route(net->topo, src_dev, dst_dev), bytes, tag);
+    net__start_flow(net, now, hw_topo_route(net->topo, src_dev, dst_dev), bytes, tag);
 }
 
 /* A flow on route `r` (from the topology's cache), starting at `now`. */
-static void start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes, uint64_t tag)
+void net__start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes, uint64_t tag)
 {
     SIM_ASSERT(bytes >= 0 && isfinite(bytes), "flow of %g bytes", bytes);
-    int32_t id = flow_slot(net, tag, FLOW_LATENT, r, bytes, 0, now);
+    int32_t id = net__flow_slot(net, tag, FLOW_LATENT, r, bytes, 0, now);
     net_flow *f = &net->flows[id];
     /* distinct links with their multiplicity */
     for (int i = 0; i < r->n; i++) {
@@ -207,7 +214,7 @@ static void advance(hw_net *net, net_flow *f, sim_time now)
 static void split_round(hw_net *net, int32_t ri, sim_time now);
 
 /* Adds an active flow to its links' member lists (no isolated round holds them). */
-static void attach_links(hw_net *net, int32_t id, sim_time now)
+void net__attach_links(hw_net *net, int32_t id, sim_time now)
 {
     net_flow *f = &net->flows[id];
     net->theta = 0; /* an addition can lower anybody's rate */
@@ -234,7 +241,7 @@ static void attach(hw_net *net, int32_t id, sim_time now)
         if (ri >= 0)
             split_round(net, ri, now);
     }
-    attach_links(net, id, now);
+    net__attach_links(net, id, now);
 }
 
 static void detach(hw_net *net, int32_t id, sim_time now)
@@ -557,15 +564,9 @@ static bool round_isolated(hw_net *net)
     return true;
 }
 
-void hw_net_round_end(hw_net *net, uint64_t tag)
+/* A free round slot (recycled first) holding room for n transfers, its header cleared. */
+int32_t net__round_alloc(hw_net *net, int n)
 {
-    if (!round_isolated(net)) {
-        for (int i = 0; i < net->n_pending; i++) {
-            const round_xfer *x = &net->pending[i];
-            start_flow(net, x->act - x->route->latency_ps, x->route, x->bytes, tag);
-        }
-        return;
-    }
     int32_t ri;
     if (net->round_free >= 0) {
         ri = net->round_free;
@@ -576,15 +577,59 @@ void hw_net_round_end(hw_net *net, uint64_t tag)
         net->rounds[ri] = (net_round){0};
     }
     net_round *R = &net->rounds[ri];
-    if (R->cap < net->n_pending) {
-        R->cap = net->n_pending;
+    if (R->cap < n) {
+        R->cap = n;
         R->x = sim_realloc_array(R->x, (size_t)R->cap, sizeof *R->x);
     }
-    R->tag = tag;
-    R->n = net->n_pending;
+    R->n = n;
     R->settled = false;
     R->next_free = -1;
     R->end = 0;
+    R->evo = NULL;
+    R->base = 0;
+    return ri;
+}
+
+/* Returns round `ri` to the free list (and its evolution, if closed). */
+void net__round_release(hw_net *net, int32_t ri)
+{
+    net_round *R = &net->rounds[ri];
+    if (R->evo)
+        net__evolution_put(R->evo);
+    R->evo = NULL;
+    R->next_free = net->round_free;
+    net->round_free = ri;
+}
+
+void hw_net_round_end(hw_net *net, uint64_t tag)
+{
+    hw_net_round_end_key(net, tag, NULL);
+}
+
+void hw_net_round_end_key(hw_net *net, uint64_t tag, const void *key)
+{
+    /* a round known by its key is timed from its record when its links carry nothing else;
+     * large keyed rounds are recorded even when isolated (a ring across hundreds of GPUs:
+     * one record instead of every transfer's rate and counters at every step), small
+     * isolated ones cost less on their own (a tensor-parallel step of 8 transfers) */
+    if (key && net->rounds_enabled) {
+        if (net__closed_keyed(net, tag, key))
+            return;
+        if (net->n_pending >= KEYED_ISOLATED_MIN && net__closed_round(net, tag, key))
+            return;
+    }
+    if (!round_isolated(net)) {
+        if (net__closed_round(net, tag, key))
+            return;
+        for (int i = 0; i < net->n_pending; i++) {
+            const round_xfer *x = &net->pending[i];
+            net__start_flow(net, x->act - x->route->latency_ps, x->route, x->bytes, tag);
+        }
+        return;
+    }
+    int32_t ri = net__round_alloc(net, net->n_pending);
+    net_round *R = &net->rounds[ri];
+    R->tag = tag;
     for (int i = 0; i < R->n; i++) {
         round_xfer *x = &R->x[i];
         *x = net->pending[i];
@@ -625,23 +670,36 @@ static void settle_xfer(hw_net *net, const round_xfer *x)
 
 static void release_links(hw_net *net, const net_round *R)
 {
+    if (R->evo) {
+        for (int i = 0; i < R->evo->n_links; i++)
+            net->links[R->evo->link[i]].round = -1;
+        return;
+    }
     for (int i = 0; i < R->n; i++)
         for (int k = 0; k < R->x[i].route->n; k++)
             net->links[R->x[i].route->links[k]].round = -1;
 }
 
+/* A finished round's link counters: its transfers' (isolated) or its evolution's (closed). */
+static void settle_round(hw_net *net, net_round *R)
+{
+    if (R->evo)
+        net__closed_settle(net, R);
+    else
+        for (int i = 0; i < R->n; i++)
+            settle_xfer(net, &R->x[i]);
+    release_links(net, R);
+    R->settled = true;
+}
+
 static void round_done(hw_net *net, int32_t ri, sim_time now)
 {
     net_round *R = &net->rounds[ri];
-    if (!R->settled) {
-        for (int i = 0; i < R->n; i++)
-            settle_xfer(net, &R->x[i]);
-        release_links(net, R);
-    }
+    if (!R->settled)
+        settle_round(net, R);
     uint64_t tag = R->tag;
     int n = R->n;
-    R->next_free = net->round_free;
-    net->round_free = ri;
+    net__round_release(net, ri);
     net->flows_done += (uint64_t)n;
     for (int i = 0; i < n; i++)
         net->done(net->ctx, tag, now);
@@ -655,31 +713,32 @@ static void split_round(hw_net *net, int32_t ri, sim_time now)
     if (R->end <= now) {
         /* every transfer has ended: take the counters now; the round's event (at now)
          * still reports the completions */
-        if (!R->settled) {
-            for (int i = 0; i < R->n; i++)
-                settle_xfer(net, &R->x[i]);
-            release_links(net, R);
-            R->settled = true;
-        }
+        if (!R->settled)
+            settle_round(net, R);
         return;
     }
     release_links(net, R);
     sim_eventq_cancel(net->q, R->ev);
     net->rounds_split++;
+    if (R->evo) {
+        net__closed_split(net, R, now);
+        net__round_release(net, ri);
+        return;
+    }
     for (int i = 0; i < R->n; i++) {
         round_xfer x = R->x[i];
         if (x.end <= now) {
             settle_xfer(net, &x);
             /* an empty flow: completes at its activation, now */
-            start_flow(net, now - x.route->latency_ps, x.route, 0, R->tag);
+            net__start_flow(net, now - x.route->latency_ps, x.route, 0, R->tag);
             continue;
         }
         if (x.act > now) {
-            start_flow(net, x.act - x.route->latency_ps, x.route, x.bytes, R->tag);
+            net__start_flow(net, x.act - x.route->latency_ps, x.route, x.bytes, R->tag);
             continue;
         }
         /* running since x.act at x.rate: an active flow with its progress */
-        int32_t id = flow_slot(net, R->tag, FLOW_ACTIVE, x.route, x.bytes, x.rate, x.act);
+        int32_t id = net__flow_slot(net, R->tag, FLOW_ACTIVE, x.route, x.bytes, x.rate, x.act);
         net_flow *f = &net->flows[id];
         for (int k = 0; k < x.route->n; k++) {
             f->hop[k].link = x.route->links[k];
@@ -687,12 +746,11 @@ static void split_round(hw_net *net, int32_t ri, sim_time now)
         }
         f->n_links = x.route->n;
         advance(net, f, now);
-        attach_links(net, id, now);
+        net__attach_links(net, id, now);
         for (int k = 0; k < f->n_links; k++)
             net->links[f->hop[k].link].busy_since = x.act; /* it had the link to itself */
     }
-    R->next_free = net->round_free;
-    net->round_free = ri;
+    net__round_release(net, ri);
 }
 
 void hw_net_handle(hw_net *net, sim_event *ev)

@@ -54,6 +54,11 @@ void hw_net_start_flow_dev(hw_net *net, sim_time now, int src_dev, int dst_dev, 
 void hw_net_round_begin(hw_net *net);
 void hw_net_round_add(hw_net *net, sim_time act, double bytes, const hw_route *route);
 void hw_net_round_end(hw_net *net, uint64_t tag);
+/* The same, with `key` (non-NULL) standing for the round's transfers: every round ended with
+ * the same key has the same routes, bytes and activations relative to its first (the
+ * caller's promise; e.g. a collective's cached costs of one round pattern). A closed round
+ * is then recognized from its key, without comparing its transfers. */
+void hw_net_round_end_key(hw_net *net, uint64_t tag, const void *key);
 /* Isolated rounds on (the default) or off (every transfer an ordinary flow; for tests). */
 void hw_net_set_rounds(hw_net *net, bool enabled);
 
@@ -79,6 +84,11 @@ uint64_t hw_net_flows_resolved(const hw_net *net);
 /* Rounds timed as isolated, and of those the ones later turned into flows. */
 uint64_t hw_net_rounds_isolated(const hw_net *net);
 uint64_t hw_net_rounds_split(const hw_net *net);
+/* Of the rounds timed with one event, the closed ones (transfers sharing links with one
+ * another, nothing else), and how many evolutions were simulated for them (the rest were
+ * timed from the memo). */
+uint64_t hw_net_rounds_closed(const hw_net *net);
+uint64_t hw_net_rounds_evolved(const hw_net *net);
 
 /* Recomputes max-min rates of every active flow from scratch (naive progressive filling)
  * and compares them with the incremental ones. Returns 0, or -1 after printing the first

@@ -29,7 +29,9 @@ typedef struct sched_entry {
     double bytes;
     coll_schedule sched;
     coll_choice choice;
-    coll_xfer_cost *costs; /* per transfer on this group (small schedules), or NULL */
+    coll_xfer_cost *costs; /* per transfer on this group (small schedules), per transfer of
+                              each distinct round (large ones: cost_at), or NULL */
+    uint32_t *cost_at;     /* large schedules: where round r's costs start in `costs` */
     double *sent;          /* bytes each member sends (coll_schedule_bytes_sent_all) */
     double sent_mean;      /* their mean over the members (what a symmetric run credits a
                               collective across replicas: its members need not send alike,

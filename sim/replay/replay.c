@@ -791,6 +791,8 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     out->flow_solves = hw_net_solves(c.net);
     out->rounds_isolated = hw_net_rounds_isolated(c.net);
     out->rounds_split = hw_net_rounds_split(c.net);
+    out->rounds_closed = hw_net_rounds_closed(c.net);
+    out->rounds_evolved = hw_net_rounds_evolved(c.net);
     out->simulated_s = sim_time_to_s(now);
     clock_gettime(CLOCK_MONOTONIC, &t1);
     out->wall_s = elapsed_s(&t0, &t1);

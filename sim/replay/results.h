@@ -154,6 +154,7 @@ typedef struct replay_results {
     uint64_t flows;       /* network flows completed */
     uint64_t flow_solves; /* max-min re-solves of the flow rates */
     uint64_t rounds_isolated, rounds_split; /* collective rounds timed with one event */
+    uint64_t rounds_closed, rounds_evolved; /* of those, closed ones, and evolutions simulated */
     double simulated_s;   /* simulated time at the last event */
     double setup_s;       /* of wall_s: before the first event (schedules, routes, state) */
     double wall_s;

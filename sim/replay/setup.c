@@ -10,6 +10,10 @@
 #include "coll/select.h"
 #include "replay/replay-internal.h"
 
+/* The most transfers of distinct rounds a large schedule keeps costs for (32 B each); beyond
+ * it the schedule is costed round by round as it runs. */
+#define ROUND_COSTS_MAX ((size_t)1 << 20)
+
 void replay__init_rank(replay_ctx *c, int rank)
 {
     rank_state *rs = &c->ranks[rank];
@@ -270,9 +274,14 @@ void replay__init_colls(replay_ctx *c)
         }
         if (!e->costs && e->sched.n_xfers <= 4096)
             e->costs = coll_exec_costs(&cs->exec, c->topo);
+        else if (!e->costs)
+            /* a large schedule (a ring over hundreds of ranks) repeats its rounds: each
+             * distinct round costed once */
+            e->costs = coll_exec_round_costs(&cs->exec, c->topo, ROUND_COSTS_MAX, &e->cost_at);
         cs->exec.costs = e->costs;
+        cs->exec.cost_at = e->cost_at;
         if (!e->costs) {
-            /* a large schedule (a ring over hundreds of ranks) is costed as it runs; its
+            /* a large schedule of rounds that do not repeat is costed as it runs; its
              * routes come from a member-pair table of its group, not the hash cache */
             group_info *gm = &c->groups[t->colls[i].group];
             if (!gm->pair_routes)
@@ -479,6 +488,7 @@ void replay__clear(replay_ctx *c)
     for (size_t i = 0; i < c->n_scheds; i++) {
         coll_schedule_clear(&c->scheds[i].sched);
         sim_free(c->scheds[i].costs);
+        sim_free(c->scheds[i].cost_at);
         sim_free(c->scheds[i].sent);
     }
     sim_free(c->scheds);

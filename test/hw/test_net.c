@@ -395,6 +395,72 @@ int main(void)
                 }
                 bench_clear(&x);
             }
+        /* Closed rounds (net-closed.c): g0 -> g1 (1 GB) and g0 -> g2 (2 GB) share g0's
+         * 10 GB/s egress and nothing else. By hand: both active from 2 us at 5 GB/s each;
+         * g0 -> g1 ends at 2 us + 200 ms with 1 GB of g0 -> g2 left, which then runs alone
+         * at 10 GB/s for 100 ms: the round ends at 2 us + 300 ms, g0's egress having
+         * carried 3 GB and been busy 300 ms. The same round again at 400 ms is timed from
+         * the first one's evolution (one simulated, two timed), ending at 700 ms + 2 us.
+         * Split: at 50 ms a 1 GB flow g0 -> g3 joins (active from 50 ms + 2 us), when
+         * g0 -> g1 has 0.75 GB left and g0 -> g2 1.75 GB: three flows at 10/3 GB/s;
+         * g0 -> g1 ends 225 ms later (275 ms + 2 us), leaving 1 GB and 0.25 GB; at 5 GB/s
+         * each g0 -> g3 ends at 325 ms + 2 us, and g0 -> g2's last 0.75 GB at 10 GB/s end
+         * at 400 ms + 2 us (to rounding, a few ps). Each case matches the flow path (rounds
+         * off) to the picosecond and the byte. */
+        for (int split = 0; split < 2; split++) {
+            static sim_time last[2][2], busy[2][2];
+            static double bytes[2][2];
+            for (int rounds = 1; rounds >= 0; rounds--) {
+                bench x;
+                bench_init(&x, s);
+                hw_net_set_rounds(x.net, rounds);
+                const hw_route *r01 = hw_topo_route_gpus(x.topo, 0, 1);
+                const hw_route *r02 = hw_topo_route_gpus(x.topo, 0, 2);
+                for (int rep = 0; rep < (split ? 1 : 2); rep++) {
+                    sim_time t = rep * 400 * SIM_PS_PER_MS;
+                    run_until(&x, t);
+                    hw_net_round_begin(x.net);
+                    hw_net_round_add(x.net, t + r01->latency_ps, 1 * GB, r01);
+                    hw_net_round_add(x.net, t + r02->latency_ps, 2 * GB, r02);
+                    hw_net_round_end(x.net, 9);
+                    if (split) {
+                        run_until(&x, 50 * SIM_PS_PER_MS);
+                        hw_net_start_flow(x.net, 50 * SIM_PS_PER_MS, 0, 3, 1 * GB, 10);
+                    }
+                    run_until(&x, SIM_TIME_NEVER - 1);
+                }
+                last[split][rounds] = x.log.t[x.log.n - 1];
+                bytes[split][rounds] = hw_net_link(x.net, r01->links[0])->bytes;
+                busy[split][rounds] = hw_net_link(x.net, r01->links[0])->busy_ps;
+                if (!split) {
+                    CHECK_INT_EQ(x.log.n, 4);
+                    CHECK_INT_EQ(hw_net_rounds_closed(x.net), rounds ? 2 : 0);
+                    CHECK_INT_EQ(hw_net_rounds_evolved(x.net), rounds ? 1 : 0);
+                    CHECK_INT_EQ(x.log.t[1], 2 * SIM_PS_PER_US + 300 * SIM_PS_PER_MS);
+                    CHECK_INT_EQ(last[0][rounds], 2 * SIM_PS_PER_US + 700 * SIM_PS_PER_MS);
+                    CHECK_NEAR(bytes[0][rounds], 6 * GB, 0, 1e-6 * GB);
+                    CHECK_INT_EQ(busy[0][rounds], 600 * SIM_PS_PER_MS);
+                } else {
+                    CHECK_INT_EQ(x.log.n, 3);
+                    CHECK_INT_EQ(hw_net_rounds_split(x.net), rounds ? 1 : 0);
+                    CHECK_INT_EQ(find_done(&x, 10) >= 0, 1);
+                    CHECK_NEAR((double)find_done(&x, 10),
+                               (double)(325 * SIM_PS_PER_MS + 2 * SIM_PS_PER_US), 0, 4);
+                    CHECK_NEAR((double)last[1][rounds],
+                               (double)(400 * SIM_PS_PER_MS + 2 * SIM_PS_PER_US), 0, 4);
+                    CHECK_NEAR(bytes[1][rounds], 4 * GB, 0, 1e-6 * GB);
+                    /* busy from 2 us (the round's activation) to the last completion */
+                    CHECK_NEAR((double)busy[1][rounds], (double)(400 * SIM_PS_PER_MS), 0, 4);
+                }
+                CHECK(hw_net__check(x.net) == 0);
+                if (rounds == 0) {
+                    CHECK_INT_EQ(last[split][1], last[split][0]);
+                    CHECK(bytes[split][1] == bytes[split][0]);
+                    CHECK_INT_EQ(busy[split][1], busy[split][0]);
+                }
+                bench_clear(&x);
+            }
+        }
     }
     sim_free(s);
     return test_finish();
