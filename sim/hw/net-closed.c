@@ -137,7 +137,7 @@ static net_evolution *memo_find(const hw_net *net, uint64_t h, const round_xfer 
 static void memo_insert(hw_net *net, net_evolution *e)
 {
     size_t add = evolution_bytes(e);
-    if (net->memo_bytes + add > MEMO_BYTES_MAX)
+    if (net->memo_bytes + add > (net->memo_limit ? net->memo_limit : MEMO_BYTES_MAX))
         memo_clear(net);
     if (2 * (net->n_memo + 1) > net->cap_memo) {
         size_t cap = net->cap_memo ? 2 * net->cap_memo : 64;
@@ -437,6 +437,11 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
     private_reset(p, R->x, n);
     sim_free(flow_of);
     sim_free(log.done);
+}
+
+void hw_net__set_memo_limit(hw_net *net, size_t bytes)
+{
+    net->memo_limit = bytes;
 }
 
 uint64_t hw_net_rounds_closed(const hw_net *net) { return net->rounds_closed; }

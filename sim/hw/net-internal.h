@@ -133,6 +133,7 @@ struct hw_net {
     sim_time t0;             /* (on the private net) the time a run's base maps to */
     net_evolution **memo;    /* open-addressing table, cap_memo slots (a power of two) */
     size_t cap_memo, n_memo, memo_bytes;
+    size_t memo_limit;       /* 0: MEMO_BYTES_MAX (hw_net__set_memo_limit, for tests) */
     uint64_t rounds_closed, rounds_evolved;
 };
 

@@ -461,6 +461,35 @@ int main(void)
                 bench_clear(&x);
             }
         }
+        /* The memo dropped while its records are in use (a 1-byte limit: every new record
+         * empties it first): round A (g0 -> g1 1 GB, g0 -> g2 2 GB, sharing g0's egress)
+         * and round B (g1 -> g3 1 GB, g2 -> g3 2 GB, sharing g3's ingress) are both closed
+         * and run at once on disjoint links. Each ends as the case above, at 2 us + 300 ms:
+         * A's record, dropped from the memo when B's is made, lives on for its round. */
+        {
+            bench x;
+            bench_init(&x, s);
+            hw_net__set_memo_limit(x.net, 1);
+            const hw_route *r01 = hw_topo_route_gpus(x.topo, 0, 1);
+            const hw_route *r02 = hw_topo_route_gpus(x.topo, 0, 2);
+            const hw_route *r13 = hw_topo_route_gpus(x.topo, 1, 3);
+            const hw_route *r23 = hw_topo_route_gpus(x.topo, 2, 3);
+            hw_net_round_begin(x.net);
+            hw_net_round_add(x.net, r01->latency_ps, 1 * GB, r01);
+            hw_net_round_add(x.net, r02->latency_ps, 2 * GB, r02);
+            hw_net_round_end(x.net, 11);
+            hw_net_round_begin(x.net);
+            hw_net_round_add(x.net, r13->latency_ps, 1 * GB, r13);
+            hw_net_round_add(x.net, r23->latency_ps, 2 * GB, r23);
+            hw_net_round_end(x.net, 12);
+            run_until(&x, SIM_TIME_NEVER - 1);
+            CHECK_INT_EQ(hw_net_rounds_closed(x.net), 2);
+            CHECK_INT_EQ(hw_net_rounds_evolved(x.net), 2);
+            CHECK_INT_EQ(find_done(&x, 11), 2 * SIM_PS_PER_US + 300 * SIM_PS_PER_MS);
+            CHECK_INT_EQ(find_done(&x, 12), 2 * SIM_PS_PER_US + 300 * SIM_PS_PER_MS);
+            CHECK_INT_EQ(x.log.n, 4);
+            bench_clear(&x);
+        }
     }
     sim_free(s);
     return test_finish();
