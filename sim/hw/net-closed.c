@@ -374,9 +374,10 @@ void net__closed_settle(hw_net *net, net_round *R)
 {
     const net_evolution *e = R->evo;
     for (int i = 0; i < e->n_links; i++) {
-        hw_link_stats *st = &net->links[e->link[i]].st;
-        st->bytes += e->bytes[i];
-        st->busy_ps += e->busy_ps[i];
+        net_link *l = &net->links[e->link[i]];
+        l->st.bytes += e->bytes[i];
+        l->st.busy_ps += e->busy_ps[i];
+        l->round = -1;
     }
 }
 

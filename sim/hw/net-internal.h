@@ -146,8 +146,8 @@ int32_t net__round_alloc(hw_net *net, int n);
 void net__round_release(hw_net *net, int32_t ri);
 
 /* net-closed.c: times the pending round as a closed round when it is one (true), else
- * leaves it to the caller (false); the counters of a finished one; one turned into flows at
- * `now`; and the memo freed. */
+ * leaves it to the caller (false); the counters of a finished one (its links released);
+ * one turned into flows at `now`; and the memo freed. */
 bool net__closed_round(hw_net *net, uint64_t tag, const void *key);
 bool net__closed_keyed(hw_net *net, uint64_t tag, const void *key);
 void net__closed_settle(hw_net *net, net_round *R);

@@ -683,12 +683,13 @@ static void release_links(hw_net *net, const net_round *R)
 /* A finished round's link counters: its transfers' (isolated) or its evolution's (closed). */
 static void settle_round(hw_net *net, net_round *R)
 {
-    if (R->evo)
-        net__closed_settle(net, R);
-    else
+    if (R->evo) {
+        net__closed_settle(net, R); /* releases the links in the same pass */
+    } else {
         for (int i = 0; i < R->n; i++)
             settle_xfer(net, &R->x[i]);
-    release_links(net, R);
+        release_links(net, R);
+    }
     R->settled = true;
 }
 
