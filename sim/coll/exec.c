@@ -122,22 +122,25 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
     if (s->n_rounds == 0)
         return NULL;
     uint32_t *at = sim_calloc((size_t)s->n_rounds, sizeof *at);
+    bool *repeat = sim_calloc((size_t)s->n_rounds, sizeof *repeat);
     size_t n = 0;
     for (int r = 0; r < s->n_rounds; r++) {
         if (r > 0 && same_round(s, r - 1, r)) {
+            repeat[r] = true;
             at[r] = at[r - 1];
             continue;
         }
-        at[r] = (uint32_t)n;
+        at[r] = (uint32_t)n; /* (an empty round takes no room: the next one starts here too) */
         n += s->round_first[r + 1] - s->round_first[r];
         if (n > max || n > UINT32_MAX) {
             sim_free(at);
+            sim_free(repeat);
             return NULL;
         }
     }
     coll_xfer_cost *c = sim_calloc(n + 1, sizeof *c);
     for (int r = 0; r < s->n_rounds; r++) {
-        if (r > 0 && at[r] == at[r - 1])
+        if (repeat[r])
             continue;
         for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
             coll_xfer_cost *ci = &c[at[r] + (i - s->round_first[r])];
@@ -151,6 +154,7 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
                                                  ci->route) + stage;
         }
     }
+    sim_free(repeat);
     *cost_at = at;
     return c;
 }

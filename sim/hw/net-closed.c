@@ -176,7 +176,8 @@ static hw_net *private_net(hw_net *net, closed_log *log)
 }
 
 /* Runs transfers x[0..n) (act relative to the base) on the private net, from time t0 for
- * the base, through every event before t0 + `stop` (SIM_TIME_NEVER: to the end). */
+ * the base, through every event at or before t0 + `stop` (SIM_TIME_NEVER: to the end): a
+ * transfer that ends at the split instant has ended, as an isolated round's does. */
 static hw_net *evolve(hw_net *net, const round_xfer *x, int n, sim_time base, sim_time stop,
                       closed_log *log)
 {
@@ -190,7 +191,7 @@ static hw_net *evolve(hw_net *net, const round_xfer *x, int n, sim_time base, si
         net__start_flow(p, t0 + (x[i].act - base) - x[i].route->latency_ps, x[i].route,
                         x[i].bytes, (uint64_t)i);
     sim_time until = stop == SIM_TIME_NEVER ? SIM_TIME_NEVER : t0 + stop;
-    while (sim_eventq_size(p->q) > 0 && sim_eventq_peek_time(p->q) < until)
+    while (sim_eventq_size(p->q) > 0 && sim_eventq_peek_time(p->q) <= until)
         hw_net_handle(p, sim_eventq_pop(p->q));
     return p;
 }

@@ -612,14 +612,18 @@ void hw_net_round_end_key(hw_net *net, uint64_t tag, const void *key)
      * large keyed rounds are recorded even when isolated (a ring across hundreds of GPUs:
      * one record instead of every transfer's rate and counters at every step), small
      * isolated ones cost less on their own (a tensor-parallel step of 8 transfers) */
+    bool tried = false; /* net__closed_round already said no */
     if (key && net->rounds_enabled) {
         if (net__closed_keyed(net, tag, key))
             return;
-        if (net->n_pending >= KEYED_ISOLATED_MIN && net__closed_round(net, tag, key))
-            return;
+        if (net->n_pending >= KEYED_ISOLATED_MIN) {
+            if (net__closed_round(net, tag, key))
+                return;
+            tried = true;
+        }
     }
     if (!round_isolated(net)) {
-        if (net__closed_round(net, tag, key))
+        if (!tried && net__closed_round(net, tag, key))
             return;
         for (int i = 0; i < net->n_pending; i++) {
             const round_xfer *x = &net->pending[i];

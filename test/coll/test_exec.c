@@ -92,6 +92,49 @@ static sim_time run(rig *r, coll_algo algo, coll_op op, double bytes, int chunks
     return end;
 }
 
+/* Runs schedule `s` twice on one net, one instance after the other, with its transfer costs
+ * computed as each round starts (mode 0), cached per transfer (1: coll_exec_costs) or per
+ * distinct round (2: coll_exec_round_costs, whose rounds pass a key to the net). Returns the
+ * second instance's end; *closed and *evolved get the net's closed-round counters. */
+static sim_time run_costed(rig *r, const coll_schedule *s, int mode, uint64_t *closed,
+                           uint64_t *evolved)
+{
+    sim_eventq *q = sim_eventq_create();
+    int flows = 0, seen = 0;
+    hw_net *net = hw_net_create(r->topo, q, 1, on_done, &flows);
+    coll_exec x = {.sched = s, .gpu = r->gpu, .switch_dev = r->t.switch_dev,
+                   .proto = HW_PROTO_SIMPLE, .protocols = &r->spec.protocols};
+    coll_xfer_cost *costs = NULL;
+    uint32_t *at = NULL;
+    if (mode == 1)
+        costs = coll_exec_costs(&x, r->topo);
+    else if (mode == 2)
+        costs = coll_exec_round_costs(&x, r->topo, (size_t)1 << 20, &at);
+    SIM_ASSERT(mode == 0 || costs, "costs");
+    x.costs = costs;
+    x.cost_at = at;
+    sim_time end = 0;
+    for (int rep = 0; rep < 2; rep++) {
+        bool done = coll_exec_start(&x, r->topo, net, end, 0);
+        sim_event *ev;
+        while (!done && (ev = sim_eventq_pop(q)) != NULL) {
+            end = ev->time;
+            hw_net_handle(net, ev);
+            while (seen < flows && !done) {
+                seen++;
+                done = coll_exec_flow_done(&x, r->topo, net, end, 0);
+            }
+        }
+    }
+    *closed = hw_net_rounds_closed(net);
+    *evolved = hw_net_rounds_evolved(net);
+    hw_net_destroy(net);
+    sim_eventq_destroy(q);
+    sim_free(costs);
+    sim_free(at);
+    return end;
+}
+
 /* Which (algorithm, protocol) pairs `auto` considers: NCCL's (select.h, coll_nccl_algo and
  * coll_ll128_paths; NCCL 2.30 src/graph/tuning.cc). */
 static void test_nccl_rules(void)
@@ -310,6 +353,65 @@ int main(void)
      * port: (n-1)/n · S/B + α = 7 ms + 1 us. Pairwise: 7 rounds of 100 MB, the same. */
     CHECK_INT_EQ(run(r, COLL_ALGO_DIRECT, COLL_ALL_TO_ALL, 800e6, 1), 7 * ms + 1 * us);
     CHECK_INT_EQ(run(r, COLL_ALGO_PAIRWISE, COLL_ALL_TO_ALL, 800e6, 1), 7 * ms + 1 * us);
+    /* Transfer costs cached per distinct round (coll_exec_round_costs) time a schedule as
+     * the per-transfer costs and the costs computed as each round starts do, to the
+     * picosecond. Direct all_to_all over 4 GPUs, S = 400 MB: each GPU's 3 transfers of
+     * 100 MB share its 100 GB/s port (a closed round): α + 3 ms a run, two runs back to back
+     * end at 2 x 3.001 ms. With a key (round costs) the second run is timed from the first's
+     * record: 2 closed rounds, 1 evolution; unkeyed, the net compares the transfers and finds
+     * the same record. */
+    {
+        coll_group g4 = {.n = 4, .node = r->node};
+        coll_schedule s;
+        coll_schedule_init(&s);
+        SIM_ASSERT(coll_build(&s, COLL_ALGO_DIRECT, COLL_ALL_TO_ALL, &g4, 400e6, 0, 1) == 0,
+                   "build");
+        for (int mode = 0; mode < 3; mode++) {
+            uint64_t closed, evolved;
+            CHECK_INT_EQ(run_costed(r, &s, mode, &closed, &evolved), 2 * (3 * ms + 1 * us));
+            CHECK_INT_EQ(closed, 2);
+            CHECK_INT_EQ(evolved, 1);
+        }
+        /* rounds that repeat, around an empty one: 0 -> 1 (100 MB), nothing, 1 -> 2 (100 MB)
+         * twice. Each is one 1 ms transfer; the first pays α (1 us), the others' steps of
+         * 100 MB hide it: 3.001 ms a run, 6.002 ms for two, whichever way costed (the empty
+         * round takes no room in the round costs, and the round after it is costed) */
+        coll_schedule_reset(&s);
+        coll_schedule_round(&s);
+        coll_schedule_add(&s, 0, 1, 100e6);
+        coll_schedule_round(&s);
+        coll_schedule_round(&s);
+        coll_schedule_add(&s, 1, 2, 100e6);
+        coll_schedule_round(&s);
+        coll_schedule_add(&s, 1, 2, 100e6);
+        for (int mode = 0; mode < 3; mode++) {
+            uint64_t closed, evolved;
+            CHECK_INT_EQ(run_costed(r, &s, mode, &closed, &evolved), 6 * ms + 2 * us);
+            CHECK_INT_EQ(closed, 0); /* one transfer a round: isolated */
+        }
+        coll_schedule_clear(&s);
+        /* A keyed round of 64 transfers or more is timed from a record even when isolated:
+         * ring all_gather over 64 GPUs of one NVSwitch node, S = 6.4 GB, 63 rounds of 100 MB
+         * (1 ms each, α in the first only): 63.001 ms a run, 126.002 ms for two. Keyed (round
+         * costs), its 63 x 2 rounds are closed ones from two records (the first round, which
+         * pays α, and the rest); with per-transfer costs each round has its own key, so 63
+         * records (the second run reuses them); costed as it runs, isolated rounds */
+        rig *big = sim_calloc(1, sizeof *big);
+        rig_init(big, 64, false);
+        coll_group g64 = {.n = 64, .node = big->node};
+        coll_schedule_init(&s);
+        SIM_ASSERT(coll_build(&s, COLL_ALGO_RING, COLL_ALL_GATHER, &g64, 6.4e9, 0, 1) == 0,
+                   "build");
+        for (int mode = 0; mode < 3; mode++) {
+            uint64_t closed, evolved;
+            CHECK_INT_EQ(run_costed(big, &s, mode, &closed, &evolved), 2 * (63 * ms + 1 * us));
+            CHECK_INT_EQ(closed, mode == 0 ? 0 : 126);
+            CHECK_INT_EQ(evolved, mode == 0 ? 0 : mode == 1 ? 63 : 2);
+        }
+        coll_schedule_clear(&s);
+        hw_topo_destroy(big->topo);
+        sim_free(big);
+    }
     /* Joint estimates (symmetry's collectives that start together). Ring all_gather over 4
      * GPUs, S = 400 MB: 3 rounds of 100 MB on each GPU's switch port at 100 GB/s, 1 ms each,
      * α (1 us) in the first only: 3.001 ms alone. Two such rings on GPUs {0..3} and {4..7}
