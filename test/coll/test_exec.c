@@ -60,6 +60,25 @@ static void rig_init(rig *r, int n, bool sharp)
                          .gpu = r->gpu, .switch_dev = sw};
 }
 
+/* Starts collective x at `start` and runs the net's events until it completes; returns the
+ * time of its last event. *flows counts completions (on_done), *seen those handed to x. */
+static sim_time run_exec(rig *r, sim_eventq *q, hw_net *net, coll_exec *x, sim_time start,
+                         int *flows, int *seen)
+{
+    bool done = coll_exec_start(x, r->topo, net, start, 0);
+    sim_time end = start;
+    sim_event *ev;
+    while (!done && (ev = sim_eventq_pop(q)) != NULL) {
+        end = ev->time;
+        hw_net_handle(net, ev);
+        while (*seen < *flows && !done) {
+            ++*seen;
+            done = coll_exec_flow_done(x, r->topo, net, end, 0);
+        }
+    }
+    return end;
+}
+
 /* Runs `algo` (with `chunks`) under Simple and returns the time in ps. */
 static sim_time run(rig *r, coll_algo algo, coll_op op, double bytes, int chunks)
 {
@@ -72,17 +91,7 @@ static sim_time run(rig *r, coll_algo algo, coll_op op, double bytes, int chunks
     coll_exec x = {.sched = &s, .gpu = r->gpu, .switch_dev = r->t.switch_dev,
                    .proto = HW_PROTO_SIMPLE, .nvls = algo == COLL_ALGO_NVLS,
                    .protocols = &r->spec.protocols};
-    bool done = coll_exec_start(&x, r->topo, net, 0, 0);
-    sim_time end = 0;
-    sim_event *ev;
-    while (!done && (ev = sim_eventq_pop(q)) != NULL) {
-        end = ev->time;
-        hw_net_handle(net, ev);
-        while (seen < flows && !done) {
-            seen++;
-            done = coll_exec_flow_done(&x, r->topo, net, end, 0);
-        }
-    }
+    sim_time end = run_exec(r, q, net, &x, 0, &flows, &seen);
     /* the isolated estimate of the selector agrees with the replay on these uniform rounds */
     double est = coll_estimate(&r->t, &x, &s);
     CHECK_NEAR(est, sim_time_to_s(end), 1e-9, 2e-12 * s.n_rounds);
@@ -114,18 +123,8 @@ static sim_time run_costed(rig *r, const coll_schedule *s, int mode, uint64_t *c
     x.costs = costs;
     x.cost_at = at;
     sim_time end = 0;
-    for (int rep = 0; rep < 2; rep++) {
-        bool done = coll_exec_start(&x, r->topo, net, end, 0);
-        sim_event *ev;
-        while (!done && (ev = sim_eventq_pop(q)) != NULL) {
-            end = ev->time;
-            hw_net_handle(net, ev);
-            while (seen < flows && !done) {
-                seen++;
-                done = coll_exec_flow_done(&x, r->topo, net, end, 0);
-            }
-        }
-    }
+    for (int rep = 0; rep < 2; rep++)
+        end = run_exec(r, q, net, &x, end, &flows, &seen);
     *closed = hw_net_rounds_closed(net);
     *evolved = hw_net_rounds_evolved(net);
     hw_net_destroy(net);
