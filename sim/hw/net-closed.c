@@ -27,7 +27,7 @@
 
 #include "hw/net-internal.h"
 
-#define MEMO_BYTES_MAX ((size_t)256 << 20)
+#define MEMO_BYTES_MAX ((size_t)64 << 20)
 
 /* A memo entry whose rounds were turned into flows more often than not, after this many
  * rounds, times no more rounds: each split runs the evolution again up to the split. */

@@ -96,7 +96,7 @@ uint64_t hw_net_rounds_evolved(const hw_net *net);
  * re-solve is pending (rates are defined only after it). For tests and debugging. */
 int hw_net__check(const hw_net *net);
 
-/* Bytes of closed-round records kept before they are dropped (0: the default, 256 MiB). For
+/* Bytes of closed-round records kept before they are dropped (0: the default, 64 MiB). For
  * tests of the memo's eviction. */
 void hw_net__set_memo_limit(hw_net *net, size_t bytes);
 
