@@ -307,7 +307,7 @@ static void time_round(hw_net *net, uint64_t tag, net_evolution *e)
     sim_time base = SIM_TIME_NEVER;
     for (int i = 0; i < n; i++)
         base = SIM_MIN(base, x[i].act);
-    int32_t ri = net__round_alloc(net, n);
+    int32_t ri = net__round_alloc(net, n, false); /* its transfers are the record's */
     net_round *R = &net->rounds[ri];
     R->tag = tag;
     R->evo = e;
@@ -315,7 +315,6 @@ static void time_round(hw_net *net, uint64_t tag, net_evolution *e)
     e->uses++;
     R->base = base;
     R->end = base + e->end;
-    memcpy(R->x, x, (size_t)n * sizeof *x);
     for (int i = 0; i < e->n_links; i++)
         net->links[e->link[i]].round = ri;
     sim_event *ev = sim_eventq_alloc(net->q);
@@ -387,7 +386,9 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
     int n = R->n;
     R->evo->splits++;
     closed_log log = {.done = sim_calloc((size_t)n, sizeof *log.done)};
-    hw_net *p = evolve(net, R->x, n, R->base, now - R->base, &log);
+    /* the record's transfers, activations relative to the round's base */
+    const round_xfer *xs = R->evo->x;
+    hw_net *p = evolve(net, xs, n, 0, now - R->base, &log);
     sim_time shift = R->base - p->t0; /* private time + shift = shared time */
     /* the private flows by transfer (tags are transfer indices) */
     int32_t *flow_of = sim_calloc((size_t)n, sizeof *flow_of);
@@ -400,8 +401,8 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
     if (++p->stamp == 0)
         p->stamp = 1;
     for (int i = 0; i < n; i++)
-        for (int k = 0; k < R->x[i].route->n; k++) {
-            int32_t li = R->x[i].route->links[k];
+        for (int k = 0; k < xs[i].route->n; k++) {
+            int32_t li = xs[i].route->links[k];
             net_link *l = &p->links[li];
             if (l->stamp == p->stamp)
                 continue;
@@ -410,7 +411,7 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
             net->links[li].st.busy_ps += l->st.busy_ps;
         }
     for (int i = 0; i < n; i++) {
-        const round_xfer *x = &R->x[i];
+        const round_xfer *x = &xs[i];
         int32_t pid = flow_of[i];
         if (log.done[i] || pid < 0) {
             /* finished: an empty flow completes at its activation, now */
@@ -419,7 +420,8 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
         }
         const net_flow *pf = &p->flows[pid];
         if (pf->state == FLOW_LATENT) {
-            net__start_flow(net, x->act - x->route->latency_ps, x->route, x->bytes, R->tag);
+            net__start_flow(net, R->base + x->act - x->route->latency_ps, x->route, x->bytes,
+                            R->tag);
             continue;
         }
         int32_t id = net__flow_slot(net, R->tag, FLOW_ACTIVE, x->route, pf->remaining,
@@ -436,7 +438,7 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
             net->links[f->hop[k].link].busy_since = pl->busy_since + shift;
         }
     }
-    private_reset(p, R->x, n);
+    private_reset(p, xs, n);
     sim_free(flow_of);
     sim_free(log.done);
 }

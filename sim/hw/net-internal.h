@@ -95,8 +95,9 @@ typedef struct net_round {
     sim_event *ev;
     bool settled;   /* link counters taken and links released already */
     int32_t next_free;
-    net_evolution *evo; /* a closed round's evolution (NULL: an isolated round) */
-    sim_time base;      /* ... and the time its activations are relative to */
+    net_evolution *evo; /* a closed round's evolution (NULL: an isolated round), whose
+                           transfers are the round's (x unused) */
+    sim_time base;      /* ... and the time their activations are relative to */
 } net_round;
 
 struct hw_net {
@@ -142,7 +143,7 @@ int32_t net__flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r, 
                        double rate, sim_time last);
 void net__start_flow(hw_net *net, sim_time now, const hw_route *r, double bytes, uint64_t tag);
 void net__attach_links(hw_net *net, int32_t id, sim_time now);
-int32_t net__round_alloc(hw_net *net, int n);
+int32_t net__round_alloc(hw_net *net, int n, bool room);
 void net__round_release(hw_net *net, int32_t ri);
 
 /* net-closed.c: times the pending round as a closed round when it is one (true), else

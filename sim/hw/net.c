@@ -564,8 +564,9 @@ static bool round_isolated(hw_net *net)
     return true;
 }
 
-/* A free round slot (recycled first) holding room for n transfers, its header cleared. */
-int32_t net__round_alloc(hw_net *net, int n)
+/* A free round slot (recycled first) for n transfers, with room for them in R->x when
+ * `room` (a closed round's are its record's), its header cleared. */
+int32_t net__round_alloc(hw_net *net, int n, bool room)
 {
     int32_t ri;
     if (net->round_free >= 0) {
@@ -577,7 +578,7 @@ int32_t net__round_alloc(hw_net *net, int n)
         net->rounds[ri] = (net_round){0};
     }
     net_round *R = &net->rounds[ri];
-    if (R->cap < n) {
+    if (room && R->cap < n) {
         R->cap = n;
         R->x = sim_realloc_array(R->x, (size_t)R->cap, sizeof *R->x);
     }
@@ -631,7 +632,7 @@ void hw_net_round_end_key(hw_net *net, uint64_t tag, const void *key)
         }
         return;
     }
-    int32_t ri = net__round_alloc(net, net->n_pending);
+    int32_t ri = net__round_alloc(net, net->n_pending, true);
     net_round *R = &net->rounds[ri];
     R->tag = tag;
     for (int i = 0; i < R->n; i++) {
