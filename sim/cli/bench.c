@@ -395,7 +395,8 @@ static int bench_body(void *parsed, int argc, char **argv)
         snprintf(path, sizeof path, "%s/%s.yaml", o->dir, bench_set[0].name);
         if (access(path, R_OK) != 0)
             return cli_invalid("stepsim bench", "cannot read the reference scenarios in", o->dir,
-                               "run from the repository root, or pass --dir DIR");
+                               "run from the repository root, or pass --dir with the "
+                               "folder holding them (scenarios/bench)");
     }
 
     if (!LIMIT_ADDRESS_SPACE && !o->engine_only)
