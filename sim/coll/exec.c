@@ -79,23 +79,29 @@ sim_time coll_exec_staging_ps(const coll_schedule *s, int round, size_t i, const
     return hw_route_staging_ps(r, bytes);
 }
 
+/* The cost of transfer i (of round `round`) of x's schedule. */
+static void xfer_costs(const coll_exec *x, hw_topo *topo, int round, size_t i, coll_xfer_cost *c)
+{
+    const coll_schedule *s = x->sched;
+    const coll_xfer *xf = &s->xfers[i];
+    sim_time lat;
+    coll_exec_xfer_cost(x, topo, xf, &lat, &c->wire, &c->route);
+    /* a staged copy's hand-offs hold each chunk back: not latency a pipeline hides */
+    sim_time stage = coll_exec_staging_ps(s, round, i, c->route);
+    sim_time lat_only = lat + c->route->latency_ps - c->route->stage_ps;
+    c->delay_ps = lat_only + stage;
+    c->piped_ps = coll_exec_piped_delay(x, topo, lat_only, xf->bytes, c->wire, c->route) + stage;
+}
+
 coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
 {
     const coll_schedule *s = x->sched;
     coll_xfer_cost *c = sim_calloc(s->n_xfers + 1, sizeof *c);
     int round = 0;
     for (size_t i = 0; i < s->n_xfers; i++) {
-        const coll_xfer *xf = &s->xfers[i];
         while (i >= s->round_first[round + 1])
             round++;
-        sim_time lat;
-        coll_exec_xfer_cost(x, topo, xf, &lat, &c[i].wire, &c[i].route);
-        /* a staged copy's hand-offs hold each chunk back: not latency a pipeline hides */
-        sim_time stage = coll_exec_staging_ps(s, round, i, c[i].route);
-        sim_time lat_only = lat + c[i].route->latency_ps - c[i].route->stage_ps;
-        c[i].delay_ps = lat_only + stage;
-        c[i].piped_ps = coll_exec_piped_delay(x, topo, lat_only, xf->bytes, c[i].wire,
-                                              c[i].route) + stage;
+        xfer_costs(x, topo, round, i, &c[i]);
     }
     return c;
 }
@@ -142,17 +148,8 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
     for (int r = 0; r < s->n_rounds; r++) {
         if (repeat[r])
             continue;
-        for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
-            coll_xfer_cost *ci = &c[at[r] + (i - s->round_first[r])];
-            sim_time lat;
-            coll_exec_xfer_cost(x, topo, &s->xfers[i], &lat, &ci->wire, &ci->route);
-            /* as coll_exec_costs */
-            sim_time stage = coll_exec_staging_ps(s, r, i, ci->route);
-            sim_time lat_only = lat + ci->route->latency_ps - ci->route->stage_ps;
-            ci->delay_ps = lat_only + stage;
-            ci->piped_ps = coll_exec_piped_delay(x, topo, lat_only, s->xfers[i].bytes, ci->wire,
-                                                 ci->route) + stage;
-        }
+        for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++)
+            xfer_costs(x, topo, r, i, &c[at[r] + (i - s->round_first[r])]);
     }
     sim_free(repeat);
     *cost_at = at;

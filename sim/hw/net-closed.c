@@ -12,9 +12,10 @@
  * that instant: the evolution is run again on the private net up to then and each transfer
  * moves to the shared net as it stands there (done, waiting for its activation, or active
  * with its remaining bytes, its rate and the time of its last advance); the shared net then
- * re-solves with the newcomer. The one way the results can differ from the flow path's is
- * float rounding when the shared net re-solves other flows at the very same picosecond (its
- * removals-only shortcut then freezes a different set), at most a picosecond or so.
+ * re-solves with the newcomer. Results can differ from the flow path's only by float
+ * rounding: a completion, when the shared net re-solves other flows at the very same
+ * picosecond (its removals-only shortcut then freezes a different set), by a picosecond or
+ * so; and a link's byte counter in its last bits (a round's bytes are added as one sum).
  *
  * Memo: an open-addressing table of evolutions keyed by a hash of the transfers, compared
  * in full on a hit; at MEMO_BYTES_MAX it is emptied (rounds in flight keep theirs). The
@@ -46,12 +47,15 @@ static void closed_done(void *ctx, uint64_t tag, sim_time now)
     log->last = SIM_MAX(log->last, now);
 }
 
+/* Folds v into h (boost::hash_combine's step, then MurmurHash3's fmix64; core/sim.h). */
 static uint64_t mix(uint64_t h, uint64_t v)
 {
-    h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
-    h ^= h >> 31;
-    h *= 0xbf58476d1ce4e5b9ULL;
-    return h ^ (h >> 29);
+    h ^= v + SIM_GOLDEN64 + (h << 6) + (h >> 2);
+    h ^= h >> 33;
+    h *= SIM_FMIX64_C1;
+    h ^= h >> 33;
+    h *= SIM_FMIX64_C2;
+    return h ^ (h >> 33);
 }
 
 static uint64_t xfers_hash(const round_xfer *x, int n, sim_time base)
@@ -271,8 +275,7 @@ static bool round_closed(hw_net *net)
         if (x->bytes <= 0 || x->route->n == 0)
             return false;
         for (int k = 0; k < x->route->n; k++) {
-            const net_link *l = &net->links[x->route->links[k]];
-            if (l->n_members > 0 || l->n_latent > 0 || l->round >= 0)
+            if (!net__link_free(&net->links[x->route->links[k]]))
                 return false;
         }
     }
@@ -298,15 +301,21 @@ static net_evolution *find_key(const hw_net *net, const void *key)
     }
 }
 
-/* Times the pending round from evolution e with one event, holding its links. */
-static void time_round(hw_net *net, uint64_t tag, net_evolution *e)
+/* The pending round's first activation: the time its record's activations are relative to. */
+static sim_time pending_base(const hw_net *net)
+{
+    sim_time base = SIM_TIME_NEVER;
+    for (int i = 0; i < net->n_pending; i++)
+        base = SIM_MIN(base, net->pending[i].act);
+    return base;
+}
+
+/* Times the pending round (first activation at `base`) from evolution e with one event,
+ * holding its links. */
+static void time_round(hw_net *net, uint64_t tag, net_evolution *e, sim_time base)
 {
     int n = net->n_pending;
-    const round_xfer *x = net->pending;
     SIM_ASSERT(n == e->n, "closed round of %d transfers timed by an evolution of %d", n, e->n);
-    sim_time base = SIM_TIME_NEVER;
-    for (int i = 0; i < n; i++)
-        base = SIM_MIN(base, x[i].act);
     int32_t ri = net__round_alloc(net, n, false); /* its transfers are the record's */
     net_round *R = &net->rounds[ri];
     R->tag = tag;
@@ -339,12 +348,10 @@ bool net__closed_keyed(hw_net *net, uint64_t tag, const void *key)
     net_evolution *e = find_key(net, key);
     if (!e || split_too_often(e))
         return false;
-    for (int i = 0; i < e->n_links; i++) {
-        const net_link *l = &net->links[e->link[i]];
-        if (l->n_members > 0 || l->n_latent > 0 || l->round >= 0)
+    for (int i = 0; i < e->n_links; i++)
+        if (!net__link_free(&net->links[e->link[i]]))
             return false;
-    }
-    time_round(net, tag, e);
+    time_round(net, tag, e, pending_base(net));
     return true;
 }
 
@@ -354,9 +361,7 @@ bool net__closed_round(hw_net *net, uint64_t tag, const void *key)
         return false;
     int n = net->n_pending;
     const round_xfer *x = net->pending;
-    sim_time base = SIM_TIME_NEVER;
-    for (int i = 0; i < n; i++)
-        base = SIM_MIN(base, x[i].act);
+    sim_time base = pending_base(net);
     uint64_t h = key ? key_hash(key) : xfers_hash(x, n, base);
     net_evolution *e = key ? find_key(net, key) : memo_find(net, h, x, n, base);
     if (e && split_too_often(e))
@@ -366,7 +371,7 @@ bool net__closed_round(hw_net *net, uint64_t tag, const void *key)
         e->key = key;
         memo_insert(net, e); /* the memo's reference */
     }
-    time_round(net, tag, e);
+    time_round(net, tag, e, base);
     return true;
 }
 
@@ -397,19 +402,12 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
     for (int32_t id = 0; id < p->n_flows; id++)
         if (p->flows[id].state != FLOW_FREE)
             flow_of[p->flows[id].tag] = id;
-    /* what the links carried so far, and since when the busy ones are busy */
-    if (++p->stamp == 0)
-        p->stamp = 1;
-    for (int i = 0; i < n; i++)
-        for (int k = 0; k < xs[i].route->n; k++) {
-            int32_t li = xs[i].route->links[k];
-            net_link *l = &p->links[li];
-            if (l->stamp == p->stamp)
-                continue;
-            l->stamp = p->stamp;
-            net->links[li].st.bytes += l->st.bytes;
-            net->links[li].st.busy_ps += l->st.busy_ps;
-        }
+    /* what the links (the record's, each once) carried so far */
+    for (int i = 0; i < R->evo->n_links; i++) {
+        int32_t li = R->evo->link[i];
+        net->links[li].st.bytes += p->links[li].st.bytes;
+        net->links[li].st.busy_ps += p->links[li].st.busy_ps;
+    }
     for (int i = 0; i < n; i++) {
         const round_xfer *x = &xs[i];
         int32_t pid = flow_of[i];

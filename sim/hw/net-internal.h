@@ -138,6 +138,12 @@ struct hw_net {
     uint64_t rounds_closed, rounds_evolved;
 };
 
+/* Whether a link carries nothing: no active or latent flow, no round holding it. */
+static inline bool net__link_free(const net_link *l)
+{
+    return l->n_members == 0 && l->n_latent == 0 && l->round < 0;
+}
+
 /* net.c, for net-closed.c */
 int32_t net__flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r, double bytes,
                        double rate, sim_time last);

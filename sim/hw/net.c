@@ -133,7 +133,6 @@ static void mark_dirty(hw_net *net, int32_t l, sim_time now)
     }
 }
 
-
 /* A free slot of the flow table (recycled first) with its header set; no hops yet. */
 int32_t net__flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r, double bytes,
                          double rate, sim_time last)
@@ -556,7 +555,7 @@ static bool round_isolated(hw_net *net)
             return false;
         for (int k = 0; k < x->route->n; k++) {
             net_link *l = &net->links[x->route->links[k]];
-            if (l->n_members > 0 || l->n_latent > 0 || l->round >= 0 || l->stamp == st)
+            if (!net__link_free(l) || l->stamp == st)
                 return false;
             l->stamp = st;
         }
