@@ -97,6 +97,7 @@ void coll_schedule_reset(coll_schedule *s)
 {
     s->n_rounds = 0;
     s->n_xfers = 0;
+    s->p2p = false;
     SIM_GROW(s->round_first, s->cap_rounds, 1);
     s->round_first[0] = 0;
 }
@@ -162,6 +163,7 @@ int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, d
 {
     SIM_ASSERT(g->n >= 1 && bytes >= 0, "n=%d bytes=%g", g->n, bytes);
     coll_schedule_reset(s);
+    s->p2p = op == COLL_ALL_TO_ALL || op == COLL_SEND_RECV || op == COLL_RING_SHIFT;
     if (g->n == 1)
         return 0;
     const coll_algo_ops *ops = coll_algo_get(a);

@@ -76,6 +76,8 @@ typedef struct coll_schedule {
     size_t *round_first;
     coll_xfer *xfers;
     size_t n_xfers, cap_xfers, cap_rounds;
+    bool p2p; /* NCCL runs it as point-to-point sends (all_to_all, send_recv, ring_shift):
+                 its transfers take hw_topo_route_p2p's routes (PXN); set by coll_build */
 } coll_schedule;
 
 void coll_schedule_init(coll_schedule *s);

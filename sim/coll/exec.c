@@ -18,7 +18,11 @@ void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf,
                          double *wire_bytes, const hw_route **route)
 {
     const hw_route *r;
-    if (x->pair_routes && xf->src >= 0 && xf->dst >= 0) {
+    if (x->sched->p2p) {
+        /* NCCL's point-to-point path (PXN); the pair table holds the group's collective
+         * routes */
+        r = hw_topo_route_p2p(topo, device_of(x, topo, xf->src), device_of(x, topo, xf->dst));
+    } else if (x->pair_routes && xf->src >= 0 && xf->dst >= 0) {
         /* the group's member-pair table: an index instead of a hash lookup */
         const hw_route **slot = &x->pair_routes[(size_t)xf->src * (size_t)x->n_members +
                                                 (size_t)xf->dst];

@@ -175,6 +175,8 @@ void coll_prefetch_routes(const coll_target *t, coll_op op, double bytes, int ro
         for (size_t i = 0; i < tmp.n_xfers; i++, n++) {
             src[n] = coll_exec_device(&x, t->topo, tmp.xfers[i].src);
             dst[n] = coll_exec_device(&x, t->topo, tmp.xfers[i].dst);
+            if (tmp.p2p) /* the network part of a PXN route starts at the proxy */
+                src[n] = hw_topo_p2p_source(t->topo, src[n], dst[n]);
         }
     }
     hw_topo_route_many(t->topo, n, src, dst);

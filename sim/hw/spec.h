@@ -185,6 +185,8 @@ typedef struct hw_topology_spec {
         sim_time latency_ps;     /* per switch-to-switch hop */
         int radix;               /* switch ports; a leaf serves radix/2 NICs */
         int levels;              /* fat-tree levels; 0 = as many as the size needs */
+        bool pxn;                /* NCCL's PXN for point-to-point traffic between nodes
+                                    (hw_topo_route_p2p); true unless NCCL_PXN_DISABLE=1 */
     } fabric;
     hw_protocols protocols;
     double price_per_gpu_hour;   /* cost of one GPU for an hour, any currency; 0 = unknown */

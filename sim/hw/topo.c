@@ -46,7 +46,16 @@ struct hw_topo {
     size_t n_chunks, cap_chunks, chunk_used;
     uint64_t computed;
     int32_t *storage_of; /* per GPU: the NVMe drive its offload uses, or -1 (assign_storage) */
+    /* PXN (label_pxn): on when the spec asks for it and the topology is parametric */
+    bool pxn;
+    int32_t *gpu_local; /* per GPU: its index within its node */
+    int32_t *gpu_nic;   /* per GPU: the NIC of its share (NIC k serves the node's GPUs
+                           k·G/K .. (k+1)·G/K - 1), or -1 */
 };
+
+/* Cache keys of point-to-point routes (hw_topo_route_p2p): devices are < 2^31, so an
+ * ordinary (src, dst) key never has this bit. */
+#define P2P_KEY (UINT64_C(1) << 63)
 
 bool hw_dev_kind_forwards(hw_dev_kind k)
 {
@@ -540,11 +549,23 @@ sim_time hw_route_staging_ps(const hw_route *r, double bytes)
     return (sim_time)ceil(bytes / (double)r->stage_chunk) * r->stage_ps;
 }
 
-const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev)
+/* The cached route under `key`, or NULL. */
+static hw_route *cache_get(const hw_topo *t, uint64_t key)
 {
-    SIM_ASSERT(src_dev >= 0 && (size_t)src_dev < t->n_dev && dst_dev >= 0 &&
-               (size_t)dst_dev < t->n_dev, "route %d -> %d", src_dev, dst_dev);
-    uint64_t key = ((uint64_t)(uint32_t)src_dev << 32) | (uint32_t)dst_dev;
+    if (t->cache_cap == 0)
+        return NULL;
+    size_t h = mix(key) & (t->cache_cap - 1);
+    while (t->vals[h]) {
+        if (t->keys[h] == key)
+            return t->vals[h];
+        h = (h + 1) & (t->cache_cap - 1);
+    }
+    return NULL;
+}
+
+/* Caches `r` under `key` (absent from the cache). */
+static void cache_put(hw_topo *t, uint64_t key, hw_route *r)
+{
     if (2 * (t->cache_n + 1) > t->cache_cap) {
         size_t cap = t->cache_cap ? 2 * t->cache_cap : 1024;
         uint64_t *keys = sim_calloc(cap, sizeof *keys);
@@ -564,19 +585,27 @@ const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev)
         t->cache_cap = cap;
     }
     size_t h = mix(key) & (t->cache_cap - 1);
-    while (t->vals[h]) {
-        if (t->keys[h] == key)
-            return t->vals[h];
+    while (t->vals[h])
         h = (h + 1) & (t->cache_cap - 1);
-    }
+    t->keys[h] = key;
+    t->vals[h] = r;
+    t->cache_n++;
+}
+
+/* A route slot that lives as long as the topology. */
+static hw_route *route_alloc(hw_topo *t)
+{
     if (t->n_chunks == 0 || t->chunk_used == ROUTE_CHUNK) {
         SIM_GROW(t->chunks, t->cap_chunks, t->n_chunks + 1);
         t->chunks[t->n_chunks++] = sim_calloc(ROUTE_CHUNK, sizeof(hw_route));
         t->chunk_used = 0;
     }
-    hw_route *r = &t->chunks[t->n_chunks - 1][t->chunk_used++];
-    bool ok = compute_route(t, src_dev, dst_dev, r);
-    SIM_ASSERT(ok, "no route from %s to %s", t->dev[src_dev].name, t->dev[dst_dev].name);
+    return &t->chunks[t->n_chunks - 1][t->chunk_used++];
+}
+
+/* Sets r->narrow_cls: the class of its lowest-bandwidth link (the first of equal ones). */
+static void route_finish(hw_topo *t, hw_route *r)
+{
     double bw = -1;
     r->narrow_cls = HW_LINK_NVLINK;
     for (int i = 0; i < r->n; i++) {
@@ -587,9 +616,86 @@ const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev)
         }
     }
     t->computed++;
-    t->keys[h] = key;
-    t->vals[h] = r;
-    t->cache_n++;
+}
+
+const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev)
+{
+    SIM_ASSERT(src_dev >= 0 && (size_t)src_dev < t->n_dev && dst_dev >= 0 &&
+               (size_t)dst_dev < t->n_dev, "route %d -> %d", src_dev, dst_dev);
+    uint64_t key = ((uint64_t)(uint32_t)src_dev << 32) | (uint32_t)dst_dev;
+    hw_route *r = cache_get(t, key);
+    if (r)
+        return r;
+    r = route_alloc(t);
+    bool ok = compute_route(t, src_dev, dst_dev, r);
+    SIM_ASSERT(ok, "no route from %s to %s", t->dev[src_dev].name, t->dev[dst_dev].name);
+    route_finish(t, r);
+    cache_put(t, key, r);
+    return r;
+}
+
+/* NCCL's choice for a point-to-point transfer between GPUs of two nodes (ncclTopoGetNetDev,
+ * NCCL_P2P_PXN_LEVEL 2, the default since 2.12): the sender's node sends through the NIC of
+ * the local GPU with the receiver's index (the NIC of that GPU's share when the node has
+ * fewer NICs than GPUs), from that NIC's GPU, which the data reaches over NVLink, provided
+ * that GPU reaches the NIC through PCIe switches without crossing a CPU (PATH_PXB). Returns
+ * that GPU's device, or src when the ordinary route applies (same node, one NVLink domain, no
+ * NIC, the sender itself, no NVLink path, PXN off). */
+static int pxn_proxy(hw_topo *t, int s, int d)
+{
+    const hw_device *ds = &t->dev[s], *dd = &t->dev[d];
+    if (!t->pxn || ds->kind != HW_DEV_GPU || dd->kind != HW_DEV_GPU || ds->node == dd->node ||
+        t->nvl_comp[s] == t->nvl_comp[d])
+        return s;
+    int sg = ds->gpu, dg = dd->gpu;
+    int cand = sg - t->gpu_local[sg] + t->gpu_local[dg];
+    if (cand < 0 || cand >= t->n_gpus || t->dev[t->gpu_dev[cand]].node != ds->node ||
+        t->gpu_local[cand] != t->gpu_local[dg] || t->gpu_nic[cand] < 0)
+        return s;
+    int nic = t->gpu_nic[cand];
+    int p = t->gpu_dev[t->dev[nic].nic_gpu];
+    if (p == s || t->nvl_comp[p] != t->nvl_comp[s])
+        return s;
+    const hw_route *pn = hw_topo_route(t, p, nic);
+    for (int i = 0; i < pn->n; i++)
+        if (t->dev[t->link[pn->links[i]].dst].kind == HW_DEV_CPU)
+            return s;
+    return p;
+}
+
+int hw_topo_p2p_source(hw_topo *t, int src_dev, int dst_dev)
+{
+    return pxn_proxy(t, src_dev, dst_dev);
+}
+
+const hw_route *hw_topo_route_p2p(hw_topo *t, int src_dev, int dst_dev)
+{
+    if (!t->pxn)
+        return hw_topo_route(t, src_dev, dst_dev);
+    SIM_ASSERT(src_dev >= 0 && (size_t)src_dev < t->n_dev && dst_dev >= 0 &&
+               (size_t)dst_dev < t->n_dev, "route %d -> %d", src_dev, dst_dev);
+    uint64_t key = P2P_KEY | ((uint64_t)(uint32_t)src_dev << 32) | (uint32_t)dst_dev;
+    hw_route *r = cache_get(t, key);
+    if (r)
+        return r;
+    int p = pxn_proxy(t, src_dev, dst_dev);
+    const hw_route *net = hw_topo_route(t, p, dst_dev);
+    hw_route nv = {0};
+    if (p == src_dev) {
+        r = (hw_route *)net; /* the ordinary route, shared */
+    } else if (path(t, src_dev, p, HW_LINK_NVLINK, -1, -1, &nv) &&
+               nv.n + net->n <= HW_ROUTE_MAX) {
+        /* the NVLink hop to the proxy, then the proxy's own route (no staging: NVLink) */
+        r = route_alloc(t);
+        *r = nv;
+        for (int i = 0; i < net->n; i++)
+            r->links[r->n++] = net->links[i];
+        r->latency_ps += net->latency_ps;
+        route_finish(t, r);
+    } else {
+        r = (hw_route *)hw_topo_route(t, src_dev, dst_dev);
+    }
+    cache_put(t, key, r);
     return r;
 }
 
@@ -736,6 +842,37 @@ static void assign_storage(hw_topo *t)
     sim_free(first);
 }
 
+/* PXN's tables (pxn_proxy): each GPU's index within its node and the NIC of its share, as
+ * the parametric builder attaches them. Explicit topologies pair no NIC with a GPU: PXN
+ * stays off there. */
+static void label_pxn(hw_topo *t, const hw_topology_spec *spec)
+{
+    t->pxn = spec->n_devices == 0 && spec->fabric.pxn && t->n_gpus > 0;
+    if (!t->pxn)
+        return;
+    t->gpu_local = sim_calloc((size_t)t->n_gpus, sizeof *t->gpu_local);
+    t->gpu_nic = sim_calloc((size_t)t->n_gpus, sizeof *t->gpu_nic);
+    int32_t *paired = sim_calloc((size_t)t->n_gpus, sizeof *paired);
+    for (int g = 0; g < t->n_gpus; g++)
+        paired[g] = t->gpu_nic[g] = -1;
+    for (size_t d = 0; d < t->n_dev; d++)
+        if (t->dev[d].kind == HW_DEV_NIC && t->dev[d].nic_gpu >= 0 &&
+            paired[t->dev[d].nic_gpu] < 0)
+            paired[t->dev[d].nic_gpu] = (int32_t)d;
+    int first = 0;
+    for (int n = 0; n < spec->nodes; n++) {
+        const hw_node_spec *ns = hw_topology_node_spec(spec, n);
+        int G = ns->gpus_per_node, K = ns->nics.count;
+        for (int i = 0; i < G && first + i < t->n_gpus; i++) {
+            t->gpu_local[first + i] = i;
+            if (K > 0)
+                t->gpu_nic[first + i] = paired[first + (i * K / G) * G / K];
+        }
+        first += G;
+    }
+    sim_free(paired);
+}
+
 int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
 {
     hw_topo *t = sim_calloc(1, sizeof *t);
@@ -754,6 +891,7 @@ int hw_topo_create(const hw_topology_spec *spec, hw_topo **out, sim_diag *diag)
         t->stage_chunk[n] = g->staging_chunk_bytes;
     }
     build_adjacency(t);
+    label_pxn(t, spec);
     int rc = 0;
     if (t->n_gpus == 0) {
         rc = sim_diag_error(diag, "topology", 0, 0, "topology '%s' has no GPU", spec->name);
@@ -802,6 +940,8 @@ void hw_topo_destroy(hw_topo *t)
         return;
     sim_free(t->dev);
     sim_free(t->storage_of);
+    sim_free(t->gpu_local);
+    sim_free(t->gpu_nic);
     sim_free(t->stage_ps);
     sim_free(t->stage_chunk);
     sim_free(t->link);

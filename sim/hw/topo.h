@@ -83,6 +83,17 @@ int hw_topo_find(const hw_topo *t, const char *name);
  * destroyed). Asserts a route exists (hw_topo_create has checked every GPU pair it uses). */
 const hw_route *hw_topo_route(hw_topo *t, int src_dev, int dst_dev);
 
+/* The route of a point-to-point transfer (NCCL's ncclSend/ncclRecv: all_to_all, send_recv,
+ * ring_shift) between two devices. With PXN on (`fabric.pxn`, NCCL's default since 2.12:
+ * NCCL_P2P_PXN_LEVEL=2) a transfer between GPUs of two nodes first crosses NVLink to the
+ * sender's node-mate with the receiver's index (the one paired with the NIC of that index's
+ * share) and leaves through that GPU's NIC, so it stays on the receiver's rail; otherwise,
+ * and where PXN does not apply, the ordinary route (hw_topo_route). Cached likewise. */
+const hw_route *hw_topo_route_p2p(hw_topo *t, int src_dev, int dst_dev);
+/* Where the network part of that route starts: the PXN proxy GPU's device, or src_dev (its
+ * route from there is hw_topo_route's: hw_topo_route_many can prepare it). */
+int hw_topo_p2p_source(hw_topo *t, int src_dev, int dst_dev);
+
 /* Computes and caches the routes of `n` (src[i], dst[i]) device pairs destination by
  * destination, so that one search towards a destination serves all its sources. The routes
  * are those hw_topo_route gives; only the work differs. */

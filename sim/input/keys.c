@@ -666,6 +666,7 @@ static const input_key fabric_keys[] = {
      .flags = INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 4, .max = 65536}, /* even: validate.c */
     {.name = "levels", .type = INPUT_K_INT, .offset = TO(fabric.levels),
      .flags = INPUT_KEY_MIN | INPUT_KEY_MAX, .min = 0, .max = 16},
+    {.name = "pxn", .type = INPUT_K_BOOL, .offset = TO(fabric.pxn)},
 };
 MAP(fabric_map, "fabric", fabric_keys);
 

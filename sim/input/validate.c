@@ -61,6 +61,7 @@ void input__topology_prefill(hw_topology_spec *t)
     t->fabric.latency_ps = UNSET_TIME;
     t->fabric.radix = FABRIC_RADIX_DEFAULT;
     t->fabric.levels = 0;
+    t->fabric.pxn = true;
     hw_protocols_defaults(&t->protocols);
 }
 

@@ -213,8 +213,9 @@ static void prefetch_pair_routes(replay_ctx *c)
             continue;
         SIM_GROW(src, cap_src, n + 1);
         SIM_GROW(dst, cap_dst, n + 1);
-        src[n] = hw_topo_gpu_device(c->topo, g->ranks[0]);
-        dst[n++] = hw_topo_gpu_device(c->topo, g->ranks[1]);
+        int a = hw_topo_gpu_device(c->topo, g->ranks[0]), b = hw_topo_gpu_device(c->topo, g->ranks[1]);
+        src[n] = hw_topo_p2p_source(c->topo, a, b); /* sends are point-to-point (PXN) */
+        dst[n++] = b;
     }
     if (n > 0)
         hw_topo_route_many(c->topo, n, src, dst);

@@ -285,6 +285,62 @@ int main(void)
         CHECK(via_nic0);
         bench_clear(&x);
     }
+    /* PXN (NCCL's point-to-point path between nodes, hw_topo_route_p2p), same fabric at 2:1.
+     * GPU 0 of node 0 (device gpu 0) sends 1 GB to GPU 1 of node 2 (gpu 17), another rail;
+     * GPU 0 of node 1 (gpu 8) sends 1 GB to GPU 0 of node 3 (gpu 24), on rail 0; both cross
+     * to the other group of nodes, so both climb to the spine.
+     * - PXN off: gpu 0 leaves through its own NIC (rail 0), so both flows share the uplink
+     *   of rail 0's leaf of nodes 0-1: 2 x 50 GB/s / 2 = 50 GB/s, 25 GB/s each: 1 GB in
+     *   40 ms.
+     * - PXN on: gpu 0 first crosses NVLink to gpu 1 (its node-mate with the receiver's index)
+     *   and leaves through gpu 1's NIC, on rail 1, whose leaf uplink carries nothing else:
+     *   each flow is bound by its 50 GB/s NIC: 1 GB in 20 ms.
+     * Rounds with isolation off make the transfers ordinary flows started at `act` = 0, so
+     * each ends at exactly bytes / rate. Rail-0 traffic (gpu 8 -> gpu 24) takes the same
+     * route either way: the sender already has the receiver's index. */
+    for (int pxn = 0; pxn <= 1; pxn++) {
+        *s = dgx;
+        s->fabric.oversubscription = 2;
+        s->fabric.pxn = pxn;
+        bench x;
+        bench_init(&x, s);
+        hw_net_set_rounds(x.net, false);
+        int g0 = hw_topo_gpu_device(x.topo, 0), g17 = hw_topo_gpu_device(x.topo, 17);
+        int g8 = hw_topo_gpu_device(x.topo, 8), g24 = hw_topo_gpu_device(x.topo, 24);
+        const hw_route *r = hw_topo_route_p2p(x.topo, g0, g17);
+        CHECK(hw_topo_route_p2p(x.topo, g8, g24) == hw_topo_route(x.topo, g8, g24));
+        hw_net_round_begin(x.net);
+        hw_net_round_add(x.net, 0, 1 * GB, r);
+        hw_net_round_end(x.net, 1);
+        hw_net_round_begin(x.net);
+        hw_net_round_add(x.net, 0, 1 * GB, hw_topo_route_p2p(x.topo, g8, g24));
+        hw_net_round_end(x.net, 2);
+        run_until(&x, SIM_TIME_NEVER - 1);
+        sim_time want = pxn ? INT64_C(20000000000) : INT64_C(40000000000);
+        CHECK_INT_EQ(find_done(&x, 1), want);
+        CHECK_INT_EQ(find_done(&x, 2), INT64_C(20000000000) * (pxn ? 1 : 2));
+        bool nic0 = false, nic1 = false;
+        for (int i = 0; i < r->n; i++) {
+            const char *dst = hw_topo_device(x.topo, hw_topo_link(x.topo, r->links[i])->dst)->name;
+            nic0 |= strcmp(dst, "n0.nic0") == 0;
+            nic1 |= strcmp(dst, "n0.nic1") == 0;
+        }
+        CHECK(nic0 == !pxn && nic1 == !!pxn);
+        /* on: gpu 0 -> NVSwitch -> gpu 1 first (two NVLink links), then gpu 1's own route */
+        if (pxn) {
+            const hw_route *from1 = hw_topo_route(x.topo, hw_topo_gpu_device(x.topo, 1), g17);
+            CHECK_INT_EQ(r->n, from1->n + 2);
+            CHECK_INT_EQ(hw_topo_link(x.topo, r->links[0])->cls, HW_LINK_NVLINK);
+            CHECK_INT_EQ(r->latency_ps, from1->latency_ps + 2 * (SIM_PS_PER_US / 2));
+            CHECK_INT_EQ(hw_topo_p2p_source(x.topo, g0, g17), hw_topo_gpu_device(x.topo, 1));
+            /* within a node, and to a peer of the sender's own index: no proxy */
+            CHECK_INT_EQ(hw_topo_p2p_source(x.topo, g0, hw_topo_gpu_device(x.topo, 3)), g0);
+            CHECK_INT_EQ(hw_topo_p2p_source(x.topo, g8, g24), g8);
+        } else {
+            CHECK(r == hw_topo_route(x.topo, g0, g17));
+        }
+        bench_clear(&x);
+    }
     /* Randomised check of the incremental solver: 6 nodes of 2 GPUs on a 2:1 fat-tree of
      * radix 4 (tight uplinks, so flows couple through the tree), 60 flows of random sizes
      * admitted at random instants; after every event the rates must equal a from-scratch
