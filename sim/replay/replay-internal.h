@@ -48,7 +48,7 @@ typedef struct coll_state {
     int arrived;
     int arrivals;      /* the group's: members whose arrival starts it */
     sim_time launched; /* when the last member arrived and the transfer began */
-    uint32_t *member_op; /* op index of the collective on each member rank */
+    uint64_t member_first; /* where its members' op indices start in replay_ctx.member_op */
 } coll_state;
 
 /* Per process group: what collective algorithms need to know. */
@@ -132,6 +132,8 @@ typedef struct replay_ctx {
     uint8_t *gpu_of;      /* per rank: its GPU's index in gpus */
     rank_state *ranks;
     coll_state *colls;
+    uint32_t *member_op; /* per running instance, per member: the collective's op index on
+                            that member rank (one array: millions of instances) */
     group_info *groups;
     sched_entry *scheds;
     size_t n_scheds, cap_scheds;

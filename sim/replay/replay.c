@@ -97,7 +97,7 @@ static void finish_coll(replay_ctx *c, uint32_t ci, sim_time now)
     cs->arrived = 0;
     for (int m = 0; m < g->n; m++)
         if (!c->active || c->active[g->ranks[m]])
-            push_op_done(c, g->ranks[m], cs->member_op[m], now, m);
+            push_op_done(c, g->ranks[m], c->member_op[cs->member_first + (uint64_t)m], now, m);
 }
 
 static void on_flow_done(void *ctx, uint64_t tag, sim_time now)

@@ -213,7 +213,8 @@ static void prefetch_pair_routes(replay_ctx *c)
             continue;
         SIM_GROW(src, cap_src, n + 1);
         SIM_GROW(dst, cap_dst, n + 1);
-        int a = hw_topo_gpu_device(c->topo, g->ranks[0]), b = hw_topo_gpu_device(c->topo, g->ranks[1]);
+        int a = hw_topo_gpu_device(c->topo, g->ranks[0]);
+        int b = hw_topo_gpu_device(c->topo, g->ranks[1]);
         src[n] = hw_topo_p2p_source(c->topo, a, b); /* sends are point-to-point (PXN) */
         dst[n++] = b;
     }
@@ -231,6 +232,7 @@ void replay__init_colls(replay_ctx *c)
     init_groups(c);
     prefetch_pair_routes(c);
     c->colls = sim_calloc(t->n_colls ? t->n_colls : 1, sizeof *c->colls);
+    uint64_t n_member_ops = 0;
     for (size_t i = 0; i < t->n_colls; i++) {
         coll_state *cs = &c->colls[i];
         const trace_coll *tc = &t->colls[i];
@@ -242,8 +244,10 @@ void replay__init_colls(replay_ctx *c)
         cs->arrivals = arrivals;
         /* scheds may move while growing: resolve the pointer after all are built */
         cs->plan = (const sched_entry *)(uintptr_t)(schedule_for(c, tc) - c->scheds);
-        cs->member_op = sim_calloc((size_t)g->n, sizeof *cs->member_op);
+        cs->member_first = n_member_ops;
+        n_member_ops += (uint64_t)g->n;
     }
+    c->member_op = sim_calloc(n_member_ops ? n_member_ops : 1, sizeof *c->member_op);
     for (size_t i = 0; i < t->n_colls; i++) {
         coll_state *cs = &c->colls[i];
         if (cs->arrivals == 0)
@@ -303,7 +307,7 @@ void replay__init_colls(replay_ctx *c)
             const trace_group *g = &t->groups[t->colls[ci].group];
             for (int m = 0; m < g->n; m++)
                 if (g->ranks[m] == r)
-                    c->colls[ci].member_op[m] = (uint32_t)i;
+                    c->member_op[c->colls[ci].member_first + (uint64_t)m] = (uint32_t)i;
         }
     }
     if (c->estimate_cross)
@@ -483,8 +487,7 @@ void replay__clear(replay_ctx *c)
     for (int r = 0; r < c->p->n_ranks; r++)
         clear_rank(&c->ranks[r]);
     sim_free(c->ranks);
-    for (size_t i = 0; i < c->t->n_colls; i++)
-        sim_free(c->colls[i].member_op);
+    sim_free(c->member_op);
     sim_free(c->colls);
     for (size_t i = 0; i < c->n_scheds; i++) {
         coll_schedule_clear(&c->scheds[i].sched);
