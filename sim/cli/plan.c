@@ -429,10 +429,18 @@ static int plan_finish(sweep_ctx *c)
                        "each: confirm the winner with `stepsim run`, or search with "
                        "--full-replays)\n");
         }
-        if (chk.n > 0)
+        if (chk.n > 0) {
+            /* no correlation with fewer than two, or a constant list: said in words, as the
+             * JSON's null */
+            char rho[64];
+            if (isnan(chk.rho))
+                snprintf(rho, sizeof rho,
+                         "rank correlation undefined (fewer than two, or all equal)");
+            else
+                snprintf(rho, sizeof rho, "rank correlation %.2f", chk.rho);
             printf("\nscreen against replay on the %zu timed: step time within %.1f%% on "
-                   "average (at most %.1f%%), rank correlation %.2f\n", chk.n, 100 * chk.mean,
-                   100 * chk.max, chk.rho);
+                   "average (at most %.1f%%), %s\n", chk.n, 100 * chk.mean, 100 * chk.max, rho);
+        }
         if (n_tight) {
             char asked[32], d[200];
             double cap = (double)tight[0].capacity;

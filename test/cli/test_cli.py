@@ -2897,6 +2897,13 @@ def plan():
               "header counts tight apart: %s" % out.splitlines()[:1])
         check("%d more fit but leave less than the headroom" % len(want_tight) in out,
               "the list says how many the headroom excluded")
+        # one candidate replayed: a rank correlation needs two, so the line says it is
+        # undefined (the JSON's null), never "nan"
+        p1 = subprocess.run([exe, "plan", scen, "--replay-top", "1", "--headroom", "0"],
+                            capture_output=True, text=True, cwd=tmp)
+        check(p1.returncode == 0 and "on the 1 timed:" in p1.stdout and
+              "rank correlation undefined (fewer than two, or all equal)" in p1.stdout and
+              "nan" not in p1.stdout, "one replay: rank correlation undefined: %s" % p1.stdout[-400:])
         # the ranked rows are the ok candidates only: none of candidate 3's tokens/s
         ranked = [l for l in out.splitlines() if re.match(r"^ +\d+  tp", l)]
         check(len(ranked) == 10, "top 10 listed: %d" % len(ranked))
