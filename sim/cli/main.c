@@ -433,18 +433,24 @@ static int replay_and_report(const cli_args *a, cli_job *j, bool input_error, bo
             results_json_write_run_verdict(stdout, res, have_verdict ? &verdict : NULL);
         else
             print_summary(stdout, j->p, res, true, have_verdict ? &verdict : NULL);
-        int own = 0;
+        int own = 0, own_values = 0;
         unsigned long long ops = 0;
         for (int r = 0; r < j->p->trace->n_ranks; r++) {
             own += j->p->trace->ranks[r].tmpl < 0;
+            own_values += j->p->trace->ranks[r].n_var > 0;
             ops += j->p->trace->ranks[r].n_ops;
         }
+        /* MoE ranks are all generated, then borrow with their own expert kernels' values */
+        char values[96] = "";
+        if (own_values > 0)
+            snprintf(values, sizeof values, " (%d with their own expert-kernel values)",
+                     own_values);
         fprintf(stderr, "stepsim: simulated %d step(s) of %d GPU(s) (%llu ops per step) in "
-                        "%.3f s wall, %llu events (%.3g events/s); ops generated for %d "
-                        "rank(s), the others share them\n",
+                        "%.3f s wall, %llu events (%.3g events/s); ops held for %d rank(s), "
+                        "the others share them%s\n",
                 j->sc.simulation.steps, j->p->n_ranks, ops, res->wall_s,
                 (unsigned long long)res->events,
-                res->wall_s > 0 ? (double)res->events / res->wall_s : 0.0, own);
+                res->wall_s > 0 ? (double)res->events / res->wall_s : 0.0, own, values);
     }
     cli_verdict_free(&verdict);
     replay_results_destroy(res);

@@ -697,6 +697,7 @@ static void gen_rank(gen *g, plan_share *share, int r, bool stream)
     if (stream || share->users[r] > 0)
         trace_finish_rank(g->t, r);
     plan__share_template_done(g, share, r);
+    plan__share_adopt(g, share, r);
     if (stream) {
         p->trace = g->t;
         plan__walk_rank(p, r);
@@ -763,7 +764,7 @@ int plan__dp_trace(plan *p, bool stream, bool sharing, sim_diag *diag)
     p->mem = sim_calloc((size_t)p->n_ranks, sizeof *p->mem);
     p->host_bytes = sim_calloc((size_t)p->n_ranks, sizeof *p->host_bytes);
     plan_share share;
-    plan__share_init(&g, &share);
+    plan__share_init(&g, &share, stream);
     for (int r = 0; r < p->n_ranks; r++)
         gen_rank(&g, &share, r, stream);
     plan__share_clear(&share);

@@ -20,6 +20,12 @@
 #define BYTES_PER_GENERATED_OP 160.0
 #define BYTES_PER_RANK_OP 5.0
 #define BYTES_PER_REPLAYED_OP 19.0
+/* A mixture-of-experts rank that borrows its template's ops keeps its own values of the
+ * expert kernels (trace_op_var, 32 bytes each) and, replayed, its own durations (8 bytes
+ * per op), and its all-to-alls make more collective instances per op than a dense rank's
+ * collectives. Measured: the 512-GPU MoE bench (`stepsim bench`) peaks at 0.154 GiB for
+ * 2.99 M ops, 54 bytes per op, 30 more than the dense constants above; 40, generously. */
+#define BYTES_PER_MOE_BORROWED_OP 40.0
 /* Planning alone (`stepsim mem`) streams: each rank's ops are walked and released as soon as
  * it is generated, templates excepted, so only the collective instances stay, about 2 bytes
  * per op of every rank (the 16,384-GPU step: 161 MiB peak RSS for 82 M ops; GPT-3 on 1,024
@@ -179,8 +185,11 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     double units = stage_layers + 2;
     /* per step: gradient buckets or reduce-scatters, gathers and the optimizer per unit */
     out->ops_per_rank = A * per_mb + 4 * units;
-    bool shared = op_sharing && !moe && p->offload.optimizer == PLAN_OFFLOAD_NONE;
-    out->generated = shared ? fmin(ranks, (double)p->pp * 2) : ranks;
+    bool shared = op_sharing && p->offload.optimizer == PLAN_OFFLOAD_NONE;
+    double templates = fmin(ranks, (double)p->pp * 2);
+    /* MoE: every rank is generated (its own routing), then borrows (plan/share.c) */
+    out->generated = shared && !moe ? templates : ranks;
+    double held = shared ? templates : ranks; /* ranks whose ops stay in memory */
     /* symmetry: one replica (with experts, one expert-parallel block of ep replicas) */
     double replicas = (double)p->dp / SIM_MAX(1, p->ep);
     bool symmetric = sc->simulation.symmetry == PLAN_SYMMETRY_DP && replicas > 1;
@@ -217,10 +226,13 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
 
     out->topology_bytes = plan_estimate_topology_bytes(&sc->topology) - BYTES_FIXED;
     double common = BYTES_FIXED + out->topology_bytes +
-                    out->generated * out->ops_per_rank * BYTES_PER_GENERATED_OP +
-                    ranks * out->ops_per_rank * BYTES_PER_RANK_OP;
+                    held * out->ops_per_rank * BYTES_PER_GENERATED_OP +
+                    ranks * out->ops_per_rank *
+                        (BYTES_PER_RANK_OP + (shared && moe ? BYTES_PER_MOE_BORROWED_OP : 0));
+    /* streaming keeps the templates (dense) or one rank at a time (MoE: nothing borrowed) */
     out->bytes_plan = BYTES_FIXED + out->topology_bytes +
-                      (shared ? out->generated : 1) * out->ops_per_rank * BYTES_PER_GENERATED_OP +
+                      (shared && !moe ? templates : 1) * out->ops_per_rank *
+                          BYTES_PER_GENERATED_OP +
                       ranks * out->ops_per_rank * BYTES_PER_PLANNED_OP;
     out->bytes = common + out->replayed * out->ops_per_rank * BYTES_PER_REPLAYED_OP;
     out->bytes_symmetry = out->bytes;

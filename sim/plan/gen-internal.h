@@ -177,6 +177,9 @@ void plan__groups_destroy(gen *g);
 /* Ranks borrowing a template rank's ops (plan/share.c). */
 typedef struct plan_share {
     bool enabled;
+    bool adopt;              /* MoE: each rank is generated (its EP group's routing), then
+                                borrows its template's arrays if only expert kernels'
+                                values differ (plan__share_adopt) */
     int n;                   /* ranks */
     int *tmpl;               /* per rank: the rank it borrows from, or -1 (generated) */
     int *users;              /* per template: ranks expected to borrow from it */
@@ -184,13 +187,18 @@ typedef struct plan_share {
     uint16_t **roles;        /* per template: the role of each collective op's group */
 } plan_share;
 
-void plan__share_init(gen *g, plan_share *s);
+/* `stream`: ranks are walked and released one at a time (`stepsim mem`), so a MoE rank keeps
+ * its generated ops (nothing to gain by borrowing) and no MoE template is kept. */
+void plan__share_init(gen *g, plan_share *s, bool stream);
 void plan__share_clear(plan_share *s);
 /* Call after generating rank T (its flops recorded in s): prepares it to be borrowed. */
 void plan__share_template_done(gen *g, plan_share *s, int T);
 /* Makes rank r (groups selected) borrow its template's ops and join its own groups'
  * collectives; false (nothing done) when it has no template or its groups do not match. */
 bool plan__share_clone(gen *g, plan_share *s, int r);
+/* After generating rank r (finished): with `adopt`, borrows its template's arrays when they
+ * match but for compute ops' values (trace_adopt_template). */
+void plan__share_adopt(gen *g, plan_share *s, int r);
 
 /* Gradient bytes the unit's backward produces on this rank. */
 double plan__unit_grad_bytes(const gen *g, const unit *u);

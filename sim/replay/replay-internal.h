@@ -88,7 +88,8 @@ typedef struct rank_state {
     uint32_t *succ_first;
     uint32_t *stream_ops; /* op indices per stream in order, CSR */
     sim_time *dur;        /* compute ops: duration before interference */
-    bool borrowed;        /* succ, stream_ops, dur are its template rank's (trace.h) */
+    bool borrowed;        /* succ, stream_ops, dur are its template rank's (trace.h) ... */
+    bool own_dur;         /* ... but dur, where it has its own values (trace_op_var) */
     uint32_t stream_first[TRACE_STREAMS + 1];
     uint32_t head[TRACE_STREAMS];
     bool busy[TRACE_STREAMS];

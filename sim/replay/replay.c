@@ -351,8 +351,13 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time start
         .start_s = sim_time_to_s(start),
         .end_s = sim_time_to_s(end),
         .bytes = coll ? tc->bytes : o->bytes,
-        .flops = o->kind == TRACE_OP_COMPUTE ? o->flops : 0,
+        .flops = 0,
     };
+    if (o->kind == TRACE_OP_COMPUTE) { /* the rank's own values (trace_op_values) */
+        trace_op_var v = trace_op_values(rs->tr, op);
+        row->bytes = v.bytes;
+        row->flops = v.flops;
+    }
 }
 
 static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time now)

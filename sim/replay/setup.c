@@ -14,6 +14,22 @@
  * it the schedule is costed round by round as it runs. */
 #define ROUND_COSTS_MAX ((size_t)1 << 20)
 
+/* Kernel duration of compute op `o` of `rank` by the roofline (or measured), with the rank's
+ * own values where it has them (`v`, else the op's); a matmul's shape is its inner
+ * dimension, a fused-attention kernel's the keys of one context-parallel block it attends
+ * over and its head dimension (docs/models.md). */
+static sim_time op_duration(const replay_ctx *c, int rank, const trace_op *o,
+                            const trace_op_var *v)
+{
+    if (o->duration_ps >= 0)
+        return o->duration_ps;
+    const plan_scenario *sc = c->p->sc;
+    double attn_seq = (double)sc->training.seq_len / SIM_MAX(1, sc->parallel.cp);
+    return hw_gpu_kernel_time(c->gpus[c->gpu_of[rank]], (hw_op_class)o->cls, (hw_dtype)o->dtype,
+                              v ? v->flops : o->flops, v ? v->bytes : o->bytes,
+                              (double)(v ? v->inner : o->inner), attn_seq);
+}
+
 void replay__init_rank(replay_ctx *c, int rank)
 {
     rank_state *rs = &c->ranks[rank];
@@ -37,6 +53,17 @@ void replay__init_rank(replay_ctx *c, int rank)
         rs->dur = ts->dur;
         memcpy(rs->stream_first, ts->stream_first, sizeof rs->stream_first);
         rs->borrowed = true;
+        if (tr->n_var > 0) {
+            /* its own values of some kernels (MoE experts, trace_op_var): its own durations */
+            sim_time *dur = sim_calloc(n + 1, sizeof *dur);
+            memcpy(dur, ts->dur, (n + 1) * sizeof *dur);
+            for (size_t k = 0; k < tr->n_var; k++)
+                if (tr->ops[tr->var[k].op].kind == TRACE_OP_COMPUTE)
+                    dur[tr->var[k].op] =
+                        op_duration(c, rank, &tr->ops[tr->var[k].op], &tr->var[k]);
+            rs->dur = dur;
+            rs->own_dur = true;
+        }
         return;
     }
     /* successors (reverse dependencies) */
@@ -60,21 +87,11 @@ void replay__init_rank(replay_ctx *c, int rank)
     for (int s = 0; s < TRACE_STREAMS; s++)
         rs->stream_first[s + 1] = rs->stream_first[s] + count[s + 1];
     rs->stream_ops = sim_calloc(n, sizeof *rs->stream_ops);
-    /* kernel durations by the roofline (or measured), once per op array; a matmul's shape
-     * is its inner dimension, a fused-attention kernel's the keys of one context-parallel
-     * block it attends over and its head dimension (docs/models.md) */
-    const plan_scenario *sc = c->p->sc;
-    double attn_seq = (double)sc->training.seq_len / SIM_MAX(1, sc->parallel.cp);
+    /* kernel durations, once per op array */
     rs->dur = sim_calloc(n + 1, sizeof *rs->dur);
-    for (size_t i = 0; i < n; i++) {
-        const trace_op *o = &tr->ops[i];
-        if (o->kind == TRACE_OP_COMPUTE)
-            rs->dur[i] = o->duration_ps >= 0
-                             ? o->duration_ps
-                             : hw_gpu_kernel_time(c->gpus[c->gpu_of[rank]], (hw_op_class)o->cls,
-                                                  (hw_dtype)o->dtype, o->flops, o->bytes,
-                                                  (double)o->inner, attn_seq);
-    }
+    for (size_t i = 0; i < n; i++)
+        if (tr->ops[i].kind == TRACE_OP_COMPUTE)
+            rs->dur[i] = op_duration(c, rank, &tr->ops[i], NULL);
     uint32_t pos[TRACE_STREAMS];
     memcpy(pos, rs->stream_first, sizeof pos);
     for (size_t i = 0; i < n; i++)
@@ -91,8 +108,9 @@ static void clear_rank(rank_state *rs)
         sim_free(rs->succ_first);
         sim_free(rs->succ);
         sim_free(rs->stream_ops);
-        sim_free(rs->dur);
     }
+    if (!rs->borrowed || rs->own_dur)
+        sim_free(rs->dur);
 }
 
 static void init_groups(replay_ctx *c)

@@ -184,6 +184,7 @@ static void write_tables(h5_writer *w, const plan *p)
         const trace_rank *tr = &t->ranks[r];
         for (size_t i = 0; i < tr->n_ops && !w->rc; i++) {
             const trace_op *o = &tr->ops[i];
+            trace_op_var v = trace_op_values(tr, (uint32_t)i); /* the rank's own values */
             op_row row = {
                 .rank = r,
                 .op = (int32_t)i,
@@ -198,13 +199,13 @@ static void write_tables(h5_writer *w, const plan *p)
                 .microbatch = o->microbatch,
                 .name = trace_name(t, o->name),
                 .coll = o->kind == TRACE_OP_COLL ? (int32_t)trace_op_coll(tr, o) : -1,
-                .flops = o->flops,
-                .model_flops = o->model_flops,
-                .bytes = o->bytes,
+                .flops = v.flops,
+                .model_flops = v.model_flops,
+                .bytes = v.bytes,
                 .duration_s = o->duration_ps == TRACE_MEASURED_NONE
                                   ? -1
                                   : sim_time_to_s(o->duration_ps),
-                .inner = o->kind == TRACE_OP_COMPUTE && o->cls != HW_OP_VECTOR ? o->inner : 0,
+                .inner = o->kind == TRACE_OP_COMPUTE && o->cls != HW_OP_VECTOR ? v.inner : 0,
             };
             results__h5_append(&ops, &row, 1);
             for (uint32_t d = 0; d < o->n_deps; d++) {

@@ -170,6 +170,77 @@ void trace_share_rank(trace *t, int rank, int tmpl)
     r->tmpl = tmpl;
 }
 
+/* Whether two ops are the same but, for compute ops, their FLOPs, model FLOPs, bytes and
+ * inner dimension (field by field: an op's padding is not part of it). */
+static bool same_op_but_values(const trace_op *a, const trace_op *b)
+{
+    bool same = a->kind == b->kind && a->stream == b->stream && a->phase == b->phase &&
+                a->cls == b->cls && a->dtype == b->dtype && a->recompute == b->recompute &&
+                a->copy == b->copy && a->layer == b->layer && a->microbatch == b->microbatch &&
+                a->name == b->name && a->dep_first == b->dep_first && a->n_deps == b->n_deps &&
+                a->mem_first == b->mem_first && a->n_mem == b->n_mem &&
+                a->duration_ps == b->duration_ps;
+    if (!same)
+        return false;
+    if (a->kind == TRACE_OP_COMPUTE)
+        return true;
+    if (a->kind == TRACE_OP_COLL)
+        return a->coll == b->coll;
+    return a->flops == b->flops && a->model_flops == b->model_flops && a->bytes == b->bytes;
+}
+
+/* Whether ops `a` and `b`, the same but for their values (same_op_but_values), have the
+ * same values. */
+static bool same_values(const trace_op *a, const trace_op *b)
+{
+    return a->flops == b->flops && a->model_flops == b->model_flops && a->bytes == b->bytes &&
+           (a->kind != TRACE_OP_COMPUTE || a->inner == b->inner);
+}
+
+bool trace_adopt_template(trace *t, int rank, int tmpl)
+{
+    SIM_ASSERT(rank >= 0 && rank < t->n_ranks && tmpl >= 0 && tmpl < t->n_ranks && rank != tmpl,
+               "rank %d adopting %d", rank, tmpl);
+    trace_rank *r = &t->ranks[rank];
+    const trace_rank *s = &t->ranks[tmpl];
+    SIM_ASSERT(r->tmpl < 0 && r->finished && s->tmpl < 0 && s->finished,
+               "rank %d cannot adopt rank %d", rank, tmpl);
+    if (r->n_ops != s->n_ops || r->n_deps != s->n_deps || r->n_mem != s->n_mem ||
+        r->n_colls != s->n_colls)
+        return false;
+    if ((r->n_deps && memcmp(r->deps, s->deps, r->n_deps * sizeof *r->deps) != 0))
+        return false;
+    for (size_t i = 0; i < r->n_mem; i++) {
+        const trace_mem *a = &r->mem[i], *b = &s->mem[i];
+        if (a->bytes != b->bytes || a->op != b->op || a->cat != b->cat || a->at_end != b->at_end)
+            return false;
+    }
+    size_t n_var = 0;
+    for (size_t i = 0; i < r->n_ops; i++) {
+        if (!same_op_but_values(&r->ops[i], &s->ops[i]))
+            return false;
+        n_var += !same_values(&r->ops[i], &s->ops[i]);
+    }
+    trace_op_var *var = n_var ? sim_calloc(n_var, sizeof *var) : NULL;
+    size_t k = 0;
+    for (size_t i = 0; i < r->n_ops; i++)
+        if (!same_values(&r->ops[i], &s->ops[i]))
+            var[k++] = (trace_op_var){(uint32_t)i,
+                                      r->ops[i].kind == TRACE_OP_COMPUTE ? r->ops[i].inner : 0,
+                                      r->ops[i].flops, r->ops[i].model_flops, r->ops[i].bytes};
+    sim_free(r->ops);
+    sim_free(r->deps);
+    sim_free(r->mem);
+    r->ops = s->ops;
+    r->deps = s->deps;
+    r->mem = s->mem;
+    r->cap_ops = r->cap_deps = r->cap_mem = 0;
+    r->tmpl = tmpl;
+    r->var = var;
+    r->n_var = n_var;
+    return true;
+}
+
 void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool at_end)
 {
     SIM_ASSERT(rank >= 0 && rank < t->n_ranks && cat >= 0 && cat < TRACE_MEM_CATS,
@@ -199,8 +270,10 @@ void trace_release_rank(trace *t, int rank)
         sim_free(r->mem);
     }
     sim_free(r->colls);
+    sim_free(r->var);
     r->colls = NULL;
-    r->n_colls = r->cap_colls = 0;
+    r->var = NULL;
+    r->n_colls = r->cap_colls = r->n_var = 0;
     r->tmpl = -1;
     r->finished = false;
     r->ops = NULL;
@@ -352,6 +425,15 @@ int trace_validate(const trace *t, char *why, size_t n)
             rc = -1;
             break;
         }
+        /* its own values: of compute and collective ops, each op once, in increasing order */
+        for (size_t k = 0; k < r->n_var && rc == 0; k++)
+            if (r->var[k].op >= r->n_ops || (k > 0 && r->var[k].op <= r->var[k - 1].op) ||
+                (r->ops[r->var[k].op].kind != TRACE_OP_COMPUTE &&
+                 r->ops[r->var[k].op].kind != TRACE_OP_COLL)) {
+                NOTE(why, n, "rank %d: its own values of op %u, not a compute or collective op "
+                     "of its template in increasing order", rk, r->var[k].op);
+                rc = -1;
+            }
         for (size_t k = 0; k < r->n_colls && rc == 0; k++) {
             if (r->colls[k] >= t->n_colls) {
                 NOTE(why, n, "rank %d: no collective (ordinal %zu)", rk, k);

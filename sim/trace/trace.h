@@ -16,7 +16,9 @@
  *   data-parallel replica, another tensor-parallel rank) borrows that rank's ops,
  *   dependencies and memory events (`tmpl` >= 0) and owns only its collective map. This is
  *   what lets a 16K-GPU step fit in memory: the op arrays of one rank per equivalence
- *   class, plus four bytes per collective op and rank.
+ *   class, plus four bytes per collective op and rank. A borrower may also own the values
+ *   (FLOPs, bytes, inner dimension) of some ops (`var`): a MoE rank's expert kernels run on
+ *   its own EP group's routing; trace_op_values gives an op's values for any rank.
  * - One step of the trace is replayed `steps` times; each rank starts step k+1 when all of
  *   its own ops of step k have finished.
  * - Memory: each rank starts with its persistent bytes per category (`base_mem`, e.g. the
@@ -122,6 +124,18 @@ typedef struct trace_op {
     sim_time duration_ps; /* >= 0: a measured duration that replaces the roofline */
 } trace_op;
 
+/* A borrower's own values of one of its template's compute or collective ops: a
+ * mixture-of-experts rank runs its template's kernels on the tokens its own EP group routed
+ * to its experts, so its expert kernels' FLOPs, bytes and (weight gradients, whose inner
+ * dimension is the tokens) inner dimension differ, and with an expert capacity its
+ * all-to-alls' bytes (its collective instances' own), while everything else is the
+ * template's (trace_adopt_template). */
+typedef struct trace_op_var {
+    uint32_t op;
+    float inner;
+    double flops, model_flops, bytes;
+} trace_op_var;
+
 typedef struct trace_rank {
     trace_op *ops;
     size_t n_ops, cap_ops;
@@ -133,6 +147,8 @@ typedef struct trace_rank {
     uint32_t *colls;  /* collective instance of each collective op, by ordinal */
     size_t n_colls, cap_colls;
     int32_t tmpl;     /* -1: owns ops/deps/mem; else the rank whose arrays it borrows */
+    trace_op_var *var; /* a borrower's own values of some compute ops, by increasing op */
+    size_t n_var;
     bool finished;    /* memory events indexed by op (trace_finish_rank) since the last change */
 } trace_rank;
 
@@ -193,6 +209,29 @@ static inline uint32_t trace_op_coll(const trace_rank *r, const trace_op *o)
  * `tmpl` (which owns its own, and outlives it). The caller then gives `rank` its own
  * collective instances, in ordinal order, with trace_add_rank_coll. */
 void trace_share_rank(trace *t, int rank, int tmpl);
+/* Makes `rank`, generated in full and finished, borrow `tmpl`'s arrays when they are the
+ * same but for some compute ops' FLOPs, model FLOPs, bytes and inner dimension, and some
+ * collective ops' bytes, which it keeps as its own values (`var`); frees its own arrays. Returns whether it did: any other difference (an
+ * op's kind, stream, name, shape, dependencies, memory events) keeps the rank as it is. Its
+ * collective map stays its own. */
+bool trace_adopt_template(trace *t, int rank, int tmpl);
+/* The values of op `i` of rank `r` (its own where it borrows with other values). */
+static inline trace_op_var trace_op_values(const trace_rank *r, uint32_t i)
+{
+    size_t lo = 0, hi = r->n_var;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->var[mid].op < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < r->n_var && r->var[lo].op == i)
+        return r->var[lo];
+    const trace_op *o = &r->ops[i];
+    return (trace_op_var){i, o->kind == TRACE_OP_COMPUTE ? o->inner : 0, o->flops,
+                          o->model_flops, o->bytes};
+}
 void trace_add_rank_coll(trace *t, int rank, uint32_t coll);
 /* Room for `n` more collective instances of `rank` (a borrower knows how many it needs). */
 void trace_reserve_rank_colls(trace *t, int rank, size_t n);
