@@ -334,6 +334,7 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time start
     replay_timeline_row *row = &r->timeline[r->n_timeline++];
     bool coll = o->kind == TRACE_OP_COLL;
     const trace_coll *tc = coll ? &c->t->colls[trace_op_coll(rs->tr, o)] : NULL;
+    trace_op_var v = trace_op_values(rs->tr, op); /* the rank's own values */
     const char *kind = coll                          ? coll_op_name((coll_op)tc->op)
                        : o->kind == TRACE_OP_COPY    ? copy_kind[o->copy]
                        : o->kind == TRACE_OP_HOST    ? "host"
@@ -350,14 +351,9 @@ static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time start
         .step = rs->step + 1,
         .start_s = sim_time_to_s(start),
         .end_s = sim_time_to_s(end),
-        .bytes = coll ? tc->bytes : o->bytes,
-        .flops = 0,
+        .bytes = coll ? tc->bytes : v.bytes,
+        .flops = o->kind == TRACE_OP_COMPUTE ? v.flops : 0,
     };
-    if (o->kind == TRACE_OP_COMPUTE) { /* the rank's own values (trace_op_values) */
-        trace_op_var v = trace_op_values(rs->tr, op);
-        row->bytes = v.bytes;
-        row->flops = v.flops;
-    }
 }
 
 static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time now)
