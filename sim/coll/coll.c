@@ -89,12 +89,15 @@ void coll_schedule_init(coll_schedule *s)
 void coll_schedule_clear(coll_schedule *s)
 {
     sim_free(s->round_first);
+    sim_free(s->round_end);
     sim_free(s->xfers);
     *s = (coll_schedule){0};
 }
 
 void coll_schedule_reset(coll_schedule *s)
 {
+    sim_free(s->round_end);
+    s->round_end = NULL;
     s->n_rounds = 0;
     s->n_xfers = 0;
     s->p2p = false;
@@ -104,6 +107,7 @@ void coll_schedule_reset(coll_schedule *s)
 
 void coll_schedule_round(coll_schedule *s)
 {
+    SIM_ASSERT(!s->round_end, "a round added to a compacted schedule");
     SIM_GROW(s->round_first, s->cap_rounds, (size_t)s->n_rounds + 2);
     s->round_first[s->n_rounds] = s->n_xfers;
     s->n_rounds++;
@@ -112,7 +116,7 @@ void coll_schedule_round(coll_schedule *s)
 
 void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes)
 {
-    SIM_ASSERT(s->n_rounds > 0, "transfer outside a round");
+    SIM_ASSERT(s->n_rounds > 0 && !s->round_end, "transfer outside a round");
     if (bytes <= 0 || src == dst)
         return;
     SIM_GROW(s->xfers, s->cap_xfers, s->n_xfers + 1);
@@ -120,20 +124,31 @@ void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes)
     s->round_first[s->n_rounds] = s->n_xfers;
 }
 
+/* (round by round: a compacted schedule's repeats are summed again, in the same order) */
 double coll_schedule_bytes_sent(const coll_schedule *s, int m)
 {
     double sum = 0;
-    for (size_t i = 0; i < s->n_xfers; i++)
-        if (s->xfers[i].src == m)
-            sum += s->xfers[i].bytes;
+    for (int r = 0; r < s->n_rounds; r++)
+        for (size_t i = coll_round_first(s, r); i < coll_round_end(s, r); i++)
+            if (s->xfers[i].src == m)
+                sum += s->xfers[i].bytes;
     return sum;
 }
 
 void coll_schedule_bytes_sent_all(const coll_schedule *s, double *out)
 {
-    for (size_t i = 0; i < s->n_xfers; i++)
-        if (s->xfers[i].src >= 0)
-            out[s->xfers[i].src] += s->xfers[i].bytes;
+    for (int r = 0; r < s->n_rounds; r++)
+        for (size_t i = coll_round_first(s, r); i < coll_round_end(s, r); i++)
+            if (s->xfers[i].src >= 0)
+                out[s->xfers[i].src] += s->xfers[i].bytes;
+}
+
+size_t coll_schedule_xfer_count(const coll_schedule *s)
+{
+    size_t n = 0;
+    for (int r = 0; r < s->n_rounds; r++)
+        n += coll_round_end(s, r) - coll_round_first(s, r);
+    return n;
 }
 
 _Static_assert(sizeof(coll_xfer) == 2 * sizeof(int32_t) + sizeof(double),
@@ -142,14 +157,43 @@ _Static_assert(sizeof(coll_xfer) == 2 * sizeof(int32_t) + sizeof(double),
 bool coll_schedule_round_repeats(const coll_schedule *s, int r)
 {
     SIM_ASSERT(r > 0 && r < s->n_rounds, "round %d of %d", r, s->n_rounds);
-    size_t n = s->round_first[r + 1] - s->round_first[r];
-    if (n != s->round_first[r] - s->round_first[r - 1])
+    size_t a = coll_round_first(s, r - 1), b = coll_round_first(s, r);
+    size_t n = coll_round_end(s, r) - b;
+    if (n != coll_round_end(s, r - 1) - a)
         return false;
     /* two empty rounds (a zero-byte collective) repeat; xfers may then be NULL, which
      * memcmp must not be given even for 0 bytes */
-    return n == 0 ||
-           memcmp(&s->xfers[s->round_first[r]], &s->xfers[s->round_first[r - 1]],
-                  n * sizeof *s->xfers) == 0;
+    return n == 0 || a == b || memcmp(&s->xfers[b], &s->xfers[a], n * sizeof *s->xfers) == 0;
+}
+
+void coll_schedule_compact(coll_schedule *s)
+{
+    if (s->round_end || s->n_rounds == 0)
+        return;
+    size_t *end = sim_calloc((size_t)s->n_rounds, sizeof *end);
+    size_t w = 0; /* transfers kept so far */
+    for (int r = 0; r < s->n_rounds; r++) {
+        size_t a = s->round_first[r], n = s->round_first[r + 1] - a;
+        /* (round r - 1 is already compacted: round_first[r - 1] and end[r - 1]) */
+        if (r > 0 && n == end[r - 1] - s->round_first[r - 1] &&
+            (n == 0 || memcmp(&s->xfers[a], &s->xfers[s->round_first[r - 1]],
+                              n * sizeof *s->xfers) == 0)) {
+            s->round_first[r] = s->round_first[r - 1];
+            end[r] = end[r - 1];
+            continue;
+        }
+        if (n > 0 && w != a)
+            memmove(&s->xfers[w], &s->xfers[a], n * sizeof *s->xfers);
+        s->round_first[r] = w;
+        w += n;
+        end[r] = w;
+    }
+    s->round_end = end;
+    s->n_xfers = w;
+    if (w < s->cap_xfers && w > 0) {
+        s->xfers = sim_realloc_array(s->xfers, w, sizeof *s->xfers);
+        s->cap_xfers = w;
+    }
 }
 
 bool coll_algo_pipelined(coll_algo a, coll_op op)

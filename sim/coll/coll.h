@@ -72,8 +72,11 @@ typedef struct coll_xfer {
 
 typedef struct coll_schedule {
     int n_rounds;
-    /* transfers of round r are xfers[round_first[r] .. round_first[r+1]) */
+    /* transfers of round r are xfers[round_first[r] .. round_first[r+1]), or once compacted
+     * (coll_schedule_compact) xfers[round_first[r] .. round_end[r]): read them through
+     * coll_round_first and coll_round_end */
     size_t *round_first;
+    size_t *round_end; /* NULL until compacted */
     coll_xfer *xfers;
     size_t n_xfers, cap_xfers, cap_rounds;
     bool p2p; /* NCCL runs it as point-to-point sends (all_to_all, send_recv, ring_shift):
@@ -96,6 +99,26 @@ double coll_schedule_bytes_sent(const coll_schedule *s, int m);
 void coll_schedule_bytes_sent_all(const coll_schedule *s, double *out);
 /* Whether round r repeats round r - 1 transfer for transfer (a ring's steps do). */
 bool coll_schedule_round_repeats(const coll_schedule *s, int r);
+
+/* Where round r's transfers start and end in s->xfers. */
+static inline size_t coll_round_first(const coll_schedule *s, int r)
+{
+    return s->round_first[r];
+}
+
+static inline size_t coll_round_end(const coll_schedule *s, int r)
+{
+    return s->round_end ? s->round_end[r] : s->round_first[r + 1];
+}
+
+/* Stores each round that repeats the one before it (coll_schedule_round_repeats) once: the
+ * repeat's transfers become the earlier round's. A ring over n members keeps n transfers
+ * instead of 2(n - 1) n. The rounds read the same through coll_round_first/_end; n_xfers
+ * then counts the stored transfers (coll_schedule_xfer_count counts every round's). No
+ * transfer is added afterwards. */
+void coll_schedule_compact(coll_schedule *s);
+/* Transfers over all rounds, repeats included. */
+size_t coll_schedule_xfer_count(const coll_schedule *s);
 
 /* What an algorithm may know about the group. */
 typedef struct coll_group {

@@ -77,7 +77,7 @@ sim_time coll_exec_staging_ps(const coll_schedule *s, int round, size_t i, const
         return 0;
     const coll_xfer *xf = &s->xfers[i];
     double bytes = 0;
-    for (size_t j = s->round_first[round]; j < s->round_first[round + 1]; j++)
+    for (size_t j = coll_round_first(s, round); j < coll_round_end(s, round); j++)
         if (s->xfers[j].src == xf->src && s->xfers[j].dst == xf->dst)
             bytes += s->xfers[j].bytes;
     return hw_route_staging_ps(r, bytes);
@@ -101,21 +101,23 @@ coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
 {
     const coll_schedule *s = x->sched;
     coll_xfer_cost *c = sim_calloc(s->n_xfers + 1, sizeof *c);
-    int round = 0;
-    for (size_t i = 0; i < s->n_xfers; i++) {
-        while (i >= s->round_first[round + 1])
-            round++;
-        xfer_costs(x, topo, round, i, &c[i]);
-    }
+    /* (a compacted schedule's repeated rounds share their transfers, and so their costs) */
+    for (int r = 0; r < s->n_rounds; r++)
+        if (r == 0 || coll_round_first(s, r) != coll_round_first(s, r - 1) ||
+            coll_round_end(s, r) != coll_round_end(s, r - 1))
+            for (size_t i = coll_round_first(s, r); i < coll_round_end(s, r); i++)
+                xfer_costs(x, topo, r, i, &c[i]);
     return c;
 }
 
 static bool same_round(const coll_schedule *s, int a, int b)
 {
-    size_t fa = s->round_first[a], fb = s->round_first[b];
-    size_t n = s->round_first[a + 1] - fa;
-    if (s->round_first[b + 1] - fb != n)
+    size_t fa = coll_round_first(s, a), fb = coll_round_first(s, b);
+    size_t n = coll_round_end(s, a) - fa;
+    if (coll_round_end(s, b) - fb != n)
         return false;
+    if (fa == fb)
+        return true;
     for (size_t i = 0; i < n; i++) {
         const coll_xfer *p = &s->xfers[fa + i], *q = &s->xfers[fb + i];
         if (p->src != q->src || p->dst != q->dst || p->bytes != q->bytes)
@@ -141,7 +143,7 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
             continue;
         }
         at[r] = (uint32_t)n; /* (an empty round takes no room: the next one starts here too) */
-        n += s->round_first[r + 1] - s->round_first[r];
+        n += coll_round_end(s, r) - coll_round_first(s, r);
         if (n > max || n > UINT32_MAX) {
             sim_free(at);
             sim_free(repeat);
@@ -152,8 +154,8 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
     for (int r = 0; r < s->n_rounds; r++) {
         if (repeat[r])
             continue;
-        for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++)
-            xfer_costs(x, topo, r, i, &c[at[r] + (i - s->round_first[r])]);
+        for (size_t i = coll_round_first(s, r); i < coll_round_end(s, r); i++)
+            xfer_costs(x, topo, r, i, &c[at[r] + (i - coll_round_first(s, r))]);
     }
     sim_free(repeat);
     *cost_at = at;
@@ -165,7 +167,7 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
 {
     const coll_schedule *s = x->sched;
     for (; x->round < s->n_rounds; x->round++) {
-        size_t first = s->round_first[x->round], last = s->round_first[x->round + 1];
+        size_t first = coll_round_first(s, x->round), last = coll_round_end(s, x->round);
         if (first == last)
             continue;
         x->outstanding = last - first;

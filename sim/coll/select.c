@@ -56,7 +56,7 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
         for (size_t j = 0; j < n; j++) {
             if (r >= s[j]->n_rounds)
                 continue;
-            for (size_t i = s[j]->round_first[r]; i < s[j]->round_first[r + 1]; i++) {
+            for (size_t i = coll_round_first(s[j], r); i < coll_round_end(s[j], r); i++) {
                 sim_time lat;
                 double wire;
                 const hw_route *route;
@@ -121,7 +121,7 @@ void coll_estimate_links(const coll_target *t, const coll_exec *x, const coll_sc
                 load[touched[i]] = busy[touched[i]] = 0;
             n_touched = 0;
             for (int pass = 0; pass < 2; pass++)
-                for (size_t i = s->round_first[r]; i < s->round_first[r + 1]; i++) {
+                for (size_t i = coll_round_first(s, r); i < coll_round_end(s, r); i++) {
                     sim_time lat;
                     double wire;
                     const hw_route *route;

@@ -388,6 +388,17 @@ int main(void)
             CHECK_INT_EQ(run_costed(r, &s, mode, &closed, &evolved), 6 * ms + 2 * us);
             CHECK_INT_EQ(closed, 0); /* one transfer a round: isolated */
         }
+        /* compacted: the last round shares the one before it (2 transfers stored of 3; the
+         * empty round stays empty), the same 6.002 ms whichever way costed */
+        coll_schedule_compact(&s);
+        CHECK_INT_EQ((int)s.n_xfers, 2);
+        CHECK_INT_EQ((int)coll_schedule_xfer_count(&s), 3);
+        CHECK_INT_EQ((int)(coll_round_end(&s, 1) - coll_round_first(&s, 1)), 0);
+        CHECK_INT_EQ((int)coll_round_first(&s, 3), (int)coll_round_first(&s, 2));
+        for (int mode = 0; mode < 3; mode++) {
+            uint64_t closed, evolved;
+            CHECK_INT_EQ(run_costed(r, &s, mode, &closed, &evolved), 6 * ms + 2 * us);
+        }
         coll_schedule_clear(&s);
         /* A keyed round of 64 transfers or more is timed from a record even when isolated:
          * ring all_gather over 64 GPUs of one NVSwitch node, S = 6.4 GB, 63 rounds of 100 MB
@@ -406,6 +417,26 @@ int main(void)
             CHECK_INT_EQ(run_costed(big, &s, mode, &closed, &evolved), 2 * (63 * ms + 1 * us));
             CHECK_INT_EQ(closed, mode == 0 ? 0 : 126);
             CHECK_INT_EQ(evolved, mode == 0 ? 0 : mode == 1 ? 63 : 2);
+        }
+        /* Compacted (coll_schedule_compact, as the replay stores schedules): the ring's 63
+         * rounds of the same 64 transfers (member i to i + 1) keep one copy, 64 transfers
+         * instead of 63 x 64 = 4,032; the rounds read the same, each member sends the same
+         * 63 x 100 MB = 6.3 GB, and every way of costing times it as before: 126.002 ms. Per
+         * transfer costs now give the repeated rounds one key, as round costs do, so 2
+         * evolutions instead of 63 */
+        double sent_before = coll_schedule_bytes_sent(&s, 5);
+        CHECK_NEAR(sent_before, 6.3e9, 0, 1e-6);
+        coll_schedule_compact(&s);
+        CHECK_INT_EQ((int)s.n_xfers, 64);
+        CHECK_INT_EQ((int)coll_schedule_xfer_count(&s), 63 * 64);
+        CHECK(coll_schedule_bytes_sent(&s, 5) == sent_before);
+        for (int rr = 1; rr < s.n_rounds; rr++)
+            CHECK(coll_schedule_round_repeats(&s, rr));
+        for (int mode = 0; mode < 3; mode++) {
+            uint64_t closed, evolved;
+            CHECK_INT_EQ(run_costed(big, &s, mode, &closed, &evolved), 2 * (63 * ms + 1 * us));
+            CHECK_INT_EQ(closed, mode == 0 ? 0 : 126);
+            CHECK_INT_EQ(evolved, mode == 0 ? 0 : 2);
         }
         coll_schedule_clear(&s);
         hw_topo_destroy(big->topo);
