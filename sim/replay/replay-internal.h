@@ -27,7 +27,8 @@ typedef struct sched_entry {
     int8_t algo;
     int32_t root;
     double bytes;
-    coll_schedule sched;
+    coll_schedule sched;   /* compacted (coll_schedule_compact) */
+    size_t xfer_count;     /* its transfers over all rounds, repeats included */
     coll_choice choice;
     coll_xfer_cost *costs; /* per transfer on this group (small schedules), per transfer of
                               each distinct round (large ones: cost_at), or NULL */
@@ -88,8 +89,10 @@ typedef struct rank_state {
     uint32_t *succ_first;
     uint32_t *stream_ops; /* op indices per stream in order, CSR */
     sim_time *dur;        /* compute ops: duration before interference */
-    bool borrowed;        /* succ, stream_ops, dur are its template rank's (trace.h) ... */
-    bool own_dur;         /* ... but dur, where it has its own values (trace_op_var) */
+    bool borrowed;        /* succ, stream_ops, dur are its template rank's (trace.h), ... */
+    sim_time *var_dur;    /* ... but where it has its own values (tr->var), the duration of
+                             tr->var[k]'s op is var_dur[k] (replay__op_dur); else NULL */
+    size_t var_next;      /* the first var entry past the last one looked up */
     uint32_t stream_first[TRACE_STREAMS + 1];
     uint32_t head[TRACE_STREAMS];
     bool busy[TRACE_STREAMS];
@@ -175,6 +178,36 @@ static inline sim_time replay__issue_time(const rank_state *rs, uint32_t op)
     if (rs->launch_ps > (SIM_TIME_HORIZON - rs->step_start) / k)
         return SIM_TIME_HORIZON;
     return rs->step_start + rs->launch_ps * k;
+}
+
+/* Compute op `op`'s duration before interference on rank `rs`: its own (var_dur) or the
+ * op array's. A rank's compute ops mostly start in op order, so the search starts where
+ * the last one ended. */
+static inline sim_time replay__op_dur(rank_state *rs, uint32_t op)
+{
+    if (!rs->var_dur)
+        return rs->dur[op];
+    const trace_op_var *v = rs->tr->var;
+    size_t n = rs->tr->n_var, k = rs->var_next;
+    if (k > 0 && v[k - 1].op >= op) {
+        size_t lo = 0, hi = k; /* out of order: the first entry at or past op */
+        while (lo < hi) {
+            size_t mid = lo + (hi - lo) / 2;
+            if (v[mid].op < op)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        k = lo;
+    }
+    while (k < n && v[k].op < op)
+        k++;
+    rs->var_next = k;
+    if (k < n && v[k].op == op) {
+        rs->var_next = k + 1;
+        return rs->var_dur[k];
+    }
+    return rs->dur[op];
 }
 
 /* bubbles.c: the idle time of a compute stream by cause */

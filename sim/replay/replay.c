@@ -187,8 +187,9 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                 rs->have_cur = true;
             }
         }
-        sim_time d = c->slowdown || c->jitter ? replay__kernel_duration(c, rank, rs->dur[op])
-                                              : rs->dur[op];
+        sim_time d = replay__op_dur(rs, op);
+        if (c->slowdown || c->jitter)
+            d = replay__kernel_duration(c, rank, d);
         /* slowed while communication runs on this GPU (retime_kernel); a measured duration
          * is taken as it is */
         double slow = plan_gpu(c->p, rank)->comm_interference;

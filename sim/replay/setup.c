@@ -54,15 +54,12 @@ void replay__init_rank(replay_ctx *c, int rank)
         memcpy(rs->stream_first, ts->stream_first, sizeof rs->stream_first);
         rs->borrowed = true;
         if (tr->n_var > 0) {
-            /* its own values of some kernels (MoE experts, trace_op_var): its own durations */
-            sim_time *dur = sim_calloc(n + 1, sizeof *dur);
-            memcpy(dur, ts->dur, (n + 1) * sizeof *dur);
+            /* its own values of some kernels (MoE experts, trace_op_var): their durations,
+             * one per such op (a copy of the whole array cost 8 bytes per op) */
+            rs->var_dur = sim_calloc(tr->n_var, sizeof *rs->var_dur);
             for (size_t k = 0; k < tr->n_var; k++)
                 if (tr->ops[tr->var[k].op].kind == TRACE_OP_COMPUTE)
-                    dur[tr->var[k].op] =
-                        op_duration(c, rank, &tr->ops[tr->var[k].op], &tr->var[k]);
-            rs->dur = dur;
-            rs->own_dur = true;
+                    rs->var_dur[k] = op_duration(c, rank, &tr->ops[tr->var[k].op], &tr->var[k]);
         }
         return;
     }
@@ -109,8 +106,9 @@ static void clear_rank(rank_state *rs)
         sim_free(rs->succ);
         sim_free(rs->stream_ops);
     }
-    if (!rs->borrowed || rs->own_dur)
+    if (!rs->borrowed)
         sim_free(rs->dur);
+    sim_free(rs->var_dur);
 }
 
 static void init_groups(replay_ctx *c)
@@ -213,6 +211,10 @@ static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
                          &e->sched);
     SIM_ASSERT(rc == 0, "no algorithm implements %s on a group of %d",
                coll_op_name((coll_op)tc->op), gi->g.n);
+    /* a ring's rounds repeat: each stored once (a ring over 512 members keeps 512
+     * transfers instead of 523,264) */
+    e->xfer_count = coll_schedule_xfer_count(&e->sched);
+    coll_schedule_compact(&e->sched);
     return e;
 }
 
@@ -295,7 +297,7 @@ void replay__init_colls(replay_ctx *c)
             e->est_ps = sim_time_from_ps(ceil(e->choice.est_s * (double)SIM_PS_PER_S));
             continue;
         }
-        if (!e->costs && e->sched.n_xfers <= 4096)
+        if (!e->costs && e->xfer_count <= 4096)
             e->costs = coll_exec_costs(&cs->exec, c->topo);
         else if (!e->costs)
             /* a large schedule (a ring over hundreds of ranks) repeats its rounds: each
