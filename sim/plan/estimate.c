@@ -23,11 +23,11 @@
 /* A mixture-of-experts rank that borrows its template's ops keeps its own values of the
  * expert kernels (trace_op_var, 32 bytes each) and, replayed, their durations (8 bytes
  * each), about a sixth of its ops; its all-to-alls make more collective instances per op
- * than a dense rank's collectives. Measured (2026-12-06, `/usr/bin/time`): the 512-GPU MoE
- * bench peaks at 0.0865 GiB for 2.99 M ops, 31 bytes per op, 7 more than the dense
- * constants above; DeepSeek-V3 on 2,048 H800s 0.49 GiB for 13.5 M, 38.5 per op, of which
- * at most 14.5 above them; 16, to stay above both. */
-#define BYTES_PER_MOE_BORROWED_OP 16.0
+ * than a dense rank's collectives. Measured (2026-12-06, peak RSS): the 512-GPU MoE bench
+ * peaks at 0.0865 GiB for 2.99 M ops, 31 bytes per op, 7 more than the dense constants
+ * above; DeepSeek-V3 on 2,048 H800s at 506 MiB for 13.5 M, 39.4 per op, at most 15.4 above
+ * them; 20, to stay above both with a margin. */
+#define BYTES_PER_MOE_BORROWED_OP 20.0
 /* Planning alone (`stepsim mem`) streams: each rank's ops are walked and released as soon as
  * it is generated, templates excepted, so only the collective instances stay, about 2 bytes
  * per op of every rank (the 16,384-GPU step: 161 MiB peak RSS for 82 M ops; GPT-3 on 1,024
