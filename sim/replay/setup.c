@@ -320,14 +320,25 @@ void replay__init_colls(replay_ctx *c)
         const trace_rank *tr = &t->ranks[r];
         if (c->active && !c->active[r])
             continue;
+        /* the rank's place in the group of its last collective: a rank's collectives come
+         * in runs on the same group (a layer's tensor-parallel ones) */
+        uint32_t last_group = UINT32_MAX;
+        int place = -1;
         for (size_t i = 0; i < tr->n_ops; i++) {
             if (tr->ops[i].kind != TRACE_OP_COLL)
                 continue;
             uint32_t ci = trace_op_coll(tr, &tr->ops[i]);
-            const trace_group *g = &t->groups[t->colls[ci].group];
-            for (int m = 0; m < g->n; m++)
-                if (g->ranks[m] == r)
-                    c->member_op[c->colls[ci].member_first + (uint64_t)m] = (uint32_t)i;
+            uint32_t gid = t->colls[ci].group;
+            if (gid != last_group) {
+                const trace_group *g = &t->groups[gid];
+                place = -1;
+                for (int m = 0; m < g->n && place < 0; m++)
+                    if (g->ranks[m] == r)
+                        place = m;
+                last_group = gid;
+            }
+            SIM_ASSERT(place >= 0, "rank %d not in the group of its collective %u", r, ci);
+            c->member_op[c->colls[ci].member_first + (uint64_t)place] = (uint32_t)i;
         }
     }
     if (c->estimate_cross)
