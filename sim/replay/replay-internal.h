@@ -118,7 +118,11 @@ typedef struct rank_state {
     sim_time acc_cursor;
     busy_iv cur;           /* the latest (possibly still open) interval, when have_cur */
     bool have_cur;
-    double comm_busy_ps;   /* last step */
+    double comm_busy_ps;   /* the reported step's window: time with a collective op of
+                              the rank in progress (overlapping ones count once) */
+    int comm_inflight;     /* its collective ops in progress (posted point-to-point ones
+                              included) */
+    sim_time comm_since;   /* ... and since when that count is above 0 */
     plan_mem level, peak;  /* bytes in use now, and the split at this rank's peak */
     uint32_t tail_op;      /* last step: the op that ended the rank's step */
     double comm_sent[REPLAY_COMM_COUNT]; /* bytes sent in the last step */

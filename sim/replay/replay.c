@@ -226,6 +226,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
         hw_net_start_flow_dev(c->net, now, src, dst, o->bytes, tag);
         return;
     }
+    if (rs->comm_inflight++ == 0)
+        rs->comm_since = now;
     uint32_t ci = trace_op_coll(rs->tr, o);
     coll_state *cs = &c->colls[ci];
     /* under symmetry the inactive replicas are at the same point: every member's transfers
@@ -404,9 +406,14 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
              * full replay averages it); otherwise the member's own bytes */
             const sched_entry *e = c->colls[ci].plan;
             rs->comm_sent[g->cls] += c->colls[ci].arrivals < g->n ? e->sent_mean : e->sent[member];
-            rs->comm_busy_ps += (double)(now - start);
         }
     }
+    /* communication busy time: the union of the rank's collective ops' intervals (a
+     * pipeline's receives are posted long before their data comes, and overlap), inside the
+     * reported step's window (w0 is known from its opening on: an interval that closes
+     * before it lies before it) */
+    if (o->kind == TRACE_OP_COLL && --rs->comm_inflight == 0 && c->w0_known)
+        rs->comm_busy_ps += (double)(now - SIM_MAX(rs->comm_since, c->w0));
     for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++)
         rs->pending[rs->succ[k]]--;
     if (!async)

@@ -195,6 +195,45 @@ int main(void)
         plan_destroy(p);
     }
 
+    /* 2b. Communication busy time counts overlapping collectives once (the ranks table's
+     *     comm_s): a 1 GB all-reduce on the dp stream and another on the tp stream (a second
+     *     group of the same two GPUs) both start at 0, then a zero-cost optimizer. Each link
+     *     direction carries one flow of each: 50 GB/s apiece, so each 0.5 GB round takes
+     *     10 ms; α (1 us) before the first round only: both end at 20.001 ms, the step. The
+     *     rank's communication is in progress the whole step: comm_s = 20.001 ms, where the
+     *     sum of the two collectives' durations would be 40.002 ms. */
+    {
+        plan_scenario sc;
+        scenario(&sc, 2);
+        sc.collectives[PLAN_GROUP_TP] = PLAN_COLL_RING;
+        trace *t = trace_create(2);
+        int32_t members[2] = {0, 1};
+        uint32_t gd = trace_add_group(t, PLAN_GROUP_DP, 2, members);
+        uint32_t gt = trace_add_group(t, PLAN_GROUP_TP, 2, members);
+        uint32_t cd = trace_add_coll(t, COLL_ALL_REDUCE, PLAN_COLL_RING, gd, 1e9, 0);
+        uint32_t ct = trace_add_coll(t, COLL_ALL_REDUCE, PLAN_COLL_RING, gt, 1e9, 0);
+        for (int r = 0; r < 2; r++) {
+            trace_op op = allreduce(t, cd);
+            uint32_t a = trace_add_op(t, r, &op, NULL, 0);
+            op = allreduce(t, ct);
+            op.stream = TRACE_STREAM_COMM(PLAN_GROUP_TP);
+            uint32_t b = trace_add_op(t, r, &op, NULL, 0);
+            uint32_t deps[2] = {a, b};
+            op = compute(t, "optimizer", 0, HW_OP_VECTOR);
+            trace_add_op(t, r, &op, deps, 2);
+        }
+        plan *p = make_plan(&sc, t);
+        replay_results *res = replay_results_create();
+        replay_options opt = {.timeline = false};
+        replay_run(p, &opt, res);
+        const replay_summary *s = &res->summary;
+        CHECK_NEAR(s->step_time_s, 20.001e-3, 0, 2e-12);
+        for (int r = 0; r < 2; r++)
+            CHECK_NEAR(res->ranks[r].comm_s, s->step_time_s, 1e-12, 0);
+        replay_results_destroy(res);
+        plan_destroy(p);
+    }
+
     /* 3. Imbalance: rank 1 computes twice as long. Rank 0 reaches the all-reduce first and
      *    waits inside it; the collective starts when rank 1 arrives at 2 T_matmul. Step =
      *    2 T_matmul + T_allreduce. Rank 0's compute stream idles T_matmul + T_allreduce,
