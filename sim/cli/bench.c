@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <math.h>
 #include <signal.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -134,6 +135,7 @@ typedef struct scenario_stats {
 
 typedef struct scenario_result {
     const char *name;
+    bool symmetry; /* simulation.symmetry: dp (one replica replayed of the ops counted) */
     scenario_stats st;
     double rss_gib, wall_s;
 } scenario_result;
@@ -198,7 +200,7 @@ static double physical_gib(void)
 /* Forks a child for one scenario; its statistics come back through a pipe. */
 static scenario_result run_scenario(const bench_opts *o, const struct bench_ref *ref)
 {
-    scenario_result r = {.name = ref->name};
+    scenario_result r = {.name = ref->name, .symmetry = ref->symmetry};
     char path[4096];
     snprintf(path, sizeof path, "%s/%s.yaml", o->dir, ref->file);
     int fd[2];
@@ -269,6 +271,33 @@ static double ns_per_event(const scenario_result *r)
     return r->st.events ? 1e9 * (r->st.replay_s - r->st.setup_s) / (double)r->st.events : 0;
 }
 
+/* Peak RSS per op of the step: what a row's memory costs per op. Rows of fewer ops than
+ * BYTES_PER_OP_MIN_OPS are mostly the process's own pages (6-7 MiB: code, libraries,
+ * catalog), so the spread across rows (issue 29: within 2x) is taken over the others, the
+ * symmetric row excepted (it replays one data-parallel replica's share of its ops). */
+#define BYTES_PER_OP_MIN_OPS 1000000
+
+static double bytes_per_op(const scenario_result *r)
+{
+    return r->st.ops > 0 ? r->rss_gib * (double)(1u << 30) / (double)r->st.ops : 0;
+}
+
+/* The smallest and largest bytes per op over the rows that ran with at least
+ * BYTES_PER_OP_MIN_OPS ops; false when fewer than two did. */
+static bool bytes_per_op_spread(const scenario_result *s, size_t n_s, double *lo, double *hi)
+{
+    int n = 0;
+    for (size_t i = 0; i < n_s; i++) {
+        if (s[i].st.status != 0 || s[i].st.ops < BYTES_PER_OP_MIN_OPS || s[i].symmetry)
+            continue;
+        double b = bytes_per_op(&s[i]);
+        *lo = n ? fmin(*lo, b) : b;
+        *hi = n ? fmax(*hi, b) : b;
+        n++;
+    }
+    return n >= 2;
+}
+
 static void print_tables(const engine_result *e, size_t n_e, const scenario_result *s,
                          size_t n_s)
 {
@@ -282,9 +311,9 @@ static void print_tables(const engine_result *e, size_t n_e, const scenario_resu
     double floor_ns = n_e ? 1e9 / e[n_e - 1].events_per_s : 0;
     printf("\nscenarios (one step each; x floor = ns/event over the 10^%d-pending floor)\n",
            n_e && e[n_e - 1].pending >= 100000 ? 5 : 3);
-    printf("  %-33s %6s %6s %11s %11s %10s %10s %9s %7s %7s %8s %10s %7s %7s %8s %9s\n",
+    printf("  %-33s %6s %6s %11s %11s %10s %10s %9s %7s %7s %8s %10s %7s %7s %8s %6s %9s\n",
            "scenario", "GPUs", "gen'd", "ops", "events", "flows", "solves", "1-ev rnds",
-           "gen s", "setup s", "replay s", "events/s", "ns/ev", "x floor", "RSS GiB",
+           "gen s", "setup s", "replay s", "events/s", "ns/ev", "x floor", "RSS GiB", "B/op",
            "sim/wall");
     for (size_t i = 0; i < n_s; i++) {
         const scenario_result *r = &s[i];
@@ -294,14 +323,19 @@ static void print_tables(const engine_result *e, size_t n_e, const scenario_resu
         }
         double ns = ns_per_event(r);
         printf("  %-33s %6d %6d %11" PRIu64 " %11" PRIu64 " %10" PRIu64 " %10" PRIu64
-               " %9" PRIu64 " %7.2f %7.2f %8.2f %10.4g %7.1f %7.1f %8.2f %9.3g\n",
+               " %9" PRIu64 " %7.2f %7.2f %8.2f %10.4g %7.1f %7.1f %8.2f %6.1f %9.3g\n",
                r->name, r->st.gpus, r->st.generated, r->st.ops, r->st.events, r->st.flows,
                r->st.solves, r->st.rounds, r->st.plan_s, r->st.setup_s, r->st.replay_s,
                ns > 0 ? 1e9 / ns : 0, ns,
-               floor_ns > 0 ? ns / floor_ns : 0, r->rss_gib,
+               floor_ns > 0 ? ns / floor_ns : 0, r->rss_gib, bytes_per_op(r),
                r->st.replay_s + r->st.plan_s > 0
                    ? r->st.simulated_s / (r->st.replay_s + r->st.plan_s) : 0);
     }
+    double lo, hi;
+    if (bytes_per_op_spread(s, n_s, &lo, &hi))
+        printf("bytes per op over the rows of %d M ops or more (symmetry aside): %.1f to %.1f "
+               "(%.2fx)\n",
+               BYTES_PER_OP_MIN_OPS / 1000000, lo, hi, hi / lo);
 }
 
 static void print_json_string(const char *s)
@@ -342,12 +376,19 @@ static void print_json(const engine_result *e, size_t n_e, const scenario_result
                ", \"rounds_closed\": %" PRIu64 ", \"rounds_evolved\": %" PRIu64
                ", \"generate_s\": %.6g, \"setup_s\": %.6g, \"replay_s\": %.6g"
                ", \"ns_per_event\": %.6g"
-               ", \"peak_rss_gib\": %.4g, \"simulated_s\": %.9g, \"step_time_s\": %.9g}",
+               ", \"peak_rss_gib\": %.4g, \"bytes_per_op\": %.4g"
+               ", \"simulated_s\": %.9g, \"step_time_s\": %.9g}",
                r->st.gpus, r->st.generated, r->st.ops, r->st.events, r->st.flows, r->st.solves,
                r->st.rounds, r->st.rounds_split, r->st.rounds_closed, r->st.rounds_evolved,
-               r->st.plan_s, r->st.setup_s, r->st.replay_s, ns_per_event(r), r->rss_gib, r->st.simulated_s, r->st.step_s);
+               r->st.plan_s, r->st.setup_s, r->st.replay_s, ns_per_event(r), r->rss_gib,
+               bytes_per_op(r), r->st.simulated_s, r->st.step_s);
     }
-    printf("]}\n");
+    printf("]");
+    double lo, hi;
+    if (bytes_per_op_spread(s, n_s, &lo, &hi))
+        printf(", \"bytes_per_op_spread\": {\"min_ops\": %d, \"min\": %.4g, \"max\": %.4g}",
+               BYTES_PER_OP_MIN_OPS, lo, hi);
+    printf("}\n");
 }
 
 /* ---- command --------------------------------------------------------------------------- */

@@ -2137,6 +2137,10 @@ def bench():
         check(s0["gpus"] == 8 and s0["ranks_generated"] == 1, "gpus and ranks generated: %s" % s0)
         check(s0["events"] > s0["ops"] > 0 and s0["flows"] > 0 and s0["peak_rss_gib"] > 0,
               "counts: %s" % s0)
+        # bytes per op: the peak RSS over the ops (both printed to 4 significant digits)
+        near(s0["bytes_per_op"], s0["peak_rss_gib"] * 2**30 / s0["ops"], 1e-3, "bytes per op")
+        # one row of under 1 M ops: no spread across rows
+        check("bytes_per_op_spread" not in d, "no spread over one small row")
         # the step it simulates is the scenario's: the same as `stepsim run` (bench prints
         # 9 significant digits)
         d2 = run_json(os.path.join(bdir, "small-ddp.yaml"))
