@@ -84,6 +84,16 @@ static plan *make_plan(const plan_scenario *sc, trace *t)
     return p;
 }
 
+/* Plans trace t for scenario sc and replays it (*p: the plan, for plan_destroy). */
+static replay_results *replay_trace(const plan_scenario *sc, trace *t, bool timeline, plan **p)
+{
+    *p = make_plan(sc, t);
+    replay_results *res = replay_results_create();
+    replay_options opt = {.timeline = timeline};
+    replay_run(*p, &opt, res);
+    return res;
+}
+
 /* 1e12 FLOPs at 494.5 TFLOP/s = 2,022,244,691.6 ps, rounded up. */
 #define T_MATMUL_PS INT64_C(2022244692)
 /* Ring all-reduce of 1 GB over 2 GPUs: 2(n-1) = 2 rounds of B/n = 0.5 GB each way, each
@@ -182,10 +192,8 @@ int main(void)
             op = compute(t, "optimizer", 0, HW_OP_VECTOR);
             trace_add_op(t, r, &op, deps, 2);
         }
-        plan *p = make_plan(&sc, t);
-        replay_results *res = replay_results_create();
-        replay_options opt = {.timeline = false};
-        replay_run(p, &opt, res);
+        plan *p;
+        replay_results *res = replay_trace(&sc, t, false, &p);
         const replay_summary *s = &res->summary;
         CHECK_NEAR(s->step_time_s, sim_time_to_s(T_MATMUL_PS + T_ALLREDUCE_PS), 1e-12, 0);
         CHECK_NEAR(s->exposed_comm_s[PLAN_GROUP_DP], sim_time_to_s(T_ALLREDUCE_PS - T_MATMUL_PS),
@@ -222,10 +230,8 @@ int main(void)
             op = compute(t, "optimizer", 0, HW_OP_VECTOR);
             trace_add_op(t, r, &op, deps, 2);
         }
-        plan *p = make_plan(&sc, t);
-        replay_results *res = replay_results_create();
-        replay_options opt = {.timeline = false};
-        replay_run(p, &opt, res);
+        plan *p;
+        replay_results *res = replay_trace(&sc, t, false, &p);
         const replay_summary *s = &res->summary;
         CHECK_NEAR(s->step_time_s, 20.001e-3, 0, 2e-12);
         for (int r = 0; r < 2; r++)
