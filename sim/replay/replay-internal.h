@@ -28,7 +28,6 @@ typedef struct sched_entry {
     int32_t root;
     double bytes;
     coll_schedule sched;   /* compacted (coll_schedule_compact) */
-    size_t xfer_count;     /* its transfers over all rounds, repeats included */
     coll_choice choice;
     coll_xfer_cost *costs; /* per transfer on this group (small schedules), per transfer of
                               each distinct round (large ones: cost_at), or NULL */

@@ -213,7 +213,6 @@ static const sched_entry *schedule_for(replay_ctx *c, const trace_coll *tc)
                coll_op_name((coll_op)tc->op), gi->g.n);
     /* a ring's rounds repeat: each stored once (a ring over 512 members keeps 512
      * transfers instead of 523,264) */
-    e->xfer_count = coll_schedule_xfer_count(&e->sched);
     coll_schedule_compact(&e->sched);
     return e;
 }
@@ -297,7 +296,7 @@ void replay__init_colls(replay_ctx *c)
             e->est_ps = sim_time_from_ps(ceil(e->choice.est_s * (double)SIM_PS_PER_S));
             continue;
         }
-        if (!e->costs && e->xfer_count <= 4096)
+        if (!e->costs && coll_schedule_xfer_count(&e->sched) <= 4096)
             e->costs = coll_exec_costs(&cs->exec, c->topo);
         else if (!e->costs)
             /* a large schedule (a ring over hundreds of ranks) repeats its rounds: each
