@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <stddef.h>
+#include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -137,6 +138,10 @@ static void print_summary(FILE *f, const plan *p, const replay_results *r, bool 
                 p->n_ranks / sc->parallel.dp * sc->parallel.ep, p->n_ranks,
                 s->symmetry_estimated ? "estimated by the cost model on" : "ran as flows on",
                 p->n_ranks);
+    if (replayed && s->steady_periods > 0)
+        fprintf(f, "  steady state    %" PRIu64 " repeating period(s) skipped, %.4g s and "
+                   "%.3g M ops in all (exact: the results of simulation.steady_state: off)\n",
+                s->steady_periods, s->steady_skipped_s, (double)s->steady_ops / 1e6);
     if (replayed) {
         fprintf(f, "  step time       %.6g s", s->step_time_s);
         if (s->steps > 1)

@@ -262,6 +262,49 @@ size_t sim_eventq_size(const sim_eventq *q)
     return q->size;
 }
 
+static int event_cmp(const void *pa, const void *pb)
+{
+    const sim_event *a = *(sim_event *const *)pa, *b = *(sim_event *const *)pb;
+    if (a->time != b->time)
+        return a->time < b->time ? -1 : 1;
+    return (a->seq > b->seq) - (a->seq < b->seq);
+}
+
+size_t sim_eventq_list(const sim_eventq *q, sim_event **out)
+{
+    size_t n = 0;
+    for (unsigned j = 0; j < EVENTQ_BUCKETS; j++) {
+        const qbucket *b = &q->b[j];
+        for (size_t k = j == 0 ? q->head0 : 0; k < b->n; k++)
+            if (b->e[k].ev)
+                out[n++] = b->e[k].ev;
+    }
+    SIM_ASSERT(n == q->size, "listed %zu of %zu events", n, q->size);
+    qsort(out, n, sizeof *out, event_cmp);
+    return n;
+}
+
+void sim_eventq_shift(sim_eventq *q, sim_time dt)
+{
+    SIM_ASSERT(dt >= 0 && q->last <= SIM_TIME_NEVER - 1 - dt, "shift by %" PRId64, dt);
+    size_t n = q->size;
+    sim_event **evs = sim_calloc(n ? n : 1, sizeof *evs);
+    sim_eventq_list(q, evs);
+    for (unsigned j = 0; j < EVENTQ_BUCKETS; j++)
+        q->b[j].n = 0;
+    q->head0 = 0;
+    q->nonempty = 0;
+    q->last += dt;
+    /* in (time, seq) order: bucket 0 (the events at `last`) comes out in seq order */
+    for (size_t k = 0; k < n; k++) {
+        sim_event *ev = evs[k];
+        SIM_ASSERT(ev->time <= SIM_TIME_NEVER - 1 - dt, "event at %" PRId64, ev->time);
+        ev->time += dt;
+        bucket_append(q, bucket_of(q->last, ev->time), (qentry){ev->time, ev});
+    }
+    sim_free(evs);
+}
+
 uint64_t sim_eventq_pushed(const sim_eventq *q)
 {
     return q->next_seq;

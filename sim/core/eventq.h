@@ -62,6 +62,15 @@ sim_time sim_eventq_peek_time(const sim_eventq *q);
 
 size_t sim_eventq_size(const sim_eventq *q);
 
+/* Fills `out` (room for sim_eventq_size(q) pointers) with the queued events in (time, seq)
+ * order, the order they would pop in, and returns their number. The queue is unchanged. */
+size_t sim_eventq_list(const sim_eventq *q, sim_event **out);
+
+/* Moves every queued event, and the time of the last pop, `dt` >= 0 later: the queue then
+ * stands where it would if everything had happened dt later. Sequence numbers and so the
+ * order of events are kept; events stay the same objects (pointers to them stay valid). */
+void sim_eventq_shift(sim_eventq *q, sim_time dt);
+
 /* Events pushed since creation (for the events/s statistics). */
 uint64_t sim_eventq_pushed(const sim_eventq *q);
 

@@ -210,6 +210,8 @@ static void private_reset(hw_net *p, const round_xfer *x, int n)
             net_link *l = &p->links[x[i].route->links[k]];
             l->n_members = l->n_latent = l->n_active = 0;
             l->st.bytes = 0;
+            l->whole = 0;
+            l->frac = 0;
             l->st.busy_ps = 0;
             l->busy_since = 0;
             l->dirty = false;
@@ -217,6 +219,7 @@ static void private_reset(hw_net *p, const round_xfer *x, int n)
         }
     p->n_flows = 0;
     p->free_head = -1;
+    p->live_flows = 0;
     p->n_dirty = 0;
     p->resolve_pending = false;
     p->theta = INFINITY;
@@ -380,8 +383,8 @@ void net__closed_settle(hw_net *net, net_round *R)
     const net_evolution *e = R->evo;
     for (int i = 0; i < e->n_links; i++) {
         net_link *l = &net->links[e->link[i]];
-        l->st.bytes += e->bytes[i];
-        l->st.busy_ps += e->busy_ps[i];
+        net__add_bytes(net, e->link[i], e->bytes[i]);
+        net__add_busy(net, e->link[i], e->busy_ps[i]);
         l->round = -1;
     }
 }
@@ -405,8 +408,8 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
     /* what the links (the record's, each once) carried so far */
     for (int i = 0; i < R->evo->n_links; i++) {
         int32_t li = R->evo->link[i];
-        net->links[li].st.bytes += p->links[li].st.bytes;
-        net->links[li].st.busy_ps += p->links[li].st.busy_ps;
+        net__add_bytes(net, li, p->links[li].st.bytes);
+        net__add_busy(net, li, p->links[li].st.busy_ps);
     }
     for (int i = 0; i < n; i++) {
         const round_xfer *x = &xs[i];

@@ -21,7 +21,9 @@ typedef struct net_link {
     int32_t n_latent;    /* flows started whose route crosses it, not yet active */
     int32_t round;       /* the isolated round holding the link, -1 if none */
     uint32_t stamp;      /* solver and round-check scratch */
-    hw_link_stats st;
+    hw_link_stats st;    /* st.bytes: whole + frac / 2^32 */
+    int64_t whole;       /* bytes carried: whole bytes, and the fraction in 1/2^32 byte */
+    uint32_t frac;       /* (net__add_bytes) */
     net_member *members;
     int32_t cap_members;
     int32_t n_active;    /* = n_members; kept for busy accounting */
@@ -136,7 +138,41 @@ struct hw_net {
     size_t cap_memo, n_memo, memo_bytes;
     size_t memo_limit;       /* 0: MEMO_BYTES_MAX (hw_net__set_memo_limit, for tests) */
     uint64_t rounds_closed, rounds_evolved;
+    /* flows and rounds in use (not on their free lists): both 0 when the net is idle */
+    int32_t live_flows, live_rounds;
+    /* hw_net_set_journal: told of every addition to a link's counters (NULL: none) */
+    hw_net_journal_fn journal;
+    void *journal_ud;
 };
+
+/* Adds to link li's byte or busy-time counter, telling the journal if one listens. Bytes
+ * are counted exactly as whole bytes plus a fraction in 1/2^32 byte (each addition rounded
+ * to the nearest 1/2^32 byte), so that a count is the same whatever the order of its
+ * additions: it does not depend on which of two simultaneous transfers settles first, and a
+ * skipped steady-state period adds exactly what it added (replay/steady.c). */
+static inline void net__add_count(hw_net *net, int32_t li, int64_t whole, uint64_t frac)
+{
+    net_link *l = &net->links[li];
+    uint64_t f = (uint64_t)l->frac + frac;
+    l->whole += whole + (int64_t)(f >> 32);
+    l->frac = (uint32_t)f;
+    l->st.bytes = (double)l->whole + (double)l->frac * 0x1p-32;
+    if (net->journal)
+        net->journal(net->journal_ud, li, whole, frac, 0);
+}
+
+static inline void net__add_bytes(hw_net *net, int32_t li, double bytes)
+{
+    int64_t w = (int64_t)bytes; /* bytes >= 0: truncation is floor */
+    net__add_count(net, li, w, (uint64_t)((bytes - (double)w) * 0x1p32 + 0.5));
+}
+
+static inline void net__add_busy(hw_net *net, int32_t li, sim_time ps)
+{
+    net->links[li].st.busy_ps += ps;
+    if (net->journal)
+        net->journal(net->journal_ud, li, 0, 0, ps);
+}
 
 /* Whether a link carries nothing: no active or latent flow, no round holding it. */
 static inline bool net__link_free(const net_link *l)

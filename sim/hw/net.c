@@ -145,6 +145,7 @@ int32_t net__flow_slot(hw_net *net, uint64_t tag, int state, const hw_route *r, 
         SIM_GROW(net->flows, net->cap_flows, (size_t)net->n_flows + 1);
         id = net->n_flows++;
     }
+    net->live_flows++;
     net_flow *f = &net->flows[id];
     f->remaining = bytes;
     f->rate = rate;
@@ -207,7 +208,7 @@ static void advance(hw_net *net, net_flow *f, sim_time now)
     f->remaining -= moved;
     f->last = now;
     for (int k = 0; k < f->n_links; k++)
-        net->links[f->hop[k].link].st.bytes += moved * f->hop[k].weight;
+        net__add_bytes(net, f->hop[k].link, moved * f->hop[k].weight);
 }
 
 static void split_round(hw_net *net, int32_t ri, sim_time now);
@@ -261,7 +262,7 @@ static void detach(hw_net *net, int32_t id, sim_time now)
                     g->hop[j].pos = pos;
         }
         if (--l->n_active == 0)
-            l->st.busy_ps += now - l->busy_since;
+            net__add_busy(net, li, now - l->busy_since);
         mark_dirty(net, li, now);
     }
 }
@@ -275,6 +276,7 @@ static void finish_flow(hw_net *net, int32_t id, sim_time now)
     f->state = FLOW_FREE;
     f->next_free = net->free_head;
     net->free_head = id;
+    net->live_flows--;
     net->flows_done++;
     net->done(net->ctx, tag, now);
 }
@@ -587,6 +589,7 @@ int32_t net__round_alloc(hw_net *net, int n, bool room)
     R->end = 0;
     R->evo = NULL;
     R->base = 0;
+    net->live_rounds++;
     return ri;
 }
 
@@ -599,6 +602,7 @@ void net__round_release(hw_net *net, int32_t ri)
     R->evo = NULL;
     R->next_free = net->round_free;
     net->round_free = ri;
+    net->live_rounds--;
 }
 
 void hw_net_round_end(hw_net *net, uint64_t tag)
@@ -665,10 +669,10 @@ static void settle_xfer(hw_net *net, const round_xfer *x)
     if (moved > x->bytes)
         moved = x->bytes;
     for (int k = 0; k < x->route->n; k++) {
-        net_link *l = &net->links[x->route->links[k]];
-        l->st.bytes += moved;
-        l->st.bytes += x->bytes - moved;
-        l->st.busy_ps += x->end - x->act;
+        int32_t li = x->route->links[k];
+        net__add_bytes(net, li, moved);
+        net__add_bytes(net, li, x->bytes - moved);
+        net__add_busy(net, li, x->end - x->act);
     }
 }
 
@@ -788,7 +792,7 @@ void hw_net_handle(hw_net *net, sim_event *ev)
         /* what rounding left is delivered now: the event sits at the ceiling of the exact
          * completion time */
         for (int k = 0; k < f->n_links; k++)
-            net->links[f->hop[k].link].st.bytes += f->remaining * f->hop[k].weight;
+            net__add_bytes(net, f->hop[k].link, f->remaining * f->hop[k].weight);
         f->remaining = 0;
         finish_flow(net, id, now);
         return;
@@ -812,7 +816,7 @@ void hw_net_finish(hw_net *net, sim_time now)
     for (int l = 0; l < net->n_links; l++) {
         net_link *lk = &net->links[l];
         if (lk->n_active > 0) {
-            lk->st.busy_ps += now - lk->busy_since;
+            net__add_busy(net, l, now - lk->busy_since);
             lk->busy_since = now;
         }
     }
@@ -832,8 +836,43 @@ const hw_link_stats *hw_net_link(const hw_net *net, int i)
 void hw_net_add_traffic(hw_net *net, int i, double bytes, sim_time busy_ps)
 {
     SIM_ASSERT(i >= 0 && i < net->n_links && bytes >= 0 && busy_ps >= 0, "link %d", i);
-    net->links[i].st.bytes += bytes;
-    net->links[i].st.busy_ps += busy_ps;
+    net__add_bytes(net, i, bytes);
+    net__add_busy(net, i, busy_ps);
+}
+
+void hw_net_add_counts(hw_net *net, int i, int64_t whole, uint64_t frac, sim_time busy_ps)
+{
+    SIM_ASSERT(i >= 0 && i < net->n_links && whole >= 0 && busy_ps >= 0, "link %d", i);
+    net__add_count(net, i, whole, frac);
+    net__add_busy(net, i, busy_ps);
+}
+
+void hw_net_set_journal(hw_net *net, hw_net_journal_fn fn, void *ud)
+{
+    net->journal = fn;
+    net->journal_ud = ud;
+}
+
+bool hw_net_idle(const hw_net *net)
+{
+    return net->live_flows == 0 && net->live_rounds == 0 && !net->resolve_pending &&
+           net->n_dirty == 0;
+}
+
+int32_t *hw_net_idle_state(const hw_net *net, size_t *n, double *theta)
+{
+    size_t cap = (size_t)net->n_flows + (size_t)net->n_rounds + 2, k = 0;
+    int32_t *v = sim_calloc(cap, sizeof *v);
+    v[k++] = net->n_flows;
+    for (int32_t id = net->free_head; id >= 0; id = net->flows[id].next_free)
+        v[k++] = id;
+    v[k++] = net->n_rounds;
+    for (int32_t ri = net->round_free; ri >= 0; ri = net->rounds[ri].next_free)
+        v[k++] = ri;
+    SIM_ASSERT(k <= cap, "free lists of %zu entries", k);
+    *n = k;
+    *theta = net->theta;
+    return v;
 }
 
 double hw_net_flow_rate(const hw_net *net, uint64_t tag)

@@ -81,6 +81,8 @@ static const input_enum_name symmetry_names[] = {
     {"none", PLAN_SYMMETRY_NONE}, {"dp", PLAN_SYMMETRY_DP}, {NULL, 0}};
 static const input_enum_name symcoll_names[] = {
     {"estimate", PLAN_SYMCOLL_ESTIMATE}, {"flows", PLAN_SYMCOLL_FLOWS}, {NULL, 0}};
+static const input_enum_name steady_names[] = {
+    {"auto", PLAN_STEADY_AUTO}, {"off", PLAN_STEADY_OFF}, {NULL, 0}};
 static const input_enum_name coll_names[] = {{"auto", PLAN_COLL_AUTO},
                                           {"ring", PLAN_COLL_RING},
                                           {"tree", PLAN_COLL_TREE},
@@ -442,6 +444,8 @@ static const input_key simulation_keys[] = {
     {.name = "symmetry", .type = INPUT_K_ENUM, .offset = SI(symmetry), .enums = symmetry_names},
     {.name = "symmetry_collectives", .type = INPUT_K_ENUM, .offset = SI(symmetry_collectives),
      .enums = symcoll_names},
+    {.name = "steady_state", .type = INPUT_K_ENUM, .offset = SI(steady_state),
+     .enums = steady_names},
     {.name = "jitter", .type = INPUT_K_FLOAT, .offset = SI(jitter),
      .flags = (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 0, .max = 10},
     {.name = "stragglers", .type = INPUT_K_CUSTOM, .fn = input__stragglers_fn},

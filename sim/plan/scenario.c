@@ -78,6 +78,7 @@ void plan_scenario_defaults(plan_scenario *sc)
     s->timeline = true;
     s->symmetry = PLAN_SYMMETRY_NONE;
     s->symmetry_collectives = PLAN_SYMCOLL_ESTIMATE;
+    s->steady_state = PLAN_STEADY_AUTO;
     s->jitter = 0.0;
 
     for (int g = 0; g < PLAN_GROUP_COUNT; g++)

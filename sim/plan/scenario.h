@@ -164,12 +164,19 @@ typedef struct plan_straggler {
     double slowdown;
 } plan_straggler;
 
+/* simulation.steady_state (replay/steady.c) */
+typedef enum plan_steady_state {
+    PLAN_STEADY_AUTO, /* skip whole periods of a steady state found exactly (the default) */
+    PLAN_STEADY_OFF   /* simulate every period */
+} plan_steady_state;
+
 typedef struct plan_simulation {
     int steps;
     uint64_t seed;
     bool timeline;
     plan_symmetry symmetry;
     plan_symmetry_coll symmetry_collectives;
+    plan_steady_state steady_state;
     double jitter; /* coefficient of variation of each kernel's duration (lognormal, mean 1) */
     int n_stragglers;
     plan_straggler stragglers[PLAN_STRAGGLERS_MAX];

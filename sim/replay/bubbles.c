@@ -57,6 +57,8 @@ static void account_iv(replay_ctx *c, int rk, rank_state *rs, const busy_iv *iv)
  * the window it counts nothing, so it is not kept. */
 void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
 {
+    if (c->journal)
+        replay__j_iv(c, (int)(rs - c->ranks), iv);
     if (c->w0_known)
         account_iv(c, (int)(rs - c->ranks), rs, iv);
 }
@@ -106,7 +108,7 @@ void replay__tail_bubbles(replay_ctx *c, int rk, const rank_state *rs, sim_time 
  * start and causes are set (its end is the kernel's: the caller's). Of its dependencies the
  * one that finished last names the cause; a pipeline transfer splits it: waiting for the
  * other stage to produce is the pipeline bubble, the transfer itself is pp time. */
-busy_iv replay__gap(const replay_ctx *c, const rank_state *rs, const trace_op *o, sim_time now)
+busy_iv replay__gap(replay_ctx *c, const rank_state *rs, const trace_op *o, sim_time now)
 {
     int8_t cause = REPLAY_CAUSE_OTHER, early = REPLAY_CAUSE_OTHER;
     sim_time latest = -1, split = rs->stream_free[o->stream];
@@ -138,6 +140,7 @@ busy_iv replay__gap(const replay_ctx *c, const rank_state *rs, const trace_op *o
         rs->tr->ops[latest_dep].kind != TRACE_OP_COMPUTE) {
         sim_time iss = replay__issue_time(rs, latest_dep);
         if (iss > split) {
+            c->host_bound = true;
             early = REPLAY_CAUSE_HOST;
             split = SIM_MIN(iss, latest);
         }

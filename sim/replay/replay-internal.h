@@ -111,6 +111,11 @@ typedef struct rank_state {
     bool issue_wait[TRACE_STREAMS];
     int step;              /* 0-based step in progress */
     sim_time *step_end;    /* per step: when this rank finished it */
+    /* steady.c: the first unfinished op (a cache: everything before it has finished), one
+     * past the last op touched (started, or a dependency of it finished) */
+    uint32_t lo, hi;
+    size_t n_posted; /* of the async ops in flight, those without dependencies (posted at
+                        the step's start, or at their issue) */
     /* the last step's intervals accounted so far (replay__push_iv): busy time, idle time by
      * cause, and the end of the busy time seen (the next gap's start) */
     double acc_busy, acc_idle[REPLAY_CAUSE_COUNT];
@@ -167,6 +172,16 @@ typedef struct replay_ctx {
     double *slowdown;
     gsl_rng **jitter;
     double jitter_mu, jitter_sigma;
+    /* simulation.steady_state (steady.c): NULL when off or declined (steady_declined says
+     * why); probe_due: an instant to compare once its events have run; journal: the
+     * additions to the results are being recorded */
+    struct replay_steady *steady;
+    const char *steady_declined;
+    int probe_rank; /* the rank whose new micro-batches mark probes; -1 without */
+    bool probe_due;
+    bool journal;
+    bool host_bound; /* an op waited for the host thread's issue, or a gap was the host's */
+    sim_time steady_skipped_ps;
 } replay_ctx;
 
 /* Accounts a closed interval of the reported step to its rank's busy and idle time
@@ -213,13 +228,30 @@ static inline sim_time replay__op_dur(rank_state *rs, uint32_t op)
     return rs->dur[op];
 }
 
+/* steady.c (simulation.steady_state): set up after the ranks (declines jitter and host
+ * launch); a probe once every event of the instant `*now` has run, which may move the state
+ * whole periods forward (true; *now moved with it); freed with the rest. While c->journal
+ * is set, every addition to the results is also recorded (replay__j_*). */
+void replay__steady_init(replay_ctx *c);
+bool replay__steady_probe(replay_ctx *c, sim_time *now);
+void replay__steady_free(replay_ctx *c);
+void replay__j_iv(replay_ctx *c, int rank, const busy_iv *iv);
+void replay__j_mem(replay_ctx *c, int rank, sim_time t, int cat, int64_t bytes);
+void replay__j_tl(replay_ctx *c, int rank, uint32_t op, sim_time start, sim_time end);
+void replay__j_sent(replay_ctx *c, int rank, int cls, double bytes);
+void replay__j_cbusy(replay_ctx *c, int rank, double ps);
+void replay__j_runs(replay_ctx *c, size_t sched);
+/* replay.c: a memory row (timeline on) and a timeline row, as the event loop adds them */
+void replay__memory_row(replay_ctx *c, int rank, sim_time t, int cat, int64_t bytes);
+void replay__timeline_row(replay_ctx *c, int rank, uint32_t op, sim_time start, sim_time end);
+
 /* bubbles.c: the idle time of a compute stream by cause */
 replay_cause replay__cause_of_group(int cls);
 void replay__add_bubble(replay_ctx *c, int rank, int step, sim_time a, sim_time b, int cause,
                         double *idle_by_cause);
 void replay__tail_bubbles(replay_ctx *c, int rk, const rank_state *rs, sim_time from,
                           sim_time to, double *idle_by_cause);
-busy_iv replay__gap(const replay_ctx *c, const rank_state *rs, const trace_op *o, sim_time now);
+busy_iv replay__gap(replay_ctx *c, const rank_state *rs, const trace_op *o, sim_time now);
 
 /* setup.c */
 void replay__init_rank(replay_ctx *c, int rank);

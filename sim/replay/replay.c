@@ -120,6 +120,13 @@ static void add_memory_row(replay_results *r, int rank, sim_time t, int cat, int
         .bytes = bytes};
 }
 
+void replay__memory_row(replay_ctx *c, int rank, sim_time t, int cat, int64_t bytes)
+{
+    if (c->journal)
+        replay__j_mem(c, rank, t, cat, bytes);
+    add_memory_row(c->res, rank, t, cat, bytes);
+}
+
 /* Applies op `op`'s memory events of one side (start or end). */
 static void apply_mem(replay_ctx *c, int rank, uint32_t op, int at_end, sim_time now)
 {
@@ -136,7 +143,7 @@ static void apply_mem(replay_ctx *c, int rank, uint32_t op, int at_end, sim_time
         rs->level.total += e->bytes;
         changed = true;
         if (c->opt->timeline)
-            add_memory_row(c->res, rank, now, e->cat, rs->level.bytes[e->cat]);
+            replay__memory_row(c, rank, now, e->cat, rs->level.bytes[e->cat]);
     }
     if (changed && rs->level.total > rs->peak.total)
         rs->peak = rs->level;
@@ -159,6 +166,10 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     const trace_op *o = &rs->tr->ops[op];
+    if (o->stream != TRACE_STREAM_ASYNC && op >= rs->hi)
+        rs->hi = op + 1; /* (a receive posted at the step's start is no mark of progress) */
+    if (o->stream == TRACE_STREAM_ASYNC && o->n_deps == 0)
+        rs->n_posted++;
     if (o->stream != TRACE_STREAM_ASYNC) {
         rs->busy[o->stream] = true;
         rs->stream_start[o->stream] = now;
@@ -187,6 +198,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
                 rs->have_cur = true;
             }
         }
+        if (rank == c->probe_rank)
+            c->probe_due = true; /* the instant is a probe (steady.c) */
         sim_time d = replay__op_dur(rs, op);
         if (c->slowdown || c->jitter)
             d = replay__kernel_duration(c, rank, d);
@@ -237,6 +250,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     cs->launched = now;
     if (cs->plan->estimated) {
         c->scheds[cs->plan - c->scheds].runs++;
+        if (c->journal)
+            replay__j_runs(c, (size_t)(cs->plan - c->scheds));
         finish_coll(c, ci, now + cs->plan->est_ps);
         return;
     }
@@ -259,6 +274,7 @@ static void try_start(replay_ctx *c, int rank, int s, sim_time now)
             return; /* its EV_ISSUE is queued */
         sim_time at = replay__issue_time(rs, op);
         if (now < at) {
+            c->host_bound = true;
             rs->issue_wait[s] = true;
             push_op_ev(c, EV_ISSUE, rank, op, at, s);
             return;
@@ -272,8 +288,10 @@ static void start_async(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     sim_time at = rs->launch_ps > 0 ? replay__issue_time(rs, op) : now;
-    if (now < at)
+    if (now < at) {
+        c->host_bound = true;
         push_op_ev(c, EV_ISSUE, rank, op, at, -1);
+    }
     else
         start_op(c, rank, op, now);
 }
@@ -305,6 +323,7 @@ static void begin_step(replay_ctx *c, int rank, sim_time now)
     }
     rs->done_ops = 0;
     rs->step_start = now;
+    rs->lo = rs->hi = 0;
     for (int s = 0; s < TRACE_STREAMS; s++)
         try_start(c, rank, s, now);
     for (uint32_t k = rs->stream_first[TRACE_STREAM_ASYNC];
@@ -324,8 +343,10 @@ static void timeline_flush(replay_ctx *c)
     r->n_timeline = 0;
 }
 
-static void record_timeline(replay_ctx *c, int rank, uint32_t op, sim_time start, sim_time end)
+void replay__timeline_row(replay_ctx *c, int rank, uint32_t op, sim_time start, sim_time end)
 {
+    if (c->journal)
+        replay__j_tl(c, rank, op, start, end);
     static const char *const copy_kind[TRACE_COPY_COUNT] = {"copy_h2d", "copy_d2h",
                                                             "copy_read", "copy_write"};
     replay_results *r = c->res;
@@ -374,6 +395,7 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
         SIM_ASSERT(k < rs->n_async, "rank %d: async op %u not started", rank, op);
         start = rs->async[k].t;
         rs->async[k] = rs->async[--rs->n_async];
+        rs->n_posted -= o->n_deps == 0;
     } else {
         start = rs->stream_start[o->stream];
     }
@@ -388,12 +410,14 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
     }
     rs->done_ops++;
     if (c->opt->timeline)
-        record_timeline(c, rank, op, start, now);
+        replay__timeline_row(c, rank, op, start, now);
     if (rs->step == c->steps - 1) {
         if (o->kind == TRACE_OP_COMPUTE) {
             rs->cur.end = now;
         } else if (o->kind == TRACE_OP_COPY) {
             rs->comm_sent[REPLAY_COMM_OFFLOAD] += o->bytes;
+            if (c->journal)
+                replay__j_sent(c, rank, REPLAY_COMM_OFFLOAD, o->bytes);
         } else if (o->kind == TRACE_OP_COLL) {
             uint32_t ci = trace_op_coll(rs->tr, o);
             const trace_coll *tc = &c->t->colls[ci];
@@ -405,17 +429,28 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
              * member is credited the members' mean (their sum over the group's size, as the
              * full replay averages it); otherwise the member's own bytes */
             const sched_entry *e = c->colls[ci].plan;
-            rs->comm_sent[g->cls] += c->colls[ci].arrivals < g->n ? e->sent_mean : e->sent[member];
+            double sent = c->colls[ci].arrivals < g->n ? e->sent_mean : e->sent[member];
+            rs->comm_sent[g->cls] += sent;
+            if (c->journal)
+                replay__j_sent(c, rank, g->cls, sent);
         }
     }
     /* communication busy time: the union of the rank's collective ops' intervals (a
      * pipeline's receives are posted long before their data comes, and overlap), inside the
      * reported step's window (w0 is known from its opening on: an interval that closes
      * before it lies before it) */
-    if (o->kind == TRACE_OP_COLL && --rs->comm_inflight == 0 && c->w0_known)
-        rs->comm_busy_ps += (double)(now - SIM_MAX(rs->comm_since, c->w0));
-    for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++)
-        rs->pending[rs->succ[k]]--;
+    if (o->kind == TRACE_OP_COLL && --rs->comm_inflight == 0 && c->w0_known) {
+        double busy = (double)(now - SIM_MAX(rs->comm_since, c->w0));
+        rs->comm_busy_ps += busy;
+        if (c->journal)
+            replay__j_cbusy(c, rank, busy);
+    }
+    for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++) {
+        uint32_t s = rs->succ[k];
+        rs->pending[s]--;
+        if (s >= rs->hi)
+            rs->hi = s + 1;
+    }
     if (!async)
         try_start(c, rank, o->stream, now);
     for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++) {
@@ -575,6 +610,7 @@ static void summarize(replay_ctx *c)
     double nr = c->active ? c->n_active : p->n_ranks; /* ranks the sums run over */
     s->symmetry_dp = c->active != NULL;
     s->symmetry_estimated = c->active != NULL && c->estimate_cross;
+    s->steady_skipped_s = sim_time_to_s(c->steady_skipped_ps);
     r->n_ranks = (size_t)p->n_ranks;
     r->ranks = sim_calloc(r->n_ranks, sizeof *r->ranks);
     for (int rk = 0; rk < p->n_ranks; rk++) {
@@ -674,6 +710,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     clock_gettime(CLOCK_MONOTONIC, &t0);
     replay_ctx c = {.p = p, .t = p->trace, .opt = opt, .res = out,
                     .steps = p->sc->simulation.steps, .w0_known = p->sc->simulation.steps == 1};
+    c.probe_rank = -1;
     c.stream_names[TRACE_STREAM_COMPUTE] = "compute";
     for (int g = 0; g < PLAN_GROUP_COUNT; g++)
         c.stream_names[TRACE_STREAM_COMM(g)] = plan_group_name((plan_group_class)g);
@@ -699,13 +736,14 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
             replay__init_rank(&c, r);
     replay__init_colls(&c);
     replay__init_variability(&c);
+    replay__steady_init(&c);
     c.before_w0 = c.active ? c.n_active : p->n_ranks;
     for (int r = 0; r < p->n_ranks; r++) {
         if (c.active && !c.active[r])
             continue;
         c.ranks[r].level = c.ranks[r].peak = p->mem[r];
         for (int cat = 0; cat < PLAN_MEM_COUNT; cat++)
-            add_memory_row(out, r, 0, cat, p->mem[r].bytes[cat]);
+            replay__memory_row(&c, r, 0, cat, p->mem[r].bytes[cat]);
     }
     for (int r = 0; r < p->n_ranks; r++)
         if (!c.active || c.active[r])
@@ -735,20 +773,25 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         }
         if (ev->type == EV_NET) {
             hw_net_handle(c.net, ev);
-            continue;
-        }
-        int rank = op_ev_rank(ev), member = op_ev_member(ev);
-        uint32_t op = op_ev_op(ev);
-        bool issue = ev->type == EV_ISSUE;
-        sim_eventq_free(c.q, ev);
-        if (!issue) {
-            op_done(&c, rank, op, member, now);
-        } else if (member < 0) {
-            start_op(&c, rank, op, now);
         } else {
-            /* `member` is the stream whose head the host thread has just issued */
-            c.ranks[rank].issue_wait[member] = false;
-            try_start(&c, rank, member, now);
+            int rank = op_ev_rank(ev), member = op_ev_member(ev);
+            uint32_t op = op_ev_op(ev);
+            bool issue = ev->type == EV_ISSUE;
+            sim_eventq_free(c.q, ev);
+            if (!issue) {
+                op_done(&c, rank, op, member, now);
+            } else if (member < 0) {
+                start_op(&c, rank, op, now);
+            } else {
+                /* `member` is the stream whose head the host thread has just issued */
+                c.ranks[rank].issue_wait[member] = false;
+                try_start(&c, rank, member, now);
+            }
+        }
+        /* steady state: an instant to compare, once all its events have run */
+        if (c.probe_due && sim_eventq_peek_time(c.q) > now) {
+            c.probe_due = false;
+            replay__steady_probe(&c, &now);
         }
     }
     hw_net_finish(c.net, now);
@@ -806,6 +849,7 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
     clock_gettime(CLOCK_MONOTONIC, &t1);
     out->wall_s = elapsed_s(&t0, &t1);
 
+    replay__steady_free(&c);
     replay__clear(&c);
     hw_net_destroy(c.net);
     for (int g = 0; g < SIM_MAX(1, p->sc->topology.n_groups); g++)

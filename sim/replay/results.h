@@ -69,6 +69,11 @@ typedef struct replay_summary {
     const char *binding_constraint; /* static string or NULL */
     bool symmetry_dp;               /* simulation.symmetry: dp was used (one replica simulated) */
     bool symmetry_estimated;        /* ... with its cross-replica collectives estimated */
+    /* simulation.steady_state: whole periods of the steady state moved over instead of
+     * simulated (replay/steady.c), the ops they held (simulated ranks) and their simulated
+     * time, summed over the steps; all 0 when it was off or found none */
+    uint64_t steady_periods, steady_ops;
+    double steady_skipped_s;
     bool moe;                       /* a MoE model: the two routing statistics below are set */
     double moe_dropped_fraction;    /* token-expert assignments dropped at capacity */
     double moe_load_max_over_mean;  /* busiest expert / mean, averaged over layers, micro-batches */

@@ -339,6 +339,19 @@ void results_json_write_run_verdict(FILE *out, const replay_results *r,
         fputs(s->symmetry_estimated ? "\"estimate\"," : "\"flows\",", out);
     }
 
+    if (s->steady_periods > 0) {
+        /* reported when used: simulation.steady_state moved over whole periods */
+        json_key(out, "steady_state");
+        fputc('{', out);
+        json_key(out, "periods_skipped");
+        fprintf(out, "%" PRIu64 ",", s->steady_periods);
+        json_key(out, "ops_skipped");
+        fprintf(out, "%" PRIu64 ",", s->steady_ops);
+        json_key(out, "skipped_s");
+        json_double(out, "steady_state.skipped_s", s->steady_skipped_s);
+        fputs("},", out);
+    }
+
     if (s->moe) {
         json_key(out, "moe");
         fputc('{', out);

@@ -4,7 +4,7 @@
     test_cli.py MODE STEPSIM SOURCE_ROOT [CONTRACT_CHECK]
 
 MODE: acceptance | errors | determinism | contract | shipped | topo | nccl | dp | tp | pp | moe
-      | cp | outputs | hostile | limits | untrusted | plan | verdict | advise
+      | cp | outputs | hostile | limits | untrusted | plan | verdict | advise | steady
 Each expected number is derived in a comment next to it."""
 import json, os, re, subprocess, sys, tempfile
 
@@ -2064,6 +2064,10 @@ def sharing():
                     check(sym[how].pop("symmetry_collectives", None) == how,
                           "%s: symmetry_collectives reported" % name)
                 a, b = json.loads(outs[0][0]), sym["flows"]
+                # (how much the steady state skipped counts the simulated ranks' ops: one
+                # replica's with symmetry)
+                for d in (a, b):
+                    d.pop("steady_state", None)
                 check(a == b, "%s: symmetry changes nothing else: %s" % (name, {k: (a[k], b.get(k)) for k in a if a[k] != b.get(k)}))
                 # estimate: each data-parallel collective takes the selector's estimate.
                 # Here one collective runs at a time and the transfers of each round are
@@ -2841,6 +2845,85 @@ def untrusted():
                             "%s of regressions/%s/%s" % (cmd[0], kind, name), env)
 
 
+def steady():
+    """simulation.steady_state: auto (the default) moves over whole periods of a steady state
+    and must give the results of off exactly: the JSON but for its steady_state object (which
+    says it was used) and every table and attribute of the results file but the command and
+    the scenario text. Pipelines with uniform and uneven stages, interleaved, a data-parallel
+    accumulation loop, ZeRO-3 and a straggler skip; GPipe (the activations held grow from one
+    micro-batch to the next: no state repeats), kernel jitter (a draw per kernel) and a MoE
+    model with skewed routing (each micro-batch routes anew: its kernels differ) simulate
+    their micro-batches (the last may still skip a stretch that repeats)."""
+    import h5py
+    import numpy as np
+    base = os.path.join(root, "scenarios", "qwen3-4b-2x4090-ddp-bf16.yaml")
+    pipe = ["--set", "parallel.pp=2", "--set", "parallel.dp=1", "--set", "training.global_batch=32"]
+    cases = [
+        ("1f1b", base, pipe, True),
+        ("1f1b uneven stages", base, pipe + ["--set", "parallel.pipeline.stage_layers=[12,24]"], True),
+        ("interleaved", base, pipe + ["--set", "parallel.pipeline.schedule=interleaved",
+                                      "--set", "parallel.pipeline.virtual_stages=3"], True),
+        ("straggler", base, pipe + ["--set", "simulation.stragglers=[{ranks: [1], slowdown: 1.3}]"], True),
+        ("ddp accumulation", base, ["--set", "training.global_batch=64"], True),
+        ("zero3", base, ["--set", "parallel.zero=3", "--set", "training.global_batch=64"], True),
+        ("gpipe", base, pipe + ["--set", "parallel.pipeline.schedule=gpipe"], False),
+        ("jitter", base, pipe + ["--set", "simulation.jitter=0.05"], False),
+        ("moe skew", os.path.join(root, "scenarios", "mixtral-8x7b-64xh100.yaml"),
+         ["--set", "training.moe_routing_skew=1.2", "--set", "simulation.steps=1"], None),
+    ]
+
+    def tables(path):
+        out = {}
+        with h5py.File(path, "r") as f:
+            def visit(name, obj):
+                # (values, not bytes: strings are variable-length; repr: NaN equals NaN)
+                for k, v in obj.attrs.items():
+                    if k not in ("command", "scenario"):
+                        out["%s@%s" % (name, k)] = repr(np.asarray(v).tolist())
+                if isinstance(obj, h5py.Dataset):
+                    out[name] = repr(obj[()].tolist())
+            f.visititems(visit)
+            for k, v in f.attrs.items():
+                if k != "command":
+                    out["@" + k] = repr(np.asarray(v).tolist())
+        return out
+
+    with tempfile.TemporaryDirectory() as tmp:
+        for name, scen, args, skips in cases:
+            res = {}
+            for how in ("auto", "off"):
+                h5 = os.path.join(tmp, "%s-%s.h5" % (name.replace(" ", "_"), how))
+                rc, out, err = run("run", scen, *args, "--set", "simulation.steady_state=" + how,
+                                   "-o", h5, "--json")
+                check(rc == 0, "%s %s: %s" % (name, how, err.strip()[-300:]))
+                if rc != 0:
+                    break
+                res[how] = (json.loads(out), tables(h5), err)
+            if len(res) < 2:
+                continue
+            (ja, ta, ea), (jo, to, eo) = res["auto"], res["off"]
+            used = ja.pop("steady_state", None)
+            check("steady_state" not in jo, "%s: off reports no skip" % name)
+            check(ja == jo, "%s: the JSON of auto is off's: %s" % (
+                name, {k: (ja[k], jo.get(k)) for k in ja if ja[k] != jo.get(k)}))
+            check(sorted(ta) == sorted(to), "%s: the same tables and attributes" % name)
+            differ = [k for k in ta if ta[k] != to.get(k)]
+            check(not differ, "%s: every table and attribute byte for byte: %s" % (name, differ))
+            if skips is True:
+                check(used is not None and used["periods_skipped"] > 0 and used["ops_skipped"] > 0
+                      and 0 < used["skipped_s"] < jo["step_time_s"] * jo["steps"],
+                      "%s: whole periods skipped and reported: %s" % (name, used))
+                check("steady state" in run("run", scen, *args)[1],
+                      "%s: the summary says so" % name)
+            elif skips is False:
+                check(used is None, "%s: declines (nothing skipped): %s" % (name, used))
+            else:
+                # skewed routing: the micro-batches' kernels differ, so at most a stretch
+                # outside them repeats: a small share of the ops
+                check(used is None or used["skipped_s"] < 0.05 * jo["step_time_s"],
+                      "%s: its micro-batches are simulated: %s" % (name, used))
+
+
 def plan():
     """stepsim plan on tiny-gpt over two ideal GPUs whose memory each test sets (docs/plan.md):
     candidates that do not fit are not timed (null in JSON, NaN in HDF5, "not timed" in
@@ -3564,7 +3647,7 @@ def advise():
  "contract": contract, "shipped": shipped, "topo": topo, "nccl": nccl, "dp": dp, "tp": tp, "pp": pp,
  "moe": moe, "cp": cp, "outputs": outputs,
  "hostile": hostile, "limits": limits, "untrusted": untrusted, "plan": plan,
- "verdict": verdict, "advise": advise}[mode]()
+ "verdict": verdict, "advise": advise, "steady": steady}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)

@@ -322,6 +322,9 @@ int main(void)
         for (int with = 0; with < 2; with++) {
             plan_scenario sc;
             scenario(&sc, 2);
+            /* (the chain repeats from its second kernel on: steady-state skipping would
+             * move over it in a few events) */
+            sc.simulation.steady_state = PLAN_STEADY_OFF;
             trace *t = trace_create(2);
             for (int r = 0; r < 2; r++) {
                 uint32_t prev = 0;
@@ -348,6 +351,35 @@ int main(void)
         }
         CHECK(calls >= 4);
         CHECK_NEAR(step_s[1], step_s[0], 0, 0);
+    }
+
+    /* 5. Steady state (steady.c): the same chain with simulation.steady_state: auto. Every
+     *    kernel takes 1e9 FLOPs / 494.5 TFLOP/s = 2,022,245 ps (rounded up), so from its
+     *    second kernel on the chain's state repeats every kernel: the replay moves over
+     *    whole periods instead of simulating them, and each step still ends at exactly
+     *    5,000 x 2,022,245 ps = 10.111225 ms. The first and the last kernels, and those the
+     *    probes need to find the period, are simulated: fewer than 1,000 events in all. */
+    {
+        plan_scenario sc;
+        scenario(&sc, 2);
+        trace *t = trace_create(2);
+        for (int r = 0; r < 2; r++) {
+            uint32_t prev = 0;
+            for (int i = 0; i < 5000; i++) {
+                trace_op op = compute(t, "gemm", 1e9, HW_OP_MATMUL);
+                prev = trace_add_op(t, r, &op, i ? &prev : NULL, i ? 1 : 0);
+            }
+        }
+        plan *p;
+        replay_results *res = replay_trace(&sc, t, true, &p);
+        CHECK_INT_EQ(res->summary.status, REPLAY_STATUS_OK);
+        CHECK_NEAR(res->summary.step_time_s, 5000 * 2022245e-12, 0, 0);
+        CHECK(res->summary.steady_periods > 0 && res->events < 1000);
+        /* every kernel is in the timeline, the last one ending with the second step */
+        CHECK_INT_EQ((long long)res->n_timeline, 2 * 2 * 5000);
+        CHECK_NEAR(res->timeline[res->n_timeline - 1].end_s, 2 * 5000 * 2022245e-12, 0, 1e-15);
+        replay_results_destroy(res);
+        plan_destroy(p);
     }
 
     return test_finish();
