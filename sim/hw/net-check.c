@@ -26,7 +26,7 @@ int hw_net__check(const hw_net *net)
     double *rate = sim_calloc(nf + 1, sizeof *rate);
     bool *fixed = sim_calloc(nf + 1, sizeof *fixed);
     for (int l = 0; l < net->n_links; l++)
-        rem[l] = net->links[l].st.bw_Bps;
+        rem[l] = net->links[l].bw_Bps;
     for (size_t i = 0; i < nf; i++) {
         const net_flow *f = &net->flows[ids[i]];
         for (int k = 0; k < f->n_links; k++)

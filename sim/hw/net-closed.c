@@ -209,10 +209,9 @@ static void private_reset(hw_net *p, const round_xfer *x, int n)
         for (int k = 0; k < x[i].route->n; k++) {
             net_link *l = &p->links[x[i].route->links[k]];
             l->n_members = l->n_latent = l->n_active = 0;
-            l->st.bytes = 0;
             l->whole = 0;
             l->frac = 0;
-            l->st.busy_ps = 0;
+            l->busy_ps = 0;
             l->busy_since = 0;
             l->dirty = false;
             l->heap_pos = -1;
@@ -258,8 +257,8 @@ static net_evolution *evolution_new(hw_net *net, const round_xfer *x, int n, sim
                 e->busy_ps = sim_realloc_array(e->busy_ps, cap, sizeof *e->busy_ps);
             }
             e->link[e->n_links] = li;
-            e->bytes[e->n_links] = l->st.bytes;
-            e->busy_ps[e->n_links] = l->st.busy_ps;
+            e->bytes[e->n_links] = net__link_bytes(l);
+            e->busy_ps[e->n_links] = l->busy_ps;
             e->n_links++;
         }
     private_reset(p, x, n);
@@ -408,8 +407,8 @@ void net__closed_split(hw_net *net, net_round *R, sim_time now)
     /* what the links (the record's, each once) carried so far */
     for (int i = 0; i < R->evo->n_links; i++) {
         int32_t li = R->evo->link[i];
-        net__add_bytes(net, li, p->links[li].st.bytes);
-        net__add_busy(net, li, p->links[li].st.busy_ps);
+        net__add_bytes(net, li, net__link_bytes(&p->links[li]));
+        net__add_busy(net, li, p->links[li].busy_ps);
     }
     for (int i = 0; i < n; i++) {
         const round_xfer *x = &xs[i];

@@ -15,15 +15,17 @@ typedef struct net_member {
 
 /* 128 bytes, aligned to a cache line (hw_net_create): what an isolated round reads and
  * writes of each link it crosses (occupancy, stamp, bandwidth and counters) is in its first
- * line; the solver's member list and scratch in the second. */
+ * line; the solver's member list and scratch in the second. Its names and class are in the
+ * net's `stats` (hw_net_link), with the counters copied there when read. */
 typedef struct net_link {
     _Alignas(64) int32_t n_members; /* active flows crossing it */
     int32_t n_latent;    /* flows started whose route crosses it, not yet active */
     int32_t round;       /* the isolated round holding the link, -1 if none */
     uint32_t stamp;      /* solver and round-check scratch */
-    hw_link_stats st;    /* st.bytes: whole + frac / 2^32 */
+    double bw_Bps;
     int64_t whole;       /* bytes carried: whole bytes, and the fraction in 1/2^32 byte */
     uint32_t frac;       /* (net__add_bytes) */
+    sim_time busy_ps;    /* time with at least one flow consuming bandwidth */
     net_member *members;
     int32_t cap_members;
     int32_t n_active;    /* = n_members; kept for busy accounting */
@@ -34,6 +36,7 @@ typedef struct net_link {
     int32_t heap_pos;    /* -1 when not in the heap */
     bool dirty;
 } net_link;
+_Static_assert(sizeof(net_link) == 128, "a link's two cache lines");
 
 /* One distinct link of a flow's route. */
 typedef struct net_hop {
@@ -109,6 +112,7 @@ struct hw_net {
     hw_flow_done_fn done;
     void *ctx;
     net_link *links;    /* in links_raw, 64-byte aligned */
+    hw_link_stats *stats; /* per link: names, class, bandwidth; counters when read */
     void *links_raw;
     int n_links;
     net_flow *flows;
@@ -156,20 +160,26 @@ static inline void net__add_count(hw_net *net, int32_t li, int64_t whole, uint64
     uint64_t f = (uint64_t)l->frac + frac;
     l->whole += whole + (int64_t)(f >> 32);
     l->frac = (uint32_t)f;
-    l->st.bytes = (double)l->whole + (double)l->frac * 0x1p-32;
     if (net->journal)
         net->journal(net->journal_ud, li, whole, frac, 0);
+}
+
+/* The bytes link l carried (hw_net_link's bytes). */
+static inline double net__link_bytes(const net_link *l)
+{
+    return (double)l->whole + (double)l->frac * 0x1p-32;
 }
 
 static inline void net__add_bytes(hw_net *net, int32_t li, double bytes)
 {
     int64_t w = (int64_t)bytes; /* bytes >= 0: truncation is floor */
-    net__add_count(net, li, w, (uint64_t)((bytes - (double)w) * 0x1p32 + 0.5));
+    /* (the fraction in [0, 2^32]: a signed conversion, one instruction) */
+    net__add_count(net, li, w, (uint64_t)(int64_t)((bytes - (double)w) * 0x1p32 + 0.5));
 }
 
 static inline void net__add_busy(hw_net *net, int32_t li, sim_time ps)
 {
-    net->links[li].st.busy_ps += ps;
+    net->links[li].busy_ps += ps;
     if (net->journal)
         net->journal(net->journal_ud, li, 0, 0, ps);
 }

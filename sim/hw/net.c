@@ -57,12 +57,14 @@ hw_net *hw_net_create(hw_topo *topo, sim_eventq *q, uint32_t event_type, hw_flow
     /* one spare element to align the array to a cache line (net_link) */
     net->links_raw = sim_calloc((size_t)net->n_links + 2, sizeof *net->links);
     net->links = (net_link *)(((uintptr_t)net->links_raw + 63) & ~(uintptr_t)63);
+    net->stats = sim_calloc((size_t)net->n_links + 1, sizeof *net->stats);
     for (int i = 0; i < net->n_links; i++) {
         const hw_link *l = hw_topo_link(topo, i);
-        net->links[i].st = (hw_link_stats){.src = hw_topo_device(topo, l->src)->name,
-                                           .dst = hw_topo_device(topo, l->dst)->name,
-                                           .cls = hw_link_class_name(l->cls),
-                                           .bw_Bps = l->bw_Bps};
+        net->stats[i] = (hw_link_stats){.src = hw_topo_device(topo, l->src)->name,
+                                        .dst = hw_topo_device(topo, l->dst)->name,
+                                        .cls = hw_link_class_name(l->cls),
+                                        .bw_Bps = l->bw_Bps};
+        net->links[i].bw_Bps = l->bw_Bps;
         net->links[i].heap_pos = -1;
         net->links[i].round = -1;
     }
@@ -76,6 +78,7 @@ void hw_net_destroy(hw_net *net)
     for (int i = 0; i < net->n_links; i++)
         sim_free(net->links[i].members);
     sim_free(net->links_raw);
+    sim_free(net->stats);
     sim_free(net->flows);
     sim_free(net->dirty);
     sim_free(net->comp_links);
@@ -454,7 +457,7 @@ static void resolve(hw_net *net, sim_time now)
     for (size_t i = 0; i < nl; i++) {
         int32_t li = net->comp_links[i];
         net_link *l = &net->links[li];
-        l->rem = l->st.bw_Bps;
+        l->rem = l->bw_Bps;
         l->wsum = 0;
         int32_t n_in = 0, only = -1;
         for (int32_t m = 0; m < l->n_members; m++) {
@@ -497,7 +500,7 @@ static void resolve(hw_net *net, sim_time now)
         int32_t li = entry_link(net, e);
         double share = entry_key(net, e);
         if (share <= 0)
-            share = net->links[li].st.bw_Bps * SATURATED_SHARE; /* float residue */
+            share = net->links[li].bw_Bps * SATURATED_SHARE; /* float residue */
         heap_remove(net, 0, &hn);
         if (e < 0) {
             fix_flow(net, ~e, share, &hn, now);
@@ -646,7 +649,7 @@ void hw_net_round_end_key(hw_net *net, uint64_t tag, const void *key)
         double rate = INFINITY;
         for (int k = 0; k < x->route->n; k++) {
             net_link *l = &net->links[x->route->links[k]];
-            rate = fmin(rate, l->st.bw_Bps);
+            rate = fmin(rate, l->bw_Bps);
             l->round = ri;
         }
         x->rate = rate;
@@ -665,13 +668,9 @@ void hw_net_round_end_key(hw_net *net, uint64_t tag, const void *key)
  * would have at its completion. */
 static void settle_xfer(hw_net *net, const round_xfer *x)
 {
-    double moved = x->rate * (double)(x->end - x->act) / (double)SIM_PS_PER_S;
-    if (moved > x->bytes)
-        moved = x->bytes;
     for (int k = 0; k < x->route->n; k++) {
         int32_t li = x->route->links[k];
-        net__add_bytes(net, li, moved);
-        net__add_bytes(net, li, x->bytes - moved);
+        net__add_bytes(net, li, x->bytes); /* (all of it: the end is the ceiling) */
         net__add_busy(net, li, x->end - x->act);
     }
 }
@@ -830,7 +829,11 @@ int hw_net_link_count(const hw_net *net)
 const hw_link_stats *hw_net_link(const hw_net *net, int i)
 {
     SIM_ASSERT(i >= 0 && i < net->n_links, "link %d of %d", i, net->n_links);
-    return &net->links[i].st;
+    const net_link *l = &net->links[i];
+    hw_link_stats *st = &net->stats[i];
+    st->bytes = net__link_bytes(l);
+    st->busy_ps = l->busy_ps;
+    return st;
 }
 
 void hw_net_add_traffic(hw_net *net, int i, double bytes, sim_time busy_ps)

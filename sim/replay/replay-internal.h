@@ -177,7 +177,10 @@ typedef struct replay_ctx {
      * additions to the results are being recorded */
     struct replay_steady *steady;
     const char *steady_declined;
-    int probe_rank; /* the rank whose new micro-batches mark probes; -1 without */
+    int probe_rank; /* the rank whose compute kernels' starts mark probes; -1 without */
+    /* events between probes, at least (a probe reads every simulated rank: with many, one
+     * per that many events keeps its cost per event bounded), and the last one's */
+    uint64_t probe_gap, probe_at;
     bool probe_due;
     bool journal;
     bool host_bound; /* an op waited for the host thread's issue, or a gap was the host's */

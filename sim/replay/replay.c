@@ -791,7 +791,10 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         /* steady state: an instant to compare, once all its events have run */
         if (c.probe_due && sim_eventq_peek_time(c.q) > now) {
             c.probe_due = false;
-            replay__steady_probe(&c, &now);
+            if (popped - c.probe_at >= c.probe_gap) {
+                c.probe_at = popped;
+                replay__steady_probe(&c, &now);
+            }
         }
     }
     hw_net_finish(c.net, now);

@@ -39,6 +39,7 @@
 #define CHAIN_MAX 512        /* earlier probes of the same hash tried per probe */
 #define BACKOFF_MAX 64 /* probes between failed full comparisons, at most */
 #define TRY_MAX 128
+#define PROBE_RANKS_FREE 256 /* simulated ranks up to which every probe instant is taken */
 #define ARMED_PROBES_MAX 65536 /* probes an armed snapshot waits for its repeat, at most */
 #define JOURNAL_MAX (1u << 24) /* journal entries, at most */    /* full comparisons with one snapshot, at most */
 
@@ -279,6 +280,11 @@ void replay__steady_init(replay_ctx *c)
     }
     s->probe_rank = first;
     c->probe_rank = first;
+    /* a probe costs a few ns per simulated rank: past PROBE_RANKS_FREE ranks, probes are
+     * at least as many events apart as there are ranks (then they fall at instants that
+     * repeat only once the spacing's phase in the period does: a longer lag, found the
+     * same way) */
+    c->probe_gap = n > PROBE_RANKS_FREE ? (uint64_t)n : 0;
     s->ring = SIM_MAX(64, SIM_MIN(RING_MAX, RING_CELLS / n));
     s->h = sim_calloc((size_t)s->ring, sizeof *s->h);
     s->prev = sim_calloc((size_t)s->ring, sizeof *s->prev);
