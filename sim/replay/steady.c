@@ -1,32 +1,33 @@
 /* Exact steady-state skipping (simulation.steady_state: auto; docs/performance.md, "Steady
  * state"). A pipeline's or an accumulation loop's micro-batches repeat: once the whole
  * simulated state at one instant equals the state one period earlier, shifted by the period
- * in time and by each rank's ops of a period in op index, and the trace ahead repeats with
- * the same shifts, the replay would go on repeating the period it has just simulated. The
- * skip then moves the state forward by whole periods at once, and adds what the skipped
- * periods would have added to the results by repeating, in order, every addition the
- * verified period made (a sum of doubles is not a product: the bytes come out the same).
+ * in time and by each rank's ops of a period in op index, and the ops ahead repeat with the
+ * same shifts, the replay would go on repeating the period it has just simulated. The skip
+ * then moves the state forward by whole periods at once, and adds to the results what the
+ * skipped periods would have added by repeating, in order, every addition the verified
+ * period made (integer link counters: m times the period's sums).
  *
- * How the instants are found. The first simulated rank starting a compute op of another
- * micro-batch than its previous one marks a probe, taken once every event of that instant
- * has run, when the network is idle (no flow, no round) and everything else (a kernel in
- * flight, a collective waiting for its members, the queued events) can be compared as it
- * is. Each probe hashes what must repeat unshifted (per rank: collectives in flight, posted
- * transfers, busy streams, memory level, window width); a probe that hashes like one L
- * probes earlier arms a full snapshot and starts the journal of additions; L probes later
- * the state is compared in full with the snapshot. Equal: the skip runs. Unequal: the
- * snapshot is dropped and arming waits a growing number of probes.
+ * Probes. The first simulated rank starting a compute kernel marks an instant, taken once
+ * every event of it has run and when the network is idle (no flow, no round), so that what
+ * remains (a kernel in flight, collectives waiting for members, posted receives, the queued
+ * events) can be compared as it is. Each probe's token hashes what must repeat unshifted
+ * and how far each rank moved since the previous probe; a rolling hash over the tokens
+ * finds the smallest lag L whose last two windows of L tokens are equal: a snapshot is
+ * armed and the journal of additions starts. Later probes that hash like it, every rank
+ * moved on alike, are compared with it in full (snaps_match), shifted; equal and with the
+ * ops ahead repeating, the skip runs (skip). Unequal, the snapshot waits for a later
+ * probe, up to TRY_MAX comparisons or 64 lags.
  *
- * What is compared (snapshot, compare): every simulated rank's window of ops between the
- * first unfinished one and the last touched one (unfinished dependency counts, end times,
- * collectives' arrivals and launch times), end times back as far as any op of the period
- * depends, stream heads, busy streams and their start, the compute stream's release, the
- * kernel in flight (work left, slowed or not), posted point-to-point ops, communication
- * in flight, memory level, the open busy interval and the bubble cursor; the queued events
- * in (time, sequence) order; the idle network's free-slot order. Declined up front: kernel
- * jitter (draws per kernel), the host thread (node.host.launch: issue times grow with the
- * op index, not the period). A trace whose ops do not repeat (skewed MoE routing varies
- * by micro-batch) never passes the check. */
+ * What is compared: every simulated rank's window of ops between the first unfinished one
+ * and the last touched one (unfinished dependency counts, end times, collectives' arrivals
+ * and launch times), end times back as far as any op of the period depends, stream heads,
+ * busy streams and their start, the compute stream's release, the kernel in flight (work
+ * left, slowed or not), posted point-to-point ops, communication in flight, memory level,
+ * the open busy interval and the bubble cursor; the queued events in (time, sequence)
+ * order. Declined: kernel jitter (a draw per kernel), a host thread (node.host.launch)
+ * that held an op back in the period or issues a period's ops slower than the GPU runs
+ * them (issue times grow with the op index, not the period). A trace whose ops do not
+ * repeat (MoE routing that differs by micro-batch) never passes the check. */
 #include "core/sim.h"
 
 #include <string.h>
@@ -35,13 +36,13 @@
 
 #define RING_MAX 16384       /* probes remembered for the lag search, at most ... */
 #define RING_CELLS (1 << 20) /* ... and at most this many (probe, rank) records */
-#define HMAP (2 * RING_MAX)  /* their hashes' index (a power of two) */
-#define CHAIN_MAX 512        /* earlier probes of the same hash tried per probe */
-#define BACKOFF_MAX 64 /* probes between failed full comparisons, at most */
-#define TRY_MAX 128
+#define HMAP (2 * RING_MAX)  /* the index from token to probe (a power of two) */
+#define CHAIN_MAX 512        /* earlier probes of the same token tried per probe */
+#define BACKOFF_MAX 64       /* probes before arming again after a snapshot gave up, at most */
+#define TRY_MAX 128          /* full comparisons with one snapshot, at most */
 #define PROBE_RANKS_FREE 256 /* simulated ranks up to which every probe instant is taken */
 #define ARMED_PROBES_MAX 65536 /* probes an armed snapshot waits for its repeat, at most */
-#define JOURNAL_MAX (1u << 24) /* journal entries, at most */    /* full comparisons with one snapshot, at most */
+#define JOURNAL_MAX (1u << 24) /* journal entries, at most */
 
 typedef struct rank_snap {
     uint32_t lo, hi, d;  /* ops [lo - d, hi): end times; [lo, hi): the window */
@@ -118,7 +119,7 @@ struct replay_steady {
      * previous probe of that hash (its number + 1; 0: none), and per rank the ops done and
      * the window; an index from hash to the latest probe of it (number + 1) */
     int ring;
-    uint64_t *h, *prev, *roll; /* roll: the polynomial hash of the tokens up to it */
+    uint64_t *prev, *roll; /* roll: the polynomial hash of the tokens up to it */
     struct probe_rank { uint32_t done, lo, hi; } *pr; /* ring x n */
     uint64_t seq, base; /* probes recorded; the first one still usable */
     uint64_t map_h[HMAP], map_seq[HMAP];
@@ -139,7 +140,6 @@ struct replay_steady {
     bool *jtouch;
     int32_t *jtouched; /* the links they touched */
     size_t n_jtouched, cap_jtouched;
-    bool journal_failed;
     /* scratch */
     sim_event **evs;
     size_t cap_evs;
@@ -286,7 +286,6 @@ void replay__steady_init(replay_ctx *c)
      * same way) */
     c->probe_gap = n > PROBE_RANKS_FREE ? (uint64_t)n : 0;
     s->ring = SIM_MAX(64, SIM_MIN(RING_MAX, RING_CELLS / n));
-    s->h = sim_calloc((size_t)s->ring, sizeof *s->h);
     s->prev = sim_calloc((size_t)s->ring, sizeof *s->prev);
     s->roll = sim_calloc((size_t)s->ring, sizeof *s->roll);
     s->pr = sim_calloc((size_t)s->ring * (size_t)n, sizeof *s->pr);
@@ -326,7 +325,6 @@ void replay__steady_free(replay_ctx *c)
     snap_free(s->armed, s->n);
     sim_free(s->rank);
     sim_free(s->idx_of);
-    sim_free(s->h);
     sim_free(s->prev);
     sim_free(s->roll);
     sim_free(s->pr);
@@ -1144,7 +1142,7 @@ bool replay__steady_probe(replay_ctx *c, sim_time *now)
             return true;
         if (s->armed && (age > ARMED_PROBES_MAX || age > 64 * s->armed_lag + 64 ||
                          s->n_j > JOURNAL_MAX))
-            give_up(c); /* (no repeat within 32 times the lag that armed it) */
+            give_up(c); /* (no repeat within 64 times the lag that armed it) */
     }
     /* this probe's token: the hash and how far each rank moved since the previous probe */
     uint64_t q = s->seq, tok = h;
@@ -1161,7 +1159,6 @@ bool replay__steady_probe(replay_ctx *c, sim_time *now)
         }
         s->pr[slot * (size_t)s->n + (size_t)k] = cur;
     }
-    s->h[slot] = tok;
     s->roll[slot] = (first ? 0 : s->roll[pslot]) * ROLL_BASE + tok;
     size_t mi = (size_t)(tok * UINT64_C(0x9e3779b97f4a7c15) >> 40) & (HMAP - 1);
     while (s->map_seq[mi] && s->map_h[mi] != tok)

@@ -94,6 +94,20 @@ static replay_results *replay_trace(const plan_scenario *sc, trace *t, bool time
     return res;
 }
 
+/* Two ranks, each a chain of 5,000 GEMMs of 1e9 FLOPs (cases 4 and 5). */
+static trace *chain_trace(void)
+{
+    trace *t = trace_create(2);
+    for (int r = 0; r < 2; r++) {
+        uint32_t prev = 0;
+        for (int i = 0; i < 5000; i++) {
+            trace_op op = compute(t, "gemm", 1e9, HW_OP_MATMUL);
+            prev = trace_add_op(t, r, &op, i ? &prev : NULL, i ? 1 : 0);
+        }
+    }
+    return t;
+}
+
 /* 1e12 FLOPs at 494.5 TFLOP/s = 2,022,244,691.6 ps, rounded up. */
 #define T_MATMUL_PS INT64_C(2022244692)
 /* Ring all-reduce of 1 GB over 2 GPUs: 2(n-1) = 2 rounds of B/n = 0.5 GB each way, each
@@ -325,14 +339,7 @@ int main(void)
             /* (the chain repeats from its second kernel on: steady-state skipping would
              * move over it in a few events) */
             sc.simulation.steady_state = PLAN_STEADY_OFF;
-            trace *t = trace_create(2);
-            for (int r = 0; r < 2; r++) {
-                uint32_t prev = 0;
-                for (int i = 0; i < 5000; i++) {
-                    trace_op op = compute(t, "gemm", 1e9, HW_OP_MATMUL);
-                    prev = trace_add_op(t, r, &op, i ? &prev : NULL, i ? 1 : 0);
-                }
-            }
+            trace *t = chain_trace();
             plan *p = make_plan(&sc, t);
             replay_results *res = replay_results_create();
             progress_seen seen = {0};
@@ -362,14 +369,7 @@ int main(void)
     {
         plan_scenario sc;
         scenario(&sc, 2);
-        trace *t = trace_create(2);
-        for (int r = 0; r < 2; r++) {
-            uint32_t prev = 0;
-            for (int i = 0; i < 5000; i++) {
-                trace_op op = compute(t, "gemm", 1e9, HW_OP_MATMUL);
-                prev = trace_add_op(t, r, &op, i ? &prev : NULL, i ? 1 : 0);
-            }
-        }
+        trace *t = chain_trace();
         plan *p;
         replay_results *res = replay_trace(&sc, t, true, &p);
         CHECK_INT_EQ(res->summary.status, REPLAY_STATUS_OK);
