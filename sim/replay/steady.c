@@ -42,7 +42,7 @@
 #define TRY_MAX 128          /* full comparisons with one snapshot, at most */
 #define PROBE_RANKS_FREE 256 /* simulated ranks up to which every probe instant is taken */
 #define ARMED_PROBES_MAX 65536 /* probes an armed snapshot waits for its repeat, at most */
-#define JOURNAL_MAX (1u << 24) /* journal entries, at most */
+#define JOURNAL_MAX (1u << 22) /* journal entries (64 B each), at most */
 
 typedef struct rank_snap {
     uint32_t lo, hi, d;  /* ops [lo - d, hi): end times; [lo, hi): the window */
@@ -728,8 +728,8 @@ static bool window_repeats(replay_ctx *c, int k, uint32_t from, uint32_t to)
 
 /* How many periods (at most `m`) the ops ahead repeat for: op i + P must do what op i does
  * for every op the periods touch (from the snapshot's first unfinished op, lo, up to the
- * window's end hi plus m - 1 periods: m periods <= (E - hi) / P + 1, E the first op that
- * does not repeat). Ranks that share their op arrays (trace.h, "Shared ranks"), the same
+ * window's end or a stream's next op, top, plus m - 1 periods: m periods <= (E - top) / P
+ * + 1, E the first op that does not repeat). Ranks that share their op arrays (trace.h, "Shared ranks"), the same
  * P and lo repeat alike but for their collectives: their arrays are compared once. */
 static uint32_t repeats_for(replay_ctx *c, const full_snap *a, const full_snap *b, uint32_t m)
 {
@@ -738,9 +738,18 @@ static uint32_t repeats_for(replay_ctx *c, const full_snap *a, const full_snap *
     for (int k = 0; k < s->n && m > 0; k++) {
         rank_state *rs = &c->ranks[s->rank[k]];
         const trace_rank *tr = rs->tr;
-        uint32_t from = a->r[k].lo, hi = b->r[k].hi, P = s->P[k];
+        uint32_t from = a->r[k].lo, P = s->P[k];
+        /* what the periods touch: the window, and a stream's next op (one that moved a
+         * period on may head it from past the window: the op m periods on must be its
+         * image) */
+        uint32_t top = b->r[k].hi;
+        for (int st = 0; st < TRACE_STREAM_ASYNC; st++) {
+            uint32_t hx = a->r[k].head[st], hy = b->r[k].head[st];
+            if (hx != hy && hy < rs->stream_first[st + 1])
+                top = SIM_MAX(top, rs->stream_ops[hy] + 1);
+        }
         /* no need to look past what m periods touch */
-        uint64_t need = (uint64_t)hi + (uint64_t)(m - 1) * P;
+        uint64_t need = (uint64_t)top + (uint64_t)(m - 1) * P;
         uint32_t stop = (uint32_t)SIM_MIN(need, (uint64_t)tr->n_ops), end = UINT32_MAX;
         for (int q = 0; q < k && end == UINT32_MAX; q++) {
             const rank_state *rq = &c->ranks[s->rank[q]];
@@ -759,7 +768,7 @@ static uint32_t repeats_for(replay_ctx *c, const full_snap *a, const full_snap *
         while (E < end && (tr->ops[E].kind != TRACE_OP_COLL || coll_repeats(c, k, E)))
             E++;
         /* E == stop: repeats as far as m periods need */
-        uint32_t mk = E >= stop && stop == need ? m : E >= hi ? (E - hi) / P + 1 : 0;
+        uint32_t mk = E >= stop && stop == need ? m : E >= top ? (E - top) / P + 1 : 0;
         m = SIM_MIN(m, mk);
     }
     sim_free(shape);
