@@ -862,22 +862,6 @@ bool hw_net_idle(const hw_net *net)
            net->n_dirty == 0;
 }
 
-int32_t *hw_net_idle_state(const hw_net *net, size_t *n, double *theta)
-{
-    size_t cap = (size_t)net->n_flows + (size_t)net->n_rounds + 2, k = 0;
-    int32_t *v = sim_calloc(cap, sizeof *v);
-    v[k++] = net->n_flows;
-    for (int32_t id = net->free_head; id >= 0; id = net->flows[id].next_free)
-        v[k++] = id;
-    v[k++] = net->n_rounds;
-    for (int32_t ri = net->round_free; ri >= 0; ri = net->rounds[ri].next_free)
-        v[k++] = ri;
-    SIM_ASSERT(k <= cap, "free lists of %zu entries", k);
-    *n = k;
-    *theta = net->theta;
-    return v;
-}
-
 double hw_net_flow_rate(const hw_net *net, uint64_t tag)
 {
     for (int32_t i = 0; i < net->n_flows; i++)

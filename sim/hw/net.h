@@ -80,15 +80,12 @@ void hw_net_add_counts(hw_net *net, int i, int64_t whole, uint64_t frac, sim_tim
  *   (whole bytes and a fraction in 1/2^32 byte: link counts are exact, whatever the order
  *   of their additions) or busy time, so that adding a period's sums m times over
  *   (hw_net_add_counts) gives what m periods of additions would;
- * - hw_net_idle: no flow, latent or active, no round and nothing waiting to be re-solved;
- * - hw_net_idle_state: what an idle net still carries into its future (the order in which
- *   its free flow and round slots will be reused, and the solver's rate threshold): n
- *   values into a new array (sim_free it), the threshold in *theta. */
+ * - hw_net_idle: no flow, latent or active, no round and nothing waiting to be re-solved
+ *   (what such a net carries into its future does not depend on its past). */
 typedef void (*hw_net_journal_fn)(void *ud, int link, int64_t whole, uint64_t frac,
                                   sim_time busy_ps);
 void hw_net_set_journal(hw_net *net, hw_net_journal_fn fn, void *ud);
 bool hw_net_idle(const hw_net *net);
-int32_t *hw_net_idle_state(const hw_net *net, size_t *n, double *theta);
 
 /* Current rate of the flow with `tag` (for tests; -1 when no such active flow). */
 double hw_net_flow_rate(const hw_net *net, uint64_t tag);

@@ -84,9 +84,6 @@ typedef struct full_snap {
     rank_snap *r; /* per simulated rank, in rank order */
     ev_snap *ev;
     size_t n_ev;
-    int32_t *net;
-    size_t n_net;
-    double theta;
 } full_snap;
 
 enum { J_IV, J_MEM, J_TL, J_SENT, J_CBUSY, J_RUNS };
@@ -113,7 +110,6 @@ typedef struct replay_steady replay_steady;
 struct replay_steady {
     int n; /* simulated ranks */
     int32_t *rank; /* their indices */
-    int probe_rank;
     int step;
     /* the lag search: the last `ring` probes (probe q in slot q % ring): their hash, the
      * previous probe of that hash (its number + 1; 0: none), and per rank the ops done and
@@ -278,7 +274,6 @@ void replay__steady_init(replay_ctx *c)
             s->rank[k++] = r;
         }
     }
-    s->probe_rank = first;
     c->probe_rank = first;
     /* a probe costs a few ns per simulated rank: past PROBE_RANKS_FREE ranks, probes are
      * at least as many events apart as there are ranks (then they fall at instants that
@@ -313,7 +308,6 @@ static void snap_free(full_snap *f, int n)
     }
     sim_free(f->r);
     sim_free(f->ev);
-    sim_free(f->net);
     sim_free(f);
 }
 
@@ -521,7 +515,6 @@ static full_snap *take_snap(replay_ctx *c, sim_time now, const uint32_t *reach)
         const sim_event *e = s->evs[k];
         f->ev[k] = (ev_snap){.t = e->time, .type = e->type, .a = e->a, .b = e->b, .c = e->c};
     }
-    f->net = hw_net_idle_state(c->net, &f->n_net, &f->theta);
     return f;
 }
 
@@ -650,10 +643,11 @@ static bool snaps_match(replay_ctx *c, const full_snap *a, const full_snap *b)
         if (idx < 0 || y->c != x->c + (int64_t)s->P[idx])
             return false;
     }
-    /* (the idle net's free flow and round slots need not be in the same order: a slot's
-     * index is a handle, never an order — the solver breaks ties by link, member lists keep
-     * attach order, events their sequence) */
-    return a->theta == b->theta;
+    /* (an idle net carries nothing into its future: its free flow and round slots need not
+     * be in the same order, a slot's index being a handle, never an order — the solver
+     * breaks ties by link, member lists keep attach order, events their sequence; and its
+     * rate threshold is reset by the next flow's attach before any re-solve reads it) */
+    return true;
 }
 
 /* Whether op i + P of rank index k does what op i does, P ops later, as far as the rank's
@@ -1123,7 +1117,7 @@ static uint64_t pow_u64(uint64_t b, uint64_t e)
 bool replay__steady_probe(replay_ctx *c, sim_time *now)
 {
     replay_steady *s = c->steady;
-    int step = c->ranks[s->probe_rank].step;
+    int step = c->ranks[c->probe_rank].step;
     for (int k = 0; k < s->n; k++)
         if (c->ranks[s->rank[k]].step != step)
             step = -1;
