@@ -686,13 +686,19 @@ static bool op_shape_repeats(replay_ctx *c, int k, uint32_t i)
 }
 
 /* For a collective op i of rank index k: whether op i + P's instance is i's a period later
- * (the same schedule, group and size; every simulated member's op P of its own ops on). */
-static bool coll_repeats(replay_ctx *c, int k, uint32_t i)
+ * (the same schedule, group and size; every simulated member's op P of its own ops on).
+ * `seen`, when given, marks the instances found to repeat: a member of one reaches the same
+ * instance a period on (the members' ops are checked) and the same answer, so it is checked
+ * once for all its simulated members. */
+static bool coll_repeats(replay_ctx *c, int k, uint32_t i, uint64_t *seen)
 {
     replay_steady *s = c->steady;
     const rank_state *rs = &c->ranks[s->rank[k]];
     const trace_rank *tr = rs->tr;
-    uint32_t ca = trace_op_coll(tr, &tr->ops[i]), cb = trace_op_coll(tr, &tr->ops[i + s->P[k]]);
+    uint32_t ca = trace_op_coll(tr, &tr->ops[i]);
+    if (seen && (seen[ca >> 6] >> (ca & 63) & 1))
+        return true;
+    uint32_t cb = trace_op_coll(tr, &tr->ops[i + s->P[k]]);
     const coll_state *x = &c->colls[ca], *y = &c->colls[cb];
     const trace_coll *tx = &c->t->colls[ca], *ty = &c->t->colls[cb];
     if (x->plan != y->plan || x->arrivals != y->arrivals || tx->group != ty->group ||
@@ -705,6 +711,8 @@ static bool coll_repeats(replay_ctx *c, int k, uint32_t i)
                             c->member_op[x->member_first + (uint64_t)m] + s->P[idx])
             return false;
     }
+    if (seen)
+        seen[ca >> 6] |= UINT64_C(1) << (ca & 63);
     return true;
 }
 
@@ -715,7 +723,7 @@ static bool window_repeats(replay_ctx *c, int k, uint32_t from, uint32_t to)
     const trace_rank *tr = c->ranks[c->steady->rank[k]].tr;
     for (uint32_t i = from; i < to; i++)
         if (!op_shape_repeats(c, k, i) ||
-            (tr->ops[i].kind == TRACE_OP_COLL && !coll_repeats(c, k, i)))
+            (tr->ops[i].kind == TRACE_OP_COLL && !coll_repeats(c, k, i, NULL)))
             return false;
     return true;
 }
@@ -729,6 +737,7 @@ static uint32_t repeats_for(replay_ctx *c, const full_snap *a, const full_snap *
 {
     replay_steady *s = c->steady;
     uint32_t *shape = sim_calloc((size_t)s->n, sizeof *shape);
+    uint64_t *seen = sim_calloc(c->t->n_colls / 64 + 1, sizeof *seen);
     for (int k = 0; k < s->n && m > 0; k++) {
         rank_state *rs = &c->ranks[s->rank[k]];
         const trace_rank *tr = rs->tr;
@@ -759,12 +768,13 @@ static uint32_t repeats_for(replay_ctx *c, const full_snap *a, const full_snap *
         end = SIM_MIN(end, stop);
         shape[k] = end;
         uint32_t E = from;
-        while (E < end && (tr->ops[E].kind != TRACE_OP_COLL || coll_repeats(c, k, E)))
+        while (E < end && (tr->ops[E].kind != TRACE_OP_COLL || coll_repeats(c, k, E, seen)))
             E++;
         /* E == stop: repeats as far as m periods need */
         uint32_t mk = E >= stop && stop == need ? m : E >= top ? (E - top) / P + 1 : 0;
         m = SIM_MIN(m, mk);
     }
+    sim_free(seen);
     sim_free(shape);
     return m;
 }
