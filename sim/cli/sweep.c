@@ -270,6 +270,7 @@ static pid_t start_run(const sweep_ctx *c, size_t i)
         close(fd);
     }
     /* the handlers stay (the flag is 0 here): a signal stops the replay, nothing is saved */
+    sim_alloc_keep_freed(); /* (one run, then _exit) */
     int rc = execute(c, i);
     const volatile sig_atomic_t *sig = cli_signal_flag();
     _exit(*sig ? 128 + *sig : rc ? 3 : 0);

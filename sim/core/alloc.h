@@ -22,6 +22,12 @@ void sim_free(void *p);
  * `need` elements; doubles the capacity. New elements are zeroed. */
 void sim_grow(void **p, size_t *cap, size_t need, size_t size);
 
+/* For a process that runs one job and exits (a sweep's or plan's forked run): freed blocks,
+ * large ones included, stay in the process's heap for the blocks allocated after them,
+ * instead of going back to the kernel and being faulted in afresh. glibc only; elsewhere a
+ * no-op. */
+void sim_alloc_keep_freed(void);
+
 #define SIM_GROW(arr, cap, need) sim_grow((void **)&(arr), &(cap), (need), sizeof(*(arr)))
 
 #endif
