@@ -140,6 +140,11 @@ struct replay_steady {
     sim_event **evs;
     size_t cap_evs;
     uint32_t *P; /* per rank index: ops per period of the check in progress */
+    /* per rank index: a bit per op, set for collective ops (coll_bits; ranks that share
+     * their op arrays share it, owned by the first), so that the checks and the skip that
+     * run over every op of the periods ahead read 1 bit of an op, not its 72 bytes */
+    uint64_t **cbits;
+    bool *cbits_own;
     int32_t *idx_of; /* per rank: its index among the simulated ones, -1 if none */
 };
 
@@ -285,6 +290,8 @@ void replay__steady_init(replay_ctx *c)
     s->roll = sim_calloc((size_t)s->ring, sizeof *s->roll);
     s->pr = sim_calloc((size_t)s->ring * (size_t)n, sizeof *s->pr);
     s->P = sim_calloc((size_t)n, sizeof *s->P);
+    s->cbits = sim_calloc((size_t)n, sizeof *s->cbits);
+    s->cbits_own = sim_calloc((size_t)n, sizeof *s->cbits_own);
     size_t n_links = (size_t)hw_net_link_count(c->net) + 1;
     s->jbusy = sim_calloc(n_links, sizeof *s->jbusy);
     s->jbytes = sim_calloc(n_links, sizeof *s->jbytes);
@@ -323,6 +330,11 @@ void replay__steady_free(replay_ctx *c)
     sim_free(s->roll);
     sim_free(s->pr);
     sim_free(s->P);
+    for (int k = 0; k < s->n; k++)
+        if (s->cbits_own[k])
+            sim_free(s->cbits[k]);
+    sim_free(s->cbits);
+    sim_free(s->cbits_own);
     sim_free(s->j);
     sim_free(s->jbytes);
     sim_free(s->jfrac);
@@ -390,6 +402,40 @@ static uint32_t dep_reach(const trace_rank *tr, uint32_t from, uint32_t to)
 static bool is_coll(const rank_state *rs, uint32_t op)
 {
     return rs->tr->ops[op].kind == TRACE_OP_COLL;
+}
+
+/* Rank index k's collective-op bits (replay_steady.cbits), made when first asked for. */
+static const uint64_t *coll_bits(replay_ctx *c, int k)
+{
+    replay_steady *s = c->steady;
+    if (s->cbits[k])
+        return s->cbits[k];
+    const trace_rank *tr = c->ranks[s->rank[k]].tr;
+    for (int q = 0; q < s->n; q++)
+        if (q != k && s->cbits[q] && c->ranks[s->rank[q]].tr->ops == tr->ops)
+            return s->cbits[k] = s->cbits[q];
+    uint64_t *b = sim_calloc(tr->n_ops / 64 + 1, sizeof *b);
+    for (size_t i = 0; i < tr->n_ops; i++)
+        if (tr->ops[i].kind == TRACE_OP_COLL)
+            b[i >> 6] |= UINT64_C(1) << (i & 63);
+    s->cbits_own[k] = true;
+    return s->cbits[k] = b;
+}
+
+/* The first collective op in [from, to) of these bits, or `to`. */
+static uint32_t next_coll(const uint64_t *b, uint32_t from, uint32_t to)
+{
+    if (from >= to)
+        return to;
+    uint32_t w = from >> 6;
+    uint64_t x = b[w] & (~UINT64_C(0) << (from & 63));
+    while (!x) {
+        if ((uint64_t)(++w) << 6 >= to)
+            return to;
+        x = b[w];
+    }
+    uint32_t i = (w << 6) + (uint32_t)__builtin_ctzll(x);
+    return i < to ? i : to;
 }
 
 /* Whether window op `op` has started and not finished (r: the snapshot's window, whose
@@ -767,9 +813,10 @@ static uint32_t repeats_for(replay_ctx *c, const full_snap *a, const full_snap *
         }
         end = SIM_MIN(end, stop);
         shape[k] = end;
-        uint32_t E = from;
-        while (E < end && (tr->ops[E].kind != TRACE_OP_COLL || coll_repeats(c, k, E, seen)))
-            E++;
+        const uint64_t *cb = coll_bits(c, k);
+        uint32_t E = next_coll(cb, from, end);
+        while (E < end && coll_repeats(c, k, E, seen))
+            E = next_coll(cb, E + 1, end);
         /* E == stop: repeats as far as m periods need */
         uint32_t mk = E >= stop && stop == need ? m : E >= top ? (E - top) / P + 1 : 0;
         m = SIM_MIN(m, mk);
@@ -897,9 +944,10 @@ static void skip(replay_ctx *c, const full_snap *a, const full_snap *b, uint32_t
         for (uint32_t i = lo; i < lo + mP; i++) {
             rs->pending[i] = 0;
             rs->end[i] = rs->end[i - P] + T;
-            if (is_coll(rs, i))
-                c->colls[coll_of(rs, i)].launched = c->colls[coll_of(rs, i - P)].launched + T;
         }
+        const uint64_t *cb = coll_bits(c, k);
+        for (uint32_t i = next_coll(cb, lo, lo + mP); i < lo + mP; i = next_coll(cb, i + 1, lo + mP))
+            c->colls[coll_of(rs, i)].launched = c->colls[coll_of(rs, i - P)].launched + T;
         for (int st = 0; st < TRACE_STREAM_ASYNC; st++) {
             if (y->head[st] == rs->stream_first[st + 1])
                 continue;
