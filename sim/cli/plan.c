@@ -561,7 +561,7 @@ static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, con
     for (size_t i = (size_t)c->rank; i < n && !*sig; i += (size_t)c->size) {
         plan_screen_est e;
         cli__plan_cand_scenario(sc, &all->c[i], batch, x);
-        plan_screen_eval(S, x, &e);
+        plan_screen_eval(S, x, false, &e); /* (no time for what does not fit) */
         est[2 * i] = e.step_s;
         est[2 * i + 1] = (double)e.peak_bytes;
         done++;
@@ -571,7 +571,6 @@ static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, con
                     done * (size_t)c->size, n, (double)done / (shown - t0));
         }
     }
-    sim_free(x);
     double cpu = (double)clock() / CLOCKS_PER_SEC - cpu0;
     int stop = *sig;
     if (c->mpi) {
@@ -583,6 +582,7 @@ static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, con
         if (c->a->progress && c->rank == 0)
             fprintf(stderr, "\n");
         sim_free(est);
+        sim_free(x);
         int code = cli_signal_report(stop, "the plan stopped while screening; nothing was written");
         return c->rank == 0 ? code : 128 + stop;
     }
@@ -606,8 +606,14 @@ static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, con
     bool *pick = sim_calloc(n + 1, sizeof *pick);
     for (size_t i = 0; i < K; i++)
         pick[order[i]] = true;
-    for (size_t i = fit; i < fit + rejects; i++)
+    for (size_t i = fit; i < fit + rejects; i++) {
+        /* a reject is replayed if its memory plan fits after all: timed by the screen too */
+        plan_screen_est e;
+        cli__plan_cand_scenario(sc, &all->c[order[i]], batch, x);
+        plan_screen_eval(S, x, true, &e);
+        est[2 * order[i]] = e.step_s;
         pick[order[i]] = true;
+    }
     K += rejects;
     *screen = sim_calloc(K + 1, sizeof **screen);
     screen_state.n_rej = 0;
@@ -636,6 +642,7 @@ static int screen_all(sweep_ctx *c, plan_screen *S, const plan_scenario *sc, con
                 n, sc->model.name, gpus, (long long)batch, now_s() - t0,
                 cpu > 0 ? (double)n / cpu : 0.0, pruned, K);
     }
+    sim_free(x);
     sim_free(order);
     sim_free(pick);
     sim_free(est);

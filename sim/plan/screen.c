@@ -523,7 +523,7 @@ static double bucket_tail(double b, int nb, double c_b, double c_last)
     return fmax(0, end - b);
 }
 
-void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *out)
+void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all, plan_screen_est *out)
 {
     const plan_parallel *par = &sc->parallel;
     *out = (plan_screen_est){.capacity_bytes = S->capacity};
@@ -570,52 +570,17 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     c.edp_g = sim_calloc((size_t)n_ranks + 1, sizeof *c.edp_g);
     c.n_edpg = plan__screen_members(par, 0, PLAN_SCREEN_EDP, c.edp_g);
 
-    /* chunk times, from idle streams (the chunk's ranks are alike: its first's groups) */
-    double *f = sim_calloc((size_t)C, sizeof *f), *b = sim_calloc((size_t)C, sizeof *b);
-    int n_shard0 = plan__screen_members(par, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
-                           shard);
-    for (int ch = 0; ch < C; ch++) {
-        if (g->zero == 3 && g->n > 1 && pp > 1)
-            fsdp_chunk(&c, g->chunk_first[ch], g->chunk_first[ch + 1], shard, n_shard0, &f[ch],
-                       &b[ch]);
-        else
-            chunk_times(&c, g->chunk_first[ch], g->chunk_first[ch + 1], &f[ch], &b[ch]);
-    }
-    /* each chunk boundary's transfer, between the first ranks of its two stages */
-    double *p2p = sim_calloc((size_t)C + 1, sizeof *p2p);
-    double p2p_bytes = plan__p2p_bytes(g);
-    for (int ch = 0; ch + 1 < C && pp > 1; ch++) {
-        int s0 = plan_pp_stage_of(par->pipeline.schedule, pp, ch, 0);
-        int s1 = plan_pp_stage_of(par->pipeline.schedule, pp, ch + 1, 0);
-        int32_t pair[2] = {plan__screen_stage_rank(par, s0), plan__screen_stage_rank(par, s1)};
-        p2p[ch] = s0 == s1 ? 0
-                           : plan__screen_coll(S, pair, 2, COLL_SEND_RECV, p2p_bytes,
-                                       plan_coll_algo_id(sc->collectives[PLAN_GROUP_PP]));
-    }
-    double T = 0, busiest = 0;
-    if (pp > 1) {
-        T = plan__screen_pipeline(S, sc, pp, v, m, f, b, p2p);
-    } else {
-        T = m * (f[0] + b[0]);
-    }
-    for (int s = 0; s < pp; s++) {
-        double work = 0;
-        for (int k = 0; k < v; k++) {
-            int ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, k) : 0;
-            work += m * (f[ch] + b[ch]);
-        }
-        busiest = fmax(busiest, work);
-    }
-
-    /* each stage: memory, and what follows its last backward */
-    double step = 0;
+    /* each stage's memory first: a candidate that does not fit is not timed (unless asked:
+     * its step time is then never read) */
     int64_t peak = 0;
+    int *last_of = sim_calloc((size_t)pp, sizeof *last_of);
+    int stage0 = g->stage, rank0 = g->rank;
     for (int s = 0; s < pp; s++) {
         g->stage = s;
         for (int u = 0; u < g->n_units; u++)
             g->mine[u] = false;
         int last_ch = 0; /* the chunk whose backward the stage runs last: its first */
-        double stage_act = 0, extra = 0, weights_max = 0, grads = 0, opt_params = 0;
+        double stage_act = 0, extra = 0, weights_max = 0;
         for (int k = 0; k < v; k++) {
             int ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, k) : 0;
             if (k == 0)
@@ -628,7 +593,6 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
                 weights_max = fmax(weights_max, un->weight_bytes);
             }
         }
-        int rank = plan__screen_stage_rank(par, s); /* the stage's first rank */
         g->rank = 0;
         plan_mem mem;
         plan__persistent(g, &mem);
@@ -678,6 +642,71 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
                 transient = fmax(transient, (1 + SIM_MAX(1, par->fsdp.prefetch)) * weights_max);
         }
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
+        last_of[s] = last_ch;
+    }
+    out->peak_bytes = peak;
+    double *f = NULL, *b = NULL, *p2p = NULL;
+    if (!time_all && peak > S->capacity) {
+        out->step_s = out->compute_s = out->bubble_s = out->tail_s = NAN;
+        goto done;
+    }
+    g->stage = stage0;
+    g->rank = rank0;
+    for (int u = 0; u < g->n_units; u++)
+        g->mine[u] = false;
+
+    /* chunk times, from idle streams (the chunk's ranks are alike: its first's groups) */
+    f = sim_calloc((size_t)C, sizeof *f);
+    b = sim_calloc((size_t)C, sizeof *b);
+    int n_shard0 = plan__screen_members(par, 0, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
+                           shard);
+    for (int ch = 0; ch < C; ch++) {
+        if (g->zero == 3 && g->n > 1 && pp > 1)
+            fsdp_chunk(&c, g->chunk_first[ch], g->chunk_first[ch + 1], shard, n_shard0, &f[ch],
+                       &b[ch]);
+        else
+            chunk_times(&c, g->chunk_first[ch], g->chunk_first[ch + 1], &f[ch], &b[ch]);
+    }
+    /* each chunk boundary's transfer, between the first ranks of its two stages */
+    p2p = sim_calloc((size_t)C + 1, sizeof *p2p);
+    double p2p_bytes = plan__p2p_bytes(g);
+    for (int ch = 0; ch + 1 < C && pp > 1; ch++) {
+        int s0 = plan_pp_stage_of(par->pipeline.schedule, pp, ch, 0);
+        int s1 = plan_pp_stage_of(par->pipeline.schedule, pp, ch + 1, 0);
+        int32_t pair[2] = {plan__screen_stage_rank(par, s0), plan__screen_stage_rank(par, s1)};
+        p2p[ch] = s0 == s1 ? 0
+                           : plan__screen_coll(S, pair, 2, COLL_SEND_RECV, p2p_bytes,
+                                       plan_coll_algo_id(sc->collectives[PLAN_GROUP_PP]));
+    }
+    double T = 0, busiest = 0;
+    if (pp > 1) {
+        T = plan__screen_pipeline(S, sc, pp, v, m, f, b, p2p);
+    } else {
+        T = m * (f[0] + b[0]);
+    }
+    for (int s = 0; s < pp; s++) {
+        double work = 0;
+        for (int k = 0; k < v; k++) {
+            int ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, k) : 0;
+            work += m * (f[ch] + b[ch]);
+        }
+        busiest = fmax(busiest, work);
+    }
+
+    /* each stage: what follows its last backward */
+    double step = 0;
+    for (int s = 0; s < pp; s++) {
+        g->stage = s;
+        g->rank = 0;
+        for (int u = 0; u < g->n_units; u++)
+            g->mine[u] = false;
+        for (int k = 0; k < v; k++) {
+            int ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, k) : 0;
+            for (int u = g->chunk_first[ch]; u < g->chunk_first[ch + 1]; u++)
+                g->mine[u] = true;
+        }
+        int last_ch = last_of[s], rank = plan__screen_stage_rank(par, s);
+        double grads = 0, opt_params = 0;
 
         /* the tail: reduction of the gradients, optimizer, gathers */
         int n_sh = plan__screen_members(par, rank, (1u << PLAN_GROUP_DP) | (1u << PLAN_GROUP_CP),
@@ -796,7 +825,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, plan_screen_est *
     out->step_s = step;
     out->compute_s = busiest;
     out->bubble_s = fmax(0, T - busiest);
-    out->peak_bytes = peak;
+done:
+    sim_free(last_of);
     sim_free(f);
     sim_free(b);
     sim_free(p2p);

@@ -41,7 +41,9 @@ bool plan_screen_host_memory(const plan_screen *s);
 int64_t plan_screen_capacity(const plan_screen *s);
 
 /* Estimates candidate `sc`: `base` with other parallel and training keys, on the same
- * topology and model. Pure apart from the screen's caches. */
-void plan_screen_eval(plan_screen *s, const plan_scenario *sc, plan_screen_est *out);
+ * topology and model. Pure apart from the screen's caches. Memory comes first: a candidate
+ * whose peak_bytes exceeds the capacity gets NAN times unless `time_all`. */
+void plan_screen_eval(plan_screen *s, const plan_scenario *sc, bool time_all,
+                      plan_screen_est *out);
 
 #endif
