@@ -88,7 +88,10 @@ typedef struct rank_state {
     uint32_t *succ_first;
     uint32_t *stream_ops; /* op indices per stream in order, CSR */
     sim_time *dur;        /* compute ops: duration before interference */
-    bool borrowed;        /* succ, stream_ops, dur are its template rank's (trace.h), ... */
+    uint32_t *n_deps;     /* per op: its dependencies (what begin_step copies to pending) */
+    uint32_t *coll_at;    /* per collective ordinal (trace_op_coll): its op */
+    bool borrowed;        /* succ, stream_ops, dur, n_deps, coll_at are its template rank's
+                             (trace.h), ... */
     sim_time *var_dur;    /* ... but where it has its own values (tr->var), the duration of
                              tr->var[k]'s op is var_dur[k] (replay__op_dur); else NULL */
     size_t var_next;      /* the first var entry past the last one looked up */

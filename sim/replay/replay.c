@@ -311,10 +311,8 @@ static void begin_step(replay_ctx *c, int rank, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     const trace_rank *tr = rs->tr;
-    for (size_t i = 0; i < tr->n_ops; i++) {
-        rs->pending[i] = tr->ops[i].n_deps;
-        rs->end[i] = -1;
-    }
+    memcpy(rs->pending, rs->n_deps, tr->n_ops * sizeof *rs->pending);
+    memset(rs->end, 0xff, tr->n_ops * sizeof *rs->end); /* (all ones: -1) */
     for (int s = 0; s < TRACE_STREAMS; s++) {
         rs->head[s] = rs->stream_first[s];
         rs->busy[s] = false;

@@ -51,6 +51,9 @@ void replay__init_rank(replay_ctx *c, int rank)
         rs->succ = ts->succ;
         rs->stream_ops = ts->stream_ops;
         rs->dur = ts->dur;
+        rs->n_deps = ts->n_deps;
+        rs->coll_at = ts->coll_at;
+        SIM_ASSERT(tr->n_colls == ts->tr->n_colls, "rank %d: its template's collectives", rank);
         memcpy(rs->stream_first, ts->stream_first, sizeof rs->stream_first);
         rs->borrowed = true;
         if (tr->n_var > 0) {
@@ -93,6 +96,17 @@ void replay__init_rank(replay_ctx *c, int rank)
     memcpy(pos, rs->stream_first, sizeof pos);
     for (size_t i = 0; i < n; i++)
         rs->stream_ops[pos[tr->ops[i].stream]++] = (uint32_t)i;
+    /* what each step starts from, and where the collectives are: read once per op array
+     * instead of every op's 72 bytes per rank and step */
+    rs->n_deps = sim_calloc(n + 1, sizeof *rs->n_deps);
+    rs->coll_at = sim_calloc(tr->n_colls + 1, sizeof *rs->coll_at);
+    for (size_t i = 0; i < n; i++) {
+        rs->n_deps[i] = tr->ops[i].n_deps;
+        if (tr->ops[i].kind == TRACE_OP_COLL) {
+            SIM_ASSERT(tr->ops[i].coll < tr->n_colls, "op %zu: collective ordinal", i);
+            rs->coll_at[tr->ops[i].coll] = (uint32_t)i;
+        }
+    }
 }
 
 static void clear_rank(rank_state *rs)
@@ -106,8 +120,11 @@ static void clear_rank(rank_state *rs)
         sim_free(rs->succ);
         sim_free(rs->stream_ops);
     }
-    if (!rs->borrowed)
+    if (!rs->borrowed) {
         sim_free(rs->dur);
+        sim_free(rs->n_deps);
+        sim_free(rs->coll_at);
+    }
     sim_free(rs->var_dur);
 }
 
@@ -323,10 +340,9 @@ void replay__init_colls(replay_ctx *c)
          * in runs on the same group (a layer's tensor-parallel ones) */
         uint32_t last_group = UINT32_MAX;
         int place = -1;
-        for (size_t i = 0; i < tr->n_ops; i++) {
-            if (tr->ops[i].kind != TRACE_OP_COLL)
-                continue;
-            uint32_t ci = trace_op_coll(tr, &tr->ops[i]);
+        const uint32_t *at = c->ranks[r].coll_at;
+        for (size_t k = 0; k < tr->n_colls; k++) {
+            uint32_t i = at[k], ci = tr->colls[k];
             uint32_t gid = t->colls[ci].group;
             if (gid != last_group) {
                 const trace_group *g = &t->groups[gid];

@@ -140,11 +140,6 @@ struct replay_steady {
     sim_event **evs;
     size_t cap_evs;
     uint32_t *P; /* per rank index: ops per period of the check in progress */
-    /* per rank index: a bit per op, set for collective ops (coll_bits; ranks that share
-     * their op arrays share it, owned by the first), so that the checks and the skip that
-     * run over every op of the periods ahead read 1 bit of an op, not its 72 bytes */
-    uint64_t **cbits;
-    bool *cbits_own;
     int32_t *idx_of; /* per rank: its index among the simulated ones, -1 if none */
 };
 
@@ -290,8 +285,6 @@ void replay__steady_init(replay_ctx *c)
     s->roll = sim_calloc((size_t)s->ring, sizeof *s->roll);
     s->pr = sim_calloc((size_t)s->ring * (size_t)n, sizeof *s->pr);
     s->P = sim_calloc((size_t)n, sizeof *s->P);
-    s->cbits = sim_calloc((size_t)n, sizeof *s->cbits);
-    s->cbits_own = sim_calloc((size_t)n, sizeof *s->cbits_own);
     size_t n_links = (size_t)hw_net_link_count(c->net) + 1;
     s->jbusy = sim_calloc(n_links, sizeof *s->jbusy);
     s->jbytes = sim_calloc(n_links, sizeof *s->jbytes);
@@ -330,11 +323,6 @@ void replay__steady_free(replay_ctx *c)
     sim_free(s->roll);
     sim_free(s->pr);
     sim_free(s->P);
-    for (int k = 0; k < s->n; k++)
-        if (s->cbits_own[k])
-            sim_free(s->cbits[k]);
-    sim_free(s->cbits);
-    sim_free(s->cbits_own);
     sim_free(s->j);
     sim_free(s->jbytes);
     sim_free(s->jfrac);
@@ -404,38 +392,20 @@ static bool is_coll(const rank_state *rs, uint32_t op)
     return rs->tr->ops[op].kind == TRACE_OP_COLL;
 }
 
-/* Rank index k's collective-op bits (replay_steady.cbits), made when first asked for. */
-static const uint64_t *coll_bits(replay_ctx *c, int k)
+/* The first collective ordinal of the rank whose op is `op` or later (rank_state.coll_at):
+ * the checks and the skip that run over every op of the periods ahead visit the collectives
+ * by ordinal, without reading the other ops' 72 bytes. */
+static uint32_t first_coll(const rank_state *rs, uint32_t op)
 {
-    replay_steady *s = c->steady;
-    if (s->cbits[k])
-        return s->cbits[k];
-    const trace_rank *tr = c->ranks[s->rank[k]].tr;
-    for (int q = 0; q < s->n; q++)
-        if (q != k && s->cbits[q] && c->ranks[s->rank[q]].tr->ops == tr->ops)
-            return s->cbits[k] = s->cbits[q];
-    uint64_t *b = sim_calloc(tr->n_ops / 64 + 1, sizeof *b);
-    for (size_t i = 0; i < tr->n_ops; i++)
-        if (tr->ops[i].kind == TRACE_OP_COLL)
-            b[i >> 6] |= UINT64_C(1) << (i & 63);
-    s->cbits_own[k] = true;
-    return s->cbits[k] = b;
-}
-
-/* The first collective op in [from, to) of these bits, or `to`. */
-static uint32_t next_coll(const uint64_t *b, uint32_t from, uint32_t to)
-{
-    if (from >= to)
-        return to;
-    uint32_t w = from >> 6;
-    uint64_t x = b[w] & (~UINT64_C(0) << (from & 63));
-    while (!x) {
-        if ((uint64_t)(++w) << 6 >= to)
-            return to;
-        x = b[w];
+    size_t lo = 0, hi = rs->tr->n_colls;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (rs->coll_at[mid] < op)
+            lo = mid + 1;
+        else
+            hi = mid;
     }
-    uint32_t i = (w << 6) + (uint32_t)__builtin_ctzll(x);
-    return i < to ? i : to;
+    return (uint32_t)lo;
 }
 
 /* Whether window op `op` has started and not finished (r: the snapshot's window, whose
@@ -731,20 +701,20 @@ static bool op_shape_repeats(replay_ctx *c, int k, uint32_t i)
     return a->kind != TRACE_OP_COPY || a->bytes == b->bytes;
 }
 
-/* For a collective op i of rank index k: whether op i + P's instance is i's a period later
+/* For the collective of ordinal oa of rank index k, whose op is i: whether that of ordinal ob,
+ * op i + P, is its instance a period later
  * (the same schedule, group and size; every simulated member's op P of its own ops on).
  * `seen`, when given, marks the instances found to repeat: a member of one reaches the same
  * instance a period on (the members' ops are checked) and the same answer, so it is checked
  * once for all its simulated members. */
-static bool coll_repeats(replay_ctx *c, int k, uint32_t i, uint64_t *seen)
+static bool coll_repeats(replay_ctx *c, int k, uint32_t oa, uint32_t ob, uint64_t *seen)
 {
     replay_steady *s = c->steady;
-    const rank_state *rs = &c->ranks[s->rank[k]];
-    const trace_rank *tr = rs->tr;
-    uint32_t ca = trace_op_coll(tr, &tr->ops[i]);
+    const trace_rank *tr = c->ranks[s->rank[k]].tr;
+    uint32_t ca = tr->colls[oa];
     if (seen && (seen[ca >> 6] >> (ca & 63) & 1))
         return true;
-    uint32_t cb = trace_op_coll(tr, &tr->ops[i + s->P[k]]);
+    uint32_t cb = tr->colls[ob];
     const coll_state *x = &c->colls[ca], *y = &c->colls[cb];
     const trace_coll *tx = &c->t->colls[ca], *ty = &c->t->colls[cb];
     if (x->plan != y->plan || x->arrivals != y->arrivals || tx->group != ty->group ||
@@ -769,7 +739,8 @@ static bool window_repeats(replay_ctx *c, int k, uint32_t from, uint32_t to)
     const trace_rank *tr = c->ranks[c->steady->rank[k]].tr;
     for (uint32_t i = from; i < to; i++)
         if (!op_shape_repeats(c, k, i) ||
-            (tr->ops[i].kind == TRACE_OP_COLL && !coll_repeats(c, k, i, NULL)))
+            (tr->ops[i].kind == TRACE_OP_COLL &&
+             !coll_repeats(c, k, tr->ops[i].coll, tr->ops[i + c->steady->P[k]].coll, NULL)))
             return false;
     return true;
 }
@@ -813,10 +784,20 @@ static uint32_t repeats_for(replay_ctx *c, const full_snap *a, const full_snap *
         }
         end = SIM_MIN(end, stop);
         shape[k] = end;
-        const uint64_t *cb = coll_bits(c, k);
-        uint32_t E = next_coll(cb, from, end);
-        while (E < end && coll_repeats(c, k, E, seen))
-            E = next_coll(cb, E + 1, end);
+        /* the collectives before `end` (their ops repeat P on, kinds included: the
+         * ordinals of op i and op i + P differ by the same Q for every i there) */
+        uint32_t E = end;
+        if (end > from) {
+            uint32_t o = first_coll(rs, from), Q = first_coll(rs, from + P) - o;
+            for (; o < tr->n_colls && rs->coll_at[o] < end; o++) {
+                SIM_ASSERT(rs->coll_at[o + Q] == rs->coll_at[o] + P, "rank %d: collective %u",
+                           s->rank[k], o);
+                if (!coll_repeats(c, k, o, o + Q, seen)) {
+                    E = rs->coll_at[o];
+                    break;
+                }
+            }
+        }
         /* E == stop: repeats as far as m periods need */
         uint32_t mk = E >= stop && stop == need ? m : E >= top ? (E - top) / P + 1 : 0;
         m = SIM_MIN(m, mk);
@@ -945,9 +926,14 @@ static void skip(replay_ctx *c, const full_snap *a, const full_snap *b, uint32_t
             rs->pending[i] = 0;
             rs->end[i] = rs->end[i - P] + T;
         }
-        const uint64_t *cb = coll_bits(c, k);
-        for (uint32_t i = next_coll(cb, lo, lo + mP); i < lo + mP; i = next_coll(cb, i + 1, lo + mP))
-            c->colls[coll_of(rs, i)].launched = c->colls[coll_of(rs, i - P)].launched + T;
+        /* (op i - P is a collective where op i is: the ordinals differ by a constant) */
+        const trace_rank *tr = rs->tr;
+        uint32_t o = first_coll(rs, lo), Q = o - first_coll(rs, lo - P);
+        for (; o < tr->n_colls && rs->coll_at[o] < lo + mP; o++) {
+            SIM_ASSERT(rs->coll_at[o - Q] == rs->coll_at[o] - P, "rank %d: collective %u",
+                       s->rank[k], o);
+            c->colls[tr->colls[o]].launched = c->colls[tr->colls[o - Q]].launched + T;
+        }
         for (int st = 0; st < TRACE_STREAM_ASYNC; st++) {
             if (y->head[st] == rs->stream_first[st + 1])
                 continue;
