@@ -83,7 +83,10 @@ void sim_grow(void **p, size_t *cap, size_t need, size_t size)
  * mappings and no trimming, a freed block serves the next allocation, and fresh heap pages
  * are still known zero to calloc (sbrk memory: a grown array's tail stays untouched). The
  * GPT-3 175B plan's micro-batch-1 candidates (one data-parallel replica, 147 M ops): 885 K
- * -> 637 K page faults, 6.1 -> 5.4 s, the same peak RSS (docs/performance.md). */
+ * -> 637 K page faults, 6.1 -> 5.4 s, the same peak RSS. The price: a freed block reused is
+ * zeroed by calloc where a fresh mapping was not, and holes can stay; the bench's GPT-3
+ * 1,024-GPU row peaks at 1.38 GB instead of 1.31, MT-NLG and the 16K symmetric row as before
+ * (docs/performance.md). */
 void sim_alloc_keep_freed(void)
 {
 #ifdef __GLIBC__
