@@ -523,7 +523,8 @@ static double bucket_tail(double b, int nb, double c_b, double c_last)
     return fmax(0, end - b);
 }
 
-void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all, plan_screen_est *out)
+void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
+                      plan_screen_est *out)
 {
     const plan_parallel *par = &sc->parallel;
     *out = (plan_screen_est){.capacity_bytes = S->capacity};
