@@ -8,6 +8,7 @@
 #include "coll/exec.h"
 #include "coll/select.h"
 #include "core/eventq.h"
+#include "core/pool.h"
 #include "hw/gpu.h"
 #include "hw/net.h"
 #include "replay/replay.h"
@@ -40,11 +41,15 @@ typedef struct sched_entry {
     bool estimated;        /* timed by choice.est_s, not run as flows */
     sim_time est_ps;       /* choice.est_s in picoseconds, rounded up */
     uint64_t runs;         /* instances started (their link traffic is added at the end) */
+    /* how an instance runs (schedule, members' GPUs, protocol, costs: the same for every
+     * instance), copied into a running instance's executor when it starts */
+    coll_exec exec;
+    bool exec_ready;
 } sched_entry;
 
 typedef struct coll_state {
     const sched_entry *plan;
-    coll_exec exec;
+    coll_exec *run;    /* while its transfers run: its executor (replay_ctx.exec_pool) */
     int arrived;
     int arrivals;      /* the group's: members whose arrival starts it */
     sim_time launched; /* when the last member arrived and the transfer began */
@@ -147,6 +152,7 @@ typedef struct replay_ctx {
     uint8_t *gpu_of;      /* per rank: its GPU's index in gpus */
     rank_state *ranks;
     coll_state *colls;
+    sim_pool *exec_pool; /* the running collectives' executors */
     uint32_t *member_op; /* per running instance, per member: the collective's op index on
                             that member rank (one array: millions of instances) */
     group_info *groups;

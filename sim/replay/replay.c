@@ -108,8 +108,12 @@ static void on_flow_done(void *ctx, uint64_t tag, sim_time now)
         return;
     }
     uint32_t ci = (uint32_t)tag;
-    if (coll_exec_flow_done(&c->colls[ci].exec, c->topo, c->net, now, tag))
+    coll_state *cs = &c->colls[ci];
+    if (coll_exec_flow_done(cs->run, c->topo, c->net, now, tag)) {
+        sim_pool_put(c->exec_pool, cs->run);
+        cs->run = NULL;
         finish_coll(c, ci, now);
+    }
 }
 
 static void add_memory_row(replay_results *r, int rank, sim_time t, int cat, int64_t bytes)
@@ -255,8 +259,14 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
         finish_coll(c, ci, now + cs->plan->est_ps);
         return;
     }
-    if (coll_exec_start(&cs->exec, c->topo, c->net, now, ci))
+    SIM_ASSERT(!cs->run, "collective %u started while it runs", ci);
+    cs->run = sim_pool_get(c->exec_pool);
+    *cs->run = cs->plan->exec;
+    if (coll_exec_start(cs->run, c->topo, c->net, now, ci)) {
+        sim_pool_put(c->exec_pool, cs->run);
+        cs->run = NULL;
         finish_coll(c, ci, now);
+    }
 }
 
 static void try_start(replay_ctx *c, int rank, int s, sim_time now)

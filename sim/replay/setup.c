@@ -289,15 +289,19 @@ void replay__init_colls(replay_ctx *c)
         if (cs->arrivals == 0)
             continue;
         cs->plan = &c->scheds[(uintptr_t)cs->plan];
-        const group_info *gi = &c->groups[t->colls[i].group];
-        cs->exec = (coll_exec){.sched = &cs->plan->sched, .gpu = t->groups[t->colls[i].group].ranks,
-                               .switch_dev = gi->switch_dev, .proto = cs->plan->choice.proto,
-                               .nvls = cs->plan->choice.algo == COLL_ALGO_NVLS,
-                               .protocols = &c->p->sc->topology.protocols};
-        /* transfer costs once per schedule: routes and protocol costs of a tensor-parallel
-         * ring are looked up once, not at every round of every layer (large schedules,
-         * e.g. a ring over hundreds of ranks, are costed as they run) */
+        /* the executor, the transfer costs and what each member sends: once per schedule
+         * (routes and protocol costs of a tensor-parallel ring are looked up once, not at
+         * every round of every layer; large schedules, e.g. a ring over hundreds of ranks,
+         * are costed as they run) */
         sched_entry *e = &c->scheds[(size_t)(cs->plan - c->scheds)];
+        if (e->exec_ready)
+            continue;
+        e->exec_ready = true;
+        const group_info *gi = &c->groups[e->group];
+        e->exec = (coll_exec){.sched = &e->sched, .gpu = t->groups[e->group].ranks,
+                              .switch_dev = gi->switch_dev, .proto = e->choice.proto,
+                              .nvls = e->choice.algo == COLL_ALGO_NVLS,
+                              .protocols = &c->p->sc->topology.protocols};
         if (!e->sent) {
             int n = t->groups[e->group].n;
             e->sent = sim_calloc((size_t)n, sizeof *e->sent);
@@ -313,25 +317,26 @@ void replay__init_colls(replay_ctx *c)
             e->est_ps = sim_time_from_ps(ceil(e->choice.est_s * (double)SIM_PS_PER_S));
             continue;
         }
-        if (!e->costs && coll_schedule_xfer_count(&e->sched) <= 4096)
-            e->costs = coll_exec_costs(&cs->exec, c->topo);
-        else if (!e->costs)
+        if (coll_schedule_xfer_count(&e->sched) <= 4096)
+            e->costs = coll_exec_costs(&e->exec, c->topo);
+        else
             /* a large schedule (a ring over hundreds of ranks) repeats its rounds: each
              * distinct round costed once */
-            e->costs = coll_exec_round_costs(&cs->exec, c->topo, ROUND_COSTS_MAX, &e->cost_at);
-        cs->exec.costs = e->costs;
-        cs->exec.cost_at = e->cost_at;
+            e->costs = coll_exec_round_costs(&e->exec, c->topo, ROUND_COSTS_MAX, &e->cost_at);
+        e->exec.costs = e->costs;
+        e->exec.cost_at = e->cost_at;
         if (!e->costs) {
             /* a large schedule of rounds that do not repeat is costed as it runs; its
              * routes come from a member-pair table of its group, not the hash cache */
-            group_info *gm = &c->groups[t->colls[i].group];
+            group_info *gm = &c->groups[e->group];
             if (!gm->pair_routes)
                 gm->pair_routes = sim_calloc((size_t)gm->g.n * (size_t)gm->g.n,
                                              sizeof *gm->pair_routes);
-            cs->exec.pair_routes = gm->pair_routes;
-            cs->exec.n_members = gm->g.n;
+            e->exec.pair_routes = gm->pair_routes;
+            e->exec.n_members = gm->g.n;
         }
     }
+    c->exec_pool = sim_pool_create(sizeof(coll_exec));
     for (int r = 0; r < t->n_ranks; r++) {
         const trace_rank *tr = &t->ranks[r];
         if (c->active && !c->active[r])
@@ -535,6 +540,8 @@ void replay__clear(replay_ctx *c)
     sim_free(c->ranks);
     sim_free(c->member_op);
     sim_free(c->colls);
+    if (c->exec_pool)
+        sim_pool_destroy(c->exec_pool);
     for (size_t i = 0; i < c->n_scheds; i++) {
         coll_schedule_clear(&c->scheds[i].sched);
         sim_free(c->scheds[i].costs);
