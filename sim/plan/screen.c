@@ -574,18 +574,14 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
     /* each stage's memory first: a candidate that does not fit is not timed (unless asked:
      * its step time is then never read) */
     int64_t peak = 0;
-    int *last_of = sim_calloc((size_t)pp, sizeof *last_of);
     int stage0 = g->stage, rank0 = g->rank;
     for (int s = 0; s < pp; s++) {
         g->stage = s;
         for (int u = 0; u < g->n_units; u++)
             g->mine[u] = false;
-        int last_ch = 0; /* the chunk whose backward the stage runs last: its first */
         double stage_act = 0, extra = 0, weights_max = 0;
         for (int k = 0; k < v; k++) {
             int ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, k) : 0;
-            if (k == 0)
-                last_ch = ch;
             for (int u = g->chunk_first[ch]; u < g->chunk_first[ch + 1]; u++) {
                 const unit *un = &g->units[u];
                 g->mine[u] = true;
@@ -643,7 +639,6 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
                 transient = fmax(transient, (1 + SIM_MAX(1, par->fsdp.prefetch)) * weights_max);
         }
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
-        last_of[s] = last_ch;
     }
     out->peak_bytes = peak;
     double *f = NULL, *b = NULL, *p2p = NULL;
@@ -706,7 +701,9 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
             for (int u = g->chunk_first[ch]; u < g->chunk_first[ch + 1]; u++)
                 g->mine[u] = true;
         }
-        int last_ch = last_of[s], rank = plan__screen_stage_rank(par, s);
+        /* the chunk whose backward the stage runs last: its first */
+        int last_ch = pp > 1 ? plan_pp_chunk_of(par->pipeline.schedule, pp, s, 0) : 0;
+        int rank = plan__screen_stage_rank(par, s);
         double grads = 0, opt_params = 0;
 
         /* the tail: reduction of the gradients, optimizer, gathers */
@@ -827,7 +824,6 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
     out->compute_s = busiest;
     out->bubble_s = fmax(0, T - busiest);
 done:
-    sim_free(last_of);
     sim_free(f);
     sim_free(b);
     sim_free(p2p);

@@ -94,6 +94,10 @@ static void finish_coll(replay_ctx *c, uint32_t ci, sim_time now)
 {
     coll_state *cs = &c->colls[ci];
     const trace_group *g = &c->t->groups[c->t->colls[ci].group];
+    if (cs->run) { /* (an estimated one has no executor) */
+        sim_pool_put(c->exec_pool, cs->run);
+        cs->run = NULL;
+    }
     cs->arrived = 0;
     for (int m = 0; m < g->n; m++)
         if (!c->active || c->active[g->ranks[m]])
@@ -108,12 +112,8 @@ static void on_flow_done(void *ctx, uint64_t tag, sim_time now)
         return;
     }
     uint32_t ci = (uint32_t)tag;
-    coll_state *cs = &c->colls[ci];
-    if (coll_exec_flow_done(cs->run, c->topo, c->net, now, tag)) {
-        sim_pool_put(c->exec_pool, cs->run);
-        cs->run = NULL;
+    if (coll_exec_flow_done(c->colls[ci].run, c->topo, c->net, now, tag))
         finish_coll(c, ci, now);
-    }
 }
 
 static void add_memory_row(replay_results *r, int rank, sim_time t, int cat, int64_t bytes)
@@ -262,11 +262,8 @@ static void start_op(replay_ctx *c, int rank, uint32_t op, sim_time now)
     SIM_ASSERT(!cs->run, "collective %u started while it runs", ci);
     cs->run = sim_pool_get(c->exec_pool);
     *cs->run = cs->plan->exec;
-    if (coll_exec_start(cs->run, c->topo, c->net, now, ci)) {
-        sim_pool_put(c->exec_pool, cs->run);
-        cs->run = NULL;
+    if (coll_exec_start(cs->run, c->topo, c->net, now, ci))
         finish_coll(c, ci, now);
-    }
 }
 
 static void try_start(replay_ctx *c, int rank, int s, sim_time now)
