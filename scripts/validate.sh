@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The validation suite: every published row of the Megatron, NeMo and torchtitan tables in
+# The validation suite: every published row of the Megatron, NeMo, torchtitan and ZeRO-3 tables in
 # test/validation/data as a scenario (test/validation/scenarios, from test/validation/gen.py),
 # run and compared with the published throughput, distributed as an MPI sweep where mpirun is
 # found (--ranks N; 0: no MPI). Slow (8-9 minutes on 2 cores): not part of scripts/test.sh.

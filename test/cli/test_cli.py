@@ -304,7 +304,8 @@ def shipped():
     check(0 < flag.get("mfu", 0) < 1, "flagship MFU in (0, 1)")
     # The accuracy line quotes the validated error of the run's kind (sim/cli/validated.h,
     # written by the validation suite): an A100 scenario the two Megatron-LM tables, an H100
-    # one the NeMo and Megatron-Core tables, an FSDP one torchtitan's, a GPU with no published
+    # one the NeMo and Megatron-Core tables, an FSDP one torchtitan's (DeepSpeed's ZeRO-3 the
+    # Megatron-LM paper's ZeRO-3 rows), a GPU with no published
     # run says it is not validated, and so does a sequence past the longest published (8,192).
     v = dict(re.findall(r"#define STEPSIM_VALIDATED_(\w+) ([0-9.]+)",
                         open(os.path.join(root, "sim", "cli", "validated.h")).read()))
@@ -322,6 +323,10 @@ def shipped():
             (os.path.join(vscen, "h100-1p7b.yaml"),
              ("FSDP step time vs torchtitan's FSDP2 runs on A100 and H100: " + fig + "rows, "
               "stepsim too fast") % t("TORCHTITAN"), ["--set", "parallel.zero=3"]),
+            (os.path.join(vscen, "h100-1p7b.yaml"),
+             ("DeepSpeed ZeRO-3 step time vs the Megatron-LM paper's ZeRO-3 runs on A100 (2021): " +
+              fig + "rows, stepsim too fast") % t("ZERO_3"),
+             ["--set", "parallel.zero=3", "--set", "parallel.fsdp.implementation=deepspeed"]),
             (os.path.join(vscen, "h100-1p7b.yaml"), "step time not validated at this sequence "
              "length", ["--set", "training.seq_len=16384"]),
             (os.path.join(sc, "qwen3-0.6b-2x4090-ddp.yaml"),

@@ -7,8 +7,9 @@ From this folder's data/ (data/README.md): megatron2021_weak_scaling.csv (Naraya
 2021, Table 1: GPT on DGX A100), megatron_h100_weak_scaling.csv (Megatron-Core README, GPT on
 H100), Korthikanti et al. 2022 (Table 4: one layer of a 22B model, the A100 calibration
 set of docs/calibration.md; Table 5: end-to-end iterations on A100), torchtitan_llama.csv
-(torchtitan FSDP2 runs of Llama on A100, H100 and B200) and nemo_llama31_h100.csv (NeMo
-Llama 3.1 on H100, bf16 rows). What the tables state is
+(torchtitan FSDP2 runs of Llama on A100, H100 and B200), nemo_llama31_h100.csv (NeMo
+Llama 3.1 on H100, bf16 rows) and deepspeed_zero3_2021.csv (Narayanan et al. 2021, Table 2:
+DeepSpeed ZeRO-3 on DGX A100). What the tables state is
 copied; what they leave unstated is an assumption, the same for every row of a table and
 written into each scenario's header and docs/validation.md. Nothing here depends on the
 published throughput."""
@@ -250,6 +251,39 @@ for r in rows("korthikanti2022_iteration.csv"):
             k2022(name, what, int(r["layers"]), int(r["hidden"]), int(r["heads"]), int(r["pp"]),
                   int(r["gpus"]), int(r["global_batch"]), int(r["micro_batch"]),
                   int(r["virtual_stages"]), rc, sp))
+
+# The same paper as the A100 table (Narayanan et al. 2021, Table 2): DeepSpeed's ZeRO-3 on the
+# same cluster, no model parallelism, one micro-batch per GPU. Pure data parallelism: one
+# replica simulated (simulation.symmetry: dp; the full runs give the same step to 1e-9).
+Z3_NOTE = """# Assumed (not published; docs/validation.md): DeepSpeed ZeRO-3 as its defaults of the time
+# (parameters gathered ahead up to 5e7 elements, gradients reduce-scattered in buckets of 5e8
+# elements, in fp16; tensors of at most 1e5 elements kept whole); fp16 mixed precision with fp32
+# master weights and Adam; full recompute (Megatron's activation checkpointing; the paper's FLOP
+# count includes it); dropout 0.1; no flash attention (2021)."""
+
+for r in rows("deepspeed_zero3_2021.csv"):
+    h, L, a = int(r["hidden"]), int(r["layers"]), int(r["heads"])
+    gpus, gb, mbs = int(r["gpus"]), int(r["global_batch"]), int(r["micro_batch"])
+    name = "ds-z3-%sb-%dg" % (r["params_B"].split(".")[0], gpus)
+    text = """# Narayanan et al. 2021 (SC21), Table 2: GPT-3 {p}B with DeepSpeed ZeRO-3 and no model
+# parallelism on {g} A100s, global batch {gb}, micro-batch {mbs}, seq 2048; published {t} TFLOP/s
+# per GPU.
+{note}
+name: {name}
+{topo}{model}  recompute: full
+  flash_attention: false
+parallel:
+  dp: {g}
+  zero: 3
+  fsdp: {{implementation: deepspeed}}
+simulation:
+  steps: 1
+  timeline: false
+  symmetry: dp
+""".format(p=r["params_B"], g=gpus, gb=gb, mbs=mbs, t=r["tflops_per_gpu"], note=Z3_NOTE, name=name,
+           topo=A100_TOPO.format(nodes=gpus // 8),
+           model=selene_gpt("gpt-%sb" % r["params_B"], L, h, a, gb, mbs))
+    open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 
 # torchtitan (pytorch/torchtitan benchmarks and docs/performance.md, pytorch/ao READMEs): FSDP2

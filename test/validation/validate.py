@@ -24,6 +24,7 @@ row that ran before no longer runs (the regression guard).
 Simulated throughput is computed with each table's own FLOP convention from the simulated
 step time: A100 (Narayanan et al. 2021, Eq. 3, recompute included)
     F = 96 B s l h^2 (1 + s/(6h) + V/(16 l h)),   TFLOP/s per GPU = F / (step time x GPUs);
+the same for the ZeRO-3 rows (the same paper's Table 2);
 H100 (Megatron-Core): model FLOPs without recompute, which is stepsim's tflops_per_gpu for
 these GELU MHA models (docs/models.md). torchtitan: tokens/s per GPU, the global batch's
 tokens over the simulated step time and the GPUs, and the peak memory beside the logged one.
@@ -72,6 +73,14 @@ with open(os.path.join(data, "korthikanti2022_iteration.csv")) as f:
                               file="k2022-%s-%s" % (r["model"].lower(), mode), gpus=int(r["gpus"]),
                               layout="TP %s PP %s" % (r["tp"], r["pp"]), published=float(r[col]),
                               flops=None, time=True))
+# DeepSpeed ZeRO-3 (data/deepspeed_zero3_2021.csv): TFLOP/s per GPU by the same Eq. 3
+for r in rows("deepspeed_zero3_2021.csv"):
+    h, L, gb = int(r["hidden"]), int(r["layers"]), int(r["global_batch"])
+    s, V = 2048, 51200
+    F = 96 * gb * s * L * h * h * (1 + s / (6 * h) + V / (16 * L * h))
+    cases.append(dict(table="ZeRO-3", row="%sB" % r["params_B"], file="ds-z3-%sb-%sg" % (r["params_B"], r["gpus"]),
+                      gpus=int(r["gpus"]), layout="ZeRO-3 DP %s" % r["gpus"],
+                      published=float(r["tflops_per_gpu"]), flops=F))
 # torchtitan (data/torchtitan_llama.csv): tokens/s per GPU, the global batch's tokens over the
 # simulated step and the GPUs; eager and torch.compile rows run their own scenarios
 # (gen.py's tt_file: training.compile false and true).
@@ -103,7 +112,7 @@ for r in rows("nemo_llama31_h100.csv"):
                       layout="TP %d PP %d CP %d DP %d" % (tp, pp, cp, gpus // (tp * pp * cp)),
                       published=float(r["step_time_s"]), flops=None, time=True))
 cases = [c for c in cases if any(c["file"].startswith(o) for o in only.split(","))]
-TABLES = ("A100", "H100", "A100-2022", "torchtitan", "NeMo")
+TABLES = ("A100", "H100", "A100-2022", "torchtitan", "NeMo", "ZeRO-3")
 
 
 def schedule(c):
@@ -334,7 +343,17 @@ if write:
              "weight-gradient GEMM (Megatron-Core's default). Rows of 1,024 GPUs or more simulate one "
              "data-parallel replica (`simulation.symmetry: dp`, within 0.2% of the full run on these "
              "rows). Not modelled: `defer_embedding_wgrad_compute`, data loading (the 405B runs read "
-             "mock data, the others a real dataset).")):
+             "mock data, the others a real dataset)."),
+            ("ZeRO-3", "DeepSpeed ZeRO-3 on DGX A100 (Narayanan et al. 2021, Table 2)",
+             "TFLOP/s per GPU with the paper's Eq. 3 (recompute included), as in the A100 table: GPT-3 "
+             "175B with DeepSpeed's ZeRO-3 (`fsdp.implementation: deepspeed`) and no model "
+             "parallelism on the same cluster, global batch 1536, one micro-batch per GPU. Assumed "
+             "(not published): DeepSpeed's defaults of the time (parameters gathered ahead up to 5e7 "
+             "elements, fp16 gradients reduce-scattered in buckets of 5e8, tensors of at most 1e5 "
+             "elements kept whole), fp16 with fp32 master weights and Adam, full recompute, dropout "
+             "0.1, no flash attention. One data-parallel replica simulated (`simulation.symmetry: "
+             "dp`, the full runs' step to 1e-9). Not modelled: what DeepSpeed of 2021 spent beyond "
+             "its collectives' bytes (\"The ZeRO-3 table\" below).")):
         mean, worst, n = summary(table)
         timed = table in ("A100-2022", "NeMo")
         tokens = table == "torchtitan"
