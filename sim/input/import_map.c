@@ -311,8 +311,15 @@ static int torchtitan(import_ctx *c)
     if ((v = import__get(c, "parallelism.tensor_parallel_degree")) &&
         !(rc = import__int(c, v, "tensor_parallel_degree", &tp)))
         import__set(c, "parallel.tp", "parallelism.tensor_parallel_degree", v, "%lld", tp);
-    if (!rc && tp > 1) /* torchtitan's TP shards the norms' sequence too */
+    if (!rc && tp > 1) { /* torchtitan's TP shards the norms' sequence too, as DTensor does
+                          * it, and DTensor's backward reduce-scatters a column-parallel
+                          * layer's input gradient after both of its GEMMs */
         import__set(c, "parallel.sp", "parallelism.tensor_parallel_degree", v, "true");
+        import__set(c, "parallel.sp_implementation", "parallelism.tensor_parallel_degree", v,
+                    "dtensor");
+        import__set(c, "parallel.tp_grad_overlap", "parallelism.tensor_parallel_degree", v,
+                    "false");
+    }
     if (!rc && (v = import__get(c, "parallelism.pipeline_parallel_degree")) &&
         !(rc = import__int(c, v, "pipeline_parallel_degree", &pp)))
         import__set(c, "parallel.pp", "parallelism.pipeline_parallel_degree", v, "%lld", pp);
@@ -417,6 +424,18 @@ static int torchtitan(import_ctx *c)
     if (comp)
         import__set(c, "training.compile", "compile.enable", comp, "%s",
                     import__bool(comp) ? "true" : "false");
+    /* torchtitan's loss is PyTorch's cross entropy on fp32 logits, compiled with the model
+     * when compiling (training.compile since April 2025; compile.components, model and loss
+     * by default, since August 2025) */
+    const input_ynode *parts = import__get(c, "compile.components");
+    bool loss_compiled = comp && import__bool(comp);
+    if (loss_compiled && parts && parts->kind == INPUT_YSEQ) {
+        loss_compiled = false;
+        for (size_t i = 0; i < parts->n; i++)
+            loss_compiled |= import__text(parts->items[i], "loss");
+    }
+    import__set(c, "training.cross_entropy", parts ? "compile.components" : "compile.enable",
+                parts ? parts : comp, "%s", loss_compiled ? "compiled" : "pytorch");
     const input_ynode *ac = import__get(c, "activation_checkpoint.mode");
     const input_ynode *opt = import__get(c, "activation_checkpoint.selective_ac_option");
     if (!rc && ac) {

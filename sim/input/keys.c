@@ -17,6 +17,7 @@ _Static_assert(sizeof(plan_coll_algo) == sizeof(int), "enum size");
 _Static_assert(sizeof(model_recompute) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_attn_kernel) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_cross_entropy) == sizeof(int), "enum size");
+_Static_assert(sizeof(plan_sp_impl) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_intra_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_fabric_kind) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_nvlink_shape) == sizeof(int), "enum size");
@@ -54,7 +55,10 @@ static const input_enum_name train_attn_kernel_names[] = {{"default", HW_ATTN_KE
                                                        {NULL, 0}};
 static const input_enum_name ce_names[] = {{"vocab_parallel", PLAN_CE_VOCAB_PARALLEL},
                                         {"pytorch", PLAN_CE_PYTORCH},
+                                        {"compiled", PLAN_CE_COMPILED},
                                         {NULL, 0}};
+static const input_enum_name sp_impl_names[] = {
+    {"megatron", PLAN_SP_MEGATRON}, {"dtensor", PLAN_SP_DTENSOR}, {NULL, 0}};
 static const input_enum_name finetune_names[] = {
     {"full", PLAN_FT_FULL}, {"lora", PLAN_FT_LORA}, {"qlora", PLAN_FT_QLORA}, {NULL, 0}};
 static const input_enum_name target_names[] = {{"q", 0},  {"k", 1},    {"v", 2},    {"o", 3},
@@ -429,6 +433,8 @@ static const input_key parallel_keys[] = {
     {.name = "pipeline", .type = INPUT_K_MAP, .map = &pipeline_map},
     {.name = "tp_comm_overlap", .type = INPUT_K_BOOL, .offset = PA(tp_comm_overlap)},
     {.name = "tp_grad_overlap", .type = INPUT_K_BOOL, .offset = PA(tp_grad_overlap)},
+    {.name = "sp_implementation", .type = INPUT_K_ENUM, .offset = PA(sp_implementation),
+     .enums = sp_impl_names},
     {.name = "offload", .type = INPUT_K_MAP, .map = &offload_map},
     {.name = "order", .type = INPUT_K_CUSTOM, .fn = order_fn},
 };

@@ -18,7 +18,8 @@ double model__attn_activation_bytes(const dims *D, model_recompute rc)
     double x = 0;
     /* attention block */
     x += ea * Tn_h;                /* norm1 input */
-    x += ea * Tn_h;                /* QKV GEMM input (SP keeps the shard, re-gathers) */
+    x += ea * D->Tg * h;           /* QKV GEMM input (Megatron's SP keeps the shard and
+                                      re-gathers it, DTensor's keeps it gathered) */
     x += ea * T * (q + 2 * kv);    /* Q, K (after RoPE) and V: attention inputs */
     if (D->qk_norm)
         x += ea * T * (q + kv);    /* q_norm/k_norm inputs */
@@ -76,7 +77,7 @@ double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
     /* attention block, norm2 input */
     x += model__attn_activation_bytes(&D, rc);
     /* MLP block */
-    x += ea * Tn_h;                /* mlp_up input */
+    x += ea * D.Tg * h;            /* mlp_up input (as QKV's) */
     x += model__mlp_activation_bytes(&D, T, f); /* gate and up or GELU input; down input */
     if (D.dropout)
         x += Tn_h;                 /* residual dropout mask */
@@ -104,9 +105,12 @@ double model_head_activation_bytes(const model_spec *m, const model_shape *sh)
 {
     dims D;
     model__shape_dims(m, sh, &D);
-    /* final-norm input, LM-head input (sequence-sharded with SP), and the fp32 softmax of
-     * the logits that the cross-entropy backward reads */
-    return 2 * D.ea * D.Tn * (double)D.h + FP32_BYTES * D.T * (double)D.v_r;
+    /* final-norm input, LM-head input (sequence-sharded with Megatron's SP, gathered with
+     * DTensor's), and what the cross-entropy backward reads: the fp32 softmax of the logits,
+     * or the fused loss's 16-bit logits themselves (it recomputes the softmax from them and
+     * the per-row log-sum-exp) */
+    return D.ea * (D.Tn + D.Tg) * (double)D.h +
+           (D.fused_loss ? D.ea : FP32_BYTES) * D.T * (double)D.v_r;
 }
 
 void model_loss_grad_bytes(const model_spec *m, const model_shape *sh, bool inplace,
@@ -115,6 +119,6 @@ void model_loss_grad_bytes(const model_spec *m, const model_shape *sh, bool inpl
     dims D;
     model__shape_dims(m, sh, &D);
     double logits = D.T * (double)D.v_r;
-    *during = inplace ? 0 : 2 * FP32_BYTES * logits;
+    *during = inplace || D.fused_loss ? 0 : 2 * FP32_BYTES * logits;
     *after = D.ea * logits;
 }

@@ -162,7 +162,7 @@ double model__mla_activation_bytes(const dims *D, model_recompute rc)
     double T = D->T, h = (double)D->h, ea = D->ea, a = (double)D->a_r;
     double dq = (double)(D->d + D->dr), dv = (double)D->dv;
     double x = 0;
-    x += 2 * ea * D->Tn * h;               /* norm1 input, qkv input */
+    x += ea * (D->Tn + D->Tg) * h;         /* norm1 input, qkv input (model_shape.sp_dtensor) */
     x += 2 * ea * T * (double)D->ql;       /* q_a_norm input, q_b input (0 without) */
     x += 2 * ea * T * (double)D->kl;       /* kv_a_norm input, kv_b input */
     x += ea * T * a * (2 * dq + dv);       /* Q, K, V */

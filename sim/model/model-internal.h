@@ -50,6 +50,9 @@ typedef struct dims {
     double ea;          /* bytes of an activation element (>= 2: fp8 GEMMs keep bf16 I/O) */
     bool flash;
     bool eager;         /* unfused pointwise kernels (model_shape.eager) */
+    bool fused_loss;    /* one fused cross-entropy kernel each way (model_shape.fused_loss) */
+    double Tg;          /* tokens of a column-parallel GEMM's kept input: Tn, or T when
+                           DTensor's SP keeps it gathered (model_shape.sp_dtensor) */
     /* fine-tuning */
     bool frozen;        /* LoRA/QLoRA: base weights get no gradients */
     bool qlora;         /* base layer matrices stored in NF4, dequantised before use */

@@ -139,6 +139,8 @@ void model__shape_dims(const model_spec *m, const model_shape *sh, dims *o)
     o->ea = SIM_MAX(2.0, o->e);
     o->flash = sh->flash_attention;
     o->eager = sh->eager;
+    o->fused_loss = sh->fused_loss;
+    o->Tg = sh->sp && sh->sp_dtensor ? o->T : o->Tn;
     const model_ft *ft = &sh->ft;
     SIM_ASSERT(ft->method == MODEL_FT_FULL || ft->method == MODEL_FT_LORA ||
                    ft->method == MODEL_FT_QLORA,
@@ -688,7 +690,12 @@ static void layer_bwd(const model_spec *m, const dims *D, model_op_list *l)
  * the softmax that backward keeps (read 4, write 4): e_a + 36 bytes per logit. Backward:
  * softmax - one-hot in place (a scatter at the targets), times the incoming gradient in place
  * (read 4, write 4), then the cast's backward back to 16 bits (read 4, write e_a):
- * 12 + e_a bytes per logit. */
+ * 12 + e_a bytes per logit. Fused (torch.compile's code for F.cross_entropy(logits.float()),
+ * D->fused_loss): forward, the row maximum and the row sum of exponentials as two reductions
+ * over the 16-bit logits (read e_a each; the cast, the target's logit and the per-row
+ * log-sum-exp are fused in): 2 e_a bytes per logit; backward, one kernel reading the logits
+ * and writing the 16-bit gradient, exp(x - lse) - one-hot times the incoming gradient:
+ * 2 e_a. */
 static void head_ops(const model_spec *m, const dims *D, model_phase ph, model_op_list *l)
 {
     double T = D->T, h = (double)D->h, V = (double)D->v_r;
@@ -697,13 +704,14 @@ static void head_ops(const model_spec *m, const dims *D, model_phase ph, model_o
     if (ph == MODEL_PHASE_FWD) {
         hidden_norm(l, m, D, "final_norm", MODEL_PHASE_FWD);
         model__gemm_fwd(l, D, "lm_head", T, h, V);
-        model__vec(l, "loss", FLOPS_SOFTMAX * X, X * (D->ea + 9 * FP32_BYTES), 0);
+        model__vec(l, "loss", FLOPS_SOFTMAX * X,
+                   X * (D->fused_loss ? 2 * D->ea : D->ea + 9 * FP32_BYTES), 0);
         return;
     }
     /* dlogits = (softmax - onehot) x dloss, cast to 16 bits (above). The LM head is never
      * quantised (bitsandbytes keeps the output layer in 16 bits), and under LoRA it is
      * frozen: dgrad only. */
-    model__vec(l, "loss.bwd", 2 * X, X * (3 * FP32_BYTES + D->ea), 0);
+    model__vec(l, "loss.bwd", 2 * X, X * (D->fused_loss ? 2 * D->ea : 3 * FP32_BYTES + D->ea), 0);
     model__gemm_dgrad(l, D, "lm_head.dgrad", T, h, V, false);
     if (!D->frozen)
         model__gemm_wgrad(l, D, "lm_head.wgrad", T, h, V, head_grads);

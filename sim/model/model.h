@@ -115,6 +115,13 @@ typedef struct model_shape {
                             RMSNorm, RoPE and SwiGLU runs as PyTorch's composite ops, one
                             kernel per op through HBM, instead of one fused kernel each
                             (docs/models.md, "Eager and compiled pointwise kernels") */
+    bool sp_dtensor;     /* with sp: PyTorch DTensor's sequence parallelism, whose autograd
+                            keeps the gathered input of a column-parallel GEMM (QKV, MLP up,
+                            LM head) where Megatron keeps its sequence shard and gathers it
+                            again in backward (docs/models.md, "Activation memory") */
+    bool fused_loss;     /* the cross entropy as one fused kernel each way (torch.compile's):
+                            it reads the 16-bit logits, keeps them (not an fp32 softmax) and
+                            writes the 16-bit gradient (docs/models.md, "Loss") */
     const model_moe_load *moe; /* MoE layers' routed load; NULL = uniform routing: each of the
                                   experts/ep local experts processes T·top_k·ep/experts
                                   tokens, T = b·s the rank's own tokens (docs/models.md) */
@@ -297,7 +304,8 @@ double model_head_activation_bytes(const model_spec *m, const model_shape *sh);
  * docs/models.md, "Head"). Megatron's vocab-parallel cross entropy (`inplace`) computes the
  * fp32 gradient in place of the softmax it kept: *during = 0. PyTorch's
  * F.cross_entropy(logits.float()) holds the gradients of the log-softmax output and of its
- * input, both fp32, while "loss.bwd" runs: *during = 8 bytes per logit. After it either
+ * input, both fp32, while "loss.bwd" runs: *during = 8 bytes per logit; compiled
+ * (model_shape.fused_loss) it writes the 16-bit gradient directly: *during = 0. After it either
  * holds the 16-bit gradient of the logits until the LM head's backward has consumed it
  * (*after = e_a per logit). */
 void model_loss_grad_bytes(const model_spec *m, const model_shape *sh, bool inplace,

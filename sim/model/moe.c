@@ -178,8 +178,9 @@ double model_moe_layer_activation_bytes(const model_spec *m, const model_shape *
     /* attention block, norm2 input */
     x += model__attn_activation_bytes(&D, rc);
     /* router, gate, permutation */
-    x += ea * Tn_h;                     /* router input = norm2 output (also the permute's and
-                                           the shared experts' input; SP: shard, re-gathered) */
+    x += ea * D.Tg * h;                 /* router input = norm2 output (also the permute's and
+                                           the shared experts' input; Megatron's SP: shard,
+                                           re-gathered; DTensor's: gathered) */
     x += FP32_BYTES * T * (double)D.E;  /* fp32 router probabilities: softmax backward */
     x += T * K * (TOKEN_ID_BYTES + FP32_BYTES); /* chosen experts and their weights */
     x += ea * T * K * h;                /* returned expert rows: the weights' gradient */

@@ -518,6 +518,9 @@ void plan__init_gen(gen *g, plan *p, bool sharing)
                           .dtype = sc->training.precision,
                           .flash_attention = sc->training.flash_attention,
                           .eager = !sc->training.compile,
+                          .fused_loss = sc->training.cross_entropy == PLAN_CE_COMPILED,
+                          .sp_dtensor = sc->parallel.sp &&
+                                        sc->parallel.sp_implementation == PLAN_SP_DTENSOR,
                           .ft = plan__finetune_of(&sc->training)};
     g->wbytes =
         sc->training.precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(sc->training.precision);

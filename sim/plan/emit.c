@@ -254,6 +254,43 @@ static void tp_collective(gen *g, const tp_point *t, const char *name, int layer
     g->have_pending = true;
 }
 
+/* DTensor's sequence parallelism (parallel.sp_implementation: dtensor) on [b, s, h]
+ * activations: PyTorch's functional collectives gather and scatter along dimension 1 by
+ * concatenating the all-gather's chunks after it (torch.cat(torch.chunk(out, t), dim=1))
+ * and the reduce-scatter's input chunks before it: a copy of the whole 2bsh tensor, read
+ * and written, on the compute stream. The all-reduces (the loss's, and TP without SP) have
+ * no dimension to rearrange. */
+static bool sp_copies(const gen *g, const tp_point *t)
+{
+    return t && g->sc->parallel.sp_implementation == PLAN_SP_DTENSOR &&
+           (t->op == COLL_ALL_GATHER || t->op == COLL_REDUCE_SCATTER);
+}
+
+/* The copy of the 2bsh tensor of collective "tp.<name>" ("tp.<name>.copy"), after the
+ * latest compute kernel and `dep` when `have_dep`; it leaves the TP bookkeeping (pending,
+ * held) to the caller. */
+static void sp_copy(gen *g, const char *name, trace_phase phase, int layer, int mb,
+                    bool recompute, uint32_t dep, bool have_dep)
+{
+    char cname[64];
+    snprintf(cname, sizeof cname, "%stp.%s.copy", recompute ? "recompute." : "", name);
+    trace_op op = {
+        .kind = TRACE_OP_COMPUTE,
+        .stream = TRACE_STREAM_COMPUTE,
+        .phase = (uint8_t)phase,
+        .cls = HW_OP_VECTOR,
+        .dtype = (uint8_t)g->sh.dtype,
+        .recompute = recompute,
+        .layer = layer,
+        .microbatch = mb,
+        .name = trace_intern(g->t, cname),
+        .bytes = 2 * plan__tp_bytes(g, false),
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    g->last_compute = trace_add_op(g->t, g->rank, &op, have_dep ? &dep : NULL, have_dep);
+    g->have_compute = true;
+}
+
 /* Megatron's TP communication overlap (Transformer Engine's userbuffers, with SP), as
  * TE sets it up by default:
  *  - the all-gather feeding a GEMM (QKV and MLP-up forward, output-projection and MLP-down
@@ -312,10 +349,13 @@ static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, t
 /* SP's backward re-gather of a column-parallel GEMM's input (tp_point.wgrad): launched once
  * the kernel before the dgrad is done, not waited for by the dgrad; the next wgrad kernel
  * waits for it. Under LoRA the frozen base GEMM takes no weight gradient and the adapters'
- * own inputs are not modelled as gathered: no re-gather. */
+ * own inputs are not modelled as gathered: no re-gather. DTensor's SP has none either:
+ * autograd keeps the gathered input (model_shape.sp_dtensor), or the recomputation that
+ * rebuilds it gathers it again. */
 static void regather(gen *g, const tp_point *t, const char *name, int layer, int mb)
 {
-    if (g->sc->training.finetune.method != PLAN_FT_FULL)
+    if (g->sc->training.finetune.method != PLAN_FT_FULL ||
+        g->sc->parallel.sp_implementation == PLAN_SP_DTENSOR)
         return;
     g->gather = tp_add(g, t, name, ".input", layer, mb);
     g->have_gather = true;
@@ -357,7 +397,13 @@ static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model
         }
     }
     tp_collective(g, before, mo->name, layer, mb);
+    if (sp_copies(g, before)) { /* the gathered chunks concatenated: the kernel reads that */
+        sp_copy(g, mo->name, phase, layer, mb, recompute, g->pending, true);
+        g->have_pending = false;
+    }
     uint32_t idx = add_compute(g, mo, phase, layer, mb, recompute, deps, n_deps);
+    if (sp_copies(g, after)) /* the chunks along the sequence lined up for the reduce-scatter */
+        sp_copy(g, mo->name, phase, layer, mb, recompute, 0, false);
     tp_collective(g, after, mo->name, layer, mb);
     g->defer_pending = after && grad_overlap(g, mo, mph);
     return idx;

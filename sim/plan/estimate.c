@@ -167,6 +167,8 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     model_shape sh = {.micro_batch = tr->micro_batch, .seq_len = tr->seq_len, .tp = p->tp,
                       .sp = p->sp, .cp = p->cp, .dtype = tr->precision,
                       .flash_attention = tr->flash_attention, .eager = !tr->compile,
+                      .fused_loss = tr->cross_entropy == PLAN_CE_COMPILED,
+                      .sp_dtensor = p->sp && p->sp_implementation == PLAN_SP_DTENSOR,
                       .ep = p->ep,
                       .ft = plan__finetune_of(tr)};
     hw_gpu *gpu = hw_gpu_create(&sc->topology.gpu);

@@ -33,11 +33,14 @@ typedef enum plan_state_dtype {
 } plan_state_dtype;
 typedef enum plan_finetune { PLAN_FT_FULL, PLAN_FT_LORA, PLAN_FT_QLORA } plan_finetune;
 /* The loss's implementation (docs/models.md, "Head"): Megatron's vocab-parallel cross entropy
- * (the fp32 gradient in place of the kept softmax) or PyTorch's F.cross_entropy on fp32
- * logits (torchtitan, Hugging Face: two more fp32 logit-sized tensors in backward). */
+ * (the fp32 gradient in place of the kept softmax), PyTorch's F.cross_entropy on fp32
+ * logits (torchtitan, Hugging Face: two more fp32 logit-sized tensors in backward), or the
+ * same compiled by torch.compile (torchtitan since April 2025: one fused kernel each way,
+ * keeping the 16-bit logits, no fp32 tensor of the logits' size). */
 typedef enum plan_cross_entropy {
     PLAN_CE_VOCAB_PARALLEL,
-    PLAN_CE_PYTORCH
+    PLAN_CE_PYTORCH,
+    PLAN_CE_COMPILED
 } plan_cross_entropy;
 typedef enum plan_schedule {
     PLAN_SCHED_GPIPE,
@@ -58,6 +61,13 @@ typedef enum plan_fsdp_impl {
                        small parameters persistent */
 } plan_fsdp_impl;
 typedef enum plan_symmetry { PLAN_SYMMETRY_NONE, PLAN_SYMMETRY_DP } plan_symmetry;
+/* Whose sequence parallelism (docs/strategies.md, "Tensor and sequence parallelism"):
+ * Megatron's ([s, b, h] activations, split along the leading dimension NCCL's collectives
+ * cut; a linear layer keeps its input's shard and gathers it again for the weight gradient)
+ * or PyTorch DTensor's (torchtitan: [b, s, h] split along dimension 1, which PyTorch's
+ * functional collectives rearrange through a copy of the whole tensor; autograd keeps the
+ * gathered input, or the recomputation gathers it again). */
+typedef enum plan_sp_impl { PLAN_SP_MEGATRON, PLAN_SP_DTENSOR } plan_sp_impl;
 /* How symmetry times the collectives that span replicas (docs/scenario-format.md). */
 typedef enum plan_symmetry_coll {
     PLAN_SYMCOLL_ESTIMATE, /* the selector's cost model on the real topology, as if alone */
@@ -148,6 +158,7 @@ typedef struct plan_parallel {
     } pipeline;
     bool tp_comm_overlap;
     bool tp_grad_overlap;
+    plan_sp_impl sp_implementation;
     struct {
         plan_offload optimizer;
         plan_offload params;      /* ZeRO-3: the 16-bit shards live in host memory */

@@ -182,6 +182,16 @@ static void blocking(streams *st, double *stream, double dur)
     st->issued++;
 }
 
+/* DTensor SP's copy of a 2bsh tensor (emit.c sp_copy): a kernel after the
+ * latest one and `dep`, slowed like the others by the collectives beside it. */
+static void copy_kernel(const cand_ctx *c, streams *st, double dep)
+{
+    model_op mo = {.cls = HW_OP_VECTOR, .bytes = 2 * plan__tp_bytes(c->g, false)};
+    double start = fmax(st->lc, dep);
+    st->lc = start + slowed(start, kernel_s(c, &mo), fmax(st->tp, fmax(st->ep, st->cp)), c->ci);
+    st->issued++;
+}
+
 /* One kernel with its TP collectives (emit_kernel's rules). */
 static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_phase ph,
                    bool op_recompute)
@@ -195,8 +205,9 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
         after = false;
     bool wk = plan__ends_with(mo->name, ".wgrad");
     double dur = kernel_s(c, mo);
+    bool copies = c->sc->parallel.sp_implementation == PLAN_SP_DTENSOR;
     if (before && bw) {
-        if (c->sc->training.finetune.method == PLAN_FT_FULL) {
+        if (c->sc->training.finetune.method == PLAN_FT_FULL && !copies) { /* emit.c regather */
             st->tp = fmax(st->tp, st->lc) + tp_coll(c, bop, bl, 1);
             st->gather = st->tp;
             st->have_gather = true;
@@ -239,11 +250,19 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
         }
         return;
     }
-    if (before)
+    if (before) {
         blocking(st, &st->tp, tp_coll(c, bop, bl, 1));
+        if (copies && (bop == COLL_ALL_GATHER || bop == COLL_REDUCE_SCATTER)) {
+            copy_kernel(c, st, st->pending);
+            st->have_pending = false;
+        }
+    }
     run_kernel(st, dur, wk, c->ci);
-    if (after)
+    if (after) {
+        if (copies && (aop == COLL_ALL_GATHER || aop == COLL_REDUCE_SCATTER))
+            copy_kernel(c, st, 0);
         blocking(st, &st->tp, tp_coll(c, aop, al, 1));
+    }
     st->defer = after && c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&
                 plan__ends_with(mo->name, ".dgrad");
 }

@@ -1280,6 +1280,54 @@ def tp():
             rs = [y for y in x if y["name"] == b"tp.proj" and y["kind"] == b"reduce_scatter"]
             check(len(pr) == 4 and len(rs) >= 4 and all(y["bytes"] == 524288 / 4 for y in rs),
                   "proj: 4 pieces and 4 reduce-scatters of 131,072 bytes: %d %d" % (len(pr), len(rs)))
+    # DTensor's SP (sp_implementation: dtensor) on [b, s, h] activations: each SP
+    # collective's 2bsh = 524,288-byte tensor is copied once on the compute stream (read and
+    # written: 1,048,576 bytes), after every all-gather and before every reduce-scatter; and
+    # autograd keeps each column-parallel GEMM's gathered input, so backward gathers none
+    # again. Per step on the 2-layer model: forward, per layer the all-gathers before QKV and
+    # MLP-up and the reduce-scatters after the projection and MLP-down (8), the embedding's
+    # reduce-scatter and the LM head's all-gather (2); backward, the LM head's
+    # input-gradient reduce-scatter (1), per layer 2 all-gathers and 2 reduce-scatters (8),
+    # the embedding weight gradient's all-gather (1): 20 copies. With tp_comm_overlap the 18
+    # collectives fused with their GEMM (the 4 per layer each way, the LM head's 2) copy
+    # nothing: the embedding's 2 are left. Without the 5 re-gathers (262,144 bytes each) the
+    # TP bytes are SP's without them, as many as without SP: 5,255,168. The copy after the
+    # all-gather before QKV starts when that gather and the norm before it have both ended,
+    # and QKV starts when the copy ends.
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        for over, want_n in (("false", 20), ("true", 2)):
+            h5 = os.path.join(tmp, "bf%s.h5" % over)
+            rc, out, err = run("run", ddp, *base, "--set", "parallel.sp=true", "--set",
+                               "parallel.sp_implementation=dtensor", "--set",
+                               "parallel.tp_comm_overlap=" + over, "-o", h5, "--json")
+            check(rc == 0, "sp_implementation dtensor, overlap %s: %s" % (over, err))
+            if rc != 0:
+                continue
+            check(json.loads(out).get("comm_bytes_per_gpu", {}).get("tp") == want,
+                  "dtensor: no re-gathers: %s" % json.loads(out).get("comm_bytes_per_gpu"))
+            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+            x = t[(t["rank"] == 0) & (t["step"] == t["step"].max())]
+            cp = [y for y in x if y["name"].endswith(b".copy")]
+            check(len(cp) == want_n and all(y["bytes"] == 1048576 for y in cp),
+                  "overlap %s: %d copies of 1,048,576 bytes: %d %s" % (
+                      over, want_n, len(cp), sorted(set(y["bytes"] for y in cp))))
+            if over == "false":
+                f0 = x[(x["layer"] == 0) & (x["phase"] == b"fwd")]
+                ag = [y for y in x if y["name"] == b"tp.qkv" and y["layer"] == 0 and
+                      y["kind"] == b"all_gather"]
+                c = [y for y in f0 if y["name"] == b"tp.qkv.copy"]
+                q = [y for y in f0 if y["name"] == b"qkv"]
+                norm = [y for y in f0 if y["name"] == b"norm1"]
+                check(len(ag) >= 1 and len(c) == 1 and len(q) == 1 and len(norm) == 1 and
+                      c[0]["start_s"] == max(min(a["end_s"] for a in ag), norm[0]["end_s"]) and
+                      q[0]["start_s"] == c[0]["end_s"],
+                      "gather, copy, QKV in order: %s %s %s" % (ag[:1], c, q))
+    # Without SP the implementation changes nothing (the framework's, kept for the plan's SP
+    # candidates): the same JSON
+    a = run_json(ddp, *base)
+    b = run_json(ddp, *base, "--set", "parallel.sp_implementation=dtensor")
+    check(a == b, "dtensor without SP: the same results")
     # The asynchronous input-gradient collective (tp_grad_overlap): in backward, each
     # column-parallel GEMM's dgrad all-reduce (SP: reduce-scatter) starts when the dgrad ends
     # and its wgrad starts at the same instant beside it; the kernel after the wgrad waits

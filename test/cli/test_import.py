@@ -7,7 +7,7 @@ ecosystem's language").
 MODE: hf (Hugging Face config.json as the model), frameworks (stepsim import and
       parallel.from), html (stepsim report --html, rendered in headless Chromium)
 Each expected number is derived in a comment next to it."""
-import json, os, shutil, subprocess, sys, tempfile
+import json, os, re, shutil, subprocess, sys, tempfile
 
 mode, stepsim, root = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 failures = checks = 0
@@ -157,6 +157,38 @@ def frameworks():
             sets = [x for e in extra for x in ("--set", e)]
             rc, o, err = run("run", out, *sets, "--steps", "1", "--json")
             check(rc == 0 and json.loads(o).get("status") in ("ok", "oom"), "%s runs: %s" % (name, err[-300:]))
+    # torchtitan's loss is PyTorch's cross entropy, compiled with the model when compiling
+    # and "loss" is among compile.components (the default) or with the older
+    # training.compile (which has compiled the loss too since April 2025)
+    src = open(os.path.join(fw, "torchtitan_llama3_8b.toml")).read()
+    assert 'enable = false\ncomponents = ["model", "loss"]' in src
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, (old, new, want) in enumerate((
+                ("", "", "pytorch"),
+                ("enable = false", "enable = true", "compiled"),
+                ('enable = false\ncomponents = ["model", "loss"]', 'enable = true\ncomponents = ["model"]', "pytorch"),
+                ('[compile]\nenable = false\ncomponents = ["model", "loss"]', "", "pytorch"),
+                ('[compile]\nenable = false\ncomponents = ["model", "loss"]', "", "compiled"))):
+            text = src.replace(old, new) if old else src
+            if k == 4:
+                text = text.replace("local_batch_size = 1", "local_batch_size = 1\ncompile = true")
+            cfg, out = os.path.join(tmp, "t%d.toml" % k), os.path.join(tmp, "t%d.yaml" % k)
+            open(cfg, "w").write(text)
+            rc, o, err = run("import", "torchtitan", cfg, "--topology", os.path.join(topo, "dgx-h100.yaml"),
+                             "-o", out)
+            got = re.search(r"cross_entropy: (\w+)", open(out).read()) if rc == 0 else None
+            check(got and got.group(1) == want, "torchtitan loss %d: %s (want %s) %s" % (
+                k, got and got.group(1), want, err))
+        # its TP is DTensor's: SP on the [b, s, h] layout, the input-gradient reduce-scatter
+        # after both GEMMs
+        cfg, out = os.path.join(tmp, "tp.toml"), os.path.join(tmp, "tp.yaml")
+        open(cfg, "w").write(src.replace("tensor_parallel_degree = 1", "tensor_parallel_degree = 8"))
+        rc, o, err = run("import", "torchtitan", cfg, "--topology", os.path.join(topo, "dgx-h100.yaml"),
+                         "-o", out)
+        text = open(out).read() if rc == 0 else ""
+        check(rc == 0 and all(re.search(r"^  %s: %s\b" % kv, text, re.M) for kv in (
+            ("tp", "8"), ("sp", "true"), ("sp_implementation", "dtensor"), ("tp_grad_overlap", "false"))),
+              "torchtitan TP: %s %s" % (err, re.findall(r"^  (?:tp|sp)\w*: .*$", text, re.M)))
     # the Megatron line describes GPT-3 175B itself: the imported model is the workload's
     # (workloads/gpt3-175b.yaml: the same sizes, GeLU, LayerNorm, learned positions, biases,
     # tied embeddings, dropout 0.1, GPT-2's 50,257 tokens)

@@ -306,6 +306,17 @@ static void test_llama_gemms(void)
     CHECK_NEAR(find(&l, "loss.bwd")->bytes, 8192.0 * 128256 * 14, 0, 0);
     CHECK_INT_EQ(find(&l, "lm_head.wgrad")->grad_params, 525336576);
     CHECK_NEAR(find(&l, "lm_head.dgrad")->model_flops, 8607114461184.0, 0, 0);
+    /* Compiled (torch.compile's F.cross_entropy(logits.float())): two reductions over the
+     * bf16 logits forward (read 2 each) = 4 bytes per logit; backward one kernel reading the
+     * logits and writing the bf16 gradient = 4. The FLOPs do not change. */
+    double loss_flops = find(&l, "loss.bwd")->flops;
+    sh.fused_loss = true;
+    model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "loss")->bytes, 8192.0 * 128256 * 4, 0, 0);
+    model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "loss.bwd")->bytes, 8192.0 * 128256 * 4, 0, 0);
+    CHECK_NEAR(find(&l, "loss.bwd")->flops, loss_flops, 0, 0);
+    sh.fused_loss = false;
     /* Embedding: gathers have no FLOPs; its backward carries the table's gradients. */
     model_block_ops(&m, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_FWD, &l);
     CHECK_INT_EQ(l.n, 1);
@@ -561,6 +572,28 @@ static void test_generalised_activations(void)
     sh.tp = 2, sh.sp = true;
     CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 69696.0 * 4096, 0,
                0);
+    /* DTensor's SP keeps the QKV and mlp_up inputs gathered (8192 per token each, not 4096):
+     * 69,696 + 2 x 4096 = 77,888 per token; so does selective recompute (69,632 + 8192 =
+     * 77,824). Full and per-op recompute keep no GEMM input: unchanged (the layer input's
+     * shard, 4096; the per-op policy's saved outputs). The head keeps the LM head's input
+     * gathered: + 4096 x 2 x 4096 / 2 = 16,777,216. */
+    double head_sp = model_head_activation_bytes(&m, &sh);
+    double full_sp = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL);
+    double op_sp = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_OP);
+    sh.sp_dtensor = true;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 77888.0 * 4096, 0,
+               0);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_SELECTIVE),
+               77824.0 * 4096, 0, 0);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL), full_sp, 0, 0);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_OP), op_sp, 0, 0);
+    CHECK_NEAR(model_head_activation_bytes(&m, &sh), head_sp + 16777216.0, 0, 0);
+    /* without SP the flag means nothing */
+    sh.sp = false;
+    double no_sp = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE);
+    sh.sp_dtensor = false;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), no_sp, 0, 0);
+    sh.sp = true;
     /* TP 16 > 8 KV heads: each rank keeps one whole KV head (replicated), so K and V are
      * 2 x 2 x 128 per token instead of 2 x 2 x 64; Q 2 x 2 x 128 (2 query heads); the
      * replicated part with SP is 34-style /16. Per token: norm1, qkv in, norm2, up in:
@@ -594,6 +627,25 @@ static void test_generalised_activations(void)
     /* TP 8 with SP: inputs sequence-sharded, logits vocabulary-sharded: all / 8. */
     sh.tp = 8, sh.sp = true;
     CHECK_NEAR(model_head_activation_bytes(&m, &sh), 2168455168.0 / 8, 0, 0);
+    /* The compiled loss keeps the bf16 logits instead of the fp32 softmax: 4096 x (16384 +
+     * 2 x 128256) = 1,117,782,016 (all / 8 with TP 8 and SP, as above). While its backward
+     * runs it holds nothing more (it writes the bf16 gradient directly), PyTorch's eager one
+     * two fp32 gradients (8 bytes per logit), Megatron's in-place one nothing; after it,
+     * each holds the bf16 gradient until the LM head's backward: 2 bytes per logit. */
+    sh.fused_loss = true;
+    CHECK_NEAR(model_head_activation_bytes(&m, &sh), 1117782016.0 / 8, 0, 0);
+    sh.tp = 1, sh.sp = false;
+    CHECK_NEAR(model_head_activation_bytes(&m, &sh), 1117782016.0, 0, 0);
+    double during, after;
+    model_loss_grad_bytes(&m, &sh, false, &during, &after);
+    CHECK_NEAR(during, 0, 0, 0);
+    CHECK_NEAR(after, 2.0 * 4096 * 128256, 0, 0);
+    sh.fused_loss = false;
+    model_loss_grad_bytes(&m, &sh, false, &during, &after);
+    CHECK_NEAR(during, 8.0 * 4096 * 128256, 0, 0);
+    model_loss_grad_bytes(&m, &sh, true, &during, &after);
+    CHECK_NEAR(during, 0, 0, 0);
+    CHECK_NEAR(after, 2.0 * 4096 * 128256, 0, 0);
     /* A GPT with embedding dropout also keeps the 1-byte mask: 8 + 12288 per token. */
     model_spec g = gpt(96, 12288, 96, 50257, 2048);
     sh = shape(1, 2048, 1, false, false);

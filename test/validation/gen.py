@@ -344,13 +344,27 @@ B200_TOPO = """topology:
 TT_NOTE = """# Mapped (docs/validation.md): FSDP2 as ZeRO-3 (parallel.zero 3) resharding after forward,
 # prefetching one layer; bf16 parameters and compute with fp32 gradient reduction
 # (torchtitan's default mixed_precision_reduce: float32), fp32 master weights and Adam;
-# TP with sequence parallelism (torchtitan's SequenceParallel norms), the input-gradient
-# reduce-scatter not beside the weight-gradient GEMM (DTensor's backward runs it after both
-# GEMMs: the same serial time), async TP as tp_comm_overlap; flash attention; torchtitan's
+# TP with sequence parallelism (torchtitan's SequenceParallel norms) as DTensor runs it
+# (sp_implementation: dtensor: a copy of the [b, s, h] tensor at each SP collective, the
+# gathered inputs kept for the weight gradients), the
+# input-gradient reduce-scatter not beside the weight-gradient GEMM (DTensor's backward runs
+# it after both GEMMs: the same serial time), async TP as tp_comm_overlap; flash attention; torchtitan's
 # per-op selective checkpointing as recompute: op, its per-layer one (every second layer in
 # full) as recompute: full with recompute_every: 2; eager runs as training.compile: false
 # (PyTorch's composite norms, RoPE and SwiGLU), torch.compile ones as true (fused); the loss
-# is PyTorch's cross entropy on fp32 logits (torchtitan compiles the blocks, not the loss)."""
+# is PyTorch's cross entropy on fp32 logits, compiled with the blocks where the run's
+# torchtitan did so (from April 2025: the 3b rows and the B200 row, cross_entropy: compiled),
+# else as eager PyTorch runs it (cross_entropy: pytorch)."""
+
+
+# torchtitan compiles the loss with the model since 2025-04-02 (pytorch/torchtitan bbb1b616,
+# build_loss_fn: torch.compile(loss_fn) when training.compile is on); before, the loss's
+# compile was commented out (e.g. at 9dec370). The runs by their torchtitan: 3a at 9dec370
+# (2024-12-26), 3b at 820504e (2025-06-13; its benchmark file's version table), 3e's H100 row
+# torchtitan 0.0.2 with torch 2.7.0a0 and torchao 0.10.0+git890e0ac8 (2025-02-28), 3e's B200 row
+# at 6fc499f (2025-08-14; the torchao mx_formats README); 3c ran eager.
+def loss_compiled(r):
+    return "compile" in r["techniques"] and (r["table"] == "3b" or r["gpu"].startswith("b200"))
 
 TT_GPU_NOTE = {
     "gt": "# The GPU: Grand Teton's 96 GB HBM2e H100 at 500 W (topologies/gpus/h100-96gb-500w.yaml,\n"
@@ -379,7 +393,7 @@ for r in rows("torchtitan_llama.csv"):
     topo = {"gt": GT_TOPO, "a100": A100_TOPO, "h100": H100_TOPO, "b200": B200_TOPO}[TT_GPU[r["gpu"]]]
     tp_keys = ""
     if tp > 1:
-        tp_keys = "  tp: %d\n  sp: true\n  tp_comm_overlap: %s\n  tp_grad_overlap: false\n" % (
+        tp_keys = "  tp: %d\n  sp: true\n  sp_implementation: dtensor\n  tp_comm_overlap: %s\n  tp_grad_overlap: false\n" % (
             tp, "true" if "async TP" in r["techniques"] else "false")
     text = """# torchtitan table {t}, {src}:
 # {m} on {g} {gpu}, FSDP {f} TP {tp},
@@ -398,7 +412,7 @@ training:
   {rc}
   flash_attention: true
   compile: {compile}
-  cross_entropy: pytorch
+  cross_entropy: {ce}
 {kernel}parallel:
   dp: {f}
 {tpk}  zero: 3
@@ -411,7 +425,8 @@ simulation:
            gnote=TT_GPU_NOTE[TT_GPU[r["gpu"]]],
            name=name, topo=topo.format(nodes=nodes), rc=TT_AC[r["activation_checkpointing"]][1], tpk=tp_keys,
            kernel="  attention_kernel: fa2\n" if TT_GPU[r["gpu"]] in ("gt", "h100") else "",
-           compile="true" if "compile" in r["techniques"] else "false")
+           compile="true" if "compile" in r["techniques"] else "false",
+           ce="compiled" if loss_compiled(r) else "pytorch")
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 
