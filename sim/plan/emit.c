@@ -266,14 +266,15 @@ static bool sp_copies(const gen *g, const tp_point *t)
            (t->op == COLL_ALL_GATHER || t->op == COLL_REDUCE_SCATTER);
 }
 
-/* The copy of the 2bsh tensor of collective "tp.<name>" ("tp.<name>.copy"), after the
- * latest compute kernel and `dep` when `have_dep`; it leaves the TP bookkeeping (pending,
- * held) to the caller. */
-static void sp_copy(gen *g, const char *name, trace_phase phase, int layer, int mb,
-                    bool recompute, uint32_t dep, bool have_dep)
+/* A memory-bound kernel of DTensor's SP around collective "tp.<name>" ("tp.<name><suffix>":
+ * ".copy", ".reduce") moving `bytes`, after the latest compute kernel and `dep` when
+ * `have_dep`; it leaves the TP bookkeeping (pending, held) to the caller. */
+static void sp_kernel(gen *g, const char *name, const char *suffix, double bytes,
+                      trace_phase phase, int layer, int mb, bool recompute, uint32_t dep,
+                      bool have_dep)
 {
     char cname[64];
-    snprintf(cname, sizeof cname, "%stp.%s.copy", recompute ? "recompute." : "", name);
+    snprintf(cname, sizeof cname, "%stp.%s%s", recompute ? "recompute." : "", name, suffix);
     trace_op op = {
         .kind = TRACE_OP_COMPUTE,
         .stream = TRACE_STREAM_COMPUTE,
@@ -284,7 +285,7 @@ static void sp_copy(gen *g, const char *name, trace_phase phase, int layer, int 
         .layer = layer,
         .microbatch = mb,
         .name = trace_intern(g->t, cname),
-        .bytes = 2 * plan__tp_bytes(g, false),
+        .bytes = bytes,
         .duration_ps = TRACE_MEASURED_NONE,
     };
     g->last_compute = trace_add_op(g->t, g->rank, &op, have_dep ? &dep : NULL, have_dep);
@@ -300,7 +301,12 @@ static void sp_copy(gen *g, const char *name, trace_phase phase, int layer, int 
  *    all), and piece i waits for shift i;
  *  - the reduce-scatter after a GEMM (output projection and MLP down, forward) is a
  *    pipeline of TP_OVERLAP_SPLITS pieces: reduce-scatter piece i waits for GEMM piece i.
- * The smaller GEMM pieces run at their own, lower, efficiency and pay their own launches. */
+ * The smaller GEMM pieces run at their own, lower, efficiency and pay their own launches.
+ * With DTensor's SP the overlap is torch's async TP (symmetric memory), whose
+ * matmul + reduce-scatter computes one piece per rank (t), exchanges the partial chunks,
+ * and ends with one reduction kernel over the t chunks it received: it reads the whole
+ * GEMM output and writes its 1/t (torch/distributed/_symmetric_memory,
+ * _fused_matmul_reduce_scatter_impl), on the compute stream once the last chunk is in. */
 #define TP_OVERLAP_SPLITS 4
 
 static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, trace_phase phase,
@@ -309,7 +315,8 @@ static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, t
 {
     bool ring = t->before;
     SIM_ASSERT(!ring || t->op == COLL_ALL_GATHER, "ring exchange of a %d", (int)t->op);
-    int pieces = ring ? g->tp : TP_OVERLAP_SPLITS;
+    bool torch_rs = !ring && g->sc->parallel.sp_implementation == PLAN_SP_DTENSOR;
+    int pieces = ring || torch_rs ? g->tp : TP_OVERLAP_SPLITS;
     model_op piece = *mo;
     piece.flops /= pieces;
     piece.model_flops /= pieces;
@@ -343,6 +350,12 @@ static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, t
         g->pending = plan__add_coll_op(g, g->g_tp, t->op, bytes, cname, layer, mb, &idx, 1);
     }
     g->have_pending = true; /* the next kernel waits for the last piece */
+    if (torch_rs) { /* ... the reduction, which the next kernel follows */
+        double out = tp_bytes(g, t);
+        sp_kernel(g, mo->name, ".reduce", out * (1 + 1.0 / g->tp), phase, layer, mb, recompute,
+                  g->pending, true);
+        g->have_pending = false;
+    }
     return idx;
 }
 
@@ -398,12 +411,14 @@ static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model
     }
     tp_collective(g, before, mo->name, layer, mb);
     if (sp_copies(g, before)) { /* the gathered chunks concatenated: the kernel reads that */
-        sp_copy(g, mo->name, phase, layer, mb, recompute, g->pending, true);
+        sp_kernel(g, mo->name, ".copy", 2 * tp_bytes(g, before), phase, layer, mb, recompute,
+                  g->pending, true);
         g->have_pending = false;
     }
     uint32_t idx = add_compute(g, mo, phase, layer, mb, recompute, deps, n_deps);
     if (sp_copies(g, after)) /* the chunks along the sequence lined up for the reduce-scatter */
-        sp_copy(g, mo->name, phase, layer, mb, recompute, 0, false);
+        sp_kernel(g, mo->name, ".copy", 2 * tp_bytes(g, after), phase, layer, mb, recompute, 0,
+                  false);
     tp_collective(g, after, mo->name, layer, mb);
     g->defer_pending = after && grad_overlap(g, mo, mph);
     return idx;

@@ -182,11 +182,12 @@ static void blocking(streams *st, double *stream, double dur)
     st->issued++;
 }
 
-/* DTensor SP's copy of a 2bsh tensor (emit.c sp_copy): a kernel after the
- * latest one and `dep`, slowed like the others by the collectives beside it. */
-static void copy_kernel(const cand_ctx *c, streams *st, double dep)
+/* A memory-bound kernel of DTensor's SP moving `bytes` (emit.c sp_kernel: a copy of the
+ * 2bsh tensor, async TP's reduction): after the latest kernel and `dep`, slowed like the
+ * others by the collectives beside it. */
+static void sp_kernel(const cand_ctx *c, streams *st, double bytes, double dep)
 {
-    model_op mo = {.cls = HW_OP_VECTOR, .bytes = 2 * plan__tp_bytes(c->g, false)};
+    model_op mo = {.cls = HW_OP_VECTOR, .bytes = bytes};
     double start = fmax(st->lc, dep);
     st->lc = start + slowed(start, kernel_s(c, &mo), fmax(st->tp, fmax(st->ep, st->cp)), c->ci);
     st->issued++;
@@ -219,7 +220,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
         ((before && bop == COLL_ALL_GATHER && !after) ||
          (after && aop == COLL_REDUCE_SCATTER && !before))) {
         bool ring = before;
-        int pieces = ring ? g->tp : 4; /* emit.c's TP_OVERLAP_SPLITS */
+        int pieces = ring || copies ? g->tp : 4; /* emit.c's TP_OVERLAP_SPLITS; torch's t */
         model_op piece = *mo;
         piece.flops /= pieces;
         piece.bytes /= pieces;
@@ -247,20 +248,25 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
             st->have_pending = true;
             st->defer = c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&
                         plan__ends_with(mo->name, ".dgrad");
+            if (copies) { /* torch's reduction of the t partial chunks (emit_overlapped) */
+                double out = plan__tp_bytes(g, al);
+                sp_kernel(c, st, out * (1 + 1.0 / g->tp), st->pending);
+                st->have_pending = false;
+            }
         }
         return;
     }
     if (before) {
         blocking(st, &st->tp, tp_coll(c, bop, bl, 1));
         if (copies && (bop == COLL_ALL_GATHER || bop == COLL_REDUCE_SCATTER)) {
-            copy_kernel(c, st, st->pending);
+            sp_kernel(c, st, 2 * plan__tp_bytes(g, false), st->pending);
             st->have_pending = false;
         }
     }
     run_kernel(st, dur, wk, c->ci);
     if (after) {
         if (copies && (aop == COLL_ALL_GATHER || aop == COLL_REDUCE_SCATTER))
-            copy_kernel(c, st, 0);
+            sp_kernel(c, st, 2 * plan__tp_bytes(g, false), 0);
         blocking(st, &st->tp, tp_coll(c, aop, al, 1));
     }
     st->defer = after && c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&

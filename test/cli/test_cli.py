@@ -1290,7 +1290,11 @@ def tp():
     # input-gradient reduce-scatter (1), per layer 2 all-gathers and 2 reduce-scatters (8),
     # the embedding weight gradient's all-gather (1): 20 copies. With tp_comm_overlap the 18
     # collectives fused with their GEMM (the 4 per layer each way, the LM head's 2) copy
-    # nothing: the embedding's 2 are left. Without the 5 re-gathers (262,144 bytes each) the
+    # nothing: the embedding's 2 are left; and each of its 9 matmul + reduce-scatters (per
+    # layer the projection's and MLP-down's forward, QKV's and MLP-up's input gradients; the
+    # LM head's input gradient) runs as torch's: t = 2 GEMM pieces, then one reduction
+    # kernel over the 2 partial chunks received, reading the whole 524,288-byte output and
+    # writing half: 786,432 bytes. Without the 5 re-gathers (262,144 bytes each) the
     # TP bytes are SP's without them, as many as without SP: 5,255,168. The copy after the
     # all-gather before QKV starts when that gather and the norm before it have both ended,
     # and QKV starts when the copy ends.
@@ -1312,6 +1316,13 @@ def tp():
             check(len(cp) == want_n and all(y["bytes"] == 1048576 for y in cp),
                   "overlap %s: %d copies of 1,048,576 bytes: %d %s" % (
                       over, want_n, len(cp), sorted(set(y["bytes"] for y in cp))))
+            red = [y for y in x if y["name"].endswith(b".reduce")]
+            pr = [y for y in x if y["name"] == b"proj" and y["layer"] == 0 and y["phase"] == b"fwd"]
+            want_red, want_pr = (9, 2) if over == "true" else (0, 1)
+            check(len(red) == want_red and all(y["bytes"] == 786432 for y in red) and
+                  len(pr) == want_pr, "overlap %s: %d reductions of 786,432 bytes, %d proj "
+                  "pieces: %d %s %d" % (over, want_red, want_pr, len(red),
+                                        sorted(set(y["bytes"] for y in red)), len(pr)))
             if over == "false":
                 f0 = x[(x["layer"] == 0) & (x["phase"] == b"fwd")]
                 ag = [y for y in x if y["name"] == b"tp.qkv" and y["layer"] == 0 and
