@@ -1,5 +1,6 @@
 #!/usr/bin/python3
-"""Cross-checks outside the validation tables: Llama 3 405B on H100 (docs/validation.md):
+"""Cross-checks outside the validation tables (docs/validation.md): Llama 3 405B on H100, and
+PyTorch FSDP on 128 A100s (IBM's fms-fsdp):
 
     crosscheck.py STEPSIM SOURCE_ROOT
 
@@ -11,7 +12,13 @@ docs/performance.md) in plain 1F1B and interleaved with 2 and 4 virtual stages, 
 shipped scenarios: scenarios/bench/llama3.1-405b-16384xh100.yaml (8,192 tokens; the
 8,192-GPU row with 1,024 nodes and DP 64) and scenarios/llama3.1-405b-131k-16384xh100.yaml.
 Prints a Markdown table of TFLOP/s per GPU (stepsim's count, attention in full), the error
-against the paper, and the memory verdict. About 2 minutes on 2 cores."""
+against the paper, and the memory verdict.
+
+Then IBM's fms-fsdp runs (test/validation/data/ibm_fms_fsdp.csv: Llama 2 7B to 70B with PyTorch
+FSDP1 on 128 A100s, tokens/s per GPU), from gen.py's scenarios ibm-*-vela.yaml and
+ibm-*-ib.yaml: the same runs on the two networks that bracket the cluster's (two 100G links
+per node, IBM's description of Vela; DGX A100's 8 x 200 Gb/s). A second Markdown table: the
+simulated tokens/s per GPU and error on each. About 2 minutes on 2 cores in all."""
 import csv, json, os, subprocess, sys
 
 stepsim, root = sys.argv[1:3]
@@ -54,4 +61,26 @@ for r in rows:
     print("| %s | %s %s %s %s | %s | %s | %s |" % (
         format(int(r["gpus"]), ","), r["tp"], r["cp"], r["pp"], r["dp"],
         format(int(r["seq_len"]), ","), r["tflops_per_gpu"], " | ".join(cells)))
+    sys.stdout.flush()
+
+
+with open(os.path.join(root, "test", "validation", "data", "ibm_fms_fsdp.csv")) as f:
+    fms = list(csv.DictReader(l for l in f if not l.startswith("#")))
+print()
+print("| model | sharding | AC | batch per GPU | published | two 100G links per node | 8 x 200 Gb/s per node |")
+print("|---|---|---|---:|---:|---:|---:|")
+for r in fms:
+    cells = []
+    for net in ("vela", "ib"):
+        path = os.path.join(root, "test", "validation", "scenarios", "ibm-%s-%s.yaml" % (r["model"], net))
+        p = subprocess.run([stepsim, "run", path, "--json"], capture_output=True, text=True)
+        if p.returncode != 0:
+            sys.exit("%s: %s" % (path, p.stderr.strip().splitlines()[-1]))
+        d = json.loads(p.stdout)
+        tps = d["tokens_per_s"] / int(r["gpus"])
+        pub = float(r["tokens_per_s_per_gpu"])
+        cells.append("%.0f (%+.1f%%)%s" % (tps, 100 * (tps / pub - 1), "" if d["status"] == "ok" else ", " + d["status"]))
+        print("%s %s: %s" % (r["model"], net, cells[-1]), file=sys.stderr)
+    print("| %s | %s | %s | %s | %s | %s |" % (r["model"], r["sharding"], r["activation_checkpointing"],
+                                              r["batch_per_gpu"], r["tokens_per_s_per_gpu"], " | ".join(cells)))
     sys.stdout.flush()

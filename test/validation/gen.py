@@ -286,6 +286,80 @@ simulation:
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 
+# A cross-check, not a table (crosscheck.py): IBM's fms-fsdp runs, PyTorch FSDP1 on 128 A100s of
+# its Vela cluster, whose network the README does not give: IBM's description of Vela (2023)
+# gives each node two 100G Ethernet links (`vela`); the same rows on DGX A100's 8 x 200 Gb/s
+# (`ib`) bracket it. fms-fsdp's settings: FullyShardedDataParallel with bf16 parameters,
+# reduction and buffers (its bfSixteen policy), limit_all_gathers, backward prefetch;
+# checkpointing every block when on; SDPA (FlashAttention-2); eager; the loss PyTorch's cross
+# entropy.
+FMS_MODEL = {
+    "llama2-7b": "llama2-7b", "llama2-13b": "llama2-13b", "llama2-70b": "llama2-70b",
+    # the repository's 34b variant: CodeLlama-34B's shape
+    "llama2-34b": """
+  name: llama2-34b-fms
+  layers: 48
+  hidden: 8192
+  heads: 64
+  kv_heads: 8
+  head_dim: 128
+  ffn: 22016
+  vocab: 32000
+  activation: swiglu
+  norm: rmsnorm
+  position: rope
+  dropout: 0.0
+  tied_embeddings: false
+  max_seq_len: 4096""",
+}
+FMS_NICS = {"vela": "{count: 2, bandwidth: 100 Gb/s, latency: 3 us}",
+            "ib": "{count: 8, bandwidth: 200 Gb/s, latency: 2 us}"}
+
+for r in rows("ibm_fms_fsdp.csv"):
+    gpus, b, seq = int(r["gpus"]), int(r["batch_per_gpu"]), int(r["seq_len"])
+    for net, nics in FMS_NICS.items():
+        name = "ibm-%s-%s" % (r["model"], net)
+        text = """# Cross-check (crosscheck.py): foundation-model-stack/fms-fsdp README, {m} on {g} A100s,
+# {sh}, activation checkpointing {ac}, batch {b} per GPU, seq {seq}; published {t} tokens/s per GPU.
+# Network: {net}. docs/validation.md, "Cross-checks outside the tables".
+name: {name}
+topology:
+  name: a100-x{nodes}
+  gpu: a100-sxm-80gb
+  nodes: {nodes}
+  node:
+    gpus: 8
+    intra: {{kind: nvswitch, bandwidth: 300 GB/s, latency: 1 us, sharp: false}}
+    pcie: {{gen: 4, lanes: 16, switches: 4, sockets: 2, switch_lanes: 16}}
+    host: {{memory_bandwidth: 204.8 GB/s, socket_link: 144 GB/s}}
+    nics: {nics}
+  fabric: {{kind: fat-tree, oversubscription: 1, latency: 1 us, radix: 64}}
+model: {model}
+training:
+  seq_len: {seq}
+  global_batch: {gb}
+  micro_batch: {b}
+  precision: bf16
+  grad_dtype: bf16
+  recompute: {rc}
+  flash_attention: true
+  compile: false
+  cross_entropy: pytorch
+parallel:
+  dp: {g}
+  zero: 3
+  fsdp: {{implementation: fsdp1, hybrid_shard: {hybrid}, limit_all_gathers: true}}
+simulation:
+  steps: 1
+  timeline: false
+""".format(m=r["model"], g=gpus, sh=r["sharding"], ac=r["activation_checkpointing"], b=b, seq=seq,
+           t=r["tokens_per_s_per_gpu"], name=name, nodes=gpus // 8, nics=nics,
+           net="two 100G links per node (IBM's Vela)" if net == "vela" else "8 x 200 Gb/s per node (DGX A100)",
+           model=FMS_MODEL[r["model"]], gb=gpus * b, rc="full" if r["activation_checkpointing"] == "True" else "none",
+           hybrid="true" if r["sharding"] == "HSDP" else "false")
+        open(os.path.join(out, name + ".yaml"), "w").write(text)
+
+
 # torchtitan (pytorch/torchtitan benchmarks and docs/performance.md, pytorch/ao READMEs): FSDP2
 # and FSDP2 + TP runs of Llama models, one scenario per distinct configuration, eager
 # (training.compile: false) and torch.compile runs apart.
