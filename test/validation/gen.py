@@ -323,18 +323,7 @@ for r in rows("ibm_fms_fsdp.csv"):
 # {sh}, activation checkpointing {ac}, batch {b} per GPU, seq {seq}; published {t} tokens/s per GPU.
 # Network: {net}. docs/validation.md, "Cross-checks outside the tables".
 name: {name}
-topology:
-  name: a100-x{nodes}
-  gpu: a100-sxm-80gb
-  nodes: {nodes}
-  node:
-    gpus: 8
-    intra: {{kind: nvswitch, bandwidth: 300 GB/s, latency: 1 us, sharp: false}}
-    pcie: {{gen: 4, lanes: 16, switches: 4, sockets: 2, switch_lanes: 16}}
-    host: {{memory_bandwidth: 204.8 GB/s, socket_link: 144 GB/s}}
-    nics: {nics}
-  fabric: {{kind: fat-tree, oversubscription: 1, latency: 1 us, radix: 64}}
-model: {model}
+{topo}model: {model}
 training:
   seq_len: {seq}
   global_batch: {gb}
@@ -353,7 +342,9 @@ simulation:
   steps: 1
   timeline: false
 """.format(m=r["model"], g=gpus, sh=r["sharding"], ac=r["activation_checkpointing"], b=b, seq=seq,
-           t=r["tokens_per_s_per_gpu"], name=name, nodes=gpus // 8, nics=nics,
+           t=r["tokens_per_s_per_gpu"], name=name,
+           topo=A100_TOPO.format(nodes=gpus // 8).replace("dgx-a100", "a100").replace(
+               "nics: " + FMS_NICS["ib"], "nics: " + nics),
            net="two 100G links per node (IBM's Vela)" if net == "vela" else "8 x 200 Gb/s per node (DGX A100)",
            model=FMS_MODEL[r["model"]], gb=gpus * b, rc="full" if r["activation_checkpointing"] == "True" else "none",
            hybrid="true" if r["sharding"] == "HSDP" else "false")
