@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Cross-checks outside the validation tables (docs/validation.md): Llama 3 405B on H100, and
-PyTorch FSDP on 128 A100s (IBM's fms-fsdp):
+PyTorch FSDP on 128 A100s and 96 H100s (IBM's fms-fsdp):
 
     crosscheck.py STEPSIM SOURCE_ROOT
 
@@ -15,10 +15,9 @@ Prints a Markdown table of TFLOP/s per GPU (stepsim's count, attention in full),
 against the paper, and the memory verdict.
 
 Then IBM's fms-fsdp runs (test/validation/data/ibm_fms_fsdp.csv: Llama 2 7B to 70B with PyTorch
-FSDP1 on 128 A100s, tokens/s per GPU), from gen.py's scenarios ibm-*-vela.yaml and
-ibm-*-ib.yaml: the same runs on the two networks that bracket the cluster's (two 100G links
-per node, IBM's description of Vela; DGX A100's 8 x 200 Gb/s). A second Markdown table: the
-simulated tokens/s per GPU and error on each. About 2 minutes on 2 cores in all."""
+FSDP1 on 128 A100s and 96 H100s, tokens/s per GPU), from gen.py's scenarios ibm-*.yaml: a
+second Markdown table of the simulated tokens/s per GPU, the error, the exposed communication
+and the peak memory. About 2 minutes on 2 cores in all."""
 import csv, json, os, subprocess, sys
 
 stepsim, root = sys.argv[1:3]
@@ -67,20 +66,20 @@ for r in rows:
 with open(os.path.join(root, "test", "validation", "data", "ibm_fms_fsdp.csv")) as f:
     fms = list(csv.DictReader(l for l in f if not l.startswith("#")))
 print()
-print("| model | sharding | AC | batch per GPU | published | two 100G links per node | 8 x 200 Gb/s per node |")
-print("|---|---|---|---:|---:|---:|---:|")
+print("| GPUs | model | sharding | checkpointing | published | simulated | exposed comm (s) | peak (GiB) |")
+print("|---|---|---|---|---:|---:|---:|---:|")
 for r in fms:
-    cells = []
-    for net in ("vela", "ib"):
-        path = os.path.join(root, "test", "validation", "scenarios", "ibm-%s-%s.yaml" % (r["model"], net))
-        p = subprocess.run([stepsim, "run", path, "--json"], capture_output=True, text=True)
-        if p.returncode != 0:
-            sys.exit("%s: %s" % (path, p.stderr.strip().splitlines()[-1]))
-        d = json.loads(p.stdout)
-        tps = d["tokens_per_s"] / int(r["gpus"])
-        pub = float(r["tokens_per_s_per_gpu"])
-        cells.append("%.0f (%+.1f%%)%s" % (tps, 100 * (tps / pub - 1), "" if d["status"] == "ok" else ", " + d["status"]))
-        print("%s %s: %s" % (r["model"], net, cells[-1]), file=sys.stderr)
-    print("| %s | %s | %s | %s | %s | %s |" % (r["model"], r["sharding"], r["activation_checkpointing"],
-                                              r["batch_per_gpu"], r["tokens_per_s_per_gpu"], " | ".join(cells)))
+    gpu = "a100" if r["gpu"].startswith("a100") else "h100"
+    path = os.path.join(root, "test", "validation", "scenarios", "ibm-%s-%s.yaml" % (gpu, r["model"]))
+    p = subprocess.run([stepsim, "run", path, "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("%s: %s" % (path, p.stderr.strip().splitlines()[-1]))
+    d = json.loads(p.stdout)
+    tps = d["tokens_per_s"] / int(r["gpus"])
+    pub = float(r["tokens_per_s_per_gpu"])
+    cell = "%.0f (%+.1f%%)%s" % (tps, 100 * (tps / pub - 1), "" if d["status"] == "ok" else ", " + d["status"])
+    print("%s %s: %s" % (gpu, r["model"], cell), file=sys.stderr)
+    print("| %s %s | %s | %s | %s | %.0f | %s | %.2f | %.1f |" % (
+        r["gpus"], gpu.upper(), r["model"], r["sharding"], r["activation_checkpointing"], pub, cell,
+        sum(d["exposed_comm_s"].values()), d["peak_mem_bytes"] / 2**30))
     sys.stdout.flush()

@@ -286,16 +286,16 @@ simulation:
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 
-# A cross-check, not a table (crosscheck.py): IBM's fms-fsdp runs, PyTorch FSDP1 on 128 A100s of
-# its Vela cluster, whose network the README does not give: IBM's description of Vela (2023)
-# gives each node two 100G Ethernet links (`vela`); the same rows on DGX A100's 8 x 200 Gb/s
-# (`ib`) bracket it. fms-fsdp's settings: FullyShardedDataParallel with bf16 parameters,
-# reduction and buffers (its bfSixteen policy), limit_all_gathers, backward prefetch;
-# checkpointing every block when on; SDPA (FlashAttention-2); eager; the loss PyTorch's cross
+# A cross-check, not a table (crosscheck.py): IBM's fms-fsdp runs, PyTorch FSDP1 on 128 A100s
+# and 96 H100s (data/ibm_fms_fsdp.csv). The README gives each node's network as 400 Gb/s (A100)
+# and 800 Gb/s (H100), not how many links: two each (an assumption; the aggregate is what FSDP's
+# rings see), on a non-blocking fabric, the nodes otherwise DGX-like. fms-fsdp's settings:
+# FullyShardedDataParallel with bf16 parameters, reduction and buffers (its bfSixteen policy),
+# limit_all_gathers, backward prefetch; SDPA (FlashAttention-2); eager; the loss PyTorch's cross
 # entropy.
 FMS_MODEL = {
     "llama2-7b": "llama2-7b", "llama2-13b": "llama2-13b", "llama2-70b": "llama2-70b",
-    # the repository's 34b variant: CodeLlama-34B's shape
+    # fms-fsdp's 34b variant (fms_fsdp/utils/config_utils.py)
     "llama2-34b": """
   name: llama2-34b-fms
   layers: 48
@@ -312,16 +312,28 @@ FMS_MODEL = {
   tied_embeddings: false
   max_seq_len: 4096""",
 }
-FMS_NICS = {"vela": "{count: 2, bandwidth: 100 Gb/s, latency: 3 us}",
-            "ib": "{count: 8, bandwidth: 200 Gb/s, latency: 2 us}"}
+FMS_AC = {"none": "recompute: none", "full": "recompute: full",
+          "every 2nd block": "recompute: full\n  recompute_every: 2"}
+
+
+def fms_topo(gpu, nodes):
+    """A DGX-like node of `gpu` with the README's bandwidth per node on two links."""
+    if gpu == "a100-sxm-80gb":
+        t, dgx, nics = A100_TOPO, "nics: {count: 8, bandwidth: 200 Gb/s, latency: 2 us}", \
+            "nics: {count: 2, bandwidth: 200 Gb/s, latency: 2 us}"
+    else:
+        t, dgx, nics = H100_TOPO, "nics: {count: 8, bandwidth: 400 Gb/s, latency: 2 us}", \
+            "nics: {count: 2, bandwidth: 400 Gb/s, latency: 2 us}"
+    t = t.format(nodes=nodes).replace("dgx-", "ibm-").replace(dgx, nics)
+    return t.replace("rail-optimized", "fat-tree")
+
 
 for r in rows("ibm_fms_fsdp.csv"):
     gpus, b, seq = int(r["gpus"]), int(r["batch_per_gpu"]), int(r["seq_len"])
-    for net, nics in FMS_NICS.items():
-        name = "ibm-%s-%s" % (r["model"], net)
-        text = """# Cross-check (crosscheck.py): foundation-model-stack/fms-fsdp README, {m} on {g} A100s,
-# {sh}, activation checkpointing {ac}, batch {b} per GPU, seq {seq}; published {t} tokens/s per GPU.
-# Network: {net}. docs/validation.md, "Cross-checks outside the tables".
+    name = "ibm-%s-%s" % ("a100" if r["gpu"].startswith("a100") else "h100", r["model"])
+    text = """# Cross-check (crosscheck.py): foundation-model-stack/fms-fsdp README @5e522b4, {m} on {g}
+# {gpu}, {sh}, activation checkpointing {ac}, batch {b} per GPU, seq {seq}; published {t}
+# tokens/s per GPU. docs/validation.md, "Cross-checks outside the tables".
 name: {name}
 {topo}model: {model}
 training:
@@ -330,25 +342,23 @@ training:
   micro_batch: {b}
   precision: bf16
   grad_dtype: bf16
-  recompute: {rc}
+  {rc}
   flash_attention: true
   compile: false
   cross_entropy: pytorch
-parallel:
+{kernel}parallel:
   dp: {g}
   zero: 3
   fsdp: {{implementation: fsdp1, hybrid_shard: {hybrid}, limit_all_gathers: true}}
 simulation:
   steps: 1
   timeline: false
-""".format(m=r["model"], g=gpus, sh=r["sharding"], ac=r["activation_checkpointing"], b=b, seq=seq,
-           t=r["tokens_per_s_per_gpu"], name=name,
-           topo=A100_TOPO.format(nodes=gpus // 8).replace("dgx-a100", "a100").replace(
-               "nics: " + FMS_NICS["ib"], "nics: " + nics),
-           net="two 100G links per node (IBM's Vela)" if net == "vela" else "8 x 200 Gb/s per node (DGX A100)",
-           model=FMS_MODEL[r["model"]], gb=gpus * b, rc="full" if r["activation_checkpointing"] == "True" else "none",
+""".format(m=r["model"], g=gpus, gpu=r["gpu"], sh=r["sharding"], ac=r["activation_checkpointing"],
+           b=b, seq=seq, t=r["tokens_per_s_per_gpu"], name=name, topo=fms_topo(r["gpu"], gpus // 8),
+           model=FMS_MODEL[r["model"]], gb=gpus * b, rc=FMS_AC[r["activation_checkpointing"]],
+           kernel="" if r["gpu"].startswith("a100") else "  attention_kernel: fa2\n",
            hybrid="true" if r["sharding"] == "HSDP" else "false")
-        open(os.path.join(out, name + ".yaml"), "w").write(text)
+    open(os.path.join(out, name + ".yaml"), "w").write(text)
 
 
 # torchtitan (pytorch/torchtitan benchmarks and docs/performance.md, pytorch/ao READMEs): FSDP2
