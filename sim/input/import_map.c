@@ -418,24 +418,30 @@ static int torchtitan(import_ctx *c)
     for (size_t i = 0; !rc && conv && conv->kind == INPUT_YSEQ && i < conv->n; i++)
         if (import__text(conv->items[i], "float8"))
             import__set(c, "training.precision", "model.converters", conv->items[i], "fp8");
+    /* What torch.compile covers: the model (its blocks) and the loss, PyTorch's cross entropy
+     * on fp32 logits: compile.components ("model", "loss"; both by default) since August
+     * 2025, both with training.compile before (the loss since April 2025) */
     const input_ynode *comp = import__get(c, "compile.enable");
     if (!comp)
         comp = import__get(c, "training.compile");
-    if (comp)
-        import__set(c, "training.compile", "compile.enable", comp, "%s",
-                    import__bool(comp) ? "true" : "false");
-    /* torchtitan's loss is PyTorch's cross entropy on fp32 logits, compiled with the model
-     * when compiling (training.compile since April 2025; compile.components, model and loss
-     * by default, since August 2025) */
     const input_ynode *parts = import__get(c, "compile.components");
-    bool loss_compiled = comp && import__bool(comp);
-    if (loss_compiled && parts && parts->kind == INPUT_YSEQ) {
-        loss_compiled = false;
-        for (size_t i = 0; i < parts->n; i++)
-            loss_compiled |= import__text(parts->items[i], "loss");
+    if (!rc && parts && parts->kind != INPUT_YSEQ)
+        return import__error(c, parts, "compile.components: a list of \"model\" and \"loss\"");
+    bool compiling = comp && import__bool(comp), model_on = compiling, loss_on = compiling;
+    if (compiling && parts) {
+        model_on = loss_on = false;
+        for (size_t i = 0; i < parts->n; i++) {
+            model_on |= import__text(parts->items[i], "model");
+            loss_on |= import__text(parts->items[i], "loss");
+        }
     }
-    import__set(c, "training.cross_entropy", parts ? "compile.components" : "compile.enable",
-                parts ? parts : comp, "%s", loss_compiled ? "compiled" : "pytorch");
+    if (comp)
+        import__set(c, "training.compile", parts ? "compile.enable, compile.components" :
+                    "compile.enable", comp, "%s", model_on ? "true" : "false");
+    import__set(c, "training.cross_entropy",
+                comp ? (parts ? "compile.enable, compile.components" : "compile.enable")
+                     : "torchtitan's loss (not compiled)",
+                comp, "%s", loss_on ? "compiled" : "pytorch");
     const input_ynode *ac = import__get(c, "activation_checkpoint.mode");
     const input_ynode *opt = import__get(c, "activation_checkpoint.selective_ac_option");
     if (!rc && ac) {

@@ -399,7 +399,7 @@ static uint32_t emit_kernel(gen *g, const model_op *mo, trace_phase phase, model
         regather(g, before, mo->name, layer, mb);
         before = NULL;
     }
-    if (g->sc->parallel.tp_comm_overlap && mo->cls == HW_OP_MATMUL) {
+    if (plan__tp_fusable(g->sc, mo->name) && mo->cls == HW_OP_MATMUL) {
         if (before && before->op == COLL_ALL_GATHER && !after)
             return emit_overlapped(g, mo, before, phase, layer, mb, recompute, deps, n_deps);
         if (after && after->op == COLL_REDUCE_SCATTER && !before) {

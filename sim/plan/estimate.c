@@ -44,15 +44,19 @@
  * per pass (with SP: all-gather and reduce-scatter each, and the backward's re-gathers; a
  * fully recomputed forward's again: selective recompute re-runs only the attention core),
  * CP's ring steps (a send and a receive each), EP's dispatch and combine (and their
- * gradients), ZeRO-3's gather per pass and reduce-scatter. */
+ * gradients), ZeRO-3's gather per pass and reduce-scatter. DTensor's SP has no re-gathers
+ * but a copy kernel beside each of its 8 collectives (async TP: a reduction kernel after
+ * each fused reduce-scatter instead, counted the same). */
 static double layer_colls(const plan_scenario *sc, bool moe)
 {
     const plan_parallel *p = &sc->parallel;
     double n = 0;
     if (p->tp > 1) /* a recomputed forward repeats its collectives */
-        n += (p->sp ? 10 : 4) + (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
-                                         sc->training.recompute == MODEL_RECOMPUTE_OP
-                                     ? 4 : 0);
+        n += (p->sp ? (p->sp_implementation == PLAN_SP_DTENSOR ? 16 : 10) : 4) +
+             (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
+                      sc->training.recompute == MODEL_RECOMPUTE_OP
+                  ? (p->sp && p->sp_implementation == PLAN_SP_DTENSOR ? 8 : 4)
+                  : 0);
     if (p->cp > 1)
         n += 4.0 * p->cp;
     if (moe)

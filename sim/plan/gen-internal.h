@@ -129,6 +129,16 @@ typedef struct gen {
 } gen;
 /* Whether kernel `name` ends with `suffix` (".wgrad", ".dgrad"), and whether it is an
  * expert's kernel. */
+/* Whether TP communication overlap applies to kernel `name` (parallel.tp_comm_overlap): every
+ * matmul's under Transformer Engine; under DTensor's SP it is torch's async TP, which
+ * torch.compile applies inside the compiled code only, the transformer blocks (torchtitan
+ * compiles each block, not the LM head). */
+static inline bool plan__tp_fusable(const plan_scenario *sc, const char *name)
+{
+    return sc->parallel.tp_comm_overlap &&
+           (sc->parallel.sp_implementation != PLAN_SP_DTENSOR || strncmp(name, "lm_head", 7) != 0);
+}
+
 static inline bool plan__ends_with(const char *name, const char *suffix)
 {
     size_t n = strlen(name), k = strlen(suffix);

@@ -216,7 +216,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
         }
         before = false;
     }
-    if (c->sc->parallel.tp_comm_overlap && mo->cls == HW_OP_MATMUL &&
+    if (plan__tp_fusable(c->sc, mo->name) && mo->cls == HW_OP_MATMUL &&
         ((before && bop == COLL_ALL_GATHER && !after) ||
          (after && aop == COLL_REDUCE_SCATTER && !before))) {
         bool ring = before;

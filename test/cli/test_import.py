@@ -157,28 +157,41 @@ def frameworks():
             sets = [x for e in extra for x in ("--set", e)]
             rc, o, err = run("run", out, *sets, "--steps", "1", "--json")
             check(rc == 0 and json.loads(o).get("status") in ("ok", "oom"), "%s runs: %s" % (name, err[-300:]))
-    # torchtitan's loss is PyTorch's cross entropy, compiled with the model when compiling
-    # and "loss" is among compile.components (the default) or with the older
-    # training.compile (which has compiled the loss too since April 2025)
+    # torchtitan's loss is PyTorch's cross entropy. torch.compile covers the blocks
+    # ("model") and the loss as compile.components lists them (both by default) when
+    # compile.enable is on; the older training.compile covers both (the loss since April
+    # 2025). Cases: the shipped config (compile off), on, on with the model only, on with the
+    # loss only, no [compile] section, training.compile on; and components not a list.
     src = open(os.path.join(fw, "torchtitan_llama3_8b.toml")).read()
-    assert 'enable = false\ncomponents = ["model", "loss"]' in src
+    sect = '[compile]\nenable = false\ncomponents = ["model", "loss"]'
+    assert sect in src
     with tempfile.TemporaryDirectory() as tmp:
-        for k, (old, new, want) in enumerate((
-                ("", "", "pytorch"),
-                ("enable = false", "enable = true", "compiled"),
-                ('enable = false\ncomponents = ["model", "loss"]', 'enable = true\ncomponents = ["model"]', "pytorch"),
-                ('[compile]\nenable = false\ncomponents = ["model", "loss"]', "", "pytorch"),
-                ('[compile]\nenable = false\ncomponents = ["model", "loss"]', "", "compiled"))):
-            text = src.replace(old, new) if old else src
-            if k == 4:
+        for k, (new, model_on, loss) in enumerate((
+                (sect, "false", "pytorch"),
+                ('[compile]\nenable = true\ncomponents = ["model", "loss"]', "true", "compiled"),
+                ('[compile]\nenable = true\ncomponents = ["model"]', "true", "pytorch"),
+                ('[compile]\nenable = true\ncomponents = ["loss"]', "false", "compiled"),
+                ("", None, "pytorch"),
+                ("", "true", "compiled"))):
+            text = src.replace(sect, new)
+            if k == 5:
                 text = text.replace("local_batch_size = 1", "local_batch_size = 1\ncompile = true")
             cfg, out = os.path.join(tmp, "t%d.toml" % k), os.path.join(tmp, "t%d.yaml" % k)
             open(cfg, "w").write(text)
             rc, o, err = run("import", "torchtitan", cfg, "--topology", os.path.join(topo, "dgx-h100.yaml"),
                              "-o", out)
-            got = re.search(r"cross_entropy: (\w+)", open(out).read()) if rc == 0 else None
-            check(got and got.group(1) == want, "torchtitan loss %d: %s (want %s) %s" % (
-                k, got and got.group(1), want, err))
+            got = open(out).read() if rc == 0 else ""
+            ce = re.search(r"cross_entropy: (\w+)", got)
+            cm = re.search(r"^  compile: (\w+)", got, re.M)
+            check(ce and ce.group(1) == loss and (cm.group(1) if cm else None) == model_on,
+                  "torchtitan compile %d: compile %s loss %s (want %s %s) %s" % (
+                      k, cm and cm.group(1), ce and ce.group(1), model_on, loss, err))
+        cfg = os.path.join(tmp, "bad.toml")
+        open(cfg, "w").write(src.replace(sect, '[compile]\nenable = true\ncomponents = "loss"'))
+        rc, o, err = run("import", "torchtitan", cfg, "--topology", os.path.join(topo, "dgx-h100.yaml"),
+                         "-o", os.path.join(tmp, "bad.yaml"))
+        check(rc == 2 and "compile.components" in err and ":" in err.split("error")[0] and
+              not os.path.exists(os.path.join(tmp, "bad.yaml")), "components not a list: %s" % err)
         # its TP is DTensor's: SP on the [b, s, h] layout, the input-gradient reduce-scatter
         # after both GEMMs
         cfg, out = os.path.join(tmp, "tp.toml"), os.path.join(tmp, "tp.yaml")
