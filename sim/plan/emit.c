@@ -266,6 +266,25 @@ static bool sp_copies(const gen *g, const tp_point *t)
            (t->op == COLL_ALL_GATHER || t->op == COLL_REDUCE_SCATTER);
 }
 
+uint32_t plan__add_vector(gen *g, const char *name, trace_phase ph, int layer, int mb,
+                          bool recompute, double bytes, uint32_t dep, bool have)
+{
+    trace_op op = {
+        .kind = TRACE_OP_COMPUTE,
+        .stream = TRACE_STREAM_COMPUTE,
+        .phase = (uint8_t)ph,
+        .cls = HW_OP_VECTOR,
+        .dtype = HW_DTYPE_FP32,
+        .recompute = recompute,
+        .layer = layer,
+        .microbatch = mb,
+        .name = trace_intern(g->t, name),
+        .bytes = bytes,
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    return trace_add_op(g->t, g->rank, &op, have ? &dep : NULL, have);
+}
+
 /* A memory-bound kernel of DTensor's SP around collective "tp.<name>" ("tp.<name><suffix>":
  * ".copy", ".reduce") moving `bytes`, after the latest compute kernel and `dep` when
  * `have_dep`; it leaves the TP bookkeeping (pending, held) to the caller. */
@@ -275,20 +294,7 @@ static void sp_kernel(gen *g, const char *name, const char *suffix, double bytes
 {
     char cname[64];
     snprintf(cname, sizeof cname, "%stp.%s%s", recompute ? "recompute." : "", name, suffix);
-    trace_op op = {
-        .kind = TRACE_OP_COMPUTE,
-        .stream = TRACE_STREAM_COMPUTE,
-        .phase = (uint8_t)phase,
-        .cls = HW_OP_VECTOR,
-        .dtype = (uint8_t)g->sh.dtype,
-        .recompute = recompute,
-        .layer = layer,
-        .microbatch = mb,
-        .name = trace_intern(g->t, cname),
-        .bytes = bytes,
-        .duration_ps = TRACE_MEASURED_NONE,
-    };
-    g->last_compute = trace_add_op(g->t, g->rank, &op, have_dep ? &dep : NULL, have_dep);
+    g->last_compute = plan__add_vector(g, cname, phase, layer, mb, recompute, bytes, dep, have_dep);
     g->have_compute = true;
 }
 

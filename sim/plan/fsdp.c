@@ -114,24 +114,6 @@ static bool has_gather(const gen *g, const unit *u)
     return gathered_bytes(g, u) > 0;
 }
 
-/* A memory-bound copy of FSDP2 (or FSDP1's gradient cast) on the compute stream. */
-static uint32_t fsdp_copy(gen *g, const char *name, trace_phase ph, int layer, int mb,
-                          double bytes, uint32_t dep)
-{
-    trace_op op = {
-        .kind = TRACE_OP_COMPUTE,
-        .stream = TRACE_STREAM_COMPUTE,
-        .phase = (uint8_t)ph,
-        .cls = HW_OP_VECTOR,
-        .dtype = HW_DTYPE_FP32,
-        .layer = layer,
-        .microbatch = mb,
-        .name = trace_intern(g->t, name),
-        .bytes = bytes,
-        .duration_ps = TRACE_MEASURED_NONE,
-    };
-    return trace_add_op(g->t, g->rank, &op, &dep, 1);
-}
 
 /* parallel.offload.params: a unit's 16-bit shard copied from host memory (`bytes`) into a
  * staging buffer, on the offload stream, when its gather is issued (after `after`, when
@@ -216,7 +198,8 @@ static uint32_t gathered(gen *g, int ui, const uint32_t *ag, trace_phase ph, int
     if (g->sc->parallel.fsdp.implementation != PLAN_FSDP2 || g->n == 1)
         return ag[ui];
     double b = gathered_bytes(g, u);
-    uint32_t c = fsdp_copy(g, "fsdp.copy_out", ph, u->layer, m, 2 * b, ag[ui]);
+    uint32_t c = plan__add_vector(g, "fsdp.copy_out", ph, u->layer, m, false, 2 * b,
+                                  ag[ui], true);
     trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, (int64_t)b, false);
     trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)b, true);
     return c;
@@ -239,8 +222,9 @@ static void reduce_grads(gen *g, uint32_t group, double params, double bytes, in
     uint32_t dep = after;
     if (im == PLAN_FSDP2 || (im == PLAN_FSDP1 && g->gbytes != g->wbytes)) {
         /* read the 16-bit gradients, write them in the reduction dtype */
-        uint32_t c = fsdp_copy(g, im == PLAN_FSDP2 ? "fsdp.copy_in" : "fsdp.grad_cast",
-                               TRACE_PHASE_BWD, layer, m, params * (g->wbytes + g->gbytes), dep);
+        uint32_t c = plan__add_vector(g, im == PLAN_FSDP2 ? "fsdp.copy_in" : "fsdp.grad_cast",
+                                      TRACE_PHASE_BWD, layer, m, false,
+                                      params * (g->wbytes + g->gbytes), dep, true);
         trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, (int64_t)bytes, false);
         trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);
         dep = c;

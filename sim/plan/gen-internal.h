@@ -213,6 +213,12 @@ void plan__share_adopt(gen *g, plan_share *s, int r);
 /* Gradient bytes the unit's backward produces on this rank. */
 double plan__unit_grad_bytes(const gen *g, const unit *u);
 
+/* A memory-bound kernel (fp32 vector class) moving `bytes` on the rank's compute stream,
+ * after `dep` when `have`: FSDP's copies and casts, DTensor SP's copies and reductions.
+ * Returns it; the caller decides whether it is the latest compute kernel (emit.c). */
+uint32_t plan__add_vector(gen *g, const char *name, trace_phase ph, int layer, int mb,
+                          bool recompute, double bytes, uint32_t dep, bool have);
+
 /* A copy on the rank's offload stream (trace_copy `dir`) of `bytes`, after `dep` when
  * `have`; returns it (emit.c). */
 uint32_t plan__add_copy(gen *g, const char *name, trace_copy dir, trace_phase ph, int layer,
