@@ -130,13 +130,23 @@ typedef struct gen {
 /* Whether kernel `name` ends with `suffix` (".wgrad", ".dgrad"), and whether it is an
  * expert's kernel. */
 /* Whether TP communication overlap applies to kernel `name` (parallel.tp_comm_overlap): every
- * matmul's under Transformer Engine; under DTensor's SP it is torch's async TP, which
+ * matmul's under Transformer Engine. Under DTensor's SP it is torch's async TP, which
  * torch.compile applies inside the compiled code only, the transformer blocks (torchtitan
- * compiles each block, not the LM head). */
+ * compiles each block, not the LM head), and only where its pattern pass finds a collective
+ * next to one matmul (torch/_inductor/fx_passes/micro_pipeline_tp.py): a reduce-scatter
+ * fuses with the matmul that produces its input, and the input gradient of a
+ * column-parallel block is a sum of matmuls when the block holds its projections apart —
+ * q, k and v (as torchtitan's and Hugging Face's attention do) and SwiGLU's gate and up —
+ * so the reduce-scatters after "qkv.dgrad" and a gated "mlp_up.dgrad" stay plain. */
 static inline bool plan__tp_fusable(const plan_scenario *sc, const char *name)
 {
-    return sc->parallel.tp_comm_overlap &&
-           (sc->parallel.sp_implementation != PLAN_SP_DTENSOR || strncmp(name, "lm_head", 7) != 0);
+    if (!sc->parallel.tp_comm_overlap)
+        return false;
+    if (sc->parallel.sp_implementation != PLAN_SP_DTENSOR)
+        return true;
+    if (!strncmp(name, "lm_head", 7) || !strcmp(name, "qkv.dgrad"))
+        return false;
+    return strcmp(name, "mlp_up.dgrad") || sc->model.activation != MODEL_ACT_SWIGLU;
 }
 
 static inline bool plan__ends_with(const char *name, const char *suffix)

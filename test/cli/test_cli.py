@@ -1289,24 +1289,29 @@ def tp():
     # reduce-scatter and the LM head's all-gather (2); backward, the LM head's
     # input-gradient reduce-scatter (1), per layer 2 all-gathers and 2 reduce-scatters (8),
     # the embedding weight gradient's all-gather (1): 20 copies. With tp_comm_overlap (torch's
-    # async TP, inside the compiled blocks only: not the embedding's or the LM head's) the 16
-    # collectives fused with their GEMM (the 4 per layer each way) copy nothing: 4 are left
-    # (the embedding's 2, the LM head's 2); and each of the 8 fused matmul + reduce-scatters
-    # (per layer the projection's and MLP-down's forward, QKV's and MLP-up's input gradients)
-    # runs as torch's: t = 2 GEMM pieces, then one reduction kernel over the 2 partial chunks
-    # received, reading the whole 524,288-byte output and writing half: 786,432 bytes.
-    # Without overlap: no reduction, one projection kernel. Without the 5 re-gathers
-    # (262,144 bytes each) the
-    # TP bytes are SP's without them, as many as without SP: 5,255,168. The copy after the
+    # async TP, inside the compiled blocks only: not the embedding's or the LM head's) the
+    # collectives its pattern pass fuses with one matmul copy nothing. Not fused: the
+    # reduce-scatter of QKV's input gradient, a sum of the q, k and v dgrads (one per layer,
+    # 2); tiny-gpt's MLP is GELU, one up projection, so MLP-up's is fused. Left: the
+    # embedding's 2, the LM head's 2 and QKV's 2: 6 copies. The 6 fused matmul +
+    # reduce-scatters (per layer the projection's and MLP-down's forward, MLP-up's input
+    # gradient) run as torch's: t = 2 GEMM pieces, then one reduction kernel over the 2
+    # partial chunks received, reading the whole 524,288-byte output and writing half:
+    # 786,432 bytes. With SwiGLU (gate and up apart) MLP-up's input gradient is a sum too:
+    # 8 copies, 4 reductions. Without overlap: no reduction, one projection kernel. Without
+    # the 5 re-gathers (262,144 bytes each) the TP bytes are SP's without them, as many as
+    # without SP: 5,255,168 (the activation changes none of them). The copy after the
     # all-gather before QKV starts when that gather and the norm before it have both ended,
     # and QKV starts when the copy ends.
     import h5py
     with tempfile.TemporaryDirectory() as tmp:
-        for over, want_n in (("false", 20), ("true", 4)):
-            h5 = os.path.join(tmp, "bf%s.h5" % over)
+        for over, act, want_n, want_red in (("false", "gelu", 20, 0), ("true", "gelu", 6, 6),
+                                            ("true", "swiglu", 8, 4)):
+            h5 = os.path.join(tmp, "bf%s%s.h5" % (over, act))
             rc, out, err = run("run", ddp, *base, "--set", "parallel.sp=true", "--set",
                                "parallel.sp_implementation=dtensor", "--set",
-                               "parallel.tp_comm_overlap=" + over, "-o", h5, "--json")
+                               "parallel.tp_comm_overlap=" + over, "--set",
+                               "model.activation=" + act, "-o", h5, "--json")
             check(rc == 0, "sp_implementation dtensor, overlap %s: %s" % (over, err))
             if rc != 0:
                 continue
@@ -1320,11 +1325,15 @@ def tp():
                       over, want_n, len(cp), sorted(set(y["bytes"] for y in cp))))
             red = [y for y in x if y["name"].endswith(b".reduce")]
             pr = [y for y in x if y["name"] == b"proj" and y["layer"] == 0 and y["phase"] == b"fwd"]
-            want_red, want_pr = (8, 2) if over == "true" else (0, 1)
+            want_pr = 2 if over == "true" else 1
             check(len(red) == want_red and all(y["bytes"] == 786432 for y in red) and
-                  len(pr) == want_pr, "overlap %s: %d reductions of 786,432 bytes, %d proj "
-                  "pieces: %d %s %d" % (over, want_red, want_pr, len(red),
+                  len(pr) == want_pr, "overlap %s, %s: %d reductions of 786,432 bytes, %d proj "
+                  "pieces: %d %s %d" % (over, act, want_red, want_pr, len(red),
                                         sorted(set(y["bytes"] for y in red)), len(pr)))
+            unfused = [y for y in cp if y["name"] in (b"tp.qkv.dgrad.copy", b"tp.mlp_up.dgrad.copy")]
+            check(over == "false" or len(unfused) == {"gelu": 2, "swiglu": 4}[act],
+                  "async TP leaves the summed input gradients' reduce-scatters plain: %s"
+                  % sorted(set(y["name"] for y in unfused)))
             if over == "false":
                 f0 = x[(x["layer"] == 0) & (x["phase"] == b"fwd")]
                 ag = [y for y in x if y["name"] == b"tp.qkv" and y["layer"] == 0 and
