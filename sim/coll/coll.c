@@ -101,6 +101,7 @@ void coll_schedule_reset(coll_schedule *s)
     s->n_rounds = 0;
     s->n_xfers = 0;
     s->p2p = false;
+    s->dataflow = 0;
     SIM_GROW(s->round_first, s->cap_rounds, 1);
     s->round_first[0] = 0;
 }

@@ -81,6 +81,11 @@ typedef struct coll_schedule {
     size_t n_xfers, cap_xfers, cap_rounds;
     bool p2p; /* NCCL runs it as point-to-point sends (all_to_all, send_recv, ring_shift):
                  its transfers take hw_topo_route_p2p's routes (PXN); set by coll_build */
+    int dataflow; /* > 0: the rounds are a ring's steps (all_reduce, all_gather,
+                     reduce_scatter) over `dataflow` members, each forwarding what it
+                     received without waiting for the other members' steps, so a step's
+                     latency is paid once per hop along the ring, not the slowest hop's at
+                     every step (coll_exec_dataflow_round); set by the algorithm's build */
 } coll_schedule;
 
 void coll_schedule_init(coll_schedule *s);

@@ -95,6 +95,38 @@ static void xfer_costs(const coll_exec *x, hw_topo *topo, int round, size_t i, c
     sim_time lat_only = lat + c->route->latency_ps - c->route->stage_ps;
     c->delay_ps = lat_only + stage;
     c->piped_ps = coll_exec_piped_delay(x, topo, lat_only, xf->bytes, c->wire, c->route) + stage;
+    c->stage_ps = stage;
+}
+
+sim_time coll_exec_dataflow_latency(int n, double w, double sum, sim_time least)
+{
+    SIM_ASSERT(n >= 2 && w > 0, "dataflow ring of %d members, %g bytes", n, w);
+    double lat = (n * (sum / w) - (double)least) / (n - 1);
+    return lat > 0 ? (sim_time)llround(lat) : 0;
+}
+
+void coll_exec_dataflow_round(const coll_schedule *s, int round, coll_xfer_cost *c)
+{
+    size_t first = coll_round_first(s, round), n = coll_round_end(s, round) - first;
+    double w = 0, d = 0, p = 0;
+    sim_time dmin = 0, pmin = 0;
+    for (size_t i = 0; i < n; i++) {
+        double b = s->xfers[first + i].bytes;
+        sim_time di = c[i].delay_ps - c[i].stage_ps, pi = c[i].piped_ps - c[i].stage_ps;
+        w += b;
+        d += b * (double)di;
+        p += b * (double)pi;
+        dmin = i == 0 || di < dmin ? di : dmin;
+        pmin = i == 0 || pi < pmin ? pi : pmin;
+    }
+    if (w <= 0)
+        return;
+    sim_time md = coll_exec_dataflow_latency(s->dataflow, w, d, dmin),
+             mp = coll_exec_dataflow_latency(s->dataflow, w, p, pmin);
+    for (size_t i = 0; i < n; i++) {
+        c[i].delay_ps = md + c[i].stage_ps;
+        c[i].piped_ps = mp + c[i].stage_ps;
+    }
 }
 
 coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
@@ -105,8 +137,12 @@ coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
     for (int r = 0; r < s->n_rounds; r++)
         if (r == 0 || coll_round_first(s, r) != coll_round_first(s, r - 1) ||
             coll_round_end(s, r) != coll_round_end(s, r - 1))
+        {
             for (size_t i = coll_round_first(s, r); i < coll_round_end(s, r); i++)
                 xfer_costs(x, topo, r, i, &c[i]);
+            if (s->dataflow)
+                coll_exec_dataflow_round(s, r, &c[coll_round_first(s, r)]);
+        }
     return c;
 }
 
@@ -156,6 +192,8 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
             continue;
         for (size_t i = coll_round_first(s, r); i < coll_round_end(s, r); i++)
             xfer_costs(x, topo, r, i, &c[at[r] + (i - coll_round_first(s, r))]);
+        if (s->dataflow)
+            coll_exec_dataflow_round(s, r, &c[at[r]]);
     }
     sim_free(repeat);
     *cost_at = at;
@@ -187,17 +225,31 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
             hw_net_round_end_key(net, tag, (const char *)&x->costs[at] + piped);
             return false;
         }
-        for (size_t i = first; i < last; i++) {
-            const coll_xfer *xf = &s->xfers[i];
-            sim_time lat;
-            double wire;
-            const hw_route *r;
-            coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
-            sim_time d = lat + r->latency_ps - r->stage_ps; /* as coll_exec_costs */
-            if (piped)
-                d = coll_exec_piped_delay(x, topo, d, xf->bytes, wire, r);
-            hw_net_round_add(net, now + d + coll_exec_staging_ps(s, x->round, i, r), wire, r);
-        }
+        /* (costed as it runs: a dataflow round's mean latency first, as
+         * coll_exec_dataflow_round, then the transfers) */
+        double w = 0, sum = 0;
+        sim_time least = 0;
+        for (int pass = s->dataflow ? 0 : 1; pass < 2; pass++)
+            for (size_t i = first; i < last; i++) {
+                const coll_xfer *xf = &s->xfers[i];
+                sim_time lat;
+                double wire;
+                const hw_route *r;
+                coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
+                sim_time d = lat + r->latency_ps - r->stage_ps; /* as coll_exec_costs */
+                if (piped)
+                    d = coll_exec_piped_delay(x, topo, d, xf->bytes, wire, r);
+                if (pass == 0) {
+                    least = i == first || d < least ? d : least;
+                    w += xf->bytes;
+                    sum += xf->bytes * (double)d;
+                    continue;
+                }
+                if (s->dataflow && w > 0)
+                    d = coll_exec_dataflow_latency(s->dataflow, w, sum, least);
+                hw_net_round_add(net, now + d + coll_exec_staging_ps(s, x->round, i, r), wire,
+                                 r);
+            }
         hw_net_round_end(net, tag);
         return false;
     }

@@ -25,6 +25,8 @@ typedef struct coll_xfer_cost {
                           start to first byte */
     sim_time piped_ps; /* the same in a round after the first (coll_exec_piped_delay; the
                           hand-offs are not hidden) */
+    sim_time stage_ps; /* the staging hand-offs in both (each transfer's own, also in a
+                          dataflow round: coll_exec_dataflow_round) */
     double wire;       /* bytes on the wire */
     const hw_route *route;
 } coll_xfer_cost;
@@ -69,6 +71,20 @@ coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo);
  * more than `max` transfers would be costed. Both arrays are the caller's to free. */
 coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t max,
                                       uint32_t **cost_at);
+
+/* A dataflow schedule's round (coll_schedule.dataflow: a ring of n members): replaces the
+ * latency part of its transfers' delay_ps and piped_ps (less their stage_ps) by
+ * (n m - min) / (n - 1), m their mean weighted by the transfers' bytes and min the least.
+ * Along a ring each member forwards a step as soon as it has received it, so the last piece
+ * reaches its last member after the latency of every hop but one, each once: the n hops'
+ * sum, n m, less the cheapest, over the n - 1 rounds, where rounds that each waited for
+ * their slowest hop would pay the slowest n - 1 times (NCCL's tuning model counts a ring's
+ * latency hop by hop, intra-node and network steps apart: src/graph/tuning.cc). Weighted
+ * by bytes, a round of L channels per node (each member sending (L-1)/L of its piece to
+ * the next member of its node and 1/L across) has one ring's mean hop: L - 1 inside the
+ * node for each crossing. A uniform ring keeps its latency. */
+sim_time coll_exec_dataflow_latency(int n, double w, double sum, sim_time least);
+void coll_exec_dataflow_round(const coll_schedule *s, int round, coll_xfer_cost *c);
 
 /* The delay of a transfer in a round after the first: its full `delay` less the time the
  * rest of its step (bytes beyond one slice of the protocol's chunk) takes on the route's

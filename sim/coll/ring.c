@@ -47,6 +47,7 @@ static void ring_rounds(coll_schedule *s, int n, int rounds, double bytes)
  * (see the top), the group order otherwise. */
 static void nccl_rounds(coll_schedule *s, const coll_group *g, int rounds, double bytes)
 {
+    s->dataflow = rounds > 1 ? g->n : 0;
     coll_layout lay = {0};
     if (g->n < 3 || !coll__layout_init(&lay, g) || lay.per_node < 2) {
         sim_free(lay.at); /* (a layout of one member per node is set up, then not used) */

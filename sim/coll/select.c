@@ -20,7 +20,7 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
 
 /* A transfer of the round being estimated: its delays and its route. */
 typedef struct est_xfer {
-    sim_time delay, piped;
+    sim_time delay, piped, stage;
     const hw_route *route;
 } est_xfer;
 
@@ -56,6 +56,7 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
         for (size_t j = 0; j < n; j++) {
             if (r >= s[j]->n_rounds)
                 continue;
+            size_t from = n_pend;
             for (size_t i = coll_round_first(s[j], r); i < coll_round_end(s[j], r); i++) {
                 sim_time lat;
                 double wire;
@@ -69,6 +70,7 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                     .delay = lat + stage,
                     .piped = coll_exec_piped_delay(&x[j], t[j].topo, lat, xf->bytes, wire,
                                                    route) + stage,
+                    .stage = stage,
                     .route = route};
                 for (int k = 0; k < route->n; k++) {
                     int32_t l = route->links[k];
@@ -77,6 +79,28 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                         touched[n_touched++] = l;
                     }
                     load[l] += wire;
+                }
+            }
+            if (s[j]->dataflow) { /* as coll_exec_dataflow_round */
+                size_t i0 = coll_round_first(s[j], r);
+                double w = 0, d = 0, p = 0;
+                sim_time dmin = 0, pmin = 0;
+                for (size_t i = from; i < n_pend; i++) {
+                    double b = s[j]->xfers[i0 + (i - from)].bytes;
+                    sim_time di = pend[i].delay - pend[i].stage, pi = pend[i].piped - pend[i].stage;
+                    w += b;
+                    d += b * (double)di;
+                    p += b * (double)pi;
+                    dmin = i == from || di < dmin ? di : dmin;
+                    pmin = i == from || pi < pmin ? pi : pmin;
+                }
+                if (w > 0) {
+                    sim_time md = coll_exec_dataflow_latency(s[j]->dataflow, w, d, dmin),
+                             mp = coll_exec_dataflow_latency(s[j]->dataflow, w, p, pmin);
+                    for (size_t i = from; i < n_pend; i++) {
+                        pend[i].delay = md + pend[i].stage;
+                        pend[i].piped = mp + pend[i].stage;
+                    }
                 }
             }
         }

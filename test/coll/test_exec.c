@@ -323,10 +323,76 @@ static void test_staging(void)
     sim_free(spec);
 }
 
+/* Rings whose rounds wait only for their own inputs (coll_schedule.dataflow). Two nodes of
+ * two GPUs on an NVSwitch (1 us GPU to GPU, 100 GB/s per port), one 50 GB/s NIC per GPU
+ * (2 us each), one fabric switch, PCIe gen 5 x16 between GPU and NIC (no latency); ideal
+ * protocols (efficiency 1, no base or step latency). A route within a node is 1 us, one
+ * across nodes 2 + 2 = 4 us (GPU, PCIe, NIC, switch, NIC, PCIe, GPU). */
+static void test_dataflow(void)
+{
+    hw_topology_spec *spec = sim_calloc(1, sizeof *spec);
+    ideal(spec, 2, false);
+    spec->nodes = 2;
+    spec->nics.count = 2;
+    spec->nics.bw_Bps = 50e9;
+    spec->nics.latency_ps = 2 * SIM_PS_PER_US;
+    spec->fabric.kind = HW_FABRIC_SINGLE_SWITCH;
+    spec->fabric.latency_ps = SIM_PS_PER_US;
+    hw_topo *topo;
+    SIM_ASSERT(hw_topo_create(spec, &topo, NULL) == 0, "topology");
+    int32_t gpu[4] = {0, 1, 2, 3}, node[4] = {0, 0, 1, 1};
+    CHECK_INT_EQ(hw_topo_route(topo, hw_topo_gpu_device(topo, 0), hw_topo_gpu_device(topo, 1))
+                     ->latency_ps, SIM_PS_PER_US);
+    CHECK_INT_EQ(hw_topo_route(topo, hw_topo_gpu_device(topo, 1), hw_topo_gpu_device(topo, 3))
+                     ->latency_ps, 4 * SIM_PS_PER_US);
+    /* Ring all_gather over the 4 GPUs, S = 32,768 B gathered: 3 rounds of a 8,192 B piece per
+     * member, on NCCL's two channels (ring.c): 4,096 B to the node's next GPU (1 us, 40.96 ns
+     * at 100 GB/s) and 4,096 B across (4 us, 81.92 ns at 50 GB/s), each under one 512 KiB
+     * slice (no latency hides). Each ring has n = 4 hops, two of each kind: 10 us in all; the
+     * last piece's path skips the cheapest, 9 us, so each round pays (4 x 2.5 - 1) / 3 = 3 us
+     * (2.5 us: the byte-weighted mean of 1 and 4) and ends with the crossing's data:
+     * 3 x 3.08192 us = 9.24576 us. Rounds that each waited for their slowest hop would take
+     * 3 x 4.08192 = 12.24576 us. The selector's isolated estimate agrees. */
+    coll_group g = {.n = 4, .node = node};
+    coll_schedule s;
+    coll_schedule_init(&s);
+    SIM_ASSERT(coll_build(&s, COLL_ALGO_RING, COLL_ALL_GATHER, &g, 32768, 0, 1) == 0, "build");
+    CHECK_INT_EQ(s.dataflow, 4);
+    coll_target t = {.topo = topo, .protocols = &spec->protocols, .group = &g, .gpu = gpu,
+                     .switch_dev = -1};
+    for (int mode = 0; mode < 3; mode++) { /* costed as it runs, per transfer, per round */
+        sim_eventq *q = sim_eventq_create();
+        int flows = 0, seen = 0;
+        hw_net *net = hw_net_create(topo, q, 1, on_done, &flows);
+        coll_exec x = {.sched = &s, .gpu = gpu, .switch_dev = -1, .proto = HW_PROTO_SIMPLE,
+                       .protocols = &spec->protocols};
+        uint32_t *at = NULL;
+        coll_xfer_cost *costs = mode == 1   ? coll_exec_costs(&x, topo)
+                                : mode == 2 ? coll_exec_round_costs(&x, topo, 1024, &at)
+                                            : NULL;
+        x.costs = costs;
+        x.cost_at = at;
+        rig tr = {.topo = topo};
+        CHECK_INT_EQ(run_exec(&tr, q, net, &x, 0, &flows, &seen), 9245760);
+        CHECK_NEAR(coll_estimate(&t, &x, &s), 9.24576e-6, 0, 1e-12);
+        hw_net_destroy(net);
+        sim_eventq_destroy(q);
+        sim_free(costs);
+        sim_free(at);
+    }
+    /* A one-round ring (ring_shift) is no pipeline: each transfer pays its own route */
+    SIM_ASSERT(coll_build(&s, COLL_ALGO_RING, COLL_RING_SHIFT, &g, 4096, 0, 1) == 0, "build");
+    CHECK_INT_EQ(s.dataflow, 0);
+    coll_schedule_clear(&s);
+    hw_topo_destroy(topo);
+    sim_free(spec);
+}
+
 int main(void)
 {
     rig *r = sim_calloc(1, sizeof *r);
     const sim_time us = SIM_PS_PER_US, ms = SIM_PS_PER_MS;
+    test_dataflow();
 
     /* Steps move in slices of the protocol's chunk (Simple: 512 KiB = 524,288 B), so from the
      * second round on a transfer waits only for the part of α the rest of its step, beyond
