@@ -312,7 +312,11 @@ static void sp_kernel(gen *g, const char *name, const char *suffix, double bytes
  * matmul + reduce-scatter computes one piece per rank (t), exchanges the partial chunks,
  * and ends with one reduction kernel over the t chunks it received: it reads the whole
  * GEMM output and writes its 1/t (torch/distributed/_symmetric_memory,
- * _fused_matmul_reduce_scatter_impl), on the compute stream once the last chunk is in. */
+ * _fused_matmul_reduce_scatter_impl), on the compute stream once the last chunk is in; and
+ * whose all-gather + matmul first copies the local shard into its symmetric-memory buffer,
+ * where the peers read it, before the first piece and the first transfer
+ * (_pipelined_multi_all_gather_and_consume: torch gives up overlapping that copy with the
+ * first piece), a kernel reading and writing the shard (`tp.<name>.stage`). */
 #define TP_OVERLAP_SPLITS 4
 
 static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, trace_phase phase,
@@ -333,7 +337,10 @@ static uint32_t emit_overlapped(gen *g, const model_op *mo, const tp_point *t, t
     uint32_t idx = 0;
     if (ring) {
         /* the shifts queue on the TP stream, each emitted one piece ahead; the first waits
-         * for the kernel that made the local shard, as GEMM piece 0 does */
+         * for the kernel that made the local shard, as GEMM piece 0 does (under torch's
+         * async TP, for the shard's copy into the symmetric buffer) */
+        if (g->sc->parallel.sp_implementation == PLAN_SP_DTENSOR)
+            sp_kernel(g, mo->name, ".stage", 2 * bytes, phase, layer, mb, recompute, 0, false);
         uint32_t dep = g->last_compute;
         uint32_t next = plan__add_coll_op(g, g->g_tp, COLL_RING_SHIFT, bytes, cname, layer, mb,
                                           &dep, g->have_compute);

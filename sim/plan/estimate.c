@@ -46,7 +46,8 @@
  * CP's ring steps (a send and a receive each), EP's dispatch and combine (and their
  * gradients), ZeRO-3's gather per pass and reduce-scatter. DTensor's SP has no re-gathers
  * but a copy kernel beside each of its 8 collectives (async TP: a reduction kernel after
- * each fused reduce-scatter instead, counted the same). */
+ * each fused reduce-scatter and a staging copy before each fused all-gather instead,
+ * counted the same). */
 static double layer_colls(const plan_scenario *sc, bool moe)
 {
     const plan_parallel *p = &sc->parallel;

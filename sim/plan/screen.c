@@ -226,6 +226,8 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
         piece.bytes /= pieces;
         double pd = kernel_s(c, &piece);
         if (ring) {
+            if (copies) /* torch's copy of the shard into its symmetric buffer (emit.c) */
+                sp_kernel(c, st, 2 * plan__tp_bytes(g, false) / pieces, 0);
             double shift = tp_coll(c, COLL_RING_SHIFT, false, pieces);
             double t0 = fmax(st->tp, st->lc);
             run_kernel(st, pd, wk, c->ci);

@@ -1298,7 +1298,11 @@ def tp():
     # gradient) run as torch's: t = 2 GEMM pieces, then one reduction kernel over the 2
     # partial chunks received, reading the whole 524,288-byte output and writing half:
     # 786,432 bytes. With SwiGLU (gate and up apart) MLP-up's input gradient is a sum too:
-    # 8 copies, 4 reductions. Without overlap: no reduction, one projection kernel. Without
+    # 8 copies, 4 reductions. Each fused all-gather + matmul (per layer QKV's and MLP-up's
+    # forward, the projection's and MLP-down's input gradients: 8) first copies the local
+    # shard, 524,288 / 2 = 262,144 bytes, into torch's symmetric buffer, read and written:
+    # 524,288 bytes, and its first GEMM piece and first shift start when that copy ends.
+    # Without overlap: no reduction, one projection kernel. Without
     # the 5 re-gathers (262,144 bytes each) the TP bytes are SP's without them, as many as
     # without SP: 5,255,168 (the activation changes none of them). The copy after the
     # all-gather before QKV starts when that gather and the norm before it have both ended,
@@ -1330,6 +1334,21 @@ def tp():
                   len(pr) == want_pr, "overlap %s, %s: %d reductions of 786,432 bytes, %d proj "
                   "pieces: %d %s %d" % (over, act, want_red, want_pr, len(red),
                                         sorted(set(y["bytes"] for y in red)), len(pr)))
+            st = [y for y in x if y["name"].endswith(b".stage")]
+            check(len(st) == (8 if over == "true" else 0) and
+                  all(y["bytes"] == 524288 for y in st),
+                  "overlap %s: shards staged: %d %s" % (over, len(st), sorted(set(y["bytes"] for y in st))))
+            if over == "true":
+                s0 = [y for y in st if y["name"] == b"tp.qkv.stage" and y["layer"] == 0 and
+                      y["phase"] == b"fwd"]
+                sh = sorted((y for y in x if y["name"] == b"tp.qkv" and y["layer"] == 0 and
+                             y["kind"] == b"ring_shift"), key=lambda y: y["start_s"])
+                q0 = [y for y in x if y["name"] == b"qkv" and y["layer"] == 0 and
+                      y["phase"] == b"fwd"]
+                check(len(s0) == 1 and sh and q0 and
+                      sh[0]["start_s"] == q0[0]["start_s"] == s0[0]["end_s"],
+                      "piece 0 and the first shift after the staged shard: %s %s %s"
+                      % (s0, sh[:1], q0[:1]))
             unfused = [y for y in cp if y["name"] in (b"tp.qkv.dgrad.copy", b"tp.mlp_up.dgrad.copy")]
             check(over == "false" or len(unfused) == {"gelu": 2, "swiglu": 4}[act],
                   "async TP leaves the summed input gradients' reduce-scatters plain: %s"
