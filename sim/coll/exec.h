@@ -82,7 +82,10 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
  * latency hop by hop, intra-node and network steps apart: src/graph/tuning.cc). Weighted
  * by bytes, a round of L channels per node (each member sending (L-1)/L of its piece to
  * the next member of its node and 1/L across) has one ring's mean hop: L - 1 inside the
- * node for each crossing. A uniform ring keeps its latency. */
+ * node for each crossing. A uniform ring keeps its latency. An all_reduce's 2(n - 1)
+ * rounds count 2(n m - min): at least its exact path, twice the hops less the cheapest two
+ * adjacent ones (more by the difference where the cheapest hops are not adjacent, as when
+ * NVLink and network hops alternate). */
 sim_time coll_exec_dataflow_latency(int n, double w, double sum, sim_time least);
 void coll_exec_dataflow_round(const coll_schedule *s, int round, coll_xfer_cost *c);
 

@@ -137,7 +137,9 @@ typedef struct gen {
  * fuses with the matmul that produces its input, and the input gradient of a
  * column-parallel block is a sum of matmuls when the block holds its projections apart —
  * q, k and v (as torchtitan's and Hugging Face's attention do) and SwiGLU's gate and up —
- * so the reduce-scatters after "qkv.dgrad" and a gated "mlp_up.dgrad" stay plain. */
+ * so the reduce-scatters after "qkv.dgrad" and a gated "mlp_up.dgrad" stay plain. The model
+ * file does not say whether a block fuses q, k and v into one Linear (GPT-2's c_attn): they
+ * are taken apart, as DTensor's TP plans for Llama-style models hold them. */
 static inline bool plan__tp_fusable(const plan_scenario *sc, const char *name)
 {
     if (!sc->parallel.tp_comm_overlap)
