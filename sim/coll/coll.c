@@ -102,7 +102,6 @@ void coll_schedule_reset(coll_schedule *s)
     s->n_xfers = 0;
     s->p2p = false;
     s->dataflow = 0;
-    s->chunked = false;
     SIM_GROW(s->round_first, s->cap_rounds, 1);
     s->round_first[0] = 0;
 }
@@ -216,7 +215,6 @@ int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, d
     if (!ops->supports(op, g))
         return SIM_ENOTSUP;
     ops->build(s, op, g, bytes, root, chunks < 1 ? 1 : chunks);
-    s->chunked = ops->pipelined && ops->pipelined(op);
     return 0;
 }
 

@@ -81,10 +81,6 @@ typedef struct coll_schedule {
     size_t n_xfers, cap_xfers, cap_rounds;
     bool p2p; /* NCCL runs it as point-to-point sends (all_to_all, send_recv, ring_shift):
                  its transfers take hw_topo_route_p2p's routes (PXN); set by coll_build */
-    bool chunked; /* a pipelined schedule (chains, trees, NVLS: coll_algo_pipelined): its
-                     pieces are independent, so after the first piece over a member pair the
-                     next ones queue behind it in NCCL's FIFO (coll_exec_window_delay); set by
-                     coll_build */
     int dataflow; /* > 0: the rounds are a ring's steps (all_reduce, all_gather,
                      reduce_scatter) over `dataflow` members, each forwarding what it
                      received without waiting for the other members' steps, so a step's

@@ -2,7 +2,6 @@
 #include "core/sim.h"
 
 #include <math.h>
-#include <stdlib.h>
 
 #include "coll/exec.h"
 
@@ -67,48 +66,6 @@ sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay
     return delay > cover ? delay - cover : 0;
 }
 
-sim_time coll_exec_window_delay(const coll_exec *x, hw_topo *topo, sim_time delay, double bytes,
-                                double wire, const hw_route *r)
-{
-    double slice = (double)x->protocols->proto[x->proto].chunk_bytes;
-    if (r->n == 0 || bytes <= 0)
-        return delay;
-    double bw = INFINITY;
-    for (int k = 0; k < r->n; k++)
-        bw = fmin(bw, hw_topo_link(topo, r->links[k])->bw_Bps);
-    double behind = (COLL_FIFO_SLOTS - 1) * fmin(bytes, slice) + fmax(0, bytes - slice);
-    sim_time cover = sim_time_from_s(behind * (wire / bytes) / bw);
-    return delay > cover ? delay - cover : 0;
-}
-
-static int cmp_u64(const void *a, const void *b)
-{
-    uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-static uint64_t pair_key(const coll_xfer *xf)
-{
-    return (uint64_t)(uint32_t)xf->src << 32 | (uint32_t)xf->dst;
-}
-
-void coll_exec_fronts(const coll_schedule *s, int r, bool *front)
-{
-    size_t first = coll_round_first(s, r), n = coll_round_end(s, r) - first;
-    size_t pf = r > 0 ? coll_round_first(s, r - 1) : 0;
-    size_t pn = r > 0 ? coll_round_end(s, r - 1) - pf : 0;
-    uint64_t *prev = pn ? sim_calloc(pn, sizeof *prev) : NULL;
-    for (size_t i = 0; i < pn; i++)
-        prev[i] = pair_key(&s->xfers[pf + i]);
-    if (pn)
-        qsort(prev, pn, sizeof *prev, cmp_u64);
-    for (size_t i = 0; i < n; i++) {
-        uint64_t k = pair_key(&s->xfers[first + i]);
-        front[i] = !pn || !bsearch(&k, prev, pn, sizeof *prev, cmp_u64);
-    }
-    sim_free(prev);
-}
-
 int coll_exec_device(const coll_exec *x, hw_topo *topo, int member)
 {
     return device_of(x, topo, member);
@@ -138,21 +95,7 @@ static void xfer_costs(const coll_exec *x, hw_topo *topo, int round, size_t i, c
     sim_time lat_only = lat + c->route->latency_ps - c->route->stage_ps;
     c->delay_ps = lat_only + stage;
     c->piped_ps = coll_exec_piped_delay(x, topo, lat_only, xf->bytes, c->wire, c->route) + stage;
-    c->window_ps = coll_exec_window_delay(x, topo, lat_only, xf->bytes, c->wire, c->route) + stage;
     c->stage_ps = stage;
-}
-
-/* chunked: which of round r's transfers (costs c) are their pair's front */
-static void mark_fronts(const coll_schedule *s, int r, coll_xfer_cost *c)
-{
-    if (!s->chunked)
-        return;
-    size_t n = coll_round_end(s, r) - coll_round_first(s, r);
-    bool *f = sim_calloc(n + 1, sizeof *f);
-    coll_exec_fronts(s, r, f);
-    for (size_t i = 0; i < n; i++)
-        c[i].front = f[i];
-    sim_free(f);
 }
 
 sim_time coll_exec_dataflow_latency(int n, double w, double sum, sim_time least)
@@ -199,7 +142,6 @@ coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo)
                 xfer_costs(x, topo, r, i, &c[i]);
             if (s->dataflow)
                 coll_exec_dataflow_round(s, r, &c[coll_round_first(s, r)]);
-            mark_fronts(s, r, &c[coll_round_first(s, r)]);
         }
     return c;
 }
@@ -252,7 +194,6 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
             xfer_costs(x, topo, r, i, &c[at[r] + (i - coll_round_first(s, r))]);
         if (s->dataflow)
             coll_exec_dataflow_round(s, r, &c[at[r]]);
-        mark_fronts(s, r, &c[at[r]]);
     }
     sim_free(repeat);
     *cost_at = at;
@@ -270,37 +211,24 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
         x->outstanding = last - first;
         bool piped = x->started; /* a round after the first: its latency pipelines */
         x->started = true;
-        /* a chunked schedule's round that repeats the one before: every pair's pieces queue
-         * behind the last round's (its costs may be shared with a first instance that had
-         * fronts) */
-        bool repeat = s->chunked && x->round > 0 && coll_schedule_round_repeats(s, x->round);
         hw_net_round_begin(net);
         if (x->costs) {
             /* round costs (cost_at): this round's start where its pattern's costs begin */
             size_t at = x->cost_at ? x->cost_at[x->round] : first;
             for (size_t i = first; i < last; i++) {
                 const coll_xfer_cost *c = &x->costs[at + (i - first)];
-                sim_time d = !piped                        ? c->delay_ps
-                             : !s->chunked                 ? c->piped_ps
-                             : repeat || !c->front ? c->window_ps
-                                                           : c->piped_ps;
-                hw_net_round_add(net, now + d, c->wire, c->route);
+                hw_net_round_add(net, now + (piped ? c->piped_ps : c->delay_ps), c->wire,
+                                 c->route);
             }
-            /* the round's cached costs, whether its latency pipelines and whether it repeats
-             * determine its transfers: their address (plus one byte when piped, two when a
-             * repeat) is the round's key */
-            hw_net_round_end_key(net, tag, (const char *)&x->costs[at] + piped + 2 * repeat);
+            /* the round's cached costs and whether its latency pipelines determine its
+             * transfers: their address (plus one byte when piped) is the round's key */
+            hw_net_round_end_key(net, tag, (const char *)&x->costs[at] + piped);
             return false;
         }
         /* (costed as it runs: a dataflow round's mean latency first, as
          * coll_exec_dataflow_round, then the transfers) */
         double w = 0, sum = 0;
         sim_time least = 0;
-        bool *front = NULL;
-        if (s->chunked && piped && !repeat) {
-            front = sim_calloc(last - first + 1, sizeof *front);
-            coll_exec_fronts(s, x->round, front);
-        }
         for (int pass = s->dataflow ? 0 : 1; pass < 2; pass++)
             for (size_t i = first; i < last; i++) {
                 const coll_xfer *xf = &s->xfers[i];
@@ -309,9 +237,7 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
                 const hw_route *r;
                 coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
                 sim_time d = lat + r->latency_ps - r->stage_ps; /* as coll_exec_costs */
-                if (piped && s->chunked && (repeat || !front[i - first]))
-                    d = coll_exec_window_delay(x, topo, d, xf->bytes, wire, r);
-                else if (piped)
+                if (piped)
                     d = coll_exec_piped_delay(x, topo, d, xf->bytes, wire, r);
                 if (pass == 0) {
                     least = i == first || d < least ? d : least;
@@ -324,7 +250,6 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
                 hw_net_round_add(net, now + d + coll_exec_staging_ps(s, x->round, i, r), wire,
                                  r);
             }
-        sim_free(front);
         hw_net_round_end(net, tag);
         return false;
     }

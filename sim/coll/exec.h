@@ -4,10 +4,7 @@
  * each transfer of the first round starts after the protocol's per-step latency for the
  * class of its route (the class of the route's narrowest link) plus the route's latency,
  * each transfer of a later round after the part of that delay its own step does not hide
- * (coll_exec_piped_delay: steps move in slices) or, in a chunked schedule, after its
- * member pair's first piece, the part the pieces queued before it do not
- * (coll_exec_window_delay); a ring's rounds pay their hops' latencies once each
- * (coll_exec_dataflow_round); each transfer carries bytes / efficiency on the
+ * (coll_exec_piped_delay: steps move in slices), and carries bytes / efficiency on the
  * wire, efficiency being the protocol's payload share for that class. Transfers to or
  * from COLL_SWITCH go to the group's NVSwitch at the NVLS efficiency. A copy staged in host
  * memory waits for the hand-offs of all its chunks (coll_exec_staging_ps) in every round: a
@@ -30,10 +27,6 @@ typedef struct coll_xfer_cost {
                           hand-offs are not hidden) */
     sim_time stage_ps; /* the staging hand-offs in both (each transfer's own, also in a
                           dataflow round: coll_exec_dataflow_round) */
-    sim_time window_ps; /* a chunked schedule's transfer after its pair's first
-                           (coll_exec_window_delay), with the hand-offs */
-    bool front;         /* chunked: its member pair carried nothing in the round before
-                           (coll_exec_fronts), in the round it was costed for */
     double wire;       /* bytes on the wire */
     const hw_route *route;
 } coll_xfer_cost;
@@ -101,26 +94,6 @@ void coll_exec_dataflow_round(const coll_schedule *s, int round, coll_xfer_cost 
  * narrowest link, at least 0. */
 sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay, double bytes,
                                double wire, const hw_route *r);
-
-/* NCCL_STEPS (NCCL src/include/device.h): the slots of a connection's FIFO, each a slice of
- * the protocol's chunk, that a sender may fill before the receiver frees one. */
-#define COLL_FIFO_SLOTS 8
-
-/* The delay of a chunked schedule's transfer (coll_schedule.chunked) whose member pair
- * carried a piece in the round before: the pieces of a chain or tree are independent, so
- * this one queues in the connection's FIFO behind the slices still in flight, and its
- * latency is hidden by COLL_FIFO_SLOTS - 1 slices of its own size (at most the protocol's
- * slice) plus the rest of its step beyond one slice, at the route's narrowest link at the
- * protocol's efficiency: max(0, delay - ((slots - 1) min(bytes, slice) + max(0, bytes -
- * slice)) / bandwidth). The first piece over each pair (the pipeline's front) pays its
- * latency as any step does. */
-sim_time coll_exec_window_delay(const coll_exec *x, hw_topo *topo, sim_time delay, double bytes,
-                                double wire, const hw_route *r);
-
-/* For round r of chunked schedule s: front[i] (i from 0, the round's transfers in order)
- * true where transfer i's member pair (src, dst) has no transfer in round r - 1 (all of
- * round 0). `front` holds the round's transfer count. */
-void coll_exec_fronts(const coll_schedule *s, int r, bool *front);
 
 /* The staging hand-offs transfer i of round `round` of `s` waits for on its route `r` (0
  * unless the route is staged in host memory): a member pair's staged route carries one stream

@@ -20,10 +20,7 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
 
 /* A transfer of the round being estimated: its delays and its route. */
 typedef struct est_xfer {
-    sim_time delay, piped, window, stage;
-    bool front;   /* chunked: its pair's first piece (coll_exec_fronts); always, otherwise */
-    bool chunked; /* its schedule's */
-    double wire;
+    sim_time delay, piped, stage;
     const hw_route *route;
 } est_xfer;
 
@@ -44,19 +41,6 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
     size_t n_touched = 0, cap_touched = 0;
     est_xfer *pend = NULL;
     size_t cap_pend = 0;
-    /* chunked schedules: each link's earliest start in the round, now and in a repeat (their
-     * pieces start at different times: the front's after its latency, the queued ones'
-     * at once, so a link is busy from its first start on) */
-    bool chunked = false;
-    for (size_t i = 0; i < n; i++)
-        chunked = chunked || s[i]->chunked;
-    double *ls_now = NULL, *ls_st = NULL;
-    int *stamp = NULL;
-    if (chunked) {
-        ls_now = sim_calloc((size_t)nl, sizeof *ls_now);
-        ls_st = sim_calloc((size_t)nl, sizeof *ls_st);
-        stamp = sim_calloc((size_t)nl, sizeof *stamp);
-    }
     for (int r = 0; r < rounds; r++) {
         bool again = r > 0;
         for (size_t i = 0; i < n && again; i++)
@@ -87,14 +71,7 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                     .piped = coll_exec_piped_delay(&x[j], t[j].topo, lat, xf->bytes, wire,
                                                    route) + stage,
                     .stage = stage,
-                    .front = true,
-                    .chunked = s[j]->chunked,
-                    .wire = wire,
                     .route = route};
-                if (s[j]->chunked)
-                    pend[n_pend - 1].window = coll_exec_window_delay(&x[j], t[j].topo, lat,
-                                                                     xf->bytes, wire, route) +
-                                              stage;
                 for (int k = 0; k < route->n; k++) {
                     int32_t l = route->links[k];
                     if (load[l] == 0) {
@@ -103,13 +80,6 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                     }
                     load[l] += wire;
                 }
-            }
-            if (s[j]->chunked && n_pend > from) { /* as coll_exec's fronts */
-                bool *f = sim_calloc(n_pend - from + 1, sizeof *f);
-                coll_exec_fronts(s[j], r, f);
-                for (size_t i = from; i < n_pend; i++)
-                    pend[i].front = f[i - from];
-                sim_free(f);
             }
             if (s[j]->dataflow) { /* as coll_exec_dataflow_round */
                 size_t i0 = coll_round_first(s[j], r);
@@ -133,69 +103,29 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                     }
                 }
             }
-            for (size_t i = from; i < n_pend && !s[j]->chunked; i++)
-                pend[i].window = pend[i].piped; /* (no window but the pipelined step's) */
         }
         /* pass 2: each transfer ends after its delay and its most loaded link's time; the
-         * round when the last one does (a later round: its fronts' piped delay, the other
-         * pieces' window; a repeat of it: the window, `last`) */
-        double now = 0;
+         * round when the last one does */
+        double first = 0;
         last = 0;
-        for (size_t i = 0; i < n_pend && chunked; i++) {
-            if (!pend[i].chunked)
-                continue;
-            const hw_route *route = pend[i].route;
-            double dn = sim_time_to_s(r == 0 ? pend[i].delay
-                                             : pend[i].front ? pend[i].piped : pend[i].window),
-                   ds = sim_time_to_s(pend[i].window);
-            for (int k = 0; k < route->n; k++) {
-                int32_t l = route->links[k];
-                if (stamp[l] != r + 1) {
-                    stamp[l] = r + 1;
-                    ls_now[l] = dn;
-                    ls_st[l] = ds;
-                }
-                ls_now[l] = fmin(ls_now[l], dn);
-                ls_st[l] = fmin(ls_st[l], ds);
-            }
-        }
         for (size_t i = 0; i < n_pend; i++) {
             const hw_route *route = pend[i].route;
-            double dn = sim_time_to_s(r == 0 ? pend[i].delay
-                                             : pend[i].front ? pend[i].piped : pend[i].window),
-                   ds = sim_time_to_s(pend[i].window);
-            double busy = 0, bn = 0, bs = 0, bw = INFINITY;
-            for (int k = 0; k < route->n; k++) {
-                int32_t l = route->links[k];
-                double lb = hw_topo_link(t[0].topo, l)->bw_Bps;
-                busy = fmax(busy, load[l] / lb);
-                bw = fmin(bw, lb);
-                if (pend[i].chunked) {
-                    bn = fmax(bn, ls_now[l] + load[l] / lb);
-                    bs = fmax(bs, ls_st[l] + load[l] / lb);
-                }
-            }
-            if (pend[i].chunked && route->n > 0) {
-                /* from its own start alone, or from the link's first start, loaded */
-                now = fmax(now, fmax(dn + pend[i].wire / bw, bn));
-                last = fmax(last, fmax(ds + pend[i].wire / bw, bs));
-            } else {
-                now = fmax(now, dn + busy);
-                last = fmax(last, ds + busy);
-            }
+            double busy = 0;
+            for (int k = 0; k < route->n; k++)
+                busy = fmax(busy, load[route->links[k]] /
+                                      hw_topo_link(t[0].topo, route->links[k])->bw_Bps);
+            first = fmax(first, sim_time_to_s(pend[i].delay) + busy);
+            last = fmax(last, sim_time_to_s(pend[i].piped) + busy);
         }
         for (size_t i = 0; i < n_touched; i++)
             load[touched[i]] = 0;
         n_touched = 0;
-        total += now;
+        total += r == 0 ? first : last;
     }
     if (!t[0].scratch)
         sim_free(load);
     sim_free(touched);
     sim_free(pend);
-    sim_free(ls_now);
-    sim_free(ls_st);
-    sim_free(stamp);
     return total;
 }
 

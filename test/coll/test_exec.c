@@ -411,18 +411,6 @@ int main(void)
     /* Steps 50,000 B longer than a slice cover 0.5 us of α, so rounds 2-7 wait 0.5 us:
      * m = 574,288 B (5.74288 us): α + 7 x 5.74288 us + 6 x 0.5 us = 44.20016 us. */
     CHECK_INT_EQ(run(r, COLL_ALGO_RING, COLL_ALL_GATHER, 8 * 574288.0, 1), 44200160);
-    /* Chunked schedules pipeline their pieces through NCCL's FIFO (coll_exec_window_delay):
-     * after the first piece over a member pair, the next ones wait only for the part of α
-     * that COLL_FIFO_SLOTS - 1 = 7 pieces' data (each at most a slice) does not cover. Ring
-     * broadcast from 0 over 8 GPUs (a chain of 7 hops), C = 4 chunks: 7 + 3 = 10 rounds.
-     * Chunks of 65,536 B (0.65536 us at 100 GB/s): 7 x 0.65536 us covers α = 1 us, so only
-     * each hop's first chunk pays α: rounds 0-6 each carry the front onto a new hop (α + d),
-     * rounds 7-9 only queued chunks (d): 7 x 1.65536 + 3 x 0.65536 = 13.5536 us (10 x 1.65536
-     * = 16.5536 us if every round paid α). Chunks of 1,024 B (10.24 ns) cover 71.68 ns of
-     * it: rounds 7-9 wait 928.32 ns each: 7 x 1010.24 + 3 x 938.56 = 9887.36 ns. (run()
-     * checks that the selector's estimate agrees.) */
-    CHECK_INT_EQ(run(r, COLL_ALGO_RING, COLL_BROADCAST, 4 * 65536.0, 4), 13553600);
-    CHECK_INT_EQ(run(r, COLL_ALGO_RING, COLL_BROADCAST, 4 * 1024.0, 4), 9887360);
     /* Halving-doubling all_reduce: exchanges of S/2, S/4, S/8 then back: 2 x 700 MB at
      * 100 GB/s = 14 ms, plus α for the first of its 2·log2(8) = 6 rounds. */
     CHECK_INT_EQ(run(r, COLL_ALGO_HD, COLL_ALL_REDUCE, 800e6, 1), 14 * ms + 1 * us);
