@@ -98,31 +98,43 @@ static void xfer_costs(const coll_exec *x, hw_topo *topo, int round, size_t i, c
     c->stage_ps = stage;
 }
 
-sim_time coll_exec_dataflow_latency(int n, double w, double sum, sim_time least)
+/* (n m - min) / (n - 1), m = sum / w (coll_exec_dataflow_round) */
+static sim_time dataflow_latency(int n, double w, double sum, sim_time least)
 {
     SIM_ASSERT(n >= 2 && w > 0, "dataflow ring of %d members, %g bytes", n, w);
     double lat = (n * (sum / w) - (double)least) / (n - 1);
     return lat > 0 ? (sim_time)llround(lat) : 0;
 }
 
+void coll_dataflow_add(coll_dataflow *a, double bytes, sim_time delay, sim_time piped)
+{
+    a->w += bytes;
+    a->d += bytes * (double)delay;
+    a->p += bytes * (double)piped;
+    a->dmin = !a->any || delay < a->dmin ? delay : a->dmin;
+    a->pmin = !a->any || piped < a->pmin ? piped : a->pmin;
+    a->any = true;
+}
+
+bool coll_dataflow_result(const coll_dataflow *a, int n, sim_time *delay, sim_time *piped)
+{
+    if (a->w <= 0)
+        return false;
+    *delay = dataflow_latency(n, a->w, a->d, a->dmin);
+    *piped = dataflow_latency(n, a->w, a->p, a->pmin);
+    return true;
+}
+
 void coll_exec_dataflow_round(const coll_schedule *s, int round, coll_xfer_cost *c)
 {
     size_t first = coll_round_first(s, round), n = coll_round_end(s, round) - first;
-    double w = 0, d = 0, p = 0;
-    sim_time dmin = 0, pmin = 0;
-    for (size_t i = 0; i < n; i++) {
-        double b = s->xfers[first + i].bytes;
-        sim_time di = c[i].delay_ps - c[i].stage_ps, pi = c[i].piped_ps - c[i].stage_ps;
-        w += b;
-        d += b * (double)di;
-        p += b * (double)pi;
-        dmin = i == 0 || di < dmin ? di : dmin;
-        pmin = i == 0 || pi < pmin ? pi : pmin;
-    }
-    if (w <= 0)
+    coll_dataflow a = {0};
+    for (size_t i = 0; i < n; i++)
+        coll_dataflow_add(&a, s->xfers[first + i].bytes, c[i].delay_ps - c[i].stage_ps,
+                          c[i].piped_ps - c[i].stage_ps);
+    sim_time md, mp;
+    if (!coll_dataflow_result(&a, s->dataflow, &md, &mp))
         return;
-    sim_time md = coll_exec_dataflow_latency(s->dataflow, w, d, dmin),
-             mp = coll_exec_dataflow_latency(s->dataflow, w, p, pmin);
     for (size_t i = 0; i < n; i++) {
         c[i].delay_ps = md + c[i].stage_ps;
         c[i].piped_ps = mp + c[i].stage_ps;
@@ -225,11 +237,12 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
             hw_net_round_end_key(net, tag, (const char *)&x->costs[at] + piped);
             return false;
         }
-        /* (costed as it runs: a dataflow round's mean latency first, as
+        /* (costed as it runs: a dataflow round's latency first, as
          * coll_exec_dataflow_round, then the transfers) */
-        double w = 0, sum = 0;
-        sim_time least = 0;
-        for (int pass = s->dataflow ? 0 : 1; pass < 2; pass++)
+        coll_dataflow acc = {0};
+        sim_time mean = 0, unused;
+        bool have_mean = false;
+        for (int pass = s->dataflow ? 0 : 1; pass < 2; pass++) {
             for (size_t i = first; i < last; i++) {
                 const coll_xfer *xf = &s->xfers[i];
                 sim_time lat;
@@ -240,16 +253,16 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
                 if (piped)
                     d = coll_exec_piped_delay(x, topo, d, xf->bytes, wire, r);
                 if (pass == 0) {
-                    least = i == first || d < least ? d : least;
-                    w += xf->bytes;
-                    sum += xf->bytes * (double)d;
+                    coll_dataflow_add(&acc, xf->bytes, d, d);
                     continue;
                 }
-                if (s->dataflow && w > 0)
-                    d = coll_exec_dataflow_latency(s->dataflow, w, sum, least);
-                hw_net_round_add(net, now + d + coll_exec_staging_ps(s, x->round, i, r), wire,
-                                 r);
+                hw_net_round_add(net, now + (have_mean ? mean : d) +
+                                          coll_exec_staging_ps(s, x->round, i, r),
+                                 wire, r);
             }
+            if (pass == 0)
+                have_mean = coll_dataflow_result(&acc, s->dataflow, &mean, &unused);
+        }
         hw_net_round_end(net, tag);
         return false;
     }

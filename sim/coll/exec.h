@@ -86,8 +86,20 @@ coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t 
  * rounds count 2(n m - min): at least its exact path, twice the hops less the cheapest two
  * adjacent ones (more by the difference where the cheapest hops are not adjacent, as when
  * NVLink and network hops alternate). */
-sim_time coll_exec_dataflow_latency(int n, double w, double sum, sim_time least);
 void coll_exec_dataflow_round(const coll_schedule *s, int round, coll_xfer_cost *c);
+
+/* The same sums for callers that hold a round's latencies elsewhere (the selector's
+ * estimate, a round costed as it runs): add each transfer's bytes and latencies (staging
+ * excluded; `piped` may repeat `delay` when only one is wanted), in the round's order, then
+ * read the latencies every transfer of the round pays. */
+typedef struct coll_dataflow {
+    double w, d, p;      /* bytes; bytes x delay; bytes x piped delay */
+    sim_time dmin, pmin; /* the least of each */
+    bool any;
+} coll_dataflow;
+void coll_dataflow_add(coll_dataflow *a, double bytes, sim_time delay, sim_time piped);
+/* false (and nothing set) when the round moved no bytes */
+bool coll_dataflow_result(const coll_dataflow *a, int n, sim_time *delay, sim_time *piped);
 
 /* The delay of a transfer in a round after the first: its full `delay` less the time the
  * rest of its step (bytes beyond one slice of the protocol's chunk) takes on the route's

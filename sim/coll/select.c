@@ -83,25 +83,17 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
             }
             if (s[j]->dataflow) { /* as coll_exec_dataflow_round */
                 size_t i0 = coll_round_first(s[j], r);
-                double w = 0, d = 0, p = 0;
-                sim_time dmin = 0, pmin = 0;
-                for (size_t i = from; i < n_pend; i++) {
-                    double b = s[j]->xfers[i0 + (i - from)].bytes;
-                    sim_time di = pend[i].delay - pend[i].stage, pi = pend[i].piped - pend[i].stage;
-                    w += b;
-                    d += b * (double)di;
-                    p += b * (double)pi;
-                    dmin = i == from || di < dmin ? di : dmin;
-                    pmin = i == from || pi < pmin ? pi : pmin;
-                }
-                if (w > 0) {
-                    sim_time md = coll_exec_dataflow_latency(s[j]->dataflow, w, d, dmin),
-                             mp = coll_exec_dataflow_latency(s[j]->dataflow, w, p, pmin);
+                coll_dataflow a = {0};
+                for (size_t i = from; i < n_pend; i++)
+                    coll_dataflow_add(&a, s[j]->xfers[i0 + (i - from)].bytes,
+                                      pend[i].delay - pend[i].stage,
+                                      pend[i].piped - pend[i].stage);
+                sim_time md, mp;
+                if (coll_dataflow_result(&a, s[j]->dataflow, &md, &mp))
                     for (size_t i = from; i < n_pend; i++) {
                         pend[i].delay = md + pend[i].stage;
                         pend[i].piped = mp + pend[i].stage;
                     }
-                }
             }
         }
         /* pass 2: each transfer ends after its delay and its most loaded link's time; the

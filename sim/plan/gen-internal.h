@@ -127,8 +127,6 @@ typedef struct gen {
         bool have_tp[2][2];
     } memo[512];
 } gen;
-/* Whether kernel `name` ends with `suffix` (".wgrad", ".dgrad"), and whether it is an
- * expert's kernel. */
 /* Whether TP communication overlap applies to kernel `name` (parallel.tp_comm_overlap): every
  * matmul's under Transformer Engine. Under DTensor's SP it is torch's async TP, which
  * torch.compile applies inside the compiled code only, the transformer blocks (torchtitan
@@ -151,6 +149,8 @@ static inline bool plan__tp_fusable(const plan_scenario *sc, const char *name)
     return strcmp(name, "mlp_up.dgrad") || sc->model.activation != MODEL_ACT_SWIGLU;
 }
 
+/* Whether kernel `name` ends with `suffix` (".wgrad", ".dgrad"), and whether it is an
+ * expert's kernel. */
 static inline bool plan__ends_with(const char *name, const char *suffix)
 {
     size_t n = strlen(name), k = strlen(suffix);
