@@ -136,7 +136,7 @@ busy_iv replay__gap(replay_ctx *c, const rank_state *rs, const trace_op *o, sim_
     }
     /* a collective or copy waited for (not a pipeline transfer) that the host issued
      * after the stream fell idle: the wait until its issue is the host thread's */
-    if (rs->launch_ps > 0 && latest >= 0 && early == REPLAY_CAUSE_OTHER &&
+    if (rs->hosted && latest >= 0 && early == REPLAY_CAUSE_OTHER &&
         rs->tr->ops[latest_dep].kind != TRACE_OP_COMPUTE) {
         sim_time iss = replay__issue_time(rs, latest_dep);
         if (iss > split) {

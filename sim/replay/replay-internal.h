@@ -117,6 +117,20 @@ typedef struct rank_state {
     sim_time launch_ps;
     sim_time step_start;
     bool issue_wait[TRACE_STREAMS];
+    /* ... unless the trace says otherwise (trace_host): an op may stand for several
+     * launches (host_extra[k]: the launches beyond one per op of host entries 0..k), and
+     * after issuing a sync op the host waits until every op up to it has ended. sync_op:
+     * the sync ops in order (host_extra and sync_op are the template's for a borrower);
+     * sync_next: the first not yet passed this step, sync_at[k]: when the host resumed
+     * after sync k; blocked: async ops ready while a sync their issue waits for had not
+     * passed. hosted: ops wait for their issue at all (launch_ps > 0 or syncs). */
+    bool hosted;
+    const int64_t *host_extra;
+    const uint32_t *sync_op;
+    uint32_t n_sync, sync_next;
+    sim_time *sync_at;
+    uint32_t *blocked;
+    size_t n_blocked, cap_blocked;
     int step;              /* 0-based step in progress */
     sim_time *step_end;    /* per step: when this rank finished it */
     /* steady.c: the first unfinished op (a cache: everything before it has finished), one
@@ -199,15 +213,62 @@ typedef struct replay_ctx {
 /* Accounts a closed interval of the reported step to its rank's busy and idle time
  * (bubbles.c). */
 void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv);
-/* When the rank's host thread issues op `op` of the step in progress: one op every
- * launch_ps from the step's start, in trace order (node.host.launch); the horizon if that is
- * beyond it. */
+/* The rank's first op not yet ended this step (everything before it has; lo caches it). */
+static inline uint32_t replay__lo(rank_state *rs)
+{
+    uint32_t n = (uint32_t)rs->tr->n_ops;
+    while (rs->lo < n && rs->end[rs->lo] >= 0)
+        rs->lo++;
+    return rs->lo;
+}
+
+/* The host launches up to and including op `op` (trace_host: one per op unless it says). */
+static inline int64_t replay__launches(const rank_state *rs, uint32_t op)
+{
+    const trace_rank *tr = rs->tr;
+    size_t lo = 0, hi = tr->n_host; /* the first host entry past op */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (tr->host[mid].op <= op)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return (int64_t)op + 1 + (lo > 0 ? rs->host_extra[lo - 1] : 0);
+}
+
+/* Whether op `op`'s issue waits for a host synchronization that has not passed yet. */
+static inline bool replay__issue_blocked(const rank_state *rs, uint32_t op)
+{
+    return rs->sync_next < rs->n_sync && rs->sync_op[rs->sync_next] < op;
+}
+
+/* When the host thread issues op `op` (not blocked): its launches after the step's start,
+ * or after the host resumed from the last sync before it; the horizon if that is beyond. */
 static inline sim_time replay__issue_time(const rank_state *rs, uint32_t op)
 {
-    sim_time k = (sim_time)op + 1;
-    if (rs->launch_ps > (SIM_TIME_HORIZON - rs->step_start) / k)
+    sim_time base = rs->step_start;
+    int64_t k = (int64_t)op + 1;
+    if (rs->tr->n_host > 0) {
+        uint32_t lo = 0, hi = rs->sync_next; /* passed syncs before op */
+        while (lo < hi) {
+            uint32_t mid = lo + (hi - lo) / 2;
+            if (rs->sync_op[mid] < op)
+                lo = mid + 1;
+            else
+                hi = mid;
+        }
+        k = replay__launches(rs, op);
+        if (lo > 0) {
+            base = rs->sync_at[lo - 1];
+            k -= replay__launches(rs, rs->sync_op[lo - 1]);
+        }
+    }
+    if (k <= 0 || rs->launch_ps == 0)
+        return base;
+    if (rs->launch_ps > (SIM_TIME_HORIZON - base) / k)
         return SIM_TIME_HORIZON;
-    return rs->step_start + rs->launch_ps * k;
+    return base + rs->launch_ps * k;
 }
 
 /* Compute op `op`'s duration before interference on rank `rs`: its own (var_dur) or the

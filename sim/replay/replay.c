@@ -276,9 +276,13 @@ static void try_start(replay_ctx *c, int rank, int s, sim_time now)
     uint32_t op = rs->stream_ops[rs->head[s]];
     if (rs->pending[op] != 0)
         return;
-    if (rs->launch_ps > 0) {
+    if (rs->hosted) {
         if (rs->issue_wait[s])
             return; /* its EV_ISSUE is queued */
+        if (replay__issue_blocked(rs, op)) {
+            c->host_bound = true;
+            return; /* tried again when the host passes the sync (pass_syncs) */
+        }
         sim_time at = replay__issue_time(rs, op);
         if (now < at) {
             c->host_bound = true;
@@ -294,13 +298,47 @@ static void try_start(replay_ctx *c, int rank, int s, sim_time now)
 static void start_async(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
-    sim_time at = rs->launch_ps > 0 ? replay__issue_time(rs, op) : now;
+    if (rs->hosted && replay__issue_blocked(rs, op)) {
+        c->host_bound = true;
+        SIM_GROW(rs->blocked, rs->cap_blocked, rs->n_blocked + 1);
+        rs->blocked[rs->n_blocked++] = op;
+        return;
+    }
+    sim_time at = rs->hosted ? replay__issue_time(rs, op) : now;
     if (now < at) {
         c->host_bound = true;
         push_op_ev(c, EV_ISSUE, rank, op, at, -1);
     }
     else
         start_op(c, rank, op, now);
+}
+
+/* The host thread of `rank` passes the syncs whose ops and every op before them have ended
+ * (at `now`, when the last of them ended) and issues what waited for them. */
+static void pass_syncs(replay_ctx *c, int rank, sim_time now)
+{
+    rank_state *rs = &c->ranks[rank];
+    uint32_t lo = replay__lo(rs);
+    if (rs->sync_op[rs->sync_next] >= lo)
+        return;
+    while (rs->sync_next < rs->n_sync && rs->sync_op[rs->sync_next] < lo)
+        rs->sync_at[rs->sync_next++] = now;
+    for (int s = 0; s < TRACE_STREAMS; s++)
+        try_start(c, rank, s, now);
+    size_t n = rs->n_blocked;
+    rs->n_blocked = 0;
+    uint32_t *ops = rs->blocked;
+    rs->blocked = NULL; /* start_async may block some again, into a fresh list */
+    size_t cap = rs->cap_blocked;
+    rs->cap_blocked = 0;
+    for (size_t k = 0; k < n; k++)
+        start_async(c, rank, ops[k], now);
+    if (!rs->blocked) { /* keep the old list's room */
+        rs->blocked = ops;
+        rs->cap_blocked = cap;
+    } else {
+        sim_free(ops);
+    }
 }
 
 /* An op whose last dependency just finished (or that has none): a stream op starts if it
@@ -329,6 +367,8 @@ static void begin_step(replay_ctx *c, int rank, sim_time now)
     rs->done_ops = 0;
     rs->step_start = now;
     rs->lo = rs->hi = 0;
+    rs->sync_next = 0;
+    SIM_ASSERT(rs->n_blocked == 0, "rank %d: async ops blocked at the step's end", rank);
     for (int s = 0; s < TRACE_STREAMS; s++)
         try_start(c, rank, s, now);
     for (uint32_t k = rs->stream_first[TRACE_STREAM_ASYNC];
@@ -450,6 +490,9 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
         if (c->journal)
             replay__j_cbusy(c, rank, busy);
     }
+    /* (after the interval's end above: what the host issues now may start a kernel) */
+    if (rs->sync_next < rs->n_sync)
+        pass_syncs(c, rank, now);
     for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++) {
         uint32_t s = rs->succ[k];
         rs->pending[s]--;

@@ -30,6 +30,36 @@ static sim_time op_duration(const replay_ctx *c, int rank, const trace_op *o,
                               (double)(v ? v->inner : o->inner), attn_seq);
 }
 
+/* The rank's host entries (trace_host): launches beyond one per op, summed up to each
+ * entry, and the sync ops in order (once per op array: a borrower takes its template's);
+ * then its own state for the syncs. */
+static void init_host(replay_ctx *c, rank_state *rs, const rank_state *ts)
+{
+    const trace_rank *tr = rs->tr;
+    if (ts) {
+        rs->host_extra = ts->host_extra;
+        rs->sync_op = ts->sync_op;
+        rs->n_sync = ts->n_sync;
+    } else if (tr->n_host > 0) {
+        int64_t *extra = sim_calloc(tr->n_host, sizeof *extra);
+        uint32_t *sync = sim_calloc(tr->n_host, sizeof *sync);
+        int64_t sum = 0;
+        uint32_t n_sync = 0;
+        for (size_t k = 0; k < tr->n_host; k++) {
+            sum += (int64_t)tr->host[k].launches - 1;
+            extra[k] = sum;
+            if (tr->host[k].sync)
+                sync[n_sync++] = tr->host[k].op;
+        }
+        rs->host_extra = extra;
+        rs->sync_op = sync;
+        rs->n_sync = n_sync;
+    }
+    rs->sync_at = sim_calloc((size_t)rs->n_sync + 1, sizeof *rs->sync_at);
+    rs->hosted = rs->launch_ps > 0 || rs->n_sync > 0;
+    (void)c;
+}
+
 void replay__init_rank(replay_ctx *c, int rank)
 {
     rank_state *rs = &c->ranks[rank];
@@ -56,6 +86,7 @@ void replay__init_rank(replay_ctx *c, int rank)
         SIM_ASSERT(tr->n_colls == ts->tr->n_colls, "rank %d: its template's collectives", rank);
         memcpy(rs->stream_first, ts->stream_first, sizeof rs->stream_first);
         rs->borrowed = true;
+        init_host(c, rs, ts);
         if (tr->n_var > 0) {
             /* its own values of some kernels (MoE experts, trace_op_var): their durations,
              * one per such op (a copy of the whole array cost 8 bytes per op) */
@@ -66,6 +97,7 @@ void replay__init_rank(replay_ctx *c, int rank)
         }
         return;
     }
+    init_host(c, rs, NULL);
     /* successors (reverse dependencies) */
     rs->succ_first = sim_calloc(n + 1, sizeof *rs->succ_first);
     rs->succ = sim_calloc(tr->n_deps, sizeof *rs->succ);
@@ -124,8 +156,12 @@ static void clear_rank(rank_state *rs)
         sim_free(rs->dur);
         sim_free(rs->n_deps);
         sim_free(rs->coll_at);
+        sim_free((void *)rs->host_extra);
+        sim_free((void *)rs->sync_op);
     }
     sim_free(rs->var_dur);
+    sim_free(rs->sync_at);
+    sim_free(rs->blocked);
 }
 
 static void init_groups(replay_ctx *c)

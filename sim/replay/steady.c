@@ -253,6 +253,11 @@ void replay__steady_init(replay_ctx *c)
         c->steady_declined = "jitter";
         return;
     }
+    for (int r = 0; r < c->p->n_ranks; r++)
+        if (c->t->ranks[r].n_host > 0) { /* the host's clock is not a function of the op */
+            c->steady_declined = "host";
+            return;
+        }
     int n = 0, first = -1;
     for (int r = 0; r < c->p->n_ranks; r++) {
         if (c->active && !c->active[r])
@@ -339,10 +344,7 @@ void replay__steady_free(replay_ctx *c)
 /* The first unfinished op of the rank (everything before it has finished). */
 static uint32_t rank_lo(rank_state *rs)
 {
-    uint32_t n = (uint32_t)rs->tr->n_ops;
-    while (rs->lo < n && rs->end[rs->lo] >= 0)
-        rs->lo++;
-    return rs->lo;
+    return replay__lo(rs);
 }
 
 static uint64_t mix(uint64_t h, uint64_t v)
@@ -440,7 +442,7 @@ static bool posted(const rank_state *rs, uint32_t op)
 
 static sim_time posted_start(const rank_state *rs, uint32_t op)
 {
-    return rs->launch_ps > 0 ? replay__issue_time(rs, op) : rs->step_start;
+    return rs->hosted ? replay__issue_time(rs, op) : rs->step_start;
 }
 
 static int async_cmp(const void *pa, const void *pb)

@@ -56,7 +56,9 @@ typedef struct op_row {
     const char *name;
     int32_t coll;
     double flops, model_flops, bytes, duration_s;
-    double inner; /* the last column: files written before it have none (read as 0) */
+    double inner; /* files written before it have none (read as 0) */
+    int32_t launches, sync; /* the last columns (trace_host): files written before them
+                               have none (each op one launch, no syncs) */
 } op_row;
 
 typedef struct dep_row {
@@ -113,6 +115,8 @@ static const h5_col op_cols[] = {
     {"bytes", COL_F64, offsetof(op_row, bytes), "B"},
     {"duration_s", COL_F64, offsetof(op_row, duration_s), "s"},
     {"inner", COL_F64, offsetof(op_row, inner), NULL},
+    {"launches", COL_I32, offsetof(op_row, launches), NULL},
+    {"sync", COL_I32, offsetof(op_row, sync), NULL},
 };
 static const h5_col dep_cols[] = {
     {"rank", COL_I32, offsetof(dep_row, rank), NULL},
@@ -185,6 +189,7 @@ static void write_tables(h5_writer *w, const plan *p)
         for (size_t i = 0; i < tr->n_ops && !w->rc; i++) {
             const trace_op *o = &tr->ops[i];
             trace_op_var v = trace_op_values(tr, (uint32_t)i); /* the rank's own values */
+            trace_host h = trace_host_of(tr, (uint32_t)i);
             op_row row = {
                 .rank = r,
                 .op = (int32_t)i,
@@ -206,6 +211,8 @@ static void write_tables(h5_writer *w, const plan *p)
                                   ? -1
                                   : sim_time_to_s(o->duration_ps),
                 .inner = o->kind == TRACE_OP_COMPUTE && o->cls != HW_OP_VECTOR ? v.inner : 0,
+                .launches = (int32_t)h.launches,
+                .sync = h.sync,
             };
             results__h5_append(&ops, &row, 1);
             for (uint32_t d = 0; d < o->n_deps; d++) {
@@ -442,6 +449,7 @@ typedef struct op_state {
     uint32_t *on;
     size_t cap_on;
     int32_t last_rank, next_op;
+    bool host; /* the file has the launches and sync columns */
 } op_state;
 
 /* The next dep row, or NULL at the end; 0/NULL on error with *rc set. */
@@ -523,6 +531,14 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
         if (o->duration_s != -1 && !(o->duration_s >= 0 && o->duration_s <= TRACE_DURATION_MAX_S))
             return bad_row(rd, "ops", row, "duration_s is -1 (modelled) or a duration from 0 "
                                            "to 1e6 s%s", NULL);
+        int32_t launches = os->host ? o->launches : 1, sync = os->host ? o->sync : 0;
+        if (launches < 0 || (uint32_t)launches > TRACE_LAUNCHES_MAX)
+            return bad_row(rd, "ops", row, "launches is the kernel launches the op stands for, "
+                                           "from 0 to 2^24%s", NULL);
+        if (sync != 0 && sync != 1)
+            return bad_row(rd, "ops", row, "sync is 0 or 1 (1: the host waits for every op up "
+                                           "to this one to end before issuing the next)%s",
+                           NULL);
         if (kind == TRACE_OP_HOST && o->duration_s < 0)
             return bad_row(rd, "ops", row, "a host op needs its duration_s%s", NULL);
         if (kind == TRACE_OP_COPY && (o->to_host < 0 || o->to_host >= TRACE_COPY_COUNT))
@@ -566,7 +582,8 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
         };
         if (kind == TRACE_OP_COMPUTE && cls != HW_OP_VECTOR) /* k, or attention's head dim */
             op.inner = (float)o->inner;
-        trace_add_op(rd->t, o->rank, &op, os->on, n_on);
+        uint32_t at = trace_add_op(rd->t, o->rank, &op, os->on, n_on);
+        trace_set_host(rd->t, o->rank, at, (uint32_t)launches, sync != 0);
         os->next_op++;
     }
     return 0;
@@ -705,9 +722,31 @@ static int read_all(reader *rd, results_trace_info *info)
         if (!rc) {
             os.n_deps = results_h5r_table_rows(os.deps);
             os.buf = sim_calloc(SLICE, sizeof *os.buf);
-            /* inner is the last column; a file from before it has none (all read as 0) */
-            size_t n_cols = SIM_ARRAY_LEN(op_cols) - !results_h5r_has_column(f, "/ops", "inner");
-            rc = each_slice(rd, "ops", op_cols, n_cols, sizeof(op_row), read_ops, &os);
+            /* the last columns, inner then launches and sync, are optional: a file from
+             * before them has none (inner read as 0, each op one launch without a sync) */
+            h5_col cols[SIM_ARRAY_LEN(op_cols)];
+            size_t n_cols = 0;
+            bool has_l = results_h5r_has_column(f, "/ops", "launches"),
+                 has_s = results_h5r_has_column(f, "/ops", "sync");
+            os.host = has_l && has_s;
+            if (has_l != has_s) {
+                char where[SIM_DIAG_FILE_MAX];
+                snprintf(where, sizeof where, "%s: /ops", rd->path);
+                rc = sim_diag_error(rd->diag, where, 0, 0, "column %s without column %s (the "
+                                    "host's issue: both or neither)",
+                                    has_l ? "launches" : "sync", has_l ? "sync" : "launches");
+            }
+            for (size_t i = 0; i < SIM_ARRAY_LEN(op_cols); i++) {
+                bool host = strcmp(op_cols[i].name, "launches") == 0 ||
+                            strcmp(op_cols[i].name, "sync") == 0;
+                if ((host && !os.host) ||
+                    (strcmp(op_cols[i].name, "inner") == 0 &&
+                     !results_h5r_has_column(f, "/ops", "inner")))
+                    continue;
+                cols[n_cols++] = op_cols[i];
+            }
+            if (!rc)
+                rc = each_slice(rd, "ops", cols, n_cols, sizeof(op_row), read_ops, &os);
             if (!rc && os.dep_at < os.n_deps)
                 rc = bad_row(rd, "deps", os.dep_at, "no such op (rows must be sorted by rank "
                                                     "and op)%s", NULL);

@@ -166,7 +166,9 @@ void trace_share_rank(trace *t, int rank, int tmpl)
     r->n_deps = s->n_deps;
     r->mem = s->mem;
     r->n_mem = s->n_mem;
-    r->cap_ops = r->cap_deps = r->cap_mem = 0;
+    r->host = s->host;
+    r->n_host = s->n_host;
+    r->cap_ops = r->cap_deps = r->cap_mem = r->cap_host = 0;
     r->tmpl = tmpl;
 }
 
@@ -206,8 +208,12 @@ bool trace_adopt_template(trace *t, int rank, int tmpl)
     SIM_ASSERT(r->tmpl < 0 && r->finished && s->tmpl < 0 && s->finished,
                "rank %d cannot adopt rank %d", rank, tmpl);
     if (r->n_ops != s->n_ops || r->n_deps != s->n_deps || r->n_mem != s->n_mem ||
-        r->n_colls != s->n_colls)
+        r->n_colls != s->n_colls || r->n_host != s->n_host)
         return false;
+    for (size_t i = 0; i < r->n_host; i++)
+        if (r->host[i].op != s->host[i].op || r->host[i].launches != s->host[i].launches ||
+            r->host[i].sync != s->host[i].sync)
+            return false;
     if ((r->n_deps && memcmp(r->deps, s->deps, r->n_deps * sizeof *r->deps) != 0))
         return false;
     for (size_t i = 0; i < r->n_mem; i++) {
@@ -231,14 +237,31 @@ bool trace_adopt_template(trace *t, int rank, int tmpl)
     sim_free(r->ops);
     sim_free(r->deps);
     sim_free(r->mem);
+    sim_free(r->host);
     r->ops = s->ops;
     r->deps = s->deps;
     r->mem = s->mem;
-    r->cap_ops = r->cap_deps = r->cap_mem = 0;
+    r->host = s->host;
+    r->cap_ops = r->cap_deps = r->cap_mem = r->cap_host = 0;
     r->tmpl = tmpl;
     r->var = var;
     r->n_var = n_var;
     return true;
+}
+
+void trace_set_host(trace *t, int rank, uint32_t op, uint32_t launches, bool sync)
+{
+    SIM_ASSERT(rank >= 0 && rank < t->n_ranks, "rank %d", rank);
+    trace_rank *r = &t->ranks[rank];
+    SIM_ASSERT(op < r->n_ops && r->tmpl < 0 && launches <= TRACE_LAUNCHES_MAX &&
+                   (r->n_host == 0 || r->host[r->n_host - 1].op <= op),
+               "rank %d: host entry for op %u of %zu", rank, op, r->n_ops);
+    if (r->n_host > 0 && r->host[r->n_host - 1].op == op)
+        r->n_host--;
+    if (launches == 1 && !sync)
+        return; /* as every op is issued */
+    SIM_GROW(r->host, r->cap_host, r->n_host + 1);
+    r->host[r->n_host++] = (trace_host){op, launches, sync};
 }
 
 void trace_add_mem(trace *t, int rank, uint32_t op, int cat, int64_t bytes, bool at_end)
@@ -268,6 +291,7 @@ void trace_release_rank(trace *t, int rank)
         sim_free(r->ops);
         sim_free(r->deps);
         sim_free(r->mem);
+        sim_free(r->host);
     }
     sim_free(r->colls);
     sim_free(r->var);
@@ -279,7 +303,9 @@ void trace_release_rank(trace *t, int rank)
     r->ops = NULL;
     r->deps = NULL;
     r->mem = NULL;
+    r->host = NULL;
     r->n_ops = r->cap_ops = r->n_deps = r->cap_deps = r->n_mem = r->cap_mem = 0;
+    r->n_host = r->cap_host = 0;
 }
 
 void trace_finish_rank(trace *t, int rk)
@@ -337,6 +363,13 @@ static int validate_ops(const trace *t, int rk, size_t *seen, int32_t *known, ch
                         size_t n)
 {
     const trace_rank *r = &t->ranks[rk];
+    for (size_t k = 0; k < r->n_host; k++)
+        if (r->host[k].op >= r->n_ops || (k > 0 && r->host[k].op <= r->host[k - 1].op) ||
+            r->host[k].launches > TRACE_LAUNCHES_MAX) {
+            NOTE(why, n, "rank %d: host entry %zu (op %u) out of order or range", rk, k,
+                 r->host[k].op);
+            return -1;
+        }
     uint32_t ordinal = 0;
     for (size_t i = 0; i < r->n_ops; i++) {
         const trace_op *o = &r->ops[i];

@@ -28,6 +28,7 @@
 #ifndef SIM_TRACE_TRACE_H
 #define SIM_TRACE_TRACE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -136,6 +137,18 @@ typedef struct trace_op_var {
     double flops, model_flops, bytes;
 } trace_op_var;
 
+/* How the rank's host thread issues an op, where it differs from one launch and on: an op
+ * that stands for `launches` kernel launches (0 or more; e.g. a list all-gather and the copy
+ * out of each of its N outputs), and `sync`: after issuing it the host waits until every op
+ * of the rank up to it has ended (torch.cuda.synchronize) before issuing the next. */
+typedef struct trace_host {
+    uint32_t op;
+    uint32_t launches;
+    uint8_t sync;
+} trace_host;
+/* The most launches one op may stand for (trace files are checked against it). */
+#define TRACE_LAUNCHES_MAX (UINT32_C(1) << 24)
+
 typedef struct trace_rank {
     trace_op *ops;
     size_t n_ops, cap_ops;
@@ -149,6 +162,9 @@ typedef struct trace_rank {
     int32_t tmpl;     /* -1: owns ops/deps/mem; else the rank whose arrays it borrows */
     trace_op_var *var; /* a borrower's own values of some compute ops, by increasing op */
     size_t n_var;
+    trace_host *host; /* ops issued other than as one launch, by increasing op (owned with
+                         ops: a borrower has its template's) */
+    size_t n_host, cap_host;
     bool finished;    /* memory events indexed by op (trace_finish_rank) since the last change */
 } trace_rank;
 
@@ -233,6 +249,25 @@ static inline trace_op_var trace_op_values(const trace_rank *r, uint32_t i)
                           o->model_flops, o->bytes};
 }
 void trace_add_rank_coll(trace *t, int rank, uint32_t coll);
+/* Sets how `rank`'s host thread issues op `op` (trace_host): `launches` launches, then a
+ * synchronization when `sync`. Ops are set in increasing order; setting the last one again
+ * replaces it. */
+void trace_set_host(trace *t, int rank, uint32_t op, uint32_t launches, bool sync);
+/* How op `i` of rank `r` is issued: its entry, or one launch and no synchronization. */
+static inline trace_host trace_host_of(const trace_rank *r, uint32_t i)
+{
+    size_t lo = 0, hi = r->n_host;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (r->host[mid].op < i)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    if (lo < r->n_host && r->host[lo].op == i)
+        return r->host[lo];
+    return (trace_host){i, 1, 0};
+}
 /* Room for `n` more collective instances of `rank` (a borrower knows how many it needs). */
 void trace_reserve_rank_colls(trace *t, int rank, size_t n);
 

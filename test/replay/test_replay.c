@@ -382,5 +382,66 @@ int main(void)
         plan_destroy(p);
     }
 
+    /* 6. The host thread (trace_host): launches L = 10 us an op. Each rank issues a GEMM
+     *    (op 0) at L, the all-reduce of its gradients (op 1) at 2L, then a second GEMM
+     *    (op 2) that stands for 5 launches and needs nothing.
+     *    - Without a sync op 2 is issued at 2L + 5L = 7L and runs after op 0 on the compute
+     *      stream, from L + T_matmul (2 ms >> 7L): step = L + T_matmul + T_allreduce (the
+     *      all-reduce, from L + T_matmul, ends last).
+     *    - With sync on op 1 the host waits until ops 0 and 1 have ended, at L + T_matmul +
+     *      T_allreduce, then spends op 2's 5 launches: op 2 runs from there + 5L, and the
+     *      step is 6L + 2 T_matmul + T_allreduce. Every idle gap of the compute stream is
+     *      then the host's: [0, L) before op 0's issue and [L + T_matmul, 6L + T_matmul +
+     *      T_allreduce) before op 2's, a bubble fraction of (6L + T_allreduce) / step. The
+     *      steady-state search declines (the host's clock is not a function of the op).
+     *    - With no launch time (L = 0) and the sync on op 0 instead, the host issues ops 1
+     *      and 2 when op 0 ends, at T_matmul: op 2 follows op 0 with no gap (one busy
+     *      interval of 2 T_matmul) and the step is T_matmul + T_allreduce, the compute
+     *      stream idle for the all-reduce's last T_allreduce - T_matmul: dp. */
+    for (int sync = 0; sync < 3; sync++) {
+        plan_scenario sc;
+        scenario(&sc, 2);
+        const sim_time L = sync == 2 ? 0 : 10 * SIM_PS_PER_US;
+        sc.topology.host.launch_eager_ps = L;
+        sc.training.compile = false;
+        trace *t = trace_create(2);
+        int32_t members[2] = {0, 1};
+        uint32_t g = trace_add_group(t, PLAN_GROUP_DP, 2, members);
+        uint32_t c = trace_add_coll(t, COLL_ALL_REDUCE, PLAN_COLL_RING, g, 1e9, 0);
+        for (int r = 0; r < 2; r++) {
+            trace_op op = compute(t, "gemm", 1e12, HW_OP_MATMUL);
+            uint32_t a = trace_add_op(t, r, &op, NULL, 0);
+            trace_set_host(t, r, a, 1, sync == 2);
+            op = allreduce(t, c);
+            uint32_t b = trace_add_op(t, r, &op, &a, 1);
+            trace_set_host(t, r, b, 1, sync == 1);
+            op = compute(t, "gemm2", 1e12, HW_OP_MATMUL);
+            uint32_t d = trace_add_op(t, r, &op, NULL, 0);
+            trace_set_host(t, r, d, 5, false);
+        }
+        trace_finish(t);
+        CHECK_INT_EQ(trace__check(t), 0);
+        plan *p;
+        replay_results *res = replay_trace(&sc, t, false, &p);
+        const replay_summary *s = &res->summary;
+        CHECK_INT_EQ(s->status, REPLAY_STATUS_OK);
+        sim_time step = sync == 1 ? 6 * L + 2 * T_MATMUL_PS + T_ALLREDUCE_PS
+                                  : L + T_MATMUL_PS + T_ALLREDUCE_PS;
+        CHECK_NEAR(s->step_time_s, sim_time_to_s(step), 1e-12, 0);
+        CHECK_NEAR(res->steps[1].end_s, 2 * sim_time_to_s(step), 1e-12, 0);
+        if (sync == 2) {
+            CHECK_NEAR(s->bubble_fraction,
+                       (double)(T_ALLREDUCE_PS - T_MATMUL_PS) / (double)step, 1e-12, 0);
+            CHECK_NEAR(s->bubble_by_cause[REPLAY_CAUSE_DP], s->bubble_fraction, 1e-12, 0);
+        }
+        if (sync == 1) {
+            CHECK_NEAR(s->bubble_fraction, (double)(6 * L + T_ALLREDUCE_PS) / (double)step,
+                       1e-12, 0);
+            CHECK_NEAR(s->bubble_by_cause[REPLAY_CAUSE_HOST], s->bubble_fraction, 1e-12, 0);
+        }
+        replay_results_destroy(res);
+        plan_destroy(p);
+    }
+
     return test_finish();
 }

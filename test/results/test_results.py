@@ -228,7 +228,13 @@ def trace_replay(tmp):
              ("ddp.yaml", ["--set", "parallel.dp=1", "--set", "parallel.cp=2", "--set", "training.global_batch=2",
                            "--set", "training.flash_attention=true"]),
              ("ddp.yaml", ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.ep=2"]),
-             ("ddp.yaml", ["--set", "topology.gpu.matmul_k_overhead=128"])]
+             ("ddp.yaml", ["--set", "topology.gpu.matmul_k_overhead=128"]),
+             # DeepSpeed's blocking fetch and list collectives: ops standing for several
+             # host launches, and syncs (the launches and sync columns)
+             ("ddp.yaml", ["--set", "parallel.zero=3", "--set", "parallel.fsdp.implementation=deepspeed",
+                           "--set", "parallel.fsdp.persistence_threshold=0",
+                           "--set", "parallel.fsdp.sync_fetch=true",
+                           "--set", "parallel.fsdp.list_collectives=true"])]
     tr = os.path.join(tmp, "t.h5")
     for base, sets in cases:
         sc = os.path.join(data, base)
@@ -268,6 +274,45 @@ def trace_replay(tmp):
     rc, out, err = run("replay", tr, "--json")
     check(rc == 0 and json.loads(out)["step_time_s"] == json.loads(plain)["step_time_s"],
           "a trace without inner replays uncorrected: %s" % err)
+    # The host's issue: a list collective's copies are a host op standing for N = 2
+    # launches, each fetch ends in a sync. A file without the launches and sync columns
+    # replays every op as one launch without syncs: faster than the run it was traced
+    # from. A launches count out of range, or one column without the other, is refused.
+    ds = ["--set", "parallel.zero=3", "--set", "parallel.fsdp.implementation=deepspeed",
+          "--set", "parallel.fsdp.persistence_threshold=0", "--set", "parallel.fsdp.list_collectives=true"]
+    rc, out, err = run("trace", sc, "-o", tr, "--set", "parallel.fsdp.sync_fetch=true", *ds)
+    f = h5py.File(tr, "r+")
+    ops = f["ops"][:]
+    names = decode(ops["name"])
+    copies = [i for i, n in enumerate(names) if n.endswith("_copies")]
+    check(copies and all(ops["launches"][i] == 2 and decode(ops["kind"][i:i + 1]) == ["host"] for i in copies),
+          "list copies: host ops of 2 launches")
+    check(ops["sync"].sum() > 0 and set(ops["launches"][[i for i in range(len(ops)) if i not in copies]]) == {1},
+          "syncs present, other ops one launch each")
+    bad = ops.copy()
+    bad["launches"][0] = -1
+    f["ops"][...] = bad
+    f.close()
+    rc, out, err = run("replay", tr)
+    check(rc == 2 and one_error(err) and "/ops row 0" in err and "launches" in err,
+          "a negative launches refused: " + err)
+    f = h5py.File(tr, "r+")
+    old = ops[[n for n in ops.dtype.names if n != "sync"]]
+    del f["ops"]
+    f.create_dataset("ops", data=np.asarray(old, dtype=[(n, ops.dtype[n]) for n in old.dtype.names]))
+    f.close()
+    rc, out, err = run("replay", tr)
+    check(rc == 2 and one_error(err) and "launches without column sync" in err,
+          "launches without sync refused: " + err)
+    f = h5py.File(tr, "r+")
+    old = ops[[n for n in ops.dtype.names if n not in ("sync", "launches")]]
+    del f["ops"]
+    f.create_dataset("ops", data=np.asarray(old, dtype=[(n, ops.dtype[n]) for n in old.dtype.names]))
+    f.close()
+    rc, out, err = run("replay", tr, "--json")
+    rc1, synced, err1 = run("run", sc, "--json", "--set", "parallel.fsdp.sync_fetch=true", *ds)
+    check(rc == 0 and rc1 == 0 and json.loads(out)["step_time_s"] < json.loads(synced)["step_time_s"],
+          "a trace without the host columns replays without syncs or extra launches: %s %s" % (err, err1))
     # Measured durations replace the roofline: a single ideal GPU (no communication) whose
     # every op is set to take 1 ms runs a step in (ops per step) ms; with the optimizer's
     # host-free DDP on one GPU every op is compute, so step = n_ops x 1 ms.
