@@ -389,6 +389,8 @@ static const input_key fsdp_keys[] = {
      .flags = SIZE_UP_TO(1e15)},
     {.name = "persistence_threshold", .type = INPUT_K_FLOAT,
      .offset = PA(fsdp.persistence_threshold), .flags = COUNT_UP_TO(1e15)},
+    {.name = "sync_fetch", .type = INPUT_K_BOOL, .offset = PA(fsdp.sync_fetch)},
+    {.name = "list_collectives", .type = INPUT_K_BOOL, .offset = PA(fsdp.list_collectives)},
 };
 MAP(fsdp_map, "fsdp", fsdp_keys);
 
@@ -805,6 +807,7 @@ static const input_key model_keys[] = {
     {.name = "tied_embeddings", .type = INPUT_K_BOOL, .offset = MO(tied_embeddings)},
     {.name = "qk_norm", .type = INPUT_K_BOOL, .offset = MO(qk_norm)},
     {.name = "qkv_bias", .type = INPUT_K_BOOL, .offset = MO(qkv_bias)},
+    {.name = "qkv_fused", .type = INPUT_K_BOOL, .offset = MO(qkv_fused)},
     {.name = "bias", .type = INPUT_K_BOOL, .offset = MO(bias)},
     {.name = "max_seq_len", .type = INPUT_K_INT, .offset = MO(max_seq_len),
      .flags = SIZE_UP_TO(MAX_TOKENS)},

@@ -124,6 +124,12 @@ static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_sch
          "FSDP reduce-scatters each unit's gradients on their own", 0, false},
         {"persistence_threshold", PLAN_DEEPSPEED, false,
          "FSDP shards every parameter; set implementation: deepspeed or drop it", 0, false},
+        {"sync_fetch", PLAN_DEEPSPEED, false,
+         "the blocking fetch is DeepSpeed's (before 0.5); set implementation: deepspeed or drop "
+         "it", 0, false},
+        {"list_collectives", PLAN_DEEPSPEED, false,
+         "per-tensor list collectives are DeepSpeed's on PyTorch before 1.10; set "
+         "implementation: deepspeed or drop it", 0, false},
         {"prefetch", PLAN_FSDP2, true, "DeepSpeed prefetches by parameters: use "
                                        "parallel.fsdp.prefetch_bucket (elements)", 0, false},
         {"reshard_after_forward", PLAN_FSDP2, true,
@@ -210,6 +216,19 @@ int input__check_parallel_options(const input_ynode *root, const plan_scenario *
 {
     const plan_parallel *p = &sc->parallel;
     int rc = check_fsdp(root, p, ctx);
+    if (!rc && p->fsdp.list_collectives &&
+        (sc->model.attention.kind == MODEL_ATTN_MLA ||
+         sc->training.finetune.method != PLAN_FT_FULL)) {
+        /* the tensors each get their own collective: listed for MHA models trained in full
+         * (DeepSpeed's ZeRO-3 has no MoE: input__check_parallel refuses it) */
+        input_schema_error(ctx, SIM_EINVAL,
+                           input__locate(root, "parallel.fsdp.list_collectives", "parallel"),
+                           "parallel.fsdp.list_collectives: modelled for multi-head attention "
+                           "models trained in full only");
+        sim_diag_hint(ctx->diag, "drop it for MLA or LoRA models (docs/strategies.md, "
+                                 "\"FSDP\")");
+        rc = SIM_EINVAL;
+    }
     if (!rc)
         rc = check_variability(root, sc, ctx);
     bool offload_params = p->offload.params != PLAN_OFFLOAD_NONE;

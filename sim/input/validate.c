@@ -302,14 +302,18 @@ static int check_model(const input_ynode *root, plan_scenario *sc, input_schema_
                                      "(workloads/deepseek-v3.yaml)");
             return SIM_EINVAL;
         }
-        if (m->qk_norm || m->qkv_bias)
-            return input_schema_error(ctx, SIM_EINVAL,
-                                      locate(root, m->qk_norm ? "model.qk_norm" : "model.qkv_bias",
-                                             "model"),
+        if (m->qk_norm || m->qkv_bias || m->qkv_fused) {
+            const char *key = m->qk_norm ? "qk_norm" : m->qkv_bias ? "qkv_bias" : "qkv_fused";
+            char path[32];
+            snprintf(path, sizeof path, "model.%s", key);
+            return input_schema_error(ctx, SIM_EINVAL, locate(root, path, "model"),
                                       "model.%s: %s do not apply to MLA (its q and k/v go "
                                       "through latents)",
-                                      m->qk_norm ? "qk_norm" : "qkv_bias",
-                                      m->qk_norm ? "per-head q/k norms" : "q/k/v biases");
+                                      key,
+                                      m->qk_norm    ? "per-head q/k norms"
+                                      : m->qkv_bias ? "q/k/v biases"
+                                                    : "fused q/k/v matrices");
+        }
         for (int i = 0; i < sc->training.finetune.n_targets; i++) {
             const char *t = sc->training.finetune.targets[i];
             if (t[1] == '\0' && (t[0] == 'q' || t[0] == 'k' || t[0] == 'v'))

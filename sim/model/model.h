@@ -54,6 +54,9 @@ typedef struct model_spec {
     bool bias;       /* linear layers carry biases (GPT-2/3, Megatron GPT); false for Llama/Qwen3 */
     bool qkv_bias;   /* the q, k and v projections carry biases though the others do not
                         (Qwen2); implied by `bias` */
+    bool qkv_fused;  /* q, k and v are one parameter tensor (Megatron's query_key_value,
+                        GPT-2's c_attn): what DeepSpeed ZeRO-3 handles tensor by tensor;
+                        the kernels are the same either way */
 } model_spec;
 
 /* Fine-tuning method (docs/models.md "Fine-tuning: LoRA and QLoRA"). FULL trains every

@@ -7,53 +7,101 @@
  * under parameter offload. */
 #include "core/sim.h"
 
+#include <math.h>
+
 #include "plan/gen-internal.h"
 
-/* DeepSpeed ZeRO-3 keeps whole, on every rank, each parameter tensor of at most
- * persistence_threshold elements (stage3_param_persistence_threshold): the tensors as
- * Hugging Face's modules hold them, this rank's tensor-parallel slice of each: per layer the
- * norms' weights (and LayerNorm biases), q/k norms, the q, k, v, o, gate, up and down matrices
- * and their biases; the final norm in the head. MLA layers' own matrices, LoRA adapters and
- * QLoRA's base matrices are counted as gathered. */
-int64_t plan__ds_persistent(const gen *g, model_block blk)
+/* The parameter tensors of a block as Hugging Face's modules hold them, this rank's
+ * tensor-parallel slice of each (DeepSpeed ZeRO-3 manages each tensor on its own): per
+ * layer the norms' weights (and LayerNorm biases), q/k norms, the q, k, v, o, gate, up and
+ * down matrices (q, k and v as one with model.qkv_fused) and their biases; the final norm
+ * in the head. MLA layers' own matrices, LoRA adapters and QLoRA's base matrices are not
+ * listed. Calls `each(numel, count, ud)` per kind of tensor. */
+static void ds_tensors(const gen *g, model_block blk, void (*each)(int64_t, int, void *),
+                       void *ud)
 {
     const model_spec *m = &g->model;
-    double thr = g->sc->parallel.fsdp.persistence_threshold;
-    int64_t h = m->hidden, t = g->sc->parallel.tp, sum = 0;
-    int64_t norm_tensors = m->norm == MODEL_NORM_LAYERNORM ? 2 : 1;
-#define KEEP(numel, count)                                                                     \
-    do {                                                                                       \
-        if ((double)(numel) <= thr)                                                            \
-            sum += (int64_t)(count) * (numel);                                                 \
-    } while (0)
+    int64_t h = m->hidden, t = g->sc->parallel.tp;
+    int norm_tensors = m->norm == MODEL_NORM_LAYERNORM ? 2 : 1;
     if (blk == MODEL_BLOCK_HEAD) {
-        KEEP(h, norm_tensors);
-        return sum;
+        each(h, norm_tensors, ud);
+        return;
     }
     if (blk != MODEL_BLOCK_LAYER)
-        return 0;
-    KEEP(h, 2 * norm_tensors);
+        return;
+    each(h, 2 * norm_tensors, ud);
     if (m->attention.kind == MODEL_ATTN_MLA)
-        return sum;
+        return;
     int64_t heads = m->heads, kvh = m->kv_heads ? m->kv_heads : heads;
     int64_t d = m->head_dim ? m->head_dim : h / heads;
     int64_t q = heads / t * d, kv = (kvh >= t ? kvh / t : 1) * d, f = m->ffn / t;
-    int64_t ups = m->activation == MODEL_ACT_SWIGLU ? 2 : 1;
+    int ups = m->activation == MODEL_ACT_SWIGLU ? 2 : 1;
     if (m->qk_norm)
-        KEEP(d, 2);
+        each(d, 2, ud);
     if (m->bias) {
-        KEEP(q, 1);
-        KEEP(kv, 2);
-        KEEP(h, 2); /* o and down: row-parallel, whole on every TP rank */
-        KEEP(f, ups);
+        if (m->qkv_fused) {
+            each(q + 2 * kv, 1, ud);
+        } else {
+            each(q, 1, ud);
+            each(kv, 2, ud);
+        }
+        each(h, 2, ud); /* o and down: row-parallel, whole on every TP rank */
+        each(f, ups, ud);
     }
     if (g->sh.ft.method == MODEL_FT_FULL) {
-        KEEP(h * q, 2); /* q and o */
-        KEEP(h * kv, 2);
-        KEEP(h * f, ups + 1);
+        if (m->qkv_fused) {
+            each(h * (q + 2 * kv), 1, ud);
+            each(h * q, 1, ud); /* o */
+        } else {
+            each(h * q, 2, ud); /* q and o */
+            each(h * kv, 2, ud);
+        }
+        each(h * f, ups + 1, ud);
     }
-#undef KEEP
-    return sum;
+}
+
+typedef struct ds_count {
+    double threshold;
+    int64_t kept;  /* elements of the tensors kept whole */
+    int gathered;  /* tensors gathered */
+} ds_count;
+
+static void count_tensor(int64_t numel, int count, void *ud)
+{
+    ds_count *c = ud;
+    if ((double)numel <= c->threshold)
+        c->kept += (int64_t)count * numel;
+    else
+        c->gathered += count;
+}
+
+/* DeepSpeed ZeRO-3 keeps whole, on every rank, each parameter tensor of at most
+ * persistence_threshold elements (stage3_param_persistence_threshold): of ds_tensors, the
+ * elements kept. */
+int64_t plan__ds_persistent(const gen *g, model_block blk)
+{
+    ds_count c = {.threshold = g->sc->parallel.fsdp.persistence_threshold};
+    ds_tensors(g, blk, count_tensor, &c);
+    return c.kept;
+}
+
+/* The tensors of a block DeepSpeed gathers (ds_tensors above the persistence threshold,
+ * at most DS_TENSORS_MAX kinds x counts): each is its own list collective under
+ * fsdp.list_collectives. */
+#define DS_TENSORS_MAX 32
+typedef struct ds_list {
+    double threshold;
+    int64_t numel[DS_TENSORS_MAX];
+    int n;
+} ds_list;
+
+static void list_tensor(int64_t numel, int count, void *ud)
+{
+    ds_list *l = ud;
+    for (int i = 0; i < count && (double)numel > l->threshold; i++) {
+        SIM_ASSERT(l->n < DS_TENSORS_MAX, "more than %d gathered tensors", DS_TENSORS_MAX);
+        l->numel[l->n++] = numel;
+    }
 }
 
 /* The last position (in the pass's unit order `ord`, of `n` units) whose gather may be in
@@ -143,12 +191,71 @@ typedef struct gather_pass {
     const bool *held;
 } gather_pass;
 
-/* Issues the gathers of the pass's positions up to the reach of `pos`, each waiting for the
- * compute of position pos - 1 (`after`, when `have`). */
-static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m, uint32_t after,
-                          bool have)
+/* fsdp.list_collectives: the dense gather (or reduce-scatter) of unit `u`, `bytes` in all,
+ * as DeepSpeed on PyTorch before 1.10 ran it: one list collective per tensor (ds_list; the
+ * embedding and the LM head one tensor, the head's norms beside it), each one NCCL call
+ * and N copies between the flat buffer and the list of N partitions, N launches more of
+ * the host (the copies' own GPU time, the tensor's bytes read and written once, is not
+ * modelled). Returns the tensors' shares of `bytes` in share[] and their count; without
+ * list_collectives, one share of everything. */
+static int tensor_shares(const gen *g, const unit *u, double share[DS_TENSORS_MAX + 1])
 {
-    int reach = gather_reach(g, ps->ord, ps->n, pos);
+    if (!g->sc->parallel.fsdp.list_collectives) {
+        share[0] = 1;
+        return 1;
+    }
+    ds_list l = {.threshold = g->sc->parallel.fsdp.persistence_threshold};
+    ds_tensors(g, u->blk, list_tensor, &l);
+    double listed = 0, all = (double)(u->params - u->persist);
+    for (int i = 0; i < l.n; i++)
+        listed += (double)l.numel[i];
+    int n = 0;
+    if (u->blk != MODEL_BLOCK_LAYER || listed <= 0) /* the embedding, the LM head */
+        l.numel[l.n++] = (int64_t)SIM_MAX(all - listed, 1);
+    listed = 0;
+    for (int i = 0; i < l.n; i++)
+        listed += (double)l.numel[i];
+    for (int i = 0; i < l.n; i++)
+        share[n++] = (double)l.numel[i] / listed;
+    return n;
+}
+
+/* fsdp.list_collectives: the N copies of one list collective between the flat buffer and
+ * its N partitions, as the host issues them: an op of the host thread taking no time of its
+ * own that stands for the N launches (after the gather, whose partitions the copies fill;
+ * before the reduce-scatter, whose flat input they fill). Waits for `dep`. */
+static uint32_t list_copies(gen *g, const char *name, int layer, int m, uint32_t dep)
+{
+    trace_op op = {
+        .kind = TRACE_OP_HOST,
+        .stream = TRACE_STREAM_HOST,
+        .phase = TRACE_PHASE_COMM,
+        .layer = layer,
+        .microbatch = m,
+        .name = trace_intern(g->t, name),
+        .duration_ps = 0,
+    };
+    uint32_t c = trace_add_op(g->t, g->rank, &op, &dep, 1);
+    trace_set_host(g->t, g->rank, c, (uint32_t)g->n, false);
+    return c;
+}
+
+/* fsdp.sync_fetch: the host waits, after the last op issued so far, until every op up to it
+ * has ended (DeepSpeed's fetch before 0.5 ends in torch.cuda.synchronize()). */
+static void host_sync(gen *g)
+{
+    const trace_rank *tr = &g->t->ranks[g->rank];
+    if (tr->n_ops == 0)
+        return;
+    uint32_t op = (uint32_t)tr->n_ops - 1;
+    trace_set_host(g->t, g->rank, op, trace_host_of(tr, op).launches, true);
+}
+
+/* Issues the gathers of the pass's positions up to `reach`, each waiting for the compute of
+ * the position before the current one (`after`, when `have`). */
+static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, int m,
+                             uint32_t after, bool have)
+{
     for (; ps->issued <= reach; ps->issued++) {
         int ui = ps->ord[ps->issued];
         const unit *v = &g->units[ui];
@@ -168,13 +275,28 @@ static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m,
             dep = fetch_shard(g, v->layer, m, shard, after, have);
             have_dep = true;
         }
-        /* dense parameters over the data-parallel group, then the experts over theirs (on
-         * the same stream: the unit is ready when the last is done) */
+        /* dense parameters over the data-parallel group (tensor by tensor under
+         * list_collectives), then the experts over theirs (on the same stream: the unit is
+         * ready when the last is done) */
         uint32_t first = 0;
         bool any = false;
         if (dense > 0) {
-            first = ag[ui] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense,
-                                               "fsdp.gather", v->layer, m, &dep, have_dep);
+            double share[DS_TENSORS_MAX + 1];
+            int nt = tensor_shares(g, v, share);
+            for (int k = 0; k < nt; k++) {
+                /* DeepSpeed's per-tensor gather of 2021 first zeroes the whole buffer and
+                 * synchronizes the device */
+                if (g->sc->parallel.fsdp.sync_fetch && g->sc->parallel.fsdp.list_collectives)
+                    host_sync(g);
+                ag[ui] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense * share[k],
+                                           "fsdp.gather", v->layer, m, &dep, have_dep);
+                if (k == 0)
+                    first = ag[ui];
+                /* (the unit's kernels wait for the gather, the host's later issues for
+                 * the copies' launches) */
+                if (g->sc->parallel.fsdp.list_collectives)
+                    list_copies(g, "fsdp.gather_copies", v->layer, m, ag[ui]);
+            }
             any = true;
         }
         if (ex > 0) {
@@ -187,6 +309,22 @@ static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m,
             trace_add_mem(g->t, g->rank, ag[ui], PLAN_MEM_BUFFERS, -(int64_t)shard, true);
         trace_add_mem(g->t, g->rank, first, PLAN_MEM_BUFFERS, (int64_t)(dense + ex), false);
     }
+}
+
+/* Issues the gathers of the pass's positions up to the reach of `pos`, each waiting for the
+ * compute of position pos - 1 (`after`, when `have`). Under fsdp.sync_fetch, DeepSpeed's
+ * fetch first: the gather of `pos` itself (unless already in flight), a synchronization,
+ * then the prefetches. */
+static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m, uint32_t after,
+                          bool have)
+{
+    if (g->sc->parallel.fsdp.sync_fetch) {
+        issue_gathers_to(g, ps, pos, ag, m, after, have);
+        const unit *u = &g->units[ps->ord[pos]];
+        if (has_gather(g, u) && (!ps->backward || u->has_bwd) && !(ps->held && ps->held[ps->ord[pos]]))
+            host_sync(g);
+    }
+    issue_gathers_to(g, ps, gather_reach(g, ps->ord, ps->n, pos), ag, m, after, have);
 }
 
 /* The forward or backward of unit `ui` may start once its gather is done; FSDP2 first copies
@@ -204,13 +342,6 @@ static uint32_t gathered(gen *g, int ui, const uint32_t *ag, trace_phase ph, int
     trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)b, true);
     return c;
 }
-
-/* DeepSpeed's gradient bucket: the gradients of the units whose backward has run since the
- * last reduce-scatter (parameters and bytes). */
-typedef struct rs_bucket {
-    double params, bytes;
-    int layer; /* the last unit's, for the op's name */
-} rs_bucket;
 
 /* Reduce-scatters `bytes` of gradients after op `after` (FSDP2: after their copy into the
  * reduce-scatter buffer; FSDP1: after their cast to the reduction dtype when it differs),
@@ -237,6 +368,34 @@ static void reduce_grads(gen *g, uint32_t group, double params, double bytes, in
     if (g->hybrid)
         plan__add_coll_op(g, g->g_rep, COLL_ALL_REDUCE, bytes / g->n, "hsdp.all_reduce", layer,
                           m, &rs, 1);
+}
+
+/* DeepSpeed's gradient bucket: the gradients of the units whose backward has run since the
+ * last reduce-scatter (parameters and bytes). */
+typedef struct rs_bucket {
+    double params, bytes;
+    int layer; /* the last unit's, for the op's name */
+    double *parts; /* fsdp.list_collectives: the bytes of each tensor's reduce-scatter */
+    size_t n_parts, cap_parts;
+} rs_bucket;
+
+/* Reduce-scatters DeepSpeed's bucket after op `after`: at once, or under
+ * fsdp.list_collectives one list reduce-scatter per tensor (N copies into the flat buffer
+ * before each NCCL call: tensor_shares); then empties it. */
+static void reduce_bucket(gen *g, rs_bucket *b, int m, uint32_t after)
+{
+    if (b->n_parts == 0) {
+        reduce_grads(g, g->g_shard, b->params, b->bytes, b->layer, m, after);
+    } else {
+        for (size_t k = 0; k < b->n_parts; k++) {
+            uint32_t c = list_copies(g, "fsdp.reduce_copies", b->layer, m, after);
+            uint32_t rs = plan__add_coll_op(g, g->g_shard, COLL_REDUCE_SCATTER, b->parts[k],
+                                            "fsdp.reduce_scatter", b->layer, m, &c, 1);
+            trace_add_mem(g->t, g->rank, rs, PLAN_MEM_BUFFERS, -(int64_t)b->parts[k], true);
+        }
+    }
+    b->params = b->bytes = 0;
+    b->n_parts = 0;
 }
 
 /* A unit's unsharded gradients (`bytes`, held since its backward) reduced after `after`: the
@@ -323,13 +482,25 @@ void plan__gen_fsdp(gen *g)
             bucket.params += (double)u->trainable;
             bucket.bytes += gb;
             bucket.layer = u->layer;
-            if (bucket.params >= par->fsdp.reduce_bucket) {
-                reduce_grads(g, g->g_shard, bucket.params, bucket.bytes, bucket.layer, m, last);
-                bucket = (rs_bucket){0};
+            if (par->fsdp.list_collectives) {
+                double share[DS_TENSORS_MAX + 1];
+                int nt = tensor_shares(g, u, share);
+                SIM_GROW(bucket.parts, bucket.cap_parts, bucket.n_parts + (size_t)nt);
+                /* each tensor's gradient bytes, whole, the last taking the rest (the parts'
+                 * memory events release exactly what the unit's allocated) */
+                double left = gb;
+                for (int k = 0; k < nt; k++) {
+                    double part = k + 1 < nt ? floor(gb * share[k]) : left;
+                    left -= part;
+                    bucket.parts[bucket.n_parts++] = part;
+                }
             }
+            if (bucket.params >= par->fsdp.reduce_bucket)
+                reduce_bucket(g, &bucket, m, last);
         }
         if (bucket.bytes > 0)
-            reduce_grads(g, g->g_shard, bucket.params, bucket.bytes, bucket.layer, m, last);
+            reduce_bucket(g, &bucket, m, last);
+        sim_free(bucket.parts);
     }
     uint32_t deps[2] = {last, g->last_coll};
     plan__emit_step(g, deps, g->have_last_coll ? 2 : 1);

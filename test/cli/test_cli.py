@@ -1165,12 +1165,29 @@ def fsdp_implementations():
             t = t[(t["step"] == t["step"].max()) & (t["rank"] == 0)]
             rs = [y for y in t if y["name"] == b"fsdp.reduce_scatter"]
             check(len(rs) == 2, "two reduce buckets: %d" % len(rs))
+    # DeepSpeed of 2021 (fsdp.sync_fetch, fsdp.list_collectives): the same bytes, tensor by
+    # tensor (the MLP matrices gathered, 2 per layer, the rest whole), more time: each list
+    # collective's 2 copies are host launches, each fetch waits for the device
+    old = run_json(ddp, *z3, "--set", "parallel.fsdp={implementation: deepspeed, "
+                   "sync_fetch: true, list_collectives: true}")
+    check(old.get("comm_bytes_per_gpu") == d.get("comm_bytes_per_gpu") and
+          old.get("step_time_s", 0) > d.get("step_time_s", 1),
+          "list collectives: same bytes, slower: %s %s" % (old.get("step_time_s"), d.get("step_time_s")))
+    # ... refused where it is not modelled: a LoRA model's list collectives (its adapters
+    # are not listed as tensors)
+    for bad, hint in ((["--set", "training.finetune={method: lora, rank: 8}",
+                        "--set", "parallel.fsdp={implementation: deepspeed, list_collectives: true}"],
+                       "parallel.fsdp.list_collectives: modelled for multi-head"),):
+        rc, out, err = run("check", ddp, "--set", "parallel.zero=3", *bad)
+        check(rc == 2 and hint in err and len(err.strip().splitlines()) <= 2, "refused: %s" % err)
     # an option of another implementation is refused where it is given
     with tempfile.TemporaryDirectory() as tmp:
         for bad, hint in (("implementation: fsdp2, limit_all_gathers: true", "rate limiter"),
                           ("implementation: fsdp1, reduce_bucket: 5e8", "own"),
                           ("implementation: deepspeed, prefetch: 2", "prefetch_bucket"),
-                          ("implementation: deepspeed, reshard_after_forward: false", "releases")):
+                          ("implementation: deepspeed, reshard_after_forward: false", "releases"),
+                          ("implementation: fsdp2, sync_fetch: true", "blocking fetch"),
+                          ("implementation: fsdp1, list_collectives: true", "list collectives")):
             rc, out, err = run("check", ddp, "--set", "parallel.zero=3", "--set",
                                "parallel.fsdp={%s}" % bad)
             check(rc == 2 and "error: parallel.fsdp." in err and hint in err,

@@ -287,6 +287,28 @@ def trace_replay(tmp):
     copies = [i for i, n in enumerate(names) if n.endswith("_copies")]
     check(copies and all(ops["launches"][i] == 2 and decode(ops["kind"][i:i + 1]) == ["host"] for i in copies),
           "list copies: host ops of 2 launches")
+    # tiny-gpt with no tensor kept whole: per layer 2 LayerNorms' weights and biases, q, k,
+    # v, o, up and down (10 tensors), the embedding (1), the head's final LayerNorm (2) and
+    # LM head (1): 24 tensors. One micro-batch per rank (4 sequences, micro-batch 2, dp 2):
+    # each tensor gathered for the forward and again for the backward (48), its gradient
+    # reduce-scattered (24), each with its copies. Syncs: before every gather but the
+    # step's first (47), and one per unit and pass at its fetch (8; the tiny units are all
+    # gathered ahead at once, 5e7 parameters of prefetch bucket), of which the embedding's
+    # forward fetch and the head's backward one fall on the op before the next gather,
+    # already a sync: 47 + 6 = 53
+    r0 = [i for i in range(len(ops)) if ops["rank"][i] == 0]
+    count = lambda name: sum(1 for i in r0 if names[i] == name)
+    check((count("fsdp.gather"), count("fsdp.gather_copies"), count("fsdp.reduce_scatter"),
+           count("fsdp.reduce_copies"), int(ops["sync"][r0].sum())) == (48, 48, 24, 24, 53),
+          "list collectives and syncs of tiny-gpt: %s" % [count("fsdp.gather"), count("fsdp.reduce_scatter"),
+                                                          int(ops["sync"][r0].sum())])
+    # with q, k and v one tensor (model.qkv_fused) a layer has 8: 20 in all, 40 gathers
+    rc, out, err = run("trace", sc, "-o", tr + "2", "--set", "model.qkv_fused=true", *ds)
+    with h5py.File(tr + "2", "r") as f2:
+        o2 = f2["ops"][:]
+    n2 = list(decode(o2["name"][o2["rank"] == 0]))
+    check(rc == 0 and n2.count("fsdp.gather") == 40 and n2.count("fsdp.reduce_scatter") == 20,
+          "qkv_fused: %s %s" % (err, n2.count("fsdp.gather")))
     check(ops["sync"].sum() > 0 and set(ops["launches"][[i for i in range(len(ops)) if i not in copies]]) == {1},
           "syncs present, other ops one launch each")
     bad = ops.copy()

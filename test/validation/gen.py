@@ -104,6 +104,7 @@ def selene_gpt(name, L, h, a, gb, mbs):
   dropout: 0.1
   tied_embeddings: true
   bias: true
+  qkv_fused: true
 training:
   seq_len: 2048
   global_batch: {gb}
@@ -255,11 +256,16 @@ for r in rows("korthikanti2022_iteration.csv"):
 # The same paper as the A100 table (Narayanan et al. 2021, Table 2): DeepSpeed's ZeRO-3 on the
 # same cluster, no model parallelism, one micro-batch per GPU. Pure data parallelism: one
 # replica simulated (simulation.symmetry: dp; the full runs give the same step to 1e-9).
-Z3_NOTE = """# Assumed (not published; docs/validation.md): DeepSpeed ZeRO-3 as its defaults of the time
-# (parameters gathered ahead up to 5e7 elements, gradients reduce-scattered in buckets of 5e8
-# elements, in fp16; tensors of at most 1e5 elements kept whole); fp16 mixed precision with fp32
-# master weights and Adam; full recompute (Megatron's activation checkpointing; the paper's FLOP
-# count includes it); dropout 0.1; no flash attention (2021)."""
+Z3_NOTE = """# Assumed (not published; docs/validation.md): DeepSpeed ZeRO-3 as its code and defaults of
+# the time (spring 2021): each sub-module's fetch ends in a device synchronization, each
+# parameter tensor gathered on its own after another, each by PyTorch's list all-gather (N
+# partition views, N copies) and its gradient by a list reduce-scatter (sync_fetch,
+# list_collectives; Megatron's fused query_key_value is one tensor); parameters gathered
+# ahead up to 5e7 elements, gradients reduce-scattered in buckets of 5e8 elements, in fp16;
+# tensors of at most 1e5 elements kept whole; eager PyTorch (compile: false: the host's
+# 10 us an op); fp16 mixed precision with fp32 master weights and Adam; full recompute
+# (Megatron's activation checkpointing; the paper's FLOP count includes it); dropout 0.1; no
+# flash attention (2021)."""
 
 for r in rows("deepspeed_zero3_2021.csv"):
     h, L, a = int(r["hidden"]), int(r["layers"]), int(r["heads"])
@@ -272,10 +278,11 @@ for r in rows("deepspeed_zero3_2021.csv"):
 name: {name}
 {topo}{model}  recompute: full
   flash_attention: false
+  compile: false
 parallel:
   dp: {g}
   zero: 3
-  fsdp: {{implementation: deepspeed}}
+  fsdp: {{implementation: deepspeed, sync_fetch: true, list_collectives: true}}
 simulation:
   steps: 1
   timeline: false
