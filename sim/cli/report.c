@@ -443,8 +443,9 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     if (fsdp && par->fsdp.implementation == PLAN_DEEPSPEED) {
         /* the one published DeepSpeed ZeRO-3 table is one stepsim does not reproduce */
         fprintf(f, "%sDeepSpeed ZeRO-3 step time vs the Megatron-LM paper's ZeRO-3 runs on A100 "
-                   "(2021): " FIG "rows, stepsim too fast (those runs lost most of their step "
-                   "outside the modelled collectives: docs/validation.md); %s\n", lead,
+                   "(2021, run as DeepSpeed's code of then: fsdp.sync_fetch, list_collectives): "
+                   FIG "rows, stepsim too fast (those runs lost more host time than modelled: "
+                   "docs/validation.md); %s\n", lead,
                 TABLE(ZERO_3), mem);
     } else if (fsdp) {
         fprintf(f, "%sFSDP step time vs torchtitan's FSDP2 runs on A100 and H100: " FIG

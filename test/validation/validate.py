@@ -348,12 +348,17 @@ if write:
              "TFLOP/s per GPU with the paper's Eq. 3 (recompute included), as in the A100 table: GPT-3 "
              "175B with DeepSpeed's ZeRO-3 (`fsdp.implementation: deepspeed`) and no model "
              "parallelism on the same cluster, global batch 1536, one micro-batch per GPU. Assumed "
-             "(not published): DeepSpeed's defaults of the time (parameters gathered ahead up to 5e7 "
-             "elements, fp16 gradients reduce-scattered in buckets of 5e8, tensors of at most 1e5 "
-             "elements kept whole), fp16 with fp32 master weights and Adam, full recompute, dropout "
-             "0.1, no flash attention. One data-parallel replica simulated (`simulation.symmetry: "
-             "dp`, the full runs' step to 1e-9). Not modelled: what DeepSpeed of 2021 spent beyond "
-             "its collectives' bytes (\"The ZeRO-3 table\" below).")):
+             "(not published): DeepSpeed as its code and defaults of spring 2021 ran on PyTorch "
+             "before 1.10 (`sync_fetch` and `list_collectives`: a device synchronization at each "
+             "fetch and before each tensor's gather, each tensor gathered and reduce-scattered by "
+             "a list collective whose N copies the host issues; Megatron's fused query_key_value "
+             "one tensor, `model.qkv_fused`; parameters gathered ahead up to 5e7 elements, fp16 "
+             "gradients reduce-scattered in buckets of 5e8, tensors of at most 1e5 elements kept "
+             "whole), eager PyTorch (`training.compile: false`: 10 us of host time an op), fp16 "
+             "with fp32 master weights and Adam, full recompute, dropout 0.1, no flash attention. "
+             "One data-parallel replica simulated (`simulation.symmetry: dp`). Not modelled: the "
+             "copies' GPU time, the buffers' zeroing, and whatever else the runs lost (\"The ZeRO-3 "
+             "table\" below).")):
         mean, worst, n = summary(table)
         timed = table in ("A100-2022", "NeMo")
         tokens = table == "torchtitan"
