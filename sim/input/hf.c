@@ -282,6 +282,7 @@ static int gpt2(hf *h)
     put_text(h, "norm", "layernorm", NULL);
     put_text(h, "position", "learned", NULL);
     put_text(h, "bias", "true", NULL);
+    put_text(h, "qkv_fused", "true", NULL); /* c_attn: q, k and v in one tensor */
     return 0;
 }
 
@@ -304,6 +305,7 @@ static int neox(hf *h)
         return error_at(h, ab, "attention_bias: false in gpt_neox (its MLP keeps biases) is "
                         "not supported yet");
     put_text(h, "bias", "true", ab);
+    put_text(h, "qkv_fused", "true", NULL); /* query_key_value: one tensor */
     return 0;
 }
 

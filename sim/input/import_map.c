@@ -583,6 +583,7 @@ static int megatron(import_ctx *c)
     if (rc)
         return rc;
     import__set(c, "model.name", "megatron arguments", NULL, "megatron-gpt");
+    import__set(c, "model.qkv_fused", "Megatron's linear_qkv (one tensor)", NULL, "true");
     v = import__get(c, "swiglu");
     import__set(c, "model.activation", v ? "--swiglu" : "--swiglu absent", v, v ? "swiglu" : "gelu");
     long long h = 0;

@@ -193,7 +193,8 @@ typedef struct gather_pass {
 
 /* fsdp.list_collectives: the dense gather (or reduce-scatter) of unit `u`, `bytes` in all,
  * as DeepSpeed on PyTorch before 1.10 ran it: one list collective per tensor (ds_list; the
- * embedding and the LM head one tensor, the head's norms beside it), each one NCCL call
+ * embedding one tensor, two with a learned position table; the LM head one, the head's
+ * norms beside it), each one NCCL call
  * and N copies between the flat buffer and the list of N partitions, N launches more of
  * the host (the copies' own GPU time, the tensor's bytes read and written once, is not
  * modelled). Returns the tensors' shares of `bytes` in share[] and their count; without
@@ -210,8 +211,15 @@ static int tensor_shares(const gen *g, const unit *u, double share[DS_TENSORS_MA
     for (int i = 0; i < l.n; i++)
         listed += (double)l.numel[i];
     int n = 0;
-    if (u->blk != MODEL_BLOCK_LAYER || listed <= 0) /* the embedding, the LM head */
+    const model_spec *m = &g->model;
+    if (u->blk == MODEL_BLOCK_EMBED && m->position == MODEL_POS_LEARNED && m->max_seq_len > 0) {
+        /* the token embedding and the learned position table: two tensors */
+        int64_t pos = (int64_t)m->max_seq_len * m->hidden;
+        l.numel[l.n++] = (int64_t)SIM_MAX(all - (double)pos, 1);
+        l.numel[l.n++] = pos;
+    } else if (u->blk != MODEL_BLOCK_LAYER || listed <= 0) { /* the embedding, the LM head */
         l.numel[l.n++] = (int64_t)SIM_MAX(all - listed, 1);
+    }
     listed = 0;
     for (int i = 0; i < l.n; i++)
         listed += (double)l.numel[i];

@@ -7,7 +7,8 @@ ecosystem's language").
 MODE: hf (Hugging Face config.json as the model), frameworks (stepsim import and
       parallel.from), html (stepsim report --html, rendered in headless Chromium)
 Each expected number is derived in a comment next to it."""
-import json, os, re, shutil, subprocess, sys, tempfile
+import json
+import os, re, shutil, subprocess, sys, tempfile
 
 mode, stepsim, root = sys.argv[1], os.path.abspath(sys.argv[2]), os.path.abspath(sys.argv[3])
 failures = checks = 0
@@ -57,6 +58,25 @@ def hf():
                        "--set", "training.seq_len=1024", "--json")
     o = json.loads(out) if rc == 0 else {}
     check(o.get("mem_bytes", {}).get("params") == 2 * 124439808, "gpt2 parameters: %s %s" % (out[:200], err))
+    # ... whose q, k and v are one tensor (c_attn: model.qkv_fused): under DeepSpeed's list
+    # collectives one layer gathers c_attn, c_proj and the two MLP matrices (its biases and
+    # norms, at most 1e5 elements, stay whole), in the forward and again in the backward: 8
+    # gathers; the embedding its token and position tables: 4 (the head is tied to it)
+    import h5py
+    with tempfile.TemporaryDirectory() as tmp:
+        tr = os.path.join(tmp, "t.h5")
+        rc, out, err = run("trace", os.path.join(root, "test", "cli", "data", "ddp.yaml"), "-o", tr,
+                           "--set", "model=" + os.path.join(hfdir, "gpt2"), "--set", "model.layers=1",
+                           "--set", "training.seq_len=128", "--set", "parallel.zero=3",
+                           "--set", "parallel.fsdp={implementation: deepspeed, list_collectives: true}")
+        if rc == 0:
+            with h5py.File(tr, "r") as f:
+                ops = f["ops"][:]
+            ops = ops[(ops["rank"] == 0) & (ops["name"] == b"fsdp.gather")]
+            layers = sorted(int(x) for x in ops["layer"])
+        check(rc == 0 and layers == [-1] * 4 + [0] * 8, "gpt2 list gathers: %s %s" % (err, rc == 0 and layers))
+    rc, out, err = run("check", one, "--set", "model=deepseek-v3", "--set", "model.qkv_fused=true")
+    check(rc == 2 and "model.qkv_fused: fused q/k/v matrices do not apply to MLA" in err, "qkv_fused with MLA: " + err)
     # Qwen2.5-7B (Qwen/Qwen2.5-7B config.json): biases on q, k and v alone (qkv_bias), per
     # layer 2h^2 (q, o) + 2 x h x 512 (k, v: 4 heads of 128) + 4,608 biases + 3 h x 18,944
     # (SwiGLU) + 2h (norms) at h = 3,584: 233,057,792; 28 layers 6,525,618,176; untied
