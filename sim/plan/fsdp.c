@@ -217,9 +217,11 @@ static int tensor_shares(const gen *g, const unit *u, double share[DS_TENSORS_MA
         int64_t pos = (int64_t)m->max_seq_len * m->hidden;
         l.numel[l.n++] = (int64_t)SIM_MAX(all - (double)pos, 1);
         l.numel[l.n++] = pos;
-    } else if (u->blk != MODEL_BLOCK_LAYER || listed <= 0) { /* the embedding, the LM head */
-        l.numel[l.n++] = (int64_t)SIM_MAX(all - listed, 1);
+    } else if (u->blk != MODEL_BLOCK_LAYER && all - listed >= 1) {
+        l.numel[l.n++] = (int64_t)(all - listed); /* the embedding, an untied LM head */
     }
+    if (l.n == 0) /* (nothing listed: the unit's gathered bytes as one tensor) */
+        l.numel[l.n++] = (int64_t)SIM_MAX(all, 1);
     listed = 0;
     for (int i = 0; i < l.n; i++)
         listed += (double)l.numel[i];

@@ -29,6 +29,20 @@ void replay__add_bubble(replay_ctx *c, int rank, int step, sim_time a, sim_time 
         .cause = replay_cause_name((replay_cause)cause)};
 }
 
+/* A gap segment [a, b) of `cause`; where that is the host's, its first *wait of time was the
+ * host waiting at syncs for ops to end (busy_iv.sync_wait), counted to `sync_cause`. */
+static void host_bubble(replay_ctx *c, int rk, sim_time a, sim_time b, int cause,
+                        int sync_cause, sim_time *wait, double *idle)
+{
+    if (cause == REPLAY_CAUSE_HOST && *wait > 0 && b > a) {
+        sim_time m = a + SIM_MIN(*wait, b - a);
+        replay__add_bubble(c, rk, c->steps, a, m, sync_cause, idle);
+        *wait -= m - a;
+        a = m;
+    }
+    replay__add_bubble(c, rk, c->steps, a, b, cause, idle);
+}
+
 /* One interval of the reported step, in the rank's order, against the window's start w0:
  * its busy time, then the gap before it by cause: until the stream was released for it
  * (e.g. the rank had not started the step yet), then waiting for its dependency. Every
@@ -46,9 +60,10 @@ static void account_iv(replay_ctx *c, int rk, rank_state *rs, const busy_iv *iv)
     sim_time g0 = SIM_MAX(cursor, SIM_MAX(iv->gap_start, w0));
     sim_time split = SIM_MIN(SIM_MAX(iv->split, g0), iv->start);
     sim_time ready = SIM_MIN(SIM_MAX(iv->ready, split), iv->start);
-    replay__add_bubble(c, rk, steps, g0, split, iv->early, rs->acc_idle);
+    sim_time wait = iv->sync_wait; /* host time that was a sync's wait: its cause */
+    host_bubble(c, rk, g0, split, iv->early, iv->sync_cause, &wait, rs->acc_idle);
     replay__add_bubble(c, rk, steps, split, ready, iv->cause, rs->acc_idle);
-    replay__add_bubble(c, rk, steps, ready, iv->start, REPLAY_CAUSE_HOST, rs->acc_idle);
+    host_bubble(c, rk, ready, iv->start, REPLAY_CAUSE_HOST, iv->sync_cause, &wait, rs->acc_idle);
     rs->acc_cursor = SIM_MAX(cursor, b);
 }
 
@@ -63,9 +78,7 @@ void replay__push_iv(replay_ctx *c, rank_state *rs, const busy_iv *iv)
         account_iv(c, (int)(rs - c->ranks), rs, iv);
 }
 
-/* What an op that the compute stream waits on stands for: a collective its group's
- * communication, a copy to or from the host or CPU work the offload, a kernel other. */
-static int cause_of_op(const replay_ctx *c, const rank_state *rs, const trace_op *o)
+int replay__cause_of_op(const replay_ctx *c, const rank_state *rs, const trace_op *o)
 {
     if (o->kind == TRACE_OP_COLL)
         return replay__cause_of_group(
@@ -98,7 +111,7 @@ void replay__tail_bubbles(replay_ctx *c, int rk, const rank_state *rs, sim_time 
         }
         sim_time lo = SIM_MAX(from, SIM_MIN(latest, hi));
         /* (no dependency: latest is -1 and the stretch reaches back to `from`) */
-        replay__add_bubble(c, rk, c->steps, lo, hi, cause_of_op(c, rs, o), idle_by_cause);
+        replay__add_bubble(c, rk, c->steps, lo, hi, replay__cause_of_op(c, rs, o), idle_by_cause);
         hi = lo;
         x = next;
     }
@@ -148,6 +161,24 @@ busy_iv replay__gap(replay_ctx *c, const rank_state *rs, const trace_op *o, sim_
     /* ready before now: the wait since then is the host thread's (replay__issue_time); the
      * part of the gap before it keeps its dependency's causes */
     sim_time ready_at = SIM_MAX(latest, rs->stream_free[o->stream]);
-    return (busy_iv){.start = now, .end = -1, .gap_start = rs->stream_free[o->stream],
-                     .split = split, .ready = ready_at, .cause = cause, .early = early};
+    /* the host's syncs passed while the stream was idle before this op: the part of each
+     * wait inside the gap (a sync waits for ops to end, which is their cause's time, not the
+     * host's launches) */
+    sim_time gap0 = rs->stream_free[o->stream], wait = 0;
+    int8_t sync_cause = REPLAY_CAUSE_HOST;
+    uint32_t op = (uint32_t)(o - rs->tr->ops);
+    for (uint32_t k = rs->sync_next; k-- > 0;) {
+        if (rs->sync_op[k] >= op)
+            continue; /* (a sync after the op: passed since it was issued) */
+        if (rs->sync_at[k] <= gap0)
+            break;
+        sim_time from = SIM_MAX(rs->sync_from[k], gap0), to = SIM_MIN(rs->sync_at[k], now);
+        if (to > from)
+            wait += to - from;
+        if (sync_cause == REPLAY_CAUSE_HOST)
+            sync_cause = rs->sync_cause[k]; /* the last sync's */
+    }
+    return (busy_iv){.start = now, .end = -1, .gap_start = gap0, .split = split,
+                     .ready = ready_at, .sync_wait = wait, .cause = cause, .early = early,
+                     .sync_cause = sync_cause};
 }

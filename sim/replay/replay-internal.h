@@ -73,8 +73,11 @@ typedef struct busy_iv {
     sim_time gap_start; /* when the stream became free before this op */
     sim_time split;     /* the gap is `early` until here, then `cause` */
     sim_time ready;     /* ... until here, then `host` (the op waited for its issue) */
+    sim_time sync_wait; /* of the `host` time, how long the host waited at syncs for ops to
+                           end (trace_host): counted to sync_cause instead */
     int8_t cause;       /* replay_cause of that gap */
     int8_t early;
+    int8_t sync_cause;
 } busy_iv;
 
 typedef struct async_start {
@@ -129,6 +132,8 @@ typedef struct rank_state {
     const uint32_t *sync_op;
     uint32_t n_sync, sync_next;
     sim_time *sync_at;
+    sim_time *sync_from;  /* per sync passed: when the host reached it (its op's issue) */
+    int8_t *sync_cause;   /* ... and the replay_cause of the op whose end let it pass */
     uint32_t *blocked;
     size_t n_blocked, cap_blocked;
     int step;              /* 0-based step in progress */
@@ -325,6 +330,9 @@ void replay__add_bubble(replay_ctx *c, int rank, int step, sim_time a, sim_time 
 void replay__tail_bubbles(replay_ctx *c, int rk, const rank_state *rs, sim_time from,
                           sim_time to, double *idle_by_cause);
 busy_iv replay__gap(replay_ctx *c, const rank_state *rs, const trace_op *o, sim_time now);
+/* What an op that something waits on stands for (bubbles.c): a collective its group's
+ * communication, a copy or CPU work the offload, a kernel other. */
+int replay__cause_of_op(const replay_ctx *c, const rank_state *rs, const trace_op *o);
 
 /* setup.c */
 void replay__init_rank(replay_ctx *c, int rank);

@@ -314,15 +314,33 @@ static void start_async(replay_ctx *c, int rank, uint32_t op, sim_time now)
 }
 
 /* The host thread of `rank` passes the syncs whose ops and every op before them have ended
- * (at `now`, when the last of them ended) and issues what waited for them. */
-static void pass_syncs(replay_ctx *c, int rank, sim_time now)
+ * (at `now`, when the last of them, `op`, ended) and issues what waited for them. */
+static void pass_syncs(replay_ctx *c, int rank, uint32_t op, sim_time now)
 {
     rank_state *rs = &c->ranks[rank];
     uint32_t lo = replay__lo(rs);
     if (rs->sync_op[rs->sync_next] >= lo)
         return;
-    while (rs->sync_next < rs->n_sync && rs->sync_op[rs->sync_next] < lo)
-        rs->sync_at[rs->sync_next++] = now;
+    /* what the host waited for: the op that ended last, or, for an op of the host thread
+     * that takes no time (the copies of a list collective, standing for launches), what it
+     * waited for in turn */
+    const trace_op *o = &rs->tr->ops[op];
+    while (o->kind == TRACE_OP_HOST && o->duration_ps == 0 && o->n_deps > 0) {
+        uint32_t last = rs->tr->deps[o->dep_first];
+        for (uint32_t d = 1; d < o->n_deps; d++)
+            if (rs->end[rs->tr->deps[o->dep_first + d]] > rs->end[last])
+                last = rs->tr->deps[o->dep_first + d];
+        o = &rs->tr->ops[last];
+    }
+    int cause = replay__cause_of_op(c, rs, o);
+    while (rs->sync_next < rs->n_sync && rs->sync_op[rs->sync_next] < lo) {
+        uint32_t k = rs->sync_next;
+        sim_time reached = replay__issue_time(rs, rs->sync_op[k]);
+        rs->sync_from[k] = SIM_MIN(reached, now);
+        rs->sync_cause[k] = (int8_t)cause;
+        rs->sync_at[k] = now;
+        rs->sync_next++;
+    }
     for (int s = 0; s < TRACE_STREAMS; s++)
         try_start(c, rank, s, now);
     size_t n = rs->n_blocked;
@@ -492,7 +510,7 @@ static void op_done(replay_ctx *c, int rank, uint32_t op, int member, sim_time n
     }
     /* (after the interval's end above: what the host issues now may start a kernel) */
     if (rs->sync_next < rs->n_sync)
-        pass_syncs(c, rank, now);
+        pass_syncs(c, rank, op, now);
     for (uint32_t k = rs->succ_first[op]; k < rs->succ_first[op + 1]; k++) {
         uint32_t s = rs->succ[k];
         rs->pending[s]--;
@@ -883,11 +901,25 @@ void replay_run(const plan *p, const replay_options *opt, replay_results *out)
         while (op + 1 < rs->tr->n_ops && rs->pending[op] == 0)
             op++;
         out->summary.status = REPLAY_STATUS_ERROR;
-        snprintf(out->summary.error, sizeof out->summary.error,
-                 "deadlock: rank %d stalls in step %d at op %zu (%s) of %zu; its dependencies "
-                 "or a collective's other members never get there",
-                 stalled, rs->step + 1, op,
-                 rs->tr->n_ops ? trace_name(c.t, rs->tr->ops[op].name) : "-", rs->tr->n_ops);
+        if (rs->sync_next < rs->n_sync && rs->sync_op[rs->sync_next] < op) {
+            /* the host waits at a sync for an op up to it that never ends */
+            uint32_t so = rs->sync_op[rs->sync_next], lo = rs->lo;
+            while (lo < so && rs->end[lo] >= 0)
+                lo++;
+            snprintf(out->summary.error, sizeof out->summary.error,
+                     "deadlock: rank %d stalls in step %d: its host waits at the sync on op %u "
+                     "(%s) of %zu for op %u (%s), which never ends (ops after the sync are not "
+                     "issued until every op up to it has ended)",
+                     stalled, rs->step + 1, so, trace_name(c.t, rs->tr->ops[so].name),
+                     rs->tr->n_ops, lo, trace_name(c.t, rs->tr->ops[lo].name));
+        } else {
+            snprintf(out->summary.error, sizeof out->summary.error,
+                     "deadlock: rank %d stalls in step %d at op %zu (%s) of %zu; its "
+                     "dependencies or a collective's other members never get there",
+                     stalled, rs->step + 1, op,
+                     rs->tr->n_ops ? trace_name(c.t, rs->tr->ops[op].name) : "-",
+                     rs->tr->n_ops);
+        }
     }
     out->events = sim_eventq_pushed(c.q);
     out->flows = hw_net_flows_done(c.net);

@@ -56,6 +56,8 @@ static void init_host(replay_ctx *c, rank_state *rs, const rank_state *ts)
         rs->n_sync = n_sync;
     }
     rs->sync_at = sim_calloc((size_t)rs->n_sync + 1, sizeof *rs->sync_at);
+    rs->sync_from = sim_calloc((size_t)rs->n_sync + 1, sizeof *rs->sync_from);
+    rs->sync_cause = sim_calloc((size_t)rs->n_sync + 1, sizeof *rs->sync_cause);
     rs->hosted = rs->launch_ps > 0 || rs->n_sync > 0;
     (void)c;
 }
@@ -161,6 +163,8 @@ static void clear_rank(rank_state *rs)
     }
     sim_free(rs->var_dur);
     sim_free(rs->sync_at);
+    sim_free(rs->sync_from);
+    sim_free(rs->sync_cause);
     sim_free(rs->blocked);
 }
 

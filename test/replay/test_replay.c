@@ -390,9 +390,10 @@ int main(void)
      *      all-reduce, from L + T_matmul, ends last).
      *    - With sync on op 1 the host waits until ops 0 and 1 have ended, at L + T_matmul +
      *      T_allreduce, then spends op 2's 5 launches: op 2 runs from there + 5L, and the
-     *      step is 6L + 2 T_matmul + T_allreduce. Every idle gap of the compute stream is
-     *      then the host's: [0, L) before op 0's issue and [L + T_matmul, 6L + T_matmul +
-     *      T_allreduce) before op 2's, a bubble fraction of (6L + T_allreduce) / step. The
+     *      step is 6L + 2 T_matmul + T_allreduce. The compute stream idles [0, L) before op
+     *      0's issue and [L + T_matmul, 6L + T_matmul + T_allreduce) before op 2's, a bubble
+     *      fraction of (6L + T_allreduce) / step: the host's launches, 6L, and the sync's
+     *      wait for the all-reduce, T_allreduce, which is dp's (the op that ended it). The
      *      steady-state search declines (the host's clock is not a function of the op).
      *    - With no launch time (L = 0) and the sync on op 0 instead, the host issues ops 1
      *      and 2 when op 0 ends, at T_matmul: op 2 follows op 0 with no gap (one busy
@@ -437,7 +438,10 @@ int main(void)
         if (sync == 1) {
             CHECK_NEAR(s->bubble_fraction, (double)(6 * L + T_ALLREDUCE_PS) / (double)step,
                        1e-12, 0);
-            CHECK_NEAR(s->bubble_by_cause[REPLAY_CAUSE_HOST], s->bubble_fraction, 1e-12, 0);
+            CHECK_NEAR(s->bubble_by_cause[REPLAY_CAUSE_HOST], (double)(6 * L) / (double)step,
+                       1e-12, 0);
+            CHECK_NEAR(s->bubble_by_cause[REPLAY_CAUSE_DP],
+                       (double)T_ALLREDUCE_PS / (double)step, 1e-12, 0);
         }
         replay_results_destroy(res);
         plan_destroy(p);

@@ -309,6 +309,25 @@ def trace_replay(tmp):
     n2 = list(decode(o2["name"][o2["rank"] == 0]))
     check(rc == 0 and n2.count("fsdp.gather") == 40 and n2.count("fsdp.reduce_scatter") == 20,
           "qkv_fused: %s %s" % (err, n2.count("fsdp.gather")))
+    # with the head tied to the embedding the head holds its final LayerNorm's two tensors
+    # only: 22 + 1 + 2 = 23 tensors, 46 gathers (no third one for an LM head it has not)
+    rc, out, err = run("trace", sc, "-o", tr + "2", "--set", "model.tied_embeddings=true", *ds)
+    with h5py.File(tr + "2", "r") as f2:
+        o2 = f2["ops"][:]
+    n2 = list(decode(o2["name"][o2["rank"] == 0]))
+    check(rc == 0 and n2.count("fsdp.gather") == 46 and n2.count("fsdp.reduce_scatter") == 23,
+          "tied head: %s %s" % (err, n2.count("fsdp.gather")))
+    # a host synchronized after every pipeline send cannot pass it while 1F1B's sends wait
+    # for receives the host has not issued: a deadlock, named at the sync
+    pipe = os.path.join(data, "pipe.yaml")
+    rc, out, err = run("trace", pipe, "-o", tr + "3")
+    with h5py.File(tr + "3", "r+") as f3:
+        o3 = f3["ops"][:]
+        o3["sync"][decode(o3["stream"]) == "p2p"] = 1
+        f3["ops"][...] = o3
+    rc, out, err = run("replay", tr + "3")
+    check(rc != 0 and "deadlock" in err and "its host waits at the sync on op" in err,
+          "deadlock at a sync: rc %d: %s" % (rc, err))
     check(ops["sync"].sum() > 0 and set(ops["launches"][[i for i in range(len(ops)) if i not in copies]]) == {1},
           "syncs present, other ops one launch each")
     bad = ops.copy()
