@@ -91,6 +91,7 @@ void coll_schedule_clear(coll_schedule *s)
     sim_free(s->round_first);
     sim_free(s->round_end);
     sim_free(s->xfers);
+    sim_free(s->front);
     *s = (coll_schedule){0};
 }
 
@@ -102,6 +103,9 @@ void coll_schedule_reset(coll_schedule *s)
     s->n_xfers = 0;
     s->p2p = false;
     s->dataflow = 0;
+    s->chunked = false;
+    sim_free(s->front);
+    s->front = NULL;
     SIM_GROW(s->round_first, s->cap_rounds, 1);
     s->round_first[0] = 0;
 }
@@ -120,7 +124,24 @@ void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes)
     SIM_ASSERT(s->n_rounds > 0 && !s->round_end, "transfer outside a round");
     if (bytes <= 0 || src == dst)
         return;
+    SIM_ASSERT(!s->chunked, "a whole transfer added to a chunked schedule");
     SIM_GROW(s->xfers, s->cap_xfers, s->n_xfers + 1);
+    s->xfers[s->n_xfers++] = (coll_xfer){.src = src, .dst = dst, .bytes = bytes};
+    s->round_first[s->n_rounds] = s->n_xfers;
+}
+
+void coll_schedule_add_piece(coll_schedule *s, int src, int dst, double bytes, bool front)
+{
+    SIM_ASSERT(s->n_rounds > 0 && !s->round_end, "transfer outside a round");
+    SIM_ASSERT(s->chunked || s->n_xfers == 0, "a piece added to a schedule of whole transfers");
+    s->chunked = true;
+    if (bytes <= 0 || src == dst)
+        return;
+    size_t cap = s->cap_xfers;
+    SIM_GROW(s->xfers, s->cap_xfers, s->n_xfers + 1);
+    if (!s->front || cap != s->cap_xfers) /* (the flags follow the transfers' room) */
+        s->front = sim_realloc_array(s->front, s->cap_xfers, sizeof *s->front);
+    s->front[s->n_xfers] = front;
     s->xfers[s->n_xfers++] = (coll_xfer){.src = src, .dst = dst, .bytes = bytes};
     s->round_first[s->n_rounds] = s->n_xfers;
 }
@@ -164,7 +185,9 @@ bool coll_schedule_round_repeats(const coll_schedule *s, int r)
         return false;
     /* two empty rounds (a zero-byte collective) repeat; xfers may then be NULL, which
      * memcmp must not be given even for 0 bytes */
-    return n == 0 || a == b || memcmp(&s->xfers[b], &s->xfers[a], n * sizeof *s->xfers) == 0;
+    return n == 0 || a == b ||
+           (memcmp(&s->xfers[b], &s->xfers[a], n * sizeof *s->xfers) == 0 &&
+            (!s->chunked || memcmp(&s->front[b], &s->front[a], n) == 0));
 }
 
 void coll_schedule_compact(coll_schedule *s)
@@ -176,15 +199,19 @@ void coll_schedule_compact(coll_schedule *s)
     for (int r = 0; r < s->n_rounds; r++) {
         size_t a = s->round_first[r], n = s->round_first[r + 1] - a;
         /* (round r - 1 is already compacted: round_first[r - 1] and end[r - 1]) */
-        if (r > 0 && n == end[r - 1] - s->round_first[r - 1] &&
-            (n == 0 || memcmp(&s->xfers[a], &s->xfers[s->round_first[r - 1]],
-                              n * sizeof *s->xfers) == 0)) {
+        size_t p = r > 0 ? s->round_first[r - 1] : 0;
+        if (r > 0 && n == end[r - 1] - p &&
+            (n == 0 || (memcmp(&s->xfers[a], &s->xfers[p], n * sizeof *s->xfers) == 0 &&
+                        (!s->chunked || memcmp(&s->front[a], &s->front[p], n) == 0)))) {
             s->round_first[r] = s->round_first[r - 1];
             end[r] = end[r - 1];
             continue;
         }
-        if (n > 0 && w != a)
+        if (n > 0 && w != a) {
             memmove(&s->xfers[w], &s->xfers[a], n * sizeof *s->xfers);
+            if (s->chunked)
+                memmove(&s->front[w], &s->front[a], n);
+        }
         s->round_first[r] = w;
         w += n;
         end[r] = w;
@@ -193,6 +220,8 @@ void coll_schedule_compact(coll_schedule *s)
     s->n_xfers = w;
     if (w < s->cap_xfers && w > 0) {
         s->xfers = sim_realloc_array(s->xfers, w, sizeof *s->xfers);
+        if (s->front)
+            s->front = sim_realloc_array(s->front, w, sizeof *s->front);
         s->cap_xfers = w;
     }
 }

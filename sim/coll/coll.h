@@ -86,6 +86,14 @@ typedef struct coll_schedule {
                      received without waiting for the other members' steps, so a step's
                      latency is paid once per hop along the ring, not the slowest hop's at
                      every step (coll_exec_dataflow_round); set by the algorithm's build */
+    /* chunked: the rounds move the pieces of a pipeline (a chain's, a tree's, NVLS's) and
+     * front[i] says whether transfer i carries the first piece of its stream (a channel's
+     * tree edge or chain hop, one direction) over its member pair: a piece after the first
+     * queues behind the slices still in its connection's FIFO instead of paying the step
+     * latency again (coll_exec_queued_delay). Set by coll_schedule_add_piece; front is
+     * NULL otherwise. */
+    bool chunked;
+    uint8_t *front;
 } coll_schedule;
 
 void coll_schedule_init(coll_schedule *s);
@@ -96,6 +104,15 @@ void coll_schedule_reset(coll_schedule *s);
 void coll_schedule_round(coll_schedule *s);
 /* Adds a transfer to the current round (skips zero-byte transfers and src == dst). */
 void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes);
+/* The same for a piece of a chunked schedule: `front` when it is the first piece of its
+ * stream over src -> dst (coll_schedule.front). Makes the schedule chunked; every transfer
+ * of a chunked schedule is added this way. */
+void coll_schedule_add_piece(coll_schedule *s, int src, int dst, double bytes, bool front);
+/* Whether transfer i of `s` queues behind an earlier piece of its stream. */
+static inline bool coll_xfer_queued(const coll_schedule *s, size_t i)
+{
+    return s->chunked && !s->front[i];
+}
 
 /* Bytes member `m` sends in the schedule (its payload into the network). */
 double coll_schedule_bytes_sent(const coll_schedule *s, int m);

@@ -45,6 +45,15 @@ void coll_exec_xfer_cost(const coll_exec *x, hw_topo *topo, const coll_xfer *xf,
     *route = r;
 }
 
+/* (the narrowest link of route r, INFINITY for a route of no link) */
+static double narrowest_bw(hw_topo *topo, const hw_route *r)
+{
+    double bw = INFINITY;
+    for (int k = 0; k < r->n; k++)
+        bw = fmin(bw, hw_topo_link(topo, r->links[k])->bw_Bps);
+    return bw;
+}
+
 /* The start delay of a transfer in a round after the collective's first, given its full
  * delay (protocol step latency + route latency). NCCL moves each step's data in slices of
  * the protocol's chunk through a FIFO of several slots (NCCL_STEPS), and a member forwards
@@ -59,11 +68,15 @@ sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay
     double slice = (double)x->protocols->proto[x->proto].chunk_bytes;
     if (bytes <= slice || r->n == 0)
         return delay;
-    double bw = INFINITY;
-    for (int k = 0; k < r->n; k++)
-        bw = fmin(bw, hw_topo_link(topo, r->links[k])->bw_Bps);
-    sim_time cover = sim_time_from_s((bytes - slice) * (wire / bytes) / bw);
+    sim_time cover = sim_time_from_s((bytes - slice) * (wire / bytes) / narrowest_bw(topo, r));
     return delay > cover ? delay - cover : 0;
+}
+
+sim_time coll_exec_queued_delay(hw_topo *topo, sim_time delay, double wire, const hw_route *r)
+{
+    double d = (double)sim_time_from_s(wire / narrowest_bw(topo, r));
+    double q = (2 * (double)delay - (COLL_FIFO_SLOTS - 1) * d) / COLL_FIFO_SLOTS;
+    return q > 0 ? (sim_time)llround(q) : 0;
 }
 
 int coll_exec_device(const coll_exec *x, hw_topo *topo, int member)
@@ -94,7 +107,10 @@ static void xfer_costs(const coll_exec *x, hw_topo *topo, int round, size_t i, c
     sim_time stage = coll_exec_staging_ps(s, round, i, c->route);
     sim_time lat_only = lat + c->route->latency_ps - c->route->stage_ps;
     c->delay_ps = lat_only + stage;
-    c->piped_ps = coll_exec_piped_delay(x, topo, lat_only, xf->bytes, c->wire, c->route) + stage;
+    c->piped_ps = (coll_xfer_queued(s, i)
+                       ? coll_exec_queued_delay(topo, lat_only, c->wire, c->route)
+                       : coll_exec_piped_delay(x, topo, lat_only, xf->bytes, c->wire, c->route)) +
+                  stage;
     c->stage_ps = stage;
 }
 
@@ -168,7 +184,8 @@ static bool same_round(const coll_schedule *s, int a, int b)
         return true;
     for (size_t i = 0; i < n; i++) {
         const coll_xfer *p = &s->xfers[fa + i], *q = &s->xfers[fb + i];
-        if (p->src != q->src || p->dst != q->dst || p->bytes != q->bytes)
+        if (p->src != q->src || p->dst != q->dst || p->bytes != q->bytes ||
+            coll_xfer_queued(s, fa + i) != coll_xfer_queued(s, fb + i))
             return false;
     }
     return true;
@@ -251,7 +268,9 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
                 coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
                 sim_time d = lat + r->latency_ps - r->stage_ps; /* as coll_exec_costs */
                 if (piped)
-                    d = coll_exec_piped_delay(x, topo, d, xf->bytes, wire, r);
+                    d = coll_xfer_queued(s, i) ? coll_exec_queued_delay(topo, d, wire, r)
+                                               : coll_exec_piped_delay(x, topo, d, xf->bytes,
+                                                                       wire, r);
                 if (pass == 0) {
                     coll_dataflow_add(&acc, xf->bytes, d, d);
                     continue;

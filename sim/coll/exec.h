@@ -66,9 +66,10 @@ bool coll_exec_flow_done(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now,
 coll_xfer_cost *coll_exec_costs(const coll_exec *x, hw_topo *topo);
 
 /* The same for a schedule whose rounds repeat (a ring's n - 1 steps): the costs of each round
- * that differs from the one before it (transfer for transfer: members and bytes), and in
- * *cost_at (n_rounds entries) where each round's costs start. NULL (and *cost_at NULL) when
- * more than `max` transfers would be costed. Both arrays are the caller's to free. */
+ * that differs from the one before it (transfer for transfer: members, bytes and whether a
+ * chunked schedule's piece is queued), and in *cost_at (n_rounds entries) where each round's
+ * costs start. NULL (and *cost_at NULL) when more than `max` transfers would be costed. Both
+ * arrays are the caller's to free. */
 coll_xfer_cost *coll_exec_round_costs(const coll_exec *x, hw_topo *topo, size_t max,
                                       uint32_t **cost_at);
 
@@ -106,6 +107,20 @@ bool coll_dataflow_result(const coll_dataflow *a, int n, sim_time *delay, sim_ti
  * narrowest link, at least 0. */
 sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay, double bytes,
                                double wire, const hw_route *r);
+
+/* NCCL_STEPS (NCCL src/include/device.h): the slots of a connection's FIFO, each a slice of
+ * the protocol's chunk, that a sender may fill before the receiver has freed one. */
+#define COLL_FIFO_SLOTS 8
+
+/* The start delay of a queued piece of a chunked schedule (coll_xfer_queued: a piece after
+ * the first of its stream over its member pair), given its full `delay` (protocol step
+ * latency + route latency). The pieces before it are in its connection's FIFO: a slot comes
+ * back a credit loop after it was filled (the data's delay and the credit's, 2 delay, plus
+ * the slice's own time d on the route's narrowest link at the protocol's efficiency,
+ * without contention), so a stream of pieces moves one per max(d, (2 delay + d) / S) with S
+ * = COLL_FIFO_SLOTS slots: the piece waits max(0, (2 delay - (S - 1) d) / S) before its own
+ * d. Its round then lasts at least as long as its piece takes on the wire, however large. */
+sim_time coll_exec_queued_delay(hw_topo *topo, sim_time delay, double wire, const hw_route *r);
 
 /* The staging hand-offs transfer i of round `round` of `s` waits for on its route `r` (0
  * unless the route is staged in host memory): a member pair's staged route carries one stream

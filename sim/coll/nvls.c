@@ -51,12 +51,12 @@ static void nvls_build(coll_schedule *s, coll_op op, const coll_group *g, double
         coll_schedule_round(s);
         for (int m = 0; m < n; m++) {
             if (t < chunks) { /* ld_reduce of chunk t */
-                coll_schedule_add(s, m, COLL_SWITCH, chunk);
-                coll_schedule_add(s, COLL_SWITCH, m, shard);
+                coll_schedule_add_piece(s, m, COLL_SWITCH, chunk, t == 0);
+                coll_schedule_add_piece(s, COLL_SWITCH, m, shard, t == 0);
             }
             if (t >= 1) { /* multicast store of chunk t-1 */
-                coll_schedule_add(s, m, COLL_SWITCH, shard);
-                coll_schedule_add(s, COLL_SWITCH, m, chunk);
+                coll_schedule_add_piece(s, m, COLL_SWITCH, shard, t == 1);
+                coll_schedule_add_piece(s, COLL_SWITCH, m, chunk, t == 1);
             }
         }
     }

@@ -82,10 +82,11 @@ static void chain(coll_schedule *s, int n, int root, double bytes, int chunks, b
             if (c < 0 || c >= chunks)
                 continue;
             if (!toward_root)
-                coll_schedule_add(s, (root + k) % n, (root + k + 1) % n, bytes / chunks);
+                coll_schedule_add_piece(s, (root + k) % n, (root + k + 1) % n, bytes / chunks,
+                                        c == 0);
             else /* from the far end: root+n-1 -> root+n-2 -> ... -> root+1 -> root */
-                coll_schedule_add(s, (root + n - 1 - k) % n, (root + n - 2 - k) % n,
-                                  bytes / chunks);
+                coll_schedule_add_piece(s, (root + n - 1 - k) % n, (root + n - 2 - k) % n,
+                                        bytes / chunks, c == 0);
         }
     }
 }

@@ -68,8 +68,11 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                 SIM_GROW(pend, cap_pend, n_pend + 1);
                 pend[n_pend++] = (est_xfer){
                     .delay = lat + stage,
-                    .piped = coll_exec_piped_delay(&x[j], t[j].topo, lat, xf->bytes, wire,
-                                                   route) + stage,
+                    .piped = (coll_xfer_queued(s[j], i)
+                                  ? coll_exec_queued_delay(t[j].topo, lat, wire, route)
+                                  : coll_exec_piped_delay(&x[j], t[j].topo, lat, xf->bytes,
+                                                          wire, route)) +
+                             stage,
                     .stage = stage,
                     .route = route};
                 for (int k = 0; k < route->n; k++) {

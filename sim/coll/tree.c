@@ -211,31 +211,47 @@ static void channel_shapes(const coll_layout *lay, int n, tree_shape *t)
         }
 }
 
+/* A transfer of the round being merged and whether it carries a stream's first piece. */
+typedef struct piece {
+    coll_xfer x;
+    uint8_t front;
+} piece;
+
 static int by_ends(const void *pa, const void *pb)
 {
-    const coll_xfer *a = pa, *b = pb;
+    const coll_xfer *a = &((const piece *)pa)->x, *b = &((const piece *)pb)->x;
     if (a->src != b->src)
         return a->src < b->src ? -1 : 1;
     return (a->dst > b->dst) - (a->dst < b->dst);
 }
 
 /* Merges the current round's transfers between the same two members into one (the channels'
- * trees share their chains' edges): sorted by (source, destination), bytes summed. All the
- * pieces are equal, so the sums do not depend on the order. */
+ * trees share their chains' edges): sorted by (source, destination), bytes summed, a first
+ * piece if any of them is one (its latency is the merged transfer's). All the pieces are
+ * equal, so the sums do not depend on the order. */
 static void merge_round(coll_schedule *s)
 {
     size_t first = s->round_first[s->n_rounds - 1], n = s->n_xfers - first;
     if (n < 2)
         return;
-    coll_xfer *x = &s->xfers[first];
-    qsort(x, n, sizeof *x, by_ends);
+    piece *p = sim_calloc(n, sizeof *p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = (piece){s->xfers[first + i], s->front[first + i]};
+    qsort(p, n, sizeof *p, by_ends);
     size_t w = 0;
     for (size_t i = 1; i < n; i++) {
-        if (x[i].src == x[w].src && x[i].dst == x[w].dst)
-            x[w].bytes += x[i].bytes;
-        else
-            x[++w] = x[i];
+        if (p[i].x.src == p[w].x.src && p[i].x.dst == p[w].x.dst) {
+            p[w].x.bytes += p[i].x.bytes;
+            p[w].front |= p[i].front;
+        } else {
+            p[++w] = p[i];
+        }
     }
+    for (size_t i = 0; i <= w; i++) {
+        s->xfers[first + i] = p[i].x;
+        s->front[first + i] = p[i].front;
+    }
+    sim_free(p);
     s->n_xfers = first + w + 1;
     s->round_first[s->n_rounds] = s->n_xfers;
 }
@@ -284,7 +300,7 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
         }
     }
 
-    double piece = bytes / n_shapes / chunks;
+    double share = bytes / n_shapes / chunks;
     for (int r = 0; r < rounds; r++) {
         coll_schedule_round(s);
         for (int k = 0; k < n_shapes; k++) {
@@ -294,10 +310,10 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
                     continue;
                 int c_up = r - t[k].height[m];
                 if (up && c_up >= 0 && c_up < chunks)
-                    coll_schedule_add(s, m, p, piece);
+                    coll_schedule_add_piece(s, m, p, share, c_up == 0);
                 int c_down = r - down_first[k] - t[k].depth[p];
                 if (down && c_down >= 0 && c_down < chunks)
-                    coll_schedule_add(s, p, m, piece);
+                    coll_schedule_add_piece(s, p, m, share, c_down == 0);
             }
         }
         if (channels)

@@ -388,11 +388,88 @@ static void test_dataflow(void)
     sim_free(spec);
 }
 
+/* Chunked schedules (coll_schedule.chunked): after the first piece of a stream over a member
+ * pair, the next pieces queue behind the slices still in the connection's FIFO of
+ * COLL_FIFO_SLOTS = 8 and wait max(0, (2α - 7d)/8) before their own d, not α
+ * (coll_exec_queued_delay). */
+static void test_chunked(void)
+{
+    rig *r = sim_calloc(1, sizeof *r);
+    rig_init(r, 8, false);
+    /* Chain broadcast from GPU 0 over the 8 GPUs (7 hops), C = 8 chunks: 7 + 8 - 1 = 14
+     * rounds; in round t hop k carries chunk t - k, its first piece when t = k. Every
+     * transfer crosses the NVSwitch on its own ports (α = 1 us, 100 GB/s).
+     * - Chunks of 65,536 B (S = 524,288 B): d = 655.36 ns; a queued piece waits
+     *   max(0, (2 - 7 x 0.65536) / 8 us) = 0. Rounds 0-6 each hold a hop's first piece, α + d
+     *   = 1.65536 us; rounds 7-13 only queued ones, d: 7 x 1.65536 + 7 x 0.65536 = 16.17504
+     *   us, where rounds that each paid α took 14 x 1.65536 = 23.17504 us.
+     * - Chunks of 1,024 B (S = 8,192 B): d = 10.24 ns; a queued piece waits (2,000 - 7 x
+     *   10.24) / 8 = 241.04 ns: 7 x 1,010.24 + 7 x (241.04 + 10.24) = 8,830.64 ns.
+     * The three ways of costing and the selector's estimate agree. */
+    const double bytes[2] = {524288, 8192};
+    const sim_time want[2] = {16175040, 8830640};
+    for (int k = 0; k < 2; k++) {
+        coll_schedule s;
+        coll_schedule_init(&s);
+        SIM_ASSERT(coll_build(&s, COLL_ALGO_RING, COLL_BROADCAST, &r->g, bytes[k], 0, 8) == 0,
+                   "build");
+        CHECK(s.chunked);
+        CHECK_INT_EQ(s.n_rounds, 14);
+        for (int mode = 0; mode < 3; mode++) {
+            uint64_t closed, evolved;
+            /* (two runs back to back) */
+            CHECK_INT_EQ(run_costed(r, &s, mode, &closed, &evolved), 2 * want[k]);
+        }
+        coll_exec x = {.sched = &s, .gpu = r->gpu, .switch_dev = -1, .proto = HW_PROTO_SIMPLE,
+                       .protocols = &r->spec.protocols};
+        CHECK_NEAR(coll_estimate(&r->t, &x, &s), sim_time_to_s(want[k]), 0, 1e-15);
+        /* compacted (as the replay stores it), the same */
+        coll_schedule_compact(&s);
+        uint64_t closed, evolved;
+        CHECK_INT_EQ(run_costed(r, &s, 1, &closed, &evolved), 2 * want[k]);
+        coll_schedule_clear(&s);
+    }
+    hw_topo_destroy(r->topo);
+    /* First pieces are per stream, not per member pair. The tree all_reduce on 2 nodes of 2
+     * members runs NCCL's two channels, each with its two trees (tree.c): channel k chains
+     * each node's members from local k (the head, local k, is joined to the other node's
+     * head), so local 1 -> local 0 of node 0 is channel 0's chain edge up (both trees:
+     * chunk c in round c, c = 0..C-1) and channel 1's down (its head, local 1, sends chunk c
+     * in round 2 + c in tree A, rooted at node 0, and in round 3 + c in tree B, rooted at
+     * node 1). The pair's merged transfer carries a first piece in rounds 0, 2 and 3, though
+     * it is busy from round 0 on; over all pairs, rounds 0-3 hold first pieces (up from the
+     * chains, up across, down from the roots, down the far chains) and rounds 4 to C + 2
+     * none. */
+    int32_t node[4] = {0, 0, 1, 1};
+    coll_group g = {.n = 4, .node = node};
+    coll_schedule s;
+    coll_schedule_init(&s);
+    const int C = 6;
+    SIM_ASSERT(coll_build(&s, COLL_ALGO_TREE, COLL_ALL_REDUCE, &g, 6e6, 0, C) == 0, "build");
+    CHECK_INT_EQ(s.n_rounds, C + 3);
+    for (int rr = 0; rr < s.n_rounds; rr++) {
+        bool pair = false, pair_front = false, any_front = false;
+        for (size_t i = coll_round_first(&s, rr); i < coll_round_end(&s, rr); i++) {
+            any_front |= s.front[i] != 0;
+            if (s.xfers[i].src == 1 && s.xfers[i].dst == 0) {
+                pair = true;
+                pair_front = s.front[i] != 0;
+            }
+        }
+        CHECK(pair); /* every round: up from round 0, tree B down to round C + 2 */
+        CHECK(pair_front == (rr == 0 || rr == 2 || rr == 3));
+        CHECK(any_front == (rr <= 3));
+    }
+    coll_schedule_clear(&s);
+    sim_free(r);
+}
+
 int main(void)
 {
     rig *r = sim_calloc(1, sizeof *r);
     const sim_time us = SIM_PS_PER_US, ms = SIM_PS_PER_MS;
     test_dataflow();
+    test_chunked();
 
     /* Steps move in slices of the protocol's chunk (Simple: 512 KiB = 524,288 B), so from the
      * second round on a transfer waits only for the part of α the rest of its step, beyond
