@@ -136,6 +136,9 @@ static int deepspeed(import_ctx *c)
         rc = rc ? rc : set_int(c, "parallel.fsdp.persistence_threshold",
                                "zero_optimization.stage3_param_persistence_threshold",
                                "zero_optimization.stage3_param_persistence_threshold");
+        rc = rc ? rc : set_int(c, "parallel.fsdp.max_reuse_distance",
+                               "zero_optimization.stage3_max_reuse_distance",
+                               "zero_optimization.stage3_max_reuse_distance");
     }
     const input_ynode *cd = import__get(c, "communication_data_type");
     if (cd && (import__text(cd, "fp32") || import__text(cd, "bf16")))
@@ -166,7 +169,6 @@ static int deepspeed(import_ctx *c)
         "contiguous_gradients", "a copy stepsim does not model",
         "allgather_bucket_size", "stepsim has one bucket size (parallel.ddp.bucket)",
         "stage3_max_live_parameters", "not modelled: the prefetch bucket bounds what is gathered",
-        "stage3_max_reuse_distance", "not modelled",
         "stage3_gather_16bit_weights_on_model_save", "checkpointing",
         "sub_group_size", "the optimizer's grouping: no effect modelled",
         "pin_memory", "pinned buffers assumed",

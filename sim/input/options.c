@@ -124,6 +124,9 @@ static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_sch
          "FSDP reduce-scatters each unit's gradients on their own", 0, false},
         {"persistence_threshold", PLAN_DEEPSPEED, false,
          "FSDP shards every parameter; set implementation: deepspeed or drop it", 0, false},
+        {"max_reuse_distance", PLAN_DEEPSPEED, false,
+         "FSDP frees what it gathered by unit (reshard_after_forward); set implementation: "
+         "deepspeed or drop it", 0, false},
         {"sync_fetch", PLAN_DEEPSPEED, false,
          "the blocking fetch is DeepSpeed's (before 0.5); set implementation: deepspeed or drop "
          "it", 0, false},
@@ -133,8 +136,8 @@ static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_sch
         {"prefetch", PLAN_FSDP2, true, "DeepSpeed prefetches by parameters: use "
                                        "parallel.fsdp.prefetch_bucket (elements)", 0, false},
         {"reshard_after_forward", PLAN_FSDP2, true,
-         "DeepSpeed releases every gathered parameter after use (its max_reuse_distance is not "
-         "modelled)",
+         "DeepSpeed releases each gathered parameter after use unless it is used again within "
+         "parallel.fsdp.max_reuse_distance elements: set that instead",
          offsetof(plan_parallel, fsdp.reshard_after_forward), true},
         {"hybrid_shard", PLAN_FSDP2, true,
          "DeepSpeed's hierarchical partitioning (ZeRO++ hpZ) is not modelled; use fsdp1 or "

@@ -788,9 +788,12 @@ span plan__emit_bwd(gen *g, const unit *u, int mb, bool bucketing, const uint32_
             trace_add_mem(g->t, g->rank, s.first, PLAN_MEM_ACTIVATIONS, (int64_t)u->act_extra,
                           false);
     }
+    uint32_t mid = 0;
+    bool have_mid = s.any && g->between_passes && g->between_passes(g, u, mb, s.last, &mid);
     model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
     span b = emit_pass(g, u, mb, &ops, TRACE_PHASE_BWD, MODEL_PHASE_BWD, false, bucketing,
-                       "ep.combine_grad", "ep.dispatch_grad", deps, n_deps, !s.any, &exp_bytes);
+                       "ep.combine_grad", "ep.dispatch_grad", have_mid ? &mid : deps,
+                       have_mid ? 1 : n_deps, have_mid || !s.any, &exp_bytes);
     if (u->blk == MODEL_BLOCK_HEAD && b.any && part != PLAN_PP_WEIGHT) {
         /* the logits' gradients: PyTorch's two fp32 ones while the loss backward (the
          * pass's first kernel) runs, then the 16-bit one until the head's backward ends */

@@ -11,12 +11,13 @@
 
 #include "plan/gen-internal.h"
 
-/* The parameter tensors of a block as Hugging Face's modules hold them, this rank's
- * tensor-parallel slice of each (DeepSpeed ZeRO-3 manages each tensor on its own): per
- * layer the norms' weights (and LayerNorm biases), q/k norms, the q, k, v, o, gate, up and
- * down matrices (q, k and v as one with model.qkv_fused) and their biases; the final norm
- * in the head. MLA layers' own matrices, LoRA adapters and QLoRA's base matrices are not
- * listed. Calls `each(numel, count, ud)` per kind of tensor. */
+/* The parameter tensors of a block as Hugging Face's modules hold them, in the order the
+ * forward uses them, this rank's tensor-parallel slice of each (DeepSpeed ZeRO-3 manages
+ * each tensor on its own): per layer the first norm's weight (and LayerNorm bias), the q,
+ * k and v matrices and biases (one of each with model.qkv_fused), q/k norms, the o matrix
+ * and bias, the second norm, the gate and up matrices and biases, the down matrix and bias;
+ * the final norm in the head. MLA layers' own matrices, LoRA adapters and QLoRA's base
+ * matrices are not listed. Calls `each(numel, count, ud)` per run of alike tensors. */
 static void ds_tensors(const gen *g, model_block blk, void (*each)(int64_t, int, void *),
                        void *ud)
 {
@@ -29,35 +30,47 @@ static void ds_tensors(const gen *g, model_block blk, void (*each)(int64_t, int,
     }
     if (blk != MODEL_BLOCK_LAYER)
         return;
-    each(h, 2 * norm_tensors, ud);
-    if (m->attention.kind == MODEL_ATTN_MLA)
+    each(h, norm_tensors, ud);
+    if (m->attention.kind == MODEL_ATTN_MLA) {
+        each(h, norm_tensors, ud);
         return;
+    }
     int64_t heads = m->heads, kvh = m->kv_heads ? m->kv_heads : heads;
     int64_t d = m->head_dim ? m->head_dim : h / heads;
     int64_t q = heads / t * d, kv = (kvh >= t ? kvh / t : 1) * d, f = m->ffn / t;
     int ups = m->activation == MODEL_ACT_SWIGLU ? 2 : 1;
+    bool full = g->sh.ft.method == MODEL_FT_FULL;
+    /* one projection: its matrix (h x out, trained in full only) and bias */
+    int64_t outs[3] = {q + 2 * kv};
+    int n_out = 1;
+    if (!m->qkv_fused) {
+        outs[0] = q;
+        outs[1] = outs[2] = kv;
+        n_out = 3;
+    }
+    for (int i = 0; i < n_out; i++) {
+        if (full)
+            each(h * outs[i], 1, ud);
+        if (m->bias)
+            each(outs[i], 1, ud);
+    }
     if (m->qk_norm)
         each(d, 2, ud);
-    if (m->bias) {
-        if (m->qkv_fused) {
-            each(q + 2 * kv, 1, ud);
-        } else {
-            each(q, 1, ud);
-            each(kv, 2, ud);
-        }
-        each(h, 2, ud); /* o and down: row-parallel, whole on every TP rank */
-        each(f, ups, ud);
+    if (full)
+        each(h * q, 1, ud); /* o */
+    if (m->bias)
+        each(h, 1, ud); /* o's and down's biases: row-parallel, whole on every TP rank */
+    each(h, norm_tensors, ud);
+    for (int i = 0; i < ups; i++) {
+        if (full)
+            each(h * f, 1, ud);
+        if (m->bias)
+            each(f, 1, ud);
     }
-    if (g->sh.ft.method == MODEL_FT_FULL) {
-        if (m->qkv_fused) {
-            each(h * (q + 2 * kv), 1, ud);
-            each(h * q, 1, ud); /* o */
-        } else {
-            each(h * q, 2, ud); /* q and o */
-            each(h * kv, 2, ud);
-        }
-        each(h * f, ups + 1, ud);
-    }
+    if (full)
+        each(h * f, 1, ud); /* down */
+    if (m->bias)
+        each(h, 1, ud);
 }
 
 typedef struct ds_count {
@@ -189,28 +202,21 @@ typedef struct gather_pass {
     bool backward;
     int issued;
     const bool *held;
+    const uint64_t *kept; /* DeepSpeed: per unit, its tensors still gathered (NULL: none) */
 } gather_pass;
 
-/* fsdp.list_collectives: the dense gather (or reduce-scatter) of unit `u`, `bytes` in all,
- * as DeepSpeed on PyTorch before 1.10 ran it: one list collective per tensor (ds_list; the
- * embedding one tensor, two with a learned position table; the LM head one, the head's
- * norms beside it), each one NCCL call
- * and N copies between the flat buffer and the list of N partitions, N launches more of
- * the host (the copies' own GPU time, the tensor's bytes read and written once, is not
- * modelled). Returns the tensors' shares of `bytes` in share[] and their count; without
- * list_collectives, one share of everything. */
-static int tensor_shares(const gen *g, const unit *u, double share[DS_TENSORS_MAX + 1])
+/* The tensors of unit `u` DeepSpeed gathers, in the order its forward uses them: ds_list's
+ * (above the persistence threshold), the embedding one tensor (two with a learned position
+ * table), the LM head one (the head's norms beside it); a unit whose tensors are not listed
+ * (MoE layers, MLA's matrices) one tensor of all it gathers. Fills numel[] and returns the
+ * count. */
+static int unit_tensors(const gen *g, const unit *u, int64_t numel[DS_TENSORS_MAX + 1])
 {
-    if (!g->sc->parallel.fsdp.list_collectives) {
-        share[0] = 1;
-        return 1;
-    }
     ds_list l = {.threshold = g->sc->parallel.fsdp.persistence_threshold};
     ds_tensors(g, u->blk, list_tensor, &l);
     double listed = 0, all = (double)(u->params - u->persist);
     for (int i = 0; i < l.n; i++)
         listed += (double)l.numel[i];
-    int n = 0;
     const model_spec *m = &g->model;
     if (u->blk == MODEL_BLOCK_EMBED && m->position == MODEL_POS_LEARNED && m->max_seq_len > 0) {
         /* the token embedding and the learned position table: two tensors */
@@ -222,12 +228,130 @@ static int tensor_shares(const gen *g, const unit *u, double share[DS_TENSORS_MA
     }
     if (l.n == 0) /* (nothing listed: the unit's gathered bytes as one tensor) */
         l.numel[l.n++] = (int64_t)SIM_MAX(all, 1);
-    listed = 0;
-    for (int i = 0; i < l.n; i++)
-        listed += (double)l.numel[i];
-    for (int i = 0; i < l.n; i++)
-        share[n++] = (double)l.numel[i] / listed;
+    memcpy(numel, l.numel, (size_t)l.n * sizeof *numel);
+    return l.n;
+}
+
+/* The shares of unit `u`'s gathered bytes in its tensors (unit_tensors) in share[]; returns
+ * their count. */
+static int unit_shares(const gen *g, const unit *u, double share[DS_TENSORS_MAX + 1])
+{
+    int64_t numel[DS_TENSORS_MAX + 1];
+    int n = unit_tensors(g, u, numel);
+    double all = 0;
+    for (int i = 0; i < n; i++)
+        all += (double)numel[i];
+    for (int i = 0; i < n; i++)
+        share[i] = (double)numel[i] / all;
     return n;
+}
+
+/* The share of unit `u`'s gathered dense bytes in the tensors of `mask` (bits of
+ * unit_tensors' order). */
+static double mask_share(const gen *g, const unit *u, uint64_t mask)
+{
+    double share[DS_TENSORS_MAX + 1], sum = 0;
+    int n = unit_shares(g, u, share);
+    for (int i = 0; i < n; i++)
+        if (mask >> i & 1)
+            sum += share[i];
+    return sum;
+}
+
+/* Every tensor of unit `u` (unit_tensors), as bits. */
+static uint64_t all_tensors(const gen *g, const unit *u)
+{
+    int64_t numel[DS_TENSORS_MAX + 1];
+    int n = unit_tensors(g, u, numel);
+    return n >= 64 ? ~UINT64_C(0) : (UINT64_C(1) << n) - 1;
+}
+
+/* The dense gather (or reduce-scatter) of unit `u`, `bytes` in all, split into the tensors
+ * it runs as one collective each: under fsdp.list_collectives, as DeepSpeed on PyTorch
+ * before 1.10 ran it, one list collective per tensor of `mask` (unit_tensors), each one
+ * NCCL call and N copies between the flat buffer and the list of N partitions, N launches
+ * more of the host (the copies' own GPU time, the tensor's bytes read and written once, is
+ * not modelled); else one collective of all of them. Returns the shares of the unit's bytes
+ * in share[] and their count. */
+static int tensor_shares(const gen *g, const unit *u, uint64_t mask,
+                         double share[DS_TENSORS_MAX + 1])
+{
+    if (!g->sc->parallel.fsdp.list_collectives) {
+        share[0] = g->ds_keep_fwd ? mask_share(g, u, mask) : 1;
+        return share[0] > 0;
+    }
+    double all[DS_TENSORS_MAX + 1];
+    int n = unit_shares(g, u, all), k = 0;
+    for (int i = 0; i < n; i++)
+        if (mask >> i & 1)
+            share[k++] = all[i];
+    return k;
+}
+
+/* DeepSpeed's release rule (stage3_max_reuse_distance; PartitionedParameterCoordinator): a
+ * tensor gathered for one use stays gathered if the parameters used before its next use, in
+ * the order of a micro-batch's forward and backward, number fewer than max_reuse_distance
+ * elements; else it is freed after its use and gathered again for the next. The trace of a
+ * micro-batch: each unit's tensors in forward order, then from the last unit to the first
+ * the recomputed forward (full or per-op recompute) and the backward in reverse order; the
+ * persistent tensors (never gathered) are left out of the distances. Fills
+ * g->ds_keep_fwd and g->ds_keep_rc. */
+typedef struct reuse_use {
+    int unit, tensor;
+    int pass; /* 0 forward, 1 recomputed forward, 2 backward */
+    double numel;
+} reuse_use;
+
+static size_t add_uses(reuse_use *tr, size_t n, int ui, int pass, const int64_t *numel, int nt)
+{
+    for (int j = 0; j < nt; j++) {
+        int i = pass == 2 ? nt - 1 - j : j;
+        tr[n++] = (reuse_use){.unit = ui, .tensor = i, .pass = pass, .numel = (double)numel[i]};
+    }
+    return n;
+}
+
+static void ds_reuse(gen *g)
+{
+    int U = g->n_units;
+    reuse_use *tr = sim_calloc((size_t)U * 3 * (DS_TENSORS_MAX + 1), sizeof *tr);
+    size_t n = 0;
+    int64_t numel[DS_TENSORS_MAX + 1];
+    for (int ui = 0; ui < U; ui++)
+        if (has_gather(g, &g->units[ui]))
+            n = add_uses(tr, n, ui, 0, numel, unit_tensors(g, &g->units[ui], numel));
+    for (int ui = U - 1; ui >= 0; ui--) {
+        const unit *u = &g->units[ui];
+        if (!has_gather(g, u) || !u->has_bwd)
+            continue;
+        int nt = unit_tensors(g, u, numel);
+        if (u->rc == MODEL_RECOMPUTE_FULL || u->rc == MODEL_RECOMPUTE_OP)
+            n = add_uses(tr, n, ui, 1, numel, nt);
+        n = add_uses(tr, n, ui, 2, numel, nt);
+    }
+    /* from the end: each (unit, tensor)'s next use and the elements used before it */
+    size_t slots = (size_t)U * (DS_TENSORS_MAX + 1);
+    size_t *next = sim_calloc(slots, sizeof *next);
+    double *from = sim_calloc(n + 1, sizeof *from); /* elements used from use e on */
+    for (size_t i = 0; i < slots; i++)
+        next[i] = SIZE_MAX;
+    for (size_t e = n; e-- > 0;) {
+        from[e] = from[e + 1] + tr[e].numel;
+        size_t slot = (size_t)tr[e].unit * (DS_TENSORS_MAX + 1) + (size_t)tr[e].tensor;
+        size_t q = next[slot];
+        if (q != SIZE_MAX && from[e + 1] - from[q] < g->sc->parallel.fsdp.max_reuse_distance) {
+            uint64_t bit = UINT64_C(1) << tr[e].tensor;
+            SIM_ASSERT(tr[e].pass < 2, "a backward use followed by another");
+            if (tr[e].pass == 0)
+                g->ds_keep_fwd[tr[e].unit] |= bit;
+            else
+                g->ds_keep_rc[tr[e].unit] |= bit;
+        }
+        next[slot] = e;
+    }
+    sim_free(from);
+    sim_free(next);
+    sim_free(tr);
 }
 
 /* fsdp.list_collectives: the N copies of one list collective between the flat buffer and
@@ -261,6 +385,21 @@ static void host_sync(gen *g)
     trace_set_host(g->t, g->rank, op, trace_host_of(tr, op).launches, true);
 }
 
+/* The bytes of unit `u`'s dense parameters in the tensors of `mask` (whole bytes). */
+static int64_t mask_bytes(const gen *g, const unit *u, uint64_t mask)
+{
+    return mask ? (int64_t)(dense_bytes(u) * mask_share(g, u, mask)) : 0;
+}
+
+/* Whether the pass gathers anything of the unit at order position `ui`. */
+static bool gathers_now(const gen *g, const gather_pass *ps, int ui)
+{
+    const unit *v = &g->units[ui];
+    if (!has_gather(g, v) || (ps->backward && !v->has_bwd) || (ps->held && ps->held[ui]))
+        return false;
+    return !ps->kept || (all_tensors(g, v) & ~ps->kept[ui]) || expert_gathered(g, v) > 0;
+}
+
 /* Issues the gathers of the pass's positions up to `reach`, each waiting for the compute of
  * the position before the current one (`after`, when `have`). */
 static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, int m,
@@ -269,18 +408,21 @@ static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, i
     for (; ps->issued <= reach; ps->issued++) {
         int ui = ps->ord[ps->issued];
         const unit *v = &g->units[ui];
-        if (!has_gather(g, v) || (ps->backward && !v->has_bwd) || (ps->held && ps->held[ui]))
+        if (!gathers_now(g, ps, ui))
             continue;
+        /* the tensors not still gathered from an earlier use (DeepSpeed) */
+        uint64_t want = ps->kept ? all_tensors(g, v) & ~ps->kept[ui] : ~UINT64_C(0);
+        int64_t kept = ps->kept ? mask_bytes(g, v, ps->kept[ui]) : 0;
         uint32_t dep = after;
         bool have_dep = have;
         bool staged = g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE;
         if (g->n == 1) { /* nothing to gather: the fetched unit is the unit (offload only) */
             SIM_ASSERT(staged, "rank %d: ZeRO-3 over one rank without parameter offload", g->rank);
-            ag[ui] = fetch_shard(g, v->layer, m, gathered_bytes(g, v), after, have);
+            ag[ui] = fetch_shard(g, v->layer, m, gathered_bytes(g, v) - (double)kept, after, have);
             continue;
         }
         double dense = dense_bytes(v), ex = expert_gathered(g, v);
-        double shard = dense / g->n + (ex > 0 ? ex / g->n_edp : 0);
+        double shard = (dense - (double)kept) / g->n + (ex > 0 ? ex / g->n_edp : 0);
         if (staged) { /* the shard comes from host memory first */
             dep = fetch_shard(g, v->layer, m, shard, after, have);
             have_dep = true;
@@ -290,9 +432,9 @@ static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, i
          * ready when the last is done) */
         uint32_t first = 0;
         bool any = false;
-        if (dense > 0) {
+        if (dense - (double)kept > 0) {
             double share[DS_TENSORS_MAX + 1];
-            int nt = tensor_shares(g, v, share);
+            int nt = tensor_shares(g, v, want, share);
             for (int k = 0; k < nt; k++) {
                 /* DeepSpeed's per-tensor gather of 2021 first zeroes the whole buffer and
                  * synchronizes the device */
@@ -317,7 +459,8 @@ static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, i
         }
         if (staged) /* its staging buffer, freed once gathered */
             trace_add_mem(g->t, g->rank, ag[ui], PLAN_MEM_BUFFERS, -(int64_t)shard, true);
-        trace_add_mem(g->t, g->rank, first, PLAN_MEM_BUFFERS, (int64_t)(dense + ex), false);
+        trace_add_mem(g->t, g->rank, first, PLAN_MEM_BUFFERS, (int64_t)(dense + ex) - kept,
+                      false);
     }
 }
 
@@ -330,8 +473,7 @@ static void issue_gathers(gen *g, gather_pass *ps, int pos, uint32_t *ag, int m,
 {
     if (g->sc->parallel.fsdp.sync_fetch) {
         issue_gathers_to(g, ps, pos, ag, m, after, have);
-        const unit *u = &g->units[ps->ord[pos]];
-        if (has_gather(g, u) && (!ps->backward || u->has_bwd) && !(ps->held && ps->held[ps->ord[pos]]))
+        if (gathers_now(g, ps, ps->ord[pos]))
             host_sync(g);
     }
     issue_gathers_to(g, ps, gather_reach(g, ps->ord, ps->n, pos), ag, m, after, have);
@@ -423,6 +565,51 @@ static void reduce_unit(gen *g, const unit *u, double bytes, int m, uint32_t aft
         trace_add_mem(g->t, g->rank, after, PLAN_MEM_BUFFERS, -(int64_t)ex, true);
 }
 
+/* DeepSpeed (plan__emit_bwd's between_passes): after unit `u`'s recomputed forward (its
+ * last op `recomputed`), the tensors not kept for the backward (ds_reuse) are freed and
+ * gathered again, as the forward gathered them; the backward waits for *dep. */
+static bool ds_regather(gen *g, const unit *u, int m, uint32_t recomputed, uint32_t *dep)
+{
+    int ui = (int)(u - g->units);
+    /* (Megatron's selective recompute re-runs no matmul: the weights stay) */
+    if (!has_gather(g, u) || (u->rc != MODEL_RECOMPUTE_FULL && u->rc != MODEL_RECOMPUTE_OP))
+        return false;
+    uint64_t want = all_tensors(g, u) & ~g->ds_keep_rc[ui];
+    int64_t bytes = mask_bytes(g, u, want);
+    if (bytes <= 0)
+        return false;
+    const plan_parallel *par = &g->sc->parallel;
+    trace_add_mem(g->t, g->rank, recomputed, PLAN_MEM_BUFFERS, -bytes, true);
+    bool staged = par->offload.params != PLAN_OFFLOAD_NONE;
+    uint32_t after = recomputed, first = 0;
+    if (g->n == 1) { /* (offload only) the fetched shard is the tensors */
+        SIM_ASSERT(staged, "rank %d: ZeRO-3 over one rank without parameter offload", g->rank);
+        *dep = fetch_shard(g, u->layer, m, (double)bytes, recomputed, true);
+        return true;
+    }
+    double shard = (double)bytes / g->n;
+    if (staged)
+        after = fetch_shard(g, u->layer, m, shard, recomputed, true);
+    double share[DS_TENSORS_MAX + 1], dense = dense_bytes(u);
+    int nt = tensor_shares(g, u, want, share);
+    for (int k = 0; k < nt; k++) {
+        if (par->fsdp.sync_fetch && par->fsdp.list_collectives)
+            host_sync(g);
+        *dep = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense * share[k], "fsdp.gather",
+                                 u->layer, m, &after, 1);
+        if (k == 0)
+            first = *dep;
+        if (par->fsdp.list_collectives)
+            list_copies(g, "fsdp.gather_copies", u->layer, m, *dep);
+    }
+    if (staged)
+        trace_add_mem(g->t, g->rank, *dep, PLAN_MEM_BUFFERS, -(int64_t)shard, true);
+    trace_add_mem(g->t, g->rank, first, PLAN_MEM_BUFFERS, bytes, false);
+    if (par->fsdp.sync_fetch) /* the fetch waits for the gathers */
+        host_sync(g);
+    return true;
+}
+
 void plan__gen_fsdp(gen *g)
 {
     const plan_parallel *par = &g->sc->parallel;
@@ -437,6 +624,12 @@ void plan__gen_fsdp(gen *g)
         bwd_ord[i] = U - 1 - i;
     }
     span *fwd = sim_calloc((size_t)U, sizeof *fwd), *bwd = sim_calloc((size_t)U, sizeof *bwd);
+    if (ds) { /* DeepSpeed keeps what it uses again soon (ds_reuse) */
+        g->ds_keep_fwd = sim_calloc((size_t)U, sizeof *g->ds_keep_fwd);
+        g->ds_keep_rc = sim_calloc((size_t)U, sizeof *g->ds_keep_rc);
+        ds_reuse(g);
+        g->between_passes = ds_regather;
+    }
     uint32_t last = 0;
     for (int64_t mb = 0; mb < g->A; mb++) {
         int m = (int)mb;
@@ -447,13 +640,16 @@ void plan__gen_fsdp(gen *g)
             const unit *u = &g->units[f];
             uint32_t ready = has_gather(g, u) ? gathered(g, f, ag, TRACE_PHASE_FWD, m) : 0;
             fwd[f] = plan__emit_fwd(g, u, m, &ready, has_gather(g, u) ? 1 : 0);
-            if (has_gather(g, u) && (reshard || !u->has_bwd))
+            if (has_gather(g, u) && (reshard || !u->has_bwd)) /* (DeepSpeed: but the kept) */
                 trace_add_mem(g->t, g->rank, fwd[f].last, PLAN_MEM_BUFFERS,
-                              -(int64_t)gathered_bytes(g, u), true);
+                              -((int64_t)gathered_bytes(g, u) -
+                                (ds ? mask_bytes(g, u, g->ds_keep_fwd[f]) : 0)),
+                              true);
         }
         /* backward in reverse unit order: b-th backward is unit U-1-b (frozen units whose
          * backward is empty take part in neither gathers nor reductions) */
-        gather_pass bp = {.ord = bwd_ord, .n = U, .backward = true};
+        gather_pass bp = {.ord = bwd_ord, .n = U, .backward = true,
+                          .kept = ds ? g->ds_keep_fwd : NULL};
         rs_bucket bucket = {0};
         for (int b = 0; b < U; b++) {
             int ui = U - 1 - b;
@@ -494,7 +690,7 @@ void plan__gen_fsdp(gen *g)
             bucket.layer = u->layer;
             if (par->fsdp.list_collectives) {
                 double share[DS_TENSORS_MAX + 1];
-                int nt = tensor_shares(g, u, share);
+                int nt = tensor_shares(g, u, ~UINT64_C(0), share);
                 SIM_GROW(bucket.parts, bucket.cap_parts, bucket.n_parts + (size_t)nt);
                 /* each tensor's gradient bytes, whole, the last taking the rest (the parts'
                  * memory events release exactly what the unit's allocated) */
@@ -514,6 +710,10 @@ void plan__gen_fsdp(gen *g)
     }
     uint32_t deps[2] = {last, g->last_coll};
     plan__emit_step(g, deps, g->have_last_coll ? 2 : 1);
+    sim_free(g->ds_keep_fwd);
+    sim_free(g->ds_keep_rc);
+    g->ds_keep_fwd = g->ds_keep_rc = NULL;
+    g->between_passes = NULL;
     sim_free(ag);
     sim_free(fwd_ord);
     sim_free(bwd_ord);

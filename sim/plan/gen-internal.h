@@ -71,6 +71,9 @@ typedef struct gen {
     uint32_t last_compute;   /* the latest compute kernel emitted on this rank */
     uint32_t *fsdp_ag;       /* ZeRO-3 with a pipeline: per unit, its latest gather */
     bool *fsdp_held;         /* ... gathered and kept (no resharding after forward) */
+    uint64_t *ds_keep_fwd;   /* DeepSpeed ZeRO-3: per unit, the tensors (bits, fsdp.c's
+                                unit_tensors order) kept gathered from forward to backward ... */
+    uint64_t *ds_keep_rc;    /* ... and from the recomputed forward to the backward */
     bool *fsdp_grads;        /* ... holding unsharded gradients until the last micro-batch */
     bool have_compute;
     /* pipeline */
@@ -114,6 +117,11 @@ typedef struct gen {
     double model_flops, hardware_flops;
     bool op_recompute;  /* emitting a per-op policy's recomputed forward (MODEL_RECOMPUTE_OP) */
     int bwd_part;       /* plan_pp_part of the backward being emitted (zero-bubble split) */
+    /* called by plan__emit_bwd between a unit's recomputed forward (its last op
+     * `recomputed`) and its backward, NULL: nothing between; returns whether the backward's
+     * first op waits for *dep (DeepSpeed's parameters gathered again: fsdp.c) */
+    bool (*between_passes)(struct gen *g, const unit *u, int mb, uint32_t recomputed,
+                           uint32_t *dep);
     uint32_t *act_fetch; /* offload.activations: per unit, its activations' copy back to the GPU
                             issued ahead of its backward ... */
     int *act_fetch_mb;   /* ... for this micro-batch (-1: none) */

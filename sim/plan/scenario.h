@@ -142,6 +142,8 @@ typedef struct plan_parallel {
         double reduce_bucket;         /* deepspeed: gradients per reduce-scatter (elements) */
         double persistence_threshold; /* deepspeed: parameters of at most this many elements
                                          stay whole on every rank */
+        double max_reuse_distance; /* deepspeed: a gathered tensor used again before this
+                                      many parameters' uses stays gathered (elements) */
         bool sync_fetch;       /* deepspeed: each fetch ends in a device synchronization */
         bool list_collectives; /* deepspeed: each tensor its own list collective (N copies) */
     } fsdp;

@@ -1130,11 +1130,13 @@ def fsdp_implementations():
           % (free.get("peak_mem_bytes"), one.get("peak_mem_bytes")))
     one = run_json(ddp, *z3, "--set", "parallel.fsdp={implementation: fsdp1, prefetch: 1}")
     # DeepSpeed with a prefetch bucket of 1 parameter (the next unit crosses it), a reduce
-    # bucket of 1 (each unit's gradients on their own) and nothing persistent is FSDP1 with
-    # prefetch 1, exactly; a prefetch bucket of 0 is prefetch 0.
+    # bucket of 1 (each unit's gradients on their own), nothing persistent and nothing kept
+    # for a later use (max_reuse_distance 0) is FSDP1 with prefetch 1, exactly; a prefetch
+    # bucket of 0 is prefetch 0.
     def ds(extra):
         return run_json(ddp, *z3, "--set", "parallel.fsdp={implementation: deepspeed, "
-                        "reduce_bucket: 1, persistence_threshold: 0%s}" % extra)
+                        "reduce_bucket: 1, persistence_threshold: 0, max_reuse_distance: 0%s}"
+                        % extra)
     check(ds(", prefetch_bucket: 1").get("step_time_s") == one.get("step_time_s"),
           "deepspeed, buckets of one = fsdp1 prefetch 1")
     zero = run_json(ddp, *z3, "--set", "parallel.fsdp={implementation: fsdp1, prefetch: 0}")
@@ -1145,13 +1147,45 @@ def fsdp_implementations():
     # stay whole; the MLP matrices (262,144 each) are gathered; the head keeps its final norm
     # (512). Whole: 2 x 263,168 + 512 = 526,848 parameters, 1,053,696 B on each rank; the
     # rest sharded over 2: (2P - 1,053,696) / 2 = 1,560,576 B. Params: 2,614,272 B.
-    # Gathers send half of the gathered 2 B per parameter, twice: 2 x (P - 526,848) = 3,121,152;
-    # reduce-scatters half of every gradient: P = 2,087,424 (in 5e8-parameter buckets: one).
-    d = run_json(ddp, *z3, "--set", "parallel.fsdp.implementation=deepspeed")
+    # Nothing kept for a later use (max_reuse_distance 0): gathers send half of the gathered
+    # 2 B per parameter, twice: 2 x (P - 526,848) = 3,121,152; reduce-scatters half of every
+    # gradient: P = 2,087,424 (in 5e8-parameter buckets: one).
+    d = run_json(ddp, *z3, "--set",
+                 "parallel.fsdp={implementation: deepspeed, max_reuse_distance: 0}")
     check(d.get("mem_bytes", {}).get("params") == 2614272, "persistent parameters whole: %s"
           % d.get("mem_bytes"))
     check(d.get("comm_bytes_per_gpu", {}).get("dp") == 3121152 + 2087424,
           "persistent parameters not gathered: %s" % d.get("comm_bytes_per_gpu"))
+    # DeepSpeed's release rule (stage3_max_reuse_distance): a tensor stays gathered when the
+    # elements used before its next use are fewer than max_reuse_distance. The gathered
+    # tensors in use order: embedding E (256,000), per layer up and down (262,144 each), LM
+    # head H (256,000); a micro-batch uses E u0 d0 u1 d1 H, then backward H d1 u1 d0 u0 E.
+    # Between the forward and backward uses: H 0; d1 H H = 512,000; u1 d1 H H d1 = 1,036,288;
+    # d0 1,560,576; u0 2,084,864; E 2,609,152. The gathers' bytes sent: the 1,560,576
+    # gathered elements of the forward (x 2 B / 2 ranks) plus those not kept, again.
+    def reuse(dist, extra=()):
+        return run_json(ddp, *z3, *extra, "--set", "parallel.fsdp={implementation: deepspeed, "
+                        "max_reuse_distance: %d}" % dist).get("comm_bytes_per_gpu", {}).get("dp")
+    fwd = 1560576
+    for dist, again in ((10 ** 9, 0),                      # the default: all kept
+                        (512001, fwd - 256000 - 262144),   # H and d1 kept
+                        (512000, fwd - 256000),            # H only: 512,000 is not fewer
+                        (1, fwd - 256000),                 # H: nothing between its uses
+                        (0, fwd)):                         # nothing
+        got = reuse(dist)
+        check(got == fwd + again + P, "max_reuse_distance %d: %s, not %d"
+              % (dist, got, fwd + again + P))
+    # Full recompute: E u0 d0 u1 d1 H, H, u1 d1 (recomputed) d1 u1, u0 d0 (recomputed) d0 u0,
+    # E. From the recomputed use to the backward's: d 0, u 2 x 262,144 = 524,288; from the
+    # forward to the recomputed use: u1 and d1 774,144, u0 and d0 2,347,008. At 524,288: H
+    # kept, the rest gathered for the recompute (fwd - 256,000) and the up matrices again
+    # after it (524,288); at 524,289 those stay; at 0 every layer tensor is gathered again.
+    rc = ["--set", "training.recompute=full"]
+    for dist, again in ((524288, fwd - 256000 + 524288), (524289, fwd - 256000),
+                        (0, fwd + 4 * 262144)):
+        got = reuse(dist, rc)
+        check(got == fwd + again + P, "full recompute, max_reuse_distance %d: %s, not %d"
+              % (dist, got, fwd + again + P))
     # Reduce buckets of 1e6 parameters in backward order: head 256,512 + layer 1 787,456 =
     # 1,043,968 >= 1e6: one reduce-scatter; layer 0 787,456 + embedding 256,000 = 1,043,456:
     # the second. Bytes unchanged.
@@ -1170,7 +1204,7 @@ def fsdp_implementations():
     # tensor (the MLP matrices gathered, 2 per layer, the rest whole), more time: each list
     # collective's 2 copies are host launches, each fetch waits for the device
     old = run_json(ddp, *z3, "--set", "parallel.fsdp={implementation: deepspeed, "
-                   "sync_fetch: true, list_collectives: true}")
+                   "sync_fetch: true, list_collectives: true, max_reuse_distance: 0}")
     check(old.get("comm_bytes_per_gpu") == d.get("comm_bytes_per_gpu") and
           old.get("step_time_s", 0) > d.get("step_time_s", 1),
           "list collectives: same bytes, slower: %s %s" % (old.get("step_time_s"), d.get("step_time_s")))
@@ -1188,7 +1222,8 @@ def fsdp_implementations():
                           ("implementation: deepspeed, prefetch: 2", "prefetch_bucket"),
                           ("implementation: deepspeed, reshard_after_forward: false", "releases"),
                           ("implementation: fsdp2, sync_fetch: true", "blocking fetch"),
-                          ("implementation: fsdp1, list_collectives: true", "list collectives")):
+                          ("implementation: fsdp1, list_collectives: true", "list collectives"),
+                          ("implementation: fsdp2, max_reuse_distance: 0", "by unit")):
             rc, out, err = run("check", ddp, "--set", "parallel.zero=3", "--set",
                                "parallel.fsdp={%s}" % bad)
             check(rc == 2 and "error: parallel.fsdp." in err and hint in err,

@@ -60,15 +60,17 @@ def hf():
     check(o.get("mem_bytes", {}).get("params") == 2 * 124439808, "gpt2 parameters: %s %s" % (out[:200], err))
     # ... whose q, k and v are one tensor (c_attn: model.qkv_fused): under DeepSpeed's list
     # collectives one layer gathers c_attn, c_proj and the two MLP matrices (its biases and
-    # norms, at most 1e5 elements, stay whole), in the forward and again in the backward: 8
-    # gathers; the embedding its token and position tables: 4 (the head is tied to it)
+    # norms, at most 1e5 elements, stay whole), in the forward and again in the backward
+    # (nothing kept for a later use: max_reuse_distance 0): 8 gathers; the embedding its
+    # token and position tables: 4 (the head is tied to it)
     import h5py
     with tempfile.TemporaryDirectory() as tmp:
         tr = os.path.join(tmp, "t.h5")
         rc, out, err = run("trace", os.path.join(root, "test", "cli", "data", "ddp.yaml"), "-o", tr,
                            "--set", "model=" + os.path.join(hfdir, "gpt2"), "--set", "model.layers=1",
                            "--set", "training.seq_len=128", "--set", "parallel.zero=3",
-                           "--set", "parallel.fsdp={implementation: deepspeed, list_collectives: true}")
+                           "--set", "parallel.fsdp={implementation: deepspeed, list_collectives: "
+                           "true, max_reuse_distance: 0}")
         if rc == 0:
             with h5py.File(tr, "r") as f:
                 ops = f["ops"][:]
@@ -159,6 +161,9 @@ def frameworks():
             text = open(out).read()
             check("# Not imported (no stepsim equivalent):" in text and "parallel: {from: {%s:" % name in text,
                   "%s: the header lists what was not imported" % name)
+            if name == "deepspeed":  # DeepSpeed's release rule, from stage3_max_reuse_distance
+                check("max_reuse_distance: 1000000000" in text and
+                      "stage3_max_reuse_distance (" not in text, "deepspeed: max_reuse_distance imported")
             # the same keys by reference: a scenario naming the file
             ref = os.path.join(tmp, name + "-from.yaml")
             with open(ref, "w") as f:

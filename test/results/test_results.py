@@ -278,8 +278,10 @@ def trace_replay(tmp):
     # launches, each fetch ends in a sync. A file without the launches and sync columns
     # replays every op as one launch without syncs: faster than the run it was traced
     # from. A launches count out of range, or one column without the other, is refused.
+    # (nothing kept gathered for a later use: max_reuse_distance 0)
     ds = ["--set", "parallel.zero=3", "--set", "parallel.fsdp.implementation=deepspeed",
-          "--set", "parallel.fsdp.persistence_threshold=0", "--set", "parallel.fsdp.list_collectives=true"]
+          "--set", "parallel.fsdp.persistence_threshold=0", "--set", "parallel.fsdp.list_collectives=true",
+          "--set", "parallel.fsdp.max_reuse_distance=0"]
     rc, out, err = run("trace", sc, "-o", tr, "--set", "parallel.fsdp.sync_fetch=true", *ds)
     f = h5py.File(tr, "r+")
     ops = f["ops"][:]
