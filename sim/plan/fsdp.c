@@ -354,6 +354,27 @@ static void ds_reuse(gen *g)
     sim_free(tr);
 }
 
+void plan__ds_regathers(gen *g, double *bwd, double *rc)
+{
+    int U = g->n_units;
+    g->ds_keep_fwd = sim_calloc((size_t)U, sizeof *g->ds_keep_fwd);
+    g->ds_keep_rc = sim_calloc((size_t)U, sizeof *g->ds_keep_rc);
+    ds_reuse(g);
+    for (int ui = 0; ui < U; ui++) {
+        const unit *u = &g->units[ui];
+        bwd[ui] = rc[ui] = 0;
+        if (!has_gather(g, u))
+            continue;
+        uint64_t all = all_tensors(g, u);
+        bwd[ui] = mask_share(g, u, all & ~g->ds_keep_fwd[ui]);
+        if (u->rc == MODEL_RECOMPUTE_FULL || u->rc == MODEL_RECOMPUTE_OP)
+            rc[ui] = mask_share(g, u, all & ~g->ds_keep_rc[ui]);
+    }
+    sim_free(g->ds_keep_fwd);
+    sim_free(g->ds_keep_rc);
+    g->ds_keep_fwd = g->ds_keep_rc = NULL;
+}
+
 /* fsdp.list_collectives: the N copies of one list collective between the flat buffer and
  * its N partitions, as the host issues them: an op of the host thread taking no time of its
  * own that stands for the N launches (after the gather, whose partitions the copies fill;

@@ -297,6 +297,10 @@ double plan__offloaded_activations(const gen *g);
  * parameters DeepSpeed keeps whole in a unit of block `blk`. */
 void plan__gen_fsdp(gen *g);
 int64_t plan__ds_persistent(const gen *g, model_block blk);
+/* DeepSpeed ZeRO-3's release rule (fsdp.c, parallel.fsdp.max_reuse_distance): per unit, the
+ * share of its gathered dense bytes gathered again for its backward (bwd[]) and again after
+ * its recomputed forward (rc[]; 0 without full or per-op recompute). */
+void plan__ds_regathers(gen *g, double *bwd, double *rc);
 
 /* fsdp.c, ZeRO-3 with pipeline parallelism: the state of a rank's step (begin/end), and one
  * chunk's forward or backward of micro-batch `mb` (units u0..u1-1) with its gathers and, on

@@ -445,11 +445,26 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
     double *ag = sim_calloc((size_t)U, sizeof *ag), *rs = sim_calloc((size_t)U, sizeof *rs);
     double *cout = sim_calloc((size_t)U, sizeof *cout), *cin = sim_calloc((size_t)U, sizeof *cin);
     double *ready = sim_calloc((size_t)U, sizeof *ready);
+    /* DeepSpeed: the backward gathers what its release rule freed after the forward, and a
+     * recomputing unit gathers again what it freed after the recomputed forward */
+    double *agb = sim_calloc((size_t)U, sizeof *agb), *agr = sim_calloc((size_t)U, sizeof *agr);
+    bool ds = par->fsdp.implementation == PLAN_DEEPSPEED;
+    if (ds)
+        plan__ds_regathers(g, agb, agr); /* (shares first, times below) */
     for (int u = 0; u < U; u++) {
         const unit *un = &g->units[u];
         chunk_times(c, u, u + 1, &F[u], &B[u]);
         double w;
         ag[u] = unit_gather(c, un, shard, n_sh, algo, &w);
+        if (ds) {
+            double dense = plan__fsdp_dense_bytes(un), ex = ag[u] -
+                plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense, algo);
+            agb[u] = plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense * agb[u], algo) +
+                     ex;
+            agr[u] = plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense * agr[u], algo);
+        } else {
+            agb[u] = ag[u];
+        }
         rs[u] = unit_reduce(c, un, shard, n_sh, algo);
         if (fsdp2) {
             cout[u] = vector_s(c->S, 0, 2 * w);
@@ -472,11 +487,18 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
                 int u = bwd ? U - 1 - k : k;
                 for (; issued < U && issued <= k + ahead; issued++) {
                     int v = bwd ? U - 1 - issued : issued;
-                    dp = fmax(dp, comp) + ag[v];
+                    dp = fmax(dp, comp) + (bwd ? agb[v] : ag[v]);
                     ready[v] = dp;
                 }
                 double at = fmax(comp, ready[u]);
-                comp = at + slowed(at, cout[u] + (bwd ? B[u] + cin[u] : F[u]), dp, c->ci);
+                if (bwd && agr[u] > 0) { /* the recomputed forward, the gathers, the rest */
+                    double rc = at + slowed(at, F[u], dp, c->ci);
+                    dp = fmax(dp, rc) + agr[u];
+                    at = fmax(rc, dp);
+                    comp = at + slowed(at, B[u] - F[u] + cin[u], dp, c->ci);
+                } else {
+                    comp = at + slowed(at, cout[u] + (bwd ? B[u] + cin[u] : F[u]), dp, c->ci);
+                }
                 if (bwd)
                     dp = fmax(dp, comp) + rs[u];
             }
@@ -490,6 +512,8 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
     sim_free(cout);
     sim_free(cin);
     sim_free(ready);
+    sim_free(agb);
+    sim_free(agr);
     return m == 1 ? end[0] : end[0] + (m - 1) * (end[1] - end[0]);
 }
 
