@@ -23,7 +23,7 @@ static bool a2a_supports(coll_op op, const coll_group *g)
 }
 
 static void direct_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
-                         int root, int chunks)
+                         int root, double chunks)
 {
     (void)root;
     (void)chunks;
@@ -36,7 +36,7 @@ static void direct_build(coll_schedule *s, coll_op op, const coll_group *g, doub
 }
 
 static void pairwise_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
-                           int root, int chunks)
+                           int root, double chunks)
 {
     (void)root;
     (void)chunks;

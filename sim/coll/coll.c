@@ -130,7 +130,7 @@ void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes)
     s->round_first[s->n_rounds] = s->n_xfers;
 }
 
-void coll_schedule_add_piece(coll_schedule *s, int src, int dst, double bytes, bool front)
+void coll_schedule_add_piece(coll_schedule *s, int src, int dst, double bytes, int kind)
 {
     SIM_ASSERT(s->n_rounds > 0 && !s->round_end, "transfer outside a round");
     SIM_ASSERT(s->chunked || s->n_xfers == 0, "a piece added to a schedule of whole transfers");
@@ -141,7 +141,8 @@ void coll_schedule_add_piece(coll_schedule *s, int src, int dst, double bytes, b
     SIM_GROW(s->xfers, s->cap_xfers, s->n_xfers + 1);
     if (!s->front || cap != s->cap_xfers) /* (the flags follow the transfers' room) */
         s->front = sim_realloc_array(s->front, s->cap_xfers, sizeof *s->front);
-    s->front[s->n_xfers] = front;
+    SIM_ASSERT(kind >= COLL_PIECE_QUEUED && kind <= COLL_PIECE_FIRST, "piece kind %d", kind);
+    s->front[s->n_xfers] = (uint8_t)kind;
     s->xfers[s->n_xfers++] = (coll_xfer){.src = src, .dst = dst, .bytes = bytes};
     s->round_first[s->n_rounds] = s->n_xfers;
 }
@@ -233,7 +234,7 @@ bool coll_algo_pipelined(coll_algo a, coll_op op)
 }
 
 int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, double bytes,
-               int root, int chunks)
+               int root, double chunks)
 {
     SIM_ASSERT(g->n >= 1 && bytes >= 0, "n=%d bytes=%g", g->n, bytes);
     coll_schedule_reset(s);

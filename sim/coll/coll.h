@@ -24,6 +24,7 @@
 #ifndef SIM_COLL_COLL_H
 #define SIM_COLL_COLL_H
 
+#include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -87,11 +88,11 @@ typedef struct coll_schedule {
                      latency is paid once per hop along the ring, not the slowest hop's at
                      every step (coll_exec_dataflow_round); set by the algorithm's build */
     /* chunked: the rounds move the pieces of a pipeline (a chain's, a tree's, NVLS's) and
-     * front[i] says whether transfer i carries the first piece of its stream (a channel's
-     * tree edge or chain hop, one direction) over its member pair: a piece after the first
-     * queues behind the slices still in its connection's FIFO instead of paying the step
-     * latency again (coll_exec_queued_delay). Set by coll_schedule_add_piece; front is
-     * NULL otherwise. */
+     * front[i] is the coll_piece_kind of transfer i in its stream (a channel's tree edge or
+     * chain hop, one direction) over its member pair: the first piece pays the step
+     * latency; a piece after it follows the slices still in its connection's FIFO, and
+     * every COLL_FIFO_SLOTS-th of them first waits for a slot (coll_exec_queued_delay).
+     * Set by coll_schedule_add_piece; front is NULL otherwise. */
     bool chunked;
     uint8_t *front;
 } coll_schedule;
@@ -104,14 +105,60 @@ void coll_schedule_reset(coll_schedule *s);
 void coll_schedule_round(coll_schedule *s);
 /* Adds a transfer to the current round (skips zero-byte transfers and src == dst). */
 void coll_schedule_add(coll_schedule *s, int src, int dst, double bytes);
-/* The same for a piece of a chunked schedule: `front` when it is the first piece of its
- * stream over src -> dst (coll_schedule.front). Makes the schedule chunked; every transfer
- * of a chunked schedule is added this way. */
-void coll_schedule_add_piece(coll_schedule *s, int src, int dst, double bytes, bool front);
-/* Whether transfer i of `s` queues behind an earlier piece of its stream. */
+/* A pipelined message cut as NCCL cuts it into slices of a fixed size: `chunks` (>= 1, not
+ * necessarily whole) is the message over the slice size, so there are ceil(chunks) pieces,
+ * each bytes / chunks but the last, which is the remainder. One more byte adds a small last
+ * piece instead of shrinking every piece. */
+static inline int coll_pieces(double chunks)
+{
+    int n = (int)ceil(chunks - 1e-9);
+    return n < 1 ? 1 : n;
+}
+
+/* The bytes of piece c (0-based) of coll_pieces(chunks) pieces of a `bytes` message. */
+static inline double coll_piece_bytes(double bytes, double chunks, int c)
+{
+    int n = coll_pieces(chunks);
+    double q = bytes / chunks;
+    return c + 1 < n ? q : bytes - (n - 1) * q;
+}
+
+/* NCCL_STEPS (NCCL src/include/device.h): the slots of a connection's FIFO, each a slice of
+ * the protocol's chunk, that a sender may fill before the receiver has freed one. */
+#define COLL_FIFO_SLOTS 8
+
+/* A piece's place in its stream (coll_schedule.front), in the order a merged transfer takes
+ * the largest of its pieces': one that follows earlier pieces through the FIFO, one that
+ * also waits for a slot to come back, the stream's first. */
+enum { COLL_PIECE_QUEUED = 0, COLL_PIECE_SLOT = 1, COLL_PIECE_FIRST = 2 };
+
+/* The kind of piece c (0-based) of a stream of coll_pieces(chunks) pieces. A slot wait
+ * falls on the COLL_FIFO_SLOTS-th, 2·SLOTS-th, ... whole piece after the first of a `source`
+ * stream, one whose sender makes the data (a chain's first hop, a tree's leaves going up,
+ * the root of a broadcast going down, NVLS's reductions into the switch): a stream fed by
+ * another moves its pieces as they arrive, already spaced by the source's waits, so the
+ * pipeline pays each wait once (docs/collectives.md, "Chunked schedules"). */
+static inline int coll_piece_kind(double chunks, int c, bool source)
+{
+    if (c == 0)
+        return COLL_PIECE_FIRST;
+    bool whole = c + 1 < coll_pieces(chunks) || fabs(chunks - round(chunks)) < 1e-9;
+    return source && whole && c % COLL_FIFO_SLOTS == 0 ? COLL_PIECE_SLOT : COLL_PIECE_QUEUED;
+}
+
+/* The same as coll_schedule_add for a piece of a chunked schedule, of coll_piece_kind
+ * `kind` in its stream over src -> dst (coll_schedule.front). Makes the schedule chunked;
+ * every transfer of a chunked schedule is added this way. */
+void coll_schedule_add_piece(coll_schedule *s, int src, int dst, double bytes, int kind);
+/* Whether transfer i of `s` follows an earlier piece of its stream. */
 static inline bool coll_xfer_queued(const coll_schedule *s, size_t i)
 {
-    return s->chunked && !s->front[i];
+    return s->chunked && s->front[i] != COLL_PIECE_FIRST;
+}
+/* Whether it also waits for a slot of its connection's FIFO. */
+static inline bool coll_xfer_slot(const coll_schedule *s, size_t i)
+{
+    return s->chunked && s->front[i] == COLL_PIECE_SLOT;
 }
 
 /* Bytes member `m` sends in the schedule (its payload into the network). */
@@ -154,10 +201,11 @@ typedef struct coll_algo_ops {
     /* Whether the algorithm implements `op` on group `g`. */
     bool (*supports)(coll_op op, const coll_group *g);
     /* Replaces `s` with the schedule of `op` on `bytes` (root for broadcast/reduce;
-     * `chunks` >= 1 pipelining chunks where the algorithm pipelines). Only called when
-     * supports() said yes. Cannot fail. */
+     * `chunks` >= 1 where the algorithm pipelines: pieces of bytes / chunks, as
+     * coll_pieces and coll_piece_bytes cut them). Only called when supports() said yes.
+     * Cannot fail. */
     void (*build)(coll_schedule *s, coll_op op, const coll_group *g, double bytes, int root,
-                  int chunks);
+                  double chunks);
     /* Whether build() uses `chunks` for `op` (NULL: never), so that callers trying several
      * chunk counts build the others once. */
     bool (*pipelined)(coll_op op);
@@ -172,6 +220,6 @@ const coll_algo_ops *coll_algo_get(coll_algo a);
 /* Builds `op` with algorithm `a`. Returns 0, or SIM_ENOTSUP when `a` does not implement
  * `op` on this group (n == 1 always gives an empty schedule). */
 int coll_build(coll_schedule *s, coll_algo a, coll_op op, const coll_group *g, double bytes,
-               int root, int chunks);
+               int root, double chunks);
 
 #endif

@@ -72,10 +72,13 @@ sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay
     return delay > cover ? delay - cover : 0;
 }
 
-sim_time coll_exec_queued_delay(hw_topo *topo, sim_time delay, double wire, const hw_route *r)
+sim_time coll_exec_queued_delay(hw_topo *topo, sim_time delay, double wire, const hw_route *r,
+                                bool slot)
 {
+    if (!slot)
+        return 0;
     double d = (double)sim_time_from_s(wire / narrowest_bw(topo, r));
-    double q = (2 * (double)delay - (COLL_FIFO_SLOTS - 1) * d) / COLL_FIFO_SLOTS;
+    double q = 2 * (double)delay - (COLL_FIFO_SLOTS - 1) * d;
     return q > 0 ? (sim_time)llround(q) : 0;
 }
 
@@ -108,7 +111,8 @@ static void xfer_costs(const coll_exec *x, hw_topo *topo, int round, size_t i, c
     sim_time lat_only = lat + c->route->latency_ps - c->route->stage_ps;
     c->delay_ps = lat_only + stage;
     c->piped_ps = (coll_xfer_queued(s, i)
-                       ? coll_exec_queued_delay(topo, lat_only, c->wire, c->route)
+                       ? coll_exec_queued_delay(topo, lat_only, c->wire, c->route,
+                                                coll_xfer_slot(s, i))
                        : coll_exec_piped_delay(x, topo, lat_only, xf->bytes, c->wire, c->route)) +
                   stage;
     c->stage_ps = stage;
@@ -185,7 +189,7 @@ static bool same_round(const coll_schedule *s, int a, int b)
     for (size_t i = 0; i < n; i++) {
         const coll_xfer *p = &s->xfers[fa + i], *q = &s->xfers[fb + i];
         if (p->src != q->src || p->dst != q->dst || p->bytes != q->bytes ||
-            coll_xfer_queued(s, fa + i) != coll_xfer_queued(s, fb + i))
+            (s->chunked && s->front[fa + i] != s->front[fb + i]))
             return false;
     }
     return true;
@@ -268,7 +272,8 @@ static bool start_round(coll_exec *x, hw_topo *topo, hw_net *net, sim_time now, 
                 coll_exec_xfer_cost(x, topo, xf, &lat, &wire, &r);
                 sim_time d = lat + r->latency_ps - r->stage_ps; /* as coll_exec_costs */
                 if (piped)
-                    d = coll_xfer_queued(s, i) ? coll_exec_queued_delay(topo, d, wire, r)
+                    d = coll_xfer_queued(s, i) ? coll_exec_queued_delay(topo, d, wire, r,
+                                                                        coll_xfer_slot(s, i))
                                                : coll_exec_piped_delay(x, topo, d, xf->bytes,
                                                                        wire, r);
                 if (pass == 0) {

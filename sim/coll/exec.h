@@ -108,19 +108,18 @@ bool coll_dataflow_result(const coll_dataflow *a, int n, sim_time *delay, sim_ti
 sim_time coll_exec_piped_delay(const coll_exec *x, hw_topo *topo, sim_time delay, double bytes,
                                double wire, const hw_route *r);
 
-/* NCCL_STEPS (NCCL src/include/device.h): the slots of a connection's FIFO, each a slice of
- * the protocol's chunk, that a sender may fill before the receiver has freed one. */
-#define COLL_FIFO_SLOTS 8
-
 /* The start delay of a queued piece of a chunked schedule (coll_xfer_queued: a piece after
  * the first of its stream over its member pair), given its full `delay` (protocol step
- * latency + route latency). The pieces before it are in its connection's FIFO: a slot comes
- * back a credit loop after it was filled (the data's delay and the credit's, 2 delay, plus
- * the slice's own time d on the route's narrowest link at the protocol's efficiency,
- * without contention), so a stream of pieces moves one per max(d, (2 delay + d) / S) with S
- * = COLL_FIFO_SLOTS slots: the piece waits max(0, (2 delay - (S - 1) d) / S) before its own
- * d. Its round then lasts at least as long as its piece takes on the wire, however large. */
-sim_time coll_exec_queued_delay(hw_topo *topo, sim_time delay, double wire, const hw_route *r);
+ * latency + route latency). The pieces before it are in its connection's FIFO of S =
+ * COLL_FIFO_SLOTS slots, and a slot comes back a credit loop after it was filled (the
+ * data's delay and the credit's, 2 delay, plus the slice's own time d on the route's
+ * narrowest link at the protocol's efficiency, without contention): the first piece fills
+ * a slot at 0, the next S - 1 follow it d apart without waiting, and piece S finds every
+ * slot full until the first one's comes back at 2 delay + d, after S - 1 pieces of d: it
+ * waits max(0, 2 delay - (S - 1) d) (`slot`: coll_xfer_slot), and so does every S-th piece
+ * after it. The others wait nothing: their rounds last their own d. */
+sim_time coll_exec_queued_delay(hw_topo *topo, sim_time delay, double wire, const hw_route *r,
+                                bool slot);
 
 /* The staging hand-offs transfer i of round `round` of `s` waits for on its route `r` (0
  * unless the route is staged in host memory): a member pair's staged route carries one stream

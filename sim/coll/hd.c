@@ -71,7 +71,7 @@ static void doubling(coll_schedule *s, const int32_t *member, int k, double byte
 }
 
 static void hd_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
-                     int root, int chunks)
+                     int root, double chunks)
 {
     (void)root;
     (void)chunks; /* each exchange is one flow; pipelining does not shorten a round */

@@ -64,7 +64,7 @@ static void inter_rounds(coll_schedule *s, const coll_layout *lay, int rounds, d
 }
 
 static void hier_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
-                       int root, int chunks)
+                       int root, double chunks)
 {
     (void)root;
     (void)chunks;

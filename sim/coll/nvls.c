@@ -40,23 +40,27 @@ static bool nvls_supports(coll_op op, const coll_group *g)
 }
 
 static void nvls_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
-                       int root, int chunks)
+                       int root, double chunks)
 {
     (void)root;
     SIM_ASSERT(op == COLL_ALL_REDUCE && g->nvls, "nvls %s (nvls=%d)", coll_op_name(op),
                (int)g->nvls);
     int n = g->n;
-    double chunk = bytes / chunks, shard = chunk / n;
-    for (int t = 0; t <= chunks; t++) {
+    int pieces = coll_pieces(chunks);
+    for (int t = 0; t <= pieces; t++) {
         coll_schedule_round(s);
         for (int m = 0; m < n; m++) {
-            if (t < chunks) { /* ld_reduce of chunk t */
-                coll_schedule_add_piece(s, m, COLL_SWITCH, chunk, t == 0);
-                coll_schedule_add_piece(s, COLL_SWITCH, m, shard, t == 0);
+            if (t < pieces) { /* ld_reduce of chunk t */
+                double chunk = coll_piece_bytes(bytes, chunks, t);
+                coll_schedule_add_piece(s, m, COLL_SWITCH, chunk, coll_piece_kind(chunks, t, true));
+                coll_schedule_add_piece(s, COLL_SWITCH, m, chunk / n,
+                                        coll_piece_kind(chunks, t, false));
             }
             if (t >= 1) { /* multicast store of chunk t-1 */
-                coll_schedule_add_piece(s, m, COLL_SWITCH, shard, t == 1);
-                coll_schedule_add_piece(s, COLL_SWITCH, m, chunk, t == 1);
+                double chunk = coll_piece_bytes(bytes, chunks, t - 1);
+                int kind = coll_piece_kind(chunks, t - 1, false);
+                coll_schedule_add_piece(s, m, COLL_SWITCH, chunk / n, kind);
+                coll_schedule_add_piece(s, COLL_SWITCH, m, chunk, kind);
             }
         }
     }

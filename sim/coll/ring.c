@@ -72,27 +72,29 @@ static void nccl_rounds(coll_schedule *s, const coll_group *g, int rounds, doubl
 }
 
 /* A pipelined chain root -> root+1 -> ... (or the reverse for reduce). */
-static void chain(coll_schedule *s, int n, int root, double bytes, int chunks, bool toward_root)
+static void chain(coll_schedule *s, int n, int root, double bytes, double chunks,
+                  bool toward_root)
 {
-    int hops = n - 1;
-    for (int t = 0; t < hops + chunks - 1; t++) {
+    int hops = n - 1, pieces = coll_pieces(chunks);
+    for (int t = 0; t < hops + pieces - 1; t++) {
         coll_schedule_round(s);
         for (int k = 0; k < hops; k++) {
             int c = t - k; /* the chunk on hop k in round t */
-            if (c < 0 || c >= chunks)
+            if (c < 0 || c >= pieces)
                 continue;
+            double piece = coll_piece_bytes(bytes, chunks, c);
             if (!toward_root)
-                coll_schedule_add_piece(s, (root + k) % n, (root + k + 1) % n, bytes / chunks,
-                                        c == 0);
+                coll_schedule_add_piece(s, (root + k) % n, (root + k + 1) % n, piece,
+                                        coll_piece_kind(chunks, c, k == 0));
             else /* from the far end: root+n-1 -> root+n-2 -> ... -> root+1 -> root */
                 coll_schedule_add_piece(s, (root + n - 1 - k) % n, (root + n - 2 - k) % n,
-                                        bytes / chunks, c == 0);
+                                        piece, coll_piece_kind(chunks, c, k == 0));
         }
     }
 }
 
 static void ring_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
-                       int root, int chunks)
+                       int root, double chunks)
 {
     int n = g->n;
     switch (op) {

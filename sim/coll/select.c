@@ -7,10 +7,10 @@
 
 #include "coll/select.h"
 
-int coll_chunks(const hw_protocols *prot, hw_proto p, double bytes)
+double coll_chunks(const hw_protocols *prot, hw_proto p, double bytes)
 {
-    double c = ceil(bytes / (double)prot->proto[p].chunk_bytes);
-    return c < 1 ? 1 : c > 64 ? 64 : (int)c;
+    double c = bytes / (double)prot->proto[p].chunk_bytes;
+    return c < 1 ? 1 : c > 64 ? 64 : c;
 }
 
 double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedule *s)
@@ -22,6 +22,8 @@ double coll_estimate(const coll_target *t, const coll_exec *x, const coll_schedu
 typedef struct est_xfer {
     sim_time delay, piped, stage;
     const hw_route *route;
+    double wire; /* its bytes on the wire */
+    bool slot;   /* a piece that waits for a FIFO slot (coll_xfer_slot) */
 } est_xfer;
 
 double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
@@ -41,6 +43,7 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
     size_t n_touched = 0, cap_touched = 0;
     est_xfer *pend = NULL;
     size_t cap_pend = 0;
+    double *early = NULL; /* per link: its transfers' earliest start (rounds with a slot) */
     for (int r = 0; r < rounds; r++) {
         bool again = r > 0;
         for (size_t i = 0; i < n && again; i++)
@@ -69,12 +72,15 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                 pend[n_pend++] = (est_xfer){
                     .delay = lat + stage,
                     .piped = (coll_xfer_queued(s[j], i)
-                                  ? coll_exec_queued_delay(t[j].topo, lat, wire, route)
+                                  ? coll_exec_queued_delay(t[j].topo, lat, wire, route,
+                                                           coll_xfer_slot(s[j], i))
                                   : coll_exec_piped_delay(&x[j], t[j].topo, lat, xf->bytes,
                                                           wire, route)) +
                              stage,
                     .stage = stage,
-                    .route = route};
+                    .route = route,
+                    .wire = wire,
+                    .slot = coll_xfer_slot(s[j], i)};
                 for (int k = 0; k < route->n; k++) {
                     int32_t l = route->links[k];
                     if (load[l] == 0) {
@@ -100,17 +106,42 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
             }
         }
         /* pass 2: each transfer ends after its delay and its most loaded link's time; the
-         * round when the last one does */
+         * round when the last one does. Where the transfers start apart (a stream's first
+         * piece beside queued ones, a piece waiting for a slot), a link moves its load from
+         * its earliest start on, or the late transfer alone after the others are done,
+         * whichever ends later (a link that never idles; exact for one link and two
+         * starts) */
+        bool apart = false;
+        for (size_t i = 1; i < n_pend && !apart; i++)
+            apart = pend[i].piped != pend[0].piped;
+        if (apart) {
+            if (!early)
+                early = sim_calloc((size_t)nl, sizeof *early);
+            for (size_t i = 0; i < n_touched; i++)
+                early[touched[i]] = INFINITY;
+            for (size_t i = 0; i < n_pend; i++)
+                for (int k = 0; k < pend[i].route->n; k++) {
+                    int32_t l = pend[i].route->links[k];
+                    early[l] = fmin(early[l], sim_time_to_s(pend[i].piped));
+                }
+        }
         double first = 0;
         last = 0;
         for (size_t i = 0; i < n_pend; i++) {
             const hw_route *route = pend[i].route;
-            double busy = 0;
-            for (int k = 0; k < route->n; k++)
-                busy = fmax(busy, load[route->links[k]] /
-                                      hw_topo_link(t[0].topo, route->links[k])->bw_Bps);
+            double busy = 0, end = 0, own = 0;
+            for (int k = 0; k < route->n; k++) {
+                int32_t l = route->links[k];
+                double bw = hw_topo_link(t[0].topo, l)->bw_Bps;
+                busy = fmax(busy, load[l] / bw);
+                if (apart) {
+                    end = fmax(end, early[l] + load[l] / bw);
+                    own = fmax(own, pend[i].wire / bw);
+                }
+            }
             first = fmax(first, sim_time_to_s(pend[i].delay) + busy);
-            last = fmax(last, sim_time_to_s(pend[i].piped) + busy);
+            last = fmax(last, apart ? fmax(end, sim_time_to_s(pend[i].piped) + own)
+                                    : sim_time_to_s(pend[i].piped) + busy);
         }
         for (size_t i = 0; i < n_touched; i++)
             load[touched[i]] = 0;
@@ -119,6 +150,7 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
     }
     if (!t[0].scratch)
         sim_free(load);
+    sim_free(early);
     sim_free(touched);
     sim_free(pend);
     return total;
@@ -335,7 +367,7 @@ int coll_select(const coll_target *t, coll_op op, double bytes, int root, int al
         /* the schedule in tmp, by its chunk count (0 when the algorithm does not pipeline
          * this operation: one build serves every protocol) */
         bool pipelined = coll_algo_pipelined((coll_algo)a, op);
-        int built = -1;
+        double built = -1;
         for (int p = 0; p < HW_PROTO_COUNT; p++) {
             if ((proto >= 0 && p != proto) || (proto < 0 && !t->protocols->proto[p].enabled))
                 continue;
@@ -343,8 +375,8 @@ int coll_select(const coll_target *t, coll_op op, double bytes, int root, int al
                 continue;
             if (simple_only && p != HW_PROTO_SIMPLE && proto < 0)
                 continue; /* NVLS has its own transport: costed once, with Simple's launch */
-            int chunks = coll_chunks(t->protocols, (hw_proto)p, bytes);
-            int key = pipelined ? chunks : 0;
+            double chunks = coll_chunks(t->protocols, (hw_proto)p, bytes);
+            double key = pipelined ? chunks : 0;
             if (key != built) {
                 if (coll_build(&tmp, (coll_algo)a, op, t->group, bytes, root, chunks) != 0)
                     break; /* the algorithm does not do this operation here */

@@ -17,7 +17,7 @@
 typedef struct coll_choice {
     coll_algo algo;
     hw_proto proto;
-    int chunks;
+    double chunks; /* coll_chunks */
     double est_s;
 } coll_choice;
 
@@ -59,8 +59,10 @@ void coll_estimate_links(const coll_target *t, const coll_exec *x, const coll_sc
  * result. */
 void coll_prefetch_routes(const coll_target *t, coll_op op, double bytes, int root);
 
-/* Pipelining chunks for `bytes` under protocol `p`: ceil(bytes / chunk_bytes), 1..64. */
-int coll_chunks(const hw_protocols *prot, hw_proto p, double bytes);
+/* Pipelining chunks for `bytes` under protocol `p`: bytes / chunk_bytes within 1..64, not
+ * rounded (coll_pieces: the pieces NCCL's fixed slices make, the last the remainder; past 64
+ * the pieces grow instead). */
+double coll_chunks(const hw_protocols *prot, hw_proto p, double bytes);
 
 /* Whether NCCL's tuner considers algorithm `a` for `op` on group `g` (NCCL 2.30
  * ncclTopoTuneModel's per-function filters and ncclPatEnable; enqueue.cc's

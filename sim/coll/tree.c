@@ -211,7 +211,7 @@ static void channel_shapes(const coll_layout *lay, int n, tree_shape *t)
         }
 }
 
-/* A transfer of the round being merged and whether it carries a stream's first piece. */
+/* A transfer of the round being merged and its coll_piece_kind. */
 typedef struct piece {
     coll_xfer x;
     uint8_t front;
@@ -226,9 +226,9 @@ static int by_ends(const void *pa, const void *pb)
 }
 
 /* Merges the current round's transfers between the same two members into one (the channels'
- * trees share their chains' edges): sorted by (source, destination), bytes summed, a first
- * piece if any of them is one (its latency is the merged transfer's). All the pieces are
- * equal, so the sums do not depend on the order. */
+ * trees share their chains' edges): sorted by (source, destination), bytes summed, of the
+ * largest kind of its pieces (a first piece's latency is the merged transfer's, else a
+ * slot's wait). The sort and the sums are the same for the same round. */
 static void merge_round(coll_schedule *s)
 {
     size_t first = s->round_first[s->n_rounds - 1], n = s->n_xfers - first;
@@ -242,7 +242,7 @@ static void merge_round(coll_schedule *s)
     for (size_t i = 1; i < n; i++) {
         if (p[i].x.src == p[w].x.src && p[i].x.dst == p[w].x.dst) {
             p[w].x.bytes += p[i].x.bytes;
-            p[w].front |= p[i].front;
+            p[w].front = SIM_MAX(p[w].front, p[i].front);
         } else {
             p[++w] = p[i];
         }
@@ -257,7 +257,7 @@ static void merge_round(coll_schedule *s)
 }
 
 static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double bytes,
-                       int root, int chunks)
+                       int root, double chunks)
 {
     int n = g->n;
     SIM_ASSERT(op == COLL_ALL_REDUCE || (root >= 0 && root < n), "root %d of %d", root, n);
@@ -287,6 +287,7 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
     /* first round of the broadcast phase, per tree; and the number of rounds: one past the
      * last round in which any edge still carries a chunk */
     int *down_first = sim_calloc((size_t)n_shapes, sizeof(*down_first)), rounds = 0;
+    int pieces = coll_pieces(chunks);
     for (int k = 0; k < n_shapes; k++) {
         down_first[k] = up && down ? t[k].height[t[k].root] : 0;
         for (int m = 0; m < n; m++) {
@@ -294,13 +295,13 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
             if (p < 0)
                 continue;
             if (up)
-                rounds = SIM_MAX(rounds, t[k].height[m] + chunks);
+                rounds = SIM_MAX(rounds, t[k].height[m] + pieces);
             if (down)
-                rounds = SIM_MAX(rounds, down_first[k] + t[k].depth[p] + chunks);
+                rounds = SIM_MAX(rounds, down_first[k] + t[k].depth[p] + pieces);
         }
     }
 
-    double share = bytes / n_shapes / chunks;
+    double share = bytes / n_shapes; /* each tree's, cut into pieces */
     for (int r = 0; r < rounds; r++) {
         coll_schedule_round(s);
         for (int k = 0; k < n_shapes; k++) {
@@ -309,11 +310,14 @@ static void tree_build(coll_schedule *s, coll_op op, const coll_group *g, double
                 if (p < 0)
                     continue;
                 int c_up = r - t[k].height[m];
-                if (up && c_up >= 0 && c_up < chunks)
-                    coll_schedule_add_piece(s, m, p, share, c_up == 0);
+                if (up && c_up >= 0 && c_up < pieces)
+                    coll_schedule_add_piece(s, m, p, coll_piece_bytes(share, chunks, c_up),
+                                            coll_piece_kind(chunks, c_up, t[k].height[m] == 0));
                 int c_down = r - down_first[k] - t[k].depth[p];
-                if (down && c_down >= 0 && c_down < chunks)
-                    coll_schedule_add_piece(s, p, m, share, c_down == 0);
+                if (down && c_down >= 0 && c_down < pieces)
+                    coll_schedule_add_piece(s, p, m, coll_piece_bytes(share, chunks, c_down),
+                                            coll_piece_kind(chunks, c_down,
+                                                            !up && t[k].depth[p] == 0));
             }
         }
         if (channels)

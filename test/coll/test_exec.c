@@ -389,25 +389,24 @@ static void test_dataflow(void)
 }
 
 /* Chunked schedules (coll_schedule.chunked): after the first piece of a stream over a member
- * pair, the next pieces queue behind the slices still in the connection's FIFO of
- * COLL_FIFO_SLOTS = 8 and wait max(0, (2α - 7d)/8) before their own d, not α
- * (coll_exec_queued_delay). */
+ * pair, the next pieces follow it through the connection's FIFO of COLL_FIFO_SLOTS = 8
+ * slots without paying α again; the 8th, 16th, ... piece after the first of a source stream
+ * waits max(0, 2α - 7d) for a slot (coll_exec_queued_delay). */
 static void test_chunked(void)
 {
     rig *r = sim_calloc(1, sizeof *r);
     rig_init(r, 8, false);
     /* Chain broadcast from GPU 0 over the 8 GPUs (7 hops), C = 8 chunks: 7 + 8 - 1 = 14
      * rounds; in round t hop k carries chunk t - k, its first piece when t = k. Every
-     * transfer crosses the NVSwitch on its own ports (α = 1 us, 100 GB/s).
-     * - Chunks of 65,536 B (S = 524,288 B): d = 655.36 ns; a queued piece waits
-     *   max(0, (2 - 7 x 0.65536) / 8 us) = 0. Rounds 0-6 each hold a hop's first piece, α + d
-     *   = 1.65536 us; rounds 7-13 only queued ones, d: 7 x 1.65536 + 7 x 0.65536 = 16.17504
-     *   us, where rounds that each paid α took 14 x 1.65536 = 23.17504 us.
-     * - Chunks of 1,024 B (S = 8,192 B): d = 10.24 ns; a queued piece waits (2,000 - 7 x
-     *   10.24) / 8 = 241.04 ns: 7 x 1,010.24 + 7 x (241.04 + 10.24) = 8,830.64 ns.
+     * transfer crosses the NVSwitch on its own ports (α = 1 us, 100 GB/s). With 8 pieces no
+     * piece waits for a slot (pieces 1-7 fill the 7 slots the first left free).
+     * - Chunks of 65,536 B (S = 524,288 B): d = 655.36 ns. Rounds 0-6 each hold a hop's
+     *   first piece, α + d = 1.65536 us; rounds 7-13 only queued ones, d: 7 x 1.65536 + 7 x
+     *   0.65536 = 16.17504 us, where rounds that each paid α took 14 x 1.65536 = 23.17504 us.
+     * - Chunks of 1,024 B (S = 8,192 B): d = 10.24 ns: 7 x 1,010.24 + 7 x 10.24 = 7,143.36 ns.
      * The three ways of costing and the selector's estimate agree. */
     const double bytes[2] = {524288, 8192};
-    const sim_time want[2] = {16175040, 8830640};
+    const sim_time want[2] = {16175040, 7143360};
     for (int k = 0; k < 2; k++) {
         coll_schedule s;
         coll_schedule_init(&s);
@@ -427,6 +426,40 @@ static void test_chunked(void)
         coll_schedule_compact(&s);
         uint64_t closed, evolved;
         CHECK_INT_EQ(run_costed(r, &s, 1, &closed, &evolved), 2 * want[k]);
+        coll_schedule_clear(&s);
+    }
+    /* NCCL cuts a message into slices of a fixed size, the last the remainder, and the 8th
+     * piece after a source stream's first waits for the first one's slot:
+     * - 4,096 B more than 8 chunks of 65,536 B (chunks = 528,384 / 65,536 = 8.0625) are 9
+     *   pieces, not 9 equal ones: 7 + 9 - 1 = 15 rounds, rounds 0-6 as above (1.65536 us
+     *   each), rounds 7-13 a full queued piece (0.65536 us) and round 14 the small one alone
+     *   (40.96 ns; a partial piece is not taken to wait for a slot): 7 x 1,655.36 + 7 x
+     *   655.36 + 40.96 = 16,216.00 ns, more than the 8 pieces' 16,175.04 (9 equal pieces of
+     *   58,709 B would take 15,806 ns: less for more bytes).
+     * - 9 chunks of 1,024 B: rounds 0-6 first pieces (1,010.24 ns), round 7 queued ones
+     *   (10.24), round 8 hop 0's piece 8, which waits 2,000 - 7 x 10.24 = 1,928.32 ns for a
+     *   slot (1,938.56 with its d); the other hops' piece 8 arrive spaced by that wait and
+     *   wait no more: rounds 9-14 10.24 ns. 7,071.68 + 10.24 + 1,938.56 + 61.44 = 9,081.92 ns,
+     *   the pipeline's 7 (α + d) + 8 d + (2α - 7d). */
+    const double more[2] = {528384, 9216}, more_chunks[2] = {8.0625, 9};
+    const sim_time more_want[2] = {16216000, 9081920};
+    for (int k = 0; k < 2; k++) {
+        coll_schedule s;
+        coll_schedule_init(&s);
+        SIM_ASSERT(coll_build(&s, COLL_ALGO_RING, COLL_BROADCAST, &r->g, more[k], 0,
+                              more_chunks[k]) == 0,
+                   "build");
+        CHECK_INT_EQ(s.n_rounds, 15);
+        for (int mode = 0; mode < 3; mode++) {
+            uint64_t closed, evolved;
+            CHECK_INT_EQ(run_costed(r, &s, mode, &closed, &evolved), 2 * more_want[k]);
+        }
+        coll_exec x = {.sched = &s, .gpu = r->gpu, .switch_dev = -1, .proto = HW_PROTO_SIMPLE,
+                       .protocols = &r->spec.protocols};
+        CHECK_NEAR(coll_estimate(&r->t, &x, &s), sim_time_to_s(more_want[k]), 0, 1e-15);
+        coll_schedule_compact(&s);
+        uint64_t closed, evolved;
+        CHECK_INT_EQ(run_costed(r, &s, 1, &closed, &evolved), 2 * more_want[k]);
         coll_schedule_clear(&s);
     }
     hw_topo_destroy(r->topo);
@@ -450,10 +483,10 @@ static void test_chunked(void)
     for (int rr = 0; rr < s.n_rounds; rr++) {
         bool pair = false, pair_front = false, any_front = false;
         for (size_t i = coll_round_first(&s, rr); i < coll_round_end(&s, rr); i++) {
-            any_front |= s.front[i] != 0;
+            any_front |= s.front[i] == COLL_PIECE_FIRST;
             if (s.xfers[i].src == 1 && s.xfers[i].dst == 0) {
                 pair = true;
-                pair_front = s.front[i] != 0;
+                pair_front = s.front[i] == COLL_PIECE_FIRST;
             }
         }
         CHECK(pair); /* every round: up from round 0, tree B down to round C + 2 */
