@@ -23,8 +23,53 @@ typedef struct est_xfer {
     sim_time delay, piped, stage;
     const hw_route *route;
     double wire; /* its bytes on the wire */
-    bool slot;   /* a piece that waits for a FIFO slot (coll_xfer_slot) */
 } est_xfer;
+
+/* A transfer on one of its route's links: the link, the transfer's start and wire bytes. */
+typedef struct link_use {
+    int32_t link;
+    double start, wire;
+} link_use;
+
+static int by_link_late_first(const void *pa, const void *pb)
+{
+    const link_use *a = pa, *b = pb;
+    if (a->link != b->link)
+        return a->link < b->link ? -1 : 1;
+    if (a->start != b->start)
+        return a->start > b->start ? -1 : 1;
+    return (a->wire > b->wire) - (a->wire < b->wire);
+}
+
+/* The end of a round whose transfers start apart: on each link, the latest over its
+ * transfers' starts s of s + (the wire bytes of the transfers starting at s or later) /
+ * bandwidth, when a link never idles once its last group has started (exact for one link;
+ * flows sharing several links max-min fairly can end later). `on` is scratch. */
+static double link_ends(hw_topo *topo, const est_xfer *pend, size_t n_pend, link_use **on,
+                        size_t *cap)
+{
+    size_t n = 0;
+    for (size_t i = 0; i < n_pend; i++)
+        for (int k = 0; k < pend[i].route->n; k++) {
+            SIM_GROW(*on, *cap, n + 1);
+            (*on)[n++] = (link_use){.link = pend[i].route->links[k],
+                                    .start = sim_time_to_s(pend[i].piped),
+                                    .wire = pend[i].wire};
+        }
+    qsort(*on, n, sizeof **on, by_link_late_first);
+    double end = 0, acc = 0;
+    for (size_t i = 0; i < n; i++) {
+        if (i == 0 || (*on)[i].link != (*on)[i - 1].link)
+            acc = 0;
+        acc += (*on)[i].wire;
+        end = fmax(end, (*on)[i].start + acc / hw_topo_link(topo, (*on)[i].link)->bw_Bps);
+    }
+    /* (a transfer with no link: its start) */
+    for (size_t i = 0; i < n_pend; i++)
+        if (pend[i].route->n == 0)
+            end = fmax(end, sim_time_to_s(pend[i].piped));
+    return end;
+}
 
 double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                            const coll_schedule *const *s)
@@ -43,7 +88,8 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
     size_t n_touched = 0, cap_touched = 0;
     est_xfer *pend = NULL;
     size_t cap_pend = 0;
-    double *early = NULL; /* per link: its transfers' earliest start (rounds with a slot) */
+    link_use *on = NULL; /* rounds whose transfers start apart: each (link, transfer) */
+    size_t cap_on = 0;
     for (int r = 0; r < rounds; r++) {
         bool again = r > 0;
         for (size_t i = 0; i < n && again; i++)
@@ -79,8 +125,7 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
                              stage,
                     .stage = stage,
                     .route = route,
-                    .wire = wire,
-                    .slot = coll_xfer_slot(s[j], i)};
+                    .wire = wire};
                 for (int k = 0; k < route->n; k++) {
                     int32_t l = route->links[k];
                     if (load[l] == 0) {
@@ -107,42 +152,26 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
         }
         /* pass 2: each transfer ends after its delay and its most loaded link's time; the
          * round when the last one does. Where the transfers start apart (a stream's first
-         * piece beside queued ones, a piece waiting for a slot), a link moves its load from
-         * its earliest start on, or the late transfer alone after the others are done,
-         * whichever ends later (a link that never idles; exact for one link and two
-         * starts) */
+         * piece beside queued ones, a piece waiting for a slot), a link that never idles
+         * once loaded ends its round at the latest, over the starts s of its transfers, of
+         * s + (the wire bytes of those starting at s or later) / bandwidth (link_ends) */
         bool apart = false;
         for (size_t i = 1; i < n_pend && !apart; i++)
             apart = pend[i].piped != pend[0].piped;
-        if (apart) {
-            if (!early)
-                early = sim_calloc((size_t)nl, sizeof *early);
-            for (size_t i = 0; i < n_touched; i++)
-                early[touched[i]] = INFINITY;
-            for (size_t i = 0; i < n_pend; i++)
-                for (int k = 0; k < pend[i].route->n; k++) {
-                    int32_t l = pend[i].route->links[k];
-                    early[l] = fmin(early[l], sim_time_to_s(pend[i].piped));
-                }
-        }
         double first = 0;
         last = 0;
         for (size_t i = 0; i < n_pend; i++) {
             const hw_route *route = pend[i].route;
-            double busy = 0, end = 0, own = 0;
-            for (int k = 0; k < route->n; k++) {
-                int32_t l = route->links[k];
-                double bw = hw_topo_link(t[0].topo, l)->bw_Bps;
-                busy = fmax(busy, load[l] / bw);
-                if (apart) {
-                    end = fmax(end, early[l] + load[l] / bw);
-                    own = fmax(own, pend[i].wire / bw);
-                }
-            }
+            double busy = 0;
+            for (int k = 0; k < route->n; k++)
+                busy = fmax(busy, load[route->links[k]] /
+                                      hw_topo_link(t[0].topo, route->links[k])->bw_Bps);
             first = fmax(first, sim_time_to_s(pend[i].delay) + busy);
-            last = fmax(last, apart ? fmax(end, sim_time_to_s(pend[i].piped) + own)
-                                    : sim_time_to_s(pend[i].piped) + busy);
+            if (!apart)
+                last = fmax(last, sim_time_to_s(pend[i].piped) + busy);
         }
+        if (apart)
+            last = link_ends(t[0].topo, pend, n_pend, &on, &cap_on);
         for (size_t i = 0; i < n_touched; i++)
             load[touched[i]] = 0;
         n_touched = 0;
@@ -150,7 +179,7 @@ double coll_estimate_joint(size_t n, const coll_target *t, const coll_exec *x,
     }
     if (!t[0].scratch)
         sim_free(load);
-    sim_free(early);
+    sim_free(on);
     sim_free(touched);
     sim_free(pend);
     return total;

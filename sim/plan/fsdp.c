@@ -207,9 +207,9 @@ typedef struct gather_pass {
 
 /* The tensors of unit `u` DeepSpeed gathers, in the order its forward uses them: ds_list's
  * (above the persistence threshold), the embedding one tensor (two with a learned position
- * table), the LM head one (the head's norms beside it); a unit whose tensors are not listed
- * (MoE layers, MLA's matrices) one tensor of all it gathers. Fills numel[] and returns the
- * count. */
+ * table), the LM head one (the head's norms beside it); what a layer holds beyond the listed
+ * tensors (MoE layers, MLA's matrices, LoRA's base matrices) one tensor more, last. Fills
+ * numel[] and returns the count. */
 static int unit_tensors(const gen *g, const unit *u, int64_t numel[DS_TENSORS_MAX + 1])
 {
     ds_list l = {.threshold = g->sc->parallel.fsdp.persistence_threshold};
@@ -223,10 +223,12 @@ static int unit_tensors(const gen *g, const unit *u, int64_t numel[DS_TENSORS_MA
         int64_t pos = (int64_t)m->max_seq_len * m->hidden;
         l.numel[l.n++] = (int64_t)SIM_MAX(all - (double)pos, 1);
         l.numel[l.n++] = pos;
-    } else if (u->blk != MODEL_BLOCK_LAYER && all - listed >= 1) {
-        l.numel[l.n++] = (int64_t)(all - listed); /* the embedding, an untied LM head */
+    } else if (all - listed >= 1) {
+        /* the embedding, an untied LM head; in a layer what ds_tensors does not list
+         * (MLA's matrices, LoRA's frozen base matrices, MoE layers), DeepSpeed's too */
+        l.numel[l.n++] = (int64_t)(all - listed);
     }
-    if (l.n == 0) /* (nothing listed: the unit's gathered bytes as one tensor) */
+    if (l.n == 0) /* (nothing gathered: one empty tensor) */
         l.numel[l.n++] = (int64_t)SIM_MAX(all, 1);
     memcpy(numel, l.numel, (size_t)l.n * sizeof *numel);
     return l.n;
@@ -251,11 +253,13 @@ static int unit_shares(const gen *g, const unit *u, double share[DS_TENSORS_MAX 
 static double mask_share(const gen *g, const unit *u, uint64_t mask)
 {
     double share[DS_TENSORS_MAX + 1], sum = 0;
-    int n = unit_shares(g, u, share);
+    int n = unit_shares(g, u, share), in = 0;
     for (int i = 0; i < n; i++)
-        if (mask >> i & 1)
+        if (mask >> i & 1) {
             sum += share[i];
-    return sum;
+            in++;
+        }
+    return in == n ? 1 : sum; /* (all of them: exactly) */
 }
 
 /* Every tensor of unit `u` (unit_tensors), as bits. */

@@ -1186,6 +1186,32 @@ def fsdp_implementations():
         got = reuse(dist, rc)
         check(got == fwd + again + P, "full recompute, max_reuse_distance %d: %s, not %d"
               % (dist, got, fwd + again + P))
+    # LoRA with nothing persistent: a layer's frozen matrices count in the distances (one
+    # tensor R beside its four 256-element norm tensors, gathered after them). The frozen
+    # embedding has no backward; every other unit is gathered again for its backward unless
+    # kept, so at 0 and at 1e9 (all kept) the gathers differ by 2 x (1,024 + R) + 512 +
+    # 256,000 elements (x 2 B / 2 ranks). Between the last layer's R in the forward and in
+    # the backward lie the head's norms and LM head, twice: 513,024 elements, so R is kept
+    # at 513,025 and not at 513,024, where every other layer tensor's uses are further apart
+    # and the LM head (nothing between its uses) is kept at both: the gathers differ by R.
+    lora = ["--set", "training.finetune={method: lora, rank: 8}"]
+    def lora_dp(dist):
+        return run_json(ddp, *z3, *lora, "--set", "parallel.fsdp={implementation: deepspeed, "
+                        "persistence_threshold: 0, max_reuse_distance: %d}" % dist
+                        ).get("comm_bytes_per_gpu", {}).get("dp", 0)
+    R = (lora_dp(0) - lora_dp(10 ** 9) - 2 * 1024 - 256512) / 2
+    check(R > 786432 and lora_dp(513024) - lora_dp(513025) == R,
+          "lora: the last layer's frozen matrices kept from 513,025 elements: R %s, %s - %s"
+          % (R, lora_dp(513024), lora_dp(513025)))
+    # Every tensor kept (a 0.6B model, nothing persistent, DeepSpeed's default distance):
+    # what the forward keeps is what the backward frees, to the byte (the trace's memory
+    # events balance, or the run stops on an inconsistent trace)
+    rc_, out, err = run("run", os.path.join(root, "scenarios", "llama3.1-8b-dgx-h100-ddp.yaml"),
+                        "--set", "model=" + os.path.join(root, "workloads", "qwen3-0.6b.yaml"),
+                        "--set", "training.seq_len=2048", "--set", "training.global_batch=8",
+                        *z3, "--set", "parallel.fsdp={implementation: deepspeed, "
+                        "persistence_threshold: 0}")
+    check(rc_ == 0, "deepspeed, all kept: " + err[-300:])
     # Reduce buckets of 1e6 parameters in backward order: head 256,512 + layer 1 787,456 =
     # 1,043,968 >= 1e6: one reduce-scatter; layer 0 787,456 + embedding 256,000 = 1,043,456:
     # the second. Bytes unchanged.
