@@ -134,6 +134,14 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
             x = verdict__push(l, what[z]);
             cli_remedy_set(&x->r, "parallel.zero", "%d", z);
         }
+    /* DeepSpeed keeps a gathered parameter used again within max_reuse_distance elements:
+     * freeing each after its use costs gathers, not a layout */
+    if (par->zero == 3 && par->fsdp.implementation == PLAN_DEEPSPEED &&
+        par->fsdp.max_reuse_distance > 0) {
+        x = verdict__push(l, "free each gathered parameter after its use (DeepSpeed's "
+                             "stage3_max_reuse_distance 0)");
+        cli_remedy_set(&x->r, "parallel.fsdp.max_reuse_distance", "0");
+    }
     if (par->offload.optimizer == PLAN_OFFLOAD_NONE) {
         x = verdict__push(l, "keep the optimizer states on the CPU and update there");
         cli_remedy_set(&x->r, "parallel.offload.optimizer", "cpu");

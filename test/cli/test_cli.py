@@ -1212,6 +1212,22 @@ def fsdp_implementations():
                         *z3, "--set", "parallel.fsdp={implementation: deepspeed, "
                         "persistence_threshold: 0}")
     check(rc_ == 0, "deepspeed, all kept: " + err[-300:])
+    # ... which holds its 16-bit parameters gathered from forward to backward: on a GPU of
+    # 7e9 B, between the peaks at the default distance and at 0 (measured here), the verdict
+    # checks DeepSpeed's max_reuse_distance 0 and finds it fits, at the peak of that run
+    q = [os.path.join(root, "scenarios", "llama3.1-8b-dgx-h100-ddp.yaml"),
+         "--set", "model=" + os.path.join(root, "workloads", "qwen3-0.6b.yaml"),
+         "--set", "training.seq_len=2048", "--set", "training.global_batch=8", *z3,
+         "--set", "parallel.fsdp.implementation=deepspeed"]
+    keep, free = run_json(*q), run_json(*q, "--set", "parallel.fsdp.max_reuse_distance=0")
+    check(free.get("peak_mem_bytes", 1e99) < 7e9 < keep.get("peak_mem_bytes", 0),
+          "peaks either side of 7e9: %s %s" % (free.get("peak_mem_bytes"), keep.get("peak_mem_bytes")))
+    tight = run_json(*q, "--set", "topology.gpu.memory=7000000000 B")
+    rem = [r for r in tight.get("verdict", {}).get("remedies", [])
+           if r.get("changes") == {"parallel.fsdp.max_reuse_distance": "0"}]
+    check(tight.get("status") == "oom" and len(rem) == 1 and rem[0].get("status") == "ok" and
+          rem[0].get("peak_mem_bytes") == free.get("peak_mem_bytes"),
+          "max_reuse_distance 0 as a checked remedy: %s" % rem)
     # Reduce buckets of 1e6 parameters in backward order: head 256,512 + layer 1 787,456 =
     # 1,043,968 >= 1e6: one reduce-scatter; layer 0 787,456 + embedding 256,000 = 1,043,456:
     # the second. Bytes unchanged.
