@@ -262,7 +262,8 @@ Z3_NOTE = """# Assumed (not published; docs/validation.md): DeepSpeed ZeRO-3 as 
 # partition views, N copies) and its gradient by a list reduce-scatter (sync_fetch,
 # list_collectives; Megatron's fused query_key_value is one tensor); parameters gathered
 # ahead up to 5e7 elements, gradients reduce-scattered in buckets of 5e8 elements, in fp16;
-# tensors of at most 1e5 elements kept whole; eager PyTorch (compile: false: the host's
+# tensors of at most 1e5 elements kept whole; a gathered tensor kept for its next use
+# within 1e9 elements (stage3_max_reuse_distance); eager PyTorch (compile: false: the host's
 # 10 us an op); fp16 mixed precision with fp32 master weights and Adam; full recompute
 # (Megatron's activation checkpointing; the paper's FLOP count includes it); dropout 0.1; no
 # flash attention (2021)."""
