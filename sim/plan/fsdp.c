@@ -425,6 +425,15 @@ static bool gathers_now(const gen *g, const gather_pass *ps, int ui)
     return !ps->kept || (all_tensors(g, v) & ~ps->kept[ui]) || expert_gathered(g, v) > 0;
 }
 
+/* fsdp.sync_fetch with list_collectives: DeepSpeed's _allgather_param of 2021 allocates the
+ * tensor's whole gather buffer with torch.zeros (a kernel writing its `bytes`) and then
+ * synchronizes the device, so the zeroing's time is the host's too. */
+static void zero_and_sync(gen *g, trace_phase ph, int layer, int m, double bytes)
+{
+    plan__add_vector(g, "fsdp.gather_zero", ph, layer, m, false, bytes, 0, false);
+    host_sync(g);
+}
+
 /* Issues the gathers of the pass's positions up to `reach`, each waiting for the compute of
  * the position before the current one (`after`, when `have`). */
 static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, int m,
@@ -464,7 +473,8 @@ static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, i
                 /* DeepSpeed's per-tensor gather of 2021 first zeroes the whole buffer and
                  * synchronizes the device */
                 if (g->sc->parallel.fsdp.sync_fetch && g->sc->parallel.fsdp.list_collectives)
-                    host_sync(g);
+                    zero_and_sync(g, ps->backward ? TRACE_PHASE_BWD : TRACE_PHASE_FWD, v->layer,
+                                  m, dense * share[k]);
                 ag[ui] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense * share[k],
                                            "fsdp.gather", v->layer, m, &dep, have_dep);
                 if (k == 0)
@@ -619,7 +629,7 @@ static bool ds_regather(gen *g, const unit *u, int m, uint32_t recomputed, uint3
     int nt = tensor_shares(g, u, want, share);
     for (int k = 0; k < nt; k++) {
         if (par->fsdp.sync_fetch && par->fsdp.list_collectives)
-            host_sync(g);
+            zero_and_sync(g, TRACE_PHASE_BWD, u->layer, m, dense * share[k]);
         *dep = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense * share[k], "fsdp.gather",
                                  u->layer, m, &after, 1);
         if (k == 0)

@@ -358,8 +358,7 @@ if write:
              "`fsdp.max_reuse_distance`), eager PyTorch (`training.compile: false`: 10 us of host time an op), fp16 "
              "with fp32 master weights and Adam, full recompute, dropout 0.1, no flash attention. "
              "One data-parallel replica simulated (`simulation.symmetry: dp`). Not modelled: the "
-             "copies' GPU time, the buffers' zeroing, and whatever else the runs lost (\"The ZeRO-3 "
-             "table\" below).")):
+             "copies' GPU time and whatever else the runs lost (\"The ZeRO-3 table\" below).")):
         mean, worst, n = summary(table)
         timed = table in ("A100-2022", "NeMo")
         tokens = table == "torchtitan"
