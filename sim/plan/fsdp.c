@@ -281,7 +281,7 @@ static int tensor_shares(const gen *g, const unit *u, uint64_t mask,
                          double share[DS_TENSORS_MAX + 1])
 {
     if (!g->sc->parallel.fsdp.list_collectives) {
-        share[0] = g->ds_keep_fwd ? mask_share(g, u, mask) : 1;
+        share[0] = mask == ~UINT64_C(0) ? 1 : mask_share(g, u, mask);
         return share[0] > 0;
     }
     double all[DS_TENSORS_MAX + 1];
@@ -292,14 +292,14 @@ static int tensor_shares(const gen *g, const unit *u, uint64_t mask,
     return k;
 }
 
-/* DeepSpeed's release rule (stage3_max_reuse_distance; PartitionedParameterCoordinator): a
- * tensor gathered for one use stays gathered if the parameters used before its next use, in
- * the order of a micro-batch's forward and backward, number fewer than max_reuse_distance
- * elements; else it is freed after its use and gathered again for the next. The trace of a
- * micro-batch: each unit's tensors in forward order, then from the last unit to the first
- * the recomputed forward (full or per-op recompute) and the backward in reverse order; the
- * persistent tensors (never gathered) are left out of the distances. Fills
- * g->ds_keep_fwd and g->ds_keep_rc. */
+/* Whether unit `u`'s backward first runs its forward's matmuls again, and so uses its
+ * weights (full or per-op recompute; Megatron's selective recompute re-runs none). */
+static bool recomputes_weights(const unit *u)
+{
+    return u->rc == MODEL_RECOMPUTE_FULL || u->rc == MODEL_RECOMPUTE_OP;
+}
+
+/* One use of a tensor in a micro-batch (ds_reuse). */
 typedef struct reuse_use {
     int unit, tensor;
     int pass; /* 0 forward, 1 recomputed forward, 2 backward */
@@ -315,6 +315,14 @@ static size_t add_uses(reuse_use *tr, size_t n, int ui, int pass, const int64_t 
     return n;
 }
 
+/* DeepSpeed's release rule (stage3_max_reuse_distance; PartitionedParameterCoordinator): a
+ * tensor gathered for one use stays gathered if the parameters used before its next use, in
+ * the order of a micro-batch's forward and backward, number fewer than max_reuse_distance
+ * elements; else it is freed after its use and gathered again for the next. The trace of a
+ * micro-batch: each unit's tensors in forward order, then from the last unit to the first
+ * the recomputed forward (recomputes_weights) and the backward in reverse order; the
+ * persistent tensors (never gathered) are left out of the distances. Fills
+ * g->ds_keep_fwd and g->ds_keep_rc. */
 static void ds_reuse(gen *g)
 {
     int U = g->n_units;
@@ -329,7 +337,7 @@ static void ds_reuse(gen *g)
         if (!has_gather(g, u) || !u->has_bwd)
             continue;
         int nt = unit_tensors(g, u, numel);
-        if (u->rc == MODEL_RECOMPUTE_FULL || u->rc == MODEL_RECOMPUTE_OP)
+        if (recomputes_weights(u))
             n = add_uses(tr, n, ui, 1, numel, nt);
         n = add_uses(tr, n, ui, 2, numel, nt);
     }
@@ -371,7 +379,7 @@ void plan__ds_regathers(gen *g, double *bwd, double *rc)
             continue;
         uint64_t all = all_tensors(g, u);
         bwd[ui] = mask_share(g, u, all & ~g->ds_keep_fwd[ui]);
-        if (u->rc == MODEL_RECOMPUTE_FULL || u->rc == MODEL_RECOMPUTE_OP)
+        if (recomputes_weights(u))
             rc[ui] = mask_share(g, u, all & ~g->ds_keep_rc[ui]);
     }
     sim_free(g->ds_keep_fwd);
@@ -434,6 +442,34 @@ static void zero_and_sync(gen *g, trace_phase ph, int layer, int m, double bytes
     host_sync(g);
 }
 
+/* Gathers unit `u`'s dense tensors of `mask` over the data-parallel group after `after`
+ * (when `have`): one collective of them all, or one list collective per tensor
+ * (tensor_shares), each after DeepSpeed of 2021's zeroing and sync (zero_and_sync) and
+ * followed by its copies (list_copies). Puts the first gather in *first; returns the last.
+ * At least one tensor of `mask` has bytes. */
+static uint32_t gather_tensors(gen *g, const unit *u, uint64_t mask, trace_phase ph, int m,
+                               uint32_t after, bool have, uint32_t *first)
+{
+    const plan_parallel *par = &g->sc->parallel;
+    double share[DS_TENSORS_MAX + 1], dense = dense_bytes(u);
+    int nt = tensor_shares(g, u, mask, share);
+    SIM_ASSERT(nt > 0, "rank %d: a gather of nothing (layer %d)", g->rank, u->layer);
+    uint32_t last = 0;
+    for (int k = 0; k < nt; k++) {
+        if (par->fsdp.sync_fetch && par->fsdp.list_collectives)
+            zero_and_sync(g, ph, u->layer, m, dense * share[k]);
+        last = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense * share[k], "fsdp.gather",
+                                 u->layer, m, &after, have);
+        if (k == 0)
+            *first = last;
+        /* (the unit's kernels wait for the gather, the host's later issues for the copies'
+         * launches) */
+        if (par->fsdp.list_collectives)
+            list_copies(g, "fsdp.gather_copies", u->layer, m, last);
+    }
+    return last;
+}
+
 /* Issues the gathers of the pass's positions up to `reach`, each waiting for the compute of
  * the position before the current one (`after`, when `have`). */
 static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, int m,
@@ -467,23 +503,8 @@ static void issue_gathers_to(gen *g, gather_pass *ps, int reach, uint32_t *ag, i
         uint32_t first = 0;
         bool any = false;
         if (dense - (double)kept > 0) {
-            double share[DS_TENSORS_MAX + 1];
-            int nt = tensor_shares(g, v, want, share);
-            for (int k = 0; k < nt; k++) {
-                /* DeepSpeed's per-tensor gather of 2021 first zeroes the whole buffer and
-                 * synchronizes the device */
-                if (g->sc->parallel.fsdp.sync_fetch && g->sc->parallel.fsdp.list_collectives)
-                    zero_and_sync(g, ps->backward ? TRACE_PHASE_BWD : TRACE_PHASE_FWD, v->layer,
-                                  m, dense * share[k]);
-                ag[ui] = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense * share[k],
-                                           "fsdp.gather", v->layer, m, &dep, have_dep);
-                if (k == 0)
-                    first = ag[ui];
-                /* (the unit's kernels wait for the gather, the host's later issues for
-                 * the copies' launches) */
-                if (g->sc->parallel.fsdp.list_collectives)
-                    list_copies(g, "fsdp.gather_copies", v->layer, m, ag[ui]);
-            }
+            ag[ui] = gather_tensors(g, v, want, ps->backward ? TRACE_PHASE_BWD : TRACE_PHASE_FWD,
+                                    m, dep, have_dep, &first);
             any = true;
         }
         if (ex > 0) {
@@ -606,8 +627,7 @@ static void reduce_unit(gen *g, const unit *u, double bytes, int m, uint32_t aft
 static bool ds_regather(gen *g, const unit *u, int m, uint32_t recomputed, uint32_t *dep)
 {
     int ui = (int)(u - g->units);
-    /* (Megatron's selective recompute re-runs no matmul: the weights stay) */
-    if (!has_gather(g, u) || (u->rc != MODEL_RECOMPUTE_FULL && u->rc != MODEL_RECOMPUTE_OP))
+    if (!has_gather(g, u) || !recomputes_weights(u))
         return false;
     uint64_t want = all_tensors(g, u) & ~g->ds_keep_rc[ui];
     int64_t bytes = mask_bytes(g, u, want);
@@ -625,18 +645,7 @@ static bool ds_regather(gen *g, const unit *u, int m, uint32_t recomputed, uint3
     double shard = (double)bytes / g->n;
     if (staged)
         after = fetch_shard(g, u->layer, m, shard, recomputed, true);
-    double share[DS_TENSORS_MAX + 1], dense = dense_bytes(u);
-    int nt = tensor_shares(g, u, want, share);
-    for (int k = 0; k < nt; k++) {
-        if (par->fsdp.sync_fetch && par->fsdp.list_collectives)
-            zero_and_sync(g, TRACE_PHASE_BWD, u->layer, m, dense * share[k]);
-        *dep = plan__add_coll_op(g, g->g_shard, COLL_ALL_GATHER, dense * share[k], "fsdp.gather",
-                                 u->layer, m, &after, 1);
-        if (k == 0)
-            first = *dep;
-        if (par->fsdp.list_collectives)
-            list_copies(g, "fsdp.gather_copies", u->layer, m, *dep);
-    }
+    *dep = gather_tensors(g, u, want, TRACE_PHASE_BWD, m, after, true, &first);
     if (staged)
         trace_add_mem(g->t, g->rank, *dep, PLAN_MEM_BUFFERS, -(int64_t)shard, true);
     trace_add_mem(g->t, g->rank, first, PLAN_MEM_BUFFERS, bytes, false);

@@ -402,13 +402,15 @@ static void chunk_times(const cand_ctx *c, int u0, int u1, double *f, double *b)
     sim_free(key);
 }
 
-/* ZeRO-3's gather of unit u (fsdp.c): its dense bytes over the data-parallel group, then its
+/* ZeRO-3's gather of unit u (fsdp.c): `share` of its dense bytes over the data-parallel
+ * group (1: all; DeepSpeed gathers less of what it kept), then, with `experts`, its
  * experts' over the expert-data-parallel group (none when each rank's experts are its
  * alone); the bytes gathered into *bytes. */
 static double unit_gather(const cand_ctx *c, const unit *u, const int32_t *shard, int n_sh,
-                          int algo, double *bytes)
+                          int algo, double share, bool experts, double *bytes)
 {
-    double dense = plan__fsdp_dense_bytes(u), ex = plan__fsdp_expert_bytes(c->g, u);
+    double dense = plan__fsdp_dense_bytes(u) * share;
+    double ex = experts ? plan__fsdp_expert_bytes(c->g, u) : 0;
     *bytes = dense + ex;
     return plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense, algo) +
            plan__screen_coll(c->S, c->edp_g, c->n_edpg, COLL_ALL_GATHER, ex, algo);
@@ -454,17 +456,10 @@ static double fsdp_walk(const cand_ctx *c, const int32_t *shard, int n_sh, int m
     for (int u = 0; u < U; u++) {
         const unit *un = &g->units[u];
         chunk_times(c, u, u + 1, &F[u], &B[u]);
-        double w;
-        ag[u] = unit_gather(c, un, shard, n_sh, algo, &w);
-        if (ds) {
-            double dense = plan__fsdp_dense_bytes(un), ex = ag[u] -
-                plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense, algo);
-            agb[u] = plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense * agb[u], algo) +
-                     ex;
-            agr[u] = plan__screen_coll(c->S, shard, n_sh, COLL_ALL_GATHER, dense * agr[u], algo);
-        } else {
-            agb[u] = ag[u];
-        }
+        double w, unused;
+        ag[u] = unit_gather(c, un, shard, n_sh, algo, 1, true, &w);
+        agb[u] = ds ? unit_gather(c, un, shard, n_sh, algo, agb[u], true, &unused) : ag[u];
+        agr[u] = ds ? unit_gather(c, un, shard, n_sh, algo, agr[u], false, &unused) : 0;
         rs[u] = unit_reduce(c, un, shard, n_sh, algo);
         if (fsdp2) {
             cout[u] = vector_s(c->S, 0, 2 * w);
@@ -545,7 +540,7 @@ static void fsdp_chunk(const cand_ctx *c, int u0, int u1, const int32_t *shard, 
             for (; gathers && issued < n && issued <= k + ahead; issued++) {
                 const unit *v = &g->units[bwd ? u1 - 1 - issued : u0 + issued];
                 double vb;
-                dp = fmax(dp, comp) + unit_gather(c, v, shard, n_sh, algo, &vb);
+                dp = fmax(dp, comp) + unit_gather(c, v, shard, n_sh, algo, 1, true, &vb);
                 ready[issued] = dp;
             }
             double at = gathers ? fmax(comp, ready[k]) : comp;
