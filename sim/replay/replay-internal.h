@@ -322,6 +322,11 @@ void replay__j_runs(replay_ctx *c, size_t sched);
 /* replay.c: a memory row (timeline on) and a timeline row, as the event loop adds them */
 void replay__memory_row(replay_ctx *c, int rank, sim_time t, int cat, int64_t bytes);
 void replay__timeline_row(replay_ctx *c, int rank, uint32_t op, sim_time start, sim_time end);
+/* summary.c: a row of the memory table; the summary's memory keys and verdict from per-rank
+ * peaks; the summary, rank rows and link rows once every rank has run its steps */
+void replay__add_memory_row(replay_results *r, int rank, sim_time t, int cat, int64_t bytes);
+void replay__fill_memory(const plan *p, const plan_mem *peaks, replay_results *r);
+void replay__summarize(replay_ctx *c);
 
 /* bubbles.c: the idle time of a compute stream by cause */
 replay_cause replay__cause_of_group(int cls);
