@@ -37,6 +37,7 @@ typedef struct gpu_curve {
 struct hw_gpu {
     hw_gpu_spec spec;
     gpu_curve matmul;
+    gpu_curve matmul_fp8; /* n = 0: fp8 GEMMs use `matmul` */
     gpu_curve memory;
     gpu_curve attn[HW_ATTN_TABLES]; /* by class - HW_OP_ATTN_FWD (hw_gpu_spec.attn_eff) */
     gpu_curve attn_head[2];          /* forward, backward head-dim factors */
@@ -147,6 +148,7 @@ hw_gpu *hw_gpu_create(const hw_gpu_spec *spec)
     hw_gpu *gpu = sim_calloc(1, sizeof(*gpu));
     gpu->spec = *spec;
     curve_init(&gpu->matmul, &spec->matmul_eff, 1);
+    curve_init(&gpu->matmul_fp8, &spec->matmul_eff_fp8, 1);
     curve_init(&gpu->memory, &spec->memory_eff, 1);
     for (int i = 0; i < HW_ATTN_TABLES; i++)
         curve_init(&gpu->attn[i], &spec->attn_eff[i], 1);
@@ -160,6 +162,7 @@ void hw_gpu_destroy(hw_gpu *gpu)
     if (!gpu)
         return;
     gsl_interp_free(gpu->matmul.interp); /* NULL-safe in GSL 2.x */
+    gsl_interp_free(gpu->matmul_fp8.interp);
     gsl_interp_free(gpu->memory.interp);
     for (int i = 0; i < HW_ATTN_TABLES; i++)
         gsl_interp_free(gpu->attn[i].interp);
@@ -175,6 +178,13 @@ const hw_gpu_spec *hw_gpu_get_spec(const hw_gpu *gpu)
 
 double hw_gpu_matmul_eff(const hw_gpu *gpu, double flops)
 {
+    return curve_eval(&gpu->matmul, flops);
+}
+
+double hw_gpu_matmul_eff_of(const hw_gpu *gpu, hw_dtype dtype, double flops)
+{
+    if (dtype == HW_DTYPE_FP8 && gpu->matmul_fp8.n > 0)
+        return curve_eval(&gpu->matmul_fp8, flops);
     return curve_eval(&gpu->matmul, flops);
 }
 
@@ -228,7 +238,7 @@ static sim_time op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, doub
         double peak = s->peak_flops[dtype];
         SIM_ASSERT(peak > 0, "%s has no %s peak (dtype not supported)", s->name,
                    hw_dtype_name(dtype));
-        double eff = cls == HW_OP_MATMUL ? hw_gpu_matmul_eff(gpu, flops)
+        double eff = cls == HW_OP_MATMUL ? hw_gpu_matmul_eff_of(gpu, dtype, flops)
                                          : hw_gpu_attn_eff(gpu, cls, dim, head_dim, flops);
         if (flops > 0)
             t_compute = flops / (peak * eff);

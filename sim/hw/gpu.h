@@ -70,6 +70,8 @@ typedef struct hw_gpu_spec {
     double memory_bw_Bps;            /* HBM bandwidth */
     double peak_flops[HW_DTYPE_COUNT]; /* dense FLOP/s; 0 = dtype not supported */
     hw_curve matmul_eff;             /* x = FLOP of one GEMM, at a large inner dimension */
+    hw_curve matmul_eff_fp8;         /* the same for fp8 GEMMs (at the fp8 peak); n = 0:
+                                        matmul_eff */
     double matmul_k_overhead;        /* k0: a GEMM with inner dimension k runs at
                                         k / (k + k0) of matmul_eff (elements; 0: none) */
     hw_curve memory_eff;             /* x = bytes moved by one kernel */
@@ -126,8 +128,10 @@ void hw_gpu_destroy(hw_gpu *gpu);
 
 const hw_gpu_spec *hw_gpu_get_spec(const hw_gpu *gpu);
 
-/* Efficiency curves evaluated (clamped) at x. */
+/* Efficiency curves evaluated (clamped) at x. The matmul curve is the bf16/fp16/tf32 one;
+ * hw_gpu_matmul_eff_of picks the fp8 curve for fp8 GEMMs where the catalog has one. */
 double hw_gpu_matmul_eff(const hw_gpu *gpu, double flops);
+double hw_gpu_matmul_eff_of(const hw_gpu *gpu, hw_dtype dtype, double flops);
 double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes);
 /* Efficiency of a fused-attention kernel (HW_OP_ATTN_*) that attends over `seq` keys with
  * heads of `head_dim` (0: not known, no factor): the catalog's attention table times its

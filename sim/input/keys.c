@@ -554,6 +554,8 @@ static const input_key gpu_keys[] = {
     {.name = "peak", .type = INPUT_K_MAP, .map = &peak_map, .flags = INPUT_KEY_REQUIRED},
     {.name = "matmul_efficiency", .type = INPUT_K_CUSTOM, .offset = GPU(matmul_eff),
      .unit = INPUT_UNIT_FLOPS, .fn = curve_fn},
+    {.name = "matmul_efficiency_fp8", .type = INPUT_K_CUSTOM, .offset = GPU(matmul_eff_fp8),
+     .unit = INPUT_UNIT_FLOPS, .fn = curve_fn},
     {.name = "matmul_k_overhead", .type = INPUT_K_FLOAT, .offset = GPU(matmul_k_overhead),
      .flags = NONNEG},
     {.name = "memory_efficiency", .type = INPUT_K_CUSTOM, .offset = GPU(memory_eff),

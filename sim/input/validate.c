@@ -419,12 +419,26 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                 dtype_name(tr->precision), dtype_name(tr->precision), g->name[0] ? " '" : "",
                 g->name, g->name[0] ? "'" : "");
         }
+        if (tr->precision == HW_DTYPE_FP8 && g->peak_flops[HW_DTYPE_BF16] == 0) {
+            const input_ynode *at = given(root, "training.precision");
+            return input_schema_error(
+                ctx, SIM_EINVAL, at ? at : locate(root, NULL, "topology.gpu.peak"),
+                "training.precision: fp8 runs its linear layers in fp8 and every other kernel "
+                "in bf16, which GPU%s%s%s has no peak for (topology.gpu.peak.bf16)",
+                g->name[0] ? " '" : "", g->name, g->name[0] ? "'" : "");
+        }
         int rc = tr->attention_kernel != HW_ATTN_KERNEL_UNNAMED
                      ? select_attention_kernel(root, sc, g, ctx)
                      : 0;
         if (rc)
             return rc;
     }
+
+    if (tr->precision == HW_DTYPE_FP8 && tr->finetune.method != PLAN_FT_FULL)
+        return input_schema_error(ctx, SIM_EINVAL,
+                                  locate(root, "training.finetune.method", "training"),
+                                  "training.finetune.method: fp8 training of LoRA/QLoRA adapters "
+                                  "is not modelled; use training.precision: bf16");
 
     /* Degrees are at most 2^20 each, so the product fits in a double exactly. */
     double need = (double)p->dp * p->tp * p->pp * p->cp;

@@ -46,7 +46,9 @@ typedef struct dims {
                            the replicated-or-SP kernels (T/t with sp) */
     double ctx;         /* the whole sequence the attention spans (= s without CP) */
     int64_t cp;         /* context-parallel degree (1: none) */
-    double e;           /* bytes of a GEMM operand (compute dtype) */
+    double e;           /* bytes of a GEMM operand (compute dtype; 2 in an fp8 run, whose
+                           fp8 GEMMs read 1-byte operands: model__lin_fwd) */
+    bool fp8;           /* fp8 run (sh->dtype fp8): linear layers in fp8 (model__lin_fwd) */
     double ea;          /* bytes of an activation element (>= 2: fp8 GEMMs keep bf16 I/O) */
     bool flash;
     bool eager;         /* unfused pointwise kernels (model_shape.eager) */
@@ -104,6 +106,14 @@ void model__gemm_wgrad(model_op_list *l, const dims *D, const char *name, double
                        double n, int64_t grad_params);
 void model__gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
                      double m, double k, double n, int64_t grad_params);
+/* A linear layer's GEMM (the projections, the MLP, the experts): in an fp8 run Transformer
+ * Engine's fp8 GEMM with its casts ("<name>.wcast", "<name>.cast" before the forward,
+ * "<dgrad>.cast" before the backward; docs/models.md, "fp8"), else model__gemm_*. `beta`:
+ * the forward adds into an existing output (reads it as well). */
+void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
+                    double n, bool beta);
+void model__lin_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
+                    double m, double k, double n, int64_t grad_params);
 /* A layer's base (LoRA-freezable, QLoRA-quantised) GEMM: forward dequantised first under
  * QLoRA; backward the dgrad (dequantised first) and the wgrad only when trained. */
 void model__base_fwd(model_op_list *l, const dims *D, const char *name, const char *dequant,

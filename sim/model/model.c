@@ -135,7 +135,8 @@ void model__shape_dims(const model_spec *m, const model_shape *sh, dims *o)
     o->s = o->ctx / (double)o->cp;
     o->T = o->b * o->s;
     o->Tn = sh->sp ? o->T / (double)t : o->T;
-    o->e = hw_dtype_bytes(sh->dtype);
+    o->fp8 = sh->dtype == HW_DTYPE_FP8;
+    o->e = o->fp8 ? 2 : hw_dtype_bytes(sh->dtype);
     o->ea = SIM_MAX(2.0, o->e);
     o->flash = sh->flash_attention;
     o->eager = sh->eager;
@@ -255,6 +256,87 @@ void model__gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const c
     model__gemm_wgrad(l, D, wgrad, m, k, n, grad_params);
 }
 
+/* ---- fp8 linear layers (docs/models.md, "fp8") ----------------------------------------
+ *
+ * Transformer Engine runs a linear layer in fp8 (its delayed-scaling recipe, as NeMo and
+ * Megatron-LM set it up): the GEMMs read fp8 operands, and Hopper's fp8 GEMM takes both
+ * in K-major layout, so every fp8 operand also exists transposed. Before the forward GEMM
+ * the input X (m x k, bf16) is cast to fp8 and transposed in one kernel (cast_transpose:
+ * reads 2 bytes an element, writes 1 + 1, and takes its amax); the transposed copy is the
+ * weight gradient's operand. Before the backward GEMMs the output gradient dY (m x n) is,
+ * the same way, for the dgrad (dY) and the wgrad (dY^T). The weight W (k x n) is cast to
+ * fp8 and transposed in the first micro-batch of a step, kept for the others (Megatron
+ * passes is_first_microbatch). The GEMMs write bf16 (fp32 into the gradient buffer). */
+static const struct fp8_names {
+    const char *gemm, *dgrad, *cast, *dcast, *wcast;
+} fp8_names[] = {
+    {"qkv", "qkv.dgrad", "qkv.cast", "qkv.dgrad.cast", "qkv.wcast"},
+    {"proj", "proj.dgrad", "proj.cast", "proj.dgrad.cast", "proj.wcast"},
+    {"mlp_up", "mlp_up.dgrad", "mlp_up.cast", "mlp_up.dgrad.cast", "mlp_up.wcast"},
+    {"mlp_down", "mlp_down.dgrad", "mlp_down.cast", "mlp_down.dgrad.cast", "mlp_down.wcast"},
+    {"attn.q_b", "attn.q_b.dgrad", "attn.q_b.cast", "attn.q_b.dgrad.cast", "attn.q_b.wcast"},
+    {"attn.kv_b", "attn.kv_b.dgrad", "attn.kv_b.cast", "attn.kv_b.dgrad.cast",
+     "attn.kv_b.wcast"},
+    {"moe.expert_up", "moe.expert_up.dgrad", "moe.expert_up.cast", "moe.expert_up.dgrad.cast",
+     "moe.expert_up.wcast"},
+    {"moe.expert_down", "moe.expert_down.dgrad", "moe.expert_down.cast",
+     "moe.expert_down.dgrad.cast", "moe.expert_down.wcast"},
+    {"moe.shared_up", "moe.shared_up.dgrad", "moe.shared_up.cast", "moe.shared_up.dgrad.cast",
+     "moe.shared_up.wcast"},
+    {"moe.shared_down", "moe.shared_down.dgrad", "moe.shared_down.cast",
+     "moe.shared_down.dgrad.cast", "moe.shared_down.wcast"},
+};
+
+/* The entry of the fp8 linear layer whose forward or dgrad kernel is `name`. */
+static const struct fp8_names *fp8_of(const char *name, bool dgrad)
+{
+    for (size_t i = 0; i < SIM_ARRAY_LEN(fp8_names); i++)
+        if (!strcmp(dgrad ? fp8_names[i].dgrad : fp8_names[i].gemm, name))
+            return &fp8_names[i];
+    SIM_ASSERT(0, "no fp8 linear layer has the kernel %s", name);
+}
+
+/* cast_transpose of `elems` bf16 elements: reads 2 bytes, writes the fp8 copy and its
+ * transpose (1 + 1), one comparison each for the amax. */
+static model_op *fp8_cast(model_op_list *l, const char *name, double elems)
+{
+    return model__push(l, name, HW_OP_VECTOR, elems, 0, 4 * elems, 0);
+}
+
+void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
+                    double n, bool beta)
+{
+    double f = 2 * m * k * n, out = (beta ? 2 : 1) * m * n * D->ea;
+    if (!D->fp8) {
+        model__push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * D->e + out, 0)->inner = k;
+        return;
+    }
+    const struct fp8_names *nm = fp8_of(name, false);
+    fp8_cast(l, nm->wcast, k * n)->weight_cast = true;
+    fp8_cast(l, nm->cast, m * k);
+    model_op *g = model__push(l, name, HW_OP_MATMUL, f, f, m * k + k * n + out, 0);
+    g->inner = k;
+    g->fp8 = true;
+}
+
+void model__lin_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
+                    double m, double k, double n, int64_t grad_params)
+{
+    if (!D->fp8) {
+        model__gemm_bwd(l, D, dgrad, wgrad, m, k, n, grad_params);
+        return;
+    }
+    double f = 2 * m * k * n;
+    fp8_cast(l, fp8_of(dgrad, true)->dcast, m * n);
+    model_op *d = model__push(l, dgrad, HW_OP_MATMUL, f, f, m * n + k * n + m * k * D->ea, 0);
+    d->inner = n;
+    d->fp8 = true;
+    model_op *w = model__push(l, wgrad, HW_OP_MATMUL, f, f, m * k + m * n + k * n * D->ea,
+                              grad_params);
+    w->inner = m;
+    w->fp8 = true;
+}
+
 /* QLoRA: reads a k x n NF4 weight shard with its scales, writes it in 16 bits. */
 static void dequant_op(model_op_list *l, const char *name, double k, double n)
 {
@@ -269,7 +351,7 @@ void model__base_fwd(model_op_list *l, const dims *D, const char *name, const ch
 {
     if (D->qlora)
         dequant_op(l, dequant, k, n);
-    model__gemm_fwd(l, D, name, m, k, n);
+    model__lin_fwd(l, D, name, m, k, n, false);
 }
 
 /* Its backward: the dgrad always (dequantised first under QLoRA), the wgrad only when the
@@ -279,9 +361,12 @@ void model__base_bwd(model_op_list *l, const dims *D, const char *dgrad, const c
 {
     if (D->qlora)
         dequant_op(l, dequant, k, n);
+    if (!D->frozen) {
+        model__lin_bwd(l, D, dgrad, wgrad, m, k, n, grad_params);
+        return;
+    }
+    SIM_ASSERT(!D->fp8, "fp8 with frozen base weights (%s) not validated", dgrad);
     model__gemm_dgrad(l, D, dgrad, m, k, n, false);
-    if (!D->frozen)
-        model__gemm_wgrad(l, D, wgrad, m, k, n, grad_params);
 }
 
 /* Forward of the adapters of targets first..last (one base GEMM's), on T tokens:

@@ -162,7 +162,22 @@ typedef struct model_op {
     double op_share;         /* forward kernels of a dense MHA/GQA layer: the share of the
                                 kernel (FLOPs and bytes) that the per-op checkpoint policy
                                 (MODEL_RECOMPUTE_OP) re-runs in backward, 0..1; 0 elsewhere */
+    bool fp8;                /* a GEMM of an fp8 linear layer (sh->dtype fp8): fp8 operands at
+                                the fp8 peak; every other kernel of an fp8 run is bf16 */
+    bool weight_cast;        /* an fp8 layer's weight cast ("<gemm>.wcast"): Transformer Engine
+                                keeps the fp8 weight for the step's later micro-batches, so it
+                                runs in the first micro-batch's forward only (not again in a
+                                recomputed forward) where the weights stay resident */
 } model_op;
+
+/* The dtype kernel `o` runs in under `sh`: an fp8 run's fp8 GEMMs fp8, its other kernels
+ * bf16; any other run's kernels its compute dtype. */
+static inline hw_dtype model_op_dtype(const model_shape *sh, const model_op *o)
+{
+    if (sh->dtype != HW_DTYPE_FP8)
+        return sh->dtype;
+    return o->fp8 ? HW_DTYPE_FP8 : HW_DTYPE_BF16;
+}
 
 /* A QLoRA layer's backward with all seven targets runs 46 kernels; a MoE layer's backward
  * runs 5 per local expert plus at most 24 with MHA, 29 with MLA (docs/models.md); eager

@@ -64,9 +64,9 @@ static void moe_fwd(const model_spec *m, const model_shape *sh, const dims *D,
     model__vec(l, "moe.permute", 0, T * h * ea + TK * TOKEN_ID_BYTES + TK * h * ea, 0);
     for (int e = 0; e < (int)D->n_local; e++) {
         double tok = moe_tokens(sh, D, e);
-        model__gemm_fwd(l, D, "moe.expert_up", tok, h, (double)D->upe_r);
+        model__lin_fwd(l, D, "moe.expert_up", tok, h, (double)D->upe_r, false);
         model__act_fwd(l, D, "moe.expert_act", tok * (double)D->fe_r);
-        model__gemm_fwd(l, D, "moe.expert_down", tok, (double)D->fe_r, h);
+        model__lin_fwd(l, D, "moe.expert_down", tok, (double)D->fe_r, h, false);
     }
     /* Weighted sum of each token's K returned rows: reads the T·K rows and their weights,
      * writes T rows; a multiply-add per element. */
@@ -75,12 +75,9 @@ static void moe_fwd(const model_spec *m, const model_shape *sh, const dims *D,
         /* Shared experts: one dense MLP of shared·f_e on all T tokens. Its down GEMM adds
          * into the routed output in its epilogue (beta = 1: reads T x h more). */
         double fs = (double)D->fs_r;
-        model__gemm_fwd(l, D, "moe.shared_up", T, h, (double)D->ups_r);
+        model__lin_fwd(l, D, "moe.shared_up", T, h, (double)D->ups_r, false);
         model__act_fwd(l, D, "moe.shared_act", T * fs);
-        double fl = 2 * T * fs * h;
-        model__push(l, "moe.shared_down", HW_OP_MATMUL, fl, fl,
-                    (T * fs + fs * h) * D->e + 2 * T * h * ea, 0)
-            ->inner = fs;
+        model__lin_fwd(l, D, "moe.shared_down", T, fs, h, true);
     }
     model__residual_op(l, D, "residual2");
 }
@@ -96,10 +93,10 @@ static void moe_bwd(const model_spec *m, const model_shape *sh, const dims *D,
     model__residual_op(l, D, "residual2.bwd");
     if (D->fs > 0) {
         double fs = (double)D->fs_r;
-        model__gemm_bwd(l, D, "moe.shared_down.dgrad", "moe.shared_down.wgrad", T, fs, h,
+        model__lin_bwd(l, D, "moe.shared_down.dgrad", "moe.shared_down.wgrad", T, fs, h,
                         D->fs_r * hi + b * hi);
         model__act_bwd(l, D, "moe.shared_act.bwd", T * fs);
-        model__gemm_bwd(l, D, "moe.shared_up.dgrad", "moe.shared_up.wgrad", T, h,
+        model__lin_bwd(l, D, "moe.shared_up.dgrad", "moe.shared_up.wgrad", T, h,
                         (double)D->ups_r, hi * D->ups_r + b * D->ups_r);
     }
     /* d(row k of token i) = w_ik · dY_i and dw_ik = <dY_i, row k>: reads dY, the kept
@@ -108,10 +105,10 @@ static void moe_bwd(const model_spec *m, const model_shape *sh, const dims *D,
                T * h * ea + 2 * TK * h * ea + 2 * TK * FP32_BYTES, 0);
     for (int e = (int)D->n_local - 1; e >= 0; e--) {
         double tok = moe_tokens(sh, D, e);
-        model__gemm_bwd(l, D, "moe.expert_down.dgrad", "moe.expert_down.wgrad", tok,
+        model__lin_bwd(l, D, "moe.expert_down.dgrad", "moe.expert_down.wgrad", tok,
                         (double)D->fe_r, h, D->fe_r * hi + b * hi);
         model__act_bwd(l, D, "moe.expert_act.bwd", tok * (double)D->fe_r);
-        model__gemm_bwd(l, D, "moe.expert_up.dgrad", "moe.expert_up.wgrad", tok, h,
+        model__lin_bwd(l, D, "moe.expert_up.dgrad", "moe.expert_up.wgrad", tok, h,
                         (double)D->upe_r, hi * D->upe_r + b * D->upe_r);
     }
     /* Scatter-add of the T·K row gradients back to their T tokens; with shared experts it

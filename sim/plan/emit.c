@@ -84,7 +84,7 @@ static uint32_t add_compute(gen *g, const model_op *mo, trace_phase phase, int l
         .stream = TRACE_STREAM_COMPUTE,
         .phase = (uint8_t)phase,
         .cls = (uint8_t)mo->cls,
-        .dtype = (uint8_t)g->sh.dtype,
+        .dtype = (uint8_t)model_op_dtype(&g->sh, mo),
         .recompute = recompute,
         .layer = layer,
         .microbatch = mb,
@@ -227,9 +227,23 @@ double plan__tp_bytes(const gen *g, bool loss)
     return loss ? tokens * 3 * 4 : tokens * g->model.hidden * 2.0;
 }
 
+/* Transformer Engine's fp8 linear layers cast their input before they gather it under
+ * sequence parallelism (the QKV and MLP-up inputs, and the copies their weight gradients
+ * gather again) and their output gradient before the dgrad gathers it (the projection's and
+ * MLP-down's): those all-gathers move 1-byte elements. The reduce-scatters stay 16-bit, as
+ * do the LM head's and the embedding's collectives (not fp8 layers). */
+double plan__tp_coll_bytes(const gen *g, const char *kernel, coll_op op, bool loss)
+{
+    double bytes = plan__tp_bytes(g, loss);
+    if (g->sh.dtype == HW_DTYPE_FP8 && op == COLL_ALL_GATHER && !loss &&
+        strncmp(kernel, "lm_head", 7) != 0 && strncmp(kernel, "embed", 5) != 0)
+        bytes /= 2;
+    return bytes;
+}
+
 static double tp_bytes(const gen *g, const tp_point *t)
 {
-    return plan__tp_bytes(g, t->loss);
+    return plan__tp_coll_bytes(g, t->kernel, t->op, t->loss);
 }
 
 /* Adds TP collective `t` at kernel `name` ("tp.<name><suffix>"), after the latest compute
@@ -607,6 +621,8 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         model_op part;
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
             continue;
+        if (mo->weight_cast && g->zero < 3 && (recompute || mb > 0))
+            continue; /* the fp8 weight of the step's first micro-batch, kept */
         if (split && plan__ends_with(mo->name, ".wgrad") != weights)
             continue;
         if (g->op_recompute) { /* the share of the kernel the per-op policy re-runs */

@@ -90,12 +90,14 @@ static void block_work(const plan_scenario *sc, const model_spec *m, const model
         model_block_ops(m, sh, blk, ph ? MODEL_PHASE_BWD : MODEL_PHASE_FWD, list);
         for (int i = 0; i < list->n; i++) {
             const model_op *o = &list->op[i];
-            double t = sim_time_to_s(hw_gpu_kernel_time(gpu, o->cls, sh->dtype, o->flops,
-                                                        o->bytes, o->inner, attn_seq));
+            double t = sim_time_to_s(hw_gpu_kernel_time(
+                gpu, o->cls, model_op_dtype(sh, o), o->flops, o->bytes, o->inner, attn_seq));
             /* a layer's forward kernel runs again in backward under full recompute, an
-             * attention core's under selective (embedding and head are not recomputed) */
+             * attention core's under selective (embedding and head are not recomputed; an
+             * fp8 weight cast is counted in every micro-batch, an estimate above the one
+             * per step it is) */
             bool layer = blk == MODEL_BLOCK_LAYER || blk == MODEL_BLOCK_MOE;
-            double again = layer && ph == 0 &&
+            double again = layer && ph == 0 && !o->weight_cast &&
                                    (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
                                     (sc->training.recompute == MODEL_RECOMPUTE_OP &&
                                      o->op_share > 0) ||

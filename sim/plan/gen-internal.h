@@ -284,6 +284,10 @@ bool plan__tp_point(const char *name, model_phase ph, bool before, bool sp, coll
  * what ZeRO-3 gathers of a unit (fsdp.c): its dense bytes over the data-parallel group, its
  * experts' over the expert-data-parallel group (0 when each rank's experts are its alone). */
 double plan__tp_bytes(const gen *g, bool loss);
+/* The bytes of the TP collective `op` at kernel `kernel`: plan__tp_bytes, halved for an
+ * all-gather that feeds an fp8 GEMM (training.precision fp8: Transformer Engine casts to
+ * fp8 before it gathers). */
+double plan__tp_coll_bytes(const gen *g, const char *kernel, coll_op op, bool loss);
 double plan__p2p_bytes(const gen *g);
 double plan__fsdp_dense_bytes(const unit *u);
 double plan__fsdp_expert_bytes(const gen *g, const unit *u);

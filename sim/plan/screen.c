@@ -111,13 +111,17 @@ typedef struct cand_ctx {
 
 static double kernel_s(const cand_ctx *c, const model_op *mo)
 {
-    return sim_time_to_s(hw_gpu_kernel_time(c->gpu, mo->cls, c->g->sh.dtype, mo->flops,
-                                            mo->bytes, mo->inner, c->attn_seq));
+    return sim_time_to_s(hw_gpu_kernel_time(c->gpu, mo->cls, model_op_dtype(&c->g->sh, mo),
+                                            mo->flops, mo->bytes, mo->inner, c->attn_seq));
 }
 
-static double tp_coll(const cand_ctx *c, coll_op op, bool loss, double bytes_div)
+/* TP collective `op` at kernel `kernel` (of the bytes of the collective `bytes_op` there,
+ * over `bytes_div`: a ring shift moves a piece of the all-gather it stands for). */
+static double tp_coll(const cand_ctx *c, const char *kernel, coll_op op, coll_op bytes_op,
+                      bool loss, double bytes_div)
 {
-    return plan__screen_coll(c->S, c->tp_g, c->n_tp, op, plan__tp_bytes(c->g, loss) / bytes_div,
+    double bytes = plan__tp_coll_bytes(c->g, kernel, bytes_op, loss) / bytes_div;
+    return plan__screen_coll(c->S, c->tp_g, c->n_tp, op, bytes,
                              plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_TP]));
 }
 
@@ -209,7 +213,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
     bool copies = c->sc->parallel.sp_implementation == PLAN_SP_DTENSOR;
     if (before && bw) {
         if (c->sc->training.finetune.method == PLAN_FT_FULL && !copies) { /* emit.c regather */
-            st->tp = fmax(st->tp, st->lc) + tp_coll(c, bop, bl, 1);
+            st->tp = fmax(st->tp, st->lc) + tp_coll(c, mo->name, bop, bop, bl, 1);
             st->gather = st->tp;
             st->have_gather = true;
             st->issued++;
@@ -228,7 +232,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
         if (ring) {
             if (copies) /* torch's copy of the shard into its symmetric buffer (emit.c) */
                 sp_kernel(c, st, 2 * plan__tp_bytes(g, false) / pieces, 0);
-            double shift = tp_coll(c, COLL_RING_SHIFT, false, pieces);
+            double shift = tp_coll(c, mo->name, COLL_RING_SHIFT, bop, false, pieces);
             double t0 = fmax(st->tp, st->lc);
             run_kernel(st, pd, wk, c->ci);
             for (int i = 1; i < pieces; i++) {
@@ -239,7 +243,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
             st->tp = fmax(st->tp, t0 + (pieces - 1) * shift);
             st->issued += pieces - 1; /* the shifts (emit_overlapped) */
         } else {
-            double rs = tp_coll(c, aop, al, pieces);
+            double rs = tp_coll(c, mo->name, aop, aop, al, pieces);
             for (int i = 0; i < pieces; i++) {
                 run_kernel(st, pd, i == 0 && wk, c->ci);
                 st->have_pending = false;
@@ -259,7 +263,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
         return;
     }
     if (before) {
-        blocking(st, &st->tp, tp_coll(c, bop, bl, 1));
+        blocking(st, &st->tp, tp_coll(c, mo->name, bop, bop, bl, 1));
         if (copies && (bop == COLL_ALL_GATHER || bop == COLL_REDUCE_SCATTER)) {
             sp_kernel(c, st, 2 * plan__tp_bytes(g, false), st->pending);
             st->have_pending = false;
@@ -269,7 +273,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
     if (after) {
         if (copies && (aop == COLL_ALL_GATHER || aop == COLL_REDUCE_SCATTER))
             sp_kernel(c, st, 2 * plan__tp_bytes(g, false), 0);
-        blocking(st, &st->tp, tp_coll(c, aop, al, 1));
+        blocking(st, &st->tp, tp_coll(c, mo->name, aop, aop, al, 1));
     }
     st->defer = after && c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&
                 plan__ends_with(mo->name, ".dgrad");
@@ -302,6 +306,15 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
         model_op mo = ops->op[i];
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo.attn_core)
             continue;
+        if (mo.weight_cast && g->zero < 3) {
+            /* an fp8 weight cast runs in the step's first micro-batch only (emit_pass): its
+             * share of every micro-batch, an estimate (the kernel's efficiency at its
+             * whole size is not kept) */
+            if (recompute)
+                continue;
+            mo.flops /= g->A;
+            mo.bytes /= g->A;
+        }
         if (op_rc) {
             if (mo.op_share <= 0)
                 continue;

@@ -113,6 +113,20 @@ static void test_op_time(void)
      * = 631,632,137.44 ps -> 631,632,138 ps. */
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_FP8, 1e12, 1e8, 0),
                  631632138 + launch);
+    /* With an fp8 curve (matmul_efficiency_fp8, a constant 0.5 here) an fp8 GEMM takes it
+     * and the others keep theirs: 1e12 / (1979e12 x 0.5) = 1,010,611,419.91 ps ->
+     * 1,010,611,420 ps; bf16 unchanged. */
+    hw_gpu_spec s8 = spec_h100_like();
+    s8.matmul_eff_fp8 = (hw_curve){.n = 1, .x = {1e9}, .y = {0.5}};
+    hw_gpu *g8 = hw_gpu_create(&s8);
+    CHECK_NEAR(hw_gpu_matmul_eff_of(g8, HW_DTYPE_FP8, 1e12), 0.5, 0, 0);
+    CHECK_NEAR(hw_gpu_matmul_eff_of(g8, HW_DTYPE_BF16, 1e12), 0.8, 0, 0);
+    CHECK_NEAR(hw_gpu_matmul_eff_of(g, HW_DTYPE_FP8, 1e12), 0.8, 0, 0); /* none: bf16's */
+    CHECK_INT_EQ(hw_gpu_op_time(g8, HW_OP_MATMUL, HW_DTYPE_FP8, 1e12, 1e8, 0),
+                 1010611420 + launch);
+    CHECK_INT_EQ(hw_gpu_op_time(g8, HW_OP_MATMUL, HW_DTYPE_BF16, 1e12, 1e8, 0),
+                 1263902933 + launch);
+    hw_gpu_destroy(g8);
     /* A memory-bound matmul: 1 GFLOP (eff 0.5, 2.02 us) reading 1 GB: 1e9 / (3.35e12 x 0.9)
      * = 331,674,958.54 ps -> 331,674,959 ps. */
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e9, 1e9, 0),

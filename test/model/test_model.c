@@ -1832,6 +1832,71 @@ static void test_context_parallel(void)
                1e-12, 0);
 }
 
+/* fp8 (training.precision: fp8; docs/models.md, "fp8"): Llama-3.1-8B, b = 2, s = 4096
+ * (T = 8192), no TP, as test_llama_gemms. Transformer Engine's linear layers:
+ *   forward  "<g>.wcast" (the weight, k x n: reads 2 bytes, writes fp8 and its transpose:
+ *            4 k n bytes, k n FLOPs for the amax), "<g>.cast" (the input, T x k: 4 T k
+ *            bytes), then the GEMM in fp8 reading 1-byte operands and writing bf16:
+ *            qkv: T k + k n + 2 T n = 8192 x 4096 + 4096 x 6144 + 2 x 8192 x 6144
+ *                 = 33,554,432 + 25,165,824 + 100,663,296 = 159,383,552 bytes;
+ *            qkv.cast 4 x 8192 x 4096 = 134,217,728; qkv.wcast 4 x 4096 x 6144 = 100,663,296.
+ *   backward "<g>.dgrad.cast" (the output gradient, T x n: 4 T n bytes), the dgrad (reads
+ *            dY and W in fp8, writes dX in bf16) and the wgrad (reads X^T and dY^T in fp8,
+ *            writes dW in bf16), both fp8:
+ *            qkv.dgrad.cast 4 x 8192 x 6144 = 201,326,592;
+ *            qkv.dgrad T n + k n + 2 T k = 50,331,648 + 25,165,824 + 67,108,864 = 142,606,336;
+ *            qkv.wgrad T k + T n + 2 k n = 33,554,432 + 50,331,648 + 50,331,648 = 134,217,728.
+ * Attention, the norms and the LM head stay bf16 (2-byte operands, not fp8); FLOPs are the
+ * bf16 run's. */
+static void test_fp8_linear(void)
+{
+    model_spec m = llama31_8b();
+    model_shape sh = shape(2, 4096, 1, false, true);
+    sh.dtype = HW_DTYPE_FP8;
+    model_op_list l;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    static const char *const fwd[] = {
+        "norm1",      "qkv.wcast",     "qkv.cast",      "qkv",      "rope",
+        "attn",       "proj.wcast",    "proj.cast",     "proj",     "residual1",
+        "norm2",      "mlp_up.wcast",  "mlp_up.cast",   "mlp_up",   "act",
+        "mlp_down.wcast", "mlp_down.cast", "mlp_down",  "residual2"};
+    CHECK_INT_EQ(l.n, (int)SIM_ARRAY_LEN(fwd));
+    for (int i = 0; i < l.n && i < (int)SIM_ARRAY_LEN(fwd); i++)
+        CHECK_STR_EQ(l.op[i].name, fwd[i]);
+    const model_op *op = find(&l, "qkv");
+    CHECK(op->fp8 && !op->weight_cast);
+    CHECK(model_op_dtype(&sh, op) == HW_DTYPE_FP8);
+    CHECK_NEAR(op->flops, 412316860416.0, 0, 0);
+    CHECK_NEAR(op->bytes, 159383552.0, 0, 0);
+    op = find(&l, "qkv.cast");
+    CHECK(op->cls == HW_OP_VECTOR && !op->fp8 && !op->weight_cast);
+    CHECK_NEAR(op->bytes, 134217728.0, 0, 0);
+    CHECK_NEAR(op->model_flops, 0, 0, 0);
+    op = find(&l, "qkv.wcast");
+    CHECK(op->weight_cast);
+    CHECK_NEAR(op->bytes, 100663296.0, 0, 0);
+    CHECK_NEAR(op->flops, 4096.0 * 6144, 0, 0);
+    /* attention is bf16 in an fp8 run */
+    op = find(&l, "attn");
+    CHECK(!op->fp8 && model_op_dtype(&sh, op) == HW_DTYPE_BF16);
+
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "qkv.dgrad.cast")->bytes, 201326592.0, 0, 0);
+    op = find(&l, "qkv.dgrad");
+    CHECK(op->fp8);
+    CHECK_NEAR(op->bytes, 142606336.0, 0, 0);
+    op = find(&l, "qkv.wgrad");
+    CHECK(op->fp8);
+    CHECK_NEAR(op->bytes, 134217728.0, 0, 0);
+    CHECK_NEAR(op->grad_params, 4096.0 * 6144, 0, 0);
+
+    /* the LM head is bf16: T h + h V + T V elements, 2 bytes each */
+    model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
+    op = find(&l, "lm_head");
+    CHECK(!op->fp8);
+    CHECK_NEAR(op->bytes, 2.0 * (8192.0 * 4096 + 4096.0 * 128256 + 8192.0 * 128256), 0, 0);
+}
+
 /* Sum of FLOPs and bytes of the kernels named `name`, and their count. */
 static int sum_named(const model_op_list *l, const char *name, double *flops, double *bytes)
 {
@@ -1932,5 +1997,6 @@ int main(void)
     test_mla_activations();
     test_context_parallel();
     test_eager_pointwise();
+    test_fp8_linear();
     return test_finish();
 }
