@@ -400,9 +400,9 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     if (!sc) {
         fprintf(f, "%sstep time vs published runs: " FIG "Megatron-LM A100 rows of 2021, " FIG
                    "of 2022, " FIG "Megatron-Core H100 rows, " FIG "NeMo H100 rows, " FIG
-                   "torchtitan FSDP2 rows, " FIG "DeepSpeed ZeRO-3 rows of 2021 (stepsim too "
-                   "fast); %s\n", lead, TABLE(A100), TABLE(A100_2022), TABLE(H100), TABLE(NEMO),
-                TABLE(TORCHTITAN), TABLE(ZERO_3), mem);
+                   "NeMo fp8 rows, " FIG "torchtitan FSDP2 rows, " FIG "DeepSpeed ZeRO-3 rows "
+                   "of 2021 (stepsim too fast); %s\n", lead, TABLE(A100), TABLE(A100_2022),
+                TABLE(H100), TABLE(NEMO), TABLE(NEMO_FP8), TABLE(TORCHTITAN), TABLE(ZERO_3), mem);
         return;
     }
     /* the kind of run: which published runs speak for it (docs/validation.md) */
@@ -414,6 +414,7 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     bool fsdp = par->zero == 3, moe = sc->model.moe.experts > 0;
     bool offload = par->offload.optimizer != PLAN_OFFLOAD_NONE;
     bool lora = sc->training.finetune.method != PLAN_FT_FULL;
+    bool fp8 = sc->training.precision == HW_DTYPE_FP8;
     int64_t seq = sc->training.seq_len;
     bool mixed = sc->topology.n_groups > 0;
     const char *outside = !a100 && !h100 ? "on this GPU"
@@ -422,6 +423,7 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                           : moe          ? "with mixture-of-experts models"
                           : offload      ? "with the optimizer offloaded"
                           : lora         ? "with LoRA/QLoRA"
+                          : fp8 && (fsdp || a100) ? "in fp8 with sharded data parallelism"
                           : seq > VALIDATED_SEQ_MAX ? "at this sequence length"
                                                     : NULL;
     if (outside) {
@@ -440,7 +442,12 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                 lo, hi, STEPSIM_VALIDATED_TORCHTITAN_MAPE, mem);
         return;
     }
-    if (fsdp && par->fsdp.implementation == PLAN_DEEPSPEED) {
+    if (fp8) {
+        /* Transformer Engine's fp8 recipe: NeMo's fp8 rows speak for it */
+        fprintf(f, "%sfp8 step time vs NeMo's fp8 Llama 3.1 runs on H100: " FIG "rows (the fp8 "
+                   "GEMM rate is an estimate, docs/calibration.md); memory as the bf16 run's "
+                   "(fp8 copies not modelled: docs/models.md)\n", lead, TABLE(NEMO_FP8));
+    } else if (fsdp && par->fsdp.implementation == PLAN_DEEPSPEED) {
         /* the one published DeepSpeed ZeRO-3 table is one stepsim does not reproduce */
         fprintf(f, "%sDeepSpeed ZeRO-3 step time vs the Megatron-LM paper's ZeRO-3 runs on A100 "
                    "(2021, run as DeepSpeed's code of then: fsdp.sync_fetch, list_collectives): "

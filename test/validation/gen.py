@@ -520,8 +520,8 @@ simulation:
 # parallelism and Transformer Engine userbuffer TP overlap where TP > 1, cuDNN fused attention
 # (NVTE_FUSED_ATTN=1, NVTE_FLASH_ATTN=0), Apex's distributed_fused_adam with overlapped
 # gradient reduce-scatter and parameter all-gather, buckets of 75 MB (8B, 70B) or 125 MB
-# (405B), bf16 gradient reduction, NCCL_NVLS_ENABLE=0). bf16 rows only: stepsim has one matmul
-# curve for every dtype (fp8 would be about 10% optimistic, docs/calibration.md). Rows of
+# (405B), bf16 gradient reduction, NCCL_NVLS_ENABLE=0). The fp8 rows run Transformer Engine's
+# fp8 linear layers (training.precision: fp8; docs/models.md, "fp8"). Rows of
 # 1,024 GPUs or more simulate one data-parallel replica (simulation.symmetry: dp; 0.1-0.2%
 # from the full runs, which take 40-170 s and up to 8 GB each, against 3-6 s).
 def workload(name):
@@ -547,12 +547,12 @@ NEMO_NOTE = """# From the recipe (llama3.1_*.yaml, configure.sh): no activation 
 
 def nemo_file(r):
     """The scenario of a NeMo row (validate.py names it the same way)."""
-    return "nemo-%s-%sg" % (r["model"].replace("llama3.1-", ""), r["gpus"])
+    return "nemo-%s-%sg%s" % (r["model"].replace("llama3.1-", ""), r["gpus"],
+                              "" if r["precision"] == "bf16" else "-" + r["precision"])
 
 
 for r in rows("nemo_llama31_h100.csv"):
-    if r["precision"] != "bf16":
-        continue
+    assert r["precision"] in ("bf16", "fp8"), r["precision"]
     gpus, tp, pp, cp, v, mb, ga, gb, L = (int(r[k]) for k in (
         "gpus", "tp", "pp", "cp", "virtual_stages", "micro_batch", "grad_accum", "global_batch", "layers"))
     dp = gpus // (tp * pp * cp)
@@ -562,7 +562,7 @@ for r in rows("nemo_llama31_h100.csv"):
     name = nemo_file(r)
     text = """# NeMo 24.09, NVIDIA/dgxc-benchmarking llama3.1/README_{size}.md @35a9aecc:
 # {m}{proxy} on {g} H100, TP {tp} PP {pp} CP {cp} DP {dp}, virtual stages {v},
-# micro-batch {mb}, {ga} micro-batches, global batch {gb}, seq 8192, bf16; published step {t} s.
+# micro-batch {mb}, {ga} micro-batches, global batch {gb}, seq 8192, {prec}; published step {t} s.
 {note}
 name: {name}
 {topo}model:
@@ -573,7 +573,7 @@ training:
   seq_len: 8192
   global_batch: {gb}
   micro_batch: {mb}
-  precision: bf16
+  precision: {prec}
   recompute: none
   flash_attention: true
 parallel:
@@ -593,6 +593,7 @@ simulation:
 {sym}""".format(size=r["model"].replace("llama3.1-", ""), m=r["model"],
            proxy=" proxy (%d of its layers)" % L if r["proxy"] == "True" else "", g=gpus, tp=tp, pp=pp,
            cp=cp, dp=dp, v=v, mb=mb, ga=ga, gb=gb, t=r["step_time_s"], note=NEMO_NOTE, name=name,
+           prec=r["precision"],
            topo=H100_TOPO.format(nodes=max(1, gpus // 8)).replace("sharp: true", "sharp: false"),
            suffix="-%dl" % L if r["proxy"] == "True" else "", L=L,
            model="\n".join("  " + l for l in model), sp="true" if tp > 1 else "false",

@@ -101,18 +101,19 @@ for r in rows("torchtitan_llama.csv"):
                       layout="FSDP %s%s, AC %s" % (r["fsdp"], " TP %d" % tp if tp > 1 else "", r["activation_checkpointing"]),
                       published=float(r["tokens_per_s_per_gpu"]), flops=None, tokens=int(r["global_batch"]) * int(r["seq_len"]),
                       pub_mem=float(r["peak_mem_gib"]) if r["peak_mem_gib"] else None, pub_mem_text=r["peak_mem_gib"]))
-# NeMo (data/nemo_llama31_h100.csv): the measured train_step_timing, bf16 rows only
+# NeMo (data/nemo_llama31_h100.csv): the measured train_step_timing, bf16 and fp8 rows in
+# tables of their own
 for r in rows("nemo_llama31_h100.csv"):
-    if r["precision"] != "bf16":
-        continue
+    fp8 = r["precision"] == "fp8"
     tp, pp, cp, gpus = (int(r[k]) for k in ("tp", "pp", "cp", "gpus"))
     size = r["model"].replace("llama3.1-", "")
-    cases.append(dict(table="NeMo", row="Llama 3.1 %s%s" % (size.upper(), ", %s layers" % r["layers"] if r["proxy"] == "True" else ""),
-                      file="nemo-%s-%sg" % (size, r["gpus"]), gpus=gpus,
+    cases.append(dict(table="NeMo-fp8" if fp8 else "NeMo",
+                      row="Llama 3.1 %s%s" % (size.upper(), ", %s layers" % r["layers"] if r["proxy"] == "True" else ""),
+                      file="nemo-%s-%sg%s" % (size, r["gpus"], "-fp8" if fp8 else ""), gpus=gpus,
                       layout="TP %d PP %d CP %d DP %d" % (tp, pp, cp, gpus // (tp * pp * cp)),
                       published=float(r["step_time_s"]), flops=None, time=True))
 cases = [c for c in cases if any(c["file"].startswith(o) for o in only.split(","))]
-TABLES = ("A100", "H100", "A100-2022", "torchtitan", "NeMo", "ZeRO-3")
+TABLES = ("A100", "H100", "A100-2022", "torchtitan", "NeMo", "NeMo-fp8", "ZeRO-3")
 
 
 def schedule(c):
@@ -329,9 +330,8 @@ if write:
              "attention table)."),
             ("NeMo", "NeMo / Megatron-Core Llama 3.1 on H100 (NVIDIA/dgxc-benchmarking, NeMo 24.09)",
              "Step time in seconds (train_step_timing); the error is in throughput (published time / "
-             "simulated time - 1), as in the 2022 table. bf16 rows only: the fp8 rows of the same "
-             "READMEs (8B on 8-128 GPUs, 70B on 64-2,048, 405B on 32-2,304) are left out, since "
-             "stepsim has one matmul curve for every dtype. The 405B rows on 32, 96 and 192 GPUs are "
+             "simulated time - 1), as in the 2022 table. bf16 rows here, the fp8 rows of the same "
+             "READMEs in the next table. The 405B rows on 32, 96 and 192 GPUs are "
              "the recipe's proxies, cut to 7, 21 and 42 layers. Stated by the recipe at the same "
              "commit (`llama3.1_{8b,70b,405b}.yaml`, `configure.sh`), not the README: no activation "
              "checkpointing; SP and Transformer Engine userbuffer TP overlap where TP > 1; cuDNN "
@@ -344,6 +344,18 @@ if write:
              "data-parallel replica (`simulation.symmetry: dp`, within 0.2% of the full run on these "
              "rows). Not modelled: `defer_embedding_wgrad_compute`, data loading (the 405B runs read "
              "mock data, the others a real dataset)."),
+            ("NeMo-fp8", "NeMo / Megatron-Core Llama 3.1 on H100 in fp8 (the same READMEs)",
+             "The fp8 rows of the same recipes, layouts and batches as the bf16 table (the 405B "
+             "proxies likewise), step time in seconds, the error in throughput. Transformer "
+             "Engine's fp8 recipe (`training.precision: fp8`; docs/models.md, \"fp8\"): the "
+             "linear layers' GEMMs in fp8 at the catalog's fp8 curve (the maximum achievable fp8 "
+             "matmul, 0.709 of the H100's 1,979 TFLOP/s, times the in-training ratio 0.779 "
+             "calibrated on A100: an estimate), their inputs and output gradients cast to fp8 and "
+             "transposed by a memory-bound kernel before each GEMM, their weights once per step, "
+             "their sequence-parallel all-gathers in fp8; attention, the LM head and every other "
+             "kernel in bf16. Not modelled: the amax reductions and scale updates of delayed "
+             "scaling (a few small kernels and one all-reduce per pass), the norm's fused fp8 "
+             "output, fp8 activations and weight copies in memory (the peak is the bf16 run's)."),
             ("ZeRO-3", "DeepSpeed ZeRO-3 on DGX A100 (Narayanan et al. 2021, Table 2)",
              "TFLOP/s per GPU with the paper's Eq. 3 (recompute included), as in the A100 table: GPT-3 "
              "175B with DeepSpeed's ZeRO-3 (`fsdp.implementation: deepspeed`) and no model "
@@ -360,7 +372,7 @@ if write:
              "One data-parallel replica simulated (`simulation.symmetry: dp`). Not modelled: the "
              "copies' GPU time and whatever else the runs lost (\"The ZeRO-3 table\" below).")):
         mean, worst, n = summary(table)
-        timed = table in ("A100-2022", "NeMo")
+        timed = table in ("A100-2022", "NeMo", "NeMo-fp8")
         tokens = table == "torchtitan"
         if tokens:
             out += ["## " + title, "", note, "",
