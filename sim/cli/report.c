@@ -445,8 +445,9 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     if (fp8) {
         /* Transformer Engine's fp8 recipe: NeMo's fp8 rows speak for it */
         fprintf(f, "%sfp8 step time vs NeMo's fp8 Llama 3.1 runs on H100: " FIG "rows (the fp8 "
-                   "GEMM rate is an estimate, docs/calibration.md); memory as the bf16 run's "
-                   "(fp8 copies not modelled: docs/models.md)\n", lead, TABLE(NEMO_FP8));
+                   "GEMM rate is an estimate, docs/calibration.md); fp8 memory (cached fp8 "
+                   "weights, fp8 activations) from Transformer Engine's code, not checked "
+                   "against a published peak\n", lead, TABLE(NEMO_FP8));
     } else if (fsdp && par->fsdp.implementation == PLAN_DEEPSPEED) {
         /* the one published DeepSpeed ZeRO-3 table is one stepsim does not reproduce */
         fprintf(f, "%sDeepSpeed ZeRO-3 step time vs the Megatron-LM paper's ZeRO-3 runs on A100 "

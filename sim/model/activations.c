@@ -18,8 +18,9 @@ double model__attn_activation_bytes(const dims *D, model_recompute rc)
     double x = 0;
     /* attention block */
     x += ea * Tn_h;                /* norm1 input */
-    x += ea * D->Tg * h;           /* QKV GEMM input (Megatron's SP keeps the shard and
-                                      re-gathers it, DTensor's keeps it gathered) */
+    x += (D->fp8 ? 1 : ea) * D->Tg * h; /* QKV GEMM input (Megatron's SP keeps the shard
+                                      and re-gathers it, DTensor's keeps it gathered; an fp8
+                                      layer keeps its fp8 cast: docs/models.md, "fp8") */
     x += ea * T * (q + 2 * kv);    /* Q, K (after RoPE) and V: attention inputs */
     if (D->qk_norm)
         x += ea * T * (q + kv);    /* q_norm/k_norm inputs */
@@ -33,6 +34,9 @@ double model__attn_activation_bytes(const dims *D, model_recompute rc)
             x += ea * S + (D->dropout ? (1 + ea) * S : 0);
     }
     x += ea * T * q;               /* attention output = proj input (FlashAttention's O) */
+    if (D->fp8)
+        x += T * q;                /* the projection's own fp8 copy of it, transposed (the
+                                      attention keeps O in bf16 for its backward) */
     if (D->dropout)
         x += Tn_h;                 /* residual dropout mask, 1 byte */
     x += ea * Tn_h;                /* norm2 input */
@@ -40,10 +44,11 @@ double model__attn_activation_bytes(const dims *D, model_recompute rc)
 }
 
 /* An MLP's intermediates on `tokens` rows of width f (per rank): SwiGLU keeps gate and up
- * (the activation's inputs) and the down GEMM's input; GELU its input and the down input. */
+ * (the activation's inputs) and the down GEMM's input; GELU its input and the down input.
+ * An fp8 down GEMM keeps its input's fp8 cast (1 byte) instead. */
 double model__mlp_activation_bytes(const dims *D, double tokens, double f)
 {
-    return D->ea * tokens * (D->swiglu ? 3 * f : 2 * f);
+    return tokens * (D->ea * (D->swiglu ? 2 * f : f) + (D->fp8 ? 1 : D->ea) * f);
 }
 
 double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
@@ -77,7 +82,7 @@ double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
     /* attention block, norm2 input */
     x += model__attn_activation_bytes(&D, rc);
     /* MLP block */
-    x += ea * D.Tg * h;            /* mlp_up input (as QKV's) */
+    x += (D.fp8 ? 1 : ea) * D.Tg * h; /* mlp_up input (as QKV's) */
     x += model__mlp_activation_bytes(&D, T, f); /* gate and up or GELU input; down input */
     if (D.dropout)
         x += Tn_h;                 /* residual dropout mask */

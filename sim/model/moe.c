@@ -182,7 +182,7 @@ double model_moe_layer_activation_bytes(const model_spec *m, const model_shape *
     x += T * K * (TOKEN_ID_BYTES + FP32_BYTES); /* chosen experts and their weights */
     x += ea * T * K * h;                /* returned expert rows: the weights' gradient */
     /* this rank's experts: each dispatched row's input (up wgrad) and its intermediates */
-    x += ea * h * local_tokens;
+    x += (D.fp8 ? 1 : ea) * h * local_tokens; /* (fp8 experts: their fp8 cast) */
     x += model__mlp_activation_bytes(&D, local_tokens, (double)D.fe_r);
     /* shared experts: a dense MLP of shared·f_e on the T tokens */
     if (D.fs > 0)

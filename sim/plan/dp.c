@@ -326,12 +326,14 @@ void plan__persistent(gen *g, plan_mem *m)
     double K = states * plan__state_bytes(t->optimizer_state) +
                (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
     double weights = 0, whole = 0; /* whole: DeepSpeed's persistent parameters */
+    double fp8 = 0;                 /* fp8 weight elements (unit.fp8_weights) */
     double experts = 0;             /* experts' weights: sharded over the expert-DP group */
     int64_t dense = 0, expert = 0;
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
         weights += g->units[i].weight_bytes;
+        fp8 += g->units[i].fp8_weights;
         whole += g->units[i].persist_bytes;
         experts += g->units[i].expert_bytes;
         dense += g->units[i].trainable - g->units[i].trainable_expert;
@@ -356,6 +358,11 @@ void plan__persistent(gen *g, plan_mem *m)
     if (g->n > 1 && g->zero <= 1)
         m->bytes[PLAN_MEM_BUFFERS] =
             (int64_t)SIM_MIN(2.0 * (double)g->sc->parallel.ddp.bucket_bytes, trained * g->gbytes);
+    /* Transformer Engine's fp8 weights and their transposes, cast in the step's first
+     * micro-batch and kept (docs/models.md, "fp8"); under ZeRO-3 each is cast from the
+     * gathered weight for its use and freed with it (not counted) */
+    if (g->zero < 3)
+        m->bytes[PLAN_MEM_BUFFERS] += (int64_t)(2 * fp8);
     m->bytes[PLAN_MEM_OTHER] =
         PLAN_FRAMEWORK_BYTES + (g->p->n_ranks > 1 ? PLAN_NCCL_BUFFER_BYTES : 0);
     for (int c = 0; c < PLAN_MEM_COUNT; c++)
@@ -488,6 +495,10 @@ void plan__build_units(gen *g)
     for (int i = 0; i < g->n_units; i++) {
         unit *u = &g->units[i];
         model_op_list ops;
+        model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
+        for (int k = 0; k < ops.n; k++)
+            if (ops.op[k].weight_cast) /* a weight cast's FLOPs are its k x n elements */
+                u->fp8_weights += ops.op[k].flops;
         model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
         u->has_bwd = ops.n > 0;
         if (ds) {

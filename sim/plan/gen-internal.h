@@ -20,6 +20,10 @@ typedef struct unit {
     double persist_bytes; /* their bytes */
     double expert_bytes;  /* MoE units: its experts' 16-bit weights (the rank's experts), which
                              ZeRO-3 shards over the expert-data-parallel group */
+    double fp8_weights; /* training.precision fp8: the elements of its fp8 layers' weights
+                           (the rank's share), which Transformer Engine keeps cast to fp8 and
+                           transposed through the step (2 bytes each) where they stay
+                           resident (ZeRO < 3) */
     double act;         /* activation bytes kept for backward, per micro-batch */
     double act_extra;   /* full or per-op recompute: bytes rebuilt for the backward */
     model_recompute rc; /* the layer's recompute (training.recompute on every

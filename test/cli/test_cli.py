@@ -1565,6 +1565,20 @@ def fp8(ddp, base, want_sp):
             w = [y for y in x if y["name"] == b"qkv.wcast"]
             check(len(w) == 2 and all(y["microbatch"] == 0 for y in w),
                   "weight casts in micro-batch 0: %s" % [int(y["microbatch"]) for y in w])
+    # Memory, tiny-gpt on 2 GPUs with DDP (ddp.yaml: b = 2, s = 512, T = 1,024 tokens a
+    # micro-batch, h = 256, GELU f = 1,024, 4 heads of 64: q = 256). Transformer Engine keeps
+    # each fp8 weight and its transpose through the step: 12h^2 = 786,432 elements a layer,
+    # 2 layers, 2 bytes: 3,145,728 more buffer bytes. Each layer keeps its QKV and MLP-up
+    # inputs and MLP-down's input as fp8 casts (1 byte instead of 2: -T h, -T h, -T f) and the
+    # projection's fp8 copy beside the bf16 attention output (+T q): 1,024 x (-256 - 256 -
+    # 1,024 + 256) = -1,310,720 a layer, -2,621,440 at the peak (both layers' activations).
+    b16 = run_json(ddp, "--set", "topology.gpu.peak.fp8=1979 TFLOP/s")
+    b8 = run_json(ddp, *f8)
+    m16, m8 = b16.get("mem_bytes", {}), b8.get("mem_bytes", {})
+    check(m8.get("buffers", 0) - m16.get("buffers", 0) == 3145728,
+          "fp8 weights: %s -> %s buffer bytes" % (m16.get("buffers"), m8.get("buffers")))
+    check(m8.get("activations", 0) - m16.get("activations", 0) == -2621440,
+          "fp8 activations: %s -> %s" % (m16.get("activations"), m8.get("activations")))
     # fp8 of LoRA adapters is not modelled: refused at training.finetune.method
     rc, out, err = run("check", ddp, *f8, "--set", "training.finetune.method=lora")
     check(rc == 2 and "training.finetune.method" in err and "fp8" in err,

@@ -1890,6 +1890,20 @@ static void test_fp8_linear(void)
     CHECK_NEAR(op->bytes, 134217728.0, 0, 0);
     CHECK_NEAR(op->grad_params, 4096.0 * 6144, 0, 0);
 
+    /* Activations (docs/models.md, "fp8"): the QKV and MLP-up inputs are kept as their fp8
+     * casts (1 byte instead of 2: -T h each), MLP-down's input too (-T f), and the
+     * projection keeps its own fp8 copy beside the attention's bf16 output (+T q):
+     * 8192 x (-4096 - 4096 - 14336 + 4096) = -150,994,944 bytes a layer, with no or selective
+     * recompute; full recompute keeps the layer input alone, in bf16 either way. */
+    model_shape b16 = shape(2, 4096, 1, false, true);
+    for (int rc = 0; rc < 3; rc++) {
+        model_recompute r = rc == 0 ? MODEL_RECOMPUTE_NONE
+                            : rc == 1 ? MODEL_RECOMPUTE_SELECTIVE : MODEL_RECOMPUTE_FULL;
+        CHECK_NEAR(model_layer_activation_bytes(&m, &sh, r) -
+                       model_layer_activation_bytes(&m, &b16, r),
+                   r == MODEL_RECOMPUTE_FULL ? 0 : -150994944.0, 0, 0);
+    }
+
     /* the LM head is bf16: T h + h V + T V elements, 2 bytes each */
     model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
     op = find(&l, "lm_head");
