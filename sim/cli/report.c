@@ -423,7 +423,7 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                           : moe          ? "with mixture-of-experts models"
                           : offload      ? "with the optimizer offloaded"
                           : lora         ? "with LoRA/QLoRA"
-                          : fp8 && (fsdp || a100) ? "in fp8 with sharded data parallelism"
+                          : fp8 && fsdp  ? "in fp8 with sharded data parallelism"
                           : seq > VALIDATED_SEQ_MAX ? "at this sequence length"
                                                     : NULL;
     if (outside) {

@@ -106,14 +106,23 @@ void model__gemm_wgrad(model_op_list *l, const dims *D, const char *name, double
                        double n, int64_t grad_params);
 void model__gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
                      double m, double k, double n, int64_t grad_params);
-/* A linear layer's GEMM (the projections, the MLP, the experts): in an fp8 run Transformer
- * Engine's fp8 GEMM with its casts ("<name>.wcast", "<name>.cast" before the forward,
- * "<dgrad>.cast" before the backward; docs/models.md, "fp8"), else model__gemm_*. `beta`:
- * the forward adds into an existing output (reads it as well). */
+/* ---- fp8 linear layers (fp8.c) ---------------------------------------------------------- */
+
+/* A linear layer's GEMM (the projections, the MLP, the shared experts): in an fp8 run
+ * Transformer Engine's fp8 GEMM with its casts ("<name>.wcast", "<name>.cast" before the
+ * forward, "<dgrad>.cast" before the backward; docs/models.md, "fp8"), else the 16-bit GEMM
+ * of model__gemm_*. `beta`: the forward adds into an existing output (reads it as well). */
 void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
                     double n, bool beta);
 void model__lin_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
                     double m, double k, double n, int64_t grad_params);
+/* The same GEMMs without the casts (the routed experts: their casts are grouped, moe.c). */
+void model__lin_gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
+                         double n, bool beta);
+void model__lin_gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
+                         double m, double k, double n, int64_t grad_params);
+/* An fp8 cast kernel of `elems` elements moving `bytes` (memory-bound, no model FLOPs). */
+model_op *model__fp8_cast(model_op_list *l, const char *name, double elems, double bytes);
 /* A layer's base (LoRA-freezable, QLoRA-quantised) GEMM: forward dequantised first under
  * QLoRA; backward the dgrad (dequantised first) and the wgrad only when trained. */
 void model__base_fwd(model_op_list *l, const dims *D, const char *name, const char *dequant,

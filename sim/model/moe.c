@@ -42,6 +42,32 @@ static double moe_tokens(const model_shape *sh, const dims *D, int e)
     return D->T * (double)D->K * (double)D->ep / (double)D->E;
 }
 
+/* The rows this rank's experts process together. */
+static double expert_tokens(const model_shape *sh, const dims *D)
+{
+    double tok = 0;
+    for (int e = 0; e < (int)D->n_local; e++)
+        tok += moe_tokens(sh, D, e);
+    return tok;
+}
+
+/* fp8 experts (docs/models.md, "fp8"): Transformer Engine's grouped linear layers cast all
+ * their experts' tensors of one kind in one multi-tensor kernel: the weights of both GEMMs
+ * (first forward of the step: 4 bytes an element, fp8 and transposed), the up GEMMs' inputs
+ * and the down GEMMs' inputs (cast_transpose, 4 bytes an element), placed ahead of the
+ * experts' GEMMs (one stream runs them all back to back: the place does not change the
+ * block's time). */
+static void expert_casts_fwd(const model_shape *sh, const dims *D, model_op_list *l)
+{
+    double h = (double)D->h, n = (double)D->n_local, tok = expert_tokens(sh, D);
+    double up = h * (double)D->upe_r, down = (double)D->fe_r * h;
+    model__fp8_cast(l, "moe.expert_up.wcast", n * up, 4 * n * up)->weight_cast = true;
+    model__fp8_cast(l, "moe.expert_down.wcast", n * down, 4 * n * down)->weight_cast = true;
+    model__fp8_cast(l, "moe.expert_up.cast", tok * h, 4 * tok * h);
+    model__fp8_cast(l, "moe.expert_down.cast", tok * (double)D->fe_r,
+                    4 * tok * (double)D->fe_r);
+}
+
 /* Forward of a MoE layer. Every kernel outside the experts sees the rank's T tokens (after
  * the SP all-gather, like the dense MLP's GEMMs); expert e sees the tok_e rows routed to it
  * from the whole EP group. Expert and shared-expert biases (models with `bias`) are folded
@@ -62,11 +88,13 @@ static void moe_fwd(const model_spec *m, const model_shape *sh, const dims *D,
     /* Gathers each token's row once per chosen expert into expert order (the dispatch
      * send buffer): reads T rows and the indices, writes T·K rows. */
     model__vec(l, "moe.permute", 0, T * h * ea + TK * TOKEN_ID_BYTES + TK * h * ea, 0);
+    if (D->fp8)
+        expert_casts_fwd(sh, D, l);
     for (int e = 0; e < (int)D->n_local; e++) {
         double tok = moe_tokens(sh, D, e);
-        model__lin_fwd(l, D, "moe.expert_up", tok, h, (double)D->upe_r, false);
+        model__lin_gemm_fwd(l, D, "moe.expert_up", tok, h, (double)D->upe_r, false);
         model__act_fwd(l, D, "moe.expert_act", tok * (double)D->fe_r);
-        model__lin_fwd(l, D, "moe.expert_down", tok, (double)D->fe_r, h, false);
+        model__lin_gemm_fwd(l, D, "moe.expert_down", tok, (double)D->fe_r, h, false);
     }
     /* Weighted sum of each token's K returned rows: reads the T·K rows and their weights,
      * writes T rows; a multiply-add per element. */
@@ -103,12 +131,20 @@ static void moe_bwd(const model_spec *m, const model_shape *sh, const dims *D,
      * returned rows and the weights; writes the rows' gradient and the weights'. */
     model__vec(l, "moe.unpermute.bwd", 3 * TK * h,
                T * h * ea + 2 * TK * h * ea + 2 * TK * FP32_BYTES, 0);
+    if (D->fp8) {
+        /* the output gradients of both grouped GEMMs, cast and transposed (4 bytes an
+         * element) by one multi-tensor kernel each, ahead of the experts' GEMMs */
+        double tok = expert_tokens(sh, D);
+        model__fp8_cast(l, "moe.expert_down.dgrad.cast", tok * h, 4 * tok * h);
+        model__fp8_cast(l, "moe.expert_up.dgrad.cast", tok * (double)D->upe_r,
+                        4 * tok * (double)D->upe_r);
+    }
     for (int e = (int)D->n_local - 1; e >= 0; e--) {
         double tok = moe_tokens(sh, D, e);
-        model__lin_bwd(l, D, "moe.expert_down.dgrad", "moe.expert_down.wgrad", tok,
+        model__lin_gemm_bwd(l, D, "moe.expert_down.dgrad", "moe.expert_down.wgrad", tok,
                         (double)D->fe_r, h, D->fe_r * hi + b * hi);
         model__act_bwd(l, D, "moe.expert_act.bwd", tok * (double)D->fe_r);
-        model__lin_bwd(l, D, "moe.expert_up.dgrad", "moe.expert_up.wgrad", tok, h,
+        model__lin_gemm_bwd(l, D, "moe.expert_up.dgrad", "moe.expert_up.wgrad", tok, h,
                         (double)D->upe_r, hi * D->upe_r + b * D->upe_r);
     }
     /* Scatter-add of the T·K row gradients back to their T tokens; with shared experts it
@@ -165,11 +201,8 @@ double model_moe_layer_activation_bytes(const model_spec *m, const model_shape *
 
     if (rc == MODEL_RECOMPUTE_FULL)
         return ea * Tn_h; /* only the layer input (sequence-sharded with SP) */
-    if (local_tokens < 0) {
-        local_tokens = 0;
-        for (int e = 0; e < (int)D.n_local; e++)
-            local_tokens += moe_tokens(sh, &D, e);
-    }
+    if (local_tokens < 0)
+        local_tokens = expert_tokens(sh, &D);
 
     double x = 0;
     /* attention block, norm2 input */

@@ -359,9 +359,9 @@ void plan__persistent(gen *g, plan_mem *m)
         m->bytes[PLAN_MEM_BUFFERS] =
             (int64_t)SIM_MIN(2.0 * (double)g->sc->parallel.ddp.bucket_bytes, trained * g->gbytes);
     /* Transformer Engine's fp8 weights and their transposes, cast in the step's first
-     * micro-batch and kept (docs/models.md, "fp8"); under ZeRO-3 each is cast from the
-     * gathered weight for its use and freed with it (not counted) */
-    if (g->zero < 3)
+     * micro-batch and kept (docs/models.md, "fp8"); where ZeRO-3 gathers the weights each is
+     * cast from the gathered weight for its use and freed with it (not counted) */
+    if (!plan__gathers_weights(g))
         m->bytes[PLAN_MEM_BUFFERS] += (int64_t)(2 * fp8);
     m->bytes[PLAN_MEM_OTHER] =
         PLAN_FRAMEWORK_BYTES + (g->p->n_ranks > 1 ? PLAN_NCCL_BUFFER_BYTES : 0);
@@ -620,6 +620,7 @@ static void build_layout(gen *g)
     plan__build_units(g);
     g->act_fetch = sim_calloc((size_t)g->n_units + 1, sizeof *g->act_fetch);
     g->act_fetch_mb = sim_calloc((size_t)g->n_units + 1, sizeof *g->act_fetch_mb);
+    g->wcast_done = sim_calloc((size_t)g->n_units + 1, sizeof *g->wcast_done);
     g->cp_kv = model_cp_kv_bytes(&g->model, &g->sh);
     g->gather_of = sim_calloc((size_t)g->n_units + 1, sizeof *g->gather_of);
     int C = g->chunks;
@@ -675,8 +676,10 @@ static void gen_rank(gen *g, plan_share *share, int r, bool stream)
             g->mine[u] = true;
     }
     memset(g->seq_pos, 0, g->t->n_groups * sizeof *g->seq_pos);
-    for (int u = 0; u < g->n_units; u++)
+    for (int u = 0; u < g->n_units; u++) {
         g->act_fetch_mb[u] = -1;
+        g->wcast_done[u] = false;
+    }
     plan__persistent(g, &p->mem[r]);
     memcpy(g->t->ranks[r].base_mem, p->mem[r].bytes, sizeof g->t->ranks[r].base_mem);
     if (plan__share_clone(g, share, r)) {
@@ -702,7 +705,7 @@ static void gen_rank(gen *g, plan_share *share, int r, bool stream)
     double mf = g->model_flops, hf = g->hardware_flops;
     if (pp > 1)
         plan__gen_pipeline(g);
-    else if (g->zero == 3 && (g->n > 1 || g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE))
+    else if (plan__gathers_weights(g))
         plan__gen_fsdp(g);
     else
         gen_bucketed(g);
@@ -749,6 +752,7 @@ static void free_gen(gen *g)
     sim_free(g->mem_sharers);
     sim_free(g->act_fetch);
     sim_free(g->act_fetch_mb);
+    sim_free(g->wcast_done);
     plan__groups_destroy(g);
     sim_free(g->route);
     sim_free(g->moe_drawn);

@@ -606,9 +606,15 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
      * pass has its expert inputs and output gradients at hand) */
     bool split = mph == MODEL_PHASE_BWD && g->bwd_part != PLAN_PP_FULL;
     bool weights = g->bwd_part == PLAN_PP_WEIGHT;
+    /* an fp8 weight cast runs in the unit's first forward of the step only, where the
+     * weights stay resident (Transformer Engine keeps the fp8 copy); it needs no tokens, so
+     * the expert all-to-alls do not wait on it */
+    int ui = (int)(u - g->units);
+    bool skip_wcast = !plan__gathers_weights(g) && (recompute || g->wcast_done[ui]);
     int first_exp = -1, last_exp = -1;
     for (int i = 0; i < ops->n && !(split && weights); i++)
-        if (plan__is_expert(ops->op[i].name) && !(split && plan__ends_with(ops->op[i].name, ".wgrad"))) {
+        if (plan__is_expert(ops->op[i].name) && !ops->op[i].weight_cast &&
+            !(split && plan__ends_with(ops->op[i].name, ".wgrad"))) {
             last_exp = i;
             if (first_exp < 0)
                 first_exp = i;
@@ -621,8 +627,8 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         model_op part;
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
             continue;
-        if (mo->weight_cast && g->zero < 3 && (recompute || mb > 0))
-            continue; /* the fp8 weight of the step's first micro-batch, kept */
+        if (mo->weight_cast && skip_wcast)
+            continue; /* the fp8 weight of the unit's first forward, kept */
         if (split && plan__ends_with(mo->name, ".wgrad") != weights)
             continue;
         if (g->op_recompute) { /* the share of the kernel the per-op policy re-runs */
@@ -664,6 +670,8 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
      * parameters all have theirs */
     if (split && weights && bucketing && s.any && split_grads(ops) > 0)
         bucket_grads(g, s.last, split_grads(ops), mb);
+    if (mph == MODEL_PHASE_FWD && !recompute)
+        g->wcast_done[ui] = true;
     g->op_recompute = false;
     return s;
 }

@@ -214,7 +214,9 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     /* DualPipe: each stage holds two chunks and reduces with its mirror stage */
     bool dual = p->pp > 1 && p->pipeline.schedule == PLAN_SCHED_DUALPIPE;
     double params_rank = (double)mp.total / ((double)p->tp * p->pp) * (dual ? 2 : 1);
-    double wbytes = hw_dtype_bytes(tr->precision), gbytes = hw_dtype_bytes(tr->grad_dtype);
+    /* an fp8 run keeps 16-bit weights and activations (docs/models.md, "fp8"), as dp.c */
+    double wbytes = tr->precision == HW_DTYPE_FP8 ? 2 : hw_dtype_bytes(tr->precision);
+    double gbytes = hw_dtype_bytes(tr->grad_dtype);
     double dp_bytes = p->dp * p->cp > 1 || dual
                           ? params_rank * (2 * gbytes + (p->zero >= 1 ? wbytes : 0) +
                                            (p->zero == 3 ? 2 * wbytes * A : 0))

@@ -129,6 +129,8 @@ typedef struct gen {
     uint32_t *act_fetch; /* offload.activations: per unit, its activations' copy back to the GPU
                             issued ahead of its backward ... */
     int *act_fetch_mb;   /* ... for this micro-batch (-1: none) */
+    bool *wcast_done;    /* training.precision fp8, weights resident: per unit, whether its
+                            fp8 weight casts ran in this step (in its first forward) */
     /* memo of kernel names (model ops name kernels with static strings): name id by
      * (pointer, recompute), and the TP collective points by (pointer, phase, before) */
     struct {
@@ -172,6 +174,13 @@ static inline bool plan__ends_with(const char *name, const char *suffix)
 static inline bool plan__is_expert(const char *name)
 {
     return strncmp(name, "moe.expert", 10) == 0;
+}
+
+/* Whether the rank gathers its layers' weights for each use (ZeRO-3 over more than one rank,
+ * or with offloaded parameters): the FSDP step (fsdp.c) rather than the resident one. */
+static inline bool plan__gathers_weights(const gen *g)
+{
+    return g->zero == 3 && (g->n > 1 || g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE);
 }
 
 static inline int64_t plan__ceil_div(int64_t a, int64_t b)

@@ -231,7 +231,7 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
         double pd = kernel_s(c, &piece);
         if (ring) {
             if (copies) /* torch's copy of the shard into its symmetric buffer (emit.c) */
-                sp_kernel(c, st, 2 * plan__tp_bytes(g, false) / pieces, 0);
+                sp_kernel(c, st, 2 * plan__tp_coll_bytes(g, mo->name, bop, false) / pieces, 0);
             double shift = tp_coll(c, mo->name, COLL_RING_SHIFT, bop, false, pieces);
             double t0 = fmax(st->tp, st->lc);
             run_kernel(st, pd, wk, c->ci);
@@ -265,14 +265,14 @@ static void run_op(const cand_ctx *c, streams *st, const model_op *mo, model_pha
     if (before) {
         blocking(st, &st->tp, tp_coll(c, mo->name, bop, bop, bl, 1));
         if (copies && (bop == COLL_ALL_GATHER || bop == COLL_REDUCE_SCATTER)) {
-            sp_kernel(c, st, 2 * plan__tp_bytes(g, false), st->pending);
+            sp_kernel(c, st, 2 * plan__tp_coll_bytes(g, mo->name, bop, bl), st->pending);
             st->have_pending = false;
         }
     }
     run_kernel(st, dur, wk, c->ci);
     if (after) {
         if (copies && (aop == COLL_ALL_GATHER || aop == COLL_REDUCE_SCATTER))
-            sp_kernel(c, st, 2 * plan__tp_bytes(g, false), 0);
+            sp_kernel(c, st, 2 * plan__tp_coll_bytes(g, mo->name, aop, al), 0);
         blocking(st, &st->tp, tp_coll(c, mo->name, aop, aop, al, 1));
     }
     st->defer = after && c->sc->parallel.tp_grad_overlap && ph == MODEL_PHASE_BWD &&
@@ -289,7 +289,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
     model_block_ops(&g->model, &g->sh, u->blk, ph, ops);
     int first_exp = -1, last_exp = -1;
     for (int i = 0; i < ops->n; i++)
-        if (plan__is_expert(ops->op[i].name)) {
+        if (plan__is_expert(ops->op[i].name) && !ops->op[i].weight_cast) { /* (emit_pass) */
             last_exp = i;
             if (first_exp < 0)
                 first_exp = i;
@@ -306,7 +306,7 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
         model_op mo = ops->op[i];
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo.attn_core)
             continue;
-        if (mo.weight_cast && g->zero < 3) {
+        if (mo.weight_cast && !plan__gathers_weights(g)) {
             /* an fp8 weight cast runs in the step's first micro-batch only (emit_pass): its
              * share of every micro-batch, an estimate (the kernel's efficiency at its
              * whole size is not kept) */

@@ -157,7 +157,7 @@ void plan__gen_pipeline(gen *g)
             last_bwd_of[acts[i].vchunk] = i;
     uint32_t last_bwd = 0;
     plan__param_gather_ahead(g);
-    bool fsdp = g->zero == 3 && (g->n > 1 || g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE);
+    bool fsdp = plan__gathers_weights(g);
     SIM_ASSERT(!(fsdp && batched), "dualpipe with ZeRO-3");
     if (fsdp)
         plan__fsdp_pp_begin(g);

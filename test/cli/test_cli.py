@@ -1579,6 +1579,52 @@ def fp8(ddp, base, want_sp):
           "fp8 weights: %s -> %s buffer bytes" % (m16.get("buffers"), m8.get("buffers")))
     check(m8.get("activations", 0) - m16.get("activations", 0) == -2621440,
           "fp8 activations: %s -> %s" % (m16.get("activations"), m8.get("activations")))
+    # Experts (tiny-moe: 4 experts, 2 a rank with ep = 2, top-2, 2 layers; 2 micro-batches):
+    # Transformer Engine's grouped layers cast each kind of tensor of all local experts in
+    # one kernel, so a layer's forward has one "moe.expert_up.cast" and one
+    # "moe.expert_down.cast" per micro-batch (2 x 2 = 4 of each a step), its backward one
+    # of each output gradient (4 each), and its weights once a step (2 x 2 "*.wcast"). The
+    # weight casts need no tokens: every micro-batch still dispatches and combines the
+    # tokens, 2 layers x 2 micro-batches x 2 (forward, backward) = 8 of each.
+    moe = ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.ep=2",
+           "--set", "training.global_batch=8"]
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "fp8-moe.h5")
+        rc, out, err = run("run", ddp, *moe, *f8, "--set", "simulation.timeline=true", "-o", h5)
+        check(rc == 0, "fp8 MoE run: " + err)
+        if rc == 0:
+            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+            x = t[(t["rank"] == 0) & (t["step"] == t["step"].max())]
+            count = lambda n: sum(1 for y in x if y["name"] == n)
+            got = [count(n) for n in (b"moe.expert_up.cast", b"moe.expert_down.cast",
+                                      b"moe.expert_up.dgrad.cast", b"moe.expert_down.dgrad.cast",
+                                      b"moe.expert_up.wcast", b"moe.expert_down.wcast")]
+            check(got == [4, 4, 4, 4, 2, 2], "fp8 expert casts: %s" % got)
+            disp = sum(1 for y in x if y["name"].startswith(b"ep.dispatch"))
+            comb = sum(1 for y in x if y["name"].startswith(b"ep.combine"))
+            check(disp == comb == 8, "fp8 MoE: %d dispatches, %d combines" % (disp, comb))
+    # DualPipe (pipe.yaml: 8 layers on pp = 4, each stage two chunks of two layers, one per
+    # direction; micro-batches 0-3 go one way, 4-7 the other): a stage's weight casts run in
+    # each chunk's first forward, micro-batch 0 for one and 4 for the other, 4 per layer (one
+    # per fp8 layer), 16 a stage, each layer's in one micro-batch.
+    pipe = os.path.join(data, "pipe.yaml")
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "fp8-dualpipe.h5")
+        rc, out, err = run("run", pipe, *f8, "--set", "parallel.pp=4", "--set", "training.global_batch=8",
+                           "--set", "training.seq_len=128", "--set", "parallel.pipeline.schedule=dualpipe",
+                           "--set", "simulation.timeline=true", "-o", h5)
+        check(rc == 0, "fp8 dualpipe run: " + err)
+        if rc == 0:
+            run_name = list(h5py.File(h5, "r")["/runs"].keys())[0]
+            t = h5py.File(h5, "r")["/runs/%s/timeline" % run_name][:]
+            for r in range(4):
+                x = t[(t["rank"] == r) & (t["step"] == t["step"].max())]
+                w = sorted(set((int(y["layer"]), int(y["microbatch"])) for y in x
+                               if y["name"].endswith(b".wcast")))
+                n = sum(1 for y in x if y["name"].endswith(b".wcast"))
+                layers = sorted(set(int(y["layer"]) for y in x if y["name"] == b"qkv"))
+                check(n == 16 and len(layers) == 4 and [l for l, _ in w] == layers,
+                      "rank %d: %d weight casts %s on layers %s" % (r, n, w, layers))
     # fp8 of LoRA adapters is not modelled: refused at training.finetune.method
     rc, out, err = run("check", ddp, *f8, "--set", "training.finetune.method=lora")
     check(rc == 2 and "training.finetune.method" in err and "fp8" in err,

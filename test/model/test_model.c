@@ -1839,7 +1839,12 @@ static void test_context_parallel(void)
  *            bytes), then the GEMM in fp8 reading 1-byte operands and writing bf16:
  *            qkv: T k + k n + 2 T n = 8192 x 4096 + 4096 x 6144 + 2 x 8192 x 6144
  *                 = 33,554,432 + 25,165,824 + 100,663,296 = 159,383,552 bytes;
- *            qkv.cast 4 x 8192 x 4096 = 134,217,728; qkv.wcast 4 x 4096 x 6144 = 100,663,296.
+ *            qkv.wcast 4 x 4096 x 6144 = 100,663,296. QKV is behind norm1 (TE's
+ *            LayerNormLinear): the norm writes its fp8 input, 1 byte an element instead of 2
+ *            (Tn k = 33,554,432 fewer), and "qkv.cast" is the transpose of that input for the
+ *            weight gradient (read 1, write 1: 2 T k = 67,108,864): 33,554,432 net. The
+ *            projection's input, the attention output, takes a whole cast_transpose:
+ *            proj.cast 4 T q = 4 x 8192 x 4096 = 134,217,728.
  *   backward "<g>.dgrad.cast" (the output gradient, T x n: 4 T n bytes), the dgrad (reads
  *            dY and W in fp8, writes dX in bf16) and the wgrad (reads X^T and dY^T in fp8,
  *            writes dW in bf16), both fp8:
@@ -1870,8 +1875,9 @@ static void test_fp8_linear(void)
     CHECK_NEAR(op->bytes, 159383552.0, 0, 0);
     op = find(&l, "qkv.cast");
     CHECK(op->cls == HW_OP_VECTOR && !op->fp8 && !op->weight_cast);
-    CHECK_NEAR(op->bytes, 134217728.0, 0, 0);
+    CHECK_NEAR(op->bytes, 33554432.0, 0, 0);
     CHECK_NEAR(op->model_flops, 0, 0, 0);
+    CHECK_NEAR(find(&l, "proj.cast")->bytes, 134217728.0, 0, 0);
     op = find(&l, "qkv.wcast");
     CHECK(op->weight_cast);
     CHECK_NEAR(op->bytes, 100663296.0, 0, 0);
@@ -1903,6 +1909,20 @@ static void test_fp8_linear(void)
                        model_layer_activation_bytes(&m, &b16, r),
                    r == MODEL_RECOMPUTE_FULL ? 0 : -150994944.0, 0, 0);
     }
+
+    /* Under TP 8 with sequence parallelism (Tn = T/8 = 1,024 tokens per shard): the norm's
+     * fp8 output saves Tn h = 4,194,304 bytes, the transpose of the gathered input is still
+     * 2 T h = 67,108,864: qkv.cast 62,914,560. The projection's output gradient arrives as
+     * a sequence shard: cast there (read 2, write 1: 3 Tn h = 12,582,912), gathered in fp8,
+     * transposed whole (2 T h = 67,108,864): proj.dgrad.cast 79,691,776; qkv.dgrad's dY is
+     * whole (4 T n, n = 6144 / 8 = 768: 25,165,824). */
+    model_shape tp8 = shape(2, 4096, 8, true, true);
+    tp8.dtype = HW_DTYPE_FP8;
+    model_block_ops(&m, &tp8, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 62914560.0, 0, 0);
+    model_block_ops(&m, &tp8, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "proj.dgrad.cast")->bytes, 79691776.0, 0, 0);
+    CHECK_NEAR(find(&l, "qkv.dgrad.cast")->bytes, 25165824.0, 0, 0);
 
     /* the LM head is bf16: T h + h V + T V elements, 2 bytes each */
     model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);

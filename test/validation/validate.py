@@ -353,10 +353,12 @@ if write:
              "calibrated on A100: an estimate), their inputs and output gradients cast to fp8 and "
              "transposed by a memory-bound kernel before each GEMM, their weights once per step, "
              "their sequence-parallel all-gathers in fp8; attention, the LM head and every other "
-             "kernel in bf16; in memory TE's cached fp8 weights and transposes (2 bytes per fp8 "
+             "kernel in bf16 (the cast of a norm's output fused into the norm, as TE's "
+             "LayerNormLinear does; under SP the row-parallel layers' output gradients cast as "
+             "shards); in memory TE's cached fp8 weights and transposes (2 bytes per fp8 "
              "weight) and the fp8 casts the linear layers keep for their weight gradients. Not "
              "modelled: the amax reductions and scale updates of delayed scaling (a few small "
-             "kernels and one all-reduce per pass), the norm's fused fp8 output."),
+             "kernels and one all-reduce per pass)."),
             ("ZeRO-3", "DeepSpeed ZeRO-3 on DGX A100 (Narayanan et al. 2021, Table 2)",
              "TFLOP/s per GPU with the paper's Eq. 3 (recompute included), as in the A100 table: GPT-3 "
              "175B with DeepSpeed's ZeRO-3 (`fsdp.implementation: deepspeed`) and no model "

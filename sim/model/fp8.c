@@ -1,0 +1,101 @@
+/* fp8 linear layers (training.precision: fp8; docs/models.md, "fp8"), as Transformer Engine
+ * runs them under its delayed-scaling recipe in NeMo and Megatron-LM: the GEMMs read fp8
+ * operands, and Hopper's fp8 GEMM takes both in K-major layout, so every fp8 operand also
+ * exists transposed. Per layer X (m x k) @ W (k x n):
+ *   - the weight is cast to fp8 and transposed in the first forward of the step and kept for
+ *     the others ("<g>.wcast", 4 k n bytes; Megatron passes is_first_microbatch);
+ *   - the input is cast and transposed in one kernel (cast_transpose, "<g>.cast": reads 2
+ *     bytes an element, writes 1 + 1: 4 m k). A layer behind a norm (TE's LayerNormLinear:
+ *     QKV, MLP up) gets its fp8 input from the norm's own kernel, which writes it in 1 byte
+ *     instead of 2, and transposes the gathered input for its weight gradient (2 m k bytes,
+ *     less the Tn k the norm no longer writes);
+ *   - the output gradient dY (m x n) the same way before the backward GEMMs
+ *     ("<dgrad>.cast"); under sequence parallelism a row-parallel layer's dY arrives as a
+ *     sequence shard, cast there (3 Tn n) and gathered in fp8, then transposed whole (2 m n);
+ *   - the GEMMs write bf16 (the weight gradient into its fp32 buffer).
+ * The casts are memory-bound kernels with one comparison an element for the amax. */
+#include <string.h>
+
+#include "model/model-internal.h"
+
+static const struct fp8_names {
+    const char *gemm, *dgrad, *cast, *dcast, *wcast;
+    bool norm_fed;   /* TE's LayerNormLinear: the norm writes the fp8 input */
+    bool dy_sharded; /* row-parallel: dY arrives as a sequence shard under SP */
+} fp8_names[] = {
+    {"qkv", "qkv.dgrad", "qkv.cast", "qkv.dgrad.cast", "qkv.wcast", true, false},
+    {"proj", "proj.dgrad", "proj.cast", "proj.dgrad.cast", "proj.wcast", false, true},
+    {"mlp_up", "mlp_up.dgrad", "mlp_up.cast", "mlp_up.dgrad.cast", "mlp_up.wcast", true, false},
+    {"mlp_down", "mlp_down.dgrad", "mlp_down.cast", "mlp_down.dgrad.cast", "mlp_down.wcast",
+     false, true},
+    {"attn.q_b", "attn.q_b.dgrad", "attn.q_b.cast", "attn.q_b.dgrad.cast", "attn.q_b.wcast",
+     false, false},
+    {"attn.kv_b", "attn.kv_b.dgrad", "attn.kv_b.cast", "attn.kv_b.dgrad.cast",
+     "attn.kv_b.wcast", false, false},
+    {"moe.shared_up", "moe.shared_up.dgrad", "moe.shared_up.cast", "moe.shared_up.dgrad.cast",
+     "moe.shared_up.wcast", false, false},
+    {"moe.shared_down", "moe.shared_down.dgrad", "moe.shared_down.cast",
+     "moe.shared_down.dgrad.cast", "moe.shared_down.wcast", false, false},
+};
+
+/* The entry of the fp8 linear layer whose forward or dgrad kernel is `name`. */
+static const struct fp8_names *fp8_of(const char *name, bool dgrad)
+{
+    for (size_t i = 0; i < SIM_ARRAY_LEN(fp8_names); i++)
+        if (!strcmp(dgrad ? fp8_names[i].dgrad : fp8_names[i].gemm, name))
+            return &fp8_names[i];
+    SIM_ASSERT(0, "no fp8 linear layer has the kernel %s", name);
+}
+
+model_op *model__fp8_cast(model_op_list *l, const char *name, double elems, double bytes)
+{
+    return model__push(l, name, HW_OP_VECTOR, elems, 0, bytes, 0);
+}
+
+void model__lin_gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
+                         double n, bool beta)
+{
+    double f = 2 * m * k * n, out = (beta ? 2 : 1) * m * n * D->ea;
+    double e = D->fp8 ? 1 : D->e;
+    model_op *g = model__push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * e + out, 0);
+    g->inner = k;
+    g->fp8 = D->fp8;
+}
+
+void model__lin_gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
+                         double m, double k, double n, int64_t grad_params)
+{
+    double f = 2 * m * k * n, e = D->fp8 ? 1 : D->e;
+    model_op *d = model__push(l, dgrad, HW_OP_MATMUL, f, f, (m * n + k * n) * e + m * k * D->ea,
+                              0);
+    d->inner = n;
+    d->fp8 = D->fp8;
+    model_op *w = model__push(l, wgrad, HW_OP_MATMUL, f, f, (m * k + m * n) * e + k * n * D->ea,
+                              grad_params);
+    w->inner = m;
+    w->fp8 = D->fp8;
+}
+
+void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
+                    double n, bool beta)
+{
+    if (D->fp8) {
+        const struct fp8_names *nm = fp8_of(name, false);
+        model__fp8_cast(l, nm->wcast, k * n, 4 * k * n)->weight_cast = true;
+        double bytes = nm->norm_fed ? 2 * m * k - D->Tn * k : 4 * m * k;
+        model__fp8_cast(l, nm->cast, m * k, bytes);
+    }
+    model__lin_gemm_fwd(l, D, name, m, k, n, beta);
+}
+
+void model__lin_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
+                    double m, double k, double n, int64_t grad_params)
+{
+    if (D->fp8) {
+        const struct fp8_names *nm = fp8_of(dgrad, true);
+        bool shard = nm->dy_sharded && D->Tn < D->T;
+        double bytes = shard ? 3 * D->Tn * n + 2 * m * n : 4 * m * n;
+        model__fp8_cast(l, nm->dcast, m * n, bytes);
+    }
+    model__lin_gemm_bwd(l, D, dgrad, wgrad, m, k, n, grad_params);
+}
