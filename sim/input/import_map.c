@@ -476,7 +476,8 @@ static int torchtitan(import_ctx *c)
         "hf_assets_path", "data", "seed", "no effect", "deterministic", "no effect",
         "comm", "timeouts", "profiling", "profiling", "experimental", "not read",
         "memory_estimation", "stepsim's memory plan is its own", "validation", "evaluation",
-        "fault_tolerance", "not modelled", "float8", "not modelled beyond fp8 GEMMs",
+        "fault_tolerance", "not modelled", "float8",
+        "its recipe and float8 all-gather: fp8 runs as Transformer Engine's (docs/models.md)",
         NULL};
     if (!rc)
         import__list_unused(c, why);
