@@ -424,6 +424,7 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                           : offload      ? "with the optimizer offloaded"
                           : lora         ? "with LoRA/QLoRA"
                           : fp8 && fsdp  ? "in fp8 with sharded data parallelism"
+                          : fp8 && !h100 ? "in fp8 on this GPU"
                           : seq > VALIDATED_SEQ_MAX ? "at this sequence length"
                                                     : NULL;
     if (outside) {

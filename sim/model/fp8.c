@@ -5,10 +5,14 @@
  *   - the weight is cast to fp8 and transposed in the first forward of the step and kept for
  *     the others ("<g>.wcast", 4 k n bytes; Megatron passes is_first_microbatch);
  *   - the input is cast and transposed in one kernel (cast_transpose, "<g>.cast": reads 2
- *     bytes an element, writes 1 + 1: 4 m k). A layer behind a norm (TE's LayerNormLinear:
- *     QKV, MLP up) gets its fp8 input from the norm's own kernel, which writes it in 1 byte
- *     instead of 2, and transposes the gathered input for its weight gradient (2 m k bytes,
- *     less the Tn k the norm no longer writes);
+ *     bytes an element, writes 1 + 1: 4 m k). A layer fused with the norm before it (TE's
+ *     LayerNormLinear: a dense layer's QKV and MLP up, MLA's up projections behind their
+ *     latent norms) gets its fp8 input from the norm's own kernel, which writes it in 1 byte
+ *     instead of 2, and transposes the (gathered) input for its weight gradient (2 m k
+ *     bytes, less the elements the norm no longer writes twice: Tn k behind a sequence-
+ *     parallel norm, m k behind a latent one). A plain layer whose input arrives as a
+ *     sequence shard under SP (MLA's down projections, behind a separate norm) casts the
+ *     shard (3 Tn k), gathers it in fp8 and transposes it whole (2 m k);
  *   - the output gradient dY (m x n) the same way before the backward GEMMs
  *     ("<dgrad>.cast"); under sequence parallelism a row-parallel layer's dY arrives as a
  *     sequence shard, cast there (3 Tn n) and gathered in fp8, then transposed whole (2 m n);
@@ -18,24 +22,35 @@
 
 #include "model/model-internal.h"
 
+/* How a layer's forward input reaches its fp8 GEMM (the header's cases). */
+enum fp8_input {
+    FP8_IN_CAST,        /* cast_transpose of a whole 16-bit input */
+    FP8_IN_NORM,        /* a sequence-parallel norm's fused fp8 output */
+    FP8_IN_LATENT_NORM, /* a latent norm's (MLA, on all T tokens) fused fp8 output */
+    FP8_IN_SHARD,       /* a plain layer's input, a sequence shard under SP */
+};
+
 static const struct fp8_names {
     const char *gemm, *dgrad, *cast, *dcast, *wcast;
-    bool norm_fed;   /* TE's LayerNormLinear: the norm writes the fp8 input */
-    bool dy_sharded; /* row-parallel: dY arrives as a sequence shard under SP */
+    enum fp8_input in, in_mla; /* the dense (MHA/GQA) layer's, MLA's */
+    bool dy_sharded;           /* row-parallel: dY arrives as a sequence shard under SP */
 } fp8_names[] = {
-    {"qkv", "qkv.dgrad", "qkv.cast", "qkv.dgrad.cast", "qkv.wcast", true, false},
-    {"proj", "proj.dgrad", "proj.cast", "proj.dgrad.cast", "proj.wcast", false, true},
-    {"mlp_up", "mlp_up.dgrad", "mlp_up.cast", "mlp_up.dgrad.cast", "mlp_up.wcast", true, false},
+    {"qkv", "qkv.dgrad", "qkv.cast", "qkv.dgrad.cast", "qkv.wcast", FP8_IN_NORM, FP8_IN_SHARD,
+     false},
+    {"proj", "proj.dgrad", "proj.cast", "proj.dgrad.cast", "proj.wcast", FP8_IN_CAST,
+     FP8_IN_CAST, true},
+    {"mlp_up", "mlp_up.dgrad", "mlp_up.cast", "mlp_up.dgrad.cast", "mlp_up.wcast", FP8_IN_NORM,
+     FP8_IN_NORM, false},
     {"mlp_down", "mlp_down.dgrad", "mlp_down.cast", "mlp_down.dgrad.cast", "mlp_down.wcast",
-     false, true},
+     FP8_IN_CAST, FP8_IN_CAST, true},
     {"attn.q_b", "attn.q_b.dgrad", "attn.q_b.cast", "attn.q_b.dgrad.cast", "attn.q_b.wcast",
-     false, false},
+     FP8_IN_LATENT_NORM, FP8_IN_LATENT_NORM, false},
     {"attn.kv_b", "attn.kv_b.dgrad", "attn.kv_b.cast", "attn.kv_b.dgrad.cast",
-     "attn.kv_b.wcast", false, false},
+     "attn.kv_b.wcast", FP8_IN_LATENT_NORM, FP8_IN_LATENT_NORM, false},
     {"moe.shared_up", "moe.shared_up.dgrad", "moe.shared_up.cast", "moe.shared_up.dgrad.cast",
-     "moe.shared_up.wcast", false, false},
+     "moe.shared_up.wcast", FP8_IN_CAST, FP8_IN_CAST, false},
     {"moe.shared_down", "moe.shared_down.dgrad", "moe.shared_down.cast",
-     "moe.shared_down.dgrad.cast", "moe.shared_down.wcast", false, false},
+     "moe.shared_down.dgrad.cast", "moe.shared_down.wcast", FP8_IN_CAST, FP8_IN_CAST, false},
 };
 
 /* The entry of the fp8 linear layer whose forward or dgrad kernel is `name`. */
@@ -82,7 +97,14 @@ void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m,
     if (D->fp8) {
         const struct fp8_names *nm = fp8_of(name, false);
         model__fp8_cast(l, nm->wcast, k * n, 4 * k * n)->weight_cast = true;
-        double bytes = nm->norm_fed ? 2 * m * k - D->Tn * k : 4 * m * k;
+        bool sp = D->Tn < D->T;
+        double bytes = 4 * m * k;
+        switch (D->mla ? nm->in_mla : nm->in) {
+        case FP8_IN_CAST: break;
+        case FP8_IN_NORM: bytes = 2 * m * k - D->Tn * k; break;
+        case FP8_IN_LATENT_NORM: bytes = m * k; break;
+        case FP8_IN_SHARD: bytes = sp ? 3 * D->Tn * k + 2 * m * k : 4 * m * k; break;
+        }
         model__fp8_cast(l, nm->cast, m * k, bytes);
     }
     model__lin_gemm_fwd(l, D, name, m, k, n, beta);

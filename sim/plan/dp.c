@@ -326,7 +326,7 @@ void plan__persistent(gen *g, plan_mem *m)
     double K = states * plan__state_bytes(t->optimizer_state) +
                (t->master_weights == PLAN_MASTER_FP32 ? 4 : 0);
     double weights = 0, whole = 0; /* whole: DeepSpeed's persistent parameters */
-    double fp8 = 0;                 /* fp8 weight elements (unit.fp8_weights) */
+    double fp8 = 0, fp8_exp = 0;    /* fp8 weight elements (unit.fp8_weights), experts' */
     double experts = 0;             /* experts' weights: sharded over the expert-DP group */
     int64_t dense = 0, expert = 0;
     for (int i = 0; i < g->n_units; i++) {
@@ -334,6 +334,7 @@ void plan__persistent(gen *g, plan_mem *m)
             continue;
         weights += g->units[i].weight_bytes;
         fp8 += g->units[i].fp8_weights;
+        fp8_exp += g->units[i].fp8_expert_weights;
         whole += g->units[i].persist_bytes;
         experts += g->units[i].expert_bytes;
         dense += g->units[i].trainable - g->units[i].trainable_expert;
@@ -360,9 +361,12 @@ void plan__persistent(gen *g, plan_mem *m)
             (int64_t)SIM_MIN(2.0 * (double)g->sc->parallel.ddp.bucket_bytes, trained * g->gbytes);
     /* Transformer Engine's fp8 weights and their transposes, cast in the step's first
      * micro-batch and kept (docs/models.md, "fp8"); where ZeRO-3 gathers the weights each is
-     * cast from the gathered weight for its use and freed with it (not counted) */
+     * cast from the gathered weight for its use and freed with it (not counted), but for
+     * the experts it leaves whole on each rank (plan__weights_resident) */
     if (!plan__gathers_weights(g))
         m->bytes[PLAN_MEM_BUFFERS] += (int64_t)(2 * fp8);
+    else if (g->n_edp <= 1)
+        m->bytes[PLAN_MEM_BUFFERS] += (int64_t)(2 * fp8_exp);
     m->bytes[PLAN_MEM_OTHER] =
         PLAN_FRAMEWORK_BYTES + (g->p->n_ranks > 1 ? PLAN_NCCL_BUFFER_BYTES : 0);
     for (int c = 0; c < PLAN_MEM_COUNT; c++)
@@ -497,8 +501,11 @@ void plan__build_units(gen *g)
         model_op_list ops;
         model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_FWD, &ops);
         for (int k = 0; k < ops.n; k++)
-            if (ops.op[k].weight_cast) /* a weight cast's FLOPs are its k x n elements */
+            if (ops.op[k].weight_cast) { /* a weight cast's FLOPs are its k x n elements */
                 u->fp8_weights += ops.op[k].flops;
+                if (plan__is_expert(ops.op[k].name))
+                    u->fp8_expert_weights += ops.op[k].flops;
+            }
         model_block_ops(&g->model, &g->sh, u->blk, MODEL_PHASE_BWD, &ops);
         u->has_bwd = ops.n > 0;
         if (ds) {

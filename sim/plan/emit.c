@@ -610,7 +610,7 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
      * weights stay resident (Transformer Engine keeps the fp8 copy); it needs no tokens, so
      * the expert all-to-alls do not wait on it */
     int ui = (int)(u - g->units);
-    bool skip_wcast = !plan__gathers_weights(g) && (recompute || g->wcast_done[ui]);
+    bool again = recompute || g->wcast_done[ui];
     int first_exp = -1, last_exp = -1;
     for (int i = 0; i < ops->n && !(split && weights); i++)
         if (plan__is_expert(ops->op[i].name) && !ops->op[i].weight_cast &&
@@ -627,7 +627,7 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
         model_op part;
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
             continue;
-        if (mo->weight_cast && skip_wcast)
+        if (mo->weight_cast && again && plan__weights_resident(g, mo->name))
             continue; /* the fp8 weight of the unit's first forward, kept */
         if (split && plan__ends_with(mo->name, ".wgrad") != weights)
             continue;

@@ -23,7 +23,8 @@ typedef struct unit {
     double fp8_weights; /* training.precision fp8: the elements of its fp8 layers' weights
                            (the rank's share), which Transformer Engine keeps cast to fp8 and
                            transposed through the step (2 bytes each) where they stay
-                           resident (ZeRO < 3) */
+                           resident (plan__weights_resident) */
+    double fp8_expert_weights; /* of which its routed experts' */
     double act;         /* activation bytes kept for backward, per micro-batch */
     double act_extra;   /* full or per-op recompute: bytes rebuilt for the backward */
     model_recompute rc; /* the layer's recompute (training.recompute on every
@@ -181,6 +182,14 @@ static inline bool plan__is_expert(const char *name)
 static inline bool plan__gathers_weights(const gen *g)
 {
     return g->zero == 3 && (g->n > 1 || g->sc->parallel.offload.params != PLAN_OFFLOAD_NONE);
+}
+
+/* Whether kernel `name`'s weights stay resident through the step: not gathered for each use,
+ * or an expert's where ZeRO-3 leaves each rank its experts whole (one rank per expert-data-
+ * parallel group). An fp8 weight cast of resident weights runs once a step. */
+static inline bool plan__weights_resident(const gen *g, const char *name)
+{
+    return !plan__gathers_weights(g) || (plan__is_expert(name) && g->n_edp <= 1);
 }
 
 static inline int64_t plan__ceil_div(int64_t a, int64_t b)

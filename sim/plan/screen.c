@@ -306,14 +306,17 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
         model_op mo = ops->op[i];
         if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo.attn_core)
             continue;
-        if (mo.weight_cast && !plan__gathers_weights(g)) {
-            /* an fp8 weight cast runs in the step's first micro-batch only (emit_pass): its
-             * share of every micro-batch, an estimate (the kernel's efficiency at its
-             * whole size is not kept) */
+        if (mo.weight_cast && plan__weights_resident(g, mo.name)) {
+            /* an fp8 weight cast runs in the unit's first forward of the step only
+             * (emit_pass): its share of every micro-batch the chunk runs (DualPipe's
+             * chunks run half each), an estimate (the kernel's efficiency at its whole size
+             * is not kept) */
             if (recompute)
                 continue;
-            mo.flops /= g->A;
-            mo.bytes /= g->A;
+            bool dual = g->pp > 1 && c->sc->parallel.pipeline.schedule == PLAN_SCHED_DUALPIPE;
+            double runs = dual ? (double)g->A / 2 : (double)g->A;
+            mo.flops /= runs;
+            mo.bytes /= runs;
         }
         if (op_rc) {
             if (mo.op_share <= 0)

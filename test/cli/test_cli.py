@@ -1603,6 +1603,29 @@ def fp8(ddp, base, want_sp):
             disp = sum(1 for y in x if y["name"].startswith(b"ep.dispatch"))
             comb = sum(1 for y in x if y["name"].startswith(b"ep.combine"))
             check(disp == comb == 8, "fp8 MoE: %d dispatches, %d combines" % (disp, comb))
+    # ZeRO-3 over dp 2 = ep 2 (tiny-moe): the dense weights are gathered for each use, so
+    # their casts run in every forward and recomputed forward (2 layers x 2 micro-batches = 4
+    # "qkv.wcast", and 4 "recompute.qkv.wcast"), while each rank keeps its 2 experts whole
+    # (one rank per expert-data-parallel group): their weights are cast once a step (2 per
+    # kind) and kept, 2 layers x 2 experts x (256 x 512 + 512 x 256) elements x 2 bytes =
+    # 2,097,152 more buffer bytes than in bf16.
+    z3 = moe + ["--set", "parallel.zero=3", "--set", "training.recompute=full"]
+    with tempfile.TemporaryDirectory() as tmp:
+        h5 = os.path.join(tmp, "fp8-z3.h5")
+        rc, out, err = run("run", ddp, *z3, *f8, "--set", "simulation.timeline=true", "-o", h5)
+        check(rc == 0, "fp8 ZeRO-3 MoE run: " + err)
+        if rc == 0:
+            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+            x = t[(t["rank"] == 0) & (t["step"] == t["step"].max())]
+            count = lambda n: sum(1 for y in x if y["name"] == n)
+            got = [count(n) for n in (b"qkv.wcast", b"recompute.qkv.wcast", b"moe.expert_up.wcast",
+                                      b"recompute.moe.expert_up.wcast")]
+            check(got == [4, 4, 2, 0], "fp8 ZeRO-3 weight casts: %s" % got)
+        z16 = run_json(ddp, *z3, "--set", "topology.gpu.peak.fp8=1979 TFLOP/s")
+        z8 = run_json(ddp, *z3, *f8)
+        check(z8.get("mem_bytes", {}).get("buffers", 0) - z16.get("mem_bytes", {}).get("buffers", 0)
+              == 2097152, "fp8 ZeRO-3 resident experts: %s -> %s buffer bytes"
+              % (z16.get("mem_bytes", {}).get("buffers"), z8.get("mem_bytes", {}).get("buffers")))
     # DualPipe (pipe.yaml: 8 layers on pp = 4, each stage two chunks of two layers, one per
     # direction; micro-batches 0-3 go one way, 4-7 the other): a stage's weight casts run in
     # each chunk's first forward, micro-batch 0 for one and 4 for the other, 4 per layer (one

@@ -1924,6 +1924,26 @@ static void test_fp8_linear(void)
     CHECK_NEAR(find(&l, "proj.dgrad.cast")->bytes, 79691776.0, 0, 0);
     CHECK_NEAR(find(&l, "qkv.dgrad.cast")->bytes, 25165824.0, 0, 0);
 
+    /* MLA (small_mla: h 64, q_lora_rank 16, kv_lora_rank 12), b = 1, s = 8, TP 2 with SP
+     * (T = 8, Tn = 4). Megatron-Core's MLA has its input norm apart and plain down
+     * projections ("qkv"): the shard is cast (3 Tn h = 768 bytes), gathered in fp8 and
+     * transposed whole (2 T h = 1,024): 1,792. Its up projections are fused with their
+     * latent norms, which run on all T tokens: only the transposes less what the norm no
+     * longer writes, T ql = 128 and T kl = 96. The MLP's up behind norm2 as a dense layer's:
+     * 2 T h - Tn h = 1,024 - 256 = 768. Without SP the down projection's cast is whole:
+     * 4 T h = 2,048. */
+    model_spec mla = small_mla();
+    model_shape ms = shape(1, 8, 2, true, true);
+    ms.dtype = HW_DTYPE_FP8;
+    model_block_ops(&mla, &ms, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 1792.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.q_b.cast")->bytes, 128.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.kv_b.cast")->bytes, 96.0, 0, 0);
+    CHECK_NEAR(find(&l, "mlp_up.cast")->bytes, 768.0, 0, 0);
+    ms.sp = false;
+    model_block_ops(&mla, &ms, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 2048.0, 0, 0);
+
     /* the LM head is bf16: T h + h V + T V elements, 2 bytes each */
     model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
     op = find(&l, "lm_head");
