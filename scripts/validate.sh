@@ -2,7 +2,7 @@
 # The validation suite: every published row of the Megatron, NeMo, torchtitan and ZeRO-3 tables in
 # test/validation/data as a scenario (test/validation/scenarios, from test/validation/gen.py),
 # run and compared with the published throughput, distributed as an MPI sweep where mpirun is
-# found (--ranks N; 0: no MPI). Slow (8-9 minutes on 2 cores): not part of scripts/test.sh.
+# found (--ranks N; 0: no MPI). Slow (about 12 minutes on 2 cores): not part of scripts/test.sh.
 #   scripts/validate.sh            check against the committed docs/validation.md (fails when a
 #                                  table's mean error grows by more than 1 point)
 #   scripts/validate.sh --write    rewrite docs/validation.md and sim/cli/validated.h
