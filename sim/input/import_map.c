@@ -418,8 +418,12 @@ static int torchtitan(import_ctx *c)
                     import__text(mpr, "float32") ? "fp32" : "bf16");
     const input_ynode *conv = import__get(c, "model.converters");
     for (size_t i = 0; !rc && conv && conv->kind == INPUT_YSEQ && i < conv->n; i++)
-        if (import__text(conv->items[i], "float8"))
+        if (import__text(conv->items[i], "float8")) {
             import__set(c, "training.precision", "model.converters", conv->items[i], "fp8");
+            /* torchao's float8 scales each tensor by its own amax (dynamic scaling) */
+            import__set(c, "training.fp8_recipe", "model.converters", conv->items[i],
+                        "current");
+        }
     /* What torch.compile covers: the model (its blocks) and the loss, PyTorch's cross entropy
      * on fp32 logits: compile.components ("model", "loss"; both by default) since August
      * 2025, both with training.compile before (the loss since April 2025) */
@@ -560,6 +564,17 @@ static int megatron(import_ctx *c)
         import__set(c, "training.precision", "--fp16", v, "fp16");
     if ((v = import__get(c, "fp8-format")))
         import__set(c, "training.precision", "--fp8-format", v, "fp8");
+    /* --fp8-recipe: delayed (Megatron's default) or tensorwise (TE's current scaling); the
+     * block-scaled ones are not modelled */
+    if (!rc && import__get(c, "fp8-format") && (v = import__get(c, "fp8-recipe"))) {
+        if (import__text(v, "delayed") || import__text(v, "tensorwise"))
+            import__set(c, "training.fp8_recipe", "--fp8-recipe", v, "%s",
+                        import__text(v, "delayed") ? "delayed" : "current");
+        else
+            rc = import__error(c, v, "--fp8-recipe: '%s': stepsim models delayed and tensorwise "
+                               "(current) scaling, not block-scaled fp8 (mxfp8, blockwise)",
+                               v->text);
+    }
     const input_ynode *rg = import__get(c, "recompute-granularity");
     const input_ynode *rm = import__get(c, "recompute-method");
     const input_ynode *rn = import__get(c, "recompute-num-layers");

@@ -17,7 +17,11 @@
  *     ("<dgrad>.cast"); under sequence parallelism a row-parallel layer's dY arrives as a
  *     sequence shard, cast there (3 Tn n) and gathered in fp8, then transposed whole (2 m n);
  *   - the GEMMs write bf16 (the weight gradient into its fp32 buffer).
- * The casts are memory-bound kernels with one comparison an element for the amax. */
+ * The casts are memory-bound kernels with one comparison an element for the amax. Under
+ * current scaling (training.fp8_recipe: current) each cast first reads its 16-bit input for
+ * the amax (2 bytes an element more: TE's docs, "FP8 Delayed Scaling": current scaling
+ * needs "two tensor reads"), and no norm can write the fp8 input, since the scale is known
+ * only after the norm's output is: those layers cast like a plain one. */
 #include <string.h>
 
 #include "model/model-internal.h"
@@ -96,14 +100,23 @@ void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m,
 {
     if (D->fp8) {
         const struct fp8_names *nm = fp8_of(name, false);
-        model__fp8_cast(l, nm->wcast, k * n, 4 * k * n)->weight_cast = true;
+        double amax = D->fp8_current ? 2 : 0; /* current scaling's first read, a byte each */
+        model__fp8_cast(l, nm->wcast, k * n, (4 + amax) * k * n)->weight_cast = true;
         bool sp = D->Tn < D->T;
-        double bytes = 4 * m * k;
-        switch (D->mla ? nm->in_mla : nm->in) {
+        double bytes = (4 + amax) * m * k;
+        enum fp8_input in = D->mla ? nm->in_mla : nm->in;
+        if (D->fp8_current && in == FP8_IN_NORM)
+            in = FP8_IN_SHARD; /* the norm writes 16 bits: cast like a plain layer's input */
+        else if (D->fp8_current && in == FP8_IN_LATENT_NORM)
+            in = FP8_IN_CAST;
+        switch (in) {
         case FP8_IN_CAST: break;
         case FP8_IN_NORM: bytes = 2 * m * k - D->Tn * k; break;
         case FP8_IN_LATENT_NORM: bytes = m * k; break;
-        case FP8_IN_SHARD: bytes = sp ? 3 * D->Tn * k + 2 * m * k : 4 * m * k; break;
+        case FP8_IN_SHARD:
+            if (sp)
+                bytes = (3 + amax) * D->Tn * k + 2 * m * k;
+            break;
         }
         model__fp8_cast(l, nm->cast, m * k, bytes);
     }
@@ -116,7 +129,8 @@ void model__lin_bwd(model_op_list *l, const dims *D, const char *dgrad, const ch
     if (D->fp8) {
         const struct fp8_names *nm = fp8_of(dgrad, true);
         bool shard = nm->dy_sharded && D->Tn < D->T;
-        double bytes = shard ? 3 * D->Tn * n + 2 * m * n : 4 * m * n;
+        double amax = D->fp8_current ? 2 : 0;
+        double bytes = shard ? (3 + amax) * D->Tn * n + 2 * m * n : (4 + amax) * m * n;
         model__fp8_cast(l, nm->dcast, m * n, bytes);
     }
     model__lin_gemm_bwd(l, D, dgrad, wgrad, m, k, n, grad_params);

@@ -49,6 +49,7 @@ typedef struct dims {
     double e;           /* bytes of a GEMM operand (compute dtype; 2 in an fp8 run, whose
                            fp8 GEMMs read 1-byte operands: model__lin_fwd) */
     bool fp8;           /* fp8 run (sh->dtype fp8): linear layers in fp8 (model__lin_fwd) */
+    bool fp8_current;   /* ... with current scaling (model_shape.fp8_current) */
     double ea;          /* bytes of an activation element (>= 2: fp8 GEMMs keep bf16 I/O) */
     bool flash;
     bool eager;         /* unfused pointwise kernels (model_shape.eager) */

@@ -136,6 +136,7 @@ void model__shape_dims(const model_spec *m, const model_shape *sh, dims *o)
     o->T = o->b * o->s;
     o->Tn = sh->sp ? o->T / (double)t : o->T;
     o->fp8 = sh->dtype == HW_DTYPE_FP8;
+    o->fp8_current = o->fp8 && sh->fp8_current;
     o->e = o->fp8 ? 2 : hw_dtype_bytes(sh->dtype);
     o->ea = SIM_MAX(2.0, o->e);
     o->flash = sh->flash_attention;

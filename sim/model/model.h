@@ -122,6 +122,8 @@ typedef struct model_shape {
                             keeps the gathered input of a column-parallel GEMM (QKV, MLP up,
                             LM head) where Megatron keeps its sequence shard and gathers it
                             again in backward (docs/models.md, "Activation memory") */
+    bool fp8_current;    /* dtype fp8 with current scaling: each cast reads its input once more
+                            for the amax, and no norm emits fp8 (docs/models.md, "fp8") */
     bool fused_loss;     /* the cross entropy as one fused kernel each way (torch.compile's):
                             it reads the 16-bit logits, keeps them (not an fp32 softmax) and
                             writes the 16-bit gradient (docs/models.md, "Loss") */

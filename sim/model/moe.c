@@ -61,11 +61,12 @@ static void expert_casts_fwd(const model_shape *sh, const dims *D, model_op_list
 {
     double h = (double)D->h, n = (double)D->n_local, tok = expert_tokens(sh, D);
     double up = h * (double)D->upe_r, down = (double)D->fe_r * h;
-    model__fp8_cast(l, "moe.expert_up.wcast", n * up, 4 * n * up)->weight_cast = true;
-    model__fp8_cast(l, "moe.expert_down.wcast", n * down, 4 * n * down)->weight_cast = true;
-    model__fp8_cast(l, "moe.expert_up.cast", tok * h, 4 * tok * h);
+    double b = D->fp8_current ? 6 : 4; /* current scaling reads each input once more */
+    model__fp8_cast(l, "moe.expert_up.wcast", n * up, b * n * up)->weight_cast = true;
+    model__fp8_cast(l, "moe.expert_down.wcast", n * down, b * n * down)->weight_cast = true;
+    model__fp8_cast(l, "moe.expert_up.cast", tok * h, b * tok * h);
     model__fp8_cast(l, "moe.expert_down.cast", tok * (double)D->fe_r,
-                    4 * tok * (double)D->fe_r);
+                    b * tok * (double)D->fe_r);
 }
 
 /* Forward of a MoE layer. Every kernel outside the experts sees the rank's T tokens (after
@@ -134,10 +135,10 @@ static void moe_bwd(const model_spec *m, const model_shape *sh, const dims *D,
     if (D->fp8) {
         /* the output gradients of both grouped GEMMs, cast and transposed (4 bytes an
          * element) by one multi-tensor kernel each, ahead of the experts' GEMMs */
-        double tok = expert_tokens(sh, D);
-        model__fp8_cast(l, "moe.expert_down.dgrad.cast", tok * h, 4 * tok * h);
+        double tok = expert_tokens(sh, D), cb = D->fp8_current ? 6 : 4;
+        model__fp8_cast(l, "moe.expert_down.dgrad.cast", tok * h, cb * tok * h);
         model__fp8_cast(l, "moe.expert_up.dgrad.cast", tok * (double)D->upe_r,
-                        4 * tok * (double)D->upe_r);
+                        cb * tok * (double)D->upe_r);
     }
     for (int e = (int)D->n_local - 1; e >= 0; e--) {
         double tok = moe_tokens(sh, D, e);

@@ -537,6 +537,8 @@ void plan__init_gen(gen *g, plan *p, bool sharing)
                           .flash_attention = sc->training.flash_attention,
                           .eager = !sc->training.compile,
                           .fused_loss = sc->training.cross_entropy == PLAN_CE_COMPILED,
+                          .fp8_current = sc->training.precision == HW_DTYPE_FP8 &&
+                                         sc->training.fp8_recipe == PLAN_FP8_CURRENT,
                           .sp_dtensor = sc->parallel.sp &&
                                         sc->parallel.sp_implementation == PLAN_SP_DTENSOR,
                           .ft = plan__finetune_of(&sc->training)};

@@ -175,6 +175,8 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
                       .sp = p->sp, .cp = p->cp, .dtype = tr->precision,
                       .flash_attention = tr->flash_attention, .eager = !tr->compile,
                       .fused_loss = tr->cross_entropy == PLAN_CE_COMPILED,
+                      .fp8_current = tr->precision == HW_DTYPE_FP8 &&
+                                     tr->fp8_recipe == PLAN_FP8_CURRENT,
                       .sp_dtensor = p->sp && p->sp_implementation == PLAN_SP_DTENSOR,
                       .ep = p->ep,
                       .ft = plan__finetune_of(tr)};

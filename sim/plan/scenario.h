@@ -42,6 +42,11 @@ typedef enum plan_cross_entropy {
     PLAN_CE_PYTORCH,
     PLAN_CE_COMPILED
 } plan_cross_entropy;
+/* How an fp8 run scales its tensors (docs/models.md, "fp8"): Transformer Engine's delayed
+ * scaling (the scale from the amax history: one pass over a tensor to cast it) or current
+ * scaling (TE's Float8CurrentScaling, torchao's dynamic tensorwise float8: the tensor's own
+ * amax first, a second pass to cast it). */
+typedef enum plan_fp8_recipe { PLAN_FP8_DELAYED, PLAN_FP8_CURRENT } plan_fp8_recipe;
 typedef enum plan_schedule {
     PLAN_SCHED_GPIPE,
     PLAN_SCHED_1F1B,
@@ -102,6 +107,7 @@ typedef struct plan_training {
     int64_t global_batch; /* sequences per optimizer step, all DP replicas */
     int64_t micro_batch;  /* sequences per forward/backward of one DP replica */
     hw_dtype precision;   /* bf16 | fp16 | fp8 */
+    plan_fp8_recipe fp8_recipe; /* with precision fp8 */
     plan_master_weights master_weights;
     hw_dtype grad_dtype;  /* bf16 | fp32 */
     plan_optimizer optimizer;

@@ -1648,6 +1648,9 @@ def fp8(ddp, base, want_sp):
                 layers = sorted(set(int(y["layer"]) for y in x if y["name"] == b"qkv"))
                 check(n == 16 and len(layers) == 4 and [l for l, _ in w] == layers,
                       "rank %d: %d weight casts %s on layers %s" % (r, n, w, layers))
+    # an fp8 recipe without fp8 is refused at the key
+    rc, out, err = run("check", ddp, "--set", "training.fp8_recipe=current")
+    check(rc == 2 and "training.fp8_recipe" in err, "fp8_recipe with bf16 refused: " + err)
     # fp8 of LoRA adapters is not modelled: refused at training.finetune.method
     rc, out, err = run("check", ddp, *f8, "--set", "training.finetune.method=lora")
     check(rc == 2 and "training.finetune.method" in err and "fp8" in err,

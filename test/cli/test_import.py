@@ -261,6 +261,18 @@ def frameworks():
                              "--name", odd, "--", line)
             m = run("mem", out4, "--json")
             check(rc == 0 and m[0] == 0 and json.loads(m[1])["name"] == odd, "name %r: %s %s" % (odd, err, m[2]))
+        # fp8: --fp8-format makes the run fp8, --fp8-recipe tensorwise is TE's current scaling
+        # (delayed is Megatron's default); block-scaled recipes are refused at the argument
+        out5 = os.path.join(tmp, "f8.yaml")
+        rc, o, err = run("import", "megatron", "--topology", os.path.join(topo, "dgx-h100.yaml"), "-o", out5,
+                         "--", line + " --fp8-format hybrid --fp8-recipe tensorwise")
+        text = open(out5).read() if rc == 0 else ""
+        check(rc == 0 and re.search(r"^  precision: fp8\b", text, re.M) and
+              re.search(r"^  fp8_recipe: current\b", text, re.M), "megatron fp8 tensorwise: " + err)
+        rc, o, err = run("import", "megatron", "--topology", os.path.join(topo, "dgx-h100.yaml"), "-o",
+                         os.path.join(tmp, "f8mx.yaml"), "--", line + " --fp8-format hybrid --fp8-recipe mxfp8")
+        check(rc == 2 and "--fp8-recipe" in err and "mxfp8" in err and
+              not os.path.exists(os.path.join(tmp, "f8mx.yaml")), "mxfp8 refused: " + err)
         # refused: an existing output, an unknown framework, a scenario key given twice, a
         # value stepsim cannot represent (one error line, exit 2)
         rc, o, err = run("import", "megatron", os.path.join(fw, "megatron_gpt3_175b.txt"), "-o", out)

@@ -1944,6 +1944,29 @@ static void test_fp8_linear(void)
     model_block_ops(&mla, &ms, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
     CHECK_NEAR(find(&l, "qkv.cast")->bytes, 2048.0, 0, 0);
 
+    /* Current scaling (training.fp8_recipe: current): each cast reads its 16-bit input once
+     * more for the amax (2 bytes an element), and the norm writes 16 bits, so QKV's input
+     * is cast like a plain layer's. No TP: qkv.wcast 6 k n = 6 x 4096 x 6144 = 150,994,944;
+     * qkv.cast 6 T h = 6 x 8192 x 4096 = 201,326,592 (as proj.cast); qkv.dgrad.cast 6 T n =
+     * 6 x 8192 x 6144 = 301,989,888. TP 8 + SP: QKV's input arrives as a shard: amax and
+     * cast there ((2 + 3) Tn h = 5 x 1024 x 4096 = 20,971,520), gathered in fp8, transposed
+     * whole (2 T h = 67,108,864): 88,080,384; proj.dgrad.cast the same. */
+    model_shape cur = shape(2, 4096, 1, false, true);
+    cur.dtype = HW_DTYPE_FP8;
+    cur.fp8_current = true;
+    model_block_ops(&m, &cur, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "qkv.wcast")->bytes, 150994944.0, 0, 0);
+    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 201326592.0, 0, 0);
+    CHECK_NEAR(find(&l, "proj.cast")->bytes, 201326592.0, 0, 0);
+    model_block_ops(&m, &cur, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "qkv.dgrad.cast")->bytes, 301989888.0, 0, 0);
+    cur = tp8;
+    cur.fp8_current = true;
+    model_block_ops(&m, &cur, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 88080384.0, 0, 0);
+    model_block_ops(&m, &cur, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "proj.dgrad.cast")->bytes, 88080384.0, 0, 0);
+
     /* the LM head is bf16: T h + h V + T V elements, 2 bytes each */
     model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
     op = find(&l, "lm_head");

@@ -521,7 +521,7 @@ simulation:
 # (NVTE_FUSED_ATTN=1, NVTE_FLASH_ATTN=0), Apex's distributed_fused_adam with overlapped
 # gradient reduce-scatter and parameter all-gather, buckets of 75 MB (8B, 70B) or 125 MB
 # (405B), bf16 gradient reduction, NCCL_NVLS_ENABLE=0). The fp8 rows run Transformer Engine's
-# fp8 linear layers (training.precision: fp8; docs/models.md, "fp8"). Rows of
+# fp8 linear layers with delayed scaling (NeMo 24.09's recipe; docs/models.md, "fp8"). Rows of
 # 1,024 GPUs or more simulate one data-parallel replica (simulation.symmetry: dp; 0.1-0.2%
 # from the full runs, which take 40-170 s and up to 8 GB each, against 3-6 s).
 def workload(name):
@@ -573,7 +573,7 @@ training:
   seq_len: 8192
   global_batch: {gb}
   micro_batch: {mb}
-  precision: {prec}
+  precision: {prec}{recipe}
   recompute: none
   flash_attention: true
 parallel:
@@ -594,6 +594,7 @@ simulation:
            proxy=" proxy (%d of its layers)" % L if r["proxy"] == "True" else "", g=gpus, tp=tp, pp=pp,
            cp=cp, dp=dp, v=v, mb=mb, ga=ga, gb=gb, t=r["step_time_s"], note=NEMO_NOTE, name=name,
            prec=r["precision"],
+           recipe="\n  fp8_recipe: delayed" if r["precision"] == "fp8" else "",
            topo=H100_TOPO.format(nodes=max(1, gpus // 8)).replace("sharp: true", "sharp: false"),
            suffix="-%dl" % L if r["proxy"] == "True" else "", L=L,
            model="\n".join("  " + l for l in model), sp="true" if tp > 1 else "false",
