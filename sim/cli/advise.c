@@ -117,12 +117,18 @@ static int ladder(const plan_scenario *sc, const plan *p, rung *out)
     int n = 0;
     rung *x;
     if (sc->training.finetune.method == PLAN_FT_FULL) {
+        /* adapters train in bf16 here: stepsim does not model fp8 LoRA (validate.c) */
+        bool fp8 = sc->training.precision == HW_DTYPE_FP8;
         x = &out[n++];
         x->name = "lora";
         cli_remedy_set(&x->r, "training.finetune.method", "lora");
+        if (fp8)
+            cli_remedy_set(&x->r, "training.precision", "bf16");
         x = &out[n++];
         x->name = "qlora";
         cli_remedy_set(&x->r, "training.finetune.method", "qlora");
+        if (fp8)
+            cli_remedy_set(&x->r, "training.precision", "bf16");
     }
     /* one GPU: bf16 where the GPU has it, full recompute, micro-batch 1 and the rest of the
      * global batch as accumulation */

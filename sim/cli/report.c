@@ -425,6 +425,8 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                           : lora         ? "with LoRA/QLoRA"
                           : fp8 && fsdp  ? "in fp8 with sharded data parallelism"
                           : fp8 && !h100 ? "in fp8 on this GPU"
+                          : fp8 && sc->training.fp8_recipe == PLAN_FP8_CURRENT
+                              ? "in fp8 with current scaling"
                           : seq > VALIDATED_SEQ_MAX ? "at this sequence length"
                                                     : NULL;
     if (outside) {

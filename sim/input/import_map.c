@@ -419,8 +419,17 @@ static int torchtitan(import_ctx *c)
     const input_ynode *conv = import__get(c, "model.converters");
     for (size_t i = 0; !rc && conv && conv->kind == INPUT_YSEQ && i < conv->n; i++)
         if (import__text(conv->items[i], "float8")) {
+            /* torchao's float8 scales each tensor by its own amax (dynamic tensorwise
+             * scaling, its default); its row-wise recipes scale each row and run cuBLAS's
+             * row-scaled GEMMs, which stepsim does not model */
+            const input_ynode *rn = import__get(c, "float8.recipe_name");
+            if (rn && !import__text(rn, "tensorwise")) {
+                rc = import__error(c, rn, "float8.recipe_name: '%s': stepsim models tensorwise "
+                                   "float8 scaling (the default), not row-wise scaling",
+                                   rn->text);
+                break;
+            }
             import__set(c, "training.precision", "model.converters", conv->items[i], "fp8");
-            /* torchao's float8 scales each tensor by its own amax (dynamic scaling) */
             import__set(c, "training.fp8_recipe", "model.converters", conv->items[i],
                         "current");
         }
@@ -481,7 +490,8 @@ static int torchtitan(import_ctx *c)
         "comm", "timeouts", "profiling", "profiling", "experimental", "not read",
         "memory_estimation", "stepsim's memory plan is its own", "validation", "evaluation",
         "fault_tolerance", "not modelled", "float8",
-        "its recipe and float8 all-gather: fp8 runs as Transformer Engine's (docs/models.md)",
+        "its all-gather and scale options: fp8 runs as Transformer Engine's current scaling "
+        "(docs/models.md)",
         NULL};
     if (!rc)
         import__list_unused(c, why);

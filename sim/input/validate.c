@@ -434,10 +434,6 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
             return rc;
     }
 
-    if (tr->precision != HW_DTYPE_FP8 && given(root, "training.fp8_recipe"))
-        return input_schema_error(ctx, SIM_EINVAL, given(root, "training.fp8_recipe"),
-                                  "training.fp8_recipe: applies to fp8 runs only; set "
-                                  "training.precision: fp8 or remove it");
     if (tr->precision == HW_DTYPE_FP8 && tr->finetune.method != PLAN_FT_FULL)
         return input_schema_error(ctx, SIM_EINVAL,
                                   locate(root, "training.finetune.method", "training"),

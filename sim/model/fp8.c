@@ -20,8 +20,10 @@
  * The casts are memory-bound kernels with one comparison an element for the amax. Under
  * current scaling (training.fp8_recipe: current) each cast first reads its 16-bit input for
  * the amax (2 bytes an element more: TE's docs, "FP8 Delayed Scaling": current scaling
- * needs "two tensor reads"), and no norm can write the fp8 input, since the scale is known
- * only after the norm's output is: those layers cast like a plain one. */
+ * needs "two tensor reads"). A norm cannot write the fp8 input, since the scale is known
+ * only after its output is, but it takes the output's amax as it writes it (TE's
+ * FUSED_NORM_AMAX_FP8 path for current-scaling quantizers): those layers cast like a plain
+ * one, without the extra read. */
 #include <string.h>
 
 #include "model/model-internal.h"
@@ -100,15 +102,17 @@ void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m,
 {
     if (D->fp8) {
         const struct fp8_names *nm = fp8_of(name, false);
-        double amax = D->fp8_current ? 2 : 0; /* current scaling's first read, a byte each */
+        double amax = D->fp8_current ? 2 : 0; /* current scaling's first read, 2 bytes each */
         model__fp8_cast(l, nm->wcast, k * n, (4 + amax) * k * n)->weight_cast = true;
         bool sp = D->Tn < D->T;
-        double bytes = (4 + amax) * m * k;
         enum fp8_input in = D->mla ? nm->in_mla : nm->in;
-        if (D->fp8_current && in == FP8_IN_NORM)
-            in = FP8_IN_SHARD; /* the norm writes 16 bits: cast like a plain layer's input */
-        else if (D->fp8_current && in == FP8_IN_LATENT_NORM)
-            in = FP8_IN_CAST;
+        if (D->fp8_current && (in == FP8_IN_NORM || in == FP8_IN_LATENT_NORM)) {
+            /* the norm writes 16 bits and their amax: cast like a plain layer's input, with
+             * no read for the amax */
+            in = in == FP8_IN_NORM ? FP8_IN_SHARD : FP8_IN_CAST;
+            amax = 0;
+        }
+        double bytes = (4 + amax) * m * k;
         switch (in) {
         case FP8_IN_CAST: break;
         case FP8_IN_NORM: bytes = 2 * m * k - D->Tn * k; break;

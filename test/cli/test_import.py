@@ -227,6 +227,23 @@ def frameworks():
         check(rc == 0 and all(re.search(r"^  %s: %s\b" % kv, text, re.M) for kv in (
             ("tp", "8"), ("sp", "true"), ("sp_implementation", "dtensor"), ("tp_grad_overlap", "false"))),
               "torchtitan TP: %s %s" % (err, re.findall(r"^  (?:tp|sp)\w*: .*$", text, re.M)))
+        # float8 (torchao's tensorwise recipe, its default): fp8 with current scaling; the
+        # row-wise recipes are refused at their key
+        f8 = src.replace('[model]\n', '[model]\nconverters = ["float8"]\n')
+        assert f8 != src
+        cfg, out = os.path.join(tmp, "f8.toml"), os.path.join(tmp, "f8.yaml")
+        open(cfg, "w").write(f8)
+        rc, o, err = run("import", "torchtitan", cfg, "--topology", os.path.join(topo, "dgx-h100.yaml"),
+                         "-o", out)
+        text = open(out).read() if rc == 0 else ""
+        check(rc == 0 and re.search(r"^  precision: fp8\b", text, re.M) and
+              re.search(r"^  fp8_recipe: current\b", text, re.M), "torchtitan float8: " + err)
+        cfg, out = os.path.join(tmp, "f8r.toml"), os.path.join(tmp, "f8r.yaml")
+        open(cfg, "w").write(f8 + '\n[float8]\nrecipe_name = "rowwise"\n')
+        rc, o, err = run("import", "torchtitan", cfg, "--topology", os.path.join(topo, "dgx-h100.yaml"),
+                         "-o", out)
+        check(rc == 2 and "float8.recipe_name" in err and not os.path.exists(out),
+              "torchtitan float8 rowwise refused: " + err)
     # the Megatron line describes GPT-3 175B itself: the imported model is the workload's
     # (workloads/gpt3-175b.yaml: the same sizes, GeLU, LayerNorm, learned positions, biases,
     # tied embeddings, dropout 0.1, GPT-2's 50,257 tokens)

@@ -1945,27 +1945,42 @@ static void test_fp8_linear(void)
     CHECK_NEAR(find(&l, "qkv.cast")->bytes, 2048.0, 0, 0);
 
     /* Current scaling (training.fp8_recipe: current): each cast reads its 16-bit input once
-     * more for the amax (2 bytes an element), and the norm writes 16 bits, so QKV's input
-     * is cast like a plain layer's. No TP: qkv.wcast 6 k n = 6 x 4096 x 6144 = 150,994,944;
-     * qkv.cast 6 T h = 6 x 8192 x 4096 = 201,326,592 (as proj.cast); qkv.dgrad.cast 6 T n =
-     * 6 x 8192 x 6144 = 301,989,888. TP 8 + SP: QKV's input arrives as a shard: amax and
-     * cast there ((2 + 3) Tn h = 5 x 1024 x 4096 = 20,971,520), gathered in fp8, transposed
-     * whole (2 T h = 67,108,864): 88,080,384; proj.dgrad.cast the same. */
+     * more for the amax (2 bytes an element). The norm writes 16 bits and takes their amax
+     * as it writes them (TE's fused norm + amax), so QKV's input is cast like a plain
+     * layer's, without the extra read. No TP: qkv.wcast 6 k n = 6 x 4096 x 6144 =
+     * 150,994,944; qkv.cast 4 T h = 4 x 8192 x 4096 = 134,217,728; proj.cast 6 T q =
+     * 201,326,592; qkv.dgrad.cast 6 T n = 6 x 8192 x 6144 = 301,989,888. TP 8 + SP: QKV's
+     * input arrives as a shard, cast there (3 Tn h = 12,582,912), gathered in fp8 and
+     * transposed whole (2 T h = 67,108,864): 79,691,776; the projection's dY shard also takes
+     * the amax read: (2 + 3) Tn h + 2 T h = 20,971,520 + 67,108,864 = 88,080,384. */
     model_shape cur = shape(2, 4096, 1, false, true);
     cur.dtype = HW_DTYPE_FP8;
     cur.fp8_current = true;
     model_block_ops(&m, &cur, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
     CHECK_NEAR(find(&l, "qkv.wcast")->bytes, 150994944.0, 0, 0);
-    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 201326592.0, 0, 0);
+    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 134217728.0, 0, 0);
     CHECK_NEAR(find(&l, "proj.cast")->bytes, 201326592.0, 0, 0);
     model_block_ops(&m, &cur, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
     CHECK_NEAR(find(&l, "qkv.dgrad.cast")->bytes, 301989888.0, 0, 0);
     cur = tp8;
     cur.fp8_current = true;
     model_block_ops(&m, &cur, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
-    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 88080384.0, 0, 0);
+    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 79691776.0, 0, 0);
     model_block_ops(&m, &cur, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
     CHECK_NEAR(find(&l, "proj.dgrad.cast")->bytes, 88080384.0, 0, 0);
+    /* MLA under current scaling (small_mla, TP 2 + SP: T = 8, Tn = 4, h = 64): the down
+     * projections' input is a plain shard with the amax read, (2 + 3) Tn h + 2 T h = 1,280 +
+     * 1,024 = 2,304; the up projections behind their latent norms cast like a plain input
+     * without it, 4 T ql = 512 and 4 T kl = 384; the MLP's up behind norm2 3 Tn h + 2 T h =
+     * 1,792. */
+    ms = shape(1, 8, 2, true, true);
+    ms.dtype = HW_DTYPE_FP8;
+    ms.fp8_current = true;
+    model_block_ops(&mla, &ms, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "qkv.cast")->bytes, 2304.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.q_b.cast")->bytes, 512.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.kv_b.cast")->bytes, 384.0, 0, 0);
+    CHECK_NEAR(find(&l, "mlp_up.cast")->bytes, 1792.0, 0, 0);
 
     /* the LM head is bf16: T h + h V + T V elements, 2 bytes each */
     model_block_ops(&m, &sh, MODEL_BLOCK_HEAD, MODEL_PHASE_FWD, &l);
