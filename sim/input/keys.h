@@ -41,9 +41,9 @@ void input__scenario_prefill(plan_scenario *sc);
 int input__scenario_finish(const input_ynode *root, const char *default_name, plan_scenario *sc,
                         input_schema_ctx *ctx);
 
-/* After input__scenario_finish: refuses, at the key to change, a scenario whose estimated
- * work (plan/estimate.h) stepsim cannot represent or that exceeds opt's memory budget (opt
- * may be NULL). Returns 0 or SIM_EINVAL (ctx->diag filled). */
+/* budget.c. After input__scenario_finish: refuses, at the key to change, a scenario whose
+ * estimated work (plan/estimate.h) stepsim cannot represent or that exceeds opt's memory
+ * budget (opt may be NULL). Returns 0 or SIM_EINVAL (ctx->diag filled). */
 int input__check_work(const input_ynode *root, const plan_scenario *sc,
                       const input_load_options *opt, input_schema_ctx *ctx);
 /* Refuses, at topology.nodes, a topology whose graph is estimated above `max_bytes` (> 0).

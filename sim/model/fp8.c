@@ -73,28 +73,31 @@ model_op *model__fp8_cast(model_op_list *l, const char *name, double elems, doub
     return model__push(l, name, HW_OP_VECTOR, elems, 0, bytes, 0);
 }
 
+/* The dims of a linear layer's GEMMs: an fp8 run's read 1-byte operands. */
+static dims lin_dims(const dims *D)
+{
+    dims d = *D;
+    if (D->fp8)
+        d.e = 1;
+    return d;
+}
+
 void model__lin_gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
                          double n, bool beta)
 {
-    double f = 2 * m * k * n, out = (beta ? 2 : 1) * m * n * D->ea;
-    double e = D->fp8 ? 1 : D->e;
-    model_op *g = model__push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * e + out, 0);
-    g->inner = k;
+    dims d = lin_dims(D);
+    model_op *g = model__gemm_fwd(l, &d, name, m, k, n);
+    if (beta)
+        g->bytes += m * n * D->ea; /* adds into its output: reads it as well */
     g->fp8 = D->fp8;
 }
 
 void model__lin_gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
                          double m, double k, double n, int64_t grad_params)
 {
-    double f = 2 * m * k * n, e = D->fp8 ? 1 : D->e;
-    model_op *d = model__push(l, dgrad, HW_OP_MATMUL, f, f, (m * n + k * n) * e + m * k * D->ea,
-                              0);
-    d->inner = n;
-    d->fp8 = D->fp8;
-    model_op *w = model__push(l, wgrad, HW_OP_MATMUL, f, f, (m * k + m * n) * e + k * n * D->ea,
-                              grad_params);
-    w->inner = m;
-    w->fp8 = D->fp8;
+    dims d = lin_dims(D);
+    model__gemm_dgrad(l, &d, dgrad, m, k, n, false)->fp8 = D->fp8;
+    model__gemm_wgrad(l, &d, wgrad, m, k, n, grad_params)->fp8 = D->fp8;
 }
 
 void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,

@@ -99,12 +99,12 @@ void model__vec_eager(model_op_list *l, const dims *D, const char *name, double 
                       double fused_bytes, double eager_bytes, int kernels, int64_t grad_params);
 /* GEMM Y (m x n) = X (m x k) @ W (k x n) in forward; its input gradient (added into an
  * existing dX with `accumulate`); its weight gradient; and both, dgrad first. */
-void model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
-                     double n);
-void model__gemm_dgrad(model_op_list *l, const dims *D, const char *name, double m, double k,
-                       double n, bool accumulate);
-void model__gemm_wgrad(model_op_list *l, const dims *D, const char *name, double m, double k,
-                       double n, int64_t grad_params);
+model_op *model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m,
+                          double k, double n);
+model_op *model__gemm_dgrad(model_op_list *l, const dims *D, const char *name, double m,
+                            double k, double n, bool accumulate);
+model_op *model__gemm_wgrad(model_op_list *l, const dims *D, const char *name, double m,
+                            double k, double n, int64_t grad_params);
 void model__gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, const char *wgrad,
                      double m, double k, double n, int64_t grad_params);
 /* ---- fp8 linear layers (fp8.c) ---------------------------------------------------------- */

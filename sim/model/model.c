@@ -218,34 +218,38 @@ void model__vec_eager(model_op_list *l, const dims *D, const char *name, double 
 }
 
 /* Forward GEMM Y (m x n) = X (m x k) @ W (k x n). */
-void model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m, double k,
-                     double n)
+model_op *model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m,
+                          double k, double n)
 {
     double f = 2 * m * k * n;
-    model__push(l, name, HW_OP_MATMUL, f, f, (m * k + k * n) * D->e + m * n * D->ea, 0)
-        ->inner = k;
+    model_op *o = model__push(l, name, HW_OP_MATMUL, f, f,
+                              (m * k + k * n) * D->e + m * n * D->ea, 0);
+    o->inner = k;
+    return o;
 }
 
 /* Input gradient of that GEMM, dX = dY @ W^T. With `accumulate` the result is added into
  * an existing dX (GEMM beta = 1: the LoRA branch's dgrad adds to the base's), which reads
  * it as well. */
-void model__gemm_dgrad(model_op_list *l, const dims *D, const char *name, double m, double k,
-                       double n, bool accumulate)
+model_op *model__gemm_dgrad(model_op_list *l, const dims *D, const char *name, double m,
+                            double k, double n, bool accumulate)
 {
     double f = 2 * m * k * n;
-    model__push(l, name, HW_OP_MATMUL, f, f,
-                (m * n + k * n) * D->e + (accumulate ? 2 : 1) * m * k * D->ea, 0)
-        ->inner = n;
+    model_op *o = model__push(l, name, HW_OP_MATMUL, f, f,
+                              (m * n + k * n) * D->e + (accumulate ? 2 : 1) * m * k * D->ea, 0);
+    o->inner = n;
+    return o;
 }
 
 /* Weight gradient of that GEMM, dW = X^T @ dY. */
-void model__gemm_wgrad(model_op_list *l, const dims *D, const char *name, double m, double k,
-                       double n, int64_t grad_params)
+model_op *model__gemm_wgrad(model_op_list *l, const dims *D, const char *name, double m,
+                            double k, double n, int64_t grad_params)
 {
     double f = 2 * m * k * n;
-    model__push(l, name, HW_OP_MATMUL, f, f, (m * k + m * n) * D->e + k * n * D->ea,
-                grad_params)
-        ->inner = m;
+    model_op *o = model__push(l, name, HW_OP_MATMUL, f, f,
+                              (m * k + m * n) * D->e + k * n * D->ea, grad_params);
+    o->inner = m;
+    return o;
 }
 
 /* Backward of that GEMM: dgrad, then wgrad (the weight gradient is the later kernel so that

@@ -1527,7 +1527,21 @@ def tp():
 
 def fp8(ddp, base, want_sp):
     """training.precision: fp8 (docs/models.md, "fp8"), on the ideal GPU given an fp8 peak."""
+    import h5py
     f8 = ["--set", "topology.gpu.peak.fp8=1979 TFLOP/s", "--set", "training.precision=fp8"]
+
+    def last_step(what, scen, *args):
+        """The timeline rows of the last step of `scen` run with `args` (None if it failed)."""
+        with tempfile.TemporaryDirectory() as tmp:
+            h5 = os.path.join(tmp, "t.h5")
+            rc, out, err = run("run", scen, *args, "--set", "simulation.timeline=true", "-o", h5)
+            check(rc == 0, "%s: %s" % (what, err))
+            if rc != 0:
+                return None
+            f = h5py.File(h5, "r")
+            t = f["/runs/%s/timeline" % list(f["/runs"].keys())[0]][:]
+            return t[t["step"] == t["step"].max()]
+
     # TP + SP as in tp() (6,565,888 bytes in bf16): Transformer Engine casts before it
     # gathers, so the all-gathers that feed fp8 GEMMs move 1-byte elements, half of the
     # 262,144 bytes each sends: per layer the QKV and MLP-up inputs' forward gathers, the
@@ -1543,28 +1557,22 @@ def fp8(ddp, base, want_sp):
     # (2 x 2 x 4 = 16 "<gemm>.cast" a step) and its output gradients in every backward (16
     # "<gemm>.dgrad.cast"), but its 4 weights once a step, in the first micro-batch (8
     # "<gemm>.wcast"); full recompute casts the inputs again (32), never the weights.
-    import h5py
-    with tempfile.TemporaryDirectory() as tmp:
-        for rc_mode, casts in (("none", 16), ("full", 32)):
-            h5 = os.path.join(tmp, "fp8-%s.h5" % rc_mode)
-            rc, out, err = run("run", ddp, *base, "--set", "training.global_batch=4", *f8,
-                               "--set", "training.recompute=" + rc_mode,
-                               "--set", "simulation.timeline=true", "-o", h5)
-            check(rc == 0, "fp8 run: " + err)
-            if rc != 0:
-                continue
-            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
-            x = t[(t["rank"] == 0) & (t["step"] == t["step"].max())]
-            names = [y["name"].decode() for y in x]
-            n_cast = sum(1 for n in names if n.endswith(".cast") and ".dgrad." not in n)
-            n_dcast = sum(1 for n in names if n.endswith(".dgrad.cast"))
-            n_wcast = sum(1 for n in names if n.endswith(".wcast"))
-            check((n_cast, n_dcast, n_wcast) == (casts, 16, 8),
-                  "recompute %s: casts %d, dgrad casts %d, weight casts %d" %
-                  (rc_mode, n_cast, n_dcast, n_wcast))
-            w = [y for y in x if y["name"] == b"qkv.wcast"]
-            check(len(w) == 2 and all(y["microbatch"] == 0 for y in w),
-                  "weight casts in micro-batch 0: %s" % [int(y["microbatch"]) for y in w])
+    for rc_mode, casts in (("none", 16), ("full", 32)):
+        t = last_step("fp8 run", ddp, *base, "--set", "training.global_batch=4", *f8,
+                      "--set", "training.recompute=" + rc_mode)
+        if t is None:
+            continue
+        x = t[t["rank"] == 0]
+        names = [y["name"].decode() for y in x]
+        n_cast = sum(1 for n in names if n.endswith(".cast") and ".dgrad." not in n)
+        n_dcast = sum(1 for n in names if n.endswith(".dgrad.cast"))
+        n_wcast = sum(1 for n in names if n.endswith(".wcast"))
+        check((n_cast, n_dcast, n_wcast) == (casts, 16, 8),
+              "recompute %s: casts %d, dgrad casts %d, weight casts %d" %
+              (rc_mode, n_cast, n_dcast, n_wcast))
+        w = [y for y in x if y["name"] == b"qkv.wcast"]
+        check(len(w) == 2 and all(y["microbatch"] == 0 for y in w),
+              "weight casts in micro-batch 0: %s" % [int(y["microbatch"]) for y in w])
     # Memory, tiny-gpt on 2 GPUs with DDP (ddp.yaml: b = 2, s = 512, T = 1,024 tokens a
     # micro-batch, h = 256, GELU f = 1,024, 4 heads of 64: q = 256). Transformer Engine keeps
     # each fp8 weight and its transpose through the step: 12h^2 = 786,432 elements a layer,
@@ -1588,21 +1596,17 @@ def fp8(ddp, base, want_sp):
     # tokens, 2 layers x 2 micro-batches x 2 (forward, backward) = 8 of each.
     moe = ["--set", "model=%s" % os.path.join(data, "tiny-moe.yaml"), "--set", "parallel.ep=2",
            "--set", "training.global_batch=8"]
-    with tempfile.TemporaryDirectory() as tmp:
-        h5 = os.path.join(tmp, "fp8-moe.h5")
-        rc, out, err = run("run", ddp, *moe, *f8, "--set", "simulation.timeline=true", "-o", h5)
-        check(rc == 0, "fp8 MoE run: " + err)
-        if rc == 0:
-            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
-            x = t[(t["rank"] == 0) & (t["step"] == t["step"].max())]
-            count = lambda n: sum(1 for y in x if y["name"] == n)
-            got = [count(n) for n in (b"moe.expert_up.cast", b"moe.expert_down.cast",
-                                      b"moe.expert_up.dgrad.cast", b"moe.expert_down.dgrad.cast",
-                                      b"moe.expert_up.wcast", b"moe.expert_down.wcast")]
-            check(got == [4, 4, 4, 4, 2, 2], "fp8 expert casts: %s" % got)
-            disp = sum(1 for y in x if y["name"].startswith(b"ep.dispatch"))
-            comb = sum(1 for y in x if y["name"].startswith(b"ep.combine"))
-            check(disp == comb == 8, "fp8 MoE: %d dispatches, %d combines" % (disp, comb))
+    t = last_step("fp8 MoE run", ddp, *moe, *f8)
+    if t is not None:
+        x = t[t["rank"] == 0]
+        count = lambda n: sum(1 for y in x if y["name"] == n)
+        got = [count(n) for n in (b"moe.expert_up.cast", b"moe.expert_down.cast",
+                                  b"moe.expert_up.dgrad.cast", b"moe.expert_down.dgrad.cast",
+                                  b"moe.expert_up.wcast", b"moe.expert_down.wcast")]
+        check(got == [4, 4, 4, 4, 2, 2], "fp8 expert casts: %s" % got)
+        disp = sum(1 for y in x if y["name"].startswith(b"ep.dispatch"))
+        comb = sum(1 for y in x if y["name"].startswith(b"ep.combine"))
+        check(disp == comb == 8, "fp8 MoE: %d dispatches, %d combines" % (disp, comb))
     # ZeRO-3 over dp 2 = ep 2 (tiny-moe): the dense weights are gathered for each use, so
     # their casts run in every forward and recomputed forward (2 layers x 2 micro-batches = 4
     # "qkv.wcast", and 4 "recompute.qkv.wcast"), while each rank keeps its 2 experts whole
@@ -1610,44 +1614,34 @@ def fp8(ddp, base, want_sp):
     # kind) and kept, 2 layers x 2 experts x (256 x 512 + 512 x 256) elements x 2 bytes =
     # 2,097,152 more buffer bytes than in bf16.
     z3 = moe + ["--set", "parallel.zero=3", "--set", "training.recompute=full"]
-    with tempfile.TemporaryDirectory() as tmp:
-        h5 = os.path.join(tmp, "fp8-z3.h5")
-        rc, out, err = run("run", ddp, *z3, *f8, "--set", "simulation.timeline=true", "-o", h5)
-        check(rc == 0, "fp8 ZeRO-3 MoE run: " + err)
-        if rc == 0:
-            t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
-            x = t[(t["rank"] == 0) & (t["step"] == t["step"].max())]
-            count = lambda n: sum(1 for y in x if y["name"] == n)
-            got = [count(n) for n in (b"qkv.wcast", b"recompute.qkv.wcast", b"moe.expert_up.wcast",
-                                      b"recompute.moe.expert_up.wcast")]
-            check(got == [4, 4, 2, 0], "fp8 ZeRO-3 weight casts: %s" % got)
-        z16 = run_json(ddp, *z3, "--set", "topology.gpu.peak.fp8=1979 TFLOP/s")
-        z8 = run_json(ddp, *z3, *f8)
-        check(z8.get("mem_bytes", {}).get("buffers", 0) - z16.get("mem_bytes", {}).get("buffers", 0)
-              == 2097152, "fp8 ZeRO-3 resident experts: %s -> %s buffer bytes"
-              % (z16.get("mem_bytes", {}).get("buffers"), z8.get("mem_bytes", {}).get("buffers")))
+    t = last_step("fp8 ZeRO-3 MoE run", ddp, *z3, *f8)
+    if t is not None:
+        x = t[t["rank"] == 0]
+        count = lambda n: sum(1 for y in x if y["name"] == n)
+        got = [count(n) for n in (b"qkv.wcast", b"recompute.qkv.wcast", b"moe.expert_up.wcast",
+                                  b"recompute.moe.expert_up.wcast")]
+        check(got == [4, 4, 2, 0], "fp8 ZeRO-3 weight casts: %s" % got)
+    z16 = run_json(ddp, *z3, "--set", "topology.gpu.peak.fp8=1979 TFLOP/s")
+    z8 = run_json(ddp, *z3, *f8)
+    check(z8.get("mem_bytes", {}).get("buffers", 0) - z16.get("mem_bytes", {}).get("buffers", 0)
+          == 2097152, "fp8 ZeRO-3 resident experts: %s -> %s buffer bytes"
+          % (z16.get("mem_bytes", {}).get("buffers"), z8.get("mem_bytes", {}).get("buffers")))
     # DualPipe (pipe.yaml: 8 layers on pp = 4, each stage two chunks of two layers, one per
     # direction; micro-batches 0-3 go one way, 4-7 the other): a stage's weight casts run in
     # each chunk's first forward, micro-batch 0 for one and 4 for the other, 4 per layer (one
     # per fp8 layer), 16 a stage, each layer's in one micro-batch.
     pipe = os.path.join(data, "pipe.yaml")
-    with tempfile.TemporaryDirectory() as tmp:
-        h5 = os.path.join(tmp, "fp8-dualpipe.h5")
-        rc, out, err = run("run", pipe, *f8, "--set", "parallel.pp=4", "--set", "training.global_batch=8",
-                           "--set", "training.seq_len=128", "--set", "parallel.pipeline.schedule=dualpipe",
-                           "--set", "simulation.timeline=true", "-o", h5)
-        check(rc == 0, "fp8 dualpipe run: " + err)
-        if rc == 0:
-            run_name = list(h5py.File(h5, "r")["/runs"].keys())[0]
-            t = h5py.File(h5, "r")["/runs/%s/timeline" % run_name][:]
-            for r in range(4):
-                x = t[(t["rank"] == r) & (t["step"] == t["step"].max())]
-                w = sorted(set((int(y["layer"]), int(y["microbatch"])) for y in x
-                               if y["name"].endswith(b".wcast")))
-                n = sum(1 for y in x if y["name"].endswith(b".wcast"))
-                layers = sorted(set(int(y["layer"]) for y in x if y["name"] == b"qkv"))
-                check(n == 16 and len(layers) == 4 and [l for l, _ in w] == layers,
-                      "rank %d: %d weight casts %s on layers %s" % (r, n, w, layers))
+    t = last_step("fp8 dualpipe run", pipe, *f8, "--set", "parallel.pp=4",
+                  "--set", "training.global_batch=8", "--set", "training.seq_len=128",
+                  "--set", "parallel.pipeline.schedule=dualpipe")
+    for r in range(4 if t is not None else 0):
+        x = t[t["rank"] == r]
+        w = sorted(set((int(y["layer"]), int(y["microbatch"])) for y in x
+                       if y["name"].endswith(b".wcast")))
+        n = sum(1 for y in x if y["name"].endswith(b".wcast"))
+        layers = sorted(set(int(y["layer"]) for y in x if y["name"] == b"qkv"))
+        check(n == 16 and len(layers) == 4 and [l for l, _ in w] == layers,
+              "rank %d: %d weight casts %s on layers %s" % (r, n, w, layers))
     # an fp8 recipe has no effect without fp8 (so --set training.precision=bf16, advise's
     # one-GPU rung and sweeps over the precision can keep it): the same run either way
     a = run_json(ddp)
