@@ -458,11 +458,13 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                    FIG "rows, stepsim too fast (those runs lost more host time than modelled: "
                    "docs/validation.md); %s\n", lead,
                 TABLE(ZERO_3), mem);
+    } else if (fsdp && a100) {
+        fprintf(f, "%sFSDP step time vs torchtitan's FSDP2 runs on A100: " FIG "rows "
+                   "(docs/validation.md); %s\n", lead, TABLE(TORCHTITAN_A100), mem);
     } else if (fsdp) {
-        fprintf(f, "%sFSDP step time vs torchtitan's FSDP2 runs on A100 and H100: " FIG
-                   "rows, stepsim too fast on most (TP and the power-limited B200 the most: "
-                   "docs/validation.md); %s\n", lead,
-                TABLE(TORCHTITAN), mem);
+        fprintf(f, "%sFSDP step time vs torchtitan's FSDP2 runs on H100: " FIG "rows, stepsim "
+                   "too fast on most (async TP and the H100 SXM row the most: "
+                   "docs/validation.md); %s\n", lead, TABLE(TORCHTITAN_H100), mem);
     } else if (a100) {
         fprintf(f, "%sstep time vs published A100 runs: " FIG "Megatron-LM rows of 2021, "
                    FIG "of 2022%s; %s\n", lead, TABLE(A100), TABLE(A100_2022),

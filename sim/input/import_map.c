@@ -457,6 +457,12 @@ static int torchtitan(import_ctx *c)
                 comp ? (parts ? "compile.enable, compile.components" : "compile.enable")
                      : "torchtitan's loss (not compiled)",
                 comp, "%s", loss_on ? "compiled" : "pytorch");
+    /* torchtitan's norm_type (2024 configs): "fused_rmsnorm" is its Triton kernel, one kernel
+     * each way in eager mode too; "rmsnorm" PyTorch's composite ops, which torch.compile
+     * fuses (stepsim's default either way) */
+    const input_ynode *nt = import__get(c, "model.norm_type");
+    if (!rc && nt && import__text(nt, "fused_rmsnorm"))
+        import__set(c, "training.norm_kernel", "model.norm_type", nt, "fused");
     const input_ynode *ac = import__get(c, "activation_checkpoint.mode");
     const input_ynode *opt = import__get(c, "activation_checkpoint.selective_ac_option");
     if (!rc && ac) {

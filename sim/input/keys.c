@@ -17,6 +17,7 @@ _Static_assert(sizeof(plan_coll_algo) == sizeof(int), "enum size");
 _Static_assert(sizeof(model_recompute) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_attn_kernel) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_cross_entropy) == sizeof(int), "enum size");
+_Static_assert(sizeof(plan_norm_kernel) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_fp8_recipe) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_sp_impl) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_intra_kind) == sizeof(int), "enum size");
@@ -57,6 +58,10 @@ static const input_enum_name train_attn_kernel_names[] = {{"default", HW_ATTN_KE
 static const input_enum_name fp8_recipe_names[] = {{"delayed", PLAN_FP8_DELAYED},
                                                 {"current", PLAN_FP8_CURRENT},
                                                 {NULL, 0}};
+static const input_enum_name norm_kernel_names[] = {{"default", PLAN_NORM_DEFAULT},
+                                                 {"composite", PLAN_NORM_COMPOSITE},
+                                                 {"fused", PLAN_NORM_FUSED},
+                                                 {NULL, 0}};
 static const input_enum_name ce_names[] = {{"vocab_parallel", PLAN_CE_VOCAB_PARALLEL},
                                         {"pytorch", PLAN_CE_PYTORCH},
                                         {"compiled", PLAN_CE_COMPILED},
@@ -363,6 +368,8 @@ static const input_key training_keys[] = {
      .flags = (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 1, .max = MAX_COUNT},
     {.name = "flash_attention", .type = INPUT_K_BOOL, .offset = TR(flash_attention)},
     {.name = "compile", .type = INPUT_K_BOOL, .offset = TR(compile)},
+    {.name = "norm_kernel", .type = INPUT_K_ENUM, .offset = TR(norm_kernel),
+     .enums = norm_kernel_names},
     {.name = "fp8_recipe", .type = INPUT_K_ENUM, .offset = TR(fp8_recipe),
      .enums = fp8_recipe_names},
     {.name = "cross_entropy", .type = INPUT_K_ENUM, .offset = TR(cross_entropy),

@@ -4,26 +4,33 @@
  * own parts are in mla.c and moe.c. */
 #include "model/model-internal.h"
 
+double model__norm_extra_bytes(const dims *D, double X, bool rms)
+{
+    return D->composite_norm && rms ? FP32_BYTES * X : 0;
+}
+
 /* What a layer keeps up to its MLP's input: the attention block and norm2's input. Not for
  * full recompute. */
 double model__attn_activation_bytes(const dims *D, model_recompute rc)
 {
+    double norm_x = D->ea * D->Tn * (double)D->h + /* a hidden norm's input */
+                    model__norm_extra_bytes(D, D->Tn * (double)D->h, D->rmsnorm);
     if (D->mla)
         return model__mla_activation_bytes(D, rc) +
                (D->dropout ? D->Tn * (double)D->h : 0) /* residual dropout mask */
-               + D->ea * D->Tn * (double)D->h;         /* norm2 input */
+               + norm_x;                               /* norm2 input */
     double T = D->T, h = (double)D->h, ea = D->ea;
     double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
     double Tn_h = D->Tn * h; /* one token-by-hidden tensor of a replicated (or SP) kernel */
     double x = 0;
     /* attention block */
-    x += ea * Tn_h;                /* norm1 input */
+    x += norm_x;                   /* norm1 input (a composite RMSNorm's fp32 copy too) */
     x += (D->fp8 ? 1 : ea) * D->Tg * h; /* QKV GEMM input (Megatron's SP keeps the shard
                                       and re-gathers it, DTensor's keeps it gathered; an fp8
                                       layer keeps its fp8 cast: docs/models.md, "fp8") */
     x += ea * T * (q + 2 * kv);    /* Q, K (after RoPE) and V: attention inputs */
-    if (D->qk_norm)
-        x += ea * T * (q + kv);    /* q_norm/k_norm inputs */
+    if (D->qk_norm)                /* q_norm/k_norm inputs (RMSNorms) */
+        x += ea * T * (q + kv) + model__norm_extra_bytes(D, T * (q + kv), true);
     if (rc != MODEL_RECOMPUTE_SELECTIVE) {
         double S = D->b * (double)D->a_r * D->s * D->s;
         if (D->flash)
@@ -39,16 +46,19 @@ double model__attn_activation_bytes(const dims *D, model_recompute rc)
                                       attention keeps O in bf16 for its backward) */
     if (D->dropout)
         x += Tn_h;                 /* residual dropout mask, 1 byte */
-    x += ea * Tn_h;                /* norm2 input */
+    x += norm_x;                   /* norm2 input */
     return x;
 }
 
 /* An MLP's intermediates on `tokens` rows of width f (per rank): SwiGLU keeps gate and up
  * (the activation's inputs) and the down GEMM's input; GELU its input and the down input.
- * An fp8 down GEMM keeps its input's fp8 cast (1 byte) instead. */
+ * An fp8 down GEMM keeps its input's fp8 cast (1 byte) instead. Eager SwiGLU, silu(gate) *
+ * up as two ops, keeps silu's output as well (the product's backward reads it; the fused
+ * kernel recomputes it). */
 double model__mlp_activation_bytes(const dims *D, double tokens, double f)
 {
-    return tokens * (D->ea * (D->swiglu ? 2 * f : f) + (D->fp8 ? 1 : D->ea) * f);
+    double keep = D->swiglu ? (D->eager ? 3 : 2) : 1;
+    return tokens * (D->ea * keep * f + (D->fp8 ? 1 : D->ea) * f);
 }
 
 double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
@@ -110,11 +120,12 @@ double model_head_activation_bytes(const model_spec *m, const model_shape *sh)
 {
     dims D;
     model__shape_dims(m, sh, &D);
-    /* final-norm input, LM-head input (sequence-sharded with Megatron's SP, gathered with
-     * DTensor's), and what the cross-entropy backward reads: the fp32 softmax of the logits,
+    /* final-norm input (a composite RMSNorm's fp32 copy too), LM-head input (sequence-sharded
+     * with Megatron's SP, gathered with DTensor's), and what the cross-entropy backward reads: the fp32 softmax of the logits,
      * or the fused loss's 16-bit logits themselves (it recomputes the softmax from them and
      * the per-row log-sum-exp) */
     return D.ea * (D.Tn + D.Tg) * (double)D.h +
+           model__norm_extra_bytes(&D, D.Tn * (double)D.h, D.rmsnorm) +
            (D.fused_loss ? D.ea : FP32_BYTES) * D.T * (double)D.v_r;
 }
 

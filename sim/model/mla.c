@@ -156,7 +156,9 @@ int64_t model__mla_matrix_params(const dims *D)
  *   attention output = o input                 e_a·T·(a/t)·dv
  * (S = b·(a/t)·s².) RoPE's backward needs only cos/sin, so neither q_r nor k_r before
  * rotation is kept, nor the up projections' outputs, which only feed the assembly of Q, K
- * and V. model.c adds the residual dropout mask and norm2's input. */
+ * and V. Composite norms (eager PyTorch) keep their fp32 copies besides, 4 bytes per
+ * element of norm1's, q_a_norm's and kv_a_norm's inputs (model__norm_extra_bytes).
+ * activations.c adds the residual dropout mask and norm2's input. */
 double model__mla_activation_bytes(const dims *D, model_recompute rc)
 {
     double T = D->T, h = (double)D->h, ea = D->ea, a = (double)D->a_r;
@@ -165,6 +167,9 @@ double model__mla_activation_bytes(const dims *D, model_recompute rc)
     x += ea * (D->Tn + D->Tg) * h;         /* norm1 input, qkv input (model_shape.sp_dtensor) */
     x += 2 * ea * T * (double)D->ql;       /* q_a_norm input, q_b input (0 without) */
     x += 2 * ea * T * (double)D->kl;       /* kv_a_norm input, kv_b input */
+    /* composite norms' fp32 copies (the latent norms are RMSNorms) */
+    x += model__norm_extra_bytes(D, D->Tn * h, D->rmsnorm) +
+         model__norm_extra_bytes(D, T * (double)(D->ql + D->kl), true);
     x += ea * T * a * (2 * dq + dv);       /* Q, K, V */
     if (rc != MODEL_RECOMPUTE_SELECTIVE) {
         double S = D->b * a * D->s * D->s;

@@ -35,6 +35,7 @@ typedef struct dims {
     int64_t h, heads, kv_heads, d, ffn, vocab, norm_params;
     int64_t pos_rows; /* rows of the learned position table: max_seq_len (0 if unset) */
     bool learned_pos, swiglu, dropout, bias, qkv_bias, qk_norm, tied, rope;
+    bool rmsnorm;     /* the hidden norms are RMSNorms (q/k norms always are) */
     /* attention: d is the query/key head dim (MLA: the non-rotary part, qk_nope), dv the
      * value head dim (d for MHA); MLA adds the decoupled rotary dim dr and the query and
      * key/value latent ranks ql, kl (all 0 for MHA; ql 0 = no query compression) */
@@ -53,6 +54,7 @@ typedef struct dims {
     double ea;          /* bytes of an activation element (>= 2: fp8 GEMMs keep bf16 I/O) */
     bool flash;
     bool eager;         /* unfused pointwise kernels (model_shape.eager) */
+    bool composite_norm; /* RMSNorms as composite ops (model_shape.composite_norm) */
     bool fused_loss;    /* one fused cross-entropy kernel each way (model_shape.fused_loss) */
     double Tg;          /* tokens of a column-parallel GEMM's kept input: Tn, or T when
                            DTensor's SP keeps it gathered (model_shape.sp_dtensor) */
@@ -83,6 +85,14 @@ static inline int64_t model__ceil_div(int64_t x, int64_t y)
 /* Whether target i is in the bit set and the layer has that matrix: a GELU MLP has no gate,
  * and MLA has no separate q, k or v projection, so those bits then adapt nothing. */
 bool model__has_target(const dims *D, unsigned targets, int i);
+
+/* What a composite RMSNorm (D->composite_norm; `rms`: the norm is one) keeps for backward
+ * beyond the fused kernel's 16-bit input, for X normalised elements: at::rms_norm's autograd
+ * keeps the fp32 upcast of x (read by pow's and the rsqrt multiply's backward) and the
+ * normalised output cast back (the weight multiply's), not x itself: 4 + e_a bytes an element
+ * against e_a, FP32_BYTES more (with fp32 activations the upcast is x and the extra the
+ * normalised copy). 0 for a fused norm (docs/models.md, "Activation memory"). */
+double model__norm_extra_bytes(const dims *D, double X, bool rms);
 
 /* ---- op list builders (model.c) ------------------------------------------------------ */
 

@@ -86,6 +86,7 @@ void model__spec_dims(const model_spec *m, dims *o)
     o->rope = m->position == MODEL_POS_ROPE;
     o->pos_rows = o->learned_pos ? m->max_seq_len : 0;
     o->swiglu = m->activation == MODEL_ACT_SWIGLU;
+    o->rmsnorm = m->norm == MODEL_NORM_RMSNORM;
     o->dropout = m->dropout > 0;
     o->bias = m->bias;
     o->qkv_bias = m->bias || m->qkv_bias;
@@ -141,6 +142,7 @@ void model__shape_dims(const model_spec *m, const model_shape *sh, dims *o)
     o->ea = SIM_MAX(2.0, o->e);
     o->flash = sh->flash_attention;
     o->eager = sh->eager;
+    o->composite_norm = sh->composite_norm;
     o->fused_loss = sh->fused_loss;
     o->Tg = sh->sp && sh->sp_dtensor ? o->T : o->Tn;
     const model_ft *ft = &sh->ft;
@@ -205,16 +207,24 @@ void model__vec(model_op_list *l, const char *name, double flops, double bytes,
     model__push(l, name, HW_OP_VECTOR, flops, 0, bytes, grad_params);
 }
 
-void model__vec_eager(model_op_list *l, const dims *D, const char *name, double flops,
-                      double fused_bytes, double eager_bytes, int kernels, int64_t grad_params)
+/* Pointwise work as `kernels` composite ops (`composite`) or one fused kernel. */
+static void vec_composite(model_op_list *l, bool composite, const char *name, double flops,
+                          double fused_bytes, double composite_bytes, int kernels,
+                          int64_t grad_params)
 {
-    if (!D->eager || kernels <= 1) {
-        model__vec(l, name, flops, D->eager ? eager_bytes : fused_bytes, grad_params);
+    if (!composite || kernels <= 1) {
+        model__vec(l, name, flops, composite ? composite_bytes : fused_bytes, grad_params);
         return;
     }
     for (int i = 0; i < kernels; i++)
-        model__vec(l, name, flops / kernels, eager_bytes / kernels,
+        model__vec(l, name, flops / kernels, composite_bytes / kernels,
                    i == kernels - 1 ? grad_params : 0);
+}
+
+void model__vec_eager(model_op_list *l, const dims *D, const char *name, double flops,
+                      double fused_bytes, double eager_bytes, int kernels, int64_t grad_params)
+{
+    vec_composite(l, D->eager, name, flops, fused_bytes, eager_bytes, kernels, grad_params);
 }
 
 /* Forward GEMM Y (m x n) = X (m x k) @ W (k x n). */
@@ -332,8 +342,8 @@ void model__lora_bwd(model_op_list *l, const dims *D, int first, int last)
 }
 
 /* An RMSNorm over X elements with P weights, `tensors` of them normalised apart (each its own
- * kernels in eager mode); backward writes the weight gradient (`params`) unless frozen.
- * Eager PyTorch runs the composite at::rms_norm (PyTorch 2.4-2.7; torchtitan's and Hugging
+ * kernels when composite); backward writes the weight gradient (`params`) unless frozen.
+ * Composite (D->composite_norm: eager PyTorch without a fused norm) is at::rms_norm (PyTorch 2.4-2.7; torchtitan's and Hugging
  * Face's Llama), per element of a 16-bit x in fp32 opmath (4 bytes; e = D->ea bytes of an
  * activation; the two casts vanish when activations are fp32):
  *   forward:  x.float() e+4, pow(2) 8, mean reads 4, x * rsqrt(...) 8, type_as 4+e,
@@ -351,8 +361,9 @@ static void rmsnorm_op(model_op_list *l, const dims *D, const char *name, double
     double per = fwd ? 20 + 2 * e + casts : 52 + 6 * e + casts;
     int kernels = tensors * ((fwd ? 6 : 10) + (e < 4 ? 2 : 0));
     double w = (fwd || D->frozen ? 1 : 2) * P * e; /* weights read, gradient written */
-    model__vec_eager(l, D, name, (fwd ? 1 : 2) * FLOPS_RMSNORM * X, (fwd ? 2 : 3) * X * e + w,
-                     per * X + w, kernels, fwd || D->frozen ? 0 : params);
+    vec_composite(l, D->composite_norm, name, (fwd ? 1 : 2) * FLOPS_RMSNORM * X,
+                  (fwd ? 2 : 3) * X * e + w, per * X + w, kernels,
+                  fwd || D->frozen ? 0 : params);
 }
 
 /* torchtitan's apply_rotary_emb on X rotated elements of Q and K: x.float() viewed as

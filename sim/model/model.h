@@ -115,9 +115,14 @@ typedef struct model_shape {
                             kernel works on b·s/c tokens, and the attention core is c ring
                             steps (flash attention only; c must divide s) */
     bool eager;          /* eager PyTorch (training.compile: false): the pointwise work of
-                            RMSNorm, RoPE and SwiGLU runs as PyTorch's composite ops, one
-                            kernel per op through HBM, instead of one fused kernel each
-                            (docs/models.md, "Eager and compiled pointwise kernels") */
+                            RoPE and SwiGLU runs as PyTorch's composite ops, one kernel per op
+                            through HBM, instead of one fused kernel each, and autograd keeps
+                            SwiGLU's silu output (docs/models.md, "Eager and compiled
+                            pointwise kernels"); RMSNorm's kernels: composite_norm */
+    bool composite_norm; /* RMSNorm as PyTorch's composite ops (training.norm_kernel, by
+                            default with eager): 8 kernels forward and 12 backward through HBM,
+                            and autograd keeps its fp32 input copy (docs/models.md); false:
+                            one fused kernel each way, keeping the 16-bit input */
     bool sp_dtensor;     /* with sp: PyTorch DTensor's sequence parallelism, whose autograd
                             keeps the gathered input of a column-parallel GEMM (QKV, MLP up,
                             LM head) where Megatron keeps its sequence shard and gathers it

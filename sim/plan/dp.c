@@ -536,6 +536,7 @@ void plan__init_gen(gen *g, plan *p, bool sharing)
                           .dtype = sc->training.precision,
                           .flash_attention = sc->training.flash_attention,
                           .eager = !sc->training.compile,
+                          .composite_norm = plan_composite_norm(&sc->training),
                           .fused_loss = sc->training.cross_entropy == PLAN_CE_COMPILED,
                           .fp8_current = sc->training.precision == HW_DTYPE_FP8 &&
                                          sc->training.fp8_recipe == PLAN_FP8_CURRENT,

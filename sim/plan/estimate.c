@@ -174,6 +174,7 @@ void plan_estimate_work(const plan_scenario *sc, bool op_sharing, plan_work *out
     model_shape sh = {.micro_batch = tr->micro_batch, .seq_len = tr->seq_len, .tp = p->tp,
                       .sp = p->sp, .cp = p->cp, .dtype = tr->precision,
                       .flash_attention = tr->flash_attention, .eager = !tr->compile,
+                      .composite_norm = plan_composite_norm(tr),
                       .fused_loss = tr->cross_entropy == PLAN_CE_COMPILED,
                       .fp8_current = tr->precision == HW_DTYPE_FP8 &&
                                      tr->fp8_recipe == PLAN_FP8_CURRENT,

@@ -21,6 +21,12 @@ const char *plan_coll_algo_name(plan_coll_algo a)
     return names[a];
 }
 
+bool plan_composite_norm(const plan_training *t)
+{
+    return t->norm_kernel == PLAN_NORM_COMPOSITE ||
+           (t->norm_kernel == PLAN_NORM_DEFAULT && !t->compile);
+}
+
 void plan_scenario_defaults(plan_scenario *sc)
 {
     memset(sc, 0, sizeof *sc);

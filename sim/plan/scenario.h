@@ -47,6 +47,16 @@ typedef enum plan_cross_entropy {
  * scaling (TE's Float8CurrentScaling, torchao's dynamic tensorwise float8: the tensor's own
  * amax first, a second pass to cast it). */
 typedef enum plan_fp8_recipe { PLAN_FP8_DELAYED, PLAN_FP8_CURRENT } plan_fp8_recipe;
+/* Which RMSNorm kernels run (docs/models.md, "Eager and compiled pointwise kernels"):
+ * PyTorch's composite ops (torchtitan's and Hugging Face's RMSNorm, at::rms_norm: 8 kernels
+ * forward, 12 backward, and autograd keeps an fp32 copy of the input), or one fused kernel each
+ * way (torch.compile, Megatron/TE, torchtitan's Triton fused_rmsnorm, Liger). DEFAULT: composite
+ * when training.compile is false, fused when it is true (plan_composite_norm). */
+typedef enum plan_norm_kernel {
+    PLAN_NORM_DEFAULT,
+    PLAN_NORM_COMPOSITE,
+    PLAN_NORM_FUSED
+} plan_norm_kernel;
 typedef enum plan_schedule {
     PLAN_SCHED_GPIPE,
     PLAN_SCHED_1F1B,
@@ -120,6 +130,7 @@ typedef struct plan_training {
     plan_cross_entropy cross_entropy;
     bool compile;            /* pointwise work in fused kernels (torch.compile, Megatron/TE's
                                 fused kernels); false: eager PyTorch's composite ops */
+    plan_norm_kernel norm_kernel; /* RMSNorm's kernels (DEFAULT: as compile says) */
     hw_attn_kernel attention_kernel; /* whose fused-attention tables time the flash kernels
                                         (UNNAMED: the catalog's attention_efficiency); the
                                         loader has copied them into topology.gpu.attn_eff */
@@ -215,5 +226,9 @@ typedef struct plan_scenario {
 
 /* Fills every field with the defaults of docs/scenario-format.md (topology and model zeroed). */
 void plan_scenario_defaults(plan_scenario *sc);
+
+/* Whether RMSNorm runs as PyTorch's composite ops: norm_kernel composite, or its default
+ * without torch.compile. */
+bool plan_composite_norm(const plan_training *t);
 
 #endif

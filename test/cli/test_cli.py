@@ -304,7 +304,7 @@ def shipped():
     check(0 < flag.get("mfu", 0) < 1, "flagship MFU in (0, 1)")
     # The accuracy line quotes the validated error of the run's kind (sim/cli/validated.h,
     # written by the validation suite): an A100 scenario the two Megatron-LM tables, an H100
-    # one the NeMo and Megatron-Core tables, an FSDP one torchtitan's (DeepSpeed's ZeRO-3 the
+    # one the NeMo and Megatron-Core tables, an FSDP one torchtitan's rows on its GPU (DeepSpeed's ZeRO-3 the
     # Megatron-LM paper's ZeRO-3 rows), a GPU with no published
     # run says it is not validated, and so does a sequence past the longest published (8,192).
     v = dict(re.findall(r"#define STEPSIM_VALIDATED_(\w+) ([0-9.]+)",
@@ -321,8 +321,11 @@ def shipped():
              ("step time vs published H100 runs: " + fig + "NeMo Llama 3.1 rows, " + fig +
               "Megatron-Core rows") % (t("NEMO") + t("H100")), []),
             (os.path.join(vscen, "h100-1p7b.yaml"),
-             ("FSDP step time vs torchtitan's FSDP2 runs on A100 and H100: " + fig + "rows, "
-              "stepsim too fast") % t("TORCHTITAN"), ["--set", "parallel.zero=3"]),
+             ("FSDP step time vs torchtitan's FSDP2 runs on H100: " + fig + "rows, "
+              "stepsim too fast") % t("TORCHTITAN_H100"), ["--set", "parallel.zero=3"]),
+            (os.path.join(vscen, "a100-1p7b.yaml"),
+             ("FSDP step time vs torchtitan's FSDP2 runs on A100: " + fig + "rows") %
+             t("TORCHTITAN_A100"), ["--set", "parallel.zero=3"]),
             (os.path.join(vscen, "h100-1p7b.yaml"),
              ("DeepSpeed ZeRO-3 step time vs the Megatron-LM paper's ZeRO-3 runs on A100 (2021, "
               "run as DeepSpeed's code of then: fsdp.sync_fetch, list_collectives): " +
@@ -943,6 +946,35 @@ def host_launch():
                   for p_, h in zip(rows, rows[1:])), "a pp wait, then the host's: %s" % err)
     rc, out, err = run("check", single, "--set", "topology.node.host.launch.eager=-1 us")
     check(rc == 2 and "launch.eager" in err, "a negative launch cost is refused: " + err)
+    # What eager autograd keeps (docs/models.md, "Activation memory"): Qwen3-0.6B (h = 1024,
+    # 28 layers, f = 3072, q = 16 x 128 = 2048, kv = 8 x 128 = 1024, q/k norms) at 512 tokens
+    # a rank. Per token and layer: norm1 and norm2's fp32 copies 2 x 4 x 1024 = 8,192, the
+    # q/k norms' 4 x (2048 + 1024) = 12,288, SwiGLU's silu output 2 x 3072 = 6,144: 26,624;
+    # x 28 layers + the final norm's 4 x 1024 = 749,568 bytes a token, x 512 = 383,778,816 more
+    # activation bytes at the peak than compiled. With norm_kernel: fused only SwiGLU's:
+    # 28 x 6,144 x 512 = 88,080,384.
+    with tempfile.TemporaryDirectory() as tmp:
+        q = os.path.join(tmp, "q06.yaml")
+        with open(q, "w") as f:
+            f.write("name: q06\ntopology: {name: one-dgx, gpu: h100-sxm, nodes: 1, node: "
+                    "{gpus: 8, intra: {kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us}}}\n"
+                    "model: %s\ntraining: {seq_len: 512, global_batch: 8, micro_batch: 1}\n"
+                    "parallel: {dp: 8}\n"
+                    % os.path.join(os.path.abspath(root), "workloads", "qwen3-0.6b.yaml"))
+        acts = {}
+        for sets in (("training.compile=true",), ("training.compile=false",),
+                     ("training.compile=false", "training.norm_kernel=fused"),
+                     ("training.compile=true", "training.norm_kernel=composite")):
+            rc, out, err = run("mem", q, "--json", *sum((["--set", x] for x in sets), []))
+            acts[sets] = json.loads(out)["mem_bytes"]["activations"] if rc == 0 else None
+        base = acts[("training.compile=true",)] or 0
+        check(acts[("training.compile=false",)] == base + 383778816 and
+              acts[("training.compile=false", "training.norm_kernel=fused")] == base + 88080384 and
+              acts[("training.compile=true", "training.norm_kernel=composite")] ==
+              base + 383778816 - 88080384, "eager activations: %s" % acts)
+        rc, out, err = run("check", q, "--set", "training.norm_kernel=triton")
+        check(rc == 2 and "norm_kernel" in err and "composite" in err,
+              "an unknown norm_kernel is refused: " + err)
 
 
 def node_groups():

@@ -227,6 +227,16 @@ def frameworks():
         check(rc == 0 and all(re.search(r"^  %s: %s\b" % kv, text, re.M) for kv in (
             ("tp", "8"), ("sp", "true"), ("sp_implementation", "dtensor"), ("tp_grad_overlap", "false"))),
               "torchtitan TP: %s %s" % (err, re.findall(r"^  (?:tp|sp)\w*: .*$", text, re.M)))
+        # torchtitan's 2024 norm_type: "fused_rmsnorm" (its Triton kernel) is norm_kernel:
+        # fused; "rmsnorm" leaves the default (composite without compile)
+        for nt, want in (("fused_rmsnorm", "fused"), ("rmsnorm", None)):
+            cfg, out = os.path.join(tmp, "nt.toml"), os.path.join(tmp, "nt-%s.yaml" % nt)
+            open(cfg, "w").write(src.replace('[model]\n', '[model]\nnorm_type = "%s"\n' % nt))
+            rc, o, err = run("import", "torchtitan", cfg, "--topology",
+                             os.path.join(topo, "dgx-h100.yaml"), "-o", out)
+            nk = re.search(r"^  norm_kernel: (\w+)", open(out).read() if rc == 0 else "", re.M)
+            check(rc == 0 and (nk.group(1) if nk else None) == want,
+                  "torchtitan norm_type %s: %s %s" % (nt, nk and nk.group(1), err))
         # float8 (torchao's tensorwise recipe, its default): fp8 with current scaling; the
         # row-wise recipes are refused at their key
         f8 = src.replace('[model]\n', '[model]\nconverters = ["float8"]\n')

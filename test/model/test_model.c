@@ -2024,9 +2024,9 @@ static void test_eager_pointwise(void)
     double ff, fb, ef, eb;
     for (int ph = 0; ph < 2; ph++) {
         model_phase mph = ph ? MODEL_PHASE_BWD : MODEL_PHASE_FWD;
-        sh.eager = false;
+        sh.eager = sh.composite_norm = false;
         model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, mph, &fused);
-        sh.eager = true;
+        sh.eager = sh.composite_norm = true;
         model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, mph, &eager);
         const char *norm = ph ? "norm1.bwd" : "norm1", *act = ph ? "act.bwd" : "act";
         const char *rope = ph ? "rope.bwd" : "rope";
@@ -2043,6 +2043,14 @@ static void test_eager_pointwise(void)
         CHECK_INT_EQ(sum_named(&eager, rope, &ef, &eb), 6);
         CHECK_NEAR(fb, 4 * QK, 1e-12, 0);
         CHECK_NEAR(eb, 20 * QK, 1e-12, 0);
+        /* eager with a fused norm (training.norm_kernel: fused, torchtitan's fused_rmsnorm):
+         * the norm is the fused kernel, SwiGLU stays eager */
+        sh.composite_norm = false;
+        static model_op_list mixed;
+        model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, mph, &mixed);
+        CHECK_INT_EQ(sum_named(&mixed, norm, &ef, &eb), 1);
+        CHECK_NEAR(eb, (ph ? 6 : 4) * X + (ph ? 16384 : 8192), 1e-12, 0);
+        CHECK_INT_EQ(sum_named(&mixed, act, &ef, &eb), ph ? 3 : 2);
         /* the GEMMs are the same kernels */
         const model_op *g1 = find(&fused, ph ? "mlp_up.dgrad" : "mlp_up");
         const model_op *g2 = find(&eager, ph ? "mlp_up.dgrad" : "mlp_up");
@@ -2062,6 +2070,52 @@ static void test_eager_pointwise(void)
         if (strcmp(eager.op[i].name, "norm1.bwd") == 0)
             grads += eager.op[i].grad_params;
     CHECK_INT_EQ(grads, 4096);
+}
+
+/* What eager PyTorch's autograd keeps beyond the fused kernels' set (docs/models.md,
+ * "Activation memory"), Llama-3.1-8B, b = 1, s = 4096, bf16, flash, per token:
+ *   composite RMSNorm: the fp32 upcast of its input (4h) and the normalised 16-bit copy (2h)
+ *     instead of the 16-bit input (2h): + 4h = 16,384 for each of norm1 and norm2;
+ *   eager SwiGLU: silu(gate)'s output beside gate and up, + 2f = 28,672.
+ * Without recompute 139,392 + 2 x 16,384 + 28,672 = 200,832 per token; with a fused norm
+ * (norm_kernel: fused) 139,392 + 28,672 = 168,064. Per-op and full recompute keep what they
+ * kept (the norms and SwiGLU are rebuilt), so what the layer rebuilds grows by the same
+ * 61,440 per token. The head: final norm + 4h = 16,384 per token. Qwen3-4B's q/k norms
+ * (RMSNorms on 4096 + 1024 of each token's elements) add 4 x 5120 = 20,480 per token. */
+static void test_eager_activations(void)
+{
+    model_spec m = llama31_8b();
+    model_shape sh = shape(1, 4096, 1, false, true);
+    double head = model_head_activation_bytes(&m, &sh);
+    double op = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_OP);
+    double full = model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL);
+    sh.eager = sh.composite_norm = true;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 200832.0 * 4096, 0,
+               0);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_OP), op, 0, 0);
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_FULL), full, 0, 0);
+    CHECK_NEAR(model_head_activation_bytes(&m, &sh), head + 16384.0 * 4096, 0, 0);
+    sh.composite_norm = false;
+    CHECK_NEAR(model_layer_activation_bytes(&m, &sh, MODEL_RECOMPUTE_NONE), 168064.0 * 4096, 0,
+               0);
+    CHECK_NEAR(model_head_activation_bytes(&m, &sh), head, 0, 0);
+    /* a LayerNorm model's norms are one native kernel either way: only SwiGLU's extra */
+    model_spec ln = m;
+    ln.norm = MODEL_NORM_LAYERNORM;
+    model_shape fused = shape(1, 4096, 1, false, true);
+    double ln_none = model_layer_activation_bytes(&ln, &fused, MODEL_RECOMPUTE_NONE);
+    sh.composite_norm = true;
+    CHECK_NEAR(model_layer_activation_bytes(&ln, &sh, MODEL_RECOMPUTE_NONE),
+               ln_none + 28672.0 * 4096, 0, 0);
+    /* Qwen3-4B's q/k norms, b = 2, s = 2048: 109,696 (test_generalised_activations) + 4h x 2
+     * hidden norms (h = 2560: 20,480) + 20,480 + SwiGLU's 2 x 9728 = 19,456 */
+    model_spec q = qwen3_4b();
+    model_shape qs = shape(2, 2048, 1, false, true);
+    double q_none = model_layer_activation_bytes(&q, &qs, MODEL_RECOMPUTE_NONE);
+    CHECK_NEAR(q_none, 109696.0 * 4096, 0, 0);
+    qs.eager = qs.composite_norm = true;
+    CHECK_NEAR(model_layer_activation_bytes(&q, &qs, MODEL_RECOMPUTE_NONE),
+               (109696.0 + 20480 + 20480 + 19456) * 4096, 0, 0);
 }
 
 int main(void)
@@ -2089,6 +2143,7 @@ int main(void)
     test_mla_activations();
     test_context_parallel();
     test_eager_pointwise();
+    test_eager_activations();
     test_fp8_linear();
     return test_finish();
 }

@@ -434,7 +434,8 @@ TT_NOTE = """# Mapped (docs/validation.md): FSDP2 as ZeRO-3 (parallel.zero 3) re
 # it after both GEMMs: the same serial time), async TP as tp_comm_overlap; flash attention; torchtitan's
 # per-op selective checkpointing as recompute: op, its per-layer one (every second layer in
 # full) as recompute: full with recompute_every: 2; eager runs as training.compile: false
-# (PyTorch's composite norms, RoPE and SwiGLU), torch.compile ones as true (fused); the loss
+# (PyTorch's composite RoPE and SwiGLU, and norms unless the run's config chose torchtitan's
+# fused_rmsnorm: norm_kernel: fused), torch.compile ones as true (fused); the loss
 # is PyTorch's cross entropy on fp32 logits, compiled with the blocks where the run's
 # torchtitan did so (from April 2025: the 3b rows and the B200 row, cross_entropy: compiled),
 # else as eager PyTorch runs it (cross_entropy: pytorch)."""
@@ -448,6 +449,16 @@ TT_NOTE = """# Mapped (docs/validation.md): FSDP2 as ZeRO-3 (parallel.zero 3) re
 # at 6fc499f (2025-08-14; the torchao mx_formats README); 3c ran eager.
 def loss_compiled(r):
     return "compile" in r["techniques"] and (r["table"] == "3b" or r["gpu"].startswith("b200"))
+
+
+# The norm an eager run ran: its train config's norm_type at the run's torchtitan. At 0413364
+# (table 3c, April 2024) llama3_8b.toml and llama2_13b.toml chose "fused_rmsnorm" (the Triton
+# kernel of pytorch/torchtitan#181, one kernel each way), llama3_70b.toml and llama2_70b.toml
+# "rmsnorm" (composite PyTorch ops, stepsim's default without compile); at 9dec370 (3a)
+# llama3_8b.toml chose "rmsnorm". Compiled rows fuse the norm either way.
+def norm_kernel(r):
+    fused = r["table"] == "3c" and r["model"] in ("llama3-8b", "llama2-13b")
+    return "  norm_kernel: fused\n" if fused and "compile" not in r["techniques"] else ""
 
 TT_GPU_NOTE = {
     "gt": "# The GPU: Grand Teton's 96 GB HBM2e H100 at 500 W (topologies/gpus/h100-96gb-500w.yaml,\n"
@@ -495,7 +506,7 @@ training:
   {rc}
   flash_attention: true
   compile: {compile}
-  cross_entropy: {ce}
+{norm}  cross_entropy: {ce}
 {kernel}parallel:
   dp: {f}
 {tpk}  zero: 3
@@ -508,7 +519,7 @@ simulation:
            gnote=TT_GPU_NOTE[TT_GPU[r["gpu"]]],
            name=name, topo=topo.format(nodes=nodes), rc=TT_AC[r["activation_checkpointing"]][1], tpk=tp_keys,
            kernel="  attention_kernel: fa2\n" if TT_GPU[r["gpu"]] in ("gt", "h100") else "",
-           compile="true" if "compile" in r["techniques"] else "false",
+           compile="true" if "compile" in r["techniques"] else "false", norm=norm_kernel(r),
            ce="compiled" if loss_compiled(r) else "pytorch")
     open(os.path.join(out, name + ".yaml"), "w").write(text)
 
