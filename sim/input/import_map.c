@@ -269,6 +269,14 @@ static int accelerate(import_ctx *c)
         return import__error(c, dt, "distributed_type: '%s': stepsim reads FSDP, DEEPSPEED, "
                              "MULTI_GPU and NO", dt->kind == INPUT_YSCALAR ? dt->text : "?");
     }
+    /* Accelerate runs the script's model as given, eagerly unless dynamo_config names a
+     * torch.compile backend; a Hugging Face model's loss (in its forward) is PyTorch's cross
+     * entropy on fp32 logits, compiled with the model when the model is */
+    const input_ynode *dyn = import__get(c, "dynamo_config.dynamo_backend");
+    bool compiled = dyn && !import__text(dyn, "NO");
+    const char *dsrc = dyn ? "dynamo_config.dynamo_backend" : "no dynamo_config: eager";
+    import__set(c, "training.compile", dsrc, dyn, "%s", compiled ? "true" : "false");
+    import__set(c, "training.cross_entropy", dsrc, dyn, "%s", compiled ? "compiled" : "pytorch");
     static const char *const why[] = {
         "num_machines", "the topology decides the nodes",
         "machine_rank", "a launch setting", "main_process_ip", "a launch setting",
@@ -283,6 +291,9 @@ static int accelerate(import_ctx *c)
         "fsdp_use_orig_params", "no effect modelled", "fsdp_cpu_ram_efficient_loading",
         "start-up only", "fsdp_forward_prefetch", "stepsim's prefetch applies in both passes",
         "zero3_init_flag", "start-up only", "zero3_save_16bit_model", "checkpointing",
+        "dynamo_config.dynamo_mode", "torch.compile's fusions beyond the pointwise ops are "
+        "not modelled", "dynamo_config.dynamo_use_fullgraph", "no effect modelled",
+        "dynamo_config.dynamo_use_dynamic", "no effect modelled",
         NULL};
     if (!rc)
         import__list_unused(c, why);

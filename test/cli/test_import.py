@@ -182,6 +182,26 @@ def frameworks():
             sets = [x for e in extra for x in ("--set", e)]
             rc, o, err = run("run", out, *sets, "--steps", "1", "--json")
             check(rc == 0 and json.loads(o).get("status") in ("ok", "oom"), "%s runs: %s" % (name, err[-300:]))
+    # Accelerate runs the model eagerly unless dynamo_config names a torch.compile backend
+    # (then the Hugging Face model's loss, in its forward, is compiled with it)
+    src = open(os.path.join(fw, "accelerate_fsdp.yaml")).read()
+    with tempfile.TemporaryDirectory() as tmp:
+        for k, (extra, model_on, loss) in enumerate((
+                ("", "false", "pytorch"),
+                ("dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_mode: default\n", "true",
+                 "compiled"),
+                ("dynamo_config:\n  dynamo_backend: 'NO'\n", "false", "pytorch"))):
+            cfg, out = os.path.join(tmp, "a%d.yaml" % k), os.path.join(tmp, "a%d-out.yaml" % k)
+            open(cfg, "w").write(src + extra)
+            rc, o, err = run("import", "accelerate", cfg, "--topology",
+                             os.path.join(topo, "dgx-h100.yaml"), "--model", "llama3.1-8b", "-o", out)
+            got = open(out).read() if rc == 0 else ""
+            ce = re.search(r"^  cross_entropy: (\w+)", got, re.M)
+            cm = re.search(r"^  compile: (\w+)", got, re.M)
+            check(rc == 0 and cm and cm.group(1) == model_on and ce and ce.group(1) == loss and
+                  ("dynamo_mode" not in extra or "dynamo_config.dynamo_mode" in got),
+                  "accelerate dynamo %d: compile %s loss %s (want %s %s) %s" % (
+                      k, cm and cm.group(1), ce and ce.group(1), model_on, loss, err))
     # torchtitan's loss is PyTorch's cross entropy. torch.compile covers the blocks
     # ("model") and the loss as compile.components lists them (both by default) when
     # compile.enable is on; the older training.compile covers both (the loss since April
