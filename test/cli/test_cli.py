@@ -856,6 +856,19 @@ def stragglers():
     check(rc == 2 and "every replica must be simulated" in err, "symmetry refused: " + err)
 
 
+def qwen06_one_dgx(path, training_extra):
+    """Writes Qwen3-0.6B data-parallel on one DGX H100 at 512 tokens a GPU (the training keys
+    plus `training_extra`) to `path`; returns the path."""
+    with open(path, "w") as f:
+        f.write("name: q06\ntopology: {name: one-dgx, gpu: h100-sxm, nodes: 1, node: "
+                "{gpus: 8, intra: {kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us}}}\n"
+                "model: %s\ntraining: {seq_len: 512, global_batch: 8, micro_batch: 1%s}\n"
+                "parallel: {dp: 8}\nsimulation: {steps: 1}\n"
+                % (os.path.join(os.path.abspath(root), "workloads", "qwen3-0.6b.yaml"),
+                   training_extra))
+    return path
+
+
 def host_launch():
     """node.host.launch: the rank's host thread issues its ops in trace order, one every c from
     the step's start, and an op starts no earlier than its issue."""
@@ -954,13 +967,7 @@ def host_launch():
     # activation bytes at the peak than compiled. With norm_kernel: fused only SwiGLU's:
     # 28 x 6,144 x 512 = 88,080,384.
     with tempfile.TemporaryDirectory() as tmp:
-        q = os.path.join(tmp, "q06.yaml")
-        with open(q, "w") as f:
-            f.write("name: q06\ntopology: {name: one-dgx, gpu: h100-sxm, nodes: 1, node: "
-                    "{gpus: 8, intra: {kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us}}}\n"
-                    "model: %s\ntraining: {seq_len: 512, global_batch: 8, micro_batch: 1}\n"
-                    "parallel: {dp: 8}\n"
-                    % os.path.join(os.path.abspath(root), "workloads", "qwen3-0.6b.yaml"))
+        q = qwen06_one_dgx(os.path.join(tmp, "q06.yaml"), "")
         acts = {}
         for sets in (("training.compile=true",), ("training.compile=false",),
                      ("training.compile=false", "training.norm_kernel=fused"),
@@ -3551,13 +3558,7 @@ def plan():
         # long under a pipeline, whose host runs ahead while its stage fills): the 10 it ranks
         # best, none pipelined, replay within 0.5% of it on average, at most 0.95% (measured;
         # 18.7% short without that bound): within 1% and 2%
-        q = os.path.join(tmp, "q06-eager.yaml")
-        with open(q, "w") as f:
-            f.write("name: q06-eager\ntopology: {name: one-dgx, gpu: h100-sxm, nodes: 1, node: "
-                    "{gpus: 8, intra: {kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us}}}\n"
-                    "model: %s\ntraining: {seq_len: 512, global_batch: 8, micro_batch: 1, "
-                    "compile: false}\nparallel: {dp: 8}\nsimulation: {steps: 1}\n"
-                    % os.path.join(os.path.abspath(root), "workloads", "qwen3-0.6b.yaml"))
+        q = qwen06_one_dgx(os.path.join(tmp, "q06-eager.yaml"), ", compile: false")
         p = subprocess.run([exe, "plan", q, "--replay-top", "10", "--json"], capture_output=True,
                            text=True, cwd=tmp)
         fin = json.loads(p.stdout.splitlines()[-1]) if p.returncode == 0 else {}
