@@ -437,12 +437,13 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                             SIM_MAX(STEPSIM_VALIDATED_A100_2022_MAPE, STEPSIM_VALIDATED_NEMO_MAPE));
         fprintf(f, "%sstep time not validated %s (%s%s%s); on published Megatron/NeMo runs "
                    "of A100 and H100 the mean error is %.1f-%.1f%%, on torchtitan's FSDP2 runs "
-                   "%.1f%% (stepsim too fast); %s\n", lead, outside,
+                   "%.1f%% (A100) and %.1f%% (H100; stepsim too fast); %s\n", lead, outside,
                 !a100 && !h100 ? gpu : "none in docs/validation.md",
                 !a100 && !h100 ? ": its GEMM rate is an estimate, docs/calibration.md" : "",
                 seq > VALIDATED_SEQ_MAX && (a100 || h100) && !pcie && !moe && !offload && !lora
                     ? ", whose longest runs are 8,192 tokens" : "",
-                lo, hi, STEPSIM_VALIDATED_TORCHTITAN_MAPE, mem);
+                lo, hi, STEPSIM_VALIDATED_TORCHTITAN_A100_MAPE,
+                STEPSIM_VALIDATED_TORCHTITAN_H100_MAPE, mem);
         return;
     }
     if (fp8) {

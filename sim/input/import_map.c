@@ -269,14 +269,31 @@ static int accelerate(import_ctx *c)
         return import__error(c, dt, "distributed_type: '%s': stepsim reads FSDP, DEEPSPEED, "
                              "MULTI_GPU and NO", dt->kind == INPUT_YSCALAR ? dt->text : "?");
     }
-    /* Accelerate runs the script's model as given, eagerly unless dynamo_config names a
-     * torch.compile backend; a Hugging Face model's loss (in its forward) is PyTorch's cross
-     * entropy on fp32 logits, compiled with the model when the model is */
+    /* dynamo_config.dynamo_backend: whether Accelerate wraps the model in torch.compile, and
+     * with which backend. Inductor (and the old nvFuser ones) fuse the pointwise ops, a
+     * Hugging Face model's loss (in its forward) with them; NO, EAGER, AOT_EAGER and
+     * CUDAGRAPHS run PyTorch's own kernels, its loss PyTorch's cross entropy on fp32 logits;
+     * the rest are inference or other-device backends. Without it the config says nothing
+     * (the script may compile): the scenario's values apply. */
     const input_ynode *dyn = import__get(c, "dynamo_config.dynamo_backend");
-    bool compiled = dyn && !import__text(dyn, "NO");
-    const char *dsrc = dyn ? "dynamo_config.dynamo_backend" : "no dynamo_config: eager";
-    import__set(c, "training.compile", dsrc, dyn, "%s", compiled ? "true" : "false");
-    import__set(c, "training.cross_entropy", dsrc, dyn, "%s", compiled ? "compiled" : "pytorch");
+    static const char *const fused[] = {"INDUCTOR", "AOT_TS_NVFUSER", "NVPRIMS_NVFUSER"};
+    static const char *const eager[] = {"NO", "EAGER", "AOT_EAGER", "CUDAGRAPHS"};
+    int kind = 0; /* 1 fused, 2 eager */
+    for (size_t i = 0; dyn && i < SIM_ARRAY_LEN(fused); i++)
+        kind = import__text(dyn, fused[i]) ? 1 : kind;
+    for (size_t i = 0; dyn && i < SIM_ARRAY_LEN(eager); i++)
+        kind = import__text(dyn, eager[i]) ? 2 : kind;
+    if (!rc && dyn && !kind)
+        return import__error(c, dyn, "dynamo_config.dynamo_backend: '%s': stepsim models "
+                             "training with INDUCTOR (fused kernels) or NO, EAGER, AOT_EAGER, "
+                             "CUDAGRAPHS (PyTorch's own kernels)",
+                             dyn->kind == INPUT_YSCALAR ? dyn->text : "?");
+    if (dyn) {
+        import__set(c, "training.compile", "dynamo_config.dynamo_backend", dyn, "%s",
+                    kind == 1 ? "true" : "false");
+        import__set(c, "training.cross_entropy", "dynamo_config.dynamo_backend", dyn, "%s",
+                    kind == 1 ? "compiled" : "pytorch");
+    }
     static const char *const why[] = {
         "num_machines", "the topology decides the nodes",
         "machine_rank", "a launch setting", "main_process_ip", "a launch setting",
@@ -468,12 +485,17 @@ static int torchtitan(import_ctx *c)
                 comp ? (parts ? "compile.enable, compile.components" : "compile.enable")
                      : "torchtitan's loss (not compiled)",
                 comp, "%s", loss_on ? "compiled" : "pytorch");
-    /* torchtitan's norm_type (2024 configs): "fused_rmsnorm" is its Triton kernel, one kernel
-     * each way in eager mode too; "rmsnorm" PyTorch's composite ops, which torch.compile
-     * fuses (stepsim's default either way) */
+    /* torchtitan's norm_type (its 2024 configs): "fused_rmsnorm" is its Triton kernel and
+     * "compiled_rmsnorm" the norm alone under torch.compile, one kernel each way in eager mode
+     * too; "rmsnorm" PyTorch's composite ops, which torch.compile fuses (stepsim's default
+     * either way). Its LayerNorms do not fit the RMSNorm models torchtitan trains. */
     const input_ynode *nt = import__get(c, "model.norm_type");
-    if (!rc && nt && import__text(nt, "fused_rmsnorm"))
+    if (!rc && nt && (import__text(nt, "fused_rmsnorm") || import__text(nt, "compiled_rmsnorm")))
         import__set(c, "training.norm_kernel", "model.norm_type", nt, "fused");
+    else if (!rc && nt && !import__text(nt, "rmsnorm"))
+        return import__error(c, nt, "model.norm_type: '%s': stepsim reads rmsnorm, "
+                             "fused_rmsnorm and compiled_rmsnorm (the models are RMSNorm ones)",
+                             nt->kind == INPUT_YSCALAR ? nt->text : "?");
     const input_ynode *ac = import__get(c, "activation_checkpoint.mode");
     const input_ynode *opt = import__get(c, "activation_checkpoint.selective_ac_option");
     if (!rc && ac) {

@@ -6,7 +6,10 @@
 
 double model__norm_extra_bytes(const dims *D, double X, bool rms)
 {
-    return D->composite_norm && rms ? FP32_BYTES * X : 0;
+    if (!D->composite_norm || !rms)
+        return 0;
+    double upcast = D->ea < FP32_BYTES ? FP32_BYTES - D->ea : 0; /* beyond the input's e_a */
+    return (upcast + (D->frozen ? 0 : D->ea)) * X;
 }
 
 /* What a layer keeps up to its MLP's input: the attention block and norm2's input. Not for

@@ -167,9 +167,9 @@ double model__mla_activation_bytes(const dims *D, model_recompute rc)
     x += ea * (D->Tn + D->Tg) * h;         /* norm1 input, qkv input (model_shape.sp_dtensor) */
     x += 2 * ea * T * (double)D->ql;       /* q_a_norm input, q_b input (0 without) */
     x += 2 * ea * T * (double)D->kl;       /* kv_a_norm input, kv_b input */
-    /* composite norms' fp32 copies (the latent norms are RMSNorms) */
-    x += model__norm_extra_bytes(D, D->Tn * h, D->rmsnorm) +
-         model__norm_extra_bytes(D, T * (double)(D->ql + D->kl), true);
+    /* composite norms' fp32 copies (the latent norms are of the model's kind, as their
+     * kernels: model__norm_op) */
+    x += model__norm_extra_bytes(D, (D->Tn * h + T * (double)(D->ql + D->kl)), D->rmsnorm);
     x += ea * T * a * (2 * dq + dv);       /* Q, K, V */
     if (rc != MODEL_RECOMPUTE_SELECTIVE) {
         double S = D->b * a * D->s * D->s;

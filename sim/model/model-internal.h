@@ -87,11 +87,13 @@ static inline int64_t model__ceil_div(int64_t x, int64_t y)
 bool model__has_target(const dims *D, unsigned targets, int i);
 
 /* What a composite RMSNorm (D->composite_norm; `rms`: the norm is one) keeps for backward
- * beyond the fused kernel's 16-bit input, for X normalised elements: at::rms_norm's autograd
- * keeps the fp32 upcast of x (read by pow's and the rsqrt multiply's backward) and the
- * normalised output cast back (the weight multiply's), not x itself: 4 + e_a bytes an element
- * against e_a, FP32_BYTES more (with fp32 activations the upcast is x and the extra the
- * normalised copy). 0 for a fused norm (docs/models.md, "Activation memory"). */
+ * beyond the fused kernel's input (e_a bytes an element), for X normalised elements:
+ * at::rms_norm's autograd keeps the fp32 upcast of x (read by pow's and the rsqrt multiply's
+ * backward; x itself when activations are fp32), not x, and the normalised output cast back
+ * where the weight multiply's backward needs it, i.e. when the weight trains (autograd keeps
+ * a product's factor only for the other factor's gradient; LoRA/QLoRA freeze the norms):
+ * (4 - e_a) + e_a = 4 bytes more trained, 4 - e_a frozen (2 in bf16, 0 in fp32). 0 for a
+ * fused norm (docs/models.md, "Activation memory"). */
 double model__norm_extra_bytes(const dims *D, double X, bool rms);
 
 /* ---- op list builders (model.c) ------------------------------------------------------ */

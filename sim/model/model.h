@@ -188,8 +188,8 @@ static inline hw_dtype model_op_dtype(const model_shape *sh, const model_op *o)
 
 /* A QLoRA layer's backward with all seven targets runs 46 kernels; a MoE layer's backward
  * runs 5 per local expert plus at most 24 with MHA, 29 with MLA (docs/models.md); eager
- * PyTorch (model_shape.eager) splits a SwiGLU backward into 3 kernels and an RMSNorm's into
- * 12, so 7 per local expert plus at most about 90: MODEL_MOE_LOCAL_MAX experts fit. A list
+ * PyTorch splits a SwiGLU backward into 3 kernels (model_shape.eager) and a composite
+ * RMSNorm's into 12 (model_shape.composite_norm), so 7 per local expert plus at most about 90: MODEL_MOE_LOCAL_MAX experts fit. A list
  * is about 140 KB: callers keep one or two on the stack. */
 #define MODEL_OPS_MAX (7 * MODEL_MOE_LOCAL_MAX + 128)
 typedef struct model_op_list {

@@ -182,15 +182,19 @@ def frameworks():
             sets = [x for e in extra for x in ("--set", e)]
             rc, o, err = run("run", out, *sets, "--steps", "1", "--json")
             check(rc == 0 and json.loads(o).get("status") in ("ok", "oom"), "%s runs: %s" % (name, err[-300:]))
-    # Accelerate runs the model eagerly unless dynamo_config names a torch.compile backend
-    # (then the Hugging Face model's loss, in its forward, is compiled with it)
+    # Accelerate's dynamo_config.dynamo_backend: INDUCTOR compiles the model (and the Hugging
+    # Face model's loss in its forward); NO, EAGER, AOT_EAGER, CUDAGRAPHS run PyTorch's own
+    # kernels; without dynamo_config the config says nothing (the scenario's values); an
+    # inference backend is refused at its key
     src = open(os.path.join(fw, "accelerate_fsdp.yaml")).read()
     with tempfile.TemporaryDirectory() as tmp:
         for k, (extra, model_on, loss) in enumerate((
-                ("", "false", "pytorch"),
+                ("", None, None),
                 ("dynamo_config:\n  dynamo_backend: INDUCTOR\n  dynamo_mode: default\n", "true",
                  "compiled"),
-                ("dynamo_config:\n  dynamo_backend: 'NO'\n", "false", "pytorch"))):
+                ("dynamo_config:\n  dynamo_backend: 'NO'\n", "false", "pytorch"),
+                ("dynamo_config:\n  dynamo_backend: EAGER\n", "false", "pytorch"),
+                ("dynamo_config:\n  dynamo_backend: CUDAGRAPHS\n", "false", "pytorch"))):
             cfg, out = os.path.join(tmp, "a%d.yaml" % k), os.path.join(tmp, "a%d-out.yaml" % k)
             open(cfg, "w").write(src + extra)
             rc, o, err = run("import", "accelerate", cfg, "--topology",
@@ -198,10 +202,24 @@ def frameworks():
             got = open(out).read() if rc == 0 else ""
             ce = re.search(r"^  cross_entropy: (\w+)", got, re.M)
             cm = re.search(r"^  compile: (\w+)", got, re.M)
-            check(rc == 0 and cm and cm.group(1) == model_on and ce and ce.group(1) == loss and
+            check(rc == 0 and (cm and cm.group(1)) == model_on and (ce and ce.group(1)) == loss and
                   ("dynamo_mode" not in extra or "dynamo_config.dynamo_mode" in got),
                   "accelerate dynamo %d: compile %s loss %s (want %s %s) %s" % (
                       k, cm and cm.group(1), ce and ce.group(1), model_on, loss, err))
+        cfg, out = os.path.join(tmp, "trt.yaml"), os.path.join(tmp, "trt-out.yaml")
+        open(cfg, "w").write(src + "dynamo_config:\n  dynamo_backend: TENSORRT\n")
+        rc, o, err = run("import", "accelerate", cfg, "--topology",
+                         os.path.join(topo, "dgx-h100.yaml"), "--model", "llama3.1-8b", "-o", out)
+        check(rc == 2 and "dynamo_config.dynamo_backend" in err and not os.path.exists(out),
+              "accelerate TENSORRT refused: " + err)
+        # a scenario that sets compile itself and takes the rest from a config without dynamo
+        ref = os.path.join(tmp, "ref.yaml")
+        open(ref, "w").write("name: ref\ntopology: %s\nmodel: llama3.1-8b\ntraining: {seq_len: 4096, "
+                             "compile: false}\nparallel:\n  from: {accelerate: %s}\n" % (
+                                 os.path.join(topo, "dgx-h100.yaml"),
+                                 os.path.join(fw, "accelerate_fsdp.yaml")))
+        rc, o, err = run("check", ref)
+        check(rc == 0, "accelerate without dynamo_config leaves the scenario's compile: " + err)
     # torchtitan's loss is PyTorch's cross entropy. torch.compile covers the blocks
     # ("model") and the loss as compile.components lists them (both by default) when
     # compile.enable is on; the older training.compile covers both (the loss since April
@@ -249,11 +267,16 @@ def frameworks():
               "torchtitan TP: %s %s" % (err, re.findall(r"^  (?:tp|sp)\w*: .*$", text, re.M)))
         # torchtitan's 2024 norm_type: "fused_rmsnorm" (its Triton kernel) is norm_kernel:
         # fused; "rmsnorm" leaves the default (composite without compile)
-        for nt, want in (("fused_rmsnorm", "fused"), ("rmsnorm", None)):
+        for nt, want in (("fused_rmsnorm", "fused"), ("compiled_rmsnorm", "fused"),
+                         ("rmsnorm", None), ("layernorm", 2), ("bogus", 2)):
             cfg, out = os.path.join(tmp, "nt.toml"), os.path.join(tmp, "nt-%s.yaml" % nt)
             open(cfg, "w").write(src.replace('[model]\n', '[model]\nnorm_type = "%s"\n' % nt))
             rc, o, err = run("import", "torchtitan", cfg, "--topology",
                              os.path.join(topo, "dgx-h100.yaml"), "-o", out)
+            if want == 2:  # refused at the field, nothing written
+                check(rc == 2 and "model.norm_type" in err and not os.path.exists(out),
+                      "torchtitan norm_type %s refused: %s" % (nt, err))
+                continue
             nk = re.search(r"^  norm_kernel: (\w+)", open(out).read() if rc == 0 else "", re.M)
             check(rc == 0 and (nk.group(1) if nk else None) == want,
                   "torchtitan norm_type %s: %s %s" % (nt, nk and nk.group(1), err))

@@ -2116,6 +2116,44 @@ static void test_eager_activations(void)
     qs.eager = qs.composite_norm = true;
     CHECK_NEAR(model_layer_activation_bytes(&q, &qs, MODEL_RECOMPUTE_NONE),
                (109696.0 + 20480 + 20480 + 19456) * 4096, 0, 0);
+
+    /* The norms' part alone, composite minus fused with eager SwiGLU both ways, per token of
+     * Llama-3.1-8B (b = 1, s = 4096, h = 4096):
+     *   trained, bf16: norm1 and norm2, 4h each: 32,768;
+     *   LoRA (norm weights frozen: the weight multiply keeps no normalised copy, only the
+     *     fp32 upcast, 4 - 2 = 2 bytes more than the fused kernel's input): 2 x 2h = 16,384;
+     *   fp32 activations: the upcast is x itself, the normalised copy 4h each: 32,768;
+     *     frozen: 0;
+     *   TP 2 with SP: the hidden norms on T/2 tokens: 16,384 a token of T.
+     * The small MLA model (h 64, q_lora 16, kv_lora 12; b = 1, s = 64): norm1 and norm2 4 x 64
+     * each, the latent norms 4 x (16 + 12): 624 a token, 39,936 in all. */
+    model_ft lora = {.method = MODEL_FT_LORA, .rank = 16, .targets = MODEL_TARGET_ALL};
+    static const struct {
+        int ft, fp32, tp;
+        double per_token;
+    } cases[] = {{0, 0, 1, 32768}, {1, 0, 1, 16384}, {0, 1, 1, 32768}, {1, 1, 1, 0},
+                 {0, 0, 2, 16384}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        model_shape a = shape(1, 4096, cases[i].tp, cases[i].tp > 1, true);
+        if (cases[i].ft)
+            a.ft = lora;
+        if (cases[i].fp32)
+            a.dtype = HW_DTYPE_FP32;
+        a.eager = true;
+        model_shape b = a;
+        b.composite_norm = true;
+        CHECK_NEAR(model_layer_activation_bytes(&m, &b, MODEL_RECOMPUTE_NONE) -
+                       model_layer_activation_bytes(&m, &a, MODEL_RECOMPUTE_NONE),
+                   cases[i].per_token * 4096, 0, 0);
+    }
+    model_spec mla = small_mla();
+    model_shape ma = shape(1, 64, 1, false, true);
+    ma.eager = true;
+    model_shape mb = ma;
+    mb.composite_norm = true;
+    CHECK_NEAR(model_layer_activation_bytes(&mla, &mb, MODEL_RECOMPUTE_NONE) -
+                   model_layer_activation_bytes(&mla, &ma, MODEL_RECOMPUTE_NONE),
+               39936.0, 0, 0);
 }
 
 int main(void)
