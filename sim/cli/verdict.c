@@ -103,6 +103,22 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
         if (t->recompute_every > 1)
             cli_remedy_set(&x->r, "training.recompute_every", "1");
     }
+    /* eager PyTorch keeps what its composite ops' backward reads (docs/models.md, "Activation
+     * memory"); torch.compile's fused kernels do not, nor does a fused norm alone */
+    if (!t->compile) {
+        x = verdict__push(l, "compile the model and its loss (torch.compile's fused norms, "
+                             "SwiGLU and cross entropy)");
+        cli_remedy_set(&x->r, "training.compile", "true");
+        if (t->norm_kernel == PLAN_NORM_COMPOSITE)
+            cli_remedy_set(&x->r, "training.norm_kernel", "fused");
+        if (t->cross_entropy == PLAN_CE_PYTORCH)
+            cli_remedy_set(&x->r, "training.cross_entropy", "compiled");
+    }
+    if (plan_composite_norm(t) && sc->model.norm == MODEL_NORM_RMSNORM) {
+        x = verdict__push(l, "a fused RMSNorm kernel (Liger's, Apex's, torchtitan's "
+                             "fused_rmsnorm)");
+        cli_remedy_set(&x->r, "training.norm_kernel", "fused");
+    }
     if (t->micro_batch > 1) {
         int64_t half = t->micro_batch / 2;
         x = verdict__push(l, "a smaller micro-batch, more accumulation steps, the same global batch");

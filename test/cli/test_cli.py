@@ -856,15 +856,14 @@ def stragglers():
     check(rc == 2 and "every replica must be simulated" in err, "symmetry refused: " + err)
 
 
-def qwen06_one_dgx(path, training_extra):
-    """Writes Qwen3-0.6B data-parallel on one DGX H100 at 512 tokens a GPU (the training keys
-    plus `training_extra`) to `path`; returns the path."""
+def qwen06_one_dgx(path, training_extra, batch="seq_len: 512, global_batch: 8, micro_batch: 1"):
+    """Writes Qwen3-0.6B data-parallel on one DGX H100 (training: `batch` and `training_extra`;
+    by default 512 tokens a GPU) to `path`; returns the path."""
     with open(path, "w") as f:
         f.write("name: q06\ntopology: {name: one-dgx, gpu: h100-sxm, nodes: 1, node: "
                 "{gpus: 8, intra: {kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us}}}\n"
-                "model: %s\ntraining: {seq_len: 512, global_batch: 8, micro_batch: 1%s}\n"
-                "parallel: {dp: 8}\nsimulation: {steps: 1}\n"
-                % (os.path.join(os.path.abspath(root), "workloads", "qwen3-0.6b.yaml"),
+                "model: %s\ntraining: {%s%s}\nparallel: {dp: 8}\nsimulation: {steps: 1}\n"
+                % (os.path.join(os.path.abspath(root), "workloads", "qwen3-0.6b.yaml"), batch,
                    training_extra))
     return path
 
@@ -3615,6 +3614,22 @@ def verdict():
                           r["step_time_s"]))
             else:
                 check(r["step_time_s"] is None, "mem remedies are not timed: %s" % r)
+
+    # --- eager PyTorch: compiling is a remedy, and so is a fused norm ------------------------
+    # Qwen3-0.6B at 8 x 4,096 tokens a GPU in eager PyTorch with PyTorch's loss does not fit
+    # an H100 (126.9 GiB: the fp32 logits and their two gradients alone are 3 x 4 x 151,936 x
+    # 32,768 B = 55.6 GiB). torch.compile of the model and its loss (compile, cross_entropy:
+    # compiled) is listed, and every remedy listed reproduces with --set.
+    with tempfile.TemporaryDirectory() as tmp:
+        eager = qwen06_one_dgx(os.path.join(tmp, "eager-oom.yaml"),
+                               ", compile: false, cross_entropy: pytorch",
+                               "seq_len: 4096, global_batch: 64, micro_batch: 8")
+        m = cmd_json("mem", eager, [])
+        comp = [r for r in remedies(m) if r["changes"] == {
+            "training.compile": "true", "training.cross_entropy": "compiled"}]
+        check(m.get("status") == "oom" and len(comp) == 1 and comp[0]["status"] == "ok",
+              "eager: compile the model and its loss listed: %s" % remedies(m))
+        reproduce("mem", eager, [], m)
 
     # --- Qwen3-4B, FSDP, pure bf16 Adam, 2x RTX 4090, recompute off (issue 25) ---------------
     fsdp = os.path.join(sc, "qwen3-4b-2x4090-fsdp-bf16.yaml")
