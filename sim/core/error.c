@@ -22,6 +22,28 @@ const char *sim_strerror(int err)
     }
 }
 
+/* Rewrites `s` (a buffer of `size` bytes) with its control characters escaped (\n, \r, \t,
+ * \xHH), so that a value quoted from an input file keeps the error on one line; truncates at
+ * the buffer's end. */
+static void escape_controls(char *s, size_t size)
+{
+    char tmp[SIM_MAX(SIM_DIAG_MSG_MAX, SIM_DIAG_FILE_MAX)];
+    size_t n = 0;
+    for (const unsigned char *p = (const unsigned char *)s; *p && n + 5 < sizeof tmp; p++) {
+        if (*p >= 0x20 && *p != 0x7f) {
+            tmp[n++] = (char)*p;
+            continue;
+        }
+        n += (size_t)snprintf(tmp + n, sizeof tmp - n, *p == '\n'   ? "\\n"
+                                                       : *p == '\r' ? "\\r"
+                                                       : *p == '\t' ? "\\t"
+                                                                    : "\\x%02x",
+                              *p);
+    }
+    tmp[n] = '\0';
+    snprintf(s, size, "%s", tmp);
+}
+
 static int diag_vset(sim_diag *d, int code, const char *file, int line, int col, const char *fmt,
                      va_list ap)
 {
@@ -32,6 +54,8 @@ static int diag_vset(sim_diag *d, int code, const char *file, int line, int col,
     d->line = line;
     d->col = col;
     vsnprintf(d->msg, sizeof d->msg, fmt, ap);
+    escape_controls(d->msg, sizeof d->msg);
+    escape_controls(d->file, sizeof d->file);
     d->hints[0] = '\0';
     return code;
 }

@@ -189,7 +189,17 @@ static int read_all(const char *path, char **data, size_t *len, sim_diag *diag)
         close(fd);
     if (*len > (16u << 20)) {
         sim_free(*data);
+        *data = NULL; /* the caller frees it */
         return sim_diag_error(diag, path, 0, 0, "larger than 16 MiB: not a framework config");
+    }
+    const char *nul = memchr(*data, '\0', *len);
+    if (nul) { /* the parsers read C strings: what follows would go unread */
+        int line = 1;
+        for (const char *q = *data; q < nul; q++)
+            line += *q == '\n';
+        sim_free(*data);
+        *data = NULL;
+        return sim_diag_error(diag, path, line, 1, "a NUL byte: not a text config");
     }
     (*data)[*len] = '\0';
     return 0;

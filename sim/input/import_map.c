@@ -275,6 +275,10 @@ static int accelerate(import_ctx *c)
      * CUDAGRAPHS run PyTorch's own kernels, its loss PyTorch's cross entropy on fp32 logits;
      * the rest are inference or other-device backends. Without it the config says nothing
      * (the script may compile): the scenario's values apply. */
+    const input_ypair *dc = input_ypath_find(c->root, "dynamo_config"); /* not a use */
+    if (!rc && dc && !input_ynode_is_null(dc->value) && dc->value->kind != INPUT_YMAP)
+        return import__error(c, dc->value, "dynamo_config: a mapping (dynamo_backend: ...), "
+                             "not %s", input_ykind_name(dc->value->kind));
     const input_ynode *dyn = import__get(c, "dynamo_config.dynamo_backend");
     static const char *const fused[] = {"INDUCTOR", "AOT_TS_NVFUSER", "NVPRIMS_NVFUSER"};
     static const char *const eager[] = {"NO", "EAGER", "AOT_EAGER", "CUDAGRAPHS"};

@@ -403,6 +403,16 @@ def frameworks():
              "below 1e15"),
             ("t1.toml", "torchtitan", "[parallelism\n]\ndata_parallel_shard_degree = 2\n", ":1:",
              "unclosed table header"),
+            # a NUL byte would end the parser's C string (the rest unread): refused at its line
+            ("nul.toml", "torchtitan", '[model]\nname = "llama3"\n\0\nnorm_type = "layernorm"\n',
+             ":3:1:", "a NUL byte"),
+            # a value quoted in the error keeps it on one line (its newline escaped)
+            ("nl.yaml", "accelerate", 'distributed_type: FSDP\ndynamo_config:\n  dynamo_backend: '
+             '"INDUCTOR\\nX"\n', ":3:", "'INDUCTOR\\nX'"),
+            ("dc.yaml", "accelerate", "distributed_type: FSDP\ndynamo_config: INDUCTOR\n", ":2:16:",
+             "dynamo_config: a mapping"),
+            # more than 16 MiB: refused before parsing (a double free crashed here)
+            ("big.toml", "torchtitan", "#" * (17 << 20), ":", "larger than 16 MiB"),
         ]
         for name, fwk, text, where, what in cases:
             path = os.path.join(tmp, name)

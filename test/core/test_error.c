@@ -77,6 +77,11 @@ static void test_diag_forms(void)
     /* nothing recorded: nothing printed */
     CHECK_STR_EQ(render(&none, buf, sizeof buf), "");
 
+    /* a quoted value's control characters are escaped: the error stays one line */
+    static sim_diag g;
+    sim_diag_error(&g, "a\nb.yaml", 3, 4, "'%s'", "x\ny\tz\r\x01");
+    CHECK_STR_EQ(render(&g, buf, sizeof buf), "a\\nb.yaml:3:4: error: 'x\\ny\\tz\\r\\x01'\n");
+
     /* a NULL diag only returns the code */
     CHECK_INT_EQ(sim_diag_error(NULL, "x", 1, 1, "m"), SIM_EINVAL);
     CHECK_INT_EQ(sim_diag_error_code(NULL, SIM_EIO, "x", 1, 1, "m"), SIM_EIO);
