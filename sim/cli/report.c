@@ -395,6 +395,12 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     if (!timing) {
         fprintf(f, "%smemory formulas exact to 0.5%% against the published ZeRO and activation "
                    "tables (docs/validation.md)\n", lead);
+        /* offloaded activations leave the GPU when their copies end, which only a replay
+         * times: in program order each copy ends before the next kernel (docs/memory.md) */
+        if (sc && sc->parallel.offload.activations != PLAN_OFFLOAD_NONE)
+            fprintf(f, "  caveat          activation offload: this peak takes each copy to the "
+                       "host as done before the next kernel; copies slower than the compute "
+                       "keep activations on the GPU longer: `stepsim run` times them\n");
         return;
     }
     if (!sc) {

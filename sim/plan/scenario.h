@@ -183,7 +183,7 @@ typedef struct plan_parallel {
     struct {
         plan_offload optimizer;
         plan_offload params;      /* ZeRO-3: the 16-bit shards live in host memory */
-        plan_offload activations; /* none only, for now */
+        plan_offload activations; /* cpu: the saved activations copied to the host */
     } offload;
     plan_group_class order[PLAN_GROUP_COUNT]; /* inner to outer */
 } plan_parallel;

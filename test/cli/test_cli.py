@@ -646,6 +646,17 @@ def dp():
     a1 = run_json(ddp, *slow, "--set", "parallel.offload.activations=cpu")
     check(a1.get("mem_bytes", {}).get("activations", 1) < a0.get("mem_bytes", {}).get("activations", 0),
           "offloaded activations lower the GPU's peak: %s vs %s" % (a1.get("mem_bytes"), a0.get("mem_bytes")))
+    # At full speed the copies fall behind the compute and the replay's peak is above `mem`'s
+    # program order, which takes each copy as done before the next kernel: `mem` says so
+    rm = run_json(ddp, "--set", "parallel.offload.activations=cpu")
+    rc, out, err = run("mem", ddp, "--set", "parallel.offload.activations=cpu", "--json")
+    mm = json.loads(out) if rc == 0 else {}
+    rc, text, err = run("mem", ddp, "--set", "parallel.offload.activations=cpu")
+    check(rm.get("peak_mem_bytes", 0) > mm.get("peak_mem_bytes", 1) and
+          "caveat          activation offload" in text and
+          "caveat" not in run("mem", ddp)[1],
+          "mem's caveat under activation offload: run %s, mem %s: %s" % (
+              rm.get("peak_mem_bytes"), mm.get("peak_mem_bytes"), text[-300:]))
     # One GPU (single.yaml, one micro-batch): nothing to gather or reduce; each unit's
     # 16-bit weights come whole from the host before its forward and again before its
     # backward (2 x 2P), the gradients go down (2P): 6P; the host holds 12 + 2 + 2 B per
