@@ -17,10 +17,13 @@ against its eager and, where published, its compiled run:
 - cuDNN's attention on H100 (`attention_kernel: cudnn`, the catalog's default table), H100 rows
   only;
 - the 96 GB part's peak at either end of the interval its source gives, the H100 NVL's 835 and
-  the SXM5's 989 TFLOP/s (the matmul curve recomputed for each; Grand Teton rows only).
+  the SXM5's 989 TFLOP/s (the matmul curve recomputed for each; Grand Teton rows only);
+- the other RMSNorm kernel (`training.norm_kernel`) than the run's config chose, eager rows
+  only: fused where it ran the composite ops, composite where it ran torchtitan's
+  fused_rmsnorm.
 
 Seconds on 2 cores (every row is small)."""
-import csv, json, os, subprocess, sys
+import csv, json, os, re, subprocess, sys
 
 stepsim, root = sys.argv[1:3]
 args = sys.argv[3:]
@@ -42,13 +45,23 @@ def peak(p):
 
 
 EVERY = "training.recompute_every=1"
-VARIANTS = [("as mapped", lambda g: []),
-            ("recompute none", lambda g: ["training.recompute=none", EVERY]),
-            ("recompute full", lambda g: ["training.recompute=full", EVERY]),
-            ("recompute selective", lambda g: ["training.recompute=selective", EVERY]),
-            ("cuDNN attention", lambda g: ["training.attention_kernel=cudnn"] if g in ("gt", "h100") else None),
-            ("peak 835", lambda g: peak(835) if g == "gt" else None),
-            ("peak 989", lambda g: peak(989) if g == "gt" else None)]
+def other_norm(name):
+    """--set values: an eager row's norms as the other kernel; None for a compiled row."""
+    if not name.endswith("-eager"):
+        return None
+    text = open(os.path.join(scen, name + ".yaml")).read()
+    fused = re.search(r"^  norm_kernel: fused", text, re.M) is not None  # the key, not a comment
+    return ["training.norm_kernel=" + ("composite" if fused else "fused")]
+
+
+VARIANTS = [("as mapped", lambda g, n: []),
+            ("recompute none", lambda g, n: ["training.recompute=none", EVERY]),
+            ("recompute full", lambda g, n: ["training.recompute=full", EVERY]),
+            ("recompute selective", lambda g, n: ["training.recompute=selective", EVERY]),
+            ("cuDNN attention", lambda g, n: ["training.attention_kernel=cudnn"] if g in ("gt", "h100") else None),
+            ("peak 835", lambda g, n: peak(835) if g == "gt" else None),
+            ("peak 989", lambda g, n: peak(989) if g == "gt" else None),
+            ("other norm kernel", lambda g, n: other_norm(n))]
 
 with open(os.path.join(root, "test", "validation", "data", "torchtitan_llama.csv")) as f:
     rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
@@ -70,7 +83,7 @@ for name, (g, rs) in configs.items():
     n = int(rs[0]["gpus"])
     sim = []
     for label, sets in VARIANTS:
-        s = sets(g)
+        s = sets(g, name)
         if s is None:
             sim.append(None)
             continue
