@@ -239,6 +239,68 @@ static input_ynode *toml_table(import_ctx *c, input_ynode *root, const char *dot
 
 /* One TOML value at *s (a string, number, boolean, or an array of them, possibly over
  * several lines); advances *s. */
+/* A TOML basic string's text between its quotes with its escapes decoded (\b \t \n \f \r
+ * \" \\ and \uXXXX, \UXXXXXXXX as UTF-8) into out (of `size` bytes, NUL-terminated); the
+ * decoded length, or -1 for an escape TOML does not define, a code point that is not a
+ * Unicode scalar value, a decoded NUL, or text that does not fit. */
+static long toml_unescape(const char *p, const char *end, char *out, size_t size)
+{
+    size_t n = 0;
+    while (p < end) {
+        unsigned long cp = (unsigned char)*p++;
+        if (cp == '\\') {
+            char e = p < end ? *p++ : '\0';
+            static const char pairs[] = "b\bt\tn\nf\fr\r\"\"\\\\"; /* escape, its byte */
+            const char *simple = e ? strchr(pairs, e) : NULL;
+            if (simple && (simple - pairs) % 2 == 0) {
+                cp = (unsigned char)simple[1];
+            } else if (e == 'u' || e == 'U') {
+                int digits = e == 'u' ? 4 : 8;
+                cp = 0;
+                for (int i = 0; i < digits; i++, p++) {
+                    if (p >= end || !isxdigit((unsigned char)*p))
+                        return -1;
+                    cp = cp * 16 + (unsigned long)(isdigit((unsigned char)*p)
+                                                       ? *p - '0'
+                                                       : tolower((unsigned char)*p) - 'a' + 10);
+                }
+                if (cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+                    return -1;
+            } else {
+                return -1;
+            }
+        }
+        if (cp == 0 || n + 5 > size)
+            return -1;
+        if (cp < 0x80) {
+            out[n++] = (char)cp;
+        } else if (cp < 0x800) {
+            out[n++] = (char)(0xc0 | (cp >> 6));
+            out[n++] = (char)(0x80 | (cp & 0x3f));
+        } else if (cp < 0x10000) {
+            out[n++] = (char)(0xe0 | (cp >> 12));
+            out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+            out[n++] = (char)(0x80 | (cp & 0x3f));
+        } else {
+            out[n++] = (char)(0xf0 | (cp >> 18));
+            out[n++] = (char)(0x80 | ((cp >> 12) & 0x3f));
+            out[n++] = (char)(0x80 | ((cp >> 6) & 0x3f));
+            out[n++] = (char)(0x80 | (cp & 0x3f));
+        }
+    }
+    out[n] = '\0';
+    return (long)n;
+}
+
+/* Whether a bare TOML value is one TOML allows: a boolean, or a number or date (digits, signs,
+ * inf and nan); a bare word is a TOML syntax error. */
+static bool toml_bare_ok(const char *v)
+{
+    const char *d = v + (*v == '+' || *v == '-');
+    return !strcmp(v, "true") || !strcmp(v, "false") || isdigit((unsigned char)*d) ||
+           (*d == '.' && isdigit((unsigned char)d[1])) || !strcmp(d, "inf") || !strcmp(d, "nan");
+}
+
 static input_ynode *toml_value(import_ctx *c, const char **s, int *line, const char *bol,
                                int depth)
 {
@@ -253,7 +315,16 @@ static input_ynode *toml_value(import_ctx *c, const char **s, int *line, const c
             p += *p == '\\' && q == '"' && p[1] ? 2 : 1;
         if (*p != q)
             return NULL;
-        input_ynode *v = scalar(c, start, (size_t)(p - start), *line, col);
+        input_ynode *v;
+        if (q == '"') { /* a basic string: its escapes decoded */
+            char buf[1024];
+            long n = toml_unescape(start, p, buf, sizeof buf);
+            if (n < 0)
+                return NULL;
+            v = scalar(c, buf, (size_t)n, *line, col);
+        } else { /* a literal string: as written */
+            v = scalar(c, start, (size_t)(p - start), *line, col);
+        }
         v->quoted = true;
         *s = p + 1;
         return v;
@@ -299,6 +370,9 @@ static input_ynode *toml_value(import_ctx *c, const char **s, int *line, const c
     for (const char *q = start; q < end && n + 1 < sizeof buf; q++)
         if (*q != '_') /* 1_000 */
             buf[n++] = *q;
+    buf[n] = '\0';
+    if (!toml_bare_ok(buf))
+        return NULL;
     *s = p;
     return scalar(c, buf, n, *line, col);
 }

@@ -267,7 +267,9 @@ def frameworks():
               "torchtitan TP: %s %s" % (err, re.findall(r"^  (?:tp|sp)\w*: .*$", text, re.M)))
         # torchtitan's 2024 norm_type: "fused_rmsnorm" (its Triton kernel) is norm_kernel:
         # fused; "rmsnorm" leaves the default (composite without compile)
+        # (a basic string's escapes decoded: fused\u005frmsnorm is fused_rmsnorm)
         for nt, want in (("fused_rmsnorm", "fused"), ("compiled_rmsnorm", "fused"),
+                         ("fused\\u005frmsnorm", "fused"),
                          ("rmsnorm", None), ("layernorm", 2), ("bogus", 2)):
             cfg, out = os.path.join(tmp, "nt.toml"), os.path.join(tmp, "nt-%s.yaml" % nt)
             open(cfg, "w").write(src.replace('[model]\n', '[model]\nnorm_type = "%s"\n' % nt))
@@ -411,6 +413,11 @@ def frameworks():
              '"INDUCTOR\\nX"\n', ":3:", "'INDUCTOR\\nX'"),
             ("dc.yaml", "accelerate", "distributed_type: FSDP\ndynamo_config: INDUCTOR\n", ":2:16:",
              "dynamo_config: a mapping"),
+            # TOML: a bare word is not a value, nor is a string with an escape TOML lacks
+            ("bare.toml", "torchtitan", "[model]\nnorm_type = rmsnorm\n", ":2:13:",
+             "a value this reader does not take"),
+            ("esc.toml", "torchtitan", '[model]\nnorm_type = "rms\\qnorm"\n', ":2:13:",
+             "a value this reader does not take"),
             # more than 16 MiB: refused before parsing (a double free crashed here)
             ("big.toml", "torchtitan", "#" * (17 << 20), ":", "larger than 16 MiB"),
         ]
