@@ -36,28 +36,25 @@ enum fp8_input {
     FP8_IN_SHARD,       /* a plain layer's input, a sequence shard under SP */
 };
 
+/* A layer's kernels are named after its forward GEMM `g`. */
+#define FP8_LAYER(g, in, in_mla, dy_sharded)                                                \
+    {g, g ".dgrad", g ".cast", g ".dgrad.cast", g ".wcast", in, in_mla, dy_sharded}
+
 static const struct fp8_names {
     const char *gemm, *dgrad, *cast, *dcast, *wcast;
     enum fp8_input in, in_mla; /* the dense (MHA/GQA) layer's, MLA's */
     bool dy_sharded;           /* row-parallel: dY arrives as a sequence shard under SP */
 } fp8_names[] = {
-    {"qkv", "qkv.dgrad", "qkv.cast", "qkv.dgrad.cast", "qkv.wcast", FP8_IN_NORM, FP8_IN_SHARD,
-     false},
-    {"proj", "proj.dgrad", "proj.cast", "proj.dgrad.cast", "proj.wcast", FP8_IN_CAST,
-     FP8_IN_CAST, true},
-    {"mlp_up", "mlp_up.dgrad", "mlp_up.cast", "mlp_up.dgrad.cast", "mlp_up.wcast", FP8_IN_NORM,
-     FP8_IN_NORM, false},
-    {"mlp_down", "mlp_down.dgrad", "mlp_down.cast", "mlp_down.dgrad.cast", "mlp_down.wcast",
-     FP8_IN_CAST, FP8_IN_CAST, true},
-    {"attn.q_b", "attn.q_b.dgrad", "attn.q_b.cast", "attn.q_b.dgrad.cast", "attn.q_b.wcast",
-     FP8_IN_LATENT_NORM, FP8_IN_LATENT_NORM, false},
-    {"attn.kv_b", "attn.kv_b.dgrad", "attn.kv_b.cast", "attn.kv_b.dgrad.cast",
-     "attn.kv_b.wcast", FP8_IN_LATENT_NORM, FP8_IN_LATENT_NORM, false},
-    {"moe.shared_up", "moe.shared_up.dgrad", "moe.shared_up.cast", "moe.shared_up.dgrad.cast",
-     "moe.shared_up.wcast", FP8_IN_CAST, FP8_IN_CAST, false},
-    {"moe.shared_down", "moe.shared_down.dgrad", "moe.shared_down.cast",
-     "moe.shared_down.dgrad.cast", "moe.shared_down.wcast", FP8_IN_CAST, FP8_IN_CAST, false},
+    FP8_LAYER("qkv", FP8_IN_NORM, FP8_IN_SHARD, false),
+    FP8_LAYER("proj", FP8_IN_CAST, FP8_IN_CAST, true),
+    FP8_LAYER("mlp_up", FP8_IN_NORM, FP8_IN_NORM, false),
+    FP8_LAYER("mlp_down", FP8_IN_CAST, FP8_IN_CAST, true),
+    FP8_LAYER("attn.q_b", FP8_IN_LATENT_NORM, FP8_IN_LATENT_NORM, false),
+    FP8_LAYER("attn.kv_b", FP8_IN_LATENT_NORM, FP8_IN_LATENT_NORM, false),
+    FP8_LAYER("moe.shared_up", FP8_IN_CAST, FP8_IN_CAST, false),
+    FP8_LAYER("moe.shared_down", FP8_IN_CAST, FP8_IN_CAST, false),
 };
+#undef FP8_LAYER
 
 /* The entry of the fp8 linear layer whose forward or dgrad kernel is `name`. */
 static const struct fp8_names *fp8_of(const char *name, bool dgrad)
@@ -71,6 +68,11 @@ static const struct fp8_names *fp8_of(const char *name, bool dgrad)
 model_op *model__fp8_cast(model_op_list *l, const char *name, double elems, double bytes)
 {
     return model__push(l, name, HW_OP_VECTOR, elems, 0, bytes, 0);
+}
+
+double model__fp8_cast_transpose_bytes(const dims *D)
+{
+    return D->fp8_current ? 6 : 4;
 }
 
 /* The dims of a linear layer's GEMMs: an fp8 run's read 1-byte operands. */
@@ -106,7 +108,8 @@ void model__lin_fwd(model_op_list *l, const dims *D, const char *name, double m,
     if (D->fp8) {
         const struct fp8_names *nm = fp8_of(name, false);
         double amax = D->fp8_current ? 2 : 0; /* current scaling's first read, 2 bytes each */
-        model__fp8_cast(l, nm->wcast, k * n, (4 + amax) * k * n)->weight_cast = true;
+        model__fp8_cast(l, nm->wcast, k * n, model__fp8_cast_transpose_bytes(D) * k * n)
+            ->weight_cast = true;
         bool sp = D->Tn < D->T;
         enum fp8_input in = D->mla ? nm->in_mla : nm->in;
         if (D->fp8_current && (in == FP8_IN_NORM || in == FP8_IN_LATENT_NORM)) {
@@ -137,7 +140,8 @@ void model__lin_bwd(model_op_list *l, const dims *D, const char *dgrad, const ch
         const struct fp8_names *nm = fp8_of(dgrad, true);
         bool shard = nm->dy_sharded && D->Tn < D->T;
         double amax = D->fp8_current ? 2 : 0;
-        double bytes = shard ? (3 + amax) * D->Tn * n + 2 * m * n : (4 + amax) * m * n;
+        double bytes = shard ? (3 + amax) * D->Tn * n + 2 * m * n
+                             : model__fp8_cast_transpose_bytes(D) * m * n;
         model__fp8_cast(l, nm->dcast, m * n, bytes);
     }
     model__lin_gemm_bwd(l, D, dgrad, wgrad, m, k, n, grad_params);

@@ -136,6 +136,9 @@ void model__lin_gemm_bwd(model_op_list *l, const dims *D, const char *dgrad, con
                          double m, double k, double n, int64_t grad_params);
 /* An fp8 cast kernel of `elems` elements moving `bytes` (memory-bound, no model FLOPs). */
 model_op *model__fp8_cast(model_op_list *l, const char *name, double elems, double bytes);
+/* Bytes per element of a whole 16-bit tensor's cast_transpose: read 2, write 1 + 1 (4), and
+ * under current scaling the amax's first read, 2 more (6). */
+double model__fp8_cast_transpose_bytes(const dims *D);
 /* A layer's base (LoRA-freezable, QLoRA-quantised) GEMM: forward dequantised first under
  * QLoRA; backward the dgrad (dequantised first) and the wgrad only when trained. */
 void model__base_fwd(model_op_list *l, const dims *D, const char *name, const char *dequant,

@@ -61,7 +61,7 @@ static void expert_casts_fwd(const model_shape *sh, const dims *D, model_op_list
 {
     double h = (double)D->h, n = (double)D->n_local, tok = expert_tokens(sh, D);
     double up = h * (double)D->upe_r, down = (double)D->fe_r * h;
-    double b = D->fp8_current ? 6 : 4; /* current scaling reads each input once more */
+    double b = model__fp8_cast_transpose_bytes(D);
     model__fp8_cast(l, "moe.expert_up.wcast", n * up, b * n * up)->weight_cast = true;
     model__fp8_cast(l, "moe.expert_down.wcast", n * down, b * n * down)->weight_cast = true;
     model__fp8_cast(l, "moe.expert_up.cast", tok * h, b * tok * h);
@@ -135,7 +135,7 @@ static void moe_bwd(const model_spec *m, const model_shape *sh, const dims *D,
     if (D->fp8) {
         /* the output gradients of both grouped GEMMs, cast and transposed (4 bytes an
          * element) by one multi-tensor kernel each, ahead of the experts' GEMMs */
-        double tok = expert_tokens(sh, D), cb = D->fp8_current ? 6 : 4;
+        double tok = expert_tokens(sh, D), cb = model__fp8_cast_transpose_bytes(D);
         model__fp8_cast(l, "moe.expert_down.dgrad.cast", tok * h, cb * tok * h);
         model__fp8_cast(l, "moe.expert_up.dgrad.cast", tok * (double)D->upe_r,
                         cb * tok * (double)D->upe_r);
