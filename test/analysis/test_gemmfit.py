@@ -8,7 +8,9 @@
    come back as those values (to 1e-4 relative), and as k0 = 0 when made without it.
 2. The H100 catalog entry holds the fit on the shipped XLA table: fit_gemm.py's t0 and k0
    round to the catalog's (docs/calibration.md: 1.36 us -> 1.4, 124.5 -> 125), so a change to
-   the table, the model or the catalog that leaves them apart fails here.
+   the table, the model or the catalog that leaves them apart fails here. The same on XLA's
+   sm_100 table (B200, at its 2250 TFLOP/s peak and 8 TB/s): 1.38 us -> 1.4 and 127.8, within
+   3 of the b200 and gb200 entries' 125 (one Blackwell die; docs/calibration.md).
 3. measure.py's post-processing (what a lent GPU's run ends with) turns timings made by the
    model into catalog keys that give the model back (k0 100, the curve at 1 TFLOP), and a GPU
    file built from them loads and runs in stepsim; with an in-training ratio the plateau and
@@ -61,6 +63,20 @@ if m:
     t0, k0 = float(m.group(1)), float(m.group(3))
     check(round(t0, 1) == 1.4, "fitted t0 %.2f us rounds to the catalog's 1.4" % t0)
     check(abs(k0 - k0_cat) <= 2.5, "fitted k0 %.1f vs the catalog's %g" % (k0, k0_cat))
+out = subprocess.run([sys.executable, os.path.join(root, "test", "validation", "fit_gemm.py"),
+                      os.path.join(root, "test", "validation", "data", "xla_sm100_gemm.csv"),
+                      "--peak", "2250", "--bandwidth", "8000", "--sms", "148", "--memory-curve",
+                      os.path.join(root, "topologies", "gpus", "b200.yaml")],
+                     capture_output=True, text=True, check=True).stdout
+m = re.search(r"with k0\s+t0 = ([0-9.]+) us, e = ([0-9.]+), k0 = ([0-9.]+)", out)
+check(m is not None, "fit_gemm.py prints the sm_100 fit: " + out[:200])
+for gpu in ("b200", "gb200"):
+    cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+    k0_cat = float(re.search(r"^matmul_k_overhead: ([0-9.]+)", cat, re.M).group(1))
+    if m:
+        t0, k0 = float(m.group(1)), float(m.group(3))
+        check(round(t0, 1) == 1.4, "sm_100 fitted t0 %.2f us rounds to 1.4 (%s)" % (t0, gpu))
+        check(abs(k0 - k0_cat) <= 3, "sm_100 fitted k0 %.1f vs %s's %g" % (k0, gpu, k0_cat))
 
 # 3. measure.py's catalog lines from synthetic timings: GEMMs as above (k0 = 100), copies at
 # 0.9 of 3350 GB/s after a 1 us fixed cost, attention at 0.5 of peak, a 5 us launch gap.

@@ -6,7 +6,9 @@
 CSV (default test/validation/data/xla_sm90_gemm.csv, XLA's measured sm_90 table) has columns
 b, m, n, k, bf16_flops: C (b x m x n) = A (b x m x k) B (b x k x n) ran at bf16_flops FLOP/s.
 The defaults are the H100 SXM's: dense bf16 peak 989 TFLOP/s, 3350 GB/s, the catalog's
-4 us launch overhead and its memory curve (topologies/gpus/h100-sxm.yaml).
+4 us launch overhead and its memory curve (topologies/gpus/h100-sxm.yaml). XLA's sm_100
+table (B200) is test/validation/data/xla_sm100_gemm.csv: run it with --peak 2250 --bandwidth
+8000 --sms 148 --memory-curve topologies/gpus/b200.yaml.
 
 stepsim times a GEMM of F FLOPs over inner dimension k that moves B bytes as (sim/hw/gpu.h)
 
