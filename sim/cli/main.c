@@ -639,23 +639,64 @@ static int cmd_check(const cli_args *a)
     return rc;
 }
 
+/* `mem`: the memory plan in program order, or, under activation offload, the replay's: an
+ * offloaded activation leaves the GPU when its copy to the host ends, which only the replay
+ * times (copies slower than the compute queue up; docs/memory.md), so such a scenario is
+ * replayed as `run --no-timeline` would, remedies included, and `mem` answers what `run`
+ * does. */
 static int cmd_mem(const cli_args *a)
 {
+    cli_signals_install();
     cli_job *j = sim_calloc(1, sizeof *j);
     int rc = job_load(a, false, false, j);
+    bool timed = rc == 0 && j->sc.parallel.offload.activations != PLAN_OFFLOAD_NONE;
+    if (timed) {
+        /* again, with the trace and the whole run's memory budget */
+        job_clear(j);
+        memset(j, 0, sizeof *j);
+        rc = job_load(a, true, true, j);
+    }
     if (rc == 0) {
         replay_results *res = replay_results_create();
-        replay_memory_only(j->p, res);
+        if (timed) {
+            replay_options opt = {.progress = print_progress,
+                                  .progress_ud = j->sc.name,
+                                  .progress_every_s = 15,
+                                  .no_bubble_rows = true,
+                                  .no_isolated_rounds = a->no_isolated_rounds,
+                                  .cancel = cli_signal_flag()};
+            replay_run(j->p, &opt, res);
+            if (res->cancelled || *cli_signal_flag() ||
+                res->summary.status == REPLAY_STATUS_ERROR) {
+                if (res->summary.status == REPLAY_STATUS_ERROR && !res->cancelled)
+                    fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
+                rc = res->cancelled || *cli_signal_flag() ? cli_signal_exit("stopped")
+                     : res->beyond_horizon               ? EXIT_INVALID
+                                                         : 1;
+                replay_results_destroy(res);
+                job_clear(j);
+                sim_free(j);
+                return rc;
+            }
+        } else {
+            replay_memory_only(j->p, res);
+        }
         results_verdict verdict;
-        cli_verdict_input vi = verdict_input(a, false);
+        cli_verdict_input vi = verdict_input(a, timed);
+        vi.ladder_order = true;
         char constraint[1024];
         cli_verdict_build(&vi, j->p, res, &verdict, constraint, sizeof constraint);
         if (constraint[0])
             res->summary.binding_constraint = replay_results_intern(res, constraint);
+        verdict.has_bottleneck = false; /* a memory answer: the step's limit is run's to say */
         if (a->json)
             results_json_write_mem(stdout, &res->summary, &verdict);
         else
             print_summary(stdout, j->p, res, false, &verdict);
+        if (timed)
+            fprintf(stderr, "stepsim: %s: activation offload: replayed %d step(s) of %d GPU(s) "
+                            "to time the copies to the host (%.3f s wall)\n",
+                    j->sc.name, j->sc.simulation.steps, j->p->n_ranks, res->wall_s);
         cli_verdict_free(&verdict);
         replay_results_destroy(res);
     }
@@ -699,7 +740,7 @@ static const cli_command cli_commands[] = {
     {.name = "check", .args = "SCENARIO.yaml", .usage = cli_usage_check, .run = check_main,
      .summary = "validate a scenario (exit 0 valid, 2 invalid)"},
     {.name = "mem", .args = "SCENARIO.yaml", .usage = cli_usage_mem, .run = mem_main,
-     .summary = "the per-GPU memory plan and OOM verdict, without replay"},
+     .summary = "the per-GPU memory plan and OOM verdict, without timing the step"},
     {.name = "topo", .args = "TOPOLOGY.yaml", .usage = cli_usage_topo, .run = cli_topo,
      .summary = "describe a topology: devices, links, bisection, routes"},
     {.name = "import", .args = "FRAMEWORK SOURCE", .usage = cli_usage_import, .run = cli_import,

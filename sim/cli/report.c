@@ -396,11 +396,11 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
         fprintf(f, "%smemory formulas exact to 0.5%% against the published ZeRO and activation "
                    "tables (docs/validation.md)\n", lead);
         /* offloaded activations leave the GPU when their copies end, which only a replay
-         * times: in program order each copy ends before the next kernel (docs/memory.md) */
+         * times: `mem` replays such a scenario (main.c, cmd_mem; docs/memory.md) */
         if (sc && sc->parallel.offload.activations != PLAN_OFFLOAD_NONE)
-            fprintf(f, "  caveat          activation offload: this peak takes each copy to the "
-                       "host as done before the next kernel; copies slower than the compute "
-                       "keep activations on the GPU longer: `stepsim run` times them\n");
+            fprintf(f, "  replayed        activation offload: this peak and the remedies' are "
+                       "the replay's, which times each copy to the host, as `stepsim run` "
+                       "does\n");
         return;
     }
     if (!sc) {

@@ -37,8 +37,10 @@ const char cli_usage_mem[] =
     "\n"
     "Prints the per-GPU memory plan (params, grads, optimizer, activations, buffers) and the\n"
     "OOM verdict without replaying the step: the binding item and the changes checked that\n"
-    "fit, each with its --set overrides and peak. --set, --json and --no-op-sharing as for run;\n"
-    "--max-memory as for run, for the plan alone (no replay state).\n";
+    "fit, each with its --set overrides and peak. Under parallel.offload.activations the peak\n"
+    "depends on when each copy to the host ends, so such a scenario (and each change checked)\n"
+    "is replayed as run replays it, and its peak is run's. --set, --json and --no-op-sharing as\n"
+    "for run; --max-memory as for run, for the plan alone (no replay state) unless replayed.\n";
 
 const char cli_usage_topo[] =
     "usage: stepsim topo TOPOLOGY.yaml [--set KEY=VALUE]... [--route A B]... [--max-memory SIZE]\n"

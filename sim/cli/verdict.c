@@ -322,7 +322,10 @@ void cli_check(const cli_verdict_input *in, int64_t capacity, const results_reme
         snprintf(out->reason, sizeof out->reason, "%s",
                  diag.set ? diag.msg : sim_strerror(rc));
     double replay_ops = work.ops * sc->simulation.steps;
-    bool replay = rc == 0 && out->fits && in->replayed;
+    /* under activation offload the peak is the replay's (the copies' timing), so such a
+     * candidate is replayed whatever its memory plan says, as `mem --set` of it is */
+    bool offload_act = sc->parallel.offload.activations != PLAN_OFFLOAD_NONE;
+    bool replay = rc == 0 && (out->fits || offload_act) && in->replayed;
     if (replay && (replay_ops > REPLAY_OPS_ONE || b->replayed + replay_ops > REPLAY_OPS_BUDGET)) {
         replay = false; /* listed by its memory plan, untimed */
         out->untimed = true;
@@ -658,7 +661,7 @@ void cli_verdict_build(const cli_verdict_input *in, const plan *p, const replay_
         describe(&out[0], &at_peak, v->capacity_bytes);
         n_fit = 1;
     }
-    qsort(out, (size_t)n_fit, sizeof *out, in->replayed ? by_time : by_ladder);
+    qsort(out, (size_t)n_fit, sizeof *out, in->replayed && !in->ladder_order ? by_time : by_ladder);
     v->n_remedies = (size_t)n_fit;
     v->remedies = sim_calloc((size_t)n_fit + 1, sizeof *v->remedies);
     for (int i = 0; i < n_fit; i++) {

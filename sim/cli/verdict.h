@@ -25,6 +25,8 @@ typedef struct cli_verdict_input {
     bool no_op_sharing, no_isolated_rounds;
     bool replayed; /* `run`: remedies are replayed for their step time and timeline peak */
     bool no_remedies; /* `replay`: its trace is fixed, no change of the scenario applies */
+    bool ladder_order; /* `mem` (replayed under activation offload): remedies in the ladder's
+                          order, not the fastest first */
 } cli_verdict_input;
 
 /* One configuration checked as `stepsim run|mem SCENARIO --set ...` would check it: loaded
