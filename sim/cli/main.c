@@ -644,18 +644,29 @@ static int cmd_check(const cli_args *a)
  * times (copies slower than the compute queue up; docs/memory.md), so such a scenario is
  * replayed as `run --no-timeline` would, remedies included, and `mem` answers what `run`
  * does. */
+/* Whether the scenario (with the command's --set) offloads activations: read without a
+ * memory budget, printing nothing; false when it does not load (job_load then says why). */
+static bool offloads_activations(const cli_args *a)
+{
+    plan_scenario *sc = sim_calloc(1, sizeof *sc);
+    sim_diag diag = {0};
+    input_load_options lo = {.steps = a->steps, .no_op_sharing = a->no_op_sharing,
+                             .plan_only = true};
+    bool yes = input_scenario_load_opts(a->scenario, a->sets.v, a->sets.n, &lo, sc, NULL, &diag,
+                                        NULL) == 0 &&
+               sc->parallel.offload.activations != PLAN_OFFLOAD_NONE;
+    sim_free(sc);
+    return yes;
+}
+
 static int cmd_mem(const cli_args *a)
 {
-    cli_signals_install();
+    bool timed = offloads_activations(a);
+    if (timed)
+        cli_signals_install(); /* a replay stops on SIGINT/SIGTERM, as run's does */
     cli_job *j = sim_calloc(1, sizeof *j);
-    int rc = job_load(a, false, false, j);
-    bool timed = rc == 0 && j->sc.parallel.offload.activations != PLAN_OFFLOAD_NONE;
-    if (timed) {
-        /* again, with the trace and the whole run's memory budget */
-        job_clear(j);
-        memset(j, 0, sizeof *j);
-        rc = job_load(a, true, true, j);
-    }
+    /* under activation offload with the trace and the whole run's memory budget (run's) */
+    int rc = job_load(a, timed, timed, j);
     if (rc == 0) {
         replay_results *res = replay_results_create();
         if (timed) {
@@ -689,6 +700,13 @@ static int cmd_mem(const cli_args *a)
         if (constraint[0])
             res->summary.binding_constraint = replay_results_intern(res, constraint);
         verdict.has_bottleneck = false; /* a memory answer: the step's limit is run's to say */
+        if (timed && (rc = cli_signal_exit("stopped")) != 0) { /* a signal during the remedies */
+            cli_verdict_free(&verdict);
+            replay_results_destroy(res);
+            job_clear(j);
+            sim_free(j);
+            return rc;
+        }
         if (a->json)
             results_json_write_mem(stdout, &res->summary, &verdict);
         else
@@ -740,7 +758,7 @@ static const cli_command cli_commands[] = {
     {.name = "check", .args = "SCENARIO.yaml", .usage = cli_usage_check, .run = check_main,
      .summary = "validate a scenario (exit 0 valid, 2 invalid)"},
     {.name = "mem", .args = "SCENARIO.yaml", .usage = cli_usage_mem, .run = mem_main,
-     .summary = "the per-GPU memory plan and OOM verdict, without timing the step"},
+     .summary = "the per-GPU memory plan and OOM verdict (replayed under activation offload)"},
     {.name = "topo", .args = "TOPOLOGY.yaml", .usage = cli_usage_topo, .run = cli_topo,
      .summary = "describe a topology: devices, links, bisection, routes"},
     {.name = "import", .args = "FRAMEWORK SOURCE", .usage = cli_usage_import, .run = cli_import,

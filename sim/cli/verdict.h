@@ -41,7 +41,8 @@ typedef struct cli_checked {
     bool over_budget;  /* not checked: planning it was past the work budget left */
     int gpus;          /* the GPUs the job uses (tp·cp·pp·dp) when valid */
     int dp, tp, pp, cp; /* its layout, when valid */
-    int64_t walk_peak; /* the plan's program-order peak (what `mem` reports) */
+    int64_t walk_peak; /* the plan's program-order peak (what `mem` reports, but under
+                          activation offload) */
     plan_mem split;    /* at the peak: the replay's when replayed, else the plan's */
     double step_time_s, tokens_per_s; /* NaN when not replayed */
     /* capacity_bytes; the binding item when it does not fit, the bottleneck when it was
