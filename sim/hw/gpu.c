@@ -39,6 +39,7 @@ struct hw_gpu {
     gpu_curve matmul;
     gpu_curve matmul_fp8; /* n = 0: fp8 GEMMs use `matmul` */
     gpu_curve memory;
+    gpu_curve memory_eager; /* n = 0: eager kernels use `memory` */
     gpu_curve attn[HW_ATTN_TABLES]; /* by class - HW_OP_ATTN_FWD (hw_gpu_spec.attn_eff) */
     gpu_curve attn_head[2];          /* forward, backward head-dim factors */
 };
@@ -150,6 +151,7 @@ hw_gpu *hw_gpu_create(const hw_gpu_spec *spec)
     curve_init(&gpu->matmul, &spec->matmul_eff, 1);
     curve_init(&gpu->matmul_fp8, &spec->matmul_eff_fp8, 1);
     curve_init(&gpu->memory, &spec->memory_eff, 1);
+    curve_init(&gpu->memory_eager, &spec->memory_eff_eager, 1);
     for (int i = 0; i < HW_ATTN_TABLES; i++)
         curve_init(&gpu->attn[i], &spec->attn_eff[i], 1);
     for (int i = 0; i < 2; i++)
@@ -164,6 +166,7 @@ void hw_gpu_destroy(hw_gpu *gpu)
     gsl_interp_free(gpu->matmul.interp); /* NULL-safe in GSL 2.x */
     gsl_interp_free(gpu->matmul_fp8.interp);
     gsl_interp_free(gpu->memory.interp);
+    gsl_interp_free(gpu->memory_eager.interp);
     for (int i = 0; i < HW_ATTN_TABLES; i++)
         gsl_interp_free(gpu->attn[i].interp);
     for (int i = 0; i < 2; i++)
@@ -191,6 +194,11 @@ double hw_gpu_matmul_eff_of(const hw_gpu *gpu, hw_dtype dtype, double flops)
 double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes)
 {
     return curve_eval(&gpu->memory, bytes);
+}
+
+double hw_gpu_memory_eff_eager(const hw_gpu *gpu, double bytes)
+{
+    return curve_eval(gpu->memory_eager.n > 0 ? &gpu->memory_eager : &gpu->memory, bytes);
 }
 
 double hw_gpu_attn_eff(const hw_gpu *gpu, hw_op_class cls, double seq, double head_dim,
@@ -255,7 +263,9 @@ static sim_time op_time(const hw_gpu *gpu, hw_op_class cls, hw_dtype dtype, doub
     double t_memory = 0;
     if (bytes > 0) {
         SIM_ASSERT(s->memory_bw_Bps > 0, "%s has no memory bandwidth", s->name);
-        t_memory = bytes / (s->memory_bw_Bps * hw_gpu_memory_eff(gpu, bytes));
+        bool eager = cls == HW_OP_VECTOR && dim == HW_VECTOR_EAGER;
+        t_memory = bytes / (s->memory_bw_Bps * (eager ? hw_gpu_memory_eff_eager(gpu, bytes)
+                                                      : hw_gpu_memory_eff(gpu, bytes)));
     }
     return sim_time_from_s(SIM_MAX(t_compute, t_memory)) + s->launch_overhead_ps;
 }

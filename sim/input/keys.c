@@ -573,6 +573,8 @@ static const input_key gpu_keys[] = {
      .flags = NONNEG},
     {.name = "memory_efficiency", .type = INPUT_K_CUSTOM, .offset = GPU(memory_eff),
      .unit = INPUT_UNIT_BYTES, .fn = curve_fn},
+    {.name = "memory_efficiency_eager", .type = INPUT_K_CUSTOM,
+     .offset = GPU(memory_eff_eager), .unit = INPUT_UNIT_BYTES, .fn = curve_fn},
     {.name = "attention_efficiency", .type = INPUT_K_MAP, .map = &attn_eff_map},
     {.name = "attention_kernel", .type = INPUT_K_ENUM, .offset = GPU(attn_kernel),
      .enums = attn_kernel_names},

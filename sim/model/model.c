@@ -207,18 +207,21 @@ void model__vec(model_op_list *l, const char *name, double flops, double bytes,
     model__push(l, name, HW_OP_VECTOR, flops, 0, bytes, grad_params);
 }
 
-/* Pointwise work as `kernels` composite ops (`composite`) or one fused kernel. */
+/* Pointwise work as `kernels` composite ops (`composite`) or one fused kernel. The
+ * composite ops are eager PyTorch's native kernels, timed by the GPU's eager memory curve
+ * (HW_VECTOR_EAGER; docs/calibration.md, "Eager kernels"). */
 static void vec_composite(model_op_list *l, bool composite, const char *name, double flops,
                           double fused_bytes, double composite_bytes, int kernels,
                           int64_t grad_params)
 {
-    if (!composite || kernels <= 1) {
-        model__vec(l, name, flops, composite ? composite_bytes : fused_bytes, grad_params);
+    if (!composite) {
+        model__vec(l, name, flops, fused_bytes, grad_params);
         return;
     }
-    for (int i = 0; i < kernels; i++)
-        model__vec(l, name, flops / kernels, composite_bytes / kernels,
-                   i == kernels - 1 ? grad_params : 0);
+    int n = SIM_MAX(kernels, 1);
+    for (int i = 0; i < n; i++)
+        model__push(l, name, HW_OP_VECTOR, flops / n, 0, composite_bytes / n,
+                    i == n - 1 ? grad_params : 0)->inner = HW_VECTOR_EAGER;
 }
 
 void model__vec_eager(model_op_list *l, const dims *D, const char *name, double flops,

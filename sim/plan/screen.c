@@ -93,7 +93,17 @@ typedef struct streams {
     double pending, held, gather, cp_recv;
     bool have_pending, defer, have_held, have_gather;
     int issued;               /* ops the host thread issued: kernels and collectives */
+    double launch_s;          /* the host's time per op issued: op k (from 0) of the pass is
+                                 issued at host0 + k x launch_s and starts no earlier */
+    double host0;             /* when the host issues the pass's first op, from the pass's
+                                 start: negative when it ran ahead during the pass before */
 } streams;
+
+/* When the next op of the pass is issued (replay__issue_time, from the pass's start). */
+static double issue_s(const streams *st)
+{
+    return st->host0 + st->issued * st->launch_s;
+}
 
 typedef struct cand_ctx {
     plan_screen *S;
@@ -153,7 +163,7 @@ static double slowed(double start, double dur, double comm_end, double ci)
  * running beside it; returns its end. */
 static double run_kernel(streams *st, double dur, bool wgrad_kernel, double ci)
 {
-    double start = st->lc;
+    double start = fmax(st->lc, issue_s(st));
     if (st->have_held) {
         start = fmax(start, st->held);
         st->have_held = false;
@@ -180,7 +190,7 @@ static double run_kernel(streams *st, double dur, bool wgrad_kernel, double ci)
 /* A collective on a stream after the latest kernel; the next kernel waits for it. */
 static void blocking(streams *st, double *stream, double dur)
 {
-    *stream = fmax(*stream, st->lc) + dur;
+    *stream = fmax(fmax(*stream, st->lc), issue_s(st)) + dur;
     st->pending = *stream;
     st->have_pending = true;
     st->issued++;
@@ -192,7 +202,7 @@ static void blocking(streams *st, double *stream, double dur)
 static void sp_kernel(const cand_ctx *c, streams *st, double bytes, double dep)
 {
     model_op mo = {.cls = HW_OP_VECTOR, .bytes = bytes};
-    double start = fmax(st->lc, dep);
+    double start = fmax(fmax(st->lc, dep), issue_s(st));
     st->lc = start + slowed(start, kernel_s(c, &mo), fmax(st->tp, fmax(st->ep, st->cp)), c->ci);
     st->issued++;
 }
@@ -363,10 +373,13 @@ static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
      * at least its ops' issue, the host-bound regime of short kernels. Under a pipeline the
      * replay's host also runs ahead while its stage waits to fill, which this bound does not
      * credit: it errs long there (docs/plan.md) */
+    st.launch_s = c->launch_s;
     for (int u = u0; u < u1; u++)
         run_pass(c, &st, &g->units[u], MODEL_PHASE_FWD, false);
     *f = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * c->launch_s);
-    st = (streams){0};
+    /* the host issues on without waiting: the backward's first op is issued when the
+     * forward's last issue ended, which may be before the forward's kernels end */
+    st = (streams){.launch_s = c->launch_s, .host0 = st.issued * c->launch_s - *f};
     for (int u = u1 - 1; u >= u0; u--) {
         const unit *un = &g->units[u];
         bool layer = un->blk == MODEL_BLOCK_LAYER || un->blk == MODEL_BLOCK_MOE;
@@ -374,7 +387,7 @@ static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
             run_pass(c, &st, un, MODEL_PHASE_FWD, true);
         run_pass(c, &st, un, MODEL_PHASE_BWD, false);
     }
-    *b = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * c->launch_s);
+    *b = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.host0 + st.issued * c->launch_s);
 }
 
 /* chunk_walk, memoized: on what the walk depends (the shape, the recompute, the overlaps,

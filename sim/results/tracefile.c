@@ -210,7 +210,7 @@ static void write_tables(h5_writer *w, const plan *p)
                 .duration_s = o->duration_ps == TRACE_MEASURED_NONE
                                   ? -1
                                   : sim_time_to_s(o->duration_ps),
-                .inner = o->kind == TRACE_OP_COMPUTE && o->cls != HW_OP_VECTOR ? v.inner : 0,
+                .inner = o->kind == TRACE_OP_COMPUTE ? v.inner : 0,
                 .launches = (int32_t)h.launches,
                 .sync = h.sync,
             };
@@ -541,6 +541,11 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
                            NULL);
         if (kind == TRACE_OP_HOST && o->duration_s < 0)
             return bad_row(rd, "ops", row, "a host op needs its duration_s%s", NULL);
+        if (kind == TRACE_OP_COMPUTE && cls == HW_OP_VECTOR && o->inner != 0 &&
+            o->inner != HW_VECTOR_EAGER)
+            return bad_row(rd, "ops", row, "a vector op's inner is 0, or 1 for a kernel of eager "
+                                           "PyTorch's composite ops (timed by the GPU's "
+                                           "memory_efficiency_eager)%s", NULL);
         if (kind == TRACE_OP_COPY && (o->to_host < 0 || o->to_host >= TRACE_COPY_COUNT))
             return bad_row(rd, "ops", row, "a copy's to_host is 0 (host to device), 1 (device to "
                                            "host), 2 (drive to host) or 3 (host to drive)%s",
@@ -580,7 +585,7 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             .bytes = o->bytes,
             .duration_ps = o->duration_s < 0 ? TRACE_MEASURED_NONE : sim_time_from_s(o->duration_s),
         };
-        if (kind == TRACE_OP_COMPUTE && cls != HW_OP_VECTOR) /* k, or attention's head dim */
+        if (kind == TRACE_OP_COMPUTE) /* k, attention's head dim, or a vector op's eager mark */
             op.inner = (float)o->inner;
         uint32_t at = trace_add_op(rd->t, o->rank, &op, os->on, n_on);
         trace_set_host(rd->t, o->rank, at, (uint32_t)launches, sync != 0);

@@ -119,7 +119,8 @@ typedef struct trace_op {
     union {
         uint32_t coll; /* TRACE_OP_COLL: ordinal among the rank's collective ops (trace_op_coll) */
         float inner;   /* TRACE_OP_COMPUTE matmuls: the GEMM's inner dimension k (0: unknown;
-                          hw_gpu_op_time) */
+                          hw_gpu_op_time); fused attention: the head dimension; vector ops:
+                          HW_VECTOR_EAGER or 0 */
     };
     double flops, model_flops, bytes;
     sim_time duration_ps; /* >= 0: a measured duration that replaces the roofline */

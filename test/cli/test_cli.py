@@ -3573,11 +3573,12 @@ def plan():
               "pipe.yaml: the screen is the replay to rounding: %s %s" % (fin, p.stderr[-300:]))
 
         # host-bound candidates: Qwen3-0.6B in eager PyTorch (10 us an op to issue) at 512
-        # tokens a micro-batch on one DGX H100, where most kernels take less than that. The
-        # screen takes each pass as at least its ops' issue (the replay's host thread; it errs
-        # long under a pipeline, whose host runs ahead while its stage fills): the 10 it ranks
-        # best, none pipelined, replay within 0.5% of it on average, at most 0.95% (measured;
-        # 18.7% short without that bound): within 1% and 2%
+        # tokens a micro-batch on one DGX H100, where most kernels take about that. The
+        # screen issues each pass's ops one every launch, each op starting no earlier than its
+        # issue, the backward's first when the forward's last issue ended (the replay's host
+        # thread; it errs long under a pipeline, whose host runs ahead while its stage fills):
+        # the 10 it ranks best, none pipelined, replay within 0.5% of it on average, at most
+        # 0.8% (measured; 1.8% and 3.0% with the pass bounded as a whole): within 1% and 2%
         q = qwen06_one_dgx(os.path.join(tmp, "q06-eager.yaml"), ", compile: false")
         p = subprocess.run([exe, "plan", q, "--replay-top", "10", "--json"], capture_output=True,
                            text=True, cwd=tmp)

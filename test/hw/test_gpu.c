@@ -156,6 +156,21 @@ static void test_op_time(void)
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 1e9, 1e9, 128),
                  331674959 + launch);
     s.matmul_k_overhead = 0;
+    /* A kernel of an eager composite op (inner HW_VECTOR_EAGER) without an eager curve takes
+     * the memory curve's time (above); with memory_eff_eager a constant 0.6 it takes
+     * 1e9 / (3.35e12 x 0.6) = 497,512,437.81 ps -> 497,512,438 ps, and the other vector ops
+     * keep the memory curve. */
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 1e9, 1e9, HW_VECTOR_EAGER),
+                 331674959 + launch);
+    CHECK_NEAR(hw_gpu_memory_eff_eager(g, 1e9), 0.9, 0, 0);
+    hw_gpu_destroy(g);
+    s.memory_eff_eager = (hw_curve){.n = 1, .x = {1e6}, .y = {0.6}};
+    g = hw_gpu_create(&s);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 1e9, 1e9, HW_VECTOR_EAGER),
+                 497512438 + launch);
+    CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 1e9, 1e9, 0), 331674959 + launch);
+    CHECK_NEAR(hw_gpu_memory_eff_eager(g, 1e9), 0.6, 0, 0);
+    s.memory_eff_eager.n = 0;
     /* An empty kernel costs its launch. */
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_MATMUL, HW_DTYPE_BF16, 0, 0, 0), launch);
     CHECK_INT_EQ(hw_gpu_op_time(g, HW_OP_VECTOR, HW_DTYPE_BF16, 0, 0, 0), launch);

@@ -2003,6 +2003,16 @@ static int sum_named(const model_op_list *l, const char *name, double *flops, do
     return n;
 }
 
+/* The kernels named `name` marked as eager composite ops' (HW_VECTOR_EAGER). */
+static int count_eager(const model_op_list *l, const char *name)
+{
+    int n = 0;
+    for (int i = 0; i < l->n; i++)
+        n += strcmp(l->op[i].name, name) == 0 && l->op[i].cls == HW_OP_VECTOR &&
+             l->op[i].inner == HW_VECTOR_EAGER;
+    return n;
+}
+
 /* Eager PyTorch (model_shape.eager, training.compile: false) against fused pointwise kernels,
  * Llama-3.1-8B, b = 1, s = 4096, bf16 (e = 2), no TP: X = 4096 x 4096 = 16,777,216 elements
  * of the hidden state, h = 4096 norm weights.
@@ -2043,6 +2053,13 @@ static void test_eager_pointwise(void)
         CHECK_INT_EQ(sum_named(&eager, rope, &ef, &eb), 6);
         CHECK_NEAR(fb, 4 * QK, 1e-12, 0);
         CHECK_NEAR(eb, 20 * QK, 1e-12, 0);
+        /* each composite kernel is marked eager (the GPU's memory_efficiency_eager times
+         * it), no fused one */
+        CHECK_INT_EQ(count_eager(&eager, norm), ph ? 12 : 8);
+        CHECK_INT_EQ(count_eager(&eager, act), ph ? 3 : 2);
+        CHECK_INT_EQ(count_eager(&eager, rope), 6);
+        CHECK_INT_EQ(count_eager(&fused, norm) + count_eager(&fused, act) +
+                         count_eager(&fused, rope), 0);
         /* eager with a fused norm (training.norm_kernel: fused, torchtitan's fused_rmsnorm):
          * the norm is the fused kernel, SwiGLU stays eager */
         sh.composite_norm = false;
@@ -2050,6 +2067,7 @@ static void test_eager_pointwise(void)
         model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, mph, &mixed);
         CHECK_INT_EQ(sum_named(&mixed, norm, &ef, &eb), 1);
         CHECK_NEAR(eb, (ph ? 6 : 4) * X + (ph ? 16384 : 8192), 1e-12, 0);
+        CHECK_INT_EQ(count_eager(&mixed, norm), 0);
         CHECK_INT_EQ(sum_named(&mixed, act, &ef, &eb), ph ? 3 : 2);
         /* the GEMMs are the same kernels */
         const model_op *g1 = find(&fused, ph ? "mlp_up.dgrad" : "mlp_up");

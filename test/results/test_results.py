@@ -274,6 +274,31 @@ def trace_replay(tmp):
     rc, out, err = run("replay", tr, "--json")
     check(rc == 0 and json.loads(out)["step_time_s"] == json.loads(plain)["step_time_s"],
           "a trace without inner replays uncorrected: %s" % err)
+    # Eager composite ops (Qwen3-0.6B's RMSNorms, RoPE and SwiGLU with training.compile:
+    # false) carry inner 1 on their vector kernels, which the GPU's memory_efficiency_eager
+    # times: slower than the run without that curve, and the trace replays to the run's
+    # step; a vector op's inner other than 0 or 1 is refused.
+    qwen = ["--set", "model=%s" % os.path.join(root, "workloads", "qwen3-0.6b.yaml"),
+            "--set", "training.compile=false", "--set", "training.flash_attention=true",
+            "--set", "training.seq_len=256"]
+    slow = ["--set", "topology.gpu.memory_efficiency_eager=[[1 MB, 0.5]]"]
+    rc, out, err = run("trace", sc, "-o", tr, *qwen, *slow)
+    rc1, a, err1 = run("run", sc, "--json", *qwen, *slow)
+    rc2, b, err2 = run("replay", tr, "--json")
+    rc3, c, err3 = run("run", sc, "--json", *qwen)
+    check(rc == rc1 == rc2 == rc3 == 0 and json.loads(a) == json.loads(b) and
+          json.loads(a)["step_time_s"] > json.loads(c)["step_time_s"],
+          "eager kernels: replay = run, slower than without the curve: %s %s %s %s" % (err, err1, err2, err3))
+    f = h5py.File(tr, "r+")
+    ops = f["ops"][:]
+    vec = np.array(decode(ops["class"])) == "vector"
+    check(set(ops["inner"][vec].tolist()) == {0.0, 1.0}, "vector ops: inner 0 or 1: %s" % set(ops["inner"][vec].tolist()))
+    bad = ops.copy()
+    bad["inner"][int(np.nonzero(vec)[0][0])] = 0.5
+    f["ops"][...] = bad
+    f.close()
+    rc, out, err = run("replay", tr)
+    check(rc == 2 and one_error(err) and "inner is 0, or 1" in err, "a vector op's inner 0.5 refused: " + err)
     # The host's issue: a list collective's copies are a host op standing for N = 2
     # launches, each fetch ends in a sync. A file without the launches and sync columns
     # replays every op as one launch without syncs: faster than the run it was traced

@@ -1,0 +1,122 @@
+#!/usr/bin/python3
+"""Fits the memory curve of eager PyTorch's composite ops (a catalog's memory_efficiency_eager)
+to measured op times:
+
+    fit_eager.py [CSV] [--check]
+
+CSV (default test/validation/data/liger_eager_kernels.csv: LinkedIn's Liger-Kernel benchmark
+rows for the reference providers that run PyTorch's own kernels op by op) has columns
+kernel_name, kernel_provider, kernel_operation_mode, x_value, median_ms, config, gpu_name.
+
+stepsim runs an eager composite op as n kernels of B / n bytes each (docs/models.md, "Eager
+and compiled pointwise kernels"), each timed as (sim/hw/gpu.c)
+
+    t = launch + b / (bw eff(b)),   eff(b) = 1 / (bw t0 / b + 1 / s)   (b = B / n)
+
+i.e. launch + t0 + b / (s bw), with the catalog's 4 us launch overhead and t0 = 1 us (the form
+of every memory curve in the catalog). For each GPU this script finds the plateau s that
+minimises sum(log(t_model / t_measured))^2 over that GPU's rows, prints the fit, the
+per-row errors and those of the catalog's memory_efficiency (s = 0.90), and the curve line
+for topologies/gpus/*.yaml. The ops as stepsim counts them (per element X of the swept
+tensor; e = the activation's bytes):
+
+- rms_norm / huggingface (LlamaRMSNorm, bf16 input, fp32 weight; X = M x H): forward the
+  composite at::rms_norm forward, 20 + 2e + 2(e + 4) = 36 bytes at e = 2, plus 2 because the
+  fp32 weight's product writes fp32: 38 bytes in 8 kernels; backward 52 + 6e + 2(e + 4) = 76
+  bytes in 12 kernels (sim/model/model.c, rmsnorm_op).
+- fused_add_rms_norm / huggingface (residual add then LlamaRMSNorm, all fp32; X = M x H):
+  forward the add (two 4-byte reads, one write: 12) and the norm without casts at e = 4
+  (20 + 2e = 28): 40 bytes in 7 kernels; backward the norm's 52 + 6e = 76 bytes in 10 (the
+  add passes its gradient through).
+- megatron_swiglu / torch (F.silu(y1) * y2 over torch.chunk(y, 2, -1), bf16; X = S x B x f):
+  the eager SwiGLU forward, 5e = 10 bytes in 2 kernels.
+
+--check (the default suite, test/analysis/meson.build) fails when the catalog's
+a100-sxm-80gb or h100-sxm memory_efficiency_eager is not the fit (its 1 GB point within
+0.005 of the fitted curve's). numpy only."""
+import csv, json, os, re, sys
+
+import numpy as np
+
+here = os.path.dirname(os.path.abspath(__file__))
+root = os.path.join(here, "..", "..")
+args = sys.argv[1:]
+path = args[0] if args and not args[0].startswith("--") else os.path.join(here, "data", "liger_eager_kernels.csv")
+LAUNCH, T0 = 4e-6, 1e-6
+POINTS = ((0.1, "MB", 1e5), (1, "MB", 1e6), (10, "MB", 1e7), (100, "MB", 1e8), (1, "GB", 1e9))
+GPUS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA H100 80GB HBM3": "h100-sxm"}
+# (kernel, provider, mode) -> (bytes per element, kernels, the config keys whose product is
+# the rows of the swept dimension)
+OPS = {("rms_norm", "huggingface", "forward"): (38, 8, ("M",)),
+       ("rms_norm", "huggingface", "backward"): (76, 12, ("M",)),
+       ("fused_add_rms_norm", "huggingface", "forward"): (40, 7, ("M",)),
+       ("fused_add_rms_norm", "huggingface", "backward"): (76, 10, ("M",)),
+       ("megatron_swiglu", "torch", "forward"): (10, 2, ("S", "B"))}
+
+
+def catalog(gpu):
+    return open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+
+
+def bandwidth(text):
+    v, u = re.search(r"^memory_bandwidth: ([0-9.]+) (GB|TB)/s", text, re.M).groups()
+    return float(v) * (1e9 if u == "GB" else 1e12)
+
+
+def curve(s, bw):
+    return "[" + ", ".join("[%g %s, %.4g]" % (v, u, 1 / (bw * T0 / b + 1 / s)) for v, u, b in POINTS) + "]"
+
+
+with open(path) as f:
+    rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+data = {}
+for r in rows:
+    key = (r["kernel_name"], r["kernel_provider"], r["kernel_operation_mode"])
+    if key not in OPS or r["gpu_name"] not in GPUS:
+        continue
+    per, n, dims = OPS[key]
+    cfg = json.loads(r["config"])
+    X = float(r["x_value"]) * np.prod([cfg[d] for d in dims])
+    data.setdefault(GPUS[r["gpu_name"]], []).append(
+        ("%s %s" % (key[0], key[2]), int(r["x_value"]), per * X, n, float(r["median_ms"]) * 1e-3))
+
+
+def model(s, bw, B, n):
+    return n * (LAUNCH + T0 + B / n / (s * bw))
+
+
+fails = []
+for gpu, R in sorted(data.items()):
+    text = catalog(gpu)
+    bw = bandwidth(text)
+    B, n, t = (np.array([x[i] for x in R]) for i in (2, 3, 4))
+
+    def score(s):
+        return float(np.sum(np.log(model(s, bw, B, n) / t) ** 2))
+
+    lo, hi, g = 0.2, 1.0, (np.sqrt(5) - 1) / 2
+    while hi - lo > 1e-5:
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        lo, hi = (lo, b) if score(a) < score(b) else (a, hi)
+    s = round((lo + hi) / 2, 3)
+    err, cat = model(s, bw, B, n) / t - 1, model(0.90, bw, B, n) / t - 1
+    print("%s (%.0f GB/s): s = %.3f; mean |error| %.1f%%, max %.1f%% over %d ops (the memory curve's "
+          "0.90: mean %+.1f%%)" % (gpu, bw / 1e9, s, 100 * np.mean(np.abs(err)),
+                                   100 * np.max(np.abs(err)), len(R), 100 * np.mean(cat)))
+    print("memory_efficiency_eager: " + curve(s, bw))
+    print("| op | size | measured (ms) | fit (ms) | error | at s = 0.90 |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for x, e, c in zip(R, err, cat):
+        print("| %s | %d | %.3f | %.3f | %+.1f%% | %+.1f%% |" % (x[0], x[1], x[4] * 1e3,
+                                                              model(s, bw, x[2], x[3]) * 1e3,
+                                                              100 * e, 100 * c))
+    print()
+    if "--check" in args:
+        have = re.search(r"^memory_efficiency_eager: .*\[1 GB, ([0-9.]+)\]\]", text, re.M)
+        want = 1 / (bw * T0 / 1e9 + 1 / s)
+        if not have or abs(float(have.group(1)) - want) > 0.005:
+            fails.append("%s: memory_efficiency_eager at 1 GB %s, the fit %.4f" % (
+                gpu, have.group(1) if have else "missing", want))
+for f in fails:
+    print("FAIL: " + f)
+sys.exit(1 if fails else 0)
