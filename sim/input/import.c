@@ -237,8 +237,6 @@ static input_ynode *toml_table(import_ctx *c, input_ynode *root, const char *dot
     return cur;
 }
 
-/* One TOML value at *s (a string, number, boolean, or an array of them, possibly over
- * several lines); advances *s. */
 /* A TOML basic string's text between its quotes with its escapes decoded (\b \t \n \f \r
  * \" \\ and \uXXXX, \UXXXXXXXX as UTF-8) into out (of `size` bytes, NUL-terminated); the
  * decoded length, or -1 for an escape TOML does not define, a code point that is not a
@@ -301,6 +299,77 @@ static bool toml_bare_ok(const char *v)
            (*d == '.' && isdigit((unsigned char)d[1])) || !strcmp(d, "inf") || !strcmp(d, "nan");
 }
 
+/* A multi-line string at *s, its delimiter three quotes (""" basic, ''' literal): a newline
+ * right after the opening delimiter is dropped; a basic one's escapes are decoded and a
+ * backslash that ends a line drops itself and the whitespace and newlines after it; one or
+ * two quotes may end the text before the closing delimiter. Counts its newlines into *line;
+ * NULL when it is not closed or has an escape TOML does not define. */
+static input_ynode *toml_multiline(import_ctx *c, const char **s, int *line, int col)
+{
+    char q = **s;
+    const char *p = *s + 3;
+    int first = *line;
+    if (p[0] == '\r' && p[1] == '\n')
+        p++;
+    if (p[0] == '\n')
+        p++, (*line)++;
+    const char *start = p;
+    while (!(p[0] == q && p[1] == q && p[2] == q)) {
+        if (!*p) {
+            *line = first; /* reported where it starts */
+            return NULL;
+        }
+        if (*p == '\\' && q == '"' && p[1]) /* an escaped quote does not close it */
+            p++;
+        if (*p == '\n')
+            (*line)++;
+        p++;
+    }
+    const char *end = p;
+    for (int k = 0; k < 2 && end[3] == q; k++)
+        end++;
+    size_t raw = (size_t)(end - start);
+    char *buf = sim_calloc(raw + 8, 1);
+    long n = (long)raw;
+    if (q == '"') {
+        /* line-ending backslashes first, then the escapes */
+        char *tmp = sim_calloc(raw + 1, 1);
+        size_t m = 0;
+        for (const char *r = start; r < end; r++) {
+            if (*r == '\\') {
+                const char *w = r + 1;
+                while (w < end && (*w == ' ' || *w == '\t'))
+                    w++;
+                if (w < end && (*w == '\n' || (*w == '\r' && w + 1 < end && w[1] == '\n'))) {
+                    while (w < end && (*w == ' ' || *w == '\t' || *w == '\r' || *w == '\n'))
+                        w++;
+                    r = w - 1;
+                    continue;
+                }
+                tmp[m++] = *r++;
+                if (r == end)
+                    break;
+            }
+            tmp[m++] = *r;
+        }
+        n = toml_unescape(tmp, tmp + m, buf, raw + 8);
+        sim_free(tmp);
+    } else {
+        memcpy(buf, start, raw);
+    }
+    input_ynode *v = n < 0 ? NULL : scalar(c, buf, (size_t)n, first, col);
+    sim_free(buf);
+    if (v) {
+        v->quoted = true;
+        *s = end + 3;
+    } else {
+        *line = first;
+    }
+    return v;
+}
+
+/* One TOML value at *s (a string, number, boolean, or an array of them, possibly over
+ * several lines); advances *s. */
 static input_ynode *toml_value(import_ctx *c, const char **s, int *line, const char *bol,
                                int depth)
 {
@@ -308,6 +377,8 @@ static input_ynode *toml_value(import_ctx *c, const char **s, int *line, const c
     if (depth > 64) /* arrays nested deeper than any config needs */
         return NULL;
     int col = (int)(p - bol) + 1;
+    if ((*p == '"' || *p == '\'') && p[1] == *p && p[2] == *p)
+        return toml_multiline(c, s, line, col);
     if (*p == '"' || *p == '\'') {
         char q = *p++;
         const char *start = p;
@@ -425,6 +496,11 @@ int import__parse_toml(import_ctx *c, const char *text)
                 return sim_diag_error(c->diag, c->im->file, line, (int)(p - bol) + 1,
                                       "TOML: a value this reader does not take (strings, "
                                       "numbers, booleans and arrays of them)");
+            for (const char *q = p; q > bol; q--) /* a value over several lines: its last */
+                if (q[-1] == '\n') {
+                    bol = q;
+                    break;
+                }
             const char *dot = strrchr(key, '.');
             input_ynode *t = dot ? toml_table(c, table, (key[dot - key] = '\0', key), line, col)
                                  : table;

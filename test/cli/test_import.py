@@ -282,6 +282,24 @@ def frameworks():
             nk = re.search(r"^  norm_kernel: (\w+)", open(out).read() if rc == 0 else "", re.M)
             check(rc == 0 and (nk.group(1) if nk else None) == want,
                   "torchtitan norm_type %s: %s %s" % (nt, nk and nk.group(1), err))
+        # TOML multi-line strings: a literal one and a basic one whose line-ending backslash
+        # drops the newline and the indent after it read as the one-line "llama3" and "8B"
+        # (the same model), after a description over three lines with escaped quotes
+        q3, l3 = '"' * 3, "'" * 3
+        ml = src.replace('name = "llama3"\nflavor = "8B"',
+                         "name = %sllama3%s\nflavor = %s\n8\\\n    B%s" % (l3, l3, q3, q3)).replace(
+            'description = "Llama 3 8B training"',
+            'description = %sa \\"quoted\\"\nnote\n%s' % (q3, q3))
+        assert ml.count(l3) == 2 and ml.count(q3) == 4
+        cfg, out, ref = (os.path.join(tmp, n) for n in ("ml.toml", "ml.yaml", "ref.yaml"))
+        open(cfg, "w").write(ml)
+        rc, o, err = run("import", "torchtitan", cfg, "--topology", os.path.join(topo, "dgx-h100.yaml"),
+                         "-o", out)
+        rc2, o2, err2 = run("import", "torchtitan", os.path.join(fw, "torchtitan_llama3_8b.toml"),
+                            "--topology", os.path.join(topo, "dgx-h100.yaml"), "-o", ref)
+        model = lambda p: re.findall(r"^model: .*$", open(p).read(), re.M) if os.path.exists(p) else []
+        check(rc == 0 and rc2 == 0 and model(out) == model(ref) != [],
+              "torchtitan multi-line strings: %s %s %s" % (err, model(out), model(ref)))
         # float8 (torchao's tensorwise recipe, its default): fp8 with current scaling; the
         # row-wise recipes are refused at their key
         f8 = src.replace('[model]\n', '[model]\nconverters = ["float8"]\n')
@@ -418,6 +436,12 @@ def frameworks():
              "a value this reader does not take"),
             ("esc.toml", "torchtitan", '[model]\nnorm_type = "rms\\qnorm"\n', ":2:13:",
              "a value this reader does not take"),
+            # multi-line strings: one not closed is refused where it starts; after one that
+            # spans three lines the next error is at its own line (6) and column (13)
+            ("ml1.toml", "torchtitan", '[job]\ndescription = """\nnot closed\n', ":2:15:",
+             "a value this reader does not take"),
+            ("ml2.toml", "torchtitan", "[job]\ndescription = \'\'\'a\nb\nc\'\'\'\n[model]\n"
+             "norm_type = rmsnorm\n", ":6:13:", "a value this reader does not take"),
             # more than 16 MiB: refused before parsing (a double free crashed here)
             ("big.toml", "torchtitan", "#" * (17 << 20), ":", "larger than 16 MiB"),
         ]
