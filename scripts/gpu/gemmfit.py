@@ -72,3 +72,36 @@ def fit(F, k, t, t_mem, peak, launch, free_k=True):
 def curve(p, peak, points=(1e7, 1e8, 1e9, 1e10, 1e11, 1e12)):
     """The catalog's matmul_efficiency samples [(F, 1 / (P t0 / F + 1 / e))] of a fit."""
     return [(F, 1 / (peak * p[0] * 1e-6 / F + 1 / p[1])) for F in points]
+
+
+# Eager composite ops (memory_efficiency_eager): an op of B bytes run as n native kernels of
+# B / n bytes each, every kernel t = launch + t0 + b / (s bw) (the memory curve's form,
+# eff(b) = 1 / (bw t0 / b + 1 / s), t0 = 1 us, plus the catalog's launch overhead).
+EAGER_T0 = 1e-6
+EAGER_POINTS = (1e5, 1e6, 1e7, 1e8, 1e9)
+
+
+def eager_model(s, bw, B, n, launch):
+    """Seconds for each op (B bytes in n kernels) at plateau s."""
+    B, n = np.asarray(B, float), np.asarray(n, float)
+    return n * (launch + EAGER_T0 + B / n / (s * bw))
+
+
+def eager_fit(B, n, t, bw, launch):
+    """The plateau s in (0.2, 1] minimising sum(log(model / t)^2), to 3 digits (golden
+    section)."""
+    t = np.asarray(t, float)
+
+    def score(s):
+        return float(np.sum(np.log(eager_model(s, bw, B, n, launch) / t) ** 2))
+
+    lo, hi, g = 0.2, 1.0, (np.sqrt(5) - 1) / 2
+    while hi - lo > 1e-5:
+        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
+        lo, hi = (lo, b) if score(a) < score(b) else (a, hi)
+    return round((lo + hi) / 2, 3)
+
+
+def eager_curve(s, bw):
+    """The catalog's memory_efficiency_eager samples [(bytes, eff)] at plateau s."""
+    return [(b, 1 / (bw * EAGER_T0 / b + 1 / s)) for b in EAGER_POINTS]

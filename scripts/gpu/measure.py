@@ -5,8 +5,8 @@
                                    [--in-training R]
 
 Needs PyTorch with CUDA (not this project's build). Writes DIR/gpu-measured.yaml, the
-catalog keys ready to paste (matmul_efficiency, memory_efficiency, attention_efficiency,
-launch_overhead) with the device and library versions in its header, and
+catalog keys ready to paste (matmul_efficiency, memory_efficiency, memory_efficiency_eager,
+attention_efficiency, launch_overhead) with the device and library versions in its header, and
 DIR/gpu-measured.csv, every timing behind them (kind, shape, FLOPs or bytes, seconds,
 efficiency), and DIR/gpu-gemms.csv, the GEMMs alone in the columns test/validation/fit_gemm.py
 reads (b, m, n, k, bf16_flops) to refit them another way. --peak-tflops and --bandwidth-gbs
@@ -28,6 +28,13 @@ five such batches kept.
   by decade of F, matmul_k_overhead is k0.
 - memory: device-to-device copies; bytes moved = 2 x the tensor; eff = bytes / (bw t).
   Small copies run from L2 when repeated, as small kernels of a training step often do.
+- eager composite ops: an RMSNorm written as eager PyTorch runs it (x.float(), pow, mean,
+  rsqrt, scale, cast back, times a bf16 weight; 2,048 rows of 1,024 to 16,384), forward and
+  forward + backward (the backward's time the difference); stepsim counts it as 36 bytes per
+  element in 8 kernels forward, 76 in 12 backward (docs/models.md), and the plateau s of
+  memory_efficiency_eager is fitted to the times with each kernel paying the launch overhead
+  measured below (gemmfit.eager_fit, as test/validation/fit_eager.py does on Liger-Kernel's
+  published timings).
 - attention: torch's scaled_dot_product_attention on the cuDNN backend (what Transformer
   Engine prefers on Hopper), else flash; head dim 128, 16 heads, 16,384 tokens per batch
   (the FlashAttention-3 paper's setting); forward FLOPs 4 s^2 d per head and sequence,
@@ -105,6 +112,32 @@ def measure_copy(rows, bw):
         rows.append(dict(kind="memory", name="copy", shape="%d" % n, flops=0.0, bytes=4.0 * n,
                          seconds=t, eff=4.0 * n / (bw * t)))
         del x, y
+
+
+def measure_eager(rows, bw):
+    """The composite RMSNorm's forward and backward times (kind "eager": bytes and kernels as
+    stepsim counts them)."""
+    def norm(x, w):
+        xf = x.float()
+        return w * (xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + 1e-6)).type_as(x)
+
+    M = 2048
+    for H in (1024, 2048, 4096, 8192, 16384):
+        X = M * H
+        x = torch.randn(M, H, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        w = torch.ones(H, device="cuda", dtype=torch.bfloat16, requires_grad=True)
+        g = torch.randn(M, H, device="cuda", dtype=torch.bfloat16)
+        with torch.no_grad():
+            fwd = timed(lambda: norm(x, w), iters_for(36 * X / 1e12))
+
+        def both():
+            norm(x, w).backward(g)
+
+        full = timed(both, iters_for(112 * X / 1e12))
+        for name, per, n, t in (("rms_norm forward", 36, 8, fwd), ("rms_norm backward", 76, 12, full - fwd)):
+            rows.append(dict(kind="eager", name=name, shape="%dx%d" % (M, H), flops=0.0,
+                             bytes=float(per * X), kernels=n, seconds=t, eff=per * X / (bw * t)))
+        del x, w, g
 
 
 def measure_attention(rows, peak):
@@ -191,6 +224,13 @@ def catalog_lines(rows, peak, bw, backend, launch, in_training=1.0):
                                                    for f, e in gemmfit.curve(fit, peak)),
              "matmul_k_overhead: %.0f  # t0 %.2f us, plateau %.3f (%s)" % (fit[2], fit[0], fit[1], alone),
              "memory_efficiency: [%s]" % ", ".join("[%g MB, %.3f]" % (b / 1e6, e) for b, e in mem)]
+    eager = [r for r in rows if r["kind"] == "eager"]
+    if eager:
+        s = gemmfit.eager_fit([r["bytes"] for r in eager], [r["kernels"] for r in eager],
+                              [r["seconds"] for r in eager], bw, launch)
+        lines.append("memory_efficiency_eager: [%s]  # s %.3f: composite RMSNorm, %d timings" % (
+            ", ".join("[%g MB, %.4g]" % (b / 1e6, e) for b, e in gemmfit.eager_curve(s, bw)), s,
+            len(eager)))
     if backend:
         lines.append("attention_efficiency:  # %s backend, head dim 128, %s" % (
             backend, "kernels alone" if in_training == 1.0 else "alone x %g in training" % in_training))
@@ -226,6 +266,7 @@ def main():
     print("matmul: %d shapes, %.0f s" % (sum(r["kind"] == "matmul" for r in rows),
                                          time.time() - t0), file=sys.stderr)
     measure_copy(rows, bw)
+    measure_eager(rows, bw)
     backend = measure_attention(rows, peak)
     launch = measure_launch()
     os.makedirs(a.out, exist_ok=True)

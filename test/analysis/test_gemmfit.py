@@ -90,6 +90,13 @@ for b in (1e5, 1e6, 1e7, 1e8, 1e9):
 for name in ("forward", "backward", "forward_unmasked", "backward_unmasked"):
     for s in (512, 4096):
         rows.append(dict(kind="attention", name=name, seq=s, eff=0.5))
+# the composite RMSNorm timed as stepsim times it at plateau 0.6 with the 5 us launch below:
+# 36 bytes an element in 8 kernels forward, 76 in 12 backward, 2,048 x H elements
+for H in (1024, 4096, 16384):
+    for per, n in ((36, 8), (76, 12)):
+        B = per * 2048.0 * H
+        rows.append(dict(kind="eager", name="rms_norm", bytes=B, kernels=n,
+                         seconds=float(gemmfit.eager_model(0.6, BW, B, n, 5e-6))))
 lines = measure.catalog_lines(rows, P, BW, "CUDNN_ATTENTION", 5e-6)
 text = "\n".join(lines) + "\n"
 k0 = re.search(r"^matmul_k_overhead: ([0-9.]+)", text, re.M)
@@ -98,6 +105,11 @@ top = re.search(r"\[1000 GFLOP, ([0-9.]+)\]", text)
 check(top is not None and abs(float(top.group(1)) - 1 / (P * 1.4e-6 / 1e12 + 1 / 0.8)) < 1e-3,
       "measure.py curve at 1 TFLOP: " + text)
 check("launch_overhead: 5.0 us" in text, "launch line: " + text)
+# the eager curve: its fit gives the plateau back, sampled as 1 / (bw t0 / b + 1 / 0.6):
+# at 1 GB 1 / (3350e9 x 1e-6 / 1e9 + 1 / 0.6) = 1 / (0.00335 + 1.6667) = 0.5988
+eg = re.search(r"^memory_efficiency_eager: .*\[1000 MB, ([0-9.]+)\]\]  # s ([0-9.]+)", text, re.M)
+check(eg is not None and float(eg.group(2)) == 0.6 and abs(float(eg.group(1)) - 0.5988) < 1e-4,
+      "measure.py eager curve: " + text)
 # --in-training 0.5 halves the plateau (t0, k0 kept) and the attention tables: at 1 TFLOP
 # 1 / (P 1.4e-6 / 1e12 + 1 / (0.8 x 0.5)) = 1 / (1.3846 + 2.5) = 0.2574; attention 0.5 x 0.5
 half = "\n".join(measure.catalog_lines(rows, P, BW, "CUDNN_ATTENTION", 5e-6, 0.5))

@@ -38,12 +38,14 @@ import csv, json, os, re, sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu"))
+import gemmfit  # noqa: E402  (the eager model and fit, shared with measure.py)
+
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.join(here, "..", "..")
 args = sys.argv[1:]
 path = args[0] if args and not args[0].startswith("--") else os.path.join(here, "data", "liger_eager_kernels.csv")
-LAUNCH, T0 = 4e-6, 1e-6
-POINTS = ((0.1, "MB", 1e5), (1, "MB", 1e6), (10, "MB", 1e7), (100, "MB", 1e8), (1, "GB", 1e9))
+LAUNCH, T0 = 4e-6, gemmfit.EAGER_T0
 GPUS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA H100 80GB HBM3": "h100-sxm"}
 # (kernel, provider, mode) -> (bytes per element, kernels, the config keys whose product is
 # the rows of the swept dimension)
@@ -64,7 +66,8 @@ def bandwidth(text):
 
 
 def curve(s, bw):
-    return "[" + ", ".join("[%g %s, %.4g]" % (v, u, 1 / (bw * T0 / b + 1 / s)) for v, u, b in POINTS) + "]"
+    return "[" + ", ".join("[%g %s, %.4g]" % (b / (1e9 if b >= 1e9 else 1e6), "GB" if b >= 1e9 else "MB", e)
+                           for b, e in gemmfit.eager_curve(s, bw)) + "]"
 
 
 with open(path) as f:
@@ -82,7 +85,7 @@ for r in rows:
 
 
 def model(s, bw, B, n):
-    return n * (LAUNCH + T0 + B / n / (s * bw))
+    return gemmfit.eager_model(s, bw, B, n, LAUNCH)
 
 
 fails = []
@@ -91,14 +94,7 @@ for gpu, R in sorted(data.items()):
     bw = bandwidth(text)
     B, n, t = (np.array([x[i] for x in R]) for i in (2, 3, 4))
 
-    def score(s):
-        return float(np.sum(np.log(model(s, bw, B, n) / t) ** 2))
-
-    lo, hi, g = 0.2, 1.0, (np.sqrt(5) - 1) / 2
-    while hi - lo > 1e-5:
-        a, b = hi - g * (hi - lo), lo + g * (hi - lo)
-        lo, hi = (lo, b) if score(a) < score(b) else (a, hi)
-    s = round((lo + hi) / 2, 3)
+    s = gemmfit.eager_fit(B, n, t, bw, LAUNCH)
     err, cat = model(s, bw, B, n) / t - 1, model(0.90, bw, B, n) / t - 1
     print("%s (%.0f GB/s): s = %.3f; mean |error| %.1f%%, max %.1f%% over %d ops (the memory curve's "
           "0.90: mean %+.1f%%)" % (gpu, bw / 1e9, s, 100 * np.mean(np.abs(err)),
