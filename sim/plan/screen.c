@@ -364,22 +364,27 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
     }
 }
 
-/* Forward and backward of units u0..u1-1 for one micro-batch, each from idle streams. */
+/* Forward and backward of units u0..u1-1 for one micro-batch, each from idle streams.
+ *
+ * The host thread issues the ops one every launch_s (replay__issue_time), the host-bound
+ * regime of short kernels. Over the whole model (no pipeline, no per-unit FSDP walk) each
+ * op starts no earlier than its issue, and the backward's first op is issued when the
+ * forward's last issue ended, which may be before the forward's kernels end. A walk over
+ * part of the model (a pipeline stage, an FSDP unit) starts its host at 0 where the replay's
+ * has run ahead over the units before, so there a pass is bounded by its ops' issue as a
+ * whole only; under a pipeline the replay's host also runs ahead while its stage waits to
+ * fill, which this bound does not credit: it errs long there (docs/plan.md). */
 static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
 {
     gen *g = c->g;
-    streams st = {0};
-    /* the host thread issues the ops one every launch_s (replay__issue_time): a pass takes
-     * at least its ops' issue, the host-bound regime of short kernels. Under a pipeline the
-     * replay's host also runs ahead while its stage waits to fill, which this bound does not
-     * credit: it errs long there (docs/plan.md) */
-    st.launch_s = c->launch_s;
+    bool per_op = u0 == 0 && u1 == g->n_units;
+    double L = per_op ? c->launch_s : 0;
+    streams st = {.launch_s = L};
     for (int u = u0; u < u1; u++)
         run_pass(c, &st, &g->units[u], MODEL_PHASE_FWD, false);
     *f = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.issued * c->launch_s);
-    /* the host issues on without waiting: the backward's first op is issued when the
-     * forward's last issue ended, which may be before the forward's kernels end */
-    st = (streams){.launch_s = c->launch_s, .host0 = st.issued * c->launch_s - *f};
+    double host0 = per_op ? st.issued * c->launch_s - *f : 0;
+    st = (streams){.launch_s = L, .host0 = host0};
     for (int u = u1 - 1; u >= u0; u--) {
         const unit *un = &g->units[u];
         bool layer = un->blk == MODEL_BLOCK_LAYER || un->blk == MODEL_BLOCK_MOE;
@@ -387,7 +392,7 @@ static void chunk_walk(const cand_ctx *c, int u0, int u1, double *f, double *b)
             run_pass(c, &st, un, MODEL_PHASE_FWD, true);
         run_pass(c, &st, un, MODEL_PHASE_BWD, false);
     }
-    *b = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), st.host0 + st.issued * c->launch_s);
+    *b = fmax(fmax(st.lc, st.have_pending ? st.pending : 0), host0 + st.issued * c->launch_s);
 }
 
 /* chunk_walk, memoized: on what the walk depends (the shape, the recompute, the overlaps,

@@ -526,7 +526,8 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             return bad_row(rd, "ops", row, "bytes must be a number from 0 to 2^53%s", NULL);
         if (!(o->inner >= 0) || !(o->inner <= FLT_MAX))
             return bad_row(rd, "ops", row, "inner is a matmul's inner dimension or an attention "
-                                           "kernel's head dimension, >= 0 (0: not known)%s",
+                                           "kernel's head dimension, >= 0 (0: not known), or a "
+                                           "vector op's 0 or 1 (an eager composite kernel)%s",
                            NULL);
         if (o->duration_s != -1 && !(o->duration_s >= 0 && o->duration_s <= TRACE_DURATION_MAX_S))
             return bad_row(rd, "ops", row, "duration_s is -1 (modelled) or a duration from 0 "

@@ -126,6 +126,8 @@ static void check_full(const plan_scenario *sc)
     CHECK_NEAR(g->matmul_eff.y[1], 0.7, 0, 0);
     CHECK_INT_EQ(g->memory_eff.n, 2);
     CHECK_NEAR(g->memory_eff.x[1], 1e8, 0, 0);          /* 100 MB */
+    CHECK_INT_EQ(g->memory_eff_eager.n, 2);
+    CHECK_NEAR(g->memory_eff_eager.y[1], 0.6, 0, 0);
     CHECK_INT_EQ(g->launch_overhead_ps, 4000000);       /* 4 us */
 
     const model_spec *m = &sc->model;
