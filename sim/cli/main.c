@@ -639,11 +639,6 @@ static int cmd_check(const cli_args *a)
     return rc;
 }
 
-/* `mem`: the memory plan in program order, or, under activation offload, the replay's: an
- * offloaded activation leaves the GPU when its copy to the host ends, which only the replay
- * times (copies slower than the compute queue up; docs/memory.md), so such a scenario is
- * replayed as `run --no-timeline` would, remedies included, and `mem` answers what `run`
- * does. */
 /* Whether the scenario (with the command's --set) offloads activations: read without a
  * memory budget, printing nothing; false when it does not load (job_load then says why). */
 static bool offloads_activations(const cli_args *a)
@@ -659,6 +654,11 @@ static bool offloads_activations(const cli_args *a)
     return yes;
 }
 
+/* `mem`: the memory plan in program order, or, under activation offload, the replay's: an
+ * offloaded activation leaves the GPU when its copy to the host ends, which only the replay
+ * times (copies slower than the compute queue up; docs/memory.md), so such a scenario is
+ * replayed as `run --no-timeline` would, remedies included, and `mem` answers what `run`
+ * does. */
 static int cmd_mem(const cli_args *a)
 {
     bool timed = offloads_activations(a);
@@ -667,31 +667,25 @@ static int cmd_mem(const cli_args *a)
     cli_job *j = sim_calloc(1, sizeof *j);
     /* under activation offload with the trace and the whole run's memory budget (run's) */
     int rc = job_load(a, timed, timed, j);
-    if (rc == 0) {
-        replay_results *res = replay_results_create();
-        if (timed) {
-            replay_options opt = {.progress = print_progress,
-                                  .progress_ud = j->sc.name,
-                                  .progress_every_s = 15,
-                                  .no_bubble_rows = true,
-                                  .no_isolated_rounds = a->no_isolated_rounds,
-                                  .cancel = cli_signal_flag()};
-            replay_run(j->p, &opt, res);
-            if (res->cancelled || *cli_signal_flag() ||
-                res->summary.status == REPLAY_STATUS_ERROR) {
-                if (res->summary.status == REPLAY_STATUS_ERROR && !res->cancelled)
-                    fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
-                rc = res->cancelled || *cli_signal_flag() ? cli_signal_exit("stopped")
-                     : res->beyond_horizon               ? EXIT_INVALID
-                                                         : 1;
-                replay_results_destroy(res);
-                job_clear(j);
-                sim_free(j);
-                return rc;
-            }
-        } else {
-            replay_memory_only(j->p, res);
+    replay_results *res = rc == 0 ? replay_results_create() : NULL;
+    if (res && timed) {
+        replay_options opt = {.progress = print_progress,
+                              .progress_ud = j->sc.name,
+                              .progress_every_s = 15,
+                              .no_bubble_rows = true,
+                              .no_isolated_rounds = a->no_isolated_rounds,
+                              .cancel = cli_signal_flag()};
+        replay_run(j->p, &opt, res);
+        if (res->cancelled || *cli_signal_flag()) {
+            rc = cli_signal_exit("stopped");
+        } else if (res->summary.status == REPLAY_STATUS_ERROR) {
+            fprintf(stderr, "%s: error: %s\n", a->scenario, res->summary.error);
+            rc = res->beyond_horizon ? EXIT_INVALID : 1;
         }
+    } else if (res) {
+        replay_memory_only(j->p, res);
+    }
+    if (res && rc == 0) {
         results_verdict verdict;
         cli_verdict_input vi = verdict_input(a, timed);
         vi.ladder_order = true;
@@ -700,24 +694,21 @@ static int cmd_mem(const cli_args *a)
         if (constraint[0])
             res->summary.binding_constraint = replay_results_intern(res, constraint);
         verdict.has_bottleneck = false; /* a memory answer: the step's limit is run's to say */
-        if (timed && (rc = cli_signal_exit("stopped")) != 0) { /* a signal during the remedies */
-            cli_verdict_free(&verdict);
-            replay_results_destroy(res);
-            job_clear(j);
-            sim_free(j);
-            return rc;
+        if (timed) /* a signal during the remedies */
+            rc = cli_signal_exit("stopped");
+        if (rc == 0) {
+            if (a->json)
+                results_json_write_mem(stdout, &res->summary, &verdict);
+            else
+                print_summary(stdout, j->p, res, false, &verdict);
+            if (timed)
+                fprintf(stderr, "stepsim: %s: activation offload: replayed %d step(s) of %d "
+                                "GPU(s) to time the copies to the host (%.3f s wall)\n",
+                        j->sc.name, j->sc.simulation.steps, j->p->n_ranks, res->wall_s);
         }
-        if (a->json)
-            results_json_write_mem(stdout, &res->summary, &verdict);
-        else
-            print_summary(stdout, j->p, res, false, &verdict);
-        if (timed)
-            fprintf(stderr, "stepsim: %s: activation offload: replayed %d step(s) of %d GPU(s) "
-                            "to time the copies to the host (%.3f s wall)\n",
-                    j->sc.name, j->sc.simulation.steps, j->p->n_ranks, res->wall_s);
         cli_verdict_free(&verdict);
-        replay_results_destroy(res);
     }
+    replay_results_destroy(res);
     job_clear(j);
     sim_free(j);
     return rc;

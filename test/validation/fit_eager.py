@@ -13,7 +13,7 @@ and compiled pointwise kernels"), each timed as (sim/hw/gpu.c)
 
     t = launch + b / (bw eff(b)),   eff(b) = 1 / (bw t0 / b + 1 / s)   (b = B / n)
 
-i.e. launch + t0 + b / (s bw), with the catalog's 4 us launch overhead and t0 = 1 us (the form
+i.e. launch + t0 + b / (s bw), with the GPU catalog entry's launch_overhead (4 us) and t0 = 1 us (the form
 of every memory curve in the catalog). For each GPU this script finds the plateau s that
 minimises sum(log(t_model / t_measured))^2 over that GPU's rows, prints the fit, the
 per-row errors and those of the catalog's memory_efficiency (s = 0.90), and the curve line
@@ -45,7 +45,6 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.join(here, "..", "..")
 args = sys.argv[1:]
 path = args[0] if args and not args[0].startswith("--") else os.path.join(here, "data", "liger_eager_kernels.csv")
-LAUNCH, T0 = 4e-6, gemmfit.EAGER_T0
 GPUS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA H100 80GB HBM3": "h100-sxm"}
 # (kernel, provider, mode) -> (bytes per element, kernels, the config keys whose product is
 # the rows of the swept dimension)
@@ -63,6 +62,11 @@ def catalog(gpu):
 def bandwidth(text):
     v, u = re.search(r"^memory_bandwidth: ([0-9.]+) (GB|TB)/s", text, re.M).groups()
     return float(v) * (1e9 if u == "GB" else 1e12)
+
+
+def launch(text):
+    """The catalog's launch_overhead (us), which stepsim adds to every kernel."""
+    return float(re.search(r"^launch_overhead: ([0-9.]+) us", text, re.M).group(1)) * 1e-6
 
 
 def curve(s, bw):
@@ -84,17 +88,16 @@ for r in rows:
         ("%s %s" % (key[0], key[2]), int(r["x_value"]), per * X, n, float(r["median_ms"]) * 1e-3))
 
 
-def model(s, bw, B, n):
-    return gemmfit.eager_model(s, bw, B, n, LAUNCH)
-
-
 fails = []
 for gpu, R in sorted(data.items()):
     text = catalog(gpu)
-    bw = bandwidth(text)
+    bw, L = bandwidth(text), launch(text)
     B, n, t = (np.array([x[i] for x in R]) for i in (2, 3, 4))
 
-    s = gemmfit.eager_fit(B, n, t, bw, LAUNCH)
+    def model(s, bw, B, n):
+        return gemmfit.eager_model(s, bw, B, n, L)
+
+    s = gemmfit.eager_fit(B, n, t, bw, L)
     err, cat = model(s, bw, B, n) / t - 1, model(0.90, bw, B, n) / t - 1
     print("%s (%.0f GB/s): s = %.3f; mean |error| %.1f%%, max %.1f%% over %d ops (the memory curve's "
           "0.90: mean %+.1f%%)" % (gpu, bw / 1e9, s, 100 * np.mean(np.abs(err)),
@@ -109,7 +112,7 @@ for gpu, R in sorted(data.items()):
     print()
     if "--check" in args:
         have = re.search(r"^memory_efficiency_eager: .*\[1 GB, ([0-9.]+)\]\]", text, re.M)
-        want = 1 / (bw * T0 / 1e9 + 1 / s)
+        want = gemmfit.eager_curve(s, bw)[-1][1]  # at 1 GB
         if not have or abs(float(have.group(1)) - want) > 0.005:
             fails.append("%s: memory_efficiency_eager at 1 GB %s, the fit %.4f" % (
                 gpu, have.group(1) if have else "missing", want))
