@@ -1,0 +1,167 @@
+#!/usr/bin/python3
+"""Cross-check: MosaicML's MPT throughput benchmarks (test/validation/data/llmfoundry_mpt.csv),
+PyTorch FSDP1 runs of 125M-70B GPT-style models on 8-512 A100s and H100s at 512-65,536 tokens,
+rerun with stepsim. Not a calibration input: nothing in the GPU catalog is fitted to these
+rows, and this script prints how far the model is from them.
+
+    /usr/bin/python3 test/validation/crosscheck_mpt.py build/sim/cli/stepsim . [--only GPU,...]
+
+Each row becomes a scenario in a temporary directory (deleted afterwards), run with
+`stepsim run --json`; the tables go to stdout (markdown: each row, then by GPU the mean
+error and the signed mean by sequence length), progress to stderr. A few seconds for the 209
+rows.
+
+The mapping (docs/validation.md, "Cross-checks outside the tables", says the same):
+- the model: llm-foundry's mpt-*.yaml at the tables' commit: learned positions (the logged
+  parameter count grows by d_model per position), LayerNorm, a GELU MLP of 4 d_model, biases,
+  tied embeddings, vocabulary 50368, no dropout; the script checks each row's logged
+  parameter count against stepsim's to the parameter;
+- Composer's FSDP1: `zero: 3` (FULL_SHARD) or `reshard_after_forward: false` (SHARD_GRAD_OP),
+  `limit_all_gathers` as submit_benchmarks.py sets it; DEFAULT mixed precision reduces in
+  fp32 (`grad_dtype: fp32`), PURE in bf16; AdamW with fp32 states; activation checkpointing
+  of every block (`recompute: full`) or none;
+- eager PyTorch (`compile: false`: PyTorch 1.13 for the A100 tables, 2.1 for the H100 ones);
+  the loss is llm-foundry's default `fused_crossentropy`, flash-attn's fused cross-entropy
+  kernel (one kernel each way over the 16-bit logits, no fp32 copy of them: stepsim's
+  `cross_entropy: compiled`);
+- attention: the benchmarks ran llm-foundry's Triton flash attention (attn_impl: triton), a
+  kernel no table in the catalog measures; on the H100 the FlashAttention-2 table stands in
+  for it (`attention_kernel: fa2`), on the A100 the catalog's default (the matmul curve);
+- the cluster: DGX-like nodes of 8 GPUs, 8 x 200 Gb/s RoCE per A100 node (the tables' 1600
+  Gbps) and 8 x 400 Gb/s per H100 node (not stated), a non-blocking fabric; runs of 64 GPUs
+  or more simulate one data-parallel replica (`simulation.symmetry: dp`).
+"""
+import csv
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+MPT = {  # d_model, n_heads, n_layers (scripts/train/yamls/pretrain/mpt-*.yaml)
+    "125m": (768, 12, 12), "350m": (1024, 16, 24), "760m": (1536, 12, 24), "1b": (2048, 16, 24),
+    "3b": (2560, 20, 32), "7b": (4096, 32, 32), "13b": (5120, 40, 40), "30b": (7168, 56, 48),
+    "70b": (8192, 64, 80),
+}
+VOCAB = 50368
+
+GPU = {"a100-80gb": ("a100-sxm-80gb", 200, 40, "", 300, 4, "false"),
+       "a100-40gb": ("a100-sxm-40gb", 200, 40, "", 300, 4, "false"),
+       "h100-80gb": ("h100-sxm", 400, 64, "  attention_kernel: fa2\n", 450, 5, "true")}
+
+TEMPLATE = """name: {name}
+topology:
+  name: {gpu}-x{nodes}
+  gpu: {catalog}
+  nodes: {nodes}
+  node:
+    gpus: 8
+    intra: {{kind: nvswitch, bandwidth: {nvl} GB/s, latency: 1 us, sharp: {sharp}}}
+    pcie: {{gen: {pcie}, lanes: 16, switches: 4, sockets: 2, switch_lanes: 16}}
+    host: {{memory_bandwidth: 204.8 GB/s, socket_link: 144 GB/s}}
+    nics: {{count: 8, bandwidth: {nic} Gb/s, latency: 2 us}}
+  fabric: {{kind: fat-tree, oversubscription: 1, latency: 1 us, radix: {radix}}}
+model:
+  name: mpt-{model}
+  layers: {L}
+  hidden: {h}
+  heads: {a}
+  ffn: {f}
+  vocab: {V}
+  activation: gelu
+  norm: layernorm
+  position: learned
+  max_seq_len: {s}
+  bias: true
+  tied_embeddings: true
+  qkv_fused: true
+  dropout: 0.0
+training:
+  seq_len: {s}
+  global_batch: {gb}
+  micro_batch: {mb}
+  precision: bf16
+  grad_dtype: {gd}
+  recompute: {rc}
+  flash_attention: true
+  compile: false
+  cross_entropy: compiled
+{kernel}parallel:
+  dp: {g}
+  zero: 3
+  fsdp: {{implementation: fsdp1, limit_all_gathers: true{raf}}}
+simulation:
+  steps: 1
+  timeline: false
+{sym}"""
+
+
+def params(h, L, s):
+    """The logged parameter count: tied embedding, position table, L blocks (QKV, output, two
+    MLP matrices, biases, two LayerNorms), the final LayerNorm."""
+    return VOCAB * h + s * h + L * (12 * h * h + 13 * h) + 2 * h
+
+
+def main():
+    if len(sys.argv) < 3:
+        sys.exit("usage: crosscheck_mpt.py STEPSIM ROOT [--only GPU,...]")
+    stepsim, root = sys.argv[1], sys.argv[2]
+    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
+    with open(os.path.join(root, "test", "validation", "data", "llmfoundry_mpt.csv")) as f:
+        rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+    print("| GPU | model | seq | GPUs | mb x accum | AC | published | simulated | error | exposed comm (s) | peak (GiB) |")
+    print("|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    errs = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for i, r in enumerate(rows):
+            if only and r["gpu"] not in only:
+                continue
+            h, a, L = MPT[r["model"]]
+            s, g = int(r["seq_len"]), int(r["gpus"])
+            if params(h, L, s) != int(r["num_params"]):
+                sys.exit("row %d: %s at %d tokens: %d parameters by the formula, %s logged"
+                         % (i, r["model"], s, params(h, L, s), r["num_params"]))
+            catalog, nic, radix, kernel, nvl, pcie, sharp = GPU[r["gpu"]]
+            name = "mpt-%s-%s-s%d-g%d-%d" % (r["gpu"], r["model"], s, g, i)
+            text = TEMPLATE.format(
+                name=name, gpu=r["gpu"], catalog=catalog, nodes=max(1, g // 8), nvl=nvl, pcie=pcie, sharp=sharp,
+                nic=nic, radix=radix, model=r["model"], L=L, h=h, a=a, f=4 * h, V=VOCAB, s=s,
+                gb=int(r["global_batch"]), mb=int(r["micro_batch"]),
+                gd="fp32" if r["mp_mode"] == "DEFAULT" else "bf16",
+                rc="full" if r["activation_checkpointing"] == "true" else "none", kernel=kernel,
+                g=g, raf=", reshard_after_forward: false" if r["sharding"] == "SHARD_GRAD_OP" else "",
+                sym="  symmetry: dp\n" if g >= 64 else "")
+            path = os.path.join(tmp, name + ".yaml")
+            with open(path, "w") as f:
+                f.write(text)
+            p = subprocess.run([stepsim, "run", path, "--json"], capture_output=True, text=True)
+            if p.returncode != 0:
+                sys.exit("%s: %s\n%s" % (name, p.stderr.strip(), text))
+            d = json.loads(p.stdout)
+            tps = d["tokens_per_s"] / g
+            pub = float(r["tokens_per_s_per_gpu"])
+            err = 100 * (tps / pub - 1)
+            errs.setdefault(r["gpu"], []).append((err, r))
+            cell = "%+.1f%%%s" % (err, "" if d["status"] == "ok" else " (" + d["status"] + ")")
+            print("%s %s s%d g%d: %.0f vs %.0f %s" % (r["gpu"], r["model"], s, g, tps, pub, cell),
+                  file=sys.stderr)
+            print("| %s | %s | %s | %d | %s x %s | %s | %.0f | %.0f | %s | %.2f | %.1f |" % (
+                r["gpu"], r["model"], format(s, ","), g, r["micro_batch"], r["grad_accum"],
+                "full" if r["activation_checkpointing"] == "true" else "none", pub, tps, cell,
+                sum(d["exposed_comm_s"].values()), d["peak_mem_bytes"] / 2**30))
+            sys.stdout.flush()
+    print()
+    print("| GPU | rows | mean abs error | signed mean | max | seq <= 2,048 | 4,096-8,192 | >= 16,384 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    for gpu, e in errs.items():
+        ab = [abs(x) for x, _ in e]
+
+        def mean(lo, hi):
+            sel = [x for x, r in e if lo <= int(r["seq_len"]) <= hi]
+            return "%+.1f%% (%d)" % (sum(sel) / len(sel), len(sel)) if sel else "-"
+        print("| %s | %d | %.1f%% | %+.1f%% | %.1f%% | %s | %s | %s |" % (
+            gpu, len(e), sum(ab) / len(ab), sum(x for x, _ in e) / len(e), max(ab),
+            mean(0, 2048), mean(4096, 8192), mean(16384, 1 << 30)))
+
+if __name__ == "__main__":
+    main()
