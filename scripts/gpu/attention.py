@@ -8,7 +8,10 @@ which the paper does not measure, being the unmasked one times the forward's cau
 unmasked ratio at each length. The catalog holds each over the peak times the in-training
 ratio (docs/calibration.md, "Fused attention"). catalog_table(text, name) reads one of those
 tables back from a GPU file's text. Used by test/analysis/test_gemmfit.py,
-test/validation/assumptions.py and test/validation/sensitivity.py."""
+test/validation/assumptions.py and test/validation/sensitivity.py. a100_tables(path, kernel)
+gives the A100 files' tables from the FlashAttention-2 paper's A100 figure
+(test/validation/data/fa2_a100_attention.csv, forward + backward only); a100_yaml writes them
+as the catalog holds them."""
 import csv, re
 
 TABLES = ("forward", "backward", "forward_unmasked", "backward_unmasked")
@@ -87,3 +90,56 @@ def catalog_head_dim(text, name, kernel=""):
     if m2 is None:
         return None
     return [(int(k), float(e)) for k, e in re.findall(r"\[(\d+), ([0-9.]+)\]", m2.group(1))]
+
+
+def a100_tables(path, kernel, peak=312.0, in_training=1.0):
+    """The A100 files' tables of `kernel` ("fa2", "fa1" or "fa_triton") from the
+    FlashAttention-2 figure's forward + backward rates at head dim 128: ({table: [(keys,
+    efficiency), ...]}, {"forward": [(64, f), (128, 1.0)], "backward": the same}). The figure
+    has no pass alone, so the forward and the backward both take the pair's rate (which
+    times a forward + backward, 3.5 x the forward's FLOPs, exactly); each over the peak times
+    in_training (1 on the A100: the kernel's own training runs, FlashAttention-2 paper Table
+    1, run it at its rate alone; docs/calibration.md, "Fused attention"), to three decimals; a length whose label the figure hides is left
+    out of its table. The head-dim factor is the causal rate at 64 over that at 128,
+    averaged over 4k, 8k and 16k keys, for both passes."""
+    with open(path) as f:
+        rows = list(csv.reader(l for l in f if l.strip() and not l.startswith("#")))
+    keys = [int(x) for x in rows[0][1:]]
+    t = {r[0]: [float(x) if x else None for x in r[1:]] for r in rows[1:]}
+
+    def table(row):
+        return [(k, round(v / peak * in_training, 3)) for k, v in zip(keys, t[row]) if v is not None]
+    causal, unmasked = table(kernel + "_causal_128"), table(kernel + "_unmasked_128")
+    tables = {"forward": causal, "backward": causal,
+              "forward_unmasked": unmasked, "backward_unmasked": unmasked}
+    cols = [i for i, k in enumerate(keys) if k >= 4096]
+    f64 = sum(t[kernel + "_causal_64"][i] / t[kernel + "_causal_128"][i] for i in cols) / len(cols)
+    head = [(64, round(f64, 3)), (128, 1.0)]
+    return tables, {"forward": head, "backward": head}
+
+
+def _flow(pairs):
+    return "[" + ", ".join("[%d, %s]" % (k, ("%.3f" % v) if v != 1.0 else "1") for k, v in pairs) + "]"
+
+
+def a100_yaml(path, in_training=1.0):
+    """The attention lines of an A100 catalog file: FlashAttention-2 as attention_efficiency
+    (attention_kernel: fa2), FlashAttention and its Triton implementation as
+    attention_kernels."""
+    out = []
+    for kernel in ("fa2", "fa1", "fa_triton"):
+        tables, head = a100_tables(path, kernel, in_training=in_training)
+        ind = "  " if kernel == "fa2" else "    "
+        if kernel == "fa2":
+            out.append("attention_efficiency:")
+        else:
+            if kernel == "fa1":
+                out.append("attention_kernel: fa2")
+                out.append("attention_kernels:")
+            out.append("  %s:" % kernel)
+        for name in TABLES:
+            out.append("%s%s: %s" % (ind, name, _flow(tables[name])))
+        out.append("%shead_dim:" % ind)
+        for name in ("forward", "backward"):
+            out.append("%s  %s: %s" % (ind, name, _flow(head[name])))
+    return "\n".join(out) + "\n"

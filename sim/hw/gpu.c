@@ -64,6 +64,8 @@ const char *hw_attn_kernel_name(hw_attn_kernel k)
     case HW_ATTN_KERNEL_FA2: return "fa2";
     case HW_ATTN_KERNEL_FA3: return "fa3";
     case HW_ATTN_KERNEL_CUDNN: return "cudnn";
+    case HW_ATTN_KERNEL_FA1: return "fa1";
+    case HW_ATTN_KERNEL_FA_TRITON: return "fa_triton";
     case HW_ATTN_KERNEL_COUNT: break;
     }
     return "?";

@@ -58,10 +58,13 @@ typedef enum hw_attn_kernel {
     HW_ATTN_KERNEL_FA2,
     HW_ATTN_KERNEL_FA3,
     HW_ATTN_KERNEL_CUDNN,
+    HW_ATTN_KERNEL_FA1,       /* FlashAttention (v1, flash-attn 1.x CUDA kernels) */
+    HW_ATTN_KERNEL_FA_TRITON, /* FlashAttention's Triton implementation (flash_attn_triton.py,
+                                 llm-foundry's attn_impl: triton) */
     HW_ATTN_KERNEL_COUNT
 } hw_attn_kernel;
 
-/* "default", "fa2", "fa3", "cudnn". Static strings. */
+/* "default", "fa2", "fa3", "cudnn", "fa1", "fa_triton". Static strings. */
 const char *hw_attn_kernel_name(hw_attn_kernel k);
 
 typedef struct hw_gpu_spec {

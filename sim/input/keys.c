@@ -49,11 +49,15 @@ static const input_enum_name recompute_names[] = {{"none", MODEL_RECOMPUTE_NONE}
 static const input_enum_name attn_kernel_names[] = {{"fa2", HW_ATTN_KERNEL_FA2},
                                                  {"fa3", HW_ATTN_KERNEL_FA3},
                                                  {"cudnn", HW_ATTN_KERNEL_CUDNN},
+                                                 {"fa1", HW_ATTN_KERNEL_FA1},
+                                                 {"fa_triton", HW_ATTN_KERNEL_FA_TRITON},
                                                  {NULL, 0}};
 static const input_enum_name train_attn_kernel_names[] = {{"default", HW_ATTN_KERNEL_UNNAMED},
                                                        {"fa2", HW_ATTN_KERNEL_FA2},
                                                        {"fa3", HW_ATTN_KERNEL_FA3},
                                                        {"cudnn", HW_ATTN_KERNEL_CUDNN},
+                                                       {"fa1", HW_ATTN_KERNEL_FA1},
+                                                       {"fa_triton", HW_ATTN_KERNEL_FA_TRITON},
                                                        {NULL, 0}};
 static const input_enum_name fp8_recipe_names[] = {{"delayed", PLAN_FP8_DELAYED},
                                                 {"current", PLAN_FP8_CURRENT},
@@ -518,6 +522,11 @@ MAP(attn_head_map, "head_dim", attn_head_keys);
 MAP(attn_fa2_head_map, "head_dim", attn_fa2_head_keys);
 MAP(attn_fa3_head_map, "head_dim", attn_fa3_head_keys);
 MAP(attn_cudnn_head_map, "head_dim", attn_cudnn_head_keys);
+static const input_key attn_fa1_head_keys[] = {ATTN_HEAD_KEYS(attn_alt_head[HW_ATTN_KERNEL_FA1])};
+static const input_key attn_fa_triton_head_keys[] = {
+    ATTN_HEAD_KEYS(attn_alt_head[HW_ATTN_KERNEL_FA_TRITON])};
+MAP(attn_fa1_head_map, "head_dim", attn_fa1_head_keys);
+MAP(attn_fa_triton_head_map, "head_dim", attn_fa_triton_head_keys);
 
 /* Fused-attention efficiency by the sequence length each query attends over (tokens): the
  * four tables and the head-dim factor of attention_efficiency, or of one kernel of
@@ -543,10 +552,18 @@ static const input_key attn_cudnn_keys[] = {
 MAP(attn_fa2_map, "fa2", attn_fa2_keys);
 MAP(attn_fa3_map, "fa3", attn_fa3_keys);
 MAP(attn_cudnn_map, "cudnn", attn_cudnn_keys);
+static const input_key attn_fa1_keys[] = {
+    ATTN_TABLE_KEYS(attn_alt[HW_ATTN_KERNEL_FA1], attn_fa1_head_map)};
+static const input_key attn_fa_triton_keys[] = {
+    ATTN_TABLE_KEYS(attn_alt[HW_ATTN_KERNEL_FA_TRITON], attn_fa_triton_head_map)};
+MAP(attn_fa1_map, "fa1", attn_fa1_keys);
+MAP(attn_fa_triton_map, "fa_triton", attn_fa_triton_keys);
 static const input_key attn_kernels_keys[] = {
     {.name = "fa2", .type = INPUT_K_MAP, .map = &attn_fa2_map},
     {.name = "fa3", .type = INPUT_K_MAP, .map = &attn_fa3_map},
     {.name = "cudnn", .type = INPUT_K_MAP, .map = &attn_cudnn_map},
+    {.name = "fa1", .type = INPUT_K_MAP, .map = &attn_fa1_map},
+    {.name = "fa_triton", .type = INPUT_K_MAP, .map = &attn_fa_triton_map},
 };
 MAP(attn_kernels_map, "attention_kernels", attn_kernels_keys);
 

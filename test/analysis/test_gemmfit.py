@@ -21,7 +21,15 @@
    TFLOP/s peak times the in-training ratio, the A100 plateau over its MAMF efficiency
    (0.678 / 0.87 = 0.7793, docs/calibration.md), the causal backward being the unmasked one
    times the forward's causal / unmasked ratio: e.g. the forward at 4k keys,
-   518 / 989 x 0.7793 = 0.408, to the catalog's three digits."""
+   518 / 989 x 0.7793 = 0.408, to the catalog's three digits.
+6. The A100 attention tables (a100-sxm-80gb, a100-sxm-40gb) are the FlashAttention-2 paper's
+   A100 figure (test/validation/data/fa2_a100_attention.csv: forward + backward only) over
+   the 312 TFLOP/s peak at the kernels' rate alone, both passes at the pair's rate:
+   FlashAttention-2 causal at 4k keys, 173 / 312 = 0.554; its unmasked tables start at 1k
+   (the 512 label is hidden); the head-dim factor is the causal rate at 64 over 128 averaged
+   over 4k-16k, FlashAttention-2's (156/173 + 165/182 + 171/189) / 3 = 0.904; FlashAttention
+   and its Triton implementation the same way under attention_kernels, and the default
+   kernel is named fa2."""
 import os, re, subprocess, sys, tempfile
 
 stepsim, root = sys.argv[1:3]
@@ -162,4 +170,28 @@ for kernel in ("", "fa2", "fa3"):
                   all(g[0] == w[0] and abs(g[1] - w[1]) <= 6e-4 for g, w in zip(got, pts)),
                   "%s %s head_dim %s: %s, want %s" % (gpu, kernel or "cudnn", name, got,
                                                       [(h, round(f, 3)) for h, f in pts]))
+# 6. the A100 tables: the FlashAttention-2 figure's forward + backward rates over the peak,
+# read from the CSV here (not through attention.py), both passes at the pair's rate
+with open(os.path.join(root, "test", "validation", "data", "fa2_a100_attention.csv")) as f:
+    rows = [l.strip().split(",") for l in f if l.strip() and not l.startswith("#")]
+cols = [int(x) for x in rows[0][1:]]
+fig = {r[0]: [float(x) if x else None for x in r[1:]] for r in rows[1:]}
+check(abs(fig["fa2_causal_128"][cols.index(4096)] / 312 - 0.554) < 5e-4, "FA2 causal 4k: 173 / 312")
+for gpu in ("a100-sxm-80gb", "a100-sxm-40gb"):
+    cat = open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+    check(re.search(r"^attention_kernel: fa2$", cat, re.M) is not None, "%s names fa2" % gpu)
+    for kernel in ("fa2", "fa1", "fa_triton"):
+        for name in attention.TABLES:
+            row = fig["%s_%s_128" % (kernel, "unmasked" if "unmasked" in name else "causal")]
+            want = [(k, v / 312) for k, v in zip(cols, row) if v is not None]
+            got = attention.catalog_table(cat, name, "" if kernel == "fa2" else kernel)
+            check(got is not None and len(got) == len(want) and
+                  all(g[0] == w[0] and abs(g[1] - w[1]) <= 6e-4 for g, w in zip(got, want)),
+                  "%s %s %s: %s, want %s" % (gpu, kernel, name, got, [(k, round(v, 3)) for k, v in want]))
+        big = [i for i, k in enumerate(cols) if k >= 4096]
+        f64 = sum(fig[kernel + "_causal_64"][i] / fig[kernel + "_causal_128"][i] for i in big) / len(big)
+        for name in ("forward", "backward"):
+            got = attention.catalog_head_dim(cat, name, "" if kernel == "fa2" else kernel)
+            check(got is not None and len(got) == 2 and got[0][0] == 64 and abs(got[0][1] - f64) <= 6e-4
+                  and got[1] == (128, 1.0), "%s %s head_dim %s: %s, want 64 -> %.3f" % (gpu, kernel, name, got, f64))
 sys.exit(1 if fails else 0)

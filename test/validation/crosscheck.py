@@ -17,7 +17,9 @@ against the paper, and the memory verdict.
 Then IBM's fms-fsdp runs (test/validation/data/ibm_fms_fsdp.csv: Llama 2 7B to 70B with PyTorch
 FSDP1 on 128 A100s and 96 H100s, tokens/s per GPU), from gen.py's scenarios ibm-*.yaml: a
 second Markdown table of the simulated tokens/s per GPU, the error, the exposed communication
-and the peak memory. About 2 minutes on 2 cores in all."""
+and the peak memory. Last the FlashAttention-2 paper's own training runs (its Table 1: GPT3-2.7B
+on 8 A100 80GB at 2k and 8k tokens), from gen.py's fa2-gpt3-2p7b-*.yaml: TFLOP/s per GPU by
+the paper's count (6 N + 12 L h s per token). About 2 minutes on 2 cores in all."""
 import csv, json, os, subprocess, sys
 
 stepsim, root = sys.argv[1:3]
@@ -83,3 +85,17 @@ for r in fms:
         r["gpus"], gpu.upper(), r["model"], r["sharding"], r["activation_checkpointing"], pub, cell,
         sum(d["exposed_comm_s"].values()), d["peak_mem_bytes"] / 2**30))
     sys.stdout.flush()
+
+print()
+print("| seq | published (TFLOP/s per GPU) | simulated |")
+print("|---:|---:|---:|")
+for seq, pub in ((2048, 205.0), (8192, 225.0)):
+    path = os.path.join(root, "test", "validation", "scenarios", "fa2-gpt3-2p7b-s%d.yaml" % seq)
+    p = subprocess.run([stepsim, "run", path, "--json"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("%s: %s" % (path, p.stderr.strip().splitlines()[-1]))
+    d = json.loads(p.stdout)
+    # the paper's count per token: 6 N (N = 2.7e9, as the paper names the model) + 12 L h s
+    tflops = d["tokens_per_s"] / 8 * (6 * 2.7e9 + 12 * 32 * 2560 * seq) / 1e12
+    print("fa2 gpt3-2.7b %d: %.1f (%+.1f%%)" % (seq, tflops, 100 * (tflops / pub - 1)), file=sys.stderr)
+    print("| %s | %.0f | %.0f (%+.1f%%) |" % (format(seq, ","), pub, tflops, 100 * (tflops / pub - 1)))

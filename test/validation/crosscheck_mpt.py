@@ -45,8 +45,8 @@ MPT = {  # d_model, n_heads, n_layers (scripts/train/yamls/pretrain/mpt-*.yaml)
 }
 VOCAB = 50368
 
-GPU = {"a100-80gb": ("a100-sxm-80gb", 200, 40, "", 300, 4, "false"),
-       "a100-40gb": ("a100-sxm-40gb", 200, 40, "", 300, 4, "false"),
+GPU = {"a100-80gb": ("a100-sxm-80gb", 200, 40, "  attention_kernel: fa_triton\n", 300, 4, "false"),
+       "a100-40gb": ("a100-sxm-40gb", 200, 40, "  attention_kernel: fa_triton\n", 300, 4, "false"),
        "h100-80gb": ("h100-sxm", 400, 64, "  attention_kernel: fa2\n", 450, 5, "true")}
 
 TEMPLATE = """name: {name}

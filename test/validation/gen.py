@@ -612,3 +612,47 @@ simulation:
            bucket=125 if r["model"] == "llama3.1-405b" else 75, sched=sched,
            sym="  symmetry: dp\n" if gpus >= 1024 else "")
     open(os.path.join(out, name + ".yaml"), "w").write(text)
+
+
+# A cross-check, not a table (crosscheck.py): the FlashAttention-2 paper's own training runs
+# (Dao 2023, Table 1: GPT3-2.7B on 8 A100 80GB, 205 TFLOP/s per GPU at 2k tokens and 225 at
+# 8k, its FLOP count 6 N + 12 L h s per token, attention counted in full). Stated: the model
+# (GPT-3's 2.7B: 32 layers of 2560, 32 heads), the sequence, bf16, FlashAttention-2. Assumed
+# (not published): data parallelism with ZeRO-1 and 16k tokens per micro-batch, four
+# micro-batches per step, the GPT-2 vocabulary, no dropout, no recompute; fused kernels
+# (the paper's training code fuses its norms and MLP: compile true).
+for s in (2048, 8192):
+    mb = 16384 // s
+    name = "fa2-gpt3-2p7b-s%d" % s
+    text = """# Cross-check (crosscheck.py): FlashAttention-2 paper Table 1, GPT3-2.7B at {s} tokens on 8
+# A100 80GB; published {t} TFLOP/s per GPU (its count). docs/calibration.md, "Fused attention".
+name: {name}
+{topo}model:
+  name: gpt3-2p7b
+  layers: 32
+  hidden: 2560
+  heads: 32
+  ffn: 10240
+  vocab: 50257
+  activation: gelu
+  norm: layernorm
+  position: learned
+  max_seq_len: {s}
+  bias: true
+  tied_embeddings: true
+  dropout: 0.0
+training:
+  seq_len: {s}
+  global_batch: {gb}
+  micro_batch: {mb}
+  precision: bf16
+  recompute: none
+  flash_attention: true
+parallel:
+  dp: 8
+  zero: 1
+simulation:
+  steps: 1
+  timeline: false
+""".format(s=s, t={2048: 205, 8192: 225}[s], name=name, topo=A100_TOPO.format(nodes=1), gb=mb * 8 * 4, mb=mb)
+    open(os.path.join(out, name + ".yaml"), "w").write(text)
