@@ -230,6 +230,15 @@ void model__vec_eager(model_op_list *l, const dims *D, const char *name, double 
     vec_composite(l, D->eager, name, flops, fused_bytes, eager_bytes, kernels, grad_params);
 }
 
+/* Pointwise work that is one kernel either way (LayerNorm, GELU, a residual add): with
+ * D->eager it is PyTorch's native kernel, at the eager memory curve like the composite ops'
+ * (docs/calibration.md, "Eager kernels"), else the fused one's. */
+static void native_op(model_op_list *l, const dims *D, const char *name, double flops,
+                      double bytes, int64_t grad_params)
+{
+    vec_composite(l, D->eager, name, flops, bytes, bytes, 1, grad_params);
+}
+
 /* Forward GEMM Y (m x n) = X (m x k) @ W (k x n). */
 model_op *model__gemm_fwd(model_op_list *l, const dims *D, const char *name, double m,
                           double k, double n)
@@ -392,13 +401,14 @@ void model__norm_op(model_op_list *l, const model_spec *m, const dims *D, const 
         rmsnorm_op(l, D, name, X, P, params, 1, ph);
         return;
     }
-    /* LayerNorm is one native kernel in eager PyTorch too */
+    /* LayerNorm is one kernel either way: eager PyTorch's native one (at the eager memory
+     * curve, as its other native kernels) or a fused one */
     if (ph == MODEL_PHASE_FWD)
-        model__vec(l, name, FLOPS_LAYERNORM * X, (2 * X + P) * D->ea, 0);
+        native_op(l, D, name, FLOPS_LAYERNORM * X, (2 * X + P) * D->ea, 0);
     else if (D->frozen)
-        model__vec(l, name, 2 * FLOPS_LAYERNORM * X, (3 * X + P) * D->ea, 0);
+        native_op(l, D, name, 2 * FLOPS_LAYERNORM * X, (3 * X + P) * D->ea, 0);
     else
-        model__vec(l, name, 2 * FLOPS_LAYERNORM * X, (3 * X + 2 * P) * D->ea, params);
+        native_op(l, D, name, 2 * FLOPS_LAYERNORM * X, (3 * X + 2 * P) * D->ea, params);
 }
 
 /* The h-wide norms (norm1, norm2, final_norm) on T' tokens. */
@@ -415,7 +425,7 @@ void model__residual_op(model_op_list *l, const dims *D, const char *name)
 {
     double X = D->Tn * (double)D->h;
     double fl = X * (1 + (D->bias ? 1 : 0) + (D->dropout ? FLOPS_DROPOUT : 0));
-    model__vec(l, name, fl, 3 * X * D->ea + (D->dropout ? X : 0), 0);
+    native_op(l, D, name, fl, 3 * X * D->ea + (D->dropout ? X : 0), 0);
 }
 
 /* ---- blocks ------------------------------------------------------------------------- */
@@ -575,7 +585,7 @@ void model__act_fwd(model_op_list *l, const dims *D, const char *name, double X)
     if (D->swiglu) /* eager: silu (reads a, writes s), then s * b: two kernels, 5e per element */
         model__vec_eager(l, D, name, FLOPS_SWIGLU * X, 3 * X * D->ea, 5 * X * D->ea, 2, 0);
     else
-        model__vec(l, name, (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 2 * X * D->ea, 0);
+        native_op(l, D, name, (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 2 * X * D->ea, 0);
 }
 
 void model__act_bwd(model_op_list *l, const dims *D, const char *name, double X)
@@ -583,7 +593,7 @@ void model__act_bwd(model_op_list *l, const dims *D, const char *name, double X)
     if (D->swiglu) /* eager: the product's two gradients (3e each), silu's backward (3e) */
         model__vec_eager(l, D, name, 2 * FLOPS_SWIGLU * X, 5 * X * D->ea, 9 * X * D->ea, 3, 0);
     else
-        model__vec(l, name, 2 * (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 3 * X * D->ea, 0);
+        native_op(l, D, name, 2 * (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 3 * X * D->ea, 0);
 }
 
 /* A layer's forward up to its MLP (norm1 ... residual1, norm2): shared by the dense and the

@@ -16,8 +16,9 @@ and compiled pointwise kernels"), each timed as (sim/hw/gpu.c)
 i.e. launch + t0 + b / (s bw), with the GPU catalog entry's launch_overhead (4 us) and t0 = 1 us (the form
 of every memory curve in the catalog). For each GPU this script finds the plateau s that
 minimises sum(log(t_model / t_measured))^2 over that GPU's rows, prints the fit, the
-per-row errors and those of the catalog's memory_efficiency (s = 0.90), and the curve line
-for topologies/gpus/*.yaml. The ops as stepsim counts them (per element X of the swept
+per-row errors and those of the catalog's memory_efficiency (s = 0.90), the curve line
+for topologies/gpus/*.yaml, and, held out, the fit's error on the file's torch LayerNorm
+rows (one native kernel, which stepsim also times on this curve in eager runs). The ops as stepsim counts them (per element X of the swept
 tensor; e = the activation's bytes):
 
 - rms_norm / huggingface (LlamaRMSNorm, bf16 input, fp32 weight; X = M x H): forward the
@@ -109,6 +110,19 @@ for gpu, R in sorted(data.items()):
         print("| %s | %d | %.3f | %.3f | %+.1f%% | %+.1f%% |" % (x[0], x[1], x[4] * 1e3,
                                                               model(s, bw, x[2], x[3]) * 1e3,
                                                               100 * e, 100 * c))
+    # Held out: PyTorch's LayerNorm forward (one native kernel, fp32; X = M x N): reads x,
+    # writes y (8 bytes an element) and reads the fp32 weight and bias (8 N), one kernel,
+    # which stepsim times on this curve under training.compile: false.
+    held = [(int(r["x_value"]), 8.0 * json.loads(r["config"])["M"] * float(r["x_value"]) + 8.0 * float(r["x_value"]),
+             float(r["median_ms"]) * 1e-3) for r in rows
+            if r["kernel_name"] == "layer_norm" and r["kernel_provider"] == "huggingface"
+            and r["kernel_operation_mode"] == "forward" and GPUS.get(r["gpu_name"]) == gpu]
+    if held:
+        he = [float(model(s, bw, np.array([b]), np.array([1]))[0]) / tm - 1 for _, b, tm in held]
+        hc = [float(model(0.90, bw, np.array([b]), np.array([1]))[0]) / tm - 1 for _, b, tm in held]
+        print("held out, torch LayerNorm forward (%d sizes): mean %+.1f%%, max |%.1f%%| at s = %.3f; "
+              "mean %+.1f%% at 0.90" % (len(held), 100 * np.mean(he), 100 * np.max(np.abs(he)), s,
+                                         100 * np.mean(hc)))
     print()
     if "--check" in args:
         have = re.search(r"^memory_efficiency_eager: .*\[1 GB, ([0-9.]+)\]\]", text, re.M)

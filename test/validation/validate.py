@@ -320,7 +320,7 @@ if write:
              "bf16 compute with fp32 gradient reduction (torchtitan's default), fp32 master weights "
              "and Adam; TP with sequence parallelism as DTensor runs it (`sp_implementation: dtensor`: each SP collective's [b, s, h] tensor copied once, the gathered inputs kept for the weight gradients), its input-gradient reduce-scatter not beside the "
              "weight-gradient GEMM (DTensor's backward), async TP as `tp_comm_overlap`; flash "
-             "attention, PyTorch SDPA's FlashAttention-2 on H100 (`attention_kernel: fa2`); AC none "
+             "attention, PyTorch SDPA's FlashAttention-2 on H100 (`attention_kernel: fa2`) and on A100 (its catalog's default); AC none "
              "and full as stepsim's recompute none and full, torchtitan's per-op selective policy as "
              "`recompute: op`, its per-layer one (every second layer in full) as `recompute: full` "
              "with `recompute_every: 2`. "
