@@ -2252,6 +2252,26 @@ def moe():
     rc, out, err = run("check", ddp, *flash, "--set", "topology.gpu=h100-sxm",
                        "--set", "training.attention_kernel=fa3")
     check(rc == 0, "fa3 on h100-sxm: " + err)
+    # the A100 files name FlashAttention-2 as their own and hold FlashAttention 1.x and its
+    # Triton implementation; the Hopper files have no Triton table, and the error says which
+    # kernels they do have
+    for k in ("fa1", "fa_triton", "default"):
+        rc, out, err = run("check", ddp, *flash, "--set", "topology.gpu=a100-sxm-40gb",
+                           "--set", "training.attention_kernel=" + k)
+        check(rc == 0, "%s on a100-sxm-40gb: %s" % (k, err))
+    rc, out, err = run("check", ddp, *flash, "--set", "topology.gpu=h100-sxm",
+                       "--set", "training.attention_kernel=fa_triton")
+    check(rc == 2 and err.count("error:") == 1 and "has no fa_triton table" in err
+          and "fa2, fa3, cudnn" in err, "fa_triton on h100-sxm: " + err)
+    # the Triton kernel is slower than FlashAttention-2 on the A100 (the FlashAttention-2
+    # paper's figure: 74 against 173 TFLOP/s causal at 4k keys), so the same run is longer
+    steps = []
+    for k in ("fa2", "fa_triton"):
+        rc, out, err = run("run", ddp, *flash, "--set", "topology.gpu=a100-sxm-40gb",
+                           "--set", "training.attention_kernel=" + k, "--json")
+        check(rc == 0, "run with %s: %s" % (k, err))
+        steps.append(json.loads(out)["step_time_s"] if rc == 0 else 0)
+    check(steps[1] > steps[0] > 0, "fa_triton slower than fa2 on the A100: %s" % steps)
 
 
 def cp():

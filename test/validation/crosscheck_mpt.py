@@ -17,16 +17,20 @@ The mapping (docs/validation.md, "Cross-checks outside the tables", says the sam
   tied embeddings, vocabulary 50368, no dropout; the script checks each row's logged
   parameter count against stepsim's to the parameter;
 - Composer's FSDP1: `zero: 3` (FULL_SHARD) or `reshard_after_forward: false` (SHARD_GRAD_OP),
-  `limit_all_gathers` as submit_benchmarks.py sets it; DEFAULT mixed precision reduces in
+  `limit_all_gathers` as the mpt-*.yaml fsdp_config sets it; DEFAULT mixed precision reduces in
   fp32 (`grad_dtype: fp32`), PURE in bf16; AdamW with fp32 states; activation checkpointing
   of every block (`recompute: full`) or none;
-- eager PyTorch (`compile: false`: PyTorch 1.13 for the A100 tables, 2.1 for the H100 ones);
+- eager PyTorch (`compile: false`): the A100 40GB table dates from May 2023 or earlier
+  (submit_benchmarks.py's PyTorch 1.13 image), 59 of the A100 80GB table's 61 rows and the
+  small-scale H100 table from October 2023 (sweep.sh's PyTorch 2.1 image, llm-foundry
+  b2a43a147), the large-scale H100 table from January 2024;
   the loss is llm-foundry's default `fused_crossentropy`, flash-attn's fused cross-entropy
   kernel (one kernel each way over the 16-bit logits, no fp32 copy of them: stepsim's
   `cross_entropy: compiled`);
-- attention: the benchmarks ran llm-foundry's Triton flash attention (attn_impl: triton), a
-  kernel no table in the catalog measures; on the H100 the FlashAttention-2 table stands in
-  for it (`attention_kernel: fa2`), on the A100 the catalog's default (the matmul curve);
+- attention: the benchmarks ran llm-foundry's Triton flash attention (attn_impl: triton),
+  FlashAttention's Triton implementation: on the A100 the catalog's `fa_triton` table (the
+  FlashAttention-2 paper's A100 figure); the H100 has no table for it, and FlashAttention-2's
+  stands in (`attention_kernel: fa2`);
 - the cluster: DGX-like nodes of 8 GPUs, 8 x 200 Gb/s RoCE per A100 node (the tables' 1600
   Gbps) and 8 x 400 Gb/s per H100 node (not stated), a non-blocking fabric; runs of 64 GPUs
   or more simulate one data-parallel replica (`simulation.symmetry: dp`).
@@ -102,13 +106,35 @@ def params(h, L, s):
     return VOCAB * h + s * h + L * (12 * h * h + 13 * h) + 2 * h
 
 
+def die(msg):
+    """Bad arguments or data: one line on stderr, exit status 2."""
+    print("crosscheck_mpt.py: " + msg, file=sys.stderr)
+    sys.exit(2)
+
+
 def main():
     if len(sys.argv) < 3:
-        sys.exit("usage: crosscheck_mpt.py STEPSIM ROOT [--only GPU,...]")
+        die("usage: crosscheck_mpt.py STEPSIM ROOT [--only GPU,...]")
     stepsim, root = sys.argv[1], sys.argv[2]
-    only = sys.argv[sys.argv.index("--only") + 1].split(",") if "--only" in sys.argv else None
-    with open(os.path.join(root, "test", "validation", "data", "llmfoundry_mpt.csv")) as f:
+    only = None
+    if "--only" in sys.argv:
+        i = sys.argv.index("--only")
+        if i + 1 >= len(sys.argv):
+            die("--only needs a list of GPUs (%s)" % ",".join(GPU))
+        only = sys.argv[i + 1].split(",")
+        bad = [g for g in only if g not in GPU]
+        if bad:
+            die("--only %s: unknown GPU (the file's: %s)" % (",".join(bad), ",".join(GPU)))
+    path = os.path.join(root, "test", "validation", "data", "llmfoundry_mpt.csv")
+    with open(path) as f:
         rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+    need = {"gpu", "model", "seq_len", "gpus", "micro_batch", "grad_accum", "global_batch", "mp_mode",
+            "sharding", "activation_checkpointing", "tokens_per_s_per_gpu", "num_params"}
+    if not rows or need - set(rows[0]):
+        die("%s: missing columns: %s" % (path, ", ".join(sorted(need - set(rows[0] if rows else {})))))
+    for i, r in enumerate(rows):
+        if r["gpu"] not in GPU or r["model"] not in MPT:
+            die("%s: row %d: unknown gpu '%s' or model '%s'" % (path, i + 1, r["gpu"], r["model"]))
     print("| GPU | model | seq | GPUs | mb x accum | AC | published | simulated | error | exposed comm (s) | peak (GiB) |")
     print("|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
     errs = {}
@@ -119,7 +145,7 @@ def main():
             h, a, L = MPT[r["model"]]
             s, g = int(r["seq_len"]), int(r["gpus"])
             if params(h, L, s) != int(r["num_params"]):
-                sys.exit("row %d: %s at %d tokens: %d parameters by the formula, %s logged"
+                die("row %d: %s at %d tokens: %d parameters by the formula, %s logged"
                          % (i, r["model"], s, params(h, L, s), r["num_params"]))
             catalog, nic, radix, kernel, nvl, pcie, sharp = GPU[r["gpu"]]
             name = "mpt-%s-%s-s%d-g%d-%d" % (r["gpu"], r["model"], s, g, i)

@@ -616,7 +616,8 @@ simulation:
 
 # A cross-check, not a table (crosscheck.py): the FlashAttention-2 paper's own training runs
 # (Dao 2023, Table 1: GPT3-2.7B on 8 A100 80GB, 205 TFLOP/s per GPU at 2k tokens and 225 at
-# 8k, its FLOP count 6 N + 12 L h s per token, attention counted in full). Stated: the model
+# 8k; its FLOP count Megatron-LM's formula times 3/4, 72 l h^2 + 12 l h s + 4.5 h V per token,
+# attention counted in full: flash-attn's training/README.md). Stated: the model
 # (GPT-3's 2.7B: 32 layers of 2560, 32 heads), the sequence, bf16, FlashAttention-2. Assumed
 # (not published): data parallelism with ZeRO-1 and 16k tokens per micro-batch, four
 # micro-batches per step, the GPT-2 vocabulary, no dropout, no recompute; fused kernels
