@@ -109,7 +109,7 @@ typedef struct hw_gpu_spec {
 typedef enum hw_op_class {
     HW_OP_MATMUL,   /* GEMMs and unfused attention matmuls: tensor-core peak */
     HW_OP_VECTOR,   /* elementwise, norms, softmax, optimizer: CUDA-core rate, memory-bound
-                       (inner HW_VECTOR_EAGER: an eager composite op's kernel) */
+                       (inner HW_VECTOR_EAGER: eager PyTorch's own kernel) */
     HW_OP_ATTN_FWD, /* fused (flash) causal attention forward: tensor-core peak x eff(seq) */
     HW_OP_ATTN_BWD, /* its backward */
     HW_OP_ATTN_FWD_FULL, /* fused attention over an unmasked block (context-parallel ring

@@ -230,13 +230,21 @@ void model__vec_eager(model_op_list *l, const dims *D, const char *name, double 
     vec_composite(l, D->eager, name, flops, fused_bytes, eager_bytes, kernels, grad_params);
 }
 
-/* Pointwise work that is one kernel either way (LayerNorm, GELU, a residual add): with
- * D->eager it is PyTorch's native kernel, at the eager memory curve like the composite ops'
- * (docs/calibration.md, "Eager kernels"), else the fused one's. */
-static void native_op(model_op_list *l, const dims *D, const char *name, double flops,
+/* Pointwise work modelled as one kernel either way (LayerNorm, GELU, a residual or position
+ * add): `native` when eager PyTorch runs it as its own native kernel, timed at the eager
+ * memory curve like the composite ops' (docs/calibration.md, "Eager kernels"), else a fused
+ * kernel (compiled, Apex/Transformer Engine, Megatron's jit fusions). */
+static void native_op(model_op_list *l, bool native, const char *name, double flops,
                       double bytes, int64_t grad_params)
 {
-    vec_composite(l, D->eager, name, flops, bytes, bytes, 1, grad_params);
+    vec_composite(l, native, name, flops, bytes, bytes, 1, grad_params);
+}
+
+/* Eager PyTorch's own kernel for a GELU or an add: eager, and not an fp8 run (Transformer
+ * Engine's modules fuse them). */
+static bool native_pointwise(const dims *D)
+{
+    return D->eager && !D->fp8;
 }
 
 /* Forward GEMM Y (m x n) = X (m x k) @ W (k x n). */
@@ -401,14 +409,17 @@ void model__norm_op(model_op_list *l, const model_spec *m, const dims *D, const 
         rmsnorm_op(l, D, name, X, P, params, 1, ph);
         return;
     }
-    /* LayerNorm is one kernel either way: eager PyTorch's native one (at the eager memory
-     * curve, as its other native kernels) or a fused one */
+    /* LayerNorm: PyTorch's native kernel where the norms are eager PyTorch's
+     * (D->composite_norm: training.norm_kernel composite), a fused one (Apex, Transformer
+     * Engine, Liger, compiled) otherwise; the same bytes either way (PyTorch's backward is two
+     * kernels, dx and the weight gradients, modelled as one) */
+    bool native = D->composite_norm && !D->fp8;
     if (ph == MODEL_PHASE_FWD)
-        native_op(l, D, name, FLOPS_LAYERNORM * X, (2 * X + P) * D->ea, 0);
+        native_op(l, native, name, FLOPS_LAYERNORM * X, (2 * X + P) * D->ea, 0);
     else if (D->frozen)
-        native_op(l, D, name, 2 * FLOPS_LAYERNORM * X, (3 * X + P) * D->ea, 0);
+        native_op(l, native, name, 2 * FLOPS_LAYERNORM * X, (3 * X + P) * D->ea, 0);
     else
-        native_op(l, D, name, 2 * FLOPS_LAYERNORM * X, (3 * X + 2 * P) * D->ea, params);
+        native_op(l, native, name, 2 * FLOPS_LAYERNORM * X, (3 * X + 2 * P) * D->ea, params);
 }
 
 /* The h-wide norms (norm1, norm2, final_norm) on T' tokens. */
@@ -425,7 +436,7 @@ void model__residual_op(model_op_list *l, const dims *D, const char *name)
 {
     double X = D->Tn * (double)D->h;
     double fl = X * (1 + (D->bias ? 1 : 0) + (D->dropout ? FLOPS_DROPOUT : 0));
-    native_op(l, D, name, fl, 3 * X * D->ea + (D->dropout ? X : 0), 0);
+    native_op(l, native_pointwise(D), name, fl, 3 * X * D->ea + (D->dropout ? X : 0), 0);
 }
 
 /* ---- blocks ------------------------------------------------------------------------- */
@@ -444,9 +455,11 @@ static void embed_ops(const dims *D, model_phase ph, model_op_list *l)
         model__vec(l, "embed", drop_here ? FLOPS_DROPOUT * Th : 0,
                    D->T * TOKEN_ID_BYTES + (shard + Th) * D->ea + (drop_here ? Th : 0), 0);
         if (D->learned_pos)
-            /* x + P[position], then embedding dropout: reads x and s rows of the table. */
-            model__vec(l, "pos_embed", Th * (1 + (D->dropout ? FLOPS_DROPOUT : 0)),
-                       (2 * Th + D->s * (double)D->h) * D->ea + (D->dropout ? Th : 0), 0);
+            /* x + P[position], then embedding dropout: reads x and s rows of the table (an
+             * add, like a residual's) */
+            native_op(l, native_pointwise(D), "pos_embed",
+                      Th * (1 + (D->dropout ? FLOPS_DROPOUT : 0)),
+                      (2 * Th + D->s * (double)D->h) * D->ea + (D->dropout ? Th : 0), 0);
         return;
     }
     if (D->frozen)
@@ -585,7 +598,8 @@ void model__act_fwd(model_op_list *l, const dims *D, const char *name, double X)
     if (D->swiglu) /* eager: silu (reads a, writes s), then s * b: two kernels, 5e per element */
         model__vec_eager(l, D, name, FLOPS_SWIGLU * X, 3 * X * D->ea, 5 * X * D->ea, 2, 0);
     else
-        native_op(l, D, name, (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 2 * X * D->ea, 0);
+        native_op(l, native_pointwise(D), name, (FLOPS_GELU + (D->bias ? 1 : 0)) * X,
+                  2 * X * D->ea, 0);
 }
 
 void model__act_bwd(model_op_list *l, const dims *D, const char *name, double X)
@@ -593,7 +607,8 @@ void model__act_bwd(model_op_list *l, const dims *D, const char *name, double X)
     if (D->swiglu) /* eager: the product's two gradients (3e each), silu's backward (3e) */
         model__vec_eager(l, D, name, 2 * FLOPS_SWIGLU * X, 5 * X * D->ea, 9 * X * D->ea, 3, 0);
     else
-        native_op(l, D, name, 2 * (FLOPS_GELU + (D->bias ? 1 : 0)) * X, 3 * X * D->ea, 0);
+        native_op(l, native_pointwise(D), name, 2 * (FLOPS_GELU + (D->bias ? 1 : 0)) * X,
+                  3 * X * D->ea, 0);
 }
 
 /* A layer's forward up to its MLP (norm1 ... residual1, norm2): shared by the dense and the

@@ -159,7 +159,8 @@ typedef struct model_op {
     double inner;            /* matmuls: the inner (reduction) dimension k the kernel runs
                                 over (two products of one kernel: their harmonic mean, which
                                 times the same as both); fused attention: the query/key head
-                                dimension; a vector kernel of an eager composite op:
+                                dimension; a vector kernel of eager PyTorch's own (a
+                                composite op's, a native LayerNorm, GELU or add):
                                 HW_VECTOR_EAGER; 0 otherwise */
     int64_t grad_params;     /* > 0 for a weight-gradient kernel: gradients it produces */
     bool attn_core;          /* part of the attention core (QK^T, softmax, PV): what selective

@@ -2013,6 +2013,42 @@ static int count_eager(const model_op_list *l, const char *name)
     return n;
 }
 
+/* The single kernels of a GPT layer (LayerNorm, GELU, the residual adds, the position add)
+ * are eager PyTorch's native kernels where it runs them itself, and carry the eager mark
+ * (HW_VECTOR_EAGER: the GPU's memory_efficiency_eager times them); their bytes do not change.
+ * gpt(2, 256, 4, 1000, 128), b = 2, s = 128, bf16 (e = 2): X = 256 x 256 = 65,536 hidden
+ * elements, a LayerNorm forward 2e X + e 2h = 4 X + 1,024 bytes either way.
+ *   eager, norms composite (norm_kernel default): norm1, act, residual1, pos_embed marked;
+ *   eager, norms fused (Apex/TE/Liger, norm_kernel fused): LayerNorm not, the others marked;
+ *   eager fp8 (Transformer Engine's modules): none; compiled: none. */
+static void test_native_pointwise(void)
+{
+    model_spec m = gpt(2, 256, 4, 1000, 128);
+    model_shape sh = shape(2, 128, 1, false, true);
+    const double X = 256.0 * 256;
+    static model_op_list l, emb;
+    struct {
+        bool eager, composite_norm, fp8;
+        int norm, act, res, pos;
+    } cases[] = {{true, true, false, 1, 1, 1, 1},
+                 {true, false, false, 0, 1, 1, 1},
+                 {true, true, true, 0, 0, 0, 0},
+                 {false, false, false, 0, 0, 0, 0}};
+    for (size_t c = 0; c < SIM_ARRAY_LEN(cases); c++) {
+        sh.eager = cases[c].eager;
+        sh.composite_norm = cases[c].composite_norm;
+        sh.dtype = cases[c].fp8 ? HW_DTYPE_FP8 : HW_DTYPE_BF16;
+        model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+        model_block_ops(&m, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_FWD, &emb);
+        CHECK_INT_EQ(count_eager(&l, "norm1"), cases[c].norm);
+        CHECK_INT_EQ(count_eager(&l, "act"), cases[c].act);
+        CHECK_INT_EQ(count_eager(&l, "residual1"), cases[c].res);
+        CHECK_INT_EQ(count_eager(&emb, "pos_embed"), cases[c].pos);
+        const model_op *n1 = find(&l, "norm1");
+        CHECK(n1 && n1->bytes == 4 * X + 1024);
+    }
+}
+
 /* Eager PyTorch (model_shape.eager, training.compile: false) against fused pointwise kernels,
  * Llama-3.1-8B, b = 1, s = 4096, bf16 (e = 2), no TP: X = 4096 x 4096 = 16,777,216 elements
  * of the hidden state, h = 4096 norm weights.
@@ -2199,6 +2235,7 @@ int main(void)
     test_mla_activations();
     test_context_parallel();
     test_eager_pointwise();
+    test_native_pointwise();
     test_eager_activations();
     test_fp8_linear();
     return test_finish();

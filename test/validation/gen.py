@@ -264,7 +264,9 @@ Z3_NOTE = """# Assumed (not published; docs/validation.md): DeepSpeed ZeRO-3 as 
 # ahead up to 5e7 elements, gradients reduce-scattered in buckets of 5e8 elements, in fp16;
 # tensors of at most 1e5 elements kept whole; a gathered tensor kept for its next use
 # within 1e9 elements (stage3_max_reuse_distance); eager PyTorch (compile: false: the host's
-# 10 us an op); fp16 mixed precision with fp32 master weights and Adam; full recompute
+# 10 us an op) running Megatron's model code, whose LayerNorm is Apex's fused kernel
+# (norm_kernel: fused; its jit-fused bias-GeLU and bias-dropout-add run as eager PyTorch's
+# native kernels in the model); fp16 mixed precision with fp32 master weights and Adam; full recompute
 # (Megatron's activation checkpointing; the paper's FLOP count includes it); dropout 0.1; no
 # flash attention (2021)."""
 
@@ -280,6 +282,7 @@ name: {name}
 {topo}{model}  recompute: full
   flash_attention: false
   compile: false
+  norm_kernel: fused
 parallel:
   dp: {g}
   zero: 3
@@ -617,13 +620,16 @@ simulation:
 # A cross-check, not a table (crosscheck.py): the FlashAttention-2 paper's own training runs
 # (Dao 2023, Table 1: GPT3-2.7B on 8 A100 80GB, 205 TFLOP/s per GPU at 2k tokens and 225 at
 # 8k; its FLOP count Megatron-LM's formula times 3/4, 72 l h^2 + 12 l h s + 4.5 h V per token,
-# attention counted in full: flash-attn's training/README.md). Stated: the model
-# (GPT-3's 2.7B: 32 layers of 2560, 32 heads), the sequence, bf16, FlashAttention-2. Assumed
-# (not published): data parallelism with ZeRO-1 and 16k tokens per micro-batch, four
-# micro-batches per step, the GPT-2 vocabulary, no dropout, no recompute; fused kernels
-# (the paper's training code fuses its norms and MLP: compile true).
-for s in (2048, 8192):
-    mb = 16384 // s
+# attention counted in full: flash-attn's training/README.md). Stated: the model (GPT-3's
+# 2.7B, 32 layers of 2560), the sequence, bf16, FlashAttention-2, 8 A100 80GB. Taken from the
+# same repository's training configs, which the paper does not name: heads of 128 (20 heads:
+# the README's "we set head dimension to 128 (instead of 80)", pile/gpt3-2.7B-flash-hdim128*),
+# ZeRO-1 (DDPStrategyZero1), fused dropout-add-LayerNorm, MLP and bias kernels (compile:
+# true), GPT-2's dropout 0.1 and vocabulary padded to a multiple of 8 (50264), learned
+# positions, no recomputation, 1M tokens a step (512 and 128 sequences). Assumed: 16k tokens
+# per micro-batch (the configs' per-GPU batch for 80 GB, 4 at 2k and 8 at 8k, would not fit
+# the 8k run without recomputation in the model).
+for s, mb, gb, pos in ((2048, 8, 512, "learned"), (8192, 2, 128, "learned")):
     name = "fa2-gpt3-2p7b-s%d" % s
     text = """# Cross-check (crosscheck.py): FlashAttention-2 paper Table 1, GPT3-2.7B at {s} tokens on 8
 # A100 80GB; published {t} TFLOP/s per GPU (its count). docs/calibration.md, "Fused attention".
@@ -632,16 +638,15 @@ name: {name}
   name: gpt3-2p7b
   layers: 32
   hidden: 2560
-  heads: 32
+  heads: 20
   ffn: 10240
-  vocab: 50257
+  vocab: 50264
   activation: gelu
   norm: layernorm
-  position: learned
-  max_seq_len: {s}
+  position: {pos}{maxseq}
   bias: true
   tied_embeddings: true
-  dropout: 0.0
+  dropout: 0.1
 training:
   seq_len: {s}
   global_batch: {gb}
@@ -655,5 +660,6 @@ parallel:
 simulation:
   steps: 1
   timeline: false
-""".format(s=s, t={2048: 205, 8192: 225}[s], name=name, topo=A100_TOPO.format(nodes=1), gb=mb * 8 * 4, mb=mb)
+""".format(s=s, t={2048: 205, 8192: 225}[s], name=name, topo=A100_TOPO.format(nodes=1), gb=gb, mb=mb,
+           pos=pos, maxseq="\n  max_seq_len: %d" % s if pos == "learned" else "")
     open(os.path.join(out, name + ".yaml"), "w").write(text)

@@ -372,7 +372,7 @@ if write:
              "one tensor, `model.qkv_fused`; parameters gathered ahead up to 5e7 elements, fp16 "
              "gradients reduce-scattered in buckets of 5e8, tensors of at most 1e5 elements kept "
              "whole, a gathered tensor kept for its next use within 1e9 elements, "
-             "`fsdp.max_reuse_distance`), eager PyTorch (`training.compile: false`: 10 us of host time an op), fp16 "
+             "`fsdp.max_reuse_distance`), eager PyTorch (`training.compile: false`: 10 us of host time an op) running Megatron's model code (Apex's fused LayerNorm: `norm_kernel: fused`), fp16 "
              "with fp32 master weights and Adam, full recompute, dropout 0.1, no flash attention. "
              "One data-parallel replica simulated (`simulation.symmetry: dp`). Not modelled: the "
              "copies' GPU time and whatever else the runs lost (\"The ZeRO-3 table\" below).")):
