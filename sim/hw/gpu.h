@@ -78,9 +78,9 @@ typedef struct hw_gpu_spec {
     double matmul_k_overhead;        /* k0: a GEMM with inner dimension k runs at
                                         k / (k + k0) of matmul_eff (elements; 0: none) */
     hw_curve memory_eff;             /* x = bytes moved by one kernel */
-    hw_curve memory_eff_eager;       /* the same for eager PyTorch's composite ops' native
-                                        kernels (vector ops marked HW_VECTOR_EAGER); n = 0:
-                                        memory_eff */
+    hw_curve memory_eff_eager;       /* the same for eager PyTorch's own kernels (its
+                                        composite ops', its native LayerNorm, GELU and adds:
+                                        vector ops marked HW_VECTOR_EAGER); n = 0: memory_eff */
     hw_curve attn_eff[HW_ATTN_TABLES]; /* fused attention by hw_op_class - HW_OP_ATTN_FWD
                                         (causal forward, causal backward, unmasked forward,
                                         unmasked backward); x = keys each query attends over
@@ -121,9 +121,10 @@ typedef enum hw_op_class {
 _Static_assert(HW_OP_CLASS_COUNT - HW_OP_ATTN_FWD == HW_ATTN_TABLES,
                "one attention table per HW_OP_ATTN_* class");
 
-/* The `inner` of an HW_OP_VECTOR kernel that is one of eager PyTorch's composite ops (an
- * RMSNorm, RoPE or SwiGLU run op by op through native kernels, docs/models.md): timed by
- * the GPU's memory_eff_eager curve. Other vector kernels have inner 0. */
+/* The `inner` of an HW_OP_VECTOR kernel that is eager PyTorch's own: one of its composite
+ * ops' (an RMSNorm, RoPE or SwiGLU run op by op) or a native LayerNorm, GELU or add
+ * (docs/models.md): timed by the GPU's memory_eff_eager curve. Other vector kernels have
+ * inner 0. */
 #define HW_VECTOR_EAGER 1.0
 
 /* "matmul", "vector", "attn_fwd", "attn_bwd", "attn_fwd_full", "attn_bwd_full". Static
@@ -145,8 +146,8 @@ const hw_gpu_spec *hw_gpu_get_spec(const hw_gpu *gpu);
 double hw_gpu_matmul_eff(const hw_gpu *gpu, double flops);
 double hw_gpu_matmul_eff_of(const hw_gpu *gpu, hw_dtype dtype, double flops);
 double hw_gpu_memory_eff(const hw_gpu *gpu, double bytes);
-/* The eager composite ops' kernels' curve (HW_VECTOR_EAGER), the memory curve where the
- * catalog has none. */
+/* Eager PyTorch's own kernels' curve (HW_VECTOR_EAGER), the memory curve where the catalog
+ * has none. */
 double hw_gpu_memory_eff_eager(const hw_gpu *gpu, double bytes);
 /* Efficiency of a fused-attention kernel (HW_OP_ATTN_*) that attends over `seq` keys with
  * heads of `head_dim` (0: not known, no factor): the catalog's attention table times its

@@ -527,7 +527,7 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
         if (!(o->inner >= 0) || !(o->inner <= FLT_MAX))
             return bad_row(rd, "ops", row, "inner is a matmul's inner dimension or an attention "
                                            "kernel's head dimension, >= 0 (0: not known), or a "
-                                           "vector op's 0 or 1 (an eager composite kernel)%s",
+                                           "vector op's 0 or 1 (eager PyTorch's own kernel)%s",
                            NULL);
         if (o->duration_s != -1 && !(o->duration_s >= 0 && o->duration_s <= TRACE_DURATION_MAX_S))
             return bad_row(rd, "ops", row, "duration_s is -1 (modelled) or a duration from 0 "
@@ -544,8 +544,8 @@ static int read_ops(reader *rd, void *rows, size_t first, size_t n, void *ud)
             return bad_row(rd, "ops", row, "a host op needs its duration_s%s", NULL);
         if (kind == TRACE_OP_COMPUTE && cls == HW_OP_VECTOR && o->inner != 0 &&
             o->inner != HW_VECTOR_EAGER)
-            return bad_row(rd, "ops", row, "a vector op's inner is 0, or 1 for a kernel of eager "
-                                           "PyTorch's composite ops (timed by the GPU's "
+            return bad_row(rd, "ops", row, "a vector op's inner is 0, or 1 for one of eager "
+                                           "PyTorch's own kernels (timed by the GPU's "
                                            "memory_efficiency_eager)%s", NULL);
         if (kind == TRACE_OP_COPY && (o->to_host < 0 || o->to_host >= TRACE_COPY_COUNT))
             return bad_row(rd, "ops", row, "a copy's to_host is 0 (host to device), 1 (device to "
