@@ -265,6 +265,9 @@ static int accelerate(import_ctx *c)
         if (ac)
             import__set(c, "training.recompute", "fsdp_config.fsdp_activation_checkpointing", ac,
                         import__bool(ac) ? "full" : "none");
+        if (ac && import__bool(ac)) /* FSDP's checkpoint_wrapper, non-reentrant */
+            import__set(c, "training.recompute_early_stop",
+                        "fsdp_config.fsdp_activation_checkpointing", ac, "true");
     } else if (dt) {
         return import__error(c, dt, "distributed_type: '%s': stepsim reads FSDP, DEEPSPEED, "
                              "MULTI_GPU and NO", dt->kind == INPUT_YSCALAR ? dt->text : "?");
@@ -503,6 +506,12 @@ static int torchtitan(import_ctx *c)
     const input_ynode *ac = import__get(c, "activation_checkpoint.mode");
     const input_ynode *opt = import__get(c, "activation_checkpoint.selective_ac_option");
     if (!rc && ac) {
+        /* torchtitan wraps blocks in FSDP's checkpoint_wrapper: PyTorch's non-reentrant
+         * checkpoint, which stops re-running a block once its last saved tensor is rebuilt */
+        if (import__text(ac, "full") ||
+            (import__text(ac, "selective") && opt && !import__text(opt, "op")))
+            import__set(c, "training.recompute_early_stop", "activation_checkpoint.mode", ac,
+                        "true");
         if (import__text(ac, "none") || import__text(ac, "full")) {
             import__set(c, "training.recompute", "activation_checkpoint.mode", ac, "%s",
                         import__text(ac, "full") ? "full" : "none");

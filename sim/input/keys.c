@@ -370,6 +370,7 @@ static const input_key training_keys[] = {
     {.name = "recompute", .type = INPUT_K_ENUM, .offset = TR(recompute), .enums = recompute_names},
     {.name = "recompute_every", .type = INPUT_K_INT, .offset = TR(recompute_every),
      .flags = (INPUT_KEY_MIN | INPUT_KEY_MAX), .min = 1, .max = MAX_COUNT},
+    {.name = "recompute_early_stop", .type = INPUT_K_BOOL, .offset = TR(recompute_early_stop)},
     {.name = "flash_attention", .type = INPUT_K_BOOL, .offset = TR(flash_attention)},
     {.name = "compile", .type = INPUT_K_BOOL, .offset = TR(compile)},
     {.name = "norm_kernel", .type = INPUT_K_ENUM, .offset = TR(norm_kernel),

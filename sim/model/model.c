@@ -665,6 +665,37 @@ static void mark_op_policy(const dims *D, model_op_list *l)
     }
 }
 
+double model_recompute_share(const model_op *o, model_recompute rc, bool early_stop)
+{
+    switch (rc) {
+    case MODEL_RECOMPUTE_SELECTIVE:
+        return o->attn_core ? 1 : 0;
+    case MODEL_RECOMPUTE_FULL:
+        return early_stop && o->after_last_save ? 0 : 1;
+    case MODEL_RECOMPUTE_OP:
+        return o->op_share;
+    case MODEL_RECOMPUTE_NONE:
+        break;
+    }
+    return 0;
+}
+
+/* PyTorch's non-reentrant checkpoint (torch.utils.checkpoint, use_reentrant=False; early stop
+ * is its default since PyTorch 2.1, pytorch/pytorch#96866) stops re-running a checkpointed
+ * layer's forward once it has rebuilt the last tensor the backward saved. In a dense layer
+ * that is the down GEMM's input: aten's mm/addmm saves its operands before the kernel runs,
+ * and the residual add after it saves nothing. So the down GEMM (fc2 under GELU), TP's
+ * collective after it, and the second residual add do not run again. An fp8 layer's linear
+ * layers are Transformer Engine's autograd functions, which save after their GEMM: the
+ * whole layer re-runs there, as it does in MoE, MLA and LoRA layers (whose last saved tensors
+ * are not modelled). */
+static void mark_after_last_save(model_op_list *l)
+{
+    for (int i = 0; i < l->n; i++)
+        l->op[i].after_last_save = strcmp(l->op[i].name, "mlp_down") == 0 ||
+                                   strcmp(l->op[i].name, "residual2") == 0;
+}
+
 static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
 {
     double T = D->T, h = (double)D->h;
@@ -677,8 +708,11 @@ static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
     model__base_fwd(l, D, "mlp_down", "mlp_down.dequant", T, f, h);
     model__lora_fwd(l, D, T_DOWN, T_DOWN);
     model__residual_op(l, D, "residual2");
-    if (!D->mla && !D->frozen)
+    if (!D->mla && !D->frozen) {
         mark_op_policy(D, l);
+        if (!D->fp8)
+            mark_after_last_save(l);
+    }
 }
 
 /* A layer's backward from its MLP's input gradient on (norm2.bwd ... norm1.bwd): shared by

@@ -171,6 +171,12 @@ typedef struct model_op {
     double op_share;         /* forward kernels of a dense MHA/GQA layer: the share of the
                                 kernel (FLOPs and bytes) that the per-op checkpoint policy
                                 (MODEL_RECOMPUTE_OP) re-runs in backward, 0..1; 0 elsewhere */
+    bool after_last_save;    /* forward kernels of a dense bf16/fp16 MHA/GQA layer under full
+                                training that run after the last tensor its backward needs
+                                is saved (the down GEMM, whose aten op saves its input before
+                                it runs, and the second residual add, which saves nothing):
+                                an early-stopping full recompute (PyTorch's non-reentrant
+                                checkpoint) does not re-run them */
     bool fp8;                /* a GEMM of an fp8 linear layer (sh->dtype fp8): fp8 operands at
                                 the fp8 peak; every other kernel of an fp8 run is bf16 */
     bool weight_cast;        /* an fp8 layer's weight cast ("<gemm>.wcast"): Transformer Engine
@@ -296,6 +302,13 @@ typedef enum model_recompute {
     MODEL_RECOMPUTE_FULL,
     MODEL_RECOMPUTE_OP
 } model_recompute;
+
+/* The share (0..1) of forward kernel `o` of a layer under policy `rc` that the backward's
+ * recomputed forward runs again: SELECTIVE the attention core's kernels whole; FULL every
+ * kernel, but with `early_stop` (PyTorch's non-reentrant checkpoint) none of those after the
+ * layer's last saved tensor (o->after_last_save); OP the per-op policy's o->op_share (PyTorch's
+ * checkpoint, which always stops early); NONE nothing. */
+double model_recompute_share(const model_op *o, model_recompute rc, bool early_stop);
 
 /* Activation bytes one transformer layer keeps for backward, per micro-batch, on one rank
  * (Korthikanti et al. 2022 Table 2 generalised to GQA, MLA, SwiGLU, RMSNorm, flash

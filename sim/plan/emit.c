@@ -622,22 +622,23 @@ static span emit_pass(gen *g, const unit *u, int mb, const model_op_list *ops, t
     span s = {0};
     bool first = first_deps;
     g->op_recompute = recompute && u->rc == MODEL_RECOMPUTE_OP;
+    bool early_stop = g->sc->training.recompute_early_stop;
     for (int i = 0; i < ops->n; i++) {
         const model_op *mo = &ops->op[i];
         model_op part;
-        if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo->attn_core)
+        /* the share of the kernel the recomputed forward re-runs */
+        double share = recompute ? model_recompute_share(mo, u->rc, early_stop) : 1;
+        if (share <= 0)
             continue;
         if (mo->weight_cast && again && plan__weights_resident(g, mo->name))
             continue; /* the fp8 weight of the unit's first forward, kept */
         if (split && plan__ends_with(mo->name, ".wgrad") != weights)
             continue;
-        if (g->op_recompute) { /* the share of the kernel the per-op policy re-runs */
-            if (mo->op_share <= 0)
-                continue;
+        if (share < 1) {
             part = *mo;
-            part.flops *= mo->op_share;
-            part.model_flops *= mo->op_share;
-            part.bytes *= mo->op_share;
+            part.flops *= share;
+            part.model_flops *= share;
+            part.bytes *= share;
             mo = &part;
         }
         if (i == first_exp)

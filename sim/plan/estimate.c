@@ -98,11 +98,8 @@ static void block_work(const plan_scenario *sc, const model_spec *m, const model
              * per step it is) */
             bool layer = blk == MODEL_BLOCK_LAYER || blk == MODEL_BLOCK_MOE;
             double again = layer && ph == 0 && !o->weight_cast &&
-                                   (sc->training.recompute == MODEL_RECOMPUTE_FULL ||
-                                    (sc->training.recompute == MODEL_RECOMPUTE_OP &&
-                                     o->op_share > 0) ||
-                                    (sc->training.recompute == MODEL_RECOMPUTE_SELECTIVE &&
-                                     o->attn_core))
+                                   model_recompute_share(o, sc->training.recompute,
+                                                         sc->training.recompute_early_stop) > 0
                                ? 2 : 1;
             *ops += again;
             *s += again * t;

@@ -126,6 +126,12 @@ typedef struct plan_training {
     int recompute_every;     /* recompute applies to layers l with (l + 1) % this == 0 (every
                                 N-th layer, torchtitan's per-layer checkpointing); the others
                                 keep everything. >= 1 (validated); 1 = every layer */
+    bool recompute_early_stop; /* full recompute as PyTorch's non-reentrant checkpoint runs
+                                  it (>= 2.1, or torch.compile's): the re-run stops once the
+                                  last tensor the backward needs is rebuilt, so a dense
+                                  layer's down GEMM and second residual add do not run again
+                                  (model_op.after_last_save); false: the whole layer re-runs
+                                  (Megatron's, DeepSpeed's and reentrant checkpointing) */
     bool flash_attention;
     plan_cross_entropy cross_entropy;
     bool compile;            /* pointwise work in fused kernels (torch.compile, Megatron/TE's

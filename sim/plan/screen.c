@@ -312,9 +312,11 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
                         plan_coll_algo_id(c->sc->collectives[PLAN_GROUP_EP]));
     }
     bool op_rc = recompute && u->rc == MODEL_RECOMPUTE_OP;
+    bool early_stop = c->sc->training.recompute_early_stop;
     for (int i = 0; i < ops->n; i++) {
         model_op mo = ops->op[i];
-        if (recompute && u->rc == MODEL_RECOMPUTE_SELECTIVE && !mo.attn_core)
+        double share = recompute ? model_recompute_share(&mo, u->rc, early_stop) : 1;
+        if (share <= 0)
             continue;
         if (mo.weight_cast && plan__weights_resident(g, mo.name)) {
             /* an fp8 weight cast runs in the unit's first forward of the step only
@@ -328,12 +330,8 @@ static void run_pass(const cand_ctx *c, streams *st, const unit *u, model_phase 
             mo.flops /= runs;
             mo.bytes /= runs;
         }
-        if (op_rc) {
-            if (mo.op_share <= 0)
-                continue;
-            mo.flops *= mo.op_share;
-            mo.bytes *= mo.op_share;
-        }
+        mo.flops *= share;
+        mo.bytes *= share;
         if (i == first_exp)
             blocking(st, &st->ep, a2a);
         if (mo.cp_step > 0) {

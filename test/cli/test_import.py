@@ -164,6 +164,10 @@ def frameworks():
             if name == "deepspeed":  # DeepSpeed's release rule, from stage3_max_reuse_distance
                 check("max_reuse_distance: 1000000000" in text and
                       "stage3_max_reuse_distance (" not in text, "deepspeed: max_reuse_distance imported")
+            # Accelerate's FSDP checkpointing is FSDP's non-reentrant checkpoint_wrapper, which
+            # stops re-running a block early; DeepSpeed's own checkpointing re-runs it whole
+            early = re.search(r"^  recompute_early_stop: true", text, re.M) is not None
+            check(early == (name == "accelerate"), "%s: recompute_early_stop %s" % (name, early))
             # the same keys by reference: a scenario naming the file
             ref = os.path.join(tmp, name + "-from.yaml")
             with open(ref, "w") as f:
@@ -265,6 +269,25 @@ def frameworks():
         check(rc == 0 and all(re.search(r"^  %s: %s\b" % kv, text, re.M) for kv in (
             ("tp", "8"), ("sp", "true"), ("sp_implementation", "dtensor"), ("tp_grad_overlap", "false"))),
               "torchtitan TP: %s %s" % (err, re.findall(r"^  (?:tp|sp)\w*: .*$", text, re.M)))
+        # torchtitan's activation checkpointing: full and per-layer ("2": every second block)
+        # checkpoint whole blocks with FSDP's non-reentrant checkpoint_wrapper, which stops
+        # re-running a block once its last saved tensor is rebuilt (recompute_early_stop);
+        # the per-op policy ("op") and none leave the key unset
+        ac = '[activation_checkpoint]\nmode = "selective"  # ["none", "selective", "full"]\nselective_ac_option = "op"'
+        assert ac.split("  #")[0] in src
+        for mode, opt, rc_want, early_want in (("full", "op", "full", True), ("selective", "2", "full", True),
+                                               ("selective", "op", "op", False), ("none", "op", "none", False)):
+            cfg, out = os.path.join(tmp, "ac.toml"), os.path.join(tmp, "ac-%s-%s.yaml" % (mode, opt))
+            text = re.sub(r'\[activation_checkpoint\]\nmode = "[a-z]+"[^\n]*\nselective_ac_option = "[a-z0-9]+"',
+                          '[activation_checkpoint]\nmode = "%s"\nselective_ac_option = "%s"' % (mode, opt), src)
+            open(cfg, "w").write(text)
+            rc, o, err = run("import", "torchtitan", cfg, "--topology", os.path.join(topo, "dgx-h100.yaml"),
+                             "-o", out)
+            got = open(out).read() if rc == 0 else ""
+            r = re.search(r"^  recompute: (\w+)", got, re.M)
+            early = re.search(r"^  recompute_early_stop: true", got, re.M) is not None
+            check(rc == 0 and (r and r.group(1)) == rc_want and early == early_want,
+                  "torchtitan AC %s %s: recompute %s early stop %s %s" % (mode, opt, r and r.group(1), early, err))
         # torchtitan's 2024 norm_type: "fused_rmsnorm" (its Triton kernel) is norm_kernel:
         # fused; "rmsnorm" leaves the default (composite without compile)
         # (a basic string's escapes decoded: fused\u005frmsnorm is fused_rmsnorm)

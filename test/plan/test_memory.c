@@ -169,6 +169,16 @@ static void layer_mem(const plan *p, int layer, int64_t *alloc, int *n_alloc,
     }
 }
 
+/* Ops of `layer` on rank 0 named `name`. */
+static int count_named(const plan *p, int layer, const char *name)
+{
+    const trace_rank *tr = &p->trace->ranks[0];
+    int n = 0;
+    for (size_t i = 0; i < tr->n_ops; i++)
+        n += tr->ops[i].layer == layer && strcmp(trace_name(p->trace, tr->ops[i].name), name) == 0;
+    return n;
+}
+
 /* torchtitan's per-op policy (training.recompute: op) on every second layer
  * (recompute_every: 2: layer l recomputes when l + 1 is a multiple of 2, so layer 1 only).
  * tiny_llama, s = 32, b = 1, 16-bit, flash attention; per token (h = q = kv = 64, f = 128):
@@ -213,10 +223,33 @@ static void test_recompute_policies(void)
     CHECK(p != NULL);
     if (!p)
         return;
+    double full_rf[2];
     for (int l = 0; l < 2; l++) {
         layer_mem(p, l, &alloc, &n, &rf, &rqkv);
         CHECK_NEAR(rqkv, 786432, 0, 0); /* the whole fused GEMM again */
         CHECK_INT_EQ(n, 2);
+        full_rf[l] = rf;
+        CHECK_INT_EQ(count_named(p, l, "recompute.mlp_down"), 1);
+        CHECK_INT_EQ(count_named(p, l, "recompute.residual2"), 1);
+    }
+    plan_destroy(p);
+
+    /* PyTorch's non-reentrant checkpoint (recompute_early_stop) stops once the down GEMM's
+     * input is rebuilt: the down GEMM, 2 x 32 tokens x 128 x 64 = 524,288 FLOPs, and the
+     * second residual add, 32 x 64 = 2,048 FLOPs, do not run again; every other kernel
+     * does (the fused QKV GEMM whole). */
+    sc.training.recompute_early_stop = true;
+    p = tiny_plan(&sc, true);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    for (int l = 0; l < 2; l++) {
+        layer_mem(p, l, &alloc, &n, &rf, &rqkv);
+        CHECK_NEAR(rqkv, 786432, 0, 0);
+        CHECK_NEAR(full_rf[l] - rf, 524288 + 2048, 0, 0);
+        CHECK_INT_EQ(count_named(p, l, "recompute.mlp_down"), 0);
+        CHECK_INT_EQ(count_named(p, l, "recompute.residual2"), 0);
+        CHECK_INT_EQ(count_named(p, l, "recompute.mlp_up"), 1);
     }
     plan_destroy(p);
 }

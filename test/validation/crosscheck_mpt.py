@@ -19,7 +19,11 @@ The mapping (docs/validation.md, "Cross-checks outside the tables", says the sam
 - Composer's FSDP1: `zero: 3` (FULL_SHARD) or `reshard_after_forward: false` (SHARD_GRAD_OP),
   `limit_all_gathers` as the mpt-*.yaml fsdp_config sets it; DEFAULT mixed precision reduces in
   fp32 (`grad_dtype: fp32`), PURE in bf16; AdamW with fp32 states; activation checkpointing
-  of every block (`recompute: full`) or none;
+  of every block (`recompute: full`) or none, non-reentrant (the yamls'
+  activation_checkpointing_reentrant: false): from PyTorch 2.1 (the rows logged as
+  `amp_bf16`) that checkpoint stops re-running a block once its last saved tensor, fc2's
+  input, is rebuilt (`recompute_early_stop: true`); PyTorch 1.13 (the rows logged as `bf16`:
+  the A100 40GB table and two A100 80GB rows of the same era) re-ran the whole block;
 - eager PyTorch (`compile: false`): the A100 40GB table dates from May 2023 or earlier
   (submit_benchmarks.py's PyTorch 1.13 image), 59 of the A100 80GB table's 61 rows and the
   small-scale H100 table from October 2023 (sweep.sh's PyTorch 2.1 image, llm-foundry
@@ -87,7 +91,7 @@ training:
   precision: bf16
   grad_dtype: {gd}
   recompute: {rc}
-  flash_attention: true
+{es}  flash_attention: true
   compile: false
   cross_entropy: compiled
 {kernel}parallel:
@@ -128,7 +132,7 @@ def main():
     path = os.path.join(root, "test", "validation", "data", "llmfoundry_mpt.csv")
     with open(path) as f:
         rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
-    need = {"gpu", "model", "seq_len", "gpus", "micro_batch", "grad_accum", "global_batch", "mp_mode",
+    need = {"gpu", "model", "seq_len", "gpus", "micro_batch", "grad_accum", "global_batch", "precision", "mp_mode",
             "sharding", "activation_checkpointing", "tokens_per_s_per_gpu", "num_params"}
     if not rows or need - set(rows[0]):
         die("%s: missing columns: %s" % (path, ", ".join(sorted(need - set(rows[0] if rows else {})))))
@@ -155,6 +159,8 @@ def main():
                 gb=int(r["global_batch"]), mb=int(r["micro_batch"]),
                 gd="fp32" if r["mp_mode"] == "DEFAULT" else "bf16",
                 rc="full" if r["activation_checkpointing"] == "true" else "none", kernel=kernel,
+                es="  recompute_early_stop: true\n" if r["activation_checkpointing"] == "true"
+                and r["precision"] == "amp_bf16" else "",
                 g=g, raf=", reshard_after_forward: false" if r["sharding"] == "SHARD_GRAD_OP" else "",
                 sym="  symmetry: dp\n" if g >= 64 else "")
             path = os.path.join(tmp, name + ".yaml")

@@ -323,8 +323,12 @@ FMS_MODEL = {
   tied_embeddings: false
   max_seq_len: 4096""",
 }
-FMS_AC = {"none": "recompute: none", "full": "recompute: full",
-          "every 2nd block": "recompute: full\n  recompute_every: 2"}
+# fms-fsdp checkpoints blocks with FSDP's checkpoint_wrapper, CheckpointImpl.NO_REENTRANT
+# (fms_fsdp/policies/ac_handler.py): PyTorch's non-reentrant checkpoint, which stops
+# re-running a block once its last saved tensor is rebuilt (recompute_early_stop).
+FMS_AC = {"none": "recompute: none",
+          "full": "recompute: full\n  recompute_early_stop: true",
+          "every 2nd block": "recompute: full\n  recompute_every: 2\n  recompute_early_stop: true"}
 
 
 def fms_topo(gpu, nodes):
@@ -379,9 +383,14 @@ TT_GPU = {"h100-sxm (96 GB HBM2e 500 W)": "gt", "a100-sxm-80gb": "a100", "h100-s
           "b200 (power limited)": "b200"}
 # activation checkpointing: (file tag, training keys). torchtitan's per-layer option checkpoints
 # every second layer in full (its default selective_ac_option "2"); per-op is recompute: op.
+# Both wrap blocks in FSDP's checkpoint_wrapper (non-reentrant: PyTorch's checkpoint stops
+# re-running a block once its last saved tensor is rebuilt, recompute_early_stop), as
+# torch.compile's partitioner does (it recomputes only what the backward needs).
 TT_AC = {"none": ("noac", "recompute: none"),
-         "selective (layer)": ("sac-layer", "recompute: full\n  recompute_every: 2"),
-         "selective (per-op SAC)": ("sac-op", "recompute: op"), "full": ("fullac", "recompute: full")}
+         "selective (layer)": ("sac-layer",
+                               "recompute: full\n  recompute_every: 2\n  recompute_early_stop: true"),
+         "selective (per-op SAC)": ("sac-op", "recompute: op"),
+         "full": ("fullac", "recompute: full\n  recompute_early_stop: true")}
 
 
 def tt_file(r):
