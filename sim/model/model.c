@@ -685,10 +685,11 @@ double model_recompute_share(const model_op *o, model_recompute rc, bool early_s
  * layer's forward once it has rebuilt the last tensor the backward saved. In a dense layer
  * that is the down GEMM's input: aten's mm/addmm saves its operands before the kernel runs,
  * and the residual add after it saves nothing. So the down GEMM (fc2 under GELU), TP's
- * collective after it, and the second residual add do not run again. An fp8 layer's linear
- * layers are Transformer Engine's autograd functions, which save after their GEMM: the
- * whole layer re-runs there, as it does in MoE, MLA and LoRA layers (whose last saved tensors
- * are not modelled). */
+ * collective after it, and the second residual add do not run again. With residual dropout
+ * the last saved tensor is the second dropout's mask, which exists only once the down GEMM
+ * has run; an fp8 layer's linear layers are Transformer Engine's autograd functions, which
+ * save after their GEMM: the whole layer re-runs in both, as it does in MoE, MLA and LoRA
+ * layers (whose last saved tensors are not modelled). */
 static void mark_after_last_save(model_op_list *l)
 {
     for (int i = 0; i < l->n; i++)
@@ -710,7 +711,7 @@ static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
     model__residual_op(l, D, "residual2");
     if (!D->mla && !D->frozen) {
         mark_op_policy(D, l);
-        if (!D->fp8)
+        if (!D->fp8 && !D->dropout)
             mark_after_last_save(l);
     }
 }

@@ -171,10 +171,11 @@ typedef struct model_op {
     double op_share;         /* forward kernels of a dense MHA/GQA layer: the share of the
                                 kernel (FLOPs and bytes) that the per-op checkpoint policy
                                 (MODEL_RECOMPUTE_OP) re-runs in backward, 0..1; 0 elsewhere */
-    bool after_last_save;    /* forward kernels of a dense bf16/fp16 MHA/GQA layer under full
-                                training that run after the last tensor its backward needs
-                                is saved (the down GEMM, whose aten op saves its input before
-                                it runs, and the second residual add, which saves nothing):
+    bool after_last_save;    /* forward kernels of a dense bf16/fp16 MHA/GQA layer without
+                                dropout under full training that run after the last tensor
+                                its backward needs is saved (the down GEMM, whose aten op
+                                saves its input before it runs, and the second residual add,
+                                which saves nothing):
                                 an early-stopping full recompute (PyTorch's non-reentrant
                                 checkpoint) does not re-run them */
     bool fp8;                /* a GEMM of an fp8 linear layer (sh->dtype fp8): fp8 operands at

@@ -12,7 +12,8 @@ configuration with one of these changed at a time (`stepsim run --set`) and prin
 table of each row's throughput error (simulated tokens/s per GPU over the published, - 1)
 against its eager and, where published, its compiled run:
 
-- recompute none and full (every layer) instead of the mapped setting, and Megatron's
+- recompute none and full (every layer, stopping early as torchtitan's non-reentrant
+  checkpoint_wrapper does: `recompute_early_stop`) instead of the mapped setting, and Megatron's
   selective (the attention core only, on every layer: the mapping before recompute: op);
 - cuDNN's attention on H100 (`attention_kernel: cudnn`, the catalog's default table), H100 rows
   only;
@@ -56,7 +57,8 @@ def other_norm(name):
 
 VARIANTS = [("as mapped", lambda g, n: []),
             ("recompute none", lambda g, n: ["training.recompute=none", EVERY]),
-            ("recompute full", lambda g, n: ["training.recompute=full", EVERY]),
+            ("recompute full", lambda g, n: ["training.recompute=full", EVERY,
+                                             "training.recompute_early_stop=true"]),
             ("recompute selective", lambda g, n: ["training.recompute=selective", EVERY]),
             ("cuDNN attention", lambda g, n: ["training.attention_kernel=cudnn"] if g in ("gt", "h100") else None),
             ("peak 835", lambda g, n: peak(835) if g == "gt" else None),
