@@ -5,7 +5,8 @@
 # found (--ranks N; 0: no MPI). Slow (about 12 minutes on 2 cores): not part of scripts/test.sh.
 #   scripts/validate.sh            check against the committed docs/validation.md (fails when a
 #                                  table's mean error grows by more than 1 point)
-#   scripts/validate.sh --write    rewrite docs/validation.md and sim/cli/validated.h
+#   scripts/validate.sh --write    rewrite docs/validation.md and sim/cli/validated.h (with the
+#                                  long-sequence rows of test/validation/crosscheck_mpt.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh

@@ -361,8 +361,10 @@ static size_t print_table(const run_row *runs, size_t n, const char *path)
                  STEPSIM_VALIDATED_##T##_ROWS
 #define FIG "mean error %.1f%% (max %.1f%%) on %d "
 
-/* The longest sequence of a published run in the tables (NeMo's and torchtitan's 8,192). */
+/* The longest sequence of a published run in the tables (NeMo's and torchtitan's 8,192),
+ * and of the FSDP runs of the MPT cross-check (65,536), which speak for longer FSDP runs. */
 #define VALIDATED_SEQ_MAX 8192
+#define VALIDATED_FSDP_SEQ_MAX 65536
 
 void cli_cluster_text(const plan_scenario *sc, int gpus, char *buf, size_t size)
 {
@@ -423,6 +425,9 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     bool fp8 = sc->training.precision == HW_DTYPE_FP8;
     int64_t seq = sc->training.seq_len;
     bool mixed = sc->topology.n_groups > 0;
+    /* sharded data parallelism as PyTorch runs it past 8,192 tokens: MosaicML's MPT runs */
+    bool long_fsdp = fsdp && par->fsdp.implementation != PLAN_DEEPSPEED && !fp8 &&
+                     seq > VALIDATED_SEQ_MAX && seq <= VALIDATED_FSDP_SEQ_MAX;
     const char *outside = !a100 && !h100 ? "on this GPU"
                           : mixed        ? "on mixed clusters"
                           : pcie         ? "on PCIe nodes"
@@ -433,8 +438,8 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                           : fp8 && !h100 ? "in fp8 on this GPU"
                           : fp8 && sc->training.fp8_recipe == PLAN_FP8_CURRENT
                               ? "in fp8 with current scaling"
-                          : seq > VALIDATED_SEQ_MAX ? "at this sequence length"
-                                                    : NULL;
+                          : seq > VALIDATED_SEQ_MAX && !long_fsdp ? "at this sequence length"
+                                                                  : NULL;
     if (outside) {
         /* no published run of this kind: say so, and what the tables that exist show */
         double lo = SIM_MIN(SIM_MIN(STEPSIM_VALIDATED_A100_MAPE, STEPSIM_VALIDATED_H100_MAPE),
@@ -447,7 +452,11 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                 !a100 && !h100 ? gpu : "none in docs/validation.md",
                 !a100 && !h100 ? ": its GEMM rate is an estimate, docs/calibration.md" : "",
                 seq > VALIDATED_SEQ_MAX && (a100 || h100) && !pcie && !moe && !offload && !lora
-                    ? ", whose longest runs are 8,192 tokens" : "",
+                    ? (fsdp && seq > VALIDATED_FSDP_SEQ_MAX
+                           ? ", whose longest runs are 8,192 tokens, 65,536 in its "
+                             "cross-check of FSDP"
+                           : ", whose longest runs are 8,192 tokens")
+                    : "",
                 lo, hi, STEPSIM_VALIDATED_TORCHTITAN_A100_MAPE,
                 STEPSIM_VALIDATED_TORCHTITAN_H100_MAPE, mem);
         return;
@@ -465,6 +474,20 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                    FIG "rows, stepsim too fast (those runs lost more host time than modelled: "
                    "docs/validation.md); %s\n", lead,
                 TABLE(ZERO_3), mem);
+    } else if (long_fsdp) {
+        /* past the tables' 8,192 tokens: the MPT cross-check's runs of 16,384-65,536 */
+        fprintf(f, "%sFSDP step time at long sequences vs MosaicML's MPT FSDP runs of "
+                   "16,384-65,536 tokens on %s (a cross-check, docs/validation.md): mean error "
+                   "%.1f%% (max %.1f%%) on %d rows, stepsim too %s (signed mean %+.1f%%); "
+                   "%s\n", lead, a100 ? "A100" : "H100",
+                a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_MAPE : STEPSIM_VALIDATED_MPT_H100_LONG_MAPE,
+                a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_MAX : STEPSIM_VALIDATED_MPT_H100_LONG_MAX,
+                a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_ROWS : STEPSIM_VALIDATED_MPT_H100_LONG_ROWS,
+                (a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_SIGNED
+                      : STEPSIM_VALIDATED_MPT_H100_LONG_SIGNED) < 0 ? "slow" : "fast",
+                a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_SIGNED
+                     : STEPSIM_VALIDATED_MPT_H100_LONG_SIGNED,
+                mem);
     } else if (fsdp && a100) {
         fprintf(f, "%sFSDP step time vs torchtitan's FSDP2 runs on A100: " FIG "rows "
                    "(docs/validation.md); %s\n", lead, TABLE(TORCHTITAN_A100), mem);

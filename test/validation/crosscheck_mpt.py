@@ -5,11 +5,15 @@ rerun with stepsim. Not a calibration input: nothing in the GPU catalog is fitte
 rows, and this script prints how far the model is from them.
 
     /usr/bin/python3 test/validation/crosscheck_mpt.py build/sim/cli/stepsim . [--only GPU,...]
+                                                                            [--summary]
 
 Each row becomes a scenario in a temporary directory (deleted afterwards), run with
 `stepsim run --json`; the tables go to stdout (markdown: each row, then by GPU the mean
 error and the signed mean by sequence length), progress to stderr. A few seconds for the 209
-rows.
+rows. --summary prints instead one JSON object: for the A100 rows (40GB and 80GB) and the
+H100 rows, at most 8,192 tokens ("short") and 16,384 or more ("long"), the mean absolute
+error, the signed mean, the largest error and the row count (validate.py --write puts the
+long ones in sim/cli/validated.h, which `stepsim run` quotes for long-sequence FSDP runs).
 
 The mapping (docs/validation.md, "Cross-checks outside the tables", says the same):
 - the model: llm-foundry's mpt-*.yaml at the tables' commit: learned positions (the logged
@@ -139,8 +143,11 @@ def main():
     for i, r in enumerate(rows):
         if r["gpu"] not in GPU or r["model"] not in MPT:
             die("%s: row %d: unknown gpu '%s' or model '%s'" % (path, i + 1, r["gpu"], r["model"]))
-    print("| GPU | model | seq | GPUs | mb x accum | AC | published | simulated | error | exposed comm (s) | peak (GiB) |")
-    print("|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|")
+    summary = "--summary" in sys.argv
+    out = open(os.devnull, "w") if summary else sys.stdout
+    print("| GPU | model | seq | GPUs | mb x accum | AC | published | simulated | error | exposed comm (s) | peak (GiB) |",
+          file=out)
+    print("|---|---|---:|---:|---|---|---:|---:|---:|---:|---:|", file=out)
     errs = {}
     with tempfile.TemporaryDirectory() as tmp:
         for i, r in enumerate(rows):
@@ -180,8 +187,20 @@ def main():
             print("| %s | %s | %s | %d | %s x %s | %s | %.0f | %.0f | %s | %.2f | %.1f |" % (
                 r["gpu"], r["model"], format(s, ","), g, r["micro_batch"], r["grad_accum"],
                 "full" if r["activation_checkpointing"] == "true" else "none", pub, tps, cell,
-                sum(d["exposed_comm_s"].values()), d["peak_mem_bytes"] / 2**30))
-            sys.stdout.flush()
+                sum(d["exposed_comm_s"].values()), d["peak_mem_bytes"] / 2**30), file=out)
+            out.flush()
+    if summary:
+        res = {}
+        for fam in ("a100", "h100"):
+            for part, lo, hi in (("short", 0, 8192), ("long", 16384, 1 << 30)):
+                sel = [x for gpu, e in errs.items() if gpu.startswith(fam)
+                       for x, r in e if lo <= int(r["seq_len"]) <= hi]
+                if sel:
+                    res.setdefault(fam, {})[part] = {
+                        "mape": sum(abs(x) for x in sel) / len(sel), "signed": sum(sel) / len(sel),
+                        "max": max(abs(x) for x in sel), "rows": len(sel)}
+        print(json.dumps(res, sort_keys=True))
+        return
     print()
     print("| GPU | rows | mean abs error | signed mean | max | seq <= 2,048 | 4,096-8,192 | >= 16,384 |")
     print("|---|---:|---:|---:|---:|---:|---:|---:|")

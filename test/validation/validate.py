@@ -447,6 +447,20 @@ if write:
         hdr += ["#define STEPSIM_VALIDATED_%s_MAPE %.1f" % (key, mean or 0),
                 "#define STEPSIM_VALIDATED_%s_MAX %.1f" % (key, worst or 0),
                 "#define STEPSIM_VALIDATED_%s_ROWS %d" % (key, n)]
+    # MosaicML's MPT FSDP runs at 16,384-65,536 tokens (a cross-check, crosscheck_mpt.py:
+    # seconds): what `stepsim run` quotes for FSDP runs longer than these tables' 8,192 tokens
+    p = subprocess.run(["/usr/bin/python3", os.path.join(root, "test", "validation", "crosscheck_mpt.py"),
+                        stepsim, root, "--summary"], capture_output=True, text=True)
+    if p.returncode != 0:
+        sys.exit("validate.py: crosscheck_mpt.py --summary failed: " + p.stderr.strip()[-500:])
+    mpt = json.loads(p.stdout)
+    for fam in ("a100", "h100"):
+        m = mpt[fam]["long"]
+        key = "MPT_%s_LONG" % fam.upper()
+        hdr += ["#define STEPSIM_VALIDATED_%s_MAPE %.1f" % (key, m["mape"]),
+                "#define STEPSIM_VALIDATED_%s_SIGNED %.1f" % (key, m["signed"]),
+                "#define STEPSIM_VALIDATED_%s_MAX %.1f" % (key, m["max"]),
+                "#define STEPSIM_VALIDATED_%s_ROWS %d" % (key, m["rows"])]
     hdr += ["", "#endif", ""]
     open(os.path.join(root, "sim", "cli", "validated.h"), "w").write("\n".join(hdr))
     sys.exit(0)
