@@ -511,22 +511,18 @@ static int torchtitan(import_ctx *c)
          * (PyTorch's default). Since pytorch/torchtitan#1580 (August 2025)
          * activation_checkpoint.early_stop passes the choice, false by default; a compiled
          * model recomputes only what its backward reads either way. */
+        /* set whatever the mode: it says how full recompute runs (the per-op policy stops
+         * early anyway), which `plan` and the remedies' full-recompute runs follow */
         const input_ynode *es = import__get(c, "activation_checkpoint.early_stop");
-        bool whole = import__text(ac, "full") ||
-                     (import__text(ac, "selective") && opt && !import__text(opt, "op"));
-        if (whole && es && !import__bool(es) && !model_on)
+        if (es && !import__bool(es) && !model_on)
             import__set(c, "training.recompute_early_stop", "activation_checkpoint.early_stop",
                         es, "false");
-        else if (whole)
+        else
             import__set(c, "training.recompute_early_stop",
                         es ? (model_on ? "activation_checkpoint.early_stop (compiled model)"
                                        : "activation_checkpoint.early_stop")
                            : "activation_checkpoint.mode",
                         es ? es : ac, "true");
-        else if (es)
-            import__unmapped(c, "activation_checkpoint.early_stop",
-                             "the per-op policy (recompute: op) saves the down GEMM's output: "
-                             "early stop skips only a residual add, which stepsim re-runs");
         if (import__text(ac, "none") || import__text(ac, "full")) {
             import__set(c, "training.recompute", "activation_checkpoint.mode", ac, "%s",
                         import__text(ac, "full") ? "full" : "none");
