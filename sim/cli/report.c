@@ -426,8 +426,8 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
     int64_t seq = sc->training.seq_len;
     bool mixed = sc->topology.n_groups > 0;
     /* sharded data parallelism as PyTorch runs it past 8,192 tokens: MosaicML's MPT runs */
-    bool long_fsdp = fsdp && par->fsdp.implementation != PLAN_DEEPSPEED && !fp8 &&
-                     seq > VALIDATED_SEQ_MAX && seq <= VALIDATED_FSDP_SEQ_MAX;
+    bool torch_fsdp = fsdp && par->fsdp.implementation != PLAN_DEEPSPEED && !fp8;
+    bool long_fsdp = torch_fsdp && seq > VALIDATED_SEQ_MAX && seq <= VALIDATED_FSDP_SEQ_MAX;
     const char *outside = !a100 && !h100 ? "on this GPU"
                           : mixed        ? "on mixed clusters"
                           : pcie         ? "on PCIe nodes"
@@ -452,7 +452,7 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                 !a100 && !h100 ? gpu : "none in docs/validation.md",
                 !a100 && !h100 ? ": its GEMM rate is an estimate, docs/calibration.md" : "",
                 seq > VALIDATED_SEQ_MAX && (a100 || h100) && !pcie && !moe && !offload && !lora
-                    ? (fsdp && seq > VALIDATED_FSDP_SEQ_MAX
+                    ? (torch_fsdp && seq > VALIDATED_FSDP_SEQ_MAX
                            ? ", whose longest runs are 8,192 tokens, 65,536 in its "
                              "cross-check of FSDP"
                            : ", whose longest runs are 8,192 tokens")

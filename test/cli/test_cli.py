@@ -342,11 +342,24 @@ def shipped():
                   "slow" if float(v["MPT_H100_LONG_SIGNED"]) < 0 else "fast",
                   float(v["MPT_H100_LONG_SIGNED"]))),
              ["--set", "training.seq_len=16384", "--set", "parallel.zero=3"]),
+            (os.path.join(vscen, "a100-1p7b.yaml"),
+             ("FSDP step time at long sequences vs MosaicML's MPT FSDP runs of 16,384-65,536 "
+              "tokens on A100 (a cross-check, docs/validation.md): " + fig + "rows, stepsim too %s "
+              "(signed mean %+.1f%%)") % (t("MPT_A100_LONG") + (
+                  "slow" if float(v["MPT_A100_LONG_SIGNED"]) < 0 else "fast",
+                  float(v["MPT_A100_LONG_SIGNED"]))),
+             ["--set", "training.seq_len=65536", "--set", "model.max_seq_len=65536",
+              "--set", "parallel.zero=3"]),
             (os.path.join(vscen, "a100-1p7b.yaml"), "step time not validated at this sequence "
              "length (none in docs/validation.md, whose longest runs are 8,192 tokens, 65,536 in "
              "its cross-check of FSDP)",
-             ["--set", "training.seq_len=131072", "--set", "model.max_seq_len=131072",
+             ["--set", "training.seq_len=65537", "--set", "model.max_seq_len=131072",
               "--set", "parallel.zero=3"]),
+            # DeepSpeed's ZeRO-3 past 8,192 tokens: the MPT runs are PyTorch's FSDP, not its
+            (os.path.join(vscen, "a100-1p7b.yaml"), "step time not validated at this sequence "
+             "length (none in docs/validation.md, whose longest runs are 8,192 tokens)",
+             ["--set", "training.seq_len=16384", "--set", "model.max_seq_len=16384",
+              "--set", "parallel.zero=3", "--set", "parallel.fsdp.implementation=deepspeed"]),
             (os.path.join(sc, "qwen3-0.6b-2x4090-ddp.yaml"),
              "step time not validated on this GPU (rtx-4090", [])):
         rc, out, err = run("run", scen, "--no-timeline", "--steps", "1", *sets)

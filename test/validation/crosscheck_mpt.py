@@ -11,7 +11,7 @@ Each row becomes a scenario in a temporary directory (deleted afterwards), run w
 `stepsim run --json`; the tables go to stdout (markdown: each row, then by GPU the mean
 error and the signed mean by sequence length), progress to stderr. A few seconds for the 209
 rows. --summary prints instead one JSON object: for the A100 rows (40GB and 80GB) and the
-H100 rows, at most 8,192 tokens ("short") and 16,384 or more ("long"), the mean absolute
+H100 rows, at most 8,192 tokens ("short") and 16,384-65,536 ("long"), the mean absolute
 error, the signed mean, the largest error and the row count (validate.py --write puts the
 long ones in sim/cli/validated.h, which `stepsim run` quotes for long-sequence FSDP runs).
 
@@ -122,9 +122,13 @@ def die(msg):
 
 def main():
     if len(sys.argv) < 3:
-        die("usage: crosscheck_mpt.py STEPSIM ROOT [--only GPU,...]")
+        die("usage: crosscheck_mpt.py STEPSIM ROOT [--only GPU,...] [--summary]")
     stepsim, root = sys.argv[1], sys.argv[2]
     only = None
+    rest = sys.argv[3:]
+    for k, a in enumerate(rest):
+        if a not in ("--only", "--summary") and not (k > 0 and rest[k - 1] == "--only"):
+            die("unknown argument '%s' (--only GPU,... or --summary)" % a)
     if "--only" in sys.argv:
         i = sys.argv.index("--only")
         if i + 1 >= len(sys.argv):
@@ -182,8 +186,9 @@ def main():
             err = 100 * (tps / pub - 1)
             errs.setdefault(r["gpu"], []).append((err, r))
             cell = "%+.1f%%%s" % (err, "" if d["status"] == "ok" else " (" + d["status"] + ")")
-            print("%s %s s%d g%d: %.0f vs %.0f %s" % (r["gpu"], r["model"], s, g, tps, pub, cell),
-                  file=sys.stderr)
+            if not summary:  # progress (--summary: a failing row's message comes first)
+                print("%s %s s%d g%d: %.0f vs %.0f %s" % (r["gpu"], r["model"], s, g, tps, pub, cell),
+                      file=sys.stderr)
             print("| %s | %s | %s | %d | %s x %s | %s | %.0f | %.0f | %s | %.2f | %.1f |" % (
                 r["gpu"], r["model"], format(s, ","), g, r["micro_batch"], r["grad_accum"],
                 "full" if r["activation_checkpointing"] == "true" else "none", pub, tps, cell,
@@ -192,7 +197,8 @@ def main():
     if summary:
         res = {}
         for fam in ("a100", "h100"):
-            for part, lo, hi in (("short", 0, 8192), ("long", 16384, 1 << 30)):
+            # "long": the range `stepsim run` quotes these rows for (report.c)
+            for part, lo, hi in (("short", 0, 8192), ("long", 16384, 65536)):
                 sel = [x for gpu, e in errs.items() if gpu.startswith(fam)
                        for x, r in e if lo <= int(r["seq_len"]) <= hi]
                 if sel:
