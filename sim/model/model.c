@@ -644,8 +644,11 @@ void model__layer_attn_fwd(const model_spec *m, const dims *D, model_op_list *l)
  * everything else is re-run. The fused "qkv" GEMM so re-runs k's columns, kv / (q + 2 kv) of
  * it; "mlp_up" (gate and up side by side) half of it under SwiGLU. PyTorch's non-reentrant
  * checkpoint stops re-running once the last tensor backward needs (the down GEMM's input) is
- * rebuilt, so "mlp_down" and "residual2" are not re-run (GELU's fc2 is not either). Without
- * flash attention the core is batched matmuls and a softmax, none on the save list: re-run. */
+ * rebuilt, so "mlp_down" and "residual2" are not re-run (GELU's fc2 is not either). With
+ * residual dropout the last is the second dropout's mask: "residual2" re-runs, and so does
+ * GELU's fc2 before it (the sixth matmul, not saved; SwiGLU's down is the seventh, saved).
+ * Without flash attention the core is batched matmuls and a softmax, none on the save list:
+ * re-run. */
 static void mark_op_policy(const dims *D, model_op_list *l)
 {
     double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
@@ -657,8 +660,10 @@ static void mark_op_policy(const dims *D, model_op_list *l)
             share = kv / (q + 2 * kv);
         else if (strcmp(n, "mlp_up") == 0)
             share = D->swiglu ? 0.5 : 0;
-        else if (strcmp(n, "mlp_down") == 0 || strcmp(n, "residual2") == 0)
-            share = 0;
+        else if (strcmp(n, "mlp_down") == 0)
+            share = D->dropout && !D->swiglu ? 1 : 0;
+        else if (strcmp(n, "residual2") == 0)
+            share = D->dropout ? 1 : 0;
         else if (o->attn_core)
             share = D->flash ? 0 : 1;
         o->op_share = share;

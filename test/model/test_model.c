@@ -2084,6 +2084,15 @@ static void test_recompute_share(void)
             }
         }
         CHECK_INT_EQ(skipped, fp8 || dropout ? 0 : 2);
+        /* the per-op policy stops early too: this GELU layer's fc2 (the sixth matmul, not
+         * saved) and the second residual add re-run only when the dropout mask after them is
+         * the last saved tensor */
+        const model_op *down = find(&l, "mlp_down"), *res2 = find(&l, "residual2");
+        CHECK(down && res2);
+        if (down && res2 && !fp8) {
+            CHECK_NEAR(down->op_share, dropout ? 1 : 0, 0, 0);
+            CHECK_NEAR(res2->op_share, dropout ? 1 : 0, 0, 0);
+        }
     }
 }
 
