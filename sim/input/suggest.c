@@ -66,6 +66,13 @@ static const struct {
     {"activation_checkpointing", "training.recompute: full or selective (activation checkpointing)"},
     {"recompute_granularity", "training.recompute (Megatron's --recompute-granularity)"},
     {"checkpoint_activations", "training.recompute: full (Megatron's old flag)"},
+    {"use_reentrant", "training.recompute_early_stop: true for use_reentrant=False (PyTorch's "
+                      "non-reentrant checkpoint stops re-running early), false for True"},
+    {"activation_checkpointing_reentrant", "training.recompute_early_stop: true for false "
+                                           "(Composer's non-reentrant checkpoint), false for "
+                                           "true"},
+    {"early_stop", "training.recompute_early_stop (PyTorch's and torchtitan's checkpoint "
+                   "early stop)"},
     {"micro_batch_size", "training.micro_batch (Megatron's --micro-batch-size)"},
     {"train_micro_batch_size_per_gpu", "training.micro_batch (DeepSpeed)"},
     {"per_device_train_batch_size", "training.micro_batch (Hugging Face Trainer)"},

@@ -500,7 +500,9 @@ def aliases():
                       ("training.micro-batch-size=2", "stepsim's is training.micro_batch"),
                       ("parallel.zero_stage=3", "stepsim's is parallel.zero"),
                       ("parallel.tensor_model_parallel_size=2", "stepsim's is parallel.tp"),
-                      ("training.gradient_accumulation_steps=4", "training.global_batch = micro_batch x steps x dp")):
+                      ("training.gradient_accumulation_steps=4", "training.global_batch = micro_batch x steps x dp"),
+                      ("training.use_reentrant=false", "stepsim's is training.recompute_early_stop: true for "
+                       "use_reentrant=False")):
         rc, out, err = run("check", scen, "--set", key)
         check(rc == 2 and want in err.splitlines()[0], "%s: %s" % (key, err))
 
