@@ -476,18 +476,18 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                 TABLE(ZERO_3), mem);
     } else if (long_fsdp) {
         /* past the tables' 8,192 tokens: the MPT cross-check's runs of 16,384-65,536 */
+        static const struct {
+            double mape, max, signed_mean;
+            int rows;
+        } mpt[2] = {{STEPSIM_VALIDATED_MPT_H100_LONG_MAPE, STEPSIM_VALIDATED_MPT_H100_LONG_MAX,
+                     STEPSIM_VALIDATED_MPT_H100_LONG_SIGNED, STEPSIM_VALIDATED_MPT_H100_LONG_ROWS},
+                    {STEPSIM_VALIDATED_MPT_A100_LONG_MAPE, STEPSIM_VALIDATED_MPT_A100_LONG_MAX,
+                     STEPSIM_VALIDATED_MPT_A100_LONG_SIGNED, STEPSIM_VALIDATED_MPT_A100_LONG_ROWS}};
         fprintf(f, "%sFSDP step time at long sequences vs MosaicML's MPT FSDP runs of "
-                   "16,384-65,536 tokens on %s (a cross-check, docs/validation.md): mean error "
-                   "%.1f%% (max %.1f%%) on %d rows, stepsim too %s (signed mean %+.1f%%); "
-                   "%s\n", lead, a100 ? "A100" : "H100",
-                a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_MAPE : STEPSIM_VALIDATED_MPT_H100_LONG_MAPE,
-                a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_MAX : STEPSIM_VALIDATED_MPT_H100_LONG_MAX,
-                a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_ROWS : STEPSIM_VALIDATED_MPT_H100_LONG_ROWS,
-                (a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_SIGNED
-                      : STEPSIM_VALIDATED_MPT_H100_LONG_SIGNED) < 0 ? "slow" : "fast",
-                a100 ? STEPSIM_VALIDATED_MPT_A100_LONG_SIGNED
-                     : STEPSIM_VALIDATED_MPT_H100_LONG_SIGNED,
-                mem);
+                   "16,384-65,536 tokens on %s (a cross-check, docs/validation.md): " FIG
+                   "rows, stepsim too %s (signed mean %+.1f%%); %s\n", lead, a100 ? "A100" : "H100",
+                mpt[a100].mape, mpt[a100].max, mpt[a100].rows,
+                mpt[a100].signed_mean < 0 ? "slow" : "fast", mpt[a100].signed_mean, mem);
     } else if (fsdp && a100) {
         fprintf(f, "%sFSDP step time vs torchtitan's FSDP2 runs on A100: " FIG "rows "
                    "(docs/validation.md); %s\n", lead, TABLE(TORCHTITAN_A100), mem);

@@ -510,9 +510,9 @@ static int torchtitan(import_ctx *c)
          * checkpoint, which stops re-running a block once its last saved tensor is rebuilt
          * (PyTorch's default). Since pytorch/torchtitan#1580 (August 2025)
          * activation_checkpoint.early_stop passes the choice, false by default; a compiled
-         * model recomputes only what its backward reads either way. */
-        /* set whatever the mode: it says how full recompute runs (the per-op policy stops
-         * early anyway), which `plan` and the remedies' full-recompute runs follow */
+         * model recomputes only what its backward reads either way. Set whatever the mode:
+         * it says how full recompute runs (the per-op policy stops early anyway), which
+         * `plan` and the remedies' full-recompute runs follow. */
         const input_ynode *es = import__get(c, "activation_checkpoint.early_stop");
         if (es && !import__bool(es) && !model_on)
             import__set(c, "training.recompute_early_stop", "activation_checkpoint.early_stop",

@@ -75,11 +75,11 @@ double model_layer_activation_bytes(const model_spec *m, const model_shape *sh,
     if (rc == MODEL_RECOMPUTE_FULL)
         return ea * Tn_h; /* only the layer input (sequence-sharded with SP) */
     if (rc == MODEL_RECOMPUTE_OP) {
-        /* the saved outputs of the per-op policy (mark_op_policy): the layer input, q's and
-         * v's GEMM outputs, gate's (GELU: fc1's), SwiGLU's down output (before TP's
-         * reduce-scatter: all T tokens), flash attention's output and logsumexp, and with
-         * SP the two reduce-scatters' outputs; k, RoPE, norms, the activation and the
-         * residual sums are rebuilt */
+        /* the saved outputs of the per-op policy (model.c, mark_recompute): the layer
+         * input, q's and v's GEMM outputs, gate's (GELU: fc1's), SwiGLU's down output
+         * (before TP's reduce-scatter: all T tokens), flash attention's output and
+         * logsumexp, and with SP the two reduce-scatters' outputs; k, RoPE, norms, the
+         * activation and the residual sums are rebuilt */
         double q = (double)(D.a_r * D.d), kv = (double)(D.kv_r * D.d);
         double x = ea * Tn_h + ea * T * (q + kv) + ea * T * f;
         if (D.flash)

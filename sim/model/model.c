@@ -637,36 +637,48 @@ void model__layer_attn_fwd(const model_spec *m, const dims *D, model_op_list *l)
     hidden_norm(l, m, D, "norm2", MODEL_PHASE_FWD);
 }
 
-/* torchtitan's per-op checkpoint policy over a dense MHA/GQA layer's forward (MODEL_RECOMPUTE_OP,
- * pytorch/torchtitan's _custom_policy): aten.mm outputs are saved except every second one,
- * counted q (1), k (2), v (3), o (4), then gate (5), up (6), down (7) with SwiGLU or fc1 (5),
- * fc2 (6) with GELU; the flash attention kernel's outputs and TP reduce-scatters are saved;
- * everything else is re-run. The fused "qkv" GEMM so re-runs k's columns, kv / (q + 2 kv) of
- * it; "mlp_up" (gate and up side by side) half of it under SwiGLU. PyTorch's non-reentrant
+/* What a dense MHA/GQA layer's recomputed forward re-runs. torchtitan's per-op checkpoint
+ * policy (MODEL_RECOMPUTE_OP, pytorch/torchtitan's _custom_policy): aten.mm outputs are
+ * saved except every second one, counted q (1), k (2), v (3), o (4), then gate (5), up (6),
+ * down (7) with SwiGLU or fc1 (5), fc2 (6) with GELU; the flash attention kernel's outputs
+ * and TP reduce-scatters are saved; everything else is re-run. The fused "qkv" GEMM so re-runs
+ * k's columns, kv / (q + 2 kv) of it; "mlp_up" (gate and up side by side) half of it under
+ * SwiGLU. PyTorch's non-reentrant
  * checkpoint stops re-running once the last tensor backward needs (the down GEMM's input) is
  * rebuilt, so "mlp_down" and "residual2" are not re-run (GELU's fc2 is not either). With
  * residual dropout the last is the second dropout's mask: "residual2" re-runs, and so does
  * GELU's fc2 before it (the sixth matmul, not saved; SwiGLU's down is the seventh, saved).
  * Without flash attention the core is batched matmuls and a softmax, none on the save list:
- * re-run. */
-static void mark_op_policy(const dims *D, model_op_list *l)
+ * re-run.
+ *
+ * The same stop marks the kernels a full recompute skips when it stops early
+ * (after_last_save: PyTorch's non-reentrant checkpoint, torch.utils.checkpoint with
+ * use_reentrant=False; early stop is its default since PyTorch 2.1, pytorch/pytorch#96866):
+ * the down GEMM (fc2 under GELU), TP's collective after it, and the second residual add.
+ * With residual dropout the last saved tensor is the second dropout's mask, which exists only
+ * once the down GEMM has run; an fp8 layer's linear layers are Transformer Engine's autograd
+ * functions, which save after their GEMM: the whole layer re-runs in both, as it does in MoE,
+ * MLA and LoRA layers (whose last saved tensors are not modelled). */
+static void mark_recompute(const dims *D, model_op_list *l)
 {
     double q = (double)(D->a_r * D->d), kv = (double)(D->kv_r * D->d);
     for (int i = 0; i < l->n; i++) {
         model_op *o = &l->op[i];
         const char *n = o->name;
+        bool down = strcmp(n, "mlp_down") == 0, res2 = strcmp(n, "residual2") == 0;
         double share = 1;
         if (strcmp(n, "qkv") == 0)
             share = kv / (q + 2 * kv);
         else if (strcmp(n, "mlp_up") == 0)
             share = D->swiglu ? 0.5 : 0;
-        else if (strcmp(n, "mlp_down") == 0)
+        else if (down)
             share = D->dropout && !D->swiglu ? 1 : 0;
-        else if (strcmp(n, "residual2") == 0)
+        else if (res2)
             share = D->dropout ? 1 : 0;
         else if (o->attn_core)
             share = D->flash ? 0 : 1;
         o->op_share = share;
+        o->after_last_save = (down || res2) && !D->dropout && !D->fp8;
     }
 }
 
@@ -685,23 +697,6 @@ double model_recompute_share(const model_op *o, model_recompute rc, bool early_s
     return 0;
 }
 
-/* PyTorch's non-reentrant checkpoint (torch.utils.checkpoint, use_reentrant=False; early stop
- * is its default since PyTorch 2.1, pytorch/pytorch#96866) stops re-running a checkpointed
- * layer's forward once it has rebuilt the last tensor the backward saved. In a dense layer
- * that is the down GEMM's input: aten's mm/addmm saves its operands before the kernel runs,
- * and the residual add after it saves nothing. So the down GEMM (fc2 under GELU), TP's
- * collective after it, and the second residual add do not run again. With residual dropout
- * the last saved tensor is the second dropout's mask, which exists only once the down GEMM
- * has run; an fp8 layer's linear layers are Transformer Engine's autograd functions, which
- * save after their GEMM: the whole layer re-runs in both, as it does in MoE, MLA and LoRA
- * layers (whose last saved tensors are not modelled). */
-static void mark_after_last_save(model_op_list *l)
-{
-    for (int i = 0; i < l->n; i++)
-        l->op[i].after_last_save = strcmp(l->op[i].name, "mlp_down") == 0 ||
-                                   strcmp(l->op[i].name, "residual2") == 0;
-}
-
 static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
 {
     double T = D->T, h = (double)D->h;
@@ -714,11 +709,8 @@ static void layer_fwd(const model_spec *m, const dims *D, model_op_list *l)
     model__base_fwd(l, D, "mlp_down", "mlp_down.dequant", T, f, h);
     model__lora_fwd(l, D, T_DOWN, T_DOWN);
     model__residual_op(l, D, "residual2");
-    if (!D->mla && !D->frozen) {
-        mark_op_policy(D, l);
-        if (!D->fp8 && !D->dropout)
-            mark_after_last_save(l);
-    }
+    if (!D->mla && !D->frozen)
+        mark_recompute(D, l);
 }
 
 /* A layer's backward from its MLP's input gradient on (norm2.bwd ... norm1.bwd): shared by

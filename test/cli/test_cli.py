@@ -315,6 +315,13 @@ def shipped():
     fig = "mean error %s%% (max %s%%) on %s "
     def t(k):
         return (v[k + "_MAPE"], v[k + "_MAX"], v[k + "_ROWS"])
+
+    def mpt(gpu):  # the quote of the MPT cross-check's long rows on A100 or H100
+        signed = float(v["MPT_%s_LONG_SIGNED" % gpu])
+        return ("FSDP step time at long sequences vs MosaicML's MPT FSDP runs of 16,384-65,536 "
+                "tokens on %s (a cross-check, docs/validation.md): " % gpu + fig +
+                "rows, stepsim too %s (signed mean %+.1f%%)") % (
+                    t("MPT_%s_LONG" % gpu) + ("slow" if signed < 0 else "fast", signed))
     for scen, want, sets in (
             (os.path.join(vscen, "a100-1p7b.yaml"),
              ("step time vs published A100 runs: " + fig + "Megatron-LM rows of 2021, " + fig +
@@ -335,19 +342,9 @@ def shipped():
              ["--set", "parallel.zero=3", "--set", "parallel.fsdp.implementation=deepspeed"]),
             (os.path.join(vscen, "h100-1p7b.yaml"), "step time not validated at this sequence "
              "length", ["--set", "training.seq_len=16384"]),
-            (os.path.join(vscen, "h100-1p7b.yaml"),
-             ("FSDP step time at long sequences vs MosaicML's MPT FSDP runs of 16,384-65,536 "
-              "tokens on H100 (a cross-check, docs/validation.md): " + fig + "rows, stepsim too %s "
-              "(signed mean %+.1f%%)") % (t("MPT_H100_LONG") + (
-                  "slow" if float(v["MPT_H100_LONG_SIGNED"]) < 0 else "fast",
-                  float(v["MPT_H100_LONG_SIGNED"]))),
+            (os.path.join(vscen, "h100-1p7b.yaml"), mpt("H100"),
              ["--set", "training.seq_len=16384", "--set", "parallel.zero=3"]),
-            (os.path.join(vscen, "a100-1p7b.yaml"),
-             ("FSDP step time at long sequences vs MosaicML's MPT FSDP runs of 16,384-65,536 "
-              "tokens on A100 (a cross-check, docs/validation.md): " + fig + "rows, stepsim too %s "
-              "(signed mean %+.1f%%)") % (t("MPT_A100_LONG") + (
-                  "slow" if float(v["MPT_A100_LONG_SIGNED"]) < 0 else "fast",
-                  float(v["MPT_A100_LONG_SIGNED"]))),
+            (os.path.join(vscen, "a100-1p7b.yaml"), mpt("A100"),
              ["--set", "training.seq_len=65536", "--set", "model.max_seq_len=65536",
               "--set", "parallel.zero=3"]),
             (os.path.join(vscen, "a100-1p7b.yaml"), "step time not validated at this sequence "
