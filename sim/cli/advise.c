@@ -79,6 +79,10 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
         cli_remedy_set(&x->r, "parallel.cp", "%d", L->cp);
     if (L->zero != par->zero)
         cli_remedy_set(&x->r, "parallel.zero", "%d", L->zero);
+    /* DeepSpeed's BF16_Optimizer (cast_add) runs without ZeRO: under ZeRO-2/3 its ZeRO
+     * optimizers accumulate as the rest do */
+    if (L->zero >= 2 && sc->training.grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
+        cli_remedy_set(&x->r, "training.grad_accumulation", "fused");
     if (L->micro_batch != sc->training.micro_batch)
         cli_remedy_set(&x->r, "training.micro_batch", "%lld", (long long)L->micro_batch);
     if (L->dp != par->dp || L->micro_batch != sc->training.micro_batch)

@@ -54,6 +54,10 @@ static void inner(const plan_scenario *sc, int64_t batch, bool host, cand k, can
         /* DeepSpeed's pipeline engine runs ZeRO-1 at most */
         if (zero == 3 && k.pp > 1 && sc->parallel.fsdp.implementation == PLAN_DEEPSPEED)
             continue;
+        /* DeepSpeed's BF16_Optimizer (grad_accumulation: cast_add) shards the optimizer
+         * alone: the layouts of that optimizer */
+        if (zero >= 2 && sc->training.grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
+            continue;
         for (int v = 1; v <= (k.pp > 1 ? m->layers / k.pp : 1); v++) {
             if (v > 1 && m->layers % (k.pp * v))
                 continue;

@@ -149,6 +149,10 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
                 "shard parameters, gradients and optimizer states (ZeRO-3/FSDP)"};
             x = verdict__push(l, what[z]);
             cli_remedy_set(&x->r, "parallel.zero", "%d", z);
+            /* DeepSpeed's BF16_Optimizer (cast_add) runs without ZeRO; its ZeRO-2/3
+             * optimizers accumulate as the rest do */
+            if (z >= 2 && t->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
+                cli_remedy_set(&x->r, "training.grad_accumulation", "fused");
         }
     /* DeepSpeed keeps a gathered parameter used again within max_reuse_distance elements:
      * freeing each after its use costs gathers, not a layout */

@@ -110,12 +110,34 @@ static int deepspeed(import_ctx *c)
     rc = rc ? rc : offload_device(c, "zero_optimization.offload_param.device",
                                   "parallel.offload.params");
     const input_ynode *ov = import__get(c, "zero_optimization.overlap_comm");
-    if (ov && stage <= 2)
-        import__set(c, "parallel.ddp.overlap", "zero_optimization.overlap_comm", ov, "%s",
-                    import__bool(ov) ? "true" : "false");
+    if (!rc && stage >= 1 && stage <= 2) /* DeepSpeed's default: overlap_comm below stage 3 off */
+        import__set(c, "parallel.ddp.overlap",
+                    ov ? "zero_optimization.overlap_comm"
+                       : "no zero_optimization.overlap_comm (false below stage 3)",
+                    ov ? ov : st, "%s", import__bool(ov) ? "true" : "false");
+    else if (ov && stage == 0)
+        import__unmapped(c, "zero_optimization.overlap_comm", "a ZeRO option: at stage 0 "
+                                                              "DeepSpeed reduces after the "
+                                                              "backward");
     else if (ov)
         import__unmapped(c, "zero_optimization.overlap_comm", "ZeRO-3's gathers and reductions "
                                                               "overlap compute in stepsim's model");
+    /* Stage 0 (ZeRO off, the default): DeepSpeed's engine reduces the gradients once the
+     * backward has run (allreduce_gradients at the accumulation boundary; its pipeline
+     * engine's ReduceGrads after the last backward), never during it. In bf16 it runs
+     * BF16_Optimizer: each micro-batch's bf16 gradients cast and added into an fp32 buffer
+     * (update_hp_grads), which is what is reduced, and the fp32 master weights and Adam
+     * states sharded over the data-parallel ranks ("its own zero stage 1 equivalent"). */
+    if (!rc && stage == 0) {
+        const char *why = st ? "zero_optimization.stage 0" : "no zero_optimization.stage (0)";
+        import__set(c, "parallel.ddp.overlap", why, st, "false");
+        if (import__bool(bf)) {
+            import__set(c, "parallel.zero", "bf16 at stage 0 (BF16_Optimizer)", bf, "1");
+            import__set(c, "training.grad_dtype", "bf16 at stage 0 (BF16_Optimizer)", bf, "fp32");
+            import__set(c, "training.grad_accumulation", "bf16 at stage 0 (BF16_Optimizer)", bf,
+                        "cast_add");
+        }
+    }
     const input_ynode *rb = import__get(c, "zero_optimization.reduce_bucket_size");
     long long x;
     if (!rc && rb && !(rc = import__int(c, rb, "zero_optimization.reduce_bucket_size", &x))) {
@@ -141,7 +163,10 @@ static int deepspeed(import_ctx *c)
                                "zero_optimization.stage3_max_reuse_distance");
     }
     const input_ynode *cd = import__get(c, "communication_data_type");
-    if (cd && (import__text(cd, "fp32") || import__text(cd, "bf16")))
+    if (cd && stage == 0 && import__bool(bf))
+        import__unmapped(c, "communication_data_type", "BF16_Optimizer's fp32 buffer is "
+                                                       "modelled as reduced in fp32");
+    else if (cd && (import__text(cd, "fp32") || import__text(cd, "bf16")))
         import__set(c, "training.grad_dtype", "communication_data_type", cd, "%s",
                     import__text(cd, "fp32") ? "fp32" : "bf16");
     /* Megatron-DeepSpeed's activation checkpointing: the layers' inputs only, maybe on the CPU */

@@ -18,6 +18,7 @@ _Static_assert(sizeof(model_recompute) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_attn_kernel) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_cross_entropy) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_norm_kernel) == sizeof(int), "enum size");
+_Static_assert(sizeof(plan_grad_accum) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_fp8_recipe) == sizeof(int), "enum size");
 _Static_assert(sizeof(plan_sp_impl) == sizeof(int), "enum size");
 _Static_assert(sizeof(hw_intra_kind) == sizeof(int), "enum size");
@@ -37,6 +38,8 @@ static const input_enum_name master_names[] = {
     {"fp32", PLAN_MASTER_FP32}, {"none", PLAN_MASTER_NONE}, {NULL, 0}};
 static const input_enum_name grad_dtype_names[] = {
     {"bf16", HW_DTYPE_BF16}, {"fp32", HW_DTYPE_FP32}, {NULL, 0}};
+static const input_enum_name grad_accum_names[] = {
+    {"fused", PLAN_GRAD_ACCUM_FUSED}, {"cast_add", PLAN_GRAD_ACCUM_CAST_ADD}, {NULL, 0}};
 static const input_enum_name optimizer_names[] = {
     {"adam", PLAN_OPT_ADAM}, {"sgd", PLAN_OPT_SGD}, {NULL, 0}};
 static const input_enum_name state_names[] = {
@@ -139,7 +142,8 @@ static const input_enum_name activation_names[] = {
 static const input_enum_name norm_names[] = {
     {"rmsnorm", MODEL_NORM_RMSNORM}, {"layernorm", MODEL_NORM_LAYERNORM}, {NULL, 0}};
 static const input_enum_name position_names[] = {
-    {"rope", MODEL_POS_ROPE}, {"learned", MODEL_POS_LEARNED}, {NULL, 0}};
+    {"rope", MODEL_POS_ROPE}, {"learned", MODEL_POS_LEARNED}, {"alibi", MODEL_POS_ALIBI},
+    {NULL, 0}};
 static const input_enum_name attention_names[] = {
     {"mha", MODEL_ATTN_MHA}, {"mla", MODEL_ATTN_MLA}, {NULL, 0}};
 
@@ -364,6 +368,8 @@ static const input_key training_keys[] = {
      .enums = master_names},
     {.name = "grad_dtype", .type = INPUT_K_ENUM, .offset = TR(grad_dtype),
      .enums = grad_dtype_names},
+    {.name = "grad_accumulation", .type = INPUT_K_ENUM, .offset = TR(grad_accumulation),
+     .enums = grad_accum_names},
     {.name = "optimizer", .type = INPUT_K_ENUM, .offset = TR(optimizer), .enums = optimizer_names},
     {.name = "optimizer_state", .type = INPUT_K_ENUM, .offset = TR(optimizer_state),
      .enums = state_names},

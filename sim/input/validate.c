@@ -520,6 +520,34 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
             return SIM_EINVAL;
         }
     }
+    if (tr->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD) {
+        /* DeepSpeed's BF16_Optimizer: dense layers trained in full in 16 bits, its fp32
+         * buffer whole on every rank and reduced once the backward has filled it */
+        const char *why = p->zero > 1 ? "ZeRO-2/3 (DeepSpeed runs BF16_Optimizer at stage 0, "
+                                        "sharding only the optimizer: parallel.zero 0 or 1)"
+                          : tr->grad_dtype != HW_DTYPE_FP32
+                              ? "16-bit gradient reduction (the accumulated fp32 buffer is "
+                                "what is reduced: training.grad_dtype: fp32)"
+                          : tr->precision == HW_DTYPE_FP8 ? "fp8 training"
+                          : mm->moe.experts > 0           ? "mixture-of-experts layers"
+                          : mm->attention.kind == MODEL_ATTN_MLA
+                              ? "multi-head latent attention"
+                          : tr->finetune.method != PLAN_FT_FULL ? "LoRA/QLoRA adapters"
+                          : (int64_t)p->dp * p->cp > 1 && p->ddp.overlap
+                              ? "gradient reduction overlapped with the backward (the fp32 "
+                                "buffer is complete only after it: parallel.ddp.overlap: "
+                                "false)"
+                              : NULL;
+        if (why) {
+            input_schema_error(ctx, SIM_EINVAL,
+                               locate(root, "training.grad_accumulation", "training"),
+                               "training.grad_accumulation: cast_add is not modelled with %s",
+                               why);
+            sim_diag_hint(ctx->diag, "cast_add is DeepSpeed's BF16_Optimizer; fused (the "
+                                     "default) accumulates in the weight-gradient GEMMs");
+            return SIM_EINVAL;
+        }
+    }
     if (tr->recompute_every > 1 && tr->recompute == MODEL_RECOMPUTE_NONE) {
         input_schema_error(ctx, SIM_EINVAL, locate(root, "training.recompute_every", "training"),
                            "training.recompute_every: %d has nothing to apply to "

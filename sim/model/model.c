@@ -84,6 +84,7 @@ void model__spec_dims(const model_spec *m, dims *o)
     o->vocab = m->vocab;
     o->learned_pos = m->position == MODEL_POS_LEARNED;
     o->rope = m->position == MODEL_POS_ROPE;
+    o->alibi = m->position == MODEL_POS_ALIBI;
     o->pos_rows = o->learned_pos ? m->max_seq_len : 0;
     o->swiglu = m->activation == MODEL_ACT_SWIGLU;
     o->rmsnorm = m->norm == MODEL_NORM_RMSNORM;
@@ -518,10 +519,15 @@ void model__attn_core_fwd(const dims *D, double dqk, double dvh, double kvh, mod
     /* Unfused attention (Megatron's core attention): scores S = QK^T for the full s x s,
      * a fused scale-mask-softmax, the attention dropout as its own kernel (Megatron runs
      * torch's dropout on the probabilities: reads P, writes the dropped copy and a 1-byte
-     * mask), then O = P V. */
+     * mask), then O = P V. ALiBi (BLOOM's Megatron-DeepSpeed) passes the per-head bias as
+     * baddbmm's input with beta = 1: PyTorch first expands it into the scores buffer (a
+     * copy writing S; the [b·a, 1, s] bias it reads is negligible), then the GEMM reads that
+     * buffer back as it adds its product (S more bytes). */
     double S = D->b * a * D->s * D->s;
+    if (D->alibi)
+        model__push(l, "attn.alibi", HW_OP_VECTOR, 0, 0, S * D->ea, 0)->attn_core = true;
     model_op *op = model__push(l, "attn.scores", HW_OP_MATMUL, full_s, full_s,
-                               D->T * (q + k) * D->ea + S * D->ea, 0);
+                               D->T * (q + k) * D->ea + (D->alibi ? 2 : 1) * S * D->ea, 0);
     op->attn_core = true;
     op->inner = dqk;
     op = model__push(l, "attn.softmax", HW_OP_VECTOR, S * FLOPS_SOFTMAX, 0, 2 * S * D->ea, 0);

@@ -16,7 +16,10 @@
 
 typedef enum model_activation { MODEL_ACT_SWIGLU, MODEL_ACT_GELU } model_activation;
 typedef enum model_norm { MODEL_NORM_RMSNORM, MODEL_NORM_LAYERNORM } model_norm;
-typedef enum model_position { MODEL_POS_ROPE, MODEL_POS_LEARNED } model_position;
+/* Position information: rotary embeddings, a learned table added to the token embeddings, or
+ * ALiBi (Press et al. 2022: a per-head linear bias added to the attention scores; no
+ * parameters, no kernel of its own in fused attention). */
+typedef enum model_position { MODEL_POS_ROPE, MODEL_POS_LEARNED, MODEL_POS_ALIBI } model_position;
 typedef enum model_attention_kind { MODEL_ATTN_MHA, MODEL_ATTN_MLA } model_attention_kind;
 
 typedef struct model_spec {

@@ -110,6 +110,48 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
     return last;
 }
 
+/* training.grad_accumulation: cast_add (DeepSpeed's BF16_Optimizer, update_hp_grads). Once
+ * micro-batch `mb`'s backward of units [u0, u1) has run, each of their parameter tensors'
+ * 16-bit gradient is cast to fp32 (reads 2 bytes, writes 4) and added into the fp32 buffer
+ * (reads 4 + 4, writes 4): 18 bytes a parameter and two eager kernels a tensor, one op here
+ * for all of them, timed at the GPU's eager memory curve and issued as 2 x tensors launches.
+ * It follows the backward on the compute stream; what DeepSpeed does after the call returns
+ * (the gradient's send, the reduction) waits for it. Returns the op, or `after` when there is
+ * nothing to accumulate. */
+uint32_t plan__grad_accum(gen *g, int u0, int u1, int mb, uint32_t after)
+{
+    if (g->sc->training.grad_accumulation != PLAN_GRAD_ACCUM_CAST_ADD)
+        return after;
+    double params = 0;
+    int tensors = 0;
+    for (int u = u0; u < u1; u++) {
+        const unit *x = &g->units[u];
+        if (!g->mine[u] || x->trainable == 0)
+            continue;
+        params += (double)x->trainable;
+        tensors += plan__param_tensors(g, x->blk);
+    }
+    if (params == 0)
+        return after;
+    trace_op op = {
+        .kind = TRACE_OP_COMPUTE,
+        .stream = TRACE_STREAM_COMPUTE,
+        .phase = TRACE_PHASE_BWD,
+        .cls = HW_OP_VECTOR,
+        .dtype = HW_DTYPE_FP32,
+        .layer = TRACE_NO_LAYER,
+        .microbatch = mb,
+        .name = trace_intern(g->t, "grad_accum"),
+        .inner = HW_VECTOR_EAGER,
+        .flops = params, /* one add a parameter */
+        .bytes = (g->wbytes + 16) * params,
+        .duration_ps = TRACE_MEASURED_NONE,
+    };
+    uint32_t id = trace_add_op(g->t, g->rank, &op, &after, 1);
+    trace_set_host(g->t, g->rank, id, (uint32_t)(2 * tensors), false);
+    return id;
+}
+
 static uint32_t add_offload_op(gen *g, trace_op_kind kind, const char *name, int layer,
                                trace_copy dir, double bytes, sim_time duration, uint32_t dep,
                                bool have_dep)
@@ -299,11 +341,15 @@ static void gen_bucketed(gen *g)
             const uint32_t *dep = plan__gather_dep(g, i, mb == 0);
             plan__emit_fwd(g, &g->units[i], m, dep, dep != NULL);
         }
+        bool any = false;
         for (int i = g->n_units - 1; i >= 0; i--) {
             span b = plan__emit_bwd(g, &g->units[i], m, bucketing, NULL, 0);
             if (b.any)
                 last_bwd = b.last;
+            any = any || b.any;
         }
+        if (any)
+            last_bwd = plan__grad_accum(g, 0, g->n_units, m, last_bwd);
         if (bucketing)
             plan__bucket_flush(g, last_bwd, m);
     }
@@ -350,6 +396,9 @@ void plan__persistent(gen *g, plan_mem *m)
     m->bytes[PLAN_MEM_PARAMS] =
         (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : shard) + whole : weights);
     m->bytes[PLAN_MEM_GRADS] = (int64_t)((g->zero >= 2 ? sharded : trained) * g->gbytes);
+    /* cast_add (zero <= 1, validated): the 16-bit gradients stay beside the fp32 buffer */
+    if (t->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
+        m->bytes[PLAN_MEM_GRADS] += (int64_t)(trained * g->wbytes);
     m->bytes[PLAN_MEM_OPTIMIZER] =
         g->sc->parallel.offload.optimizer != PLAN_OFFLOAD_NONE
             ? 0 /* states and master weights in host memory (or on its drives) */

@@ -88,6 +88,27 @@ static void count_tensor(int64_t numel, int count, void *ud)
         c->gathered += count;
 }
 
+static void count_all(int64_t numel, int count, void *ud)
+{
+    (void)numel;
+    *(int *)ud += count;
+}
+
+/* The parameter tensors of a block on this rank, as its framework holds them (ds_tensors;
+ * the embedding's token table and learned position table; the head's final norm and an
+ * untied LM head matrix, as unit.trainable counts them). */
+int plan__param_tensors(const gen *g, model_block blk)
+{
+    const model_spec *m = &g->model;
+    int n = 0;
+    ds_tensors(g, blk, count_all, &n);
+    if (blk == MODEL_BLOCK_EMBED)
+        n += 1 + (m->position == MODEL_POS_LEARNED);
+    else if (blk == MODEL_BLOCK_HEAD && !m->tied_embeddings)
+        n += 1;
+    return n;
+}
+
 /* DeepSpeed ZeRO-3 keeps whole, on every rank, each parameter tensor of at most
  * persistence_threshold elements (stage3_param_persistence_threshold): of ds_tensors, the
  * elements kept. */

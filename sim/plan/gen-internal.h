@@ -269,6 +269,7 @@ uint32_t plan__add_copy(gen *g, const char *name, trace_copy dir, trace_phase ph
 /* The optimizer step after `deps` (on the GPU, or ZeRO-Offload's copies and CPU Adam);
  * returns its last op (dp.c). */
 uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps);
+uint32_t plan__grad_accum(gen *g, int u0, int u1, int mb, uint32_t after);
 
 /* dp.c, ZeRO-1/2: the parameter gathers of the step, ahead of it (overlap_param_gather)
  * or after the update `opt`; the gather unit u's first forward of the step (`first`) waits
@@ -323,6 +324,7 @@ double plan__offloaded_activations(const gen *g);
  * parameters DeepSpeed keeps whole in a unit of block `blk`. */
 void plan__gen_fsdp(gen *g);
 int64_t plan__ds_persistent(const gen *g, model_block blk);
+int plan__param_tensors(const gen *g, model_block blk);
 /* DeepSpeed ZeRO-3's release rule (fsdp.c, parallel.fsdp.max_reuse_distance): per unit, the
  * share of its gathered dense bytes gathered again for its backward (bwd[]) and again after
  * its recomputed forward (rc[]; 0 without full or per-op recompute). */

@@ -57,6 +57,13 @@ typedef enum plan_norm_kernel {
     PLAN_NORM_COMPOSITE,
     PLAN_NORM_FUSED
 } plan_norm_kernel;
+/* How gradients accumulate over a step's micro-batches (docs/strategies.md, "Gradient
+ * accumulation"): inside the weight-gradient GEMMs, with no kernel of their own (Megatron's
+ * gradient_accumulation_fusion into an fp32 main_grad; a first micro-batch's gradients are the
+ * GEMMs' outputs), or, after each micro-batch's backward of a chunk, every parameter's 16-bit
+ * gradient cast to fp32 and added into an fp32 buffer by two eager kernels per tensor, the
+ * 16-bit gradients staying allocated beside it (DeepSpeed's BF16_Optimizer, update_hp_grads). */
+typedef enum plan_grad_accum { PLAN_GRAD_ACCUM_FUSED, PLAN_GRAD_ACCUM_CAST_ADD } plan_grad_accum;
 typedef enum plan_schedule {
     PLAN_SCHED_GPIPE,
     PLAN_SCHED_1F1B,
@@ -120,6 +127,7 @@ typedef struct plan_training {
     plan_fp8_recipe fp8_recipe; /* with precision fp8 */
     plan_master_weights master_weights;
     hw_dtype grad_dtype;  /* bf16 | fp32 */
+    plan_grad_accum grad_accumulation;
     plan_optimizer optimizer;
     plan_state_dtype optimizer_state;
     model_recompute recompute;

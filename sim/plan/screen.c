@@ -146,6 +146,24 @@ static double vector_s(const plan_screen *S, double flops, double bytes)
     return t;
 }
 
+/* training.grad_accumulation: cast_add's accumulation after a chunk's backward of units
+ * [u0, u1) (dp.c plan__grad_accum: 18 bytes a parameter at the eager memory curve); 0
+ * otherwise. */
+static double grad_accum_s(const plan_screen *S, const gen *g, int u0, int u1)
+{
+    if (g->sc->training.grad_accumulation != PLAN_GRAD_ACCUM_CAST_ADD)
+        return 0;
+    double params = 0;
+    for (int u = u0; u < u1; u++)
+        params += (double)g->units[u].trainable;
+    double t = 0;
+    for (int i = 0; i < S->n_gpus && params > 0; i++)
+        t = fmax(t, sim_time_to_s(hw_gpu_kernel_time(S->gpus[i], HW_OP_VECTOR, HW_DTYPE_FP32,
+                                                     params, (g->wbytes + 16) * params,
+                                                     HW_VECTOR_EAGER, 0)));
+    return t;
+}
+
 /* A kernel of `dur` alone that starts at `start` while communication runs on its GPU until
  * `comm_end`: it progresses at 1 / (1 + ci) for the part that overlaps (the replay's
  * comm_interference, replay.c retime_kernel). */
@@ -740,6 +758,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
                        &b[ch]);
         else
             chunk_times(&c, g->chunk_first[ch], g->chunk_first[ch + 1], &f[ch], &b[ch]);
+        b[ch] += grad_accum_s(S, g, g->chunk_first[ch], g->chunk_first[ch + 1]);
     }
     /* each chunk boundary's transfer, between the first ranks of its two stages */
     p2p = sim_calloc((size_t)C + 1, sizeof *p2p);

@@ -211,6 +211,8 @@ void plan__gen_pipeline(gen *g)
                                          deps[0], nd > 0);
             else
                 last = chunk_bwd(g, u0, u1, a->mb, bucketing, deps, nd);
+            if (last.any && !fsdp && a->part != PLAN_PP_INPUT)
+                last.last = plan__grad_accum(g, u0, u1, a->mb, last.last);
             if (last.any)
                 last_bwd = last.last;
             if (bucketing)

@@ -2265,6 +2265,21 @@ def moe():
     rc, out, err = run("check", ddp, "--set", "training.recompute=full",
                        "--set", "training.recompute_every=3")
     check(rc == 2 and "more than model.layers (2)" in err, "recompute_every beyond the layers: " + err)
+    # grad_accumulation: cast_add (DeepSpeed's BF16_Optimizer) accumulates into an fp32
+    # buffer that is reduced once the backward has filled it: refused with 16-bit gradient
+    # reduction, with ZeRO-2/3, on MoE layers and with the reduction overlapped (ddp.yaml:
+    # dp 2, overlap off); accepted with fp32 gradients reduced after the backward
+    cast = ["--set", "training.grad_accumulation=cast_add"]
+    fp32 = ["--set", "training.grad_dtype=fp32"]
+    after = ["--set", "parallel.ddp.overlap=false"]
+    for extra, why in (([], "grad_dtype: fp32"), (fp32 + after + ["--set", "parallel.zero=2"], "ZeRO-2/3"),
+                       (fp32 + after + moe, "mixture-of-experts"),
+                       (fp32 + ["--set", "parallel.ddp.overlap=true"], "parallel.ddp.overlap: false")):
+        rc, out, err = run("check", ddp, *cast, *extra)
+        check(rc == 2 and "training.grad_accumulation: cast_add" in err and why in err and
+              len(err.strip().splitlines()) == 2, "cast_add refused (%s): %s" % (why, err))
+    rc, out, err = run("check", ddp, *cast, *fp32, *after)
+    check(rc == 0, "cast_add with fp32 gradients reduced after the backward: " + err)
     # an attention kernel the GPU's catalog entry has no table for is refused, naming those
     # it has (h100-sxm: cuDNN's attention_efficiency, FlashAttention-2 and -3); a kernel
     # without flash attention is refused (ddp.yaml runs unfused attention)

@@ -493,6 +493,47 @@ def frameworks():
                   not os.path.exists(os.path.join(tmp, name + ".yaml")), name + ": " + err)
 
 
+def deepspeed_stage0():
+    # ZeRO stage 0 (the default): DeepSpeed's engine reduces the gradients after the backward
+    # (ddp.overlap false). With bf16 it runs BF16_Optimizer: fp32 accumulation of each
+    # micro-batch's bf16 gradients (grad_accumulation cast_add), the fp32 buffer reduced
+    # (grad_dtype fp32), the optimizer sharded (zero 1), and a communication_data_type left
+    # out; with fp16 (FP16_Optimizer) the overlap, and the communication_data_type as the
+    # gradients' dtype; at stage 1 with no overlap_comm, overlap false too (DeepSpeed's
+    # default below stage 3) and BF16_Optimizer not. Each scenario then runs and fits: Qwen3-0.6B on one DGX A100
+    # (dgx-a100.yaml, 8 GPUs, 64 sequences of 2 a step, 1,024 tokens).
+    topo = os.path.join(root, "topologies", "dgx-a100.yaml")
+    with tempfile.TemporaryDirectory() as tmp:
+        for prec, expect, absent in (
+                ("bf16", ["zero: 1", "grad_dtype: fp32", "grad_accumulation: cast_add",
+                          "overlap: false"], ["communication_data_type ("]),
+                ("fp16", ["overlap: false", "grad_dtype: bf16"], ["zero:", "grad_accumulation"]),
+                # stage 1 without overlap_comm: DeepSpeed's default is off below stage 3
+                ("bf16-stage1", ["zero: 1", "grad_dtype: bf16", "overlap: false"], ["grad_accumulation"])):
+            src = os.path.join(tmp, prec + ".json")
+            with open(src, "w") as f:
+                cfg = {"train_micro_batch_size_per_gpu": 2, "train_batch_size": 64,
+                       prec.split("-")[0]: {"enabled": True}, "communication_data_type": "bf16"}
+                if prec.endswith("stage1"):
+                    cfg["zero_optimization"] = {"stage": 1}
+                json.dump(cfg, f)
+            out = os.path.join(tmp, prec + ".yaml")
+            rc, o, err = run("import", "deepspeed", src, "--topology", topo, "--model", "qwen3-0.6b",
+                             "-o", out)
+            check(rc == 0, "deepspeed %s stage 0 imports: %s" % (prec, err))
+            if rc != 0:
+                continue
+            text = open(out).read()
+            body = text[text.index("name:"):]
+            for e in expect:
+                check(re.search(r"^\s+" + re.escape(e), body, re.M) is not None,
+                      "deepspeed %s stage 0: %s in\n%s" % (prec, e, body))
+            for a in absent:
+                check(a not in body, "deepspeed %s stage 0: no %s in\n%s" % (prec, a, body))
+            rc, o, err = run("run", out, "--set", "training.seq_len=1024", "--steps", "1", "--json")
+            check(rc == 0 and json.loads(o).get("status") == "ok", "deepspeed %s runs: %s" % (prec, err[-300:]))
+
+
 def aliases():
     # a framework's name for a stepsim key is answered with stepsim's (one error line, exit 2)
     scen = os.path.join(root, "scenarios", "qwen3-0.6b-h100.yaml")
@@ -562,7 +603,7 @@ def html():
             check(blue > 500 and rgb.std() > 10, "the page shows its bars: %d blue pixels" % blue)
 
 
-{"hf": hf, "frameworks": lambda: (frameworks(), aliases()), "html": html}[mode]()
+{"hf": hf, "frameworks": lambda: (frameworks(), deepspeed_stage0(), aliases()), "html": html}[mode]()
 if failures:
     print("%d of %d checks failed" % (failures, checks), file=sys.stderr)
     sys.exit(1)

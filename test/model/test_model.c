@@ -399,6 +399,34 @@ static void test_unfused_attention(void)
     CHECK_NEAR(dr->bytes, 167772160.0, 0, 0);
     CHECK_NEAR(find(&l, "attn.softmax.bwd")->bytes, 6.0 * 33554432, 0, 0);
     CHECK(find(&l, "attn.context.bwd") + 1 == dr && dr + 1 == find(&l, "attn.softmax.bwd"));
+
+    /* ALiBi (BLOOM's Megatron-DeepSpeed: the bias is baddbmm's input, beta = 1): a copy
+     * writes the bias into the S-element scores buffer, 2 x 33,554,432 = 67,108,864 bytes,
+     * just before QK^T, which reads the buffer back: its bytes grow by the same 67,108,864
+     * and its FLOPs do not change. No rotary kernel, no parameter, nothing in backward. */
+    double scores_bytes = find(&l, "attn.scores.bwd")->bytes;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    double plain = find(&l, "attn.scores")->bytes;
+    model_params before, after;
+    model_count_params(&m, &before);
+    m.position = MODEL_POS_ALIBI;
+    model_count_params(&m, &after);
+    CHECK_INT_EQ(after.total, before.total);
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    const model_op *al = find(&l, "attn.alibi");
+    CHECK(al != NULL && al->cls == HW_OP_VECTOR && al->attn_core);
+    CHECK_NEAR(al->bytes, 67108864.0, 0, 0);
+    CHECK(al + 1 == find(&l, "attn.scores"));
+    CHECK_NEAR(find(&l, "attn.scores")->bytes - plain, 67108864.0, 0, 0);
+    CHECK_NEAR(find(&l, "attn.scores")->flops, 8589934592.0, 0, 0);
+    CHECK(find(&l, "rope") == NULL);
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_BWD, &l);
+    CHECK_NEAR(find(&l, "attn.scores.bwd")->bytes, scores_bytes, 0, 0);
+    CHECK(find(&l, "attn.alibi") == NULL && find(&l, "rope.bwd") == NULL);
+    /* with flash attention the kernel adds the bias itself (FlashAttention-2's alibi_slopes) */
+    sh.flash_attention = true;
+    model_block_ops(&m, &sh, MODEL_BLOCK_LAYER, MODEL_PHASE_FWD, &l);
+    CHECK(find(&l, "attn.alibi") == NULL);
 }
 
 /* ---- model FLOPs ------------------------------------------------------------------------- */

@@ -294,6 +294,63 @@ static void test_loss_transient(void)
     }
 }
 
+/* training.grad_accumulation: cast_add (DeepSpeed's BF16_Optimizer). tiny_llama on dp 2,
+ * ZeRO-1, fp32 gradient reduction after the backward, 3 micro-batches a rank (global batch 6
+ * of micro-batch 1). Each micro-batch's backward ends in one accumulation op over the rank's
+ * Ψ = 115,008 parameters: the bf16 gradient cast to fp32 (reads 2, writes 4 bytes) and added
+ * into the fp32 buffer (reads 4 + 4, writes 4): 18Ψ = 2,070,144 bytes, Ψ FLOPs, two launches
+ * per tensor: per layer 2 norms, q, k, v, o, gate, up, down (9), 2 layers, the embedding
+ * table, the final norm and the untied LM head: 21 tensors, 42 launches. The first gradient
+ * bucket's reduce-scatter waits for the last accumulation. Memory: the fp32 buffer 4Ψ and the
+ * bf16 gradients 2Ψ: grads 6Ψ = 690,048; the optimizer 12Ψ / 2 = 690,048; two fp32 buckets
+ * in flight, min(2 x 25 MiB, 4Ψ) = 460,032. With `fused` (the default) there is no such op. */
+static void test_grad_accum(void)
+{
+    static plan_scenario sc;
+    for (int cast = 0; cast < 2; cast++) {
+        tiny_scenario(&sc, 2);
+        sc.model = tiny_llama();
+        sc.parallel.dp = 2;
+        sc.parallel.zero = 1;
+        sc.parallel.ddp.overlap = false;
+        sc.training.global_batch = 6;
+        sc.training.grad_dtype = HW_DTYPE_FP32;
+        sc.training.grad_accumulation = cast ? PLAN_GRAD_ACCUM_CAST_ADD : PLAN_GRAD_ACCUM_FUSED;
+        plan *p = tiny_plan(&sc, true);
+        CHECK(p != NULL);
+        if (!p)
+            return;
+        check_mem(&p->mem[1], 2 * PSI, (cast ? 6 : 4) * PSI, 12 * PSI / 2, 4 * PSI,
+                  FRAMEWORK + NCCL);
+        CHECK_INT_EQ(6 * PSI, 690048);
+        const trace_rank *tr = &p->trace->ranks[0];
+        int found = 0;
+        uint32_t last = 0;
+        bool first_bucket = true;
+        for (size_t i = 0; i < tr->n_ops; i++) {
+            const trace_op *o = &tr->ops[i];
+            const char *name = trace_name(p->trace, o->name);
+            if (o->kind == TRACE_OP_COMPUTE && !strcmp(name, "grad_accum")) {
+                CHECK_INT_EQ(o->microbatch, found);
+                CHECK_NEAR(o->bytes, 2070144, 0, 0);
+                CHECK_NEAR(o->flops, (double)PSI, 0, 0);
+                CHECK_INT_EQ(trace_host_of(tr, (uint32_t)i).launches, 42);
+                found++;
+                last = (uint32_t)i;
+            } else if (o->kind == TRACE_OP_COLL && !strcmp(name, "grad_bucket") && first_bucket) {
+                first_bucket = false;
+                bool waits = false;
+                for (uint32_t k = 0; k < o->n_deps; k++)
+                    waits = waits || tr->deps[o->dep_first + k] == last;
+                CHECK(!cast || (found == 3 && waits));
+            }
+        }
+        CHECK_INT_EQ(found, cast ? 3 : 0);
+        CHECK(!first_bucket);
+        plan_destroy(p);
+    }
+}
+
 int main(void)
 {
     test_psi();
@@ -301,5 +358,6 @@ int main(void)
     test_layer_activations();
     test_recompute_policies();
     test_loss_transient();
+    test_grad_accum();
     return test_finish();
 }
