@@ -6,7 +6,8 @@
 #   scripts/validate.sh            check against the committed docs/validation.md (fails when a
 #                                  table's mean error grows by more than 1 point)
 #   scripts/validate.sh --write    rewrite docs/validation.md and sim/cli/validated.h (with the
-#                                  long-sequence rows of test/validation/crosscheck_mpt.py)
+#                                  long-sequence rows of test/validation/crosscheck_mpt.py and
+#                                  the summary of test/validation/crosscheck_bigscience.py)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 . scripts/setup.sh

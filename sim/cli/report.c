@@ -488,6 +488,13 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                    "rows, stepsim too %s (signed mean %+.1f%%); %s\n", lead, a100 ? "A100" : "H100",
                 mpt[a100].mape, mpt[a100].max, mpt[a100].rows,
                 mpt[a100].signed_mean < 0 ? "slow" : "fast", mpt[a100].signed_mean, mem);
+    } else if (a100 && sc->training.grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD) {
+        /* DeepSpeed's BF16_Optimizer: BigScience's Megatron-DeepSpeed runs speak for it */
+        fprintf(f, "%sstep time vs BigScience's Megatron-DeepSpeed runs on A100 (BLOOM-176B "
+                   "and its layout benchmarks; a cross-check, docs/validation.md): " FIG
+                   "rows, stepsim too %s (signed mean %+.1f%%); %s\n", lead, TABLE(BIGSCIENCE),
+                STEPSIM_VALIDATED_BIGSCIENCE_SIGNED < 0 ? "slow" : "fast",
+                (double)STEPSIM_VALIDATED_BIGSCIENCE_SIGNED, mem);
     } else if (fsdp && a100) {
         fprintf(f, "%sFSDP step time vs torchtitan's FSDP2 runs on A100: " FIG "rows "
                    "(docs/validation.md); %s\n", lead, TABLE(TORCHTITAN_A100), mem);

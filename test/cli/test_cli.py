@@ -308,7 +308,9 @@ def shipped():
     # Megatron-LM paper's ZeRO-3 rows), a GPU with no published
     # run says it is not validated, and so does a sequence past the longest published (8,192)
     # but for an FSDP run, which up to 65,536 tokens the MPT cross-check's long rows speak for
-    # (the signed mean's sign says whether stepsim is too fast or too slow).
+    # (the signed mean's sign says whether stepsim is too fast or too slow); an A100 run of
+    # DeepSpeed's BF16_Optimizer (grad_accumulation: cast_add) quotes BigScience's
+    # Megatron-DeepSpeed cross-check instead of the Megatron-LM tables.
     v = dict(re.findall(r"#define STEPSIM_VALIDATED_(\w+) (-?[0-9.]+)",
                         open(os.path.join(root, "sim", "cli", "validated.h")).read()))
     vscen = os.path.join(root, "test", "validation", "scenarios")
@@ -340,6 +342,14 @@ def shipped():
               "run as DeepSpeed's code of then: fsdp.sync_fetch, list_collectives): " +
               fig + "rows, stepsim too fast") % t("ZERO_3"),
              ["--set", "parallel.zero=3", "--set", "parallel.fsdp.implementation=deepspeed"]),
+            (os.path.join(vscen, "a100-1p7b.yaml"),
+             ("step time vs BigScience's Megatron-DeepSpeed runs on A100 (BLOOM-176B and its "
+              "layout benchmarks; a cross-check, docs/validation.md): " + fig + "rows, stepsim "
+              "too %s (signed mean %+.1f%%)") % (t("BIGSCIENCE") + (
+                  "slow" if float(v["BIGSCIENCE_SIGNED"]) < 0 else "fast",
+                  float(v["BIGSCIENCE_SIGNED"]))),
+             ["--set", "training.grad_accumulation=cast_add", "--set", "training.grad_dtype=fp32",
+              "--set", "parallel.ddp.overlap=false"]),
             (os.path.join(vscen, "h100-1p7b.yaml"), "step time not validated at this sequence "
              "length", ["--set", "training.seq_len=16384"]),
             (os.path.join(vscen, "h100-1p7b.yaml"), mpt("H100"),
