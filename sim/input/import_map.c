@@ -689,6 +689,9 @@ static int megatron(import_ctx *c)
         if (import__text(rg, "full") && rn) /* uniform: groups of n layers, each recomputed */
             import__unmapped(c, "recompute-num-layers", "uniform groups: stepsim recomputes "
                                                          "each layer");
+    } else if ((v = import__get(c, "checkpoint-activations"))) {
+        /* the old spelling (Megatron-LM 2021, Megatron-DeepSpeed): every layer from its input */
+        import__set(c, "training.recompute", "--checkpoint-activations", v, "full");
     }
     /* the model */
     bool gqa = import__get(c, "group-query-attention") != NULL;
@@ -711,10 +714,17 @@ static int megatron(import_ctx *c)
     import__set(c, "model.norm", v ? "--normalization" : "--normalization absent", v, "%s",
                 import__text(v, "RMSNorm") ? "rmsnorm" : "layernorm");
     v = import__get(c, "position-embedding-type");
+    /* Megatron-LM's rope and learned_absolute; Megatron-DeepSpeed's rotary, absolute, alibi */
+    bool rope = import__text(v, "rope") || import__text(v, "rotary");
+    if (v && !rope && !import__text(v, "alibi") && !import__text(v, "learned_absolute") &&
+        !import__text(v, "absolute"))
+        return import__error(c, v, "--position-embedding-type '%s': stepsim models rope "
+                             "(rotary), learned_absolute (absolute) and alibi", v->text);
+    const char *pos = rope ? "rope" : import__text(v, "alibi") ? "alibi" : "learned";
     import__set(c, "model.position", v ? "--position-embedding-type" : "learned_absolute "
-                "(Megatron's default)", v, "%s", import__text(v, "rope") ? "rope" : "learned");
+                "(Megatron's default)", v, "%s", pos);
     long long rows;
-    if (!import__text(v, "rope") && (v = import__get(c, "max-position-embeddings")) &&
+    if (!strcmp(pos, "learned") && (v = import__get(c, "max-position-embeddings")) &&
         !(rc = import__int(c, v, "--max-position-embeddings", &rows)))
         import__set(c, "model.max_seq_len", "--max-position-embeddings", v, "%lld", rows);
     if (rc)
@@ -770,9 +780,9 @@ static int megatron(import_ctx *c)
         "no-masked-softmax-fusion", "kernel fusion not modelled",
         "no-bias-gelu-fusion", "kernel fusion not modelled",
         "no-gradient-accumulation-fusion", "kernel fusion not modelled",
-        "DDP-impl", "Megatron's local DDP", "checkpoint-activations", "Megatron's old "
-        "spelling of --recompute-granularity full: give that",
-        "max-position-embeddings", "RoPE has no position table",
+        "DDP-impl", "Megatron's local DDP", "checkpoint-activations",
+        "with --recompute-granularity, which says the same",
+        "max-position-embeddings", "RoPE and ALiBi have no position table",
         NULL};
     import__list_unused(c, why);
     return 0;

@@ -401,6 +401,27 @@ def frameworks():
                          os.path.join(tmp, "f8mx.yaml"), "--", line + " --fp8-format hybrid --fp8-recipe mxfp8")
         check(rc == 2 and "--fp8-recipe" in err and "mxfp8" in err and
               not os.path.exists(os.path.join(tmp, "f8mx.yaml")), "mxfp8 refused: " + err)
+        # BLOOM's Megatron-DeepSpeed line: --position-embedding-type alibi is ALiBi (no
+        # position table: --max-position-embeddings not read), rotary is RoPE, and the old
+        # --checkpoint-activations is full recompute; a type stepsim has no model of is
+        # refused at its value (column len("--position-embedding-type ") + 1 = 27)
+        for ptype, pos in (("alibi", "alibi"), ("rotary", "rope"), ("absolute", "learned")):
+            out6 = os.path.join(tmp, "pos-%s.yaml" % ptype)
+            rc, o, err = run("import", "megatron", "--topology", os.path.join(fw, "a100-x16.yaml"),
+                             "-o", out6, "--", line + " --position-embedding-type %s --checkpoint-activations"
+                             % ptype)
+            text = open(out6).read() if rc == 0 else ""
+            check(rc == 0 and re.search(r"^  position: %s\b" % pos, text, re.M) and
+                  re.search(r"^  recompute: full\b", text, re.M) and
+                  (re.search(r"^  max_seq_len:", text, re.M) is not None) == (pos == "learned"),
+                  "megatron --position-embedding-type %s: %s\n%s" % (ptype, err, text))
+        with open(os.path.join(tmp, "rel.txt"), "w") as f:
+            f.write("--position-embedding-type relative\n")
+        rc, o, err = run("import", "megatron", os.path.join(tmp, "rel.txt"), "--topology",
+                         os.path.join(fw, "a100-x16.yaml"), "--model", "gpt3-175b", "-o",
+                         os.path.join(tmp, "rel.yaml"))
+        check(rc == 2 and ":1:27: error:" in err and "'relative'" in err and
+              not os.path.exists(os.path.join(tmp, "rel.yaml")), "relative positions refused: " + err)
         # refused: an existing output, an unknown framework, a scenario key given twice, a
         # value stepsim cannot represent (one error line, exit 2)
         rc, o, err = run("import", "megatron", os.path.join(fw, "megatron_gpt3_175b.txt"), "-o", out)
