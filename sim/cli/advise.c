@@ -75,14 +75,13 @@ static void set_layout(rung *x, const plan_scenario *sc, int64_t gb, const layou
         cli_remedy_set(&x->r, "parallel.sp", "%s", L->sp ? "true" : "false");
     if (L->pp != par->pp)
         cli_remedy_set(&x->r, "parallel.pp", "%d", L->pp);
+    /* a scenario's own split of the layers fits its own pipeline only */
+    if (L->pp != par->pp && par->pipeline.n_stage_layers > 0)
+        cli_remedy_set(&x->r, "parallel.pipeline.stage_layers", "auto");
     if (L->cp != par->cp)
         cli_remedy_set(&x->r, "parallel.cp", "%d", L->cp);
     if (L->zero != par->zero)
         cli_remedy_set(&x->r, "parallel.zero", "%d", L->zero);
-    /* DeepSpeed's BF16_Optimizer (cast_add) runs without ZeRO: under ZeRO-2/3 its ZeRO
-     * optimizers accumulate as the rest do */
-    if (L->zero >= 2 && sc->training.grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
-        cli_remedy_set(&x->r, "training.grad_accumulation", "fused");
     if (L->micro_batch != sc->training.micro_batch)
         cli_remedy_set(&x->r, "training.micro_batch", "%lld", (long long)L->micro_batch);
     if (L->dp != par->dp || L->micro_batch != sc->training.micro_batch)
@@ -188,6 +187,8 @@ static int ladder(const plan_scenario *sc, const plan *p, rung *out)
         set_layout(x, sc, gb, &(layout){.dp = n_gpus / (tp * pp), .tp = tp, .pp = pp, .cp = 1,
                                         .zero = 1, .sp = tp > 1, .micro_batch = mb});
     SIM_ASSERT(n <= RUNGS_MAX, "%d rungs", n);
+    for (int i = 0; i < n; i++)
+        cli_remedy_leave_bf16_optimizer(sc, &out[i].r);
     return n;
 }
 

@@ -48,6 +48,7 @@ static void inner(const plan_scenario *sc, int64_t batch, bool host, cand k, can
      * nodes' GPUs are joined by NVLink or an NVSwitch (not over PCIe, nor on a topology of
      * listed devices) */
     bool nvlink = sc->topology.n_devices == 0 && sc->topology.intra.kind != HW_INTRA_PCIE;
+    bool bf16_opt = sc->training.grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD;
     for (int zero = 0; zero <= 3; zero++) {
         if (k.dp * k.cp == 1 && zero)
             continue;
@@ -55,11 +56,12 @@ static void inner(const plan_scenario *sc, int64_t batch, bool host, cand k, can
         if (zero == 3 && k.pp > 1 && sc->parallel.fsdp.implementation == PLAN_DEEPSPEED)
             continue;
         /* DeepSpeed's BF16_Optimizer (grad_accumulation: cast_add) shards the optimizer
-         * alone: the layouts of that optimizer */
-        if (zero >= 2 && sc->training.grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
+         * alone, keeps it on the GPU, and its pipeline engine runs 1F1B: the layouts of
+         * that optimizer */
+        if (zero >= 2 && bf16_opt)
             continue;
         for (int v = 1; v <= (k.pp > 1 ? m->layers / k.pp : 1); v++) {
-            if (v > 1 && m->layers % (k.pp * v))
+            if (v > 1 && (m->layers % (k.pp * v) || bf16_opt))
                 continue;
             for (int mb = 1; mb <= 64; mb++) {
                 if (!divides((int64_t)mb * k.dp, batch))
@@ -68,7 +70,7 @@ static void inner(const plan_scenario *sc, int64_t batch, bool host, cand k, can
                 if (v > 1 && A % k.pp)
                     continue;
                 for (size_t r = 0; r < SIM_ARRAY_LEN(rcs); r++)
-                    for (int off = 0; off <= (zero > 0 && host); off++)
+                    for (int off = 0; off <= (zero > 0 && host && !bf16_opt); off++)
                         for (int ov = 0; ov <= (k.tp > 1 && nvlink ? 1 : 0); ov++)
                             for (int sp = ov; sp <= (k.tp > 1 ? 1 : 0); sp++)
                                 for (int o = 0; o <= (k.pp > 1 && k.dp > 1 ? 1 : 0); o++) {

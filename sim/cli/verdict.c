@@ -50,6 +50,26 @@ cand *verdict__push(cand_list *l, const char *what)
     return x;
 }
 
+/* A remedy that leaves DeepSpeed's BF16_Optimizer (training.grad_accumulation: cast_add)
+ * behind: DeepSpeed runs it only for full bf16 training without ZeRO-2/3 or an offloaded
+ * optimizer; with LoRA adapters, ZeRO-2/3 or the optimizer on the CPU its other optimizers
+ * run, whose accumulation stepsim charges as `fused`. Adds that change where `r` makes one
+ * of those. */
+void cli_remedy_leave_bf16_optimizer(const plan_scenario *sc, results_remedy *r)
+{
+    if (sc->training.grad_accumulation != PLAN_GRAD_ACCUM_CAST_ADD)
+        return;
+    bool leaves = false;
+    for (int k = 0; k < r->n_changes; k++)
+        leaves = leaves ||
+                 (!strcmp(r->key[k], "training.finetune.method") && strcmp(r->value[k], "full")) ||
+                 (!strcmp(r->key[k], "parallel.offload.optimizer") && strcmp(r->value[k], "none")) ||
+                 (!strcmp(r->key[k], "parallel.zero") && atoi(r->value[k]) >= 2) ||
+                 !strcmp(r->key[k], "training.precision");
+    if (leaves)
+        cli_remedy_set(r, "training.grad_accumulation", "fused");
+}
+
 void cli_remedy_set(results_remedy *r, const char *key, const char *fmt, ...)
 {
     SIM_ASSERT(r->n_changes < RESULTS_REMEDY_CHANGES_MAX, "%d changes", r->n_changes);
@@ -149,10 +169,6 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
                 "shard parameters, gradients and optimizer states (ZeRO-3/FSDP)"};
             x = verdict__push(l, what[z]);
             cli_remedy_set(&x->r, "parallel.zero", "%d", z);
-            /* DeepSpeed's BF16_Optimizer (cast_add) runs without ZeRO; its ZeRO-2/3
-             * optimizers accumulate as the rest do */
-            if (z >= 2 && t->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
-                cli_remedy_set(&x->r, "training.grad_accumulation", "fused");
         }
     /* DeepSpeed keeps a gathered parameter used again within max_reuse_distance elements:
      * freeing each after its use costs gathers, not a layout */
@@ -207,6 +223,8 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
             break;
         }
+    for (int i = 0; i < l->n; i++)
+        cli_remedy_leave_bf16_optimizer(sc, &l->c[i].r);
 }
 
 /* The binding item of a plan whose peak is over v->capacity_bytes: on the worst rank of the

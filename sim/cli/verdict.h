@@ -63,6 +63,7 @@ typedef struct cli_check_budget {
 /* Appends the change KEY=VALUE (VALUE printed from fmt, as --set takes it) to `r`; asserts
  * there is room (RESULTS_REMEDY_CHANGES_MAX). */
 void cli_remedy_set(results_remedy *r, const char *key, const char *fmt, ...);
+void cli_remedy_leave_bf16_optimizer(const plan_scenario *sc, results_remedy *r);
 
 void cli_check(const cli_verdict_input *in, int64_t capacity, const results_remedy *changes,
                cli_check_budget *budget, cli_checked *out);

@@ -124,19 +124,30 @@ static int deepspeed(import_ctx *c)
                                                               "overlap compute in stepsim's model");
     /* Stage 0 (ZeRO off, the default): DeepSpeed's engine reduces the gradients once the
      * backward has run (allreduce_gradients at the accumulation boundary; its pipeline
-     * engine's ReduceGrads after the last backward), never during it. In bf16 it runs
-     * BF16_Optimizer: each micro-batch's bf16 gradients cast and added into an fp32 buffer
-     * (update_hp_grads), which is what is reduced, and the fp32 master weights and Adam
-     * states sharded over the data-parallel ranks ("its own zero stage 1 equivalent"). */
-    if (!rc && stage == 0) {
-        const char *why = st ? "zero_optimization.stage 0" : "no zero_optimization.stage (0)";
-        import__set(c, "parallel.ddp.overlap", why, st, "false");
-        if (import__bool(bf)) {
-            import__set(c, "parallel.zero", "bf16 at stage 0 (BF16_Optimizer)", bf, "1");
-            import__set(c, "training.grad_dtype", "bf16 at stage 0 (BF16_Optimizer)", bf, "fp32");
-            import__set(c, "training.grad_accumulation", "bf16 at stage 0 (BF16_Optimizer)", bf,
-                        "cast_add");
-        }
+     * engine's ReduceGrads after the last backward), never during it. */
+    if (!rc && stage == 0)
+        import__set(c, "parallel.ddp.overlap",
+                    st ? "zero_optimization.stage 0" : "no zero_optimization.stage (0)", st,
+                    "false");
+    /* BF16_Optimizer with an fp32 buffer (engine.py: bf16 at stage 0, or at stage 1 without
+     * an offload, with data_types.grad_accum_dtype fp32): each micro-batch's bf16 gradients
+     * cast and added into the buffer (update_hp_grads), the fp32 master weights and Adam
+     * states sharded over the data-parallel ranks ("its own zero stage 1 equivalent"). The
+     * accumulation dtype's default is DeepSpeed's of 0.17.6 on, bf16; earlier releases ran
+     * this for bf16 at stage 0 unasked (docs/import.md). */
+    const input_ynode *acc = import__get(c, "data_types.grad_accum_dtype");
+    bool offloaded = import__get(c, "zero_optimization.offload_optimizer.device") &&
+                     !import__text(import__get(c, "zero_optimization.offload_optimizer.device"),
+                                   "none");
+    if (!rc && import__bool(bf) && import__text(acc, "fp32") &&
+        (stage == 0 || (stage == 1 && !offloaded))) {
+        import__set(c, "parallel.zero", "data_types.grad_accum_dtype fp32 (BF16_Optimizer)", acc,
+                    "1");
+        import__set(c, "training.grad_accumulation",
+                    "data_types.grad_accum_dtype fp32 (BF16_Optimizer)", acc, "cast_add");
+    } else if (acc) {
+        import__unmapped(c, "data_types.grad_accum_dtype", "gradients accumulated where "
+                                                           "autograd or ZeRO puts them");
     }
     const input_ynode *rb = import__get(c, "zero_optimization.reduce_bucket_size");
     long long x;
@@ -163,10 +174,7 @@ static int deepspeed(import_ctx *c)
                                "zero_optimization.stage3_max_reuse_distance");
     }
     const input_ynode *cd = import__get(c, "communication_data_type");
-    if (cd && stage == 0 && import__bool(bf))
-        import__unmapped(c, "communication_data_type", "BF16_Optimizer's fp32 buffer is "
-                                                       "modelled as reduced in fp32");
-    else if (cd && (import__text(cd, "fp32") || import__text(cd, "bf16")))
+    if (cd && (import__text(cd, "fp32") || import__text(cd, "bf16")))
         import__set(c, "training.grad_dtype", "communication_data_type", cd, "%s",
                     import__text(cd, "fp32") ? "fp32" : "bf16");
     /* Megatron-DeepSpeed's activation checkpointing: the layers' inputs only, maybe on the CPU */
@@ -231,11 +239,17 @@ static int accelerate(import_ctx *c)
         import__set(c, "parallel.zero", "distributed_type", dt, "0");
     } else if (import__text(dt, "DEEPSPEED")) {
         const input_ynode *z = import__get(c, "deepspeed_config.zero_stage");
-        long long stage;
+        long long stage = 0;
         if (z && !(rc = import__int(c, z, "deepspeed_config.zero_stage", &stage)))
             import__set(c, "parallel.zero", "deepspeed_config.zero_stage", z, "%lld", stage);
         if (z && !rc && stage == 3)
             import__set(c, "parallel.fsdp.implementation", "distributed_type", dt, "deepspeed");
+        /* below stage 3 (none given: 0) DeepSpeed reduces after the backward, or serially in
+         * it (overlap_comm's default), which the plugin's config cannot change */
+        if (!rc && (!z || stage < 3))
+            import__set(c, "parallel.ddp.overlap",
+                        z ? "deepspeed_config.zero_stage (overlap_comm off below 3)"
+                          : "no deepspeed_config.zero_stage (0)", z, "false");
         rc = rc ? rc : offload_device(c, "deepspeed_config.offload_optimizer_device",
                                       "parallel.offload.optimizer");
         rc = rc ? rc : offload_device(c, "deepspeed_config.offload_param_device",

@@ -376,6 +376,17 @@ static int select_attention_kernel(const input_ynode *root, plan_scenario *sc, h
         sim_diag_hint(ctx->diag, "drop attention_kernel, or set flash_attention: true");
         return SIM_EINVAL;
     }
+    /* ALiBi needs a kernel that adds the bias: FlashAttention 1.x takes none, and
+     * FlashAttention-3 does not implement it (Dao-AILab/flash-attention#1666) */
+    if (sc->model.position == MODEL_POS_ALIBI &&
+        (k == HW_ATTN_KERNEL_FA1 || k == HW_ATTN_KERNEL_FA3)) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "training.attention_kernel", "training"),
+                           "training.attention_kernel: %s has no ALiBi bias (model.position: "
+                           "alibi)", name);
+        sim_diag_hint(ctx->diag, "FlashAttention-2 (fa2, from 2.4) and cuDNN's attention add it; "
+                                 "or run unfused attention (flash_attention: false)");
+        return SIM_EINVAL;
+    }
     if (k == g->attn_kernel)
         return 0;
     if (g->attn_alt[k][0].n == 0) {
@@ -521,23 +532,24 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
         }
     }
     if (tr->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD) {
-        /* DeepSpeed's BF16_Optimizer: dense layers trained in full in 16 bits, its fp32
-         * buffer whole on every rank and reduced once the backward has filled it */
-        const char *why = p->zero > 1 ? "ZeRO-2/3 (DeepSpeed runs BF16_Optimizer at stage 0, "
-                                        "sharding only the optimizer: parallel.zero 0 or 1)"
-                          : tr->grad_dtype != HW_DTYPE_FP32
-                              ? "16-bit gradient reduction (the accumulated fp32 buffer is "
-                                "what is reduced: training.grad_dtype: fp32)"
-                          : tr->precision == HW_DTYPE_FP8 ? "fp8 training"
-                          : mm->moe.experts > 0           ? "mixture-of-experts layers"
-                          : mm->attention.kind == MODEL_ATTN_MLA
-                              ? "multi-head latent attention"
-                          : tr->finetune.method != PLAN_FT_FULL ? "LoRA/QLoRA adapters"
-                          : (int64_t)p->dp * p->cp > 1 && p->ddp.overlap
-                              ? "gradient reduction overlapped with the backward (the fp32 "
-                                "buffer is complete only after it: parallel.ddp.overlap: "
-                                "false)"
-                              : NULL;
+        /* DeepSpeed's BF16_Optimizer (engine.py selects it for bf16 without ZeRO-2/3 or an
+         * offload, bf16_optimizer.py asserts bf16; its pipeline engine runs 1F1B): dense
+         * layers trained in full, the fp32 buffer whole on every rank and reduced once the
+         * backward has filled it */
+        const char *why =
+            p->zero > 1 ? "ZeRO-2/3 (DeepSpeed runs BF16_Optimizer without ZeRO, sharding "
+                          "only the optimizer: parallel.zero 0 or 1)"
+            : tr->precision != HW_DTYPE_BF16 ? "fp16 or fp8 training (BF16_Optimizer is bf16's)"
+            : p->offload.optimizer != PLAN_OFFLOAD_NONE ? "an offloaded optimizer"
+            : tr->master_weights != PLAN_MASTER_FP32    ? "master_weights: none"
+            : p->pp > 1 && p->pipeline.schedule != PLAN_SCHED_1F1B
+                ? "a pipeline schedule other than 1f1b (DeepSpeed's pipeline engine's)"
+            : mm->moe.experts > 0                      ? "mixture-of-experts layers"
+            : mm->attention.kind == MODEL_ATTN_MLA     ? "multi-head latent attention"
+            : tr->finetune.method != PLAN_FT_FULL      ? "LoRA/QLoRA adapters"
+            : p->ddp.overlap ? "gradient reduction overlapped with the backward (the fp32 "
+                               "buffer is complete only after it: parallel.ddp.overlap: false)"
+                             : NULL;
         if (why) {
             input_schema_error(ctx, SIM_EINVAL,
                                locate(root, "training.grad_accumulation", "training"),

@@ -114,22 +114,25 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
  * micro-batch `mb`'s backward of units [u0, u1) has run, each of their parameter tensors'
  * 16-bit gradient is cast to fp32 (reads 2 bytes, writes 4) and added into the fp32 buffer
  * (reads 4 + 4, writes 4): 18 bytes a parameter and two eager kernels a tensor, one op here
- * for all of them, timed at the GPU's eager memory curve and issued as 2 x tensors launches.
- * It follows the backward on the compute stream; what DeepSpeed does after the call returns
- * (the gradient's send, the reduction) waits for it. Returns the op, or `after` when there is
- * nothing to accumulate. */
+ * for all of them, timed at the GPU's eager memory curve and issued as 2 x tensors launches;
+ * while it runs, the cast's fp32 temporary of the largest tensor is allocated (one tensor's
+ * at a time: 4 bytes an element, a buffer). It follows the backward on the compute stream;
+ * what DeepSpeed does after the call returns (the gradient's send, the reduction) waits for
+ * it. Returns the op, or `after` when there is nothing to accumulate. */
 uint32_t plan__grad_accum(gen *g, int u0, int u1, int mb, uint32_t after)
 {
     if (g->sc->training.grad_accumulation != PLAN_GRAD_ACCUM_CAST_ADD)
         return after;
     double params = 0;
     int tensors = 0;
+    int64_t largest = 0;
     for (int u = u0; u < u1; u++) {
         const unit *x = &g->units[u];
         if (!g->mine[u] || x->trainable == 0)
             continue;
         params += (double)x->trainable;
         tensors += plan__param_tensors(g, x->blk);
+        largest = SIM_MAX(largest, plan__largest_param_tensor(g, x));
     }
     if (params == 0)
         return after;
@@ -149,6 +152,8 @@ uint32_t plan__grad_accum(gen *g, int u0, int u1, int mb, uint32_t after)
     };
     uint32_t id = trace_add_op(g->t, g->rank, &op, &after, 1);
     trace_set_host(g->t, g->rank, id, (uint32_t)(2 * tensors), false);
+    trace_add_mem(g->t, g->rank, id, PLAN_MEM_BUFFERS, 4 * largest, false);
+    trace_add_mem(g->t, g->rank, id, PLAN_MEM_BUFFERS, -4 * largest, true);
     return id;
 }
 
@@ -396,9 +401,10 @@ void plan__persistent(gen *g, plan_mem *m)
     m->bytes[PLAN_MEM_PARAMS] =
         (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : shard) + whole : weights);
     m->bytes[PLAN_MEM_GRADS] = (int64_t)((g->zero >= 2 ? sharded : trained) * g->gbytes);
-    /* cast_add (zero <= 1, validated): the 16-bit gradients stay beside the fp32 buffer */
+    /* cast_add (zero <= 1, validated): the fp32 buffer, whatever the reduction's dtype (a bf16
+     * reduction casts it first), and the 16-bit gradients beside it */
     if (t->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
-        m->bytes[PLAN_MEM_GRADS] += (int64_t)(trained * g->wbytes);
+        m->bytes[PLAN_MEM_GRADS] = (int64_t)(trained * (4 + g->wbytes));
     m->bytes[PLAN_MEM_OPTIMIZER] =
         g->sc->parallel.offload.optimizer != PLAN_OFFLOAD_NONE
             ? 0 /* states and master weights in host memory (or on its drives) */

@@ -109,6 +109,34 @@ int plan__param_tensors(const gen *g, model_block blk)
     return n;
 }
 
+typedef struct tensor_stats {
+    int64_t largest, sum;
+} tensor_stats;
+
+static void tensor_stat(int64_t numel, int count, void *ud)
+{
+    tensor_stats *st = ud;
+    st->largest = SIM_MAX(st->largest, numel);
+    st->sum += (int64_t)count * numel;
+}
+
+/* The elements of unit `u`'s largest parameter tensor on this rank (ds_tensors; the
+ * embedding's token or position table and an untied LM head from unit.trainable, less the
+ * tensors listed beside them). */
+int64_t plan__largest_param_tensor(const gen *g, const unit *u)
+{
+    const model_spec *m = &g->model;
+    if (u->blk == MODEL_BLOCK_EMBED) {
+        int64_t pos = m->position == MODEL_POS_LEARNED ? (int64_t)m->max_seq_len * m->hidden : 0;
+        return SIM_MAX(u->trainable - pos, pos);
+    }
+    tensor_stats st = {0};
+    ds_tensors(g, u->blk, tensor_stat, &st);
+    if (u->blk == MODEL_BLOCK_HEAD)
+        st.largest = SIM_MAX(st.largest, u->trainable - st.sum);
+    return st.largest;
+}
+
 /* DeepSpeed ZeRO-3 keeps whole, on every rank, each parameter tensor of at most
  * persistence_threshold elements (stage3_param_persistence_threshold): of ds_tensors, the
  * elements kept. */

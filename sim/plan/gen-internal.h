@@ -325,6 +325,7 @@ double plan__offloaded_activations(const gen *g);
 void plan__gen_fsdp(gen *g);
 int64_t plan__ds_persistent(const gen *g, model_block blk);
 int plan__param_tensors(const gen *g, model_block blk);
+int64_t plan__largest_param_tensor(const gen *g, const unit *u);
 /* DeepSpeed ZeRO-3's release rule (fsdp.c, parallel.fsdp.max_reuse_distance): per unit, the
  * share of its gathered dense bytes gathered again for its backward (bwd[]) and again after
  * its recomputed forward (rc[]; 0 without full or per-op recompute). */

@@ -516,43 +516,69 @@ def frameworks():
 
 def deepspeed_stage0():
     # ZeRO stage 0 (the default): DeepSpeed's engine reduces the gradients after the backward
-    # (ddp.overlap false). With bf16 it runs BF16_Optimizer: fp32 accumulation of each
-    # micro-batch's bf16 gradients (grad_accumulation cast_add), the fp32 buffer reduced
-    # (grad_dtype fp32), the optimizer sharded (zero 1), and a communication_data_type left
-    # out; with fp16 (FP16_Optimizer) the overlap, and the communication_data_type as the
-    # gradients' dtype; at stage 1 with no overlap_comm, overlap false too (DeepSpeed's
-    # default below stage 3) and BF16_Optimizer not. Each scenario then runs and fits: Qwen3-0.6B on one DGX A100
-    # (dgx-a100.yaml, 8 GPUs, 64 sequences of 2 a step, 1,024 tokens).
+    # (ddp.overlap false), and so do stages 1 and 2 without overlap_comm (its default below
+    # stage 3). bf16 with data_types.grad_accum_dtype fp32 at stage 0, or at stage 1 without
+    # an offload, runs BF16_Optimizer: each micro-batch's bf16 gradients accumulated into an
+    # fp32 buffer (grad_accumulation cast_add), the optimizer sharded (zero 1); the reduction
+    # keeps communication_data_type (bf16 here, DeepSpeed's default with bf16 since 0.9.2).
+    # Without grad_accum_dtype (DeepSpeed's bf16 default since 0.17.6), with fp16, at stage 2
+    # or with the optimizer offloaded, it does not. Each scenario then runs and fits: Qwen3-0.6B
+    # on one DGX A100 (dgx-a100.yaml, 8 GPUs, 64 sequences of 2 a step, 1,024 tokens).
     topo = os.path.join(root, "topologies", "dgx-a100.yaml")
+    acc32 = {"data_types": {"grad_accum_dtype": "fp32"}}
+    cases = (
+        ("bf16-acc32", {"bf16": {"enabled": True}, **acc32},
+         ["zero: 1", "grad_accumulation: cast_add", "grad_dtype: bf16", "overlap: false"], []),
+        ("bf16-acc32-stage1", {"bf16": {"enabled": True}, "zero_optimization": {"stage": 1}, **acc32},
+         ["zero: 1", "grad_accumulation: cast_add", "overlap: false"], []),
+        ("bf16", {"bf16": {"enabled": True}}, ["overlap: false", "grad_dtype: bf16"],
+         ["zero:", "grad_accumulation"]),
+        ("fp16-acc32", {"fp16": {"enabled": True}, **acc32}, ["overlap: false"],
+         ["zero:", "grad_accumulation"]),
+        ("bf16-acc32-stage2", {"bf16": {"enabled": True}, "zero_optimization": {"stage": 2}, **acc32},
+         ["zero: 2", "overlap: false"], ["grad_accumulation"]),
+        ("bf16-acc32-offload", {"bf16": {"enabled": True}, **acc32, "zero_optimization":
+                                {"stage": 1, "offload_optimizer": {"device": "cpu"}}},
+         ["zero: 1", "optimizer: cpu"], ["grad_accumulation"]),
+        ("bf16-stage1-overlap", {"bf16": {"enabled": True},
+                                 "zero_optimization": {"stage": 1, "overlap_comm": True}},
+         ["overlap: true"], ["grad_accumulation"]))
     with tempfile.TemporaryDirectory() as tmp:
-        for prec, expect, absent in (
-                ("bf16", ["zero: 1", "grad_dtype: fp32", "grad_accumulation: cast_add",
-                          "overlap: false"], ["communication_data_type ("]),
-                ("fp16", ["overlap: false", "grad_dtype: bf16"], ["zero:", "grad_accumulation"]),
-                # stage 1 without overlap_comm: DeepSpeed's default is off below stage 3
-                ("bf16-stage1", ["zero: 1", "grad_dtype: bf16", "overlap: false"], ["grad_accumulation"])):
-            src = os.path.join(tmp, prec + ".json")
+        for name, extra, expect, absent in cases:
+            src = os.path.join(tmp, name + ".json")
             with open(src, "w") as f:
-                cfg = {"train_micro_batch_size_per_gpu": 2, "train_batch_size": 64,
-                       prec.split("-")[0]: {"enabled": True}, "communication_data_type": "bf16"}
-                if prec.endswith("stage1"):
-                    cfg["zero_optimization"] = {"stage": 1}
-                json.dump(cfg, f)
-            out = os.path.join(tmp, prec + ".yaml")
+                json.dump({"train_micro_batch_size_per_gpu": 2, "train_batch_size": 64,
+                           "communication_data_type": "bf16", **extra}, f)
+            out = os.path.join(tmp, name + ".yaml")
             rc, o, err = run("import", "deepspeed", src, "--topology", topo, "--model", "qwen3-0.6b",
                              "-o", out)
-            check(rc == 0, "deepspeed %s stage 0 imports: %s" % (prec, err))
+            check(rc == 0, "deepspeed %s imports: %s" % (name, err))
             if rc != 0:
                 continue
             text = open(out).read()
             body = text[text.index("name:"):]
             for e in expect:
                 check(re.search(r"^\s+" + re.escape(e), body, re.M) is not None,
-                      "deepspeed %s stage 0: %s in\n%s" % (prec, e, body))
+                      "deepspeed %s: %s in\n%s" % (name, e, body))
             for a in absent:
-                check(a not in body, "deepspeed %s stage 0: no %s in\n%s" % (prec, a, body))
+                check(re.search(r"^\s+" + re.escape(a), body, re.M) is None,
+                      "deepspeed %s: no %s in\n%s" % (name, a, body))
             rc, o, err = run("run", out, "--set", "training.seq_len=1024", "--steps", "1", "--json")
-            check(rc == 0 and json.loads(o).get("status") == "ok", "deepspeed %s runs: %s" % (prec, err[-300:]))
+            check(rc == 0 and json.loads(o).get("status") == "ok", "deepspeed %s runs: %s" % (name, err[-300:]))
+        # Accelerate's DeepSpeed plugin has no overlap_comm: below stage 3 DeepSpeed's default
+        # (off) holds; at stage 3 stepsim's overlap stands (ZeRO-3 overlaps in its model)
+        for stage, want in ((2, "false"), (3, None)):
+            src = os.path.join(tmp, "acc%d.yaml" % stage)
+            with open(src, "w") as f:
+                f.write("distributed_type: DEEPSPEED\nnum_processes: 8\nmixed_precision: bf16\n"
+                        "deepspeed_config:\n  zero_stage: %d\n" % stage)
+            out = os.path.join(tmp, "acc%d-out.yaml" % stage)
+            rc, o, err = run("import", "accelerate", src, "--topology", topo, "--model", "qwen3-0.6b",
+                             "-o", out)
+            body = open(out).read() if rc == 0 else ""
+            got = re.search(r"^    overlap: (\w+)", body, re.M)
+            check(rc == 0 and (got.group(1) if got else None) == want,
+                  "accelerate DeepSpeed stage %d: overlap %s in %s" % (stage, want, body or err))
 
 
 def aliases():

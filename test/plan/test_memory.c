@@ -303,7 +303,13 @@ static void test_loss_transient(void)
  * table, the final norm and the untied LM head: 21 tensors, 42 launches. The first gradient
  * bucket's reduce-scatter waits for the last accumulation. Memory: the fp32 buffer 4Ψ and the
  * bf16 gradients 2Ψ: grads 6Ψ = 690,048; the optimizer 12Ψ / 2 = 690,048; two fp32 buckets
- * in flight, min(2 x 25 MiB, 4Ψ) = 460,032. With `fused` (the default) there is no such op. */
+ * in flight, min(2 x 25 MiB, 4Ψ) = 460,032. While the op runs, the cast's fp32 temporary of
+ * the largest tensor (the 256 x 64 embedding or LM head, 16,384 elements) is a buffer: +65,536
+ * bytes at its start, -65,536 at its end. With `fused` (the default) there is no such op.
+ * With a bf16 reduction (grad_dtype bf16: the buffer cast before it) the grads stay 6Ψ and
+ * the buckets carry 2 bytes a gradient: min(2 x 25 MiB, 2Ψ) = 230,016.
+ * Pipelined (pp 2 on the 2 GPUs, 1F1B, 2 micro-batches), each stage's gradient send waits for
+ * its accumulation of the same micro-batch. */
 static void test_grad_accum(void)
 {
     static plan_scenario sc;
@@ -335,6 +341,14 @@ static void test_grad_accum(void)
                 CHECK_NEAR(o->bytes, 2070144, 0, 0);
                 CHECK_NEAR(o->flops, (double)PSI, 0, 0);
                 CHECK_INT_EQ(trace_host_of(tr, (uint32_t)i).launches, 42);
+                int64_t at_start = 0, at_end = 0;
+                for (uint32_t k = 0; k < o->n_mem; k++) {
+                    const trace_mem *e = &tr->mem[o->mem_first + k];
+                    if (e->cat == PLAN_MEM_BUFFERS)
+                        *(e->at_end ? &at_end : &at_start) += e->bytes;
+                }
+                CHECK_INT_EQ(at_start, 65536);
+                CHECK_INT_EQ(at_end, -65536);
                 found++;
                 last = (uint32_t)i;
             } else if (o->kind == TRACE_OP_COLL && !strcmp(name, "grad_bucket") && first_bucket) {
@@ -349,6 +363,49 @@ static void test_grad_accum(void)
         CHECK(!first_bucket);
         plan_destroy(p);
     }
+    tiny_scenario(&sc, 2);
+    sc.model = tiny_llama();
+    sc.parallel.dp = 2;
+    sc.parallel.zero = 1;
+    sc.parallel.ddp.overlap = false;
+    sc.training.global_batch = 6;
+    sc.training.grad_accumulation = PLAN_GRAD_ACCUM_CAST_ADD; /* grad_dtype bf16 */
+    plan *p = tiny_plan(&sc, false);
+    CHECK(p != NULL);
+    if (p) {
+        check_mem(&p->mem[0], 2 * PSI, 6 * PSI, 12 * PSI / 2, 2 * PSI, FRAMEWORK + NCCL);
+        plan_destroy(p);
+    }
+    tiny_scenario(&sc, 2);
+    sc.model = tiny_llama();
+    sc.parallel.pp = 2;
+    sc.parallel.ddp.overlap = false;
+    sc.training.global_batch = 2;
+    sc.training.grad_dtype = HW_DTYPE_FP32;
+    sc.training.grad_accumulation = PLAN_GRAD_ACCUM_CAST_ADD;
+    p = tiny_plan(&sc, true);
+    CHECK(p != NULL);
+    if (!p)
+        return;
+    int sends = 0;
+    for (int r = 0; r < 2; r++) {
+        const trace_rank *tr = &p->trace->ranks[r];
+        for (size_t i = 0; i < tr->n_ops; i++) {
+            const trace_op *o = &tr->ops[i];
+            if (strcmp(trace_name(p->trace, o->name), "pp.send_gradient"))
+                continue;
+            bool waits = false;
+            for (uint32_t k = 0; k < o->n_deps; k++) {
+                const trace_op *d = &tr->ops[tr->deps[o->dep_first + k]];
+                waits = waits || (!strcmp(trace_name(p->trace, d->name), "grad_accum") &&
+                                  d->microbatch == o->microbatch);
+            }
+            CHECK(waits);
+            sends++;
+        }
+    }
+    CHECK_INT_EQ(sends, 2); /* stage 1 sends each of its 2 micro-batches' gradient back */
+    plan_destroy(p);
 }
 
 int main(void)
