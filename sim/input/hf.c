@@ -4,7 +4,7 @@
  * resolved scenario carries stepsim's keys.
  *
  * Families (model_type): llama, mistral, qwen2, qwen3 (QK-norm), mixtral, qwen3_moe,
- * deepseek_v3 (MLA, shared experts, first dense layers), gpt2, gpt_neox. A field that
+ * deepseek_v3 (MLA, shared experts, first dense layers), gpt2, gpt_neox, bloom. A field that
  * changes what stepsim counts and that it cannot represent is an error naming it; a field
  * known not to change FLOPs or memory is listed as ignored, and so is one stepsim does not
  * know (the note says which). */
@@ -17,7 +17,15 @@
 
 #include "input/keys.h"
 
-typedef enum hf_kind { HF_LLAMA, HF_MIXTRAL, HF_QWEN3_MOE, HF_DEEPSEEK_V3, HF_GPT2, HF_NEOX } hf_kind;
+typedef enum hf_kind {
+    HF_LLAMA,
+    HF_MIXTRAL,
+    HF_QWEN3_MOE,
+    HF_DEEPSEEK_V3,
+    HF_GPT2,
+    HF_NEOX,
+    HF_BLOOM
+} hf_kind;
 
 static const struct {
     const char *model_type;
@@ -35,6 +43,7 @@ static const struct {
     {"deepseek_v3", HF_DEEPSEEK_V3, false, false, false},
     {"gpt2", HF_GPT2, false, false, true},
     {"gpt_neox", HF_NEOX, false, false, false},
+    {"bloom", HF_BLOOM, false, false, true},
 };
 
 /* Fields known not to change FLOPs or memory (tokens, initialisation, numerics, RoPE's
@@ -54,7 +63,10 @@ static const char *const harmless[] = {
     "use_parallel_residual", "rotary_pct", "rotary_emb_base", "classifier_dropout",
     "tie_word_embeddings", "max_position_embeddings", "n_ctx", "id2label", "label2id",
     "rope_interleave", "partial_rotary_factor", "head_dim", "hidden_act",
-    "activation_function", "attention_bias", "mlp_bias", "layer_types"};
+    "activation_function", "attention_bias", "mlp_bias", "layer_types",
+    /* BLOOM's: fused kernels and numerics, the ALiBi offset, Megatron-DeepSpeed's knobs */
+    "masked_softmax_fusion", "slow_but_exact", "offset_alibi", "attention_softmax_in_fp32",
+    "bias_dropout_fusion", "skip_bias_add", "skip_bias_add_qkv", "unk_token_id", "seq_length"};
 
 typedef struct hf {
     input_yarena *a;
@@ -309,6 +321,45 @@ static int neox(hf *h)
     return 0;
 }
 
+/* BloomConfig: n_embed (or hidden_size), n_layer, n_head, a GeLU MLP of 4 x hidden, LayerNorm,
+ * ALiBi, biases, query_key_value one tensor, a LayerNorm on the word embeddings
+ * (word_embeddings_layernorm); tied by default. */
+static int bloom(hf *h)
+{
+    const input_ynode *e = field(h, "n_embed"), *hs = field(h, "hidden_size");
+    if (e && hs && (e->kind != INPUT_YSCALAR || hs->kind != INPUT_YSCALAR ||
+                    strcmp(e->text, hs->text) != 0))
+        return error_at(h, hs, "hidden_size and n_embed differ; BLOOM's config takes n_embed");
+    const char *width = e ? "n_embed" : "hidden_size";
+    copy(h, "hidden", width);
+    copy(h, "layers", input_ymap_find(h->cfg, "num_hidden_layers") ? "num_hidden_layers"
+                                                                   : "n_layer");
+    copy(h, "heads", input_ymap_find(h->cfg, "num_attention_heads") ? "num_attention_heads"
+                                                                    : "n_head");
+    copy(h, "vocab", "vocab_size");
+    const input_ynode *w = e ? e : hs;
+    long long hidden = int_of(w, 0);
+    if (hidden > 0 && hidden < (1LL << 40))
+        put_int(h, "ffn", 4 * hidden, w); /* dense_h_to_4h */
+    else /* no default from a bad width: the schema refuses hidden at the field */
+        copy(h, "ffn", width);
+    const input_ynode *inner = field(h, "n_inner"); /* BloomConfig keeps it, unused */
+    if (inner)
+        return error_at(h, inner, "n_inner: BLOOM's MLP is 4 x its width, which the model class "
+                        "builds whatever this says; leave it null");
+    const input_ynode *post = field(h, "apply_residual_connection_post_layernorm");
+    if (post && is_true(post))
+        return error_at(h, post, "apply_residual_connection_post_layernorm: true (the residual "
+                        "taken after the norm) is not supported yet");
+    put_text(h, "activation", "gelu", NULL);
+    put_text(h, "norm", "layernorm", NULL);
+    put_text(h, "position", "alibi", NULL);
+    put_text(h, "bias", "true", NULL);
+    put_text(h, "qkv_fused", "true", NULL); /* query_key_value: one tensor */
+    put_text(h, "embed_norm", "true", NULL); /* word_embeddings_layernorm */
+    return 0;
+}
+
 /* Fields that describe something stepsim leaves out on purpose, with why. */
 static const struct {
     const char *name, *why;
@@ -408,6 +459,8 @@ int input__hf_model(input_yarena *a, const input_ynode *cfg, const char *name, i
         rc = gpt2(&h);
     else if (kind == HF_NEOX)
         rc = neox(&h);
+    else if (kind == HF_BLOOM)
+        rc = bloom(&h);
     else
         rc = llama_body(&h, families[fam].qkv_bias);
     static const char *const drop_llama[] = {"attention_dropout"};
@@ -415,7 +468,8 @@ int input__hf_model(input_yarena *a, const input_ynode *cfg, const char *name, i
     static const char *const drop_neox[] = {"attention_dropout", "hidden_dropout"};
     if (!rc)
         rc = kind == HF_GPT2   ? dropout(&h, drop_gpt2, SIM_ARRAY_LEN(drop_gpt2))
-             : kind == HF_NEOX ? dropout(&h, drop_neox, SIM_ARRAY_LEN(drop_neox))
+             : kind == HF_NEOX || kind == HF_BLOOM
+                 ? dropout(&h, drop_neox, SIM_ARRAY_LEN(drop_neox))
                                : dropout(&h, drop_llama, SIM_ARRAY_LEN(drop_llama));
     if (!rc && families[fam].qk_norm)
         put_text(&h, "qk_norm", "true", mt);

@@ -777,6 +777,8 @@ static int megatron(import_ctx *c)
                     vf ? vf : tt, "50257");
     if ((v = import__get(c, "use-flash-attn")))
         import__set(c, "training.flash_attention", "--use-flash-attn", v, "true");
+    if ((v = import__get(c, "embed-layernorm"))) /* Megatron-DeepSpeed's (BLOOM) */
+        import__set(c, "model.embed_norm", "--embed-layernorm", v, "true");
     if (import__get(c, "num-experts"))
         import__set(c, "model.moe.dense_layers", "--num-experts (every layer MoE)", NULL, "0");
     static const char *const why[] = {

@@ -848,6 +848,7 @@ static const input_key model_keys[] = {
     {.name = "dropout", .type = INPUT_K_FLOAT, .offset = MO(dropout),
      .flags = INPUT_KEY_MIN | INPUT_KEY_MAX_EXCL, .min = 0, .max = 1},
     {.name = "tied_embeddings", .type = INPUT_K_BOOL, .offset = MO(tied_embeddings)},
+    {.name = "embed_norm", .type = INPUT_K_BOOL, .offset = MO(embed_norm)},
     {.name = "qk_norm", .type = INPUT_K_BOOL, .offset = MO(qk_norm)},
     {.name = "qkv_bias", .type = INPUT_K_BOOL, .offset = MO(qkv_bias)},
     {.name = "qkv_fused", .type = INPUT_K_BOOL, .offset = MO(qkv_fused)},

@@ -36,6 +36,7 @@ typedef struct dims {
     int64_t pos_rows; /* rows of the learned position table: max_seq_len (0 if unset) */
     bool learned_pos, swiglu, dropout, bias, qkv_bias, qk_norm, tied, rope;
     bool alibi;       /* ALiBi: unfused attention adds the bias to its scores (attn_core_fwd) */
+    bool embed_norm;  /* a norm on the embeddings (model_spec.embed_norm) */
     bool rmsnorm;     /* the hidden norms are RMSNorms (q/k norms always are) */
     /* attention: d is the query/key head dim (MLA: the non-rotary part, qk_nope), dv the
      * value head dim (d for MHA); MLA adds the decoupled rotary dim dr and the query and

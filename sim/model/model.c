@@ -85,6 +85,7 @@ void model__spec_dims(const model_spec *m, dims *o)
     o->learned_pos = m->position == MODEL_POS_LEARNED;
     o->rope = m->position == MODEL_POS_ROPE;
     o->alibi = m->position == MODEL_POS_ALIBI;
+    o->embed_norm = m->embed_norm;
     o->pos_rows = o->learned_pos ? m->max_seq_len : 0;
     o->swiglu = m->activation == MODEL_ACT_SWIGLU;
     o->rmsnorm = m->norm == MODEL_NORM_RMSNORM;
@@ -442,7 +443,7 @@ void model__residual_op(model_op_list *l, const dims *D, const char *name)
 
 /* ---- blocks ------------------------------------------------------------------------- */
 
-static void embed_ops(const dims *D, model_phase ph, model_op_list *l)
+static void embed_ops(const model_spec *m, const dims *D, model_phase ph, model_op_list *l)
 {
     double Th = D->T * (double)D->h;
     int64_t table = D->v_r * D->h;
@@ -461,10 +462,16 @@ static void embed_ops(const dims *D, model_phase ph, model_op_list *l)
             native_op(l, native_pointwise(D), "pos_embed",
                       Th * (1 + (D->dropout ? FLOPS_DROPOUT : 0)),
                       (2 * Th + D->s * (double)D->h) * D->ea + (D->dropout ? Th : 0), 0);
+        /* the embedding norm, on the summed (with SP, scattered) embeddings; the embedding
+         * dropout, after it in Megatron-DeepSpeed, is counted in the kernels above */
+        if (D->embed_norm)
+            hidden_norm(l, m, D, "embed_norm", ph);
         return;
     }
     if (D->frozen)
         return; /* LoRA: the embedding (and position table) is frozen; nothing to do */
+    if (D->embed_norm) /* first: the gradient of the norm's input feeds the tables' */
+        hidden_norm(l, m, D, "embed_norm.bwd", ph);
     if (D->learned_pos)
         /* Sum of the T position gradients into the table (replicated over TP): reads dY,
          * zero-fills and writes the table's gradient (at least the s rows touched). Its
@@ -815,7 +822,7 @@ void model_block_ops(const model_spec *m, const model_shape *sh, model_block blk
     model__shape_dims(m, sh, &D);
     out->n = 0;
     switch (blk) {
-    case MODEL_BLOCK_EMBED: embed_ops(&D, phase, out); break;
+    case MODEL_BLOCK_EMBED: embed_ops(m, &D, phase, out); break;
     case MODEL_BLOCK_MOE: break; /* above */
     case MODEL_BLOCK_LAYER:
         if (phase == MODEL_PHASE_FWD)
@@ -854,7 +861,7 @@ void model_count_params(const model_spec *m, model_params *out)
     dims D;
     model__spec_dims(m, &D);
     int64_t h = D.h;
-    out->embedding = D.vocab * h + D.pos_rows * h;
+    out->embedding = D.vocab * h + D.pos_rows * h + (D.embed_norm ? D.norm_params : 0);
     out->per_layer = model__attn_part_params(&D) + model__mlp_params(&D, D.ffn);
     out->final_norm = D.norm_params;
     out->head = D.tied ? 0 : D.vocab * h;

@@ -36,6 +36,9 @@ typedef struct model_spec {
     model_position position;
     double dropout;
     bool tied_embeddings;
+    bool embed_norm; /* a norm (model.norm's kind) on the embeddings before the first layer:
+                        BLOOM's word_embeddings_layernorm, Megatron-DeepSpeed's
+                        --embed-layernorm */
     int max_seq_len; /* learned positions: rows of the position table; 0 = seq_len */
     struct {
         int experts; /* 0 = dense model */
@@ -248,7 +251,7 @@ void model_block_ops(const model_spec *m, const model_shape *sh, model_block blk
                      model_phase phase, model_op_list *out);
 
 typedef struct model_params {
-    int64_t embedding;  /* token embedding (+ learned position table) */
+    int64_t embedding;  /* token embedding (+ learned position table, + embedding norm) */
     int64_t per_layer;  /* one transformer layer */
     int64_t final_norm;
     int64_t head;       /* LM head; 0 when tied to the embedding */

@@ -16,8 +16,9 @@
  * each tensor on its own): per layer the first norm's weight (and LayerNorm bias), the q,
  * k and v matrices and biases (one of each with model.qkv_fused), q/k norms, the o matrix
  * and bias, the second norm, the gate and up matrices and biases, the down matrix and bias;
- * the final norm in the head. MLA layers' own matrices, LoRA adapters and QLoRA's base
- * matrices are not listed. Calls `each(numel, count, ud)` per run of alike tensors. */
+ * the final norm in the head; the embedding norm (model.embed_norm) in the embedding, whose
+ * tables are not listed. MLA layers' own matrices, LoRA adapters and QLoRA's base matrices
+ * are not listed. Calls `each(numel, count, ud)` per run of alike tensors. */
 static void ds_tensors(const gen *g, model_block blk, void (*each)(int64_t, int, void *),
                        void *ud)
 {
@@ -28,6 +29,8 @@ static void ds_tensors(const gen *g, model_block blk, void (*each)(int64_t, int,
         each(h, norm_tensors, ud);
         return;
     }
+    if (blk == MODEL_BLOCK_EMBED && m->embed_norm)
+        each(h, norm_tensors, ud);
     if (blk != MODEL_BLOCK_LAYER)
         return;
     each(h, norm_tensors, ud);
@@ -121,17 +124,17 @@ static void tensor_stat(int64_t numel, int count, void *ud)
 }
 
 /* The elements of unit `u`'s largest parameter tensor on this rank (ds_tensors; the
- * embedding's token or position table and an untied LM head from unit.trainable, less the
+ * embedding's token and position tables and an untied LM head from unit.trainable, less the
  * tensors listed beside them). */
 int64_t plan__largest_param_tensor(const gen *g, const unit *u)
 {
     const model_spec *m = &g->model;
-    if (u->blk == MODEL_BLOCK_EMBED) {
-        int64_t pos = m->position == MODEL_POS_LEARNED ? (int64_t)m->max_seq_len * m->hidden : 0;
-        return SIM_MAX(u->trainable - pos, pos);
-    }
     tensor_stats st = {0};
     ds_tensors(g, u->blk, tensor_stat, &st);
+    if (u->blk == MODEL_BLOCK_EMBED) {
+        int64_t pos = m->position == MODEL_POS_LEARNED ? (int64_t)m->max_seq_len * m->hidden : 0;
+        return SIM_MAX(SIM_MAX(u->trainable - pos - st.sum, pos), st.largest);
+    }
     if (u->blk == MODEL_BLOCK_HEAD)
         st.largest = SIM_MAX(st.largest, u->trainable - st.sum);
     return st.largest;

@@ -87,6 +87,26 @@ def hf():
     rc, out, err = run("mem", one, "--set", "model=" + os.path.join(hfdir, "qwen2.5-7b"), "--json")
     o = json.loads(out) if out else {}
     check(o.get("mem_bytes", {}).get("params") == 2 * 7615616512, "qwen2.5-7b parameters: %s" % out[:200])
+    # BLOOM-560m (bigscience/bloom-560m's config as BloomConfig prints it): per layer 12h^2 +
+    # 13h at h = 1,024: 12,596,224; 24 layers 302,309,376; token embedding 250,880 x 1,024 =
+    # 256,901,120 (tied to the head) and its LayerNorm (word_embeddings_layernorm,
+    # model.embed_norm) 2,048; ALiBi, no position table; final LayerNorm 2,048: 559,214,592
+    # parameters (the model card's 559M), 2 bytes each in bf16
+    rc, out, err = run("mem", one, "--set", "model=" + os.path.join(hfdir, "bloom-560m"), "--json")
+    o = json.loads(out) if out else {}
+    check(o.get("mem_bytes", {}).get("params") == 2 * 559214592, "bloom-560m parameters: %s %s"
+          % (out[:200], err))
+    # refused at the field: the residual after the norm, an MLP width other than 4h
+    with tempfile.TemporaryDirectory() as tmp:
+        for extra, want in (({"apply_residual_connection_post_layernorm": True},
+                             "apply_residual_connection_post_layernorm: true"),
+                            ({"n_inner": 3000}, "n_inner: BLOOM's MLP is 4 x its width")):
+            cfg = dict(json.load(open(os.path.join(hfdir, "bloom-560m", "config.json"))), **extra)
+            path = os.path.join(tmp, "config.json")
+            with open(path, "w") as f:
+                json.dump(cfg, f, indent=1)
+            rc, out, err = run("check", one, "--set", "model=" + path)
+            check(rc == 2 and want in err and ": error:" in err, "bloom %s refused: %s" % (extra, err))
     rc, out, err = run("check", one, "--set", "model=deepseek-v3", "--set", "model.qkv_bias=true")
     check(rc == 2 and "model.qkv_bias: q/k/v biases do not apply to MLA" in err, "qkv_bias with MLA: " + err)
     # refused, one error line at the field in config.json, with a hint
@@ -402,16 +422,18 @@ def frameworks():
         check(rc == 2 and "--fp8-recipe" in err and "mxfp8" in err and
               not os.path.exists(os.path.join(tmp, "f8mx.yaml")), "mxfp8 refused: " + err)
         # BLOOM's Megatron-DeepSpeed line: --position-embedding-type alibi is ALiBi (no
-        # position table: --max-position-embeddings not read), rotary is RoPE, and the old
-        # --checkpoint-activations is full recompute; a type stepsim has no model of is
-        # refused at its value (column len("--position-embedding-type ") + 1 = 27)
+        # position table: --max-position-embeddings not read), rotary is RoPE, the old
+        # --checkpoint-activations is full recompute, --embed-layernorm the embedding's norm;
+        # a type stepsim has no model of is refused at its value (column
+        # len("--position-embedding-type ") + 1 = 27)
         for ptype, pos in (("alibi", "alibi"), ("rotary", "rope"), ("absolute", "learned")):
             out6 = os.path.join(tmp, "pos-%s.yaml" % ptype)
             rc, o, err = run("import", "megatron", "--topology", os.path.join(fw, "a100-x16.yaml"),
                              "-o", out6, "--", line + " --position-embedding-type %s --checkpoint-activations"
-                             % ptype)
+                             " --embed-layernorm" % ptype)
             text = open(out6).read() if rc == 0 else ""
             check(rc == 0 and re.search(r"^  position: %s\b" % pos, text, re.M) and
+                  re.search(r"^  embed_norm: true\b", text, re.M) and
                   re.search(r"^  recompute: full\b", text, re.M) and
                   (re.search(r"^  max_seq_len:", text, re.M) is not None) == (pos == "learned"),
                   "megatron --position-embedding-type %s: %s\n%s" % (ptype, err, text))

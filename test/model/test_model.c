@@ -678,6 +678,26 @@ static void test_generalised_activations(void)
     model_spec g = gpt(96, 12288, 96, 50257, 2048);
     sh = shape(1, 2048, 1, false, false);
     CHECK_NEAR(model_embed_activation_bytes(&g, &sh), 2048.0 * (8 + 12288), 0, 0);
+    /* An embedding norm (BLOOM's word_embeddings_layernorm: model.embed_norm) keeps its
+     * 16-bit input as a layer's norm does, 2 x 12,288 bytes a token more: 8 + 12,288 +
+     * 24,576 = 36,872; its LayerNorm weight and bias, 2 x 12,288 = 24,576 parameters, join
+     * the embedding's count. Forward: the norm after the position add (T x h elements, 7
+     * FLOPs each: 2,048 x 12,288 x 7 = 176,160,768); backward: its gradient first, carrying
+     * the 24,576 parameters' gradients. */
+    model_params before, after_p;
+    model_count_params(&g, &before);
+    g.embed_norm = true;
+    model_count_params(&g, &after_p);
+    CHECK_INT_EQ(after_p.embedding - before.embedding, 24576);
+    CHECK_INT_EQ(after_p.total - before.total, 24576);
+    CHECK_NEAR(model_embed_activation_bytes(&g, &sh), 2048.0 * 36872, 0, 0);
+    model_op_list l;
+    model_block_ops(&g, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_FWD, &l);
+    CHECK(l.n == 3 && find(&l, "pos_embed") + 1 == find(&l, "embed_norm"));
+    CHECK_NEAR(find(&l, "embed_norm")->flops, 176160768.0, 0, 0);
+    model_block_ops(&g, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_BWD, &l);
+    CHECK(l.n == 3 && !strcmp(l.op[0].name, "embed_norm.bwd"));
+    CHECK_INT_EQ(l.op[0].grad_params, 24576);
 }
 
 /* ---- fine-tuning: LoRA and QLoRA ---------------------------------------------------------- */

@@ -16,9 +16,9 @@ a published time). About a minute on 2 cores.
 
 The mapping (docs/validation.md, "Cross-checks outside the tables", says the same):
 - the model: BLOOM's architecture at each row's shape (GeLU MLP of 4h, LayerNorm, biases,
-  q, k and v one tensor, tied embeddings, ALiBi: `position: alibi`), vocabulary 250,880,
-  dropout 0.1 (the scripts pass no dropout flag: Megatron's default); the embedding's
-  LayerNorm (--embed-layernorm, one LayerNorm of the embedding output) is not modelled;
+  q, k and v one tensor, tied embeddings, ALiBi: `position: alibi`, the embedding's
+  LayerNorm: `embed_norm`, --embed-layernorm), vocabulary 250,880, dropout 0.1 (the scripts
+  pass no dropout flag: Megatron's default);
 - Megatron-LM's kernels of 2022 (no flash attention: the fused scale-mask-softmax; Apex's
   LayerNorm; the jit-fused bias-GeLU and bias-dropout-add), full recompute re-running whole
   layers, TP without sequence parallelism, its input-gradient all-reduce not beside the
@@ -35,8 +35,7 @@ The mapping (docs/validation.md, "Cross-checks outside the tables", says the sam
 - the cluster: 8 A100 80GB per node on NVSwitch, 4 x 100 Gb/s Omni-Path per node (the BLOOM
   paper; the repository says "4 OmniPath links"), the fabric taken as non-blocking.
 Not modelled: CUDA_LAUNCH_BLOCKING's host waits (the run's README: "a tiny impact or no
-impact at all"), the embedding LayerNorm, --layernorm-tp-auto-sync (the reshaping rows),
-data loading.
+impact at all"), --layernorm-tp-auto-sync (the reshaping rows), data loading.
 """
 import csv
 import json
@@ -67,6 +66,7 @@ model:
   activation: gelu
   norm: layernorm
   position: alibi
+  embed_norm: true
   dropout: 0.1
   tied_embeddings: true
   bias: true
