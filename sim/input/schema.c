@@ -186,7 +186,13 @@ int input_schema_enum(input_schema_ctx *ctx, const char *what, const input_ynode
                         n->text, sug);
     else
         input_schema_error(ctx, SIM_EINVAL, n, "%s: unknown value '%s'", what, n->text);
-    sim_diag_hint(ctx->diag, "one of: %s", list);
+    /* a count where the kind of accumulation goes: the frameworks' accumulation steps */
+    if (strstr(what, "grad_accumulation") && n->text[0] && strspn(n->text, "0123456789") ==
+                                                             strlen(n->text))
+        sim_diag_hint(ctx->diag, "one of: %s (how gradients accumulate; the micro-batches a "
+                                 "step are training.global_batch / (micro_batch x dp))", list);
+    else
+        sim_diag_hint(ctx->diag, "one of: %s", list);
     return SIM_EINVAL;
 }
 

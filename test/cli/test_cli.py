@@ -2296,6 +2296,10 @@ def moe():
     for extra in ([], ["--set", "training.grad_dtype=fp32"]):
         rc, out, err = run("check", ddp, *cast, *extra)
         check(rc == 0, "cast_add, gradients reduced after the backward %s: %s" % (extra, err))
+    # a count of accumulation steps where the kind goes: the hint says where the count is
+    rc, out, err = run("check", ddp, "--set", "training.grad_accumulation=4")
+    check(rc == 2 and "unknown value '4'" in err and "training.global_batch / (micro_batch x dp)"
+          in err, "grad_accumulation: 4 points at the batch: " + err)
     # fp16 on a GPU that has it (ddp.yaml's ideal GPU gives bf16 alone): the BLOOM-like
     # corpus scenario on A100s
     bloomish = os.path.join(root, "test", "fuzz", "corpus", "scenario", "deepspeed-bf16-alibi.yaml")
