@@ -105,7 +105,8 @@ void cli__plan_candidates(const plan_scenario *sc, int gpus, int per_node, int64
                 continue;
             for (int cp = 1; cp <= 8; cp *= 2) {
                 if (!divides(cp, gpus / tp / pp) || (cp > 1 && sc->training.seq_len < 16384) ||
-                    sc->training.seq_len % (2 * cp) || (cp > 1 && !sc->training.flash_attention))
+                    sc->training.seq_len % (2 * cp) || (cp > 1 && !sc->training.flash_attention) ||
+                    (cp > 1 && m->position == MODEL_POS_ALIBI))
                     continue;
                 int dp = gpus / tp / pp / cp;
                 for (int ep = 1; ep <= dp; ep++) {

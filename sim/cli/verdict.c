@@ -50,24 +50,30 @@ cand *verdict__push(cand_list *l, const char *what)
     return x;
 }
 
-/* A remedy that leaves DeepSpeed's BF16_Optimizer (training.grad_accumulation: cast_add)
- * behind: DeepSpeed runs it only for full bf16 training without ZeRO-2/3 or an offloaded
- * optimizer; with LoRA adapters, ZeRO-2/3 or the optimizer on the CPU its other optimizers
- * run, whose accumulation stepsim charges as `fused`. Adds that change where `r` makes one
- * of those. */
+/* A remedy under DeepSpeed's BF16_Optimizer (training.grad_accumulation: cast_add), which
+ * DeepSpeed runs only for full bf16 training without ZeRO-2/3 or an offloaded optimizer: one
+ * that leaves those behind (LoRA adapters, ZeRO-2/3, the optimizer on the CPU, another
+ * precision) runs DeepSpeed's other optimizers, whose accumulation stepsim charges as
+ * `fused`; one that pipelines a scenario whose pp-1 schedule is not 1F1B runs DeepSpeed's
+ * pipeline engine, 1F1B. Adds those changes where `r` makes one. */
 void cli_remedy_leave_bf16_optimizer(const plan_scenario *sc, results_remedy *r)
 {
     if (sc->training.grad_accumulation != PLAN_GRAD_ACCUM_CAST_ADD)
         return;
-    bool leaves = false;
-    for (int k = 0; k < r->n_changes; k++)
+    bool leaves = false, pipelines = false, chosen = false;
+    for (int k = 0; k < r->n_changes; k++) {
         leaves = leaves ||
                  (!strcmp(r->key[k], "training.finetune.method") && strcmp(r->value[k], "full")) ||
                  (!strcmp(r->key[k], "parallel.offload.optimizer") && strcmp(r->value[k], "none")) ||
                  (!strcmp(r->key[k], "parallel.zero") && atoi(r->value[k]) >= 2) ||
                  !strcmp(r->key[k], "training.precision");
+        pipelines = pipelines || (!strcmp(r->key[k], "parallel.pp") && atoi(r->value[k]) > 1);
+        chosen = chosen || !strcmp(r->key[k], "parallel.pipeline.schedule");
+    }
     if (leaves)
         cli_remedy_set(r, "training.grad_accumulation", "fused");
+    else if (pipelines && !chosen && sc->parallel.pipeline.schedule != PLAN_SCHED_1F1B)
+        cli_remedy_set(r, "parallel.pipeline.schedule", "1f1b");
 }
 
 void cli_remedy_set(results_remedy *r, const char *key, const char *fmt, ...)
@@ -204,6 +210,9 @@ void verdict__generate(const plan_scenario *sc, int64_t global_batch, int topolo
         if (par->dp % f == 0) {
             x = verdict__push(l, "pipeline stages out of the data-parallel ranks");
             cli_remedy_set(&x->r, "parallel.pp", "%d", par->pp * f);
+            /* a scenario's own split of the layers fits its own pipeline only */
+            if (par->pipeline.n_stage_layers > 0)
+                cli_remedy_set(&x->r, "parallel.pipeline.stage_layers", "auto");
             set_dp(&x->r, par, par->dp / f);
             cli_remedy_set(&x->r, "training.global_batch", "%lld", gb);
             /* ZeRO keeps sharding within each stage, but DeepSpeed's pipeline engine and

@@ -109,38 +109,20 @@ static int deepspeed(import_ctx *c)
                                   "parallel.offload.optimizer");
     rc = rc ? rc : offload_device(c, "zero_optimization.offload_param.device",
                                   "parallel.offload.params");
-    const input_ynode *ov = import__get(c, "zero_optimization.overlap_comm");
-    if (!rc && stage >= 1 && stage <= 2) /* DeepSpeed's default: overlap_comm below stage 3 off */
-        import__set(c, "parallel.ddp.overlap",
-                    ov ? "zero_optimization.overlap_comm"
-                       : "no zero_optimization.overlap_comm (false below stage 3)",
-                    ov ? ov : st, "%s", import__bool(ov) ? "true" : "false");
-    else if (ov && stage == 0)
-        import__unmapped(c, "zero_optimization.overlap_comm", "a ZeRO option: at stage 0 "
-                                                              "DeepSpeed reduces after the "
-                                                              "backward");
-    else if (ov)
-        import__unmapped(c, "zero_optimization.overlap_comm", "ZeRO-3's gathers and reductions "
-                                                              "overlap compute in stepsim's model");
-    /* Stage 0 (ZeRO off, the default): DeepSpeed's engine reduces the gradients once the
-     * backward has run (allreduce_gradients at the accumulation boundary; its pipeline
-     * engine's ReduceGrads after the last backward), never during it. */
-    if (!rc && stage == 0)
-        import__set(c, "parallel.ddp.overlap",
-                    st ? "zero_optimization.stage 0" : "no zero_optimization.stage (0)", st,
-                    "false");
-    /* BF16_Optimizer with an fp32 buffer (engine.py: bf16 at stage 0, or at stage 1 without
-     * an offload, with data_types.grad_accum_dtype fp32): each micro-batch's bf16 gradients
-     * cast and added into the buffer (update_hp_grads), the fp32 master weights and Adam
-     * states sharded over the data-parallel ranks ("its own zero stage 1 equivalent"). The
-     * accumulation dtype's default is DeepSpeed's of 0.17.6 on, bf16; earlier releases ran
-     * this for bf16 at stage 0 unasked (docs/import.md). */
+    /* BF16_Optimizer with an fp32 buffer (engine.py: bf16 with data_types.grad_accum_dtype
+     * fp32 at stage 1 without an offloaded optimizer, and at stage 0 in DeepSpeed before
+     * 0.18.5, which refuses that mix; before 0.17.6 bf16 at stage 0 ran it unasked): each
+     * micro-batch's bf16 gradients cast and added into the buffer (update_hp_grads), the fp32
+     * master weights and Adam states sharded over the data-parallel ranks ("its own zero
+     * stage 1 equivalent"), the buffer reduced after the backward by allreduce_gradients in
+     * buckets of MEMORY_OPT_ALLREDUCE_SIZE (5e8 elements), overlap_comm or not. */
     const input_ynode *acc = import__get(c, "data_types.grad_accum_dtype");
-    bool offloaded = import__get(c, "zero_optimization.offload_optimizer.device") &&
-                     !import__text(import__get(c, "zero_optimization.offload_optimizer.device"),
-                                   "none");
-    if (!rc && import__bool(bf) && import__text(acc, "fp32") &&
-        (stage == 0 || (stage == 1 && !offloaded))) {
+    const input_ynode *od = import__get(c, "zero_optimization.offload_optimizer.device");
+    bool offloaded = od && !import__text(od, "none");
+    bool acc32 = import__text(acc, "fp32") || import__text(acc, "float32") ||
+                 import__text(acc, "float") || import__text(acc, "torch.float32");
+    bool bf16_opt = !rc && import__bool(bf) && acc32 && stage <= 1 && !offloaded;
+    if (bf16_opt) {
         import__set(c, "parallel.zero", "data_types.grad_accum_dtype fp32 (BF16_Optimizer)", acc,
                     "1");
         import__set(c, "training.grad_accumulation",
@@ -149,18 +131,54 @@ static int deepspeed(import_ctx *c)
         import__unmapped(c, "data_types.grad_accum_dtype", "gradients accumulated where "
                                                            "autograd or ZeRO puts them");
     }
+    /* when the gradients are reduced: stage 0's engine and BF16_Optimizer after the backward
+     * (allreduce_gradients at the accumulation boundary; the pipeline engine's ReduceGrads
+     * after the last backward); ZeRO-1/2 as overlap_comm says (off by default below stage
+     * 3) */
+    const input_ynode *ov = import__get(c, "zero_optimization.overlap_comm");
+    if (!rc && (stage == 0 || bf16_opt)) {
+        import__set(c, "parallel.ddp.overlap",
+                    bf16_opt ? "BF16_Optimizer (reduces after the backward)"
+                    : st     ? "zero_optimization.stage 0"
+                             : "no zero_optimization.stage (0)",
+                    bf16_opt ? acc : st, "false");
+        if (ov)
+            import__unmapped(c, "zero_optimization.overlap_comm",
+                             "a ZeRO option: the gradients are reduced after the backward");
+    } else if (!rc && stage <= 2) {
+        import__set(c, "parallel.ddp.overlap",
+                    ov ? "zero_optimization.overlap_comm"
+                       : "no zero_optimization.overlap_comm (false below stage 3)",
+                    ov ? ov : st, "%s", import__bool(ov) ? "true" : "false");
+    } else if (ov) {
+        import__unmapped(c, "zero_optimization.overlap_comm", "ZeRO-3's gathers and reductions "
+                                                              "overlap compute in stepsim's model");
+    }
     const input_ynode *rb = import__get(c, "zero_optimization.reduce_bucket_size");
+    const input_ynode *cd = import__get(c, "communication_data_type");
+    /* the reduction's bytes an element: communication_data_type's (16-bit by default) */
+    int eb = import__text(cd, "fp32") || import__text(cd, "float32") ? 4 : 2;
     long long x;
-    if (!rc && rb && !(rc = import__int(c, rb, "zero_optimization.reduce_bucket_size", &x))) {
+    if (!rc && (stage == 0 || bf16_opt)) {
+        /* allreduce_gradients' buckets: MEMORY_OPT_ALLREDUCE_SIZE, 5e8 elements */
+        import__set(c, "parallel.ddp.bucket", "5e8 elements (DeepSpeed's allreduce_gradients)",
+                    st, "%lld B", 500000000LL * eb);
+        if (rb)
+            import__unmapped(c, "zero_optimization.reduce_bucket_size",
+                             "a ZeRO option: allreduce_gradients' buckets are 5e8 elements");
+    } else if (!rc && rb && !(rc = import__int(c, rb, "zero_optimization.reduce_bucket_size", &x))) {
         if (stage == 3)
             import__set(c, "parallel.fsdp.reduce_bucket", "zero_optimization.reduce_bucket_size",
                         rb, "%lld", x);
-        else if (x < 1) /* elements of 16-bit gradients */
+        else if (x < 1) /* elements of gradients */
             return import__error(c, rb, "zero_optimization.reduce_bucket_size: %lld is not a "
                                  "positive number of elements", x);
         else
-            import__set(c, "parallel.ddp.bucket", "zero_optimization.reduce_bucket_size (x 2 B)",
-                        rb, "%lld B", 2 * x);
+            import__set(c, "parallel.ddp.bucket", "zero_optimization.reduce_bucket_size",
+                        rb, "%lld B", eb * x);
+    } else if (!rc && stage <= 2) {
+        import__set(c, "parallel.ddp.bucket", "no zero_optimization.reduce_bucket_size (5e8 "
+                    "elements)", st, "%lld B", 500000000LL * eb);
     }
     if (!rc && stage == 3) {
         rc = set_int(c, "parallel.fsdp.prefetch_bucket",
@@ -173,10 +191,15 @@ static int deepspeed(import_ctx *c)
                                "zero_optimization.stage3_max_reuse_distance",
                                "zero_optimization.stage3_max_reuse_distance");
     }
-    const input_ynode *cd = import__get(c, "communication_data_type");
-    if (cd && (import__text(cd, "fp32") || import__text(cd, "bf16")))
-        import__set(c, "training.grad_dtype", "communication_data_type", cd, "%s",
-                    import__text(cd, "fp32") ? "fp32" : "bf16");
+    /* the reduction's dtype: fp32, or 16 bits (bf16 and fp16 move the same bytes) */
+    if (cd && (import__text(cd, "fp32") || import__text(cd, "float32")))
+        import__set(c, "training.grad_dtype", "communication_data_type", cd, "fp32");
+    else if (cd && (import__text(cd, "bf16") || import__text(cd, "fp16") ||
+                    import__text(cd, "bfloat16") || import__text(cd, "float16")))
+        import__set(c, "training.grad_dtype", "communication_data_type (16 bits)", cd, "bf16");
+    else if (cd)
+        return import__error(c, cd, "communication_data_type: '%s' is not fp32, bf16 or fp16",
+                             cd->kind == INPUT_YSCALAR ? cd->text : "?");
     /* Megatron-DeepSpeed's activation checkpointing: the layers' inputs only, maybe on the CPU */
     const input_ypair *ac = input_ymap_find(c->root, "activation_checkpointing");
     if (ac && ac->value->kind == INPUT_YMAP) {
@@ -238,18 +261,27 @@ static int accelerate(import_ctx *c)
     if (import__text(dt, "MULTI_GPU") || import__text(dt, "NO")) {
         import__set(c, "parallel.zero", "distributed_type", dt, "0");
     } else if (import__text(dt, "DEEPSPEED")) {
+        /* the plugin's stage: given, or Accelerate's default (DeepSpeedPlugin, 2); a
+         * deepspeed_config_file says it all itself: import that file instead */
         const input_ynode *z = import__get(c, "deepspeed_config.zero_stage");
-        long long stage = 0;
+        const input_ynode *file = import__get(c, "deepspeed_config.deepspeed_config_file");
+        long long stage = 2;
         if (z && !(rc = import__int(c, z, "deepspeed_config.zero_stage", &stage)))
             import__set(c, "parallel.zero", "deepspeed_config.zero_stage", z, "%lld", stage);
-        if (z && !rc && stage == 3)
+        else if (!z && !file)
+            import__set(c, "parallel.zero", "no deepspeed_config.zero_stage (Accelerate's "
+                        "default, 2)", dt, "2");
+        if (!rc && stage == 3)
             import__set(c, "parallel.fsdp.implementation", "distributed_type", dt, "deepspeed");
-        /* below stage 3 (none given: 0) DeepSpeed reduces after the backward, or serially in
-         * it (overlap_comm's default), which the plugin's config cannot change */
-        if (!rc && (!z || stage < 3))
+        /* below stage 3 DeepSpeed reduces after the backward, or serially in it
+         * (overlap_comm's default), which the plugin's own keys cannot change */
+        if (!rc && stage < 3 && !file)
             import__set(c, "parallel.ddp.overlap",
                         z ? "deepspeed_config.zero_stage (overlap_comm off below 3)"
-                          : "no deepspeed_config.zero_stage (0)", z, "false");
+                          : "Accelerate's stage 2 (overlap_comm off)", z ? z : dt, "false");
+        if (file)
+            import__unmapped(c, "deepspeed_config.deepspeed_config_file",
+                             "import that file with `stepsim import deepspeed`");
         rc = rc ? rc : offload_device(c, "deepspeed_config.offload_optimizer_device",
                                       "parallel.offload.optimizer");
         rc = rc ? rc : offload_device(c, "deepspeed_config.offload_param_device",

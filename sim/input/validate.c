@@ -301,6 +301,13 @@ static int check_model(const input_ynode *root, plan_scenario *sc, input_schema_
                                      "(workloads/deepseek-v3.yaml)");
             return SIM_EINVAL;
         }
+        if (m->position == MODEL_POS_ALIBI) {
+            input_schema_error(ctx, SIM_EINVAL, locate(root, "model.position", "model"),
+                               "model.position: alibi does not apply to MLA, whose decoupled "
+                               "rotary part carries the positions");
+            sim_diag_hint(ctx->diag, "use position: rope with attention.kind: mla");
+            return SIM_EINVAL;
+        }
         if (m->qk_norm || m->qkv_bias || m->qkv_fused) {
             const char *key = m->qk_norm ? "qk_norm" : m->qkv_bias ? "qkv_bias" : "qkv_fused";
             char path[32];
@@ -506,6 +513,15 @@ static int check_training(const input_ynode *root, plan_scenario *sc, input_sche
                         "2 x cp = %d", p->cp, (long long)tr->seq_len, 2 * p->cp);
         sim_diag_hint(ctx->diag, "causal load balancing gives each rank two of 2 x cp equal "
                                  "chunks of the sequence");
+        return SIM_EINVAL;
+    }
+    /* ALiBi under context parallelism: no ring-attention kernel adds the bias (Transformer
+     * Engine turns its flash and fused backends off for an alibi bias under CP) */
+    if (p->cp > 1 && sc->model.position == MODEL_POS_ALIBI) {
+        input_schema_error(ctx, SIM_EINVAL, locate(root, "parallel.cp", "parallel"),
+                           "parallel.cp: context parallelism with ALiBi (model.position: alibi) "
+                           "is not modelled");
+        sim_diag_hint(ctx->diag, "no ring-attention kernel adds ALiBi's bias; use cp: 1");
         return SIM_EINVAL;
     }
     if (p->cp > 1 && !tr->flash_attention) {

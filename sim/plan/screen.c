@@ -10,7 +10,9 @@
  * evaluated as a DAG with those durations and the point-to-point transfers between stages,
  * which gives the fill, drain and any imbalance exactly where collectives do not contend.
  * After the last backward: the gradients' reduction (buckets overlapping the last
- * backward of each chunk, exposed as a serial bucket queue is), the optimizer kernels or
+ * backward of each chunk, exposed as a serial bucket queue is, or, with ddp.overlap false,
+ * after it whole; experts' and ZeRO-3's follow their units either way), the optimizer
+ * kernels or
  * CPU Adam with its copies, and ZeRO-1/2's parameter gathers. ZeRO-3 gathers each unit ahead
  * of its use (one unit of prefetch) and reduce-scatters its gradients after it.
  *
@@ -837,8 +839,10 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
             double cl = plan__screen_coll(S, shard, n_sh, op, last - (nb - 1) * bucket, algo);
             double r = (nb - 1) * cb + cl; /* the chunk's reduction, one micro-batch */
             /* overlapped, the buckets reduce as the backward fills them; not, after it */
-            double exposed = par->ddp.overlap ? bucket_tail(b[last_ch], SIM_MAX(nb, 1), cb, cl)
-                                              : r;
+            /* overlapped, the buckets reduce as the backward fills them; not, after it (but
+             * ZeRO-3's reduce-scatters, which follow each unit's backward either way) */
+            bool overlapped = par->ddp.overlap || g->zero == 3;
+            double exposed = overlapped ? bucket_tail(b[last_ch], SIM_MAX(nb, 1), cb, cl) : r;
             /* experts' gradients (ep > 1): reduced over the expert-data-parallel group
              * after each unit's backward, on the same stream; with them the queue holds
              * r + r_e over nb + units items produced evenly over the backward, and ends
@@ -857,7 +861,10 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
                 sim_free(egrp);
                 if (units > 0) {
                     double N = nb + units, R = r + r_e, bb = b[last_ch];
-                    exposed = par->ddp.overlap ? fmax(cl, bb / N + R - bb) : R;
+                    /* not overlapped, the experts' still follow their units' backwards (the
+                     * queue's end past the backward's) and the dense buckets queue after */
+                    exposed = overlapped ? fmax(cl, bb / N + R - bb)
+                                         : bucket_tail(bb, units, r_e / units, r_e / units) + r;
                     r = R;
                 }
             }

@@ -2289,6 +2289,7 @@ def moe():
                          "--set", "parallel.pipeline.schedule=zb-h1"], "other than 1f1b"),
                        (moe, "mixture-of-experts"),
                        (["--set", "training.finetune.method=lora"], "LoRA"),
+                       (["--set", "training.master_weights=none"], "master_weights: none"),
                        (["--set", "parallel.ddp.overlap=true"], "parallel.ddp.overlap: false")):
         rc, out, err = run("check", ddp, *cast, *extra)
         check(rc == 2 and "training.grad_accumulation: cast_add" in err and why in err and
@@ -2306,13 +2307,20 @@ def moe():
     rc, out, err = run("check", bloomish, "--set", "training.precision=fp16")
     check(rc == 2 and "cast_add is not modelled with fp16" in err, "cast_add refused in fp16: " + err)
     # ALiBi needs an attention kernel that adds its bias: FlashAttention 1.x and -3 do not
-    # (refused at training.attention_kernel), FlashAttention-2 does
+    # (refused at training.attention_kernel), FlashAttention-2 does; no ring-attention kernel
+    # adds it (cp > 1 refused), and MLA's positions are its rotary part (refused)
     h100 = os.path.join(root, "test", "validation", "scenarios", "h100-1p7b.yaml")
     alibi = ["--set", "model.position=alibi", "--set", "training.flash_attention=true"]
-    for kernel, ok in (("fa3", False), ("fa2", True)):
+    for kernel, ok in (("fa3", False), ("fa1", False), ("fa2", True)):
         rc, out, err = run("check", h100, *alibi, "--set", "training.attention_kernel=" + kernel)
         check((rc == 0) == ok and (ok or ("no ALiBi bias" in err and "training.attention_kernel"
                                           in err)), "alibi with %s: %s" % (kernel, err))
+    rc, out, err = run("check", bloomish, "--set", "training.flash_attention=true", "--set",
+                       "parallel.cp=2", "--set", "parallel.dp=1", "--set", "training.seq_len=256")
+    check(rc == 2 and "parallel.cp: context parallelism with ALiBi" in err, "alibi with cp: " + err)
+    rc, out, err = run("check", os.path.join(root, "scenarios", "deepseek-v3-2048xh800.yaml"),
+                       "--set", "model.position=alibi")
+    check(rc == 2 and "alibi does not apply to MLA" in err, "alibi with MLA: " + err)
     # an attention kernel the GPU's catalog entry has no table for is refused, naming those
     # it has (h100-sxm: cuDNN's attention_efficiency, FlashAttention-2 and -3); a kernel
     # without flash attention is refused (ddp.yaml runs unfused attention)
@@ -3749,6 +3757,29 @@ def verdict():
                           r["step_time_s"]))
             else:
                 check(r["step_time_s"] is None, "mem remedies are not timed: %s" % r)
+
+    # --- DeepSpeed's BF16_Optimizer: remedies that leave it say so --------------------------
+    # The BLOOM-like corpus scenario (4 A100s, pp 2 with its own stage_layers [1, 3], cast_add)
+    # peaks at 816.7 MiB: on GPUs of 810 MiB it is out of memory. Every remedy listed is a
+    # scenario stepsim accepts and reproduces: those that leave BF16_Optimizer (LoRA, ZeRO-2/3,
+    # the optimizer on the CPU) switch the accumulation to fused, and the one that deepens the
+    # pipeline drops the scenario's own stage_layers (auto).
+    bloomish = os.path.join(root, "test", "fuzz", "corpus", "scenario", "deepspeed-bf16-alibi.yaml")
+    small = ["topology.gpu.memory=810 MiB"]
+    o = cmd_json("mem", bloomish, small)
+    rs = remedies(o)
+    check(o.get("status") == "oom" and len(rs) >= 6, "bf16 optimizer OOM with remedies: %s" % o)
+    for r in rs:
+        ch = r["changes"]
+        leaves = (ch.get("training.finetune.method", "full") != "full" or
+                  int(ch.get("parallel.zero", 0)) >= 2 or
+                  ch.get("parallel.offload.optimizer", "none") != "none")
+        check((ch.get("training.grad_accumulation") == "fused") == leaves,
+              "remedy %s: fused exactly where it leaves BF16_Optimizer" % ch)
+        if "parallel.pp" in ch:
+            check(ch.get("parallel.pipeline.stage_layers") == "auto", "pp remedy resets stage_layers: %s" % ch)
+    check(any("parallel.pp" in r["changes"] for r in rs), "a pipeline remedy is listed: %s" % rs)
+    reproduce("mem", bloomish, small, o)
 
     # --- eager PyTorch: compiling is a remedy, and so is a fused norm ------------------------
     # Qwen3-0.6B at 8 x 4,096 tokens a GPU in eager PyTorch with PyTorch's loss does not fit

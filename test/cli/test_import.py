@@ -538,27 +538,39 @@ def frameworks():
 
 def deepspeed_stage0():
     # ZeRO stage 0 (the default): DeepSpeed's engine reduces the gradients after the backward
-    # (ddp.overlap false), and so do stages 1 and 2 without overlap_comm (its default below
-    # stage 3). bf16 with data_types.grad_accum_dtype fp32 at stage 0, or at stage 1 without
-    # an offload, runs BF16_Optimizer: each micro-batch's bf16 gradients accumulated into an
-    # fp32 buffer (grad_accumulation cast_add), the optimizer sharded (zero 1); the reduction
-    # keeps communication_data_type (bf16 here, DeepSpeed's default with bf16 since 0.9.2).
-    # Without grad_accum_dtype (DeepSpeed's bf16 default since 0.17.6), with fp16, at stage 2
-    # or with the optimizer offloaded, it does not. Each scenario then runs and fits: Qwen3-0.6B
-    # on one DGX A100 (dgx-a100.yaml, 8 GPUs, 64 sequences of 2 a step, 1,024 tokens).
+    # (ddp.overlap false) in buckets of 5e8 elements (allreduce_gradients), and stages 1 and 2
+    # without overlap_comm (its default below stage 3) after or serially in it, in buckets of
+    # reduce_bucket_size (default 5e8). bf16 with data_types.grad_accum_dtype fp32 (or its
+    # aliases) at stage 0 or 1 without an offloaded optimizer runs BF16_Optimizer: each
+    # micro-batch's bf16 gradients accumulated into an fp32 buffer (grad_accumulation
+    # cast_add), the optimizer sharded (zero 1), the buffer reduced after the backward
+    # whatever overlap_comm says (listed), in 5e8-element buckets, in communication_data_type
+    # (bf16 here: 5e8 x 2 B; fp32: x 4 B). Without grad_accum_dtype (DeepSpeed's bf16 default
+    # since 0.17.6), with fp16, at stage 2 or with the optimizer offloaded, it does not. Each
+    # scenario then runs and fits: Qwen3-0.6B on one DGX A100 (dgx-a100.yaml, 8 GPUs, 64
+    # sequences of 2 a step, 1,024 tokens).
     topo = os.path.join(root, "topologies", "dgx-a100.yaml")
     acc32 = {"data_types": {"grad_accum_dtype": "fp32"}}
     cases = (
         ("bf16-acc32", {"bf16": {"enabled": True}, **acc32},
-         ["zero: 1", "grad_accumulation: cast_add", "grad_dtype: bf16", "overlap: false"], []),
+         ["zero: 1", "grad_accumulation: cast_add", "grad_dtype: bf16", "overlap: false",
+          "bucket: 1000000000 B"], []),
         ("bf16-acc32-stage1", {"bf16": {"enabled": True}, "zero_optimization": {"stage": 1}, **acc32},
          ["zero: 1", "grad_accumulation: cast_add", "overlap: false"], []),
+        ("bf16-float32-stage1-overlap", {"bf16": {"enabled": True}, "communication_data_type": "fp32",
+                                         "data_types": {"grad_accum_dtype": "float32"},
+                                         "zero_optimization": {"stage": 1, "overlap_comm": True}},
+         ["zero: 1", "grad_accumulation: cast_add", "overlap: false", "grad_dtype: fp32",
+          "bucket: 2000000000 B"], ["overlap: true"]),
+        ("bf16-acc32-stage0-offload", {"bf16": {"enabled": True}, **acc32, "zero_optimization":
+                                       {"stage": 0, "offload_optimizer": {"device": "cpu"}}},
+         ["overlap: false"], ["grad_accumulation"]),
         ("bf16", {"bf16": {"enabled": True}}, ["overlap: false", "grad_dtype: bf16"],
          ["zero:", "grad_accumulation"]),
         ("fp16-acc32", {"fp16": {"enabled": True}, **acc32}, ["overlap: false"],
          ["zero:", "grad_accumulation"]),
         ("bf16-acc32-stage2", {"bf16": {"enabled": True}, "zero_optimization": {"stage": 2}, **acc32},
-         ["zero: 2", "overlap: false"], ["grad_accumulation"]),
+         ["zero: 2", "overlap: false", "bucket: 1000000000 B"], ["grad_accumulation"]),
         ("bf16-acc32-offload", {"bf16": {"enabled": True}, **acc32, "zero_optimization":
                                 {"stage": 1, "offload_optimizer": {"device": "cpu"}}},
          ["zero: 1", "optimizer: cpu"], ["grad_accumulation"]),
@@ -571,6 +583,12 @@ def deepspeed_stage0():
             with open(src, "w") as f:
                 json.dump({"train_micro_batch_size_per_gpu": 2, "train_batch_size": 64,
                            "communication_data_type": "bf16", **extra}, f)
+            if "offload" in name:  # stage 0's offload: not BF16_Optimizer, nor a scenario
+                rc, o, err = run("import", "deepspeed", src, "--topology", topo, "--model",
+                                 "qwen3-0.6b", "-o", os.path.join(tmp, name + ".yaml"))
+                body = open(os.path.join(tmp, name + ".yaml")).read() if rc == 0 else ""
+                check(rc == 0 and "cast_add" not in body, "deepspeed %s: %s %s" % (name, err, body))
+                continue
             out = os.path.join(tmp, name + ".yaml")
             rc, o, err = run("import", "deepspeed", src, "--topology", topo, "--model", "qwen3-0.6b",
                              "-o", out)
@@ -588,19 +606,27 @@ def deepspeed_stage0():
             rc, o, err = run("run", out, "--set", "training.seq_len=1024", "--steps", "1", "--json")
             check(rc == 0 and json.loads(o).get("status") == "ok", "deepspeed %s runs: %s" % (name, err[-300:]))
         # Accelerate's DeepSpeed plugin has no overlap_comm: below stage 3 DeepSpeed's default
-        # (off) holds; at stage 3 stepsim's overlap stands (ZeRO-3 overlaps in its model)
-        for stage, want in ((2, "false"), (3, None)):
-            src = os.path.join(tmp, "acc%d.yaml" % stage)
+        # (off) holds; at stage 3 stepsim's overlap stands (ZeRO-3 overlaps in its model); no
+        # zero_stage is Accelerate's default, 2; a deepspeed_config_file is not read (listed)
+        for stage, want, zero in ((2, "false", "2"), (3, None, "3"), (None, "false", "2"),
+                                  ("file", None, None)):
+            src = os.path.join(tmp, "acc%s.yaml" % stage)
             with open(src, "w") as f:
                 f.write("distributed_type: DEEPSPEED\nnum_processes: 8\nmixed_precision: bf16\n"
-                        "deepspeed_config:\n  zero_stage: %d\n" % stage)
-            out = os.path.join(tmp, "acc%d-out.yaml" % stage)
+                        "deepspeed_config:\n  %s\n" % (
+                            "deepspeed_config_file: ds.json" if stage == "file" else
+                            "gradient_accumulation_steps: 1" if stage is None else
+                            "zero_stage: %d" % stage))
+            out = os.path.join(tmp, "acc%s-out.yaml" % stage)
             rc, o, err = run("import", "accelerate", src, "--topology", topo, "--model", "qwen3-0.6b",
                              "-o", out)
             body = open(out).read() if rc == 0 else ""
             got = re.search(r"^    overlap: (\w+)", body, re.M)
-            check(rc == 0 and (got.group(1) if got else None) == want,
-                  "accelerate DeepSpeed stage %d: overlap %s in %s" % (stage, want, body or err))
+            gz = re.search(r"^  zero: (\w+)", body, re.M)
+            check(rc == 0 and (got.group(1) if got else None) == want and
+                  (gz.group(1) if gz else None) == zero and
+                  (stage != "file" or "deepspeed_config.deepspeed_config_file" in body),
+                  "accelerate DeepSpeed stage %s: overlap %s zero %s in %s" % (stage, want, zero, body or err))
 
 
 def aliases():
