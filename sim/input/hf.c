@@ -66,7 +66,8 @@ static const char *const harmless[] = {
     "activation_function", "attention_bias", "mlp_bias", "layer_types",
     /* BLOOM's: fused kernels and numerics, the ALiBi offset, Megatron-DeepSpeed's knobs */
     "masked_softmax_fusion", "slow_but_exact", "offset_alibi", "attention_softmax_in_fp32",
-    "bias_dropout_fusion", "skip_bias_add", "skip_bias_add_qkv", "unk_token_id", "seq_length"};
+    "bias_dropout_fusion", "skip_bias_add", "skip_bias_add_qkv", "unk_token_id", "seq_length",
+    "n_inner" /* read for gpt2; BloomModel builds 4 x hidden whatever it says */};
 
 typedef struct hf {
     input_yarena *a;
@@ -321,7 +322,8 @@ static int neox(hf *h)
     return 0;
 }
 
-/* BloomConfig: n_embed (or hidden_size), n_layer, n_head, a GeLU MLP of 4 x hidden, LayerNorm,
+/* BloomConfig: n_embed (or hidden_size), n_layer, n_head, a GeLU MLP of 4 x hidden (n_inner,
+ * kept by the config, is not read by the model), LayerNorm,
  * ALiBi, biases, query_key_value one tensor, a LayerNorm on the word embeddings
  * (word_embeddings_layernorm); tied by default. */
 static int bloom(hf *h)
@@ -343,10 +345,6 @@ static int bloom(hf *h)
         put_int(h, "ffn", 4 * hidden, w); /* dense_h_to_4h */
     else /* no default from a bad width: the schema refuses hidden at the field */
         copy(h, "ffn", width);
-    const input_ynode *inner = field(h, "n_inner"); /* BloomConfig keeps it, unused */
-    if (inner)
-        return error_at(h, inner, "n_inner: BLOOM's MLP is 4 x its width, which the model class "
-                        "builds whatever this says; leave it null");
     const input_ynode *post = field(h, "apply_residual_connection_post_layernorm");
     if (post && is_true(post))
         return error_at(h, post, "apply_residual_connection_post_layernorm: true (the residual "

@@ -105,10 +105,19 @@ static int deepspeed(import_ctx *c)
             import__set(c, "parallel.fsdp.implementation", "zero_optimization.stage", st,
                         "deepspeed");
     }
-    rc = rc ? rc : offload_device(c, "zero_optimization.offload_optimizer.device",
-                                  "parallel.offload.optimizer");
-    rc = rc ? rc : offload_device(c, "zero_optimization.offload_param.device",
-                                  "parallel.offload.params");
+    /* ZeRO-Offload needs ZeRO: at stage 0 DeepSpeed ignores the offload settings */
+    if (stage >= 1) {
+        rc = rc ? rc : offload_device(c, "zero_optimization.offload_optimizer.device",
+                                      "parallel.offload.optimizer");
+        rc = rc ? rc : offload_device(c, "zero_optimization.offload_param.device",
+                                      "parallel.offload.params");
+    } else {
+        static const char *const devs[] = {"zero_optimization.offload_optimizer.device",
+                                           "zero_optimization.offload_param.device"};
+        for (size_t i = 0; i < SIM_ARRAY_LEN(devs); i++)
+            if (import__get(c, devs[i]))
+                import__unmapped(c, devs[i], "ZeRO off (stage 0): nothing is offloaded");
+    }
     /* BF16_Optimizer with an fp32 buffer (engine.py: bf16 with data_types.grad_accum_dtype
      * fp32 at stage 1 without an offloaded optimizer, and at stage 0 in DeepSpeed before
      * 0.18.5, which refuses that mix; before 0.17.6 bf16 at stage 0 ran it unasked): each
@@ -118,7 +127,7 @@ static int deepspeed(import_ctx *c)
      * buckets of MEMORY_OPT_ALLREDUCE_SIZE (5e8 elements), overlap_comm or not. */
     const input_ynode *acc = import__get(c, "data_types.grad_accum_dtype");
     const input_ynode *od = import__get(c, "zero_optimization.offload_optimizer.device");
-    bool offloaded = od && !import__text(od, "none");
+    bool offloaded = stage >= 1 && od && !import__text(od, "none");
     bool acc32 = import__text(acc, "fp32") || import__text(acc, "float32") ||
                  import__text(acc, "float") || import__text(acc, "torch.float32");
     bool bf16_opt = !rc && import__bool(bf) && acc32 && stage <= 1 && !offloaded;
@@ -156,8 +165,13 @@ static int deepspeed(import_ctx *c)
     }
     const input_ynode *rb = import__get(c, "zero_optimization.reduce_bucket_size");
     const input_ynode *cd = import__get(c, "communication_data_type");
-    /* the reduction's bytes an element: communication_data_type's (16-bit by default) */
-    int eb = import__text(cd, "fp32") || import__text(cd, "float32") ? 4 : 2;
+    /* the reduction's bytes an element: communication_data_type's (16-bit by default);
+     * DeepSpeed lowercases it and takes fp32, fp16 and bf16 (bfp16 in older releases) */
+    bool cd32 = cd && cd->kind == INPUT_YSCALAR && !strcasecmp(cd->text, "fp32");
+    bool cd16 = cd && cd->kind == INPUT_YSCALAR &&
+                (!strcasecmp(cd->text, "fp16") || !strcasecmp(cd->text, "bf16") ||
+                 !strcasecmp(cd->text, "bfp16"));
+    int eb = cd32 ? 4 : 2;
     long long x;
     if (!rc && (stage == 0 || bf16_opt)) {
         /* allreduce_gradients' buckets: MEMORY_OPT_ALLREDUCE_SIZE, 5e8 elements */
@@ -192,13 +206,12 @@ static int deepspeed(import_ctx *c)
                                "zero_optimization.stage3_max_reuse_distance");
     }
     /* the reduction's dtype: fp32, or 16 bits (bf16 and fp16 move the same bytes) */
-    if (cd && (import__text(cd, "fp32") || import__text(cd, "float32")))
+    if (cd32)
         import__set(c, "training.grad_dtype", "communication_data_type", cd, "fp32");
-    else if (cd && (import__text(cd, "bf16") || import__text(cd, "fp16") ||
-                    import__text(cd, "bfloat16") || import__text(cd, "float16")))
+    else if (cd16)
         import__set(c, "training.grad_dtype", "communication_data_type (16 bits)", cd, "bf16");
     else if (cd)
-        return import__error(c, cd, "communication_data_type: '%s' is not fp32, bf16 or fp16",
+        return import__error(c, cd, "communication_data_type: '%s' is not fp32, fp16 or bf16",
                              cd->kind == INPUT_YSCALAR ? cd->text : "?");
     /* Megatron-DeepSpeed's activation checkpointing: the layers' inputs only, maybe on the CPU */
     const input_ypair *ac = input_ymap_find(c->root, "activation_checkpointing");
@@ -266,8 +279,11 @@ static int accelerate(import_ctx *c)
         const input_ynode *z = import__get(c, "deepspeed_config.zero_stage");
         const input_ynode *file = import__get(c, "deepspeed_config.deepspeed_config_file");
         long long stage = 2;
-        if (z && !(rc = import__int(c, z, "deepspeed_config.zero_stage", &stage)))
+        if (z && !(rc = import__int(c, z, "deepspeed_config.zero_stage", &stage))) {
+            if (stage < 0 || stage > 3)
+                return import__error(c, z, "deepspeed_config.zero_stage: %lld is not 0..3", stage);
             import__set(c, "parallel.zero", "deepspeed_config.zero_stage", z, "%lld", stage);
+        }
         else if (!z && !file)
             import__set(c, "parallel.zero", "no deepspeed_config.zero_stage (Accelerate's "
                         "default, 2)", dt, "2");
@@ -275,10 +291,15 @@ static int accelerate(import_ctx *c)
             import__set(c, "parallel.fsdp.implementation", "distributed_type", dt, "deepspeed");
         /* below stage 3 DeepSpeed reduces after the backward, or serially in it
          * (overlap_comm's default), which the plugin's own keys cannot change */
-        if (!rc && stage < 3 && !file)
+        if (!rc && stage < 3 && !file) {
             import__set(c, "parallel.ddp.overlap",
                         z ? "deepspeed_config.zero_stage (overlap_comm off below 3)"
                           : "Accelerate's stage 2 (overlap_comm off)", z ? z : dt, "false");
+            /* DeepSpeed's buckets: 5e8 elements of 16-bit gradients (allreduce_gradients at
+             * stage 0, reduce_bucket_size's default at 1-2) */
+            import__set(c, "parallel.ddp.bucket", "5e8 elements (DeepSpeed's default)",
+                        z ? z : dt, "%lld B", 1000000000LL);
+        }
         if (file)
             import__unmapped(c, "deepspeed_config.deepspeed_config_file",
                              "import that file with `stepsim import deepspeed`");

@@ -113,12 +113,12 @@ double model_embed_activation_bytes(const model_spec *m, const model_shape *sh)
     dims D;
     model__shape_dims(m, sh, &D);
     /* The gather's backward needs only the token ids; embedding dropout keeps its mask, an
-     * embedding norm its input (as a layer's norm1). A frozen embedding has no backward. */
+     * embedding norm (a LayerNorm on all T tokens, before SP scatters them) its input. A
+     * frozen embedding has no backward. */
     if (D.frozen)
         return 0;
-    double X = D.Tn * (double)D.h;
-    return TOKEN_ID_BYTES * D.T + (D.dropout ? X : 0) +
-           (D.embed_norm ? D.ea * X + model__norm_extra_bytes(&D, X, D.rmsnorm) : 0);
+    return TOKEN_ID_BYTES * D.T + (D.dropout ? D.Tn * (double)D.h : 0) +
+           (D.embed_norm ? D.ea * D.T * (double)D.h : 0);
 }
 
 double model_head_activation_bytes(const model_spec *m, const model_shape *sh)

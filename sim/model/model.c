@@ -443,6 +443,16 @@ void model__residual_op(model_op_list *l, const dims *D, const char *name)
 
 /* ---- blocks ------------------------------------------------------------------------- */
 
+/* The embedding norm (model.embed_norm): always a LayerNorm (weight and bias, 2h), as
+ * Megatron-DeepSpeed and BLOOM build it, on the T tokens of the whole sequence. */
+static void embed_norm_op(model_op_list *l, const model_spec *m, const dims *D, const char *name,
+                          model_phase ph)
+{
+    model_spec ln = *m;
+    ln.norm = MODEL_NORM_LAYERNORM;
+    model__norm_op(l, &ln, D, name, D->T, (double)D->h, 2 * D->h, ph);
+}
+
 static void embed_ops(const model_spec *m, const dims *D, model_phase ph, model_op_list *l)
 {
     double Th = D->T * (double)D->h;
@@ -456,22 +466,24 @@ static void embed_ops(const model_spec *m, const dims *D, model_phase ph, model_
         bool drop_here = D->dropout && !D->learned_pos;
         model__vec(l, "embed", drop_here ? FLOPS_DROPOUT * Th : 0,
                    D->T * TOKEN_ID_BYTES + (shard + Th) * D->ea + (drop_here ? Th : 0), 0);
+        /* the embedding norm: a LayerNorm on all T tokens of the summed (all-reduced) token
+         * embeddings, before the position table is added and before SP scatters them
+         * (Megatron-DeepSpeed's VocabParallelEmbedding, BLOOM's word_embeddings_layernorm);
+         * the embedding dropout, after it there, is counted in the kernels around it */
+        if (D->embed_norm)
+            embed_norm_op(l, m, D, "embed_norm", ph);
         if (D->learned_pos)
             /* x + P[position], then embedding dropout: reads x and s rows of the table (an
              * add, like a residual's) */
             native_op(l, native_pointwise(D), "pos_embed",
                       Th * (1 + (D->dropout ? FLOPS_DROPOUT : 0)),
                       (2 * Th + D->s * (double)D->h) * D->ea + (D->dropout ? Th : 0), 0);
-        /* the embedding norm, on the summed (with SP, scattered) embeddings; the embedding
-         * dropout, after it in Megatron-DeepSpeed, is counted in the kernels above */
-        if (D->embed_norm)
-            hidden_norm(l, m, D, "embed_norm", ph);
         return;
     }
     if (D->frozen)
         return; /* LoRA: the embedding (and position table) is frozen; nothing to do */
     if (D->embed_norm) /* first: the gradient of the norm's input feeds the tables' */
-        hidden_norm(l, m, D, "embed_norm.bwd", ph);
+        embed_norm_op(l, m, D, "embed_norm.bwd", ph);
     if (D->learned_pos)
         /* Sum of the T position gradients into the table (replicated over TP): reads dY,
          * zero-fills and writes the table's gradient (at least the s rows touched). Its
@@ -861,7 +873,7 @@ void model_count_params(const model_spec *m, model_params *out)
     dims D;
     model__spec_dims(m, &D);
     int64_t h = D.h;
-    out->embedding = D.vocab * h + D.pos_rows * h + (D.embed_norm ? D.norm_params : 0);
+    out->embedding = D.vocab * h + D.pos_rows * h + (D.embed_norm ? 2 * h : 0);
     out->per_layer = model__attn_part_params(&D) + model__mlp_params(&D, D.ffn);
     out->final_norm = D.norm_params;
     out->head = D.tied ? 0 : D.vocab * h;

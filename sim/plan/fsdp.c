@@ -29,8 +29,8 @@ static void ds_tensors(const gen *g, model_block blk, void (*each)(int64_t, int,
         each(h, norm_tensors, ud);
         return;
     }
-    if (blk == MODEL_BLOCK_EMBED && m->embed_norm)
-        each(h, norm_tensors, ud);
+    if (blk == MODEL_BLOCK_EMBED && m->embed_norm) /* a LayerNorm whatever model.norm says */
+        each(h, 2, ud);
     if (blk != MODEL_BLOCK_LAYER)
         return;
     each(h, norm_tensors, ud);
@@ -270,11 +270,19 @@ static int unit_tensors(const gen *g, const unit *u, int64_t numel[DS_TENSORS_MA
     for (int i = 0; i < l.n; i++)
         listed += (double)l.numel[i];
     const model_spec *m = &g->model;
-    if (u->blk == MODEL_BLOCK_EMBED && m->position == MODEL_POS_LEARNED && m->max_seq_len > 0) {
-        /* the token embedding and the learned position table: two tensors */
-        int64_t pos = (int64_t)m->max_seq_len * m->hidden;
-        l.numel[l.n++] = (int64_t)SIM_MAX(all - (double)pos, 1);
-        l.numel[l.n++] = pos;
+    if (u->blk == MODEL_BLOCK_EMBED) {
+        /* the token embedding (and the learned position table) first, as the forward uses
+         * them, then the embedding norm's tensors ds_tensors listed */
+        int64_t pos = m->position == MODEL_POS_LEARNED ? (int64_t)m->max_seq_len * m->hidden : 0;
+        int64_t norms[DS_TENSORS_MAX];
+        int k = l.n;
+        memcpy(norms, l.numel, (size_t)k * sizeof *norms);
+        l.n = 0;
+        l.numel[l.n++] = (int64_t)SIM_MAX(all - (double)pos - listed, 1);
+        if (pos > 0)
+            l.numel[l.n++] = pos;
+        for (int i = 0; i < k; i++)
+            l.numel[l.n++] = norms[i];
     } else if (all - listed >= 1) {
         /* the embedding, an untied LM head; in a layer what ds_tensors does not list
          * (MLA's matrices, LoRA's frozen base matrices, MoE layers), DeepSpeed's too */

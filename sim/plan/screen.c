@@ -838,7 +838,6 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
             double cb = plan__screen_coll(S, shard, n_sh, op, fmin(bucket, last), algo);
             double cl = plan__screen_coll(S, shard, n_sh, op, last - (nb - 1) * bucket, algo);
             double r = (nb - 1) * cb + cl; /* the chunk's reduction, one micro-batch */
-            /* overlapped, the buckets reduce as the backward fills them; not, after it */
             /* overlapped, the buckets reduce as the backward fills them; not, after it (but
              * ZeRO-3's reduce-scatters, which follow each unit's backward either way) */
             bool overlapped = par->ddp.overlap || g->zero == 3;
@@ -915,11 +914,32 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
                     tail += vector_s(S, flops * prm, per * prm);
                 }
         }
-        if (n_sh > 1 && (g->zero == 1 || g->zero == 2) && !par->ddp.overlap_param_gather) {
-            double pbytes = opt_params * n_sh * g->wbytes;
-            int nb = (int)ceil(pbytes / bucket);
-            tail += (nb - 1) * plan__screen_coll(S, shard, n_sh, COLL_ALL_GATHER, bucket, algo) +
-                    plan__screen_coll(S, shard, n_sh, COLL_ALL_GATHER, pbytes - (nb - 1) * bucket, algo);
+        if ((g->zero == 1 || g->zero == 2) && !par->ddp.overlap_param_gather) {
+            /* the updated parameters gathered in buckets (dp.c plan__param_gather): the dense
+             * ones over the data-parallel group, the experts' over the expert-data-parallel
+             * one */
+            double dense = 0, expert = 0;
+            for (int u = 0; u < g->n_units; u++)
+                if (g->mine[u]) {
+                    dense += (double)(g->units[u].trainable - g->units[u].trainable_expert) *
+                             g->wbytes;
+                    expert += (double)g->units[u].trainable_expert * g->wbytes;
+                }
+            if (n_sh > 1 && dense > 0) {
+                int nb = (int)ceil(dense / bucket);
+                tail += (nb - 1) * plan__screen_coll(S, shard, n_sh, COLL_ALL_GATHER, bucket, algo) +
+                        plan__screen_coll(S, shard, n_sh, COLL_ALL_GATHER, dense - (nb - 1) * bucket,
+                                          algo);
+            }
+            if (g->n_edp > 1 && expert > 0) {
+                int32_t *egrp = sim_calloc((size_t)n_ranks + 1, sizeof *egrp);
+                int ne = plan__screen_members(par, rank, PLAN_SCREEN_EDP, egrp);
+                int nb = (int)ceil(expert / bucket);
+                tail += (nb - 1) * plan__screen_coll(S, egrp, ne, COLL_ALL_GATHER, bucket, algo) +
+                        plan__screen_coll(S, egrp, ne, COLL_ALL_GATHER, expert - (nb - 1) * bucket,
+                                          algo);
+                sim_free(egrp);
+            }
         }
         /* the stage's last backward ends before the pipeline's by the backwards of the
          * chunks after it that stage 0 still runs: stage s ends about s chunk backwards

@@ -679,11 +679,15 @@ static void test_generalised_activations(void)
     sh = shape(1, 2048, 1, false, false);
     CHECK_NEAR(model_embed_activation_bytes(&g, &sh), 2048.0 * (8 + 12288), 0, 0);
     /* An embedding norm (BLOOM's word_embeddings_layernorm: model.embed_norm) keeps its
-     * 16-bit input as a layer's norm does, 2 x 12,288 bytes a token more: 8 + 12,288 +
-     * 24,576 = 36,872; its LayerNorm weight and bias, 2 x 12,288 = 24,576 parameters, join
-     * the embedding's count. Forward: the norm after the position add (T x h elements, 7
-     * FLOPs each: 2,048 x 12,288 x 7 = 176,160,768); backward: its gradient first, carrying
-     * the 24,576 parameters' gradients. */
+     * 16-bit input, 2 x 12,288 bytes a token more: 8 + 12,288 + 24,576 = 36,872; its
+     * LayerNorm weight and bias, 2 x 12,288 = 24,576 parameters, join the embedding's count.
+     * Forward: the norm right after the lookup, before the position add (Megatron-DeepSpeed's
+     * VocabParallelEmbedding: T x h elements, 7 FLOPs each: 2,048 x 12,288 x 7 =
+     * 176,160,768); backward: its gradient first, carrying the 24,576 parameters' gradients.
+     * Under TP 2 with SP the norm still sees all 2,048 tokens (it runs before SP scatters
+     * them), the same FLOPs and kept input, while the dropout mask is the rank's 1,024 x
+     * 12,288: 2,048 x (8 + 24,576) + 1,024 x 12,288 = 62,930,944 bytes. With RMSNorm layers
+     * it is a LayerNorm still (2h parameters). */
     model_params before, after_p;
     model_count_params(&g, &before);
     g.embed_norm = true;
@@ -693,11 +697,22 @@ static void test_generalised_activations(void)
     CHECK_NEAR(model_embed_activation_bytes(&g, &sh), 2048.0 * 36872, 0, 0);
     model_op_list l;
     model_block_ops(&g, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_FWD, &l);
-    CHECK(l.n == 3 && find(&l, "pos_embed") + 1 == find(&l, "embed_norm"));
+    CHECK(l.n == 3 && find(&l, "embed") + 1 == find(&l, "embed_norm") &&
+          find(&l, "embed_norm") + 1 == find(&l, "pos_embed"));
     CHECK_NEAR(find(&l, "embed_norm")->flops, 176160768.0, 0, 0);
     model_block_ops(&g, &sh, MODEL_BLOCK_EMBED, MODEL_PHASE_BWD, &l);
     CHECK(l.n == 3 && !strcmp(l.op[0].name, "embed_norm.bwd"));
     CHECK_INT_EQ(l.op[0].grad_params, 24576);
+    model_shape sp = shape(1, 2048, 2, true, false);
+    model_block_ops(&g, &sp, MODEL_BLOCK_EMBED, MODEL_PHASE_FWD, &l);
+    CHECK_NEAR(find(&l, "embed_norm")->flops, 176160768.0, 0, 0);
+    CHECK_NEAR(model_embed_activation_bytes(&g, &sp), 62930944.0, 0, 0);
+    g.norm = MODEL_NORM_RMSNORM;
+    model_count_params(&g, &after_p);
+    model_params rms;
+    g.embed_norm = false;
+    model_count_params(&g, &rms);
+    CHECK_INT_EQ(after_p.embedding - rms.embedding, 24576);
 }
 
 /* ---- fine-tuning: LoRA and QLoRA ---------------------------------------------------------- */
