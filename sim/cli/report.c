@@ -446,7 +446,7 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                             SIM_MIN(STEPSIM_VALIDATED_A100_2022_MAPE, STEPSIM_VALIDATED_NEMO_MAPE));
         double hi = SIM_MAX(SIM_MAX(STEPSIM_VALIDATED_A100_MAPE, STEPSIM_VALIDATED_H100_MAPE),
                             SIM_MAX(STEPSIM_VALIDATED_A100_2022_MAPE, STEPSIM_VALIDATED_NEMO_MAPE));
-        fprintf(f, "%sstep time not validated %s (%s%s%s); on published Megatron/NeMo runs "
+        fprintf(f, "%sstep time not validated %s (%s%s%s)%s; on published Megatron/NeMo runs "
                    "of A100 and H100 the mean error is %.1f-%.1f%%, on torchtitan's FSDP2 runs "
                    "%.1f%% (A100) and %.1f%% (H100; stepsim too fast); %s\n", lead, outside,
                 !a100 && !h100 ? gpu : "none in docs/validation.md",
@@ -457,6 +457,10 @@ void cli_print_accuracy(FILE *f, bool timing, const plan_scenario *sc)
                              "cross-check of FSDP"
                            : ", whose longest runs are 8,192 tokens")
                     : "",
+                /* what is checked on PCIe machines: the links, not a step */
+                pcie ? "; its PCIe links are checked against measured GPU-to-GPU copy rates "
+                       "(docs/calibration.md, \"Interconnects\")"
+                     : "",
                 lo, hi, STEPSIM_VALIDATED_TORCHTITAN_A100_MAPE,
                 STEPSIM_VALIDATED_TORCHTITAN_H100_MAPE, mem);
         return;

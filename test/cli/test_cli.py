@@ -368,7 +368,11 @@ def shipped():
              ["--set", "training.seq_len=16384", "--set", "model.max_seq_len=16384",
               "--set", "parallel.zero=3", "--set", "parallel.fsdp.implementation=deepspeed"]),
             (os.path.join(sc, "qwen3-0.6b-2x4090-ddp.yaml"),
-             "step time not validated on this GPU (rtx-4090", [])):
+             "step time not validated on this GPU (rtx-4090", []),
+            # a PCIe machine says what is checked there: its links, against measured copies
+            (os.path.join(sc, "qwen3-0.6b-2x4090-ddp.yaml"),
+             "; its PCIe links are checked against measured GPU-to-GPU copy rates "
+             "(docs/calibration.md, \"Interconnects\");", [])):
         rc, out, err = run("run", scen, "--no-timeline", "--steps", "1", *sets)
         line = [l for l in out.splitlines() if "accuracy" in l]
         check(rc == 0 and len(line) == 1 and want in line[0],
