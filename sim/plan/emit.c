@@ -546,7 +546,7 @@ static void bucket_coll(gen *g, double bytes, uint32_t dep, int mb)
 {
     char name[40];
     snprintf(name, sizeof name, "grad_bucket");
-    coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
+    coll_op op = plan__grad_reduce_op(g);
     uint32_t c = plan__add_coll_op(g, g->g_shard, op, bytes, name, TRACE_NO_LAYER, mb, &dep, 1);
     if (g->zero == 2) /* the bucket's whole gradients are released once reduce-scattered */
         trace_add_mem(g->t, g->rank, c, PLAN_MEM_BUFFERS, -(int64_t)bytes, true);

@@ -270,6 +270,16 @@ uint32_t plan__add_copy(gen *g, const char *name, trace_copy dir, trace_phase ph
  * returns its last op (dp.c). */
 uint32_t plan__emit_step(gen *g, const uint32_t *deps, size_t n_deps);
 uint32_t plan__grad_accum(gen *g, int u0, int u1, int mb, uint32_t after);
+/* How the dense gradient buckets are reduced: all-reduced without ZeRO, and under DeepSpeed's
+ * BF16_Optimizer (grad_accumulation: cast_add), which all-reduces its whole fp32 buffer
+ * (buffered_allreduce_fallback) and then updates its shard; reduce-scattered by ZeRO-1/2's
+ * distributed optimizers. */
+static inline coll_op plan__grad_reduce_op(const gen *g)
+{
+    return g->zero == 0 || g->sc->training.grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD
+               ? COLL_ALL_REDUCE
+               : COLL_REDUCE_SCATTER;
+}
 
 /* dp.c, ZeRO-1/2: the parameter gathers of the step, ahead of it (overlap_param_gather)
  * or after the update `opt`; the gather unit u's first forward of the step (`first`) waits

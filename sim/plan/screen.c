@@ -833,7 +833,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
                 last += plan__unit_grad_bytes(g, &g->units[u]) -
                         (g->ep > 1 ? (double)g->units[u].trainable_expert * g->gbytes : 0);
             last = fmax(last, 1);
-            coll_op op = g->zero == 0 ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER;
+            coll_op op = plan__grad_reduce_op(g);
             int nb = (int)ceil(last / bucket);
             double cb = plan__screen_coll(S, shard, n_sh, op, fmin(bucket, last), algo);
             double cl = plan__screen_coll(S, shard, n_sh, op, last - (nb - 1) * bucket, algo);

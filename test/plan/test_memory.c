@@ -303,7 +303,9 @@ static void test_loss_transient(void)
  * table, the final norm and the untied LM head: 21 tensors, 42 launches. The first gradient
  * bucket's reduce-scatter waits for the last accumulation. Memory: the fp32 buffer 4Ψ and the
  * bf16 gradients 2Ψ: grads 6Ψ = 690,048; the optimizer 12Ψ / 2 = 690,048; two fp32 buckets
- * in flight, min(2 x 25 MiB, 4Ψ) = 460,032. While the op runs, the cast's fp32 temporary of
+ * in flight, min(2 x 25 MiB, 4Ψ) = 460,032. BF16_Optimizer all-reduces the buckets (its whole
+ * buffer, then updates its shard) where ZeRO-1 reduce-scatters them. While the op runs, the
+ * cast's fp32 temporary of
  * the largest tensor (the 256 x 64 embedding or LM head, 16,384 elements) is a buffer: +65,536
  * bytes at its start, -65,536 at its end. With `fused` (the default) there is no such op.
  * With a bf16 reduction (grad_dtype bf16: the buffer cast before it) the grads stay 6Ψ and
@@ -353,6 +355,8 @@ static void test_grad_accum(void)
                 last = (uint32_t)i;
             } else if (o->kind == TRACE_OP_COLL && !strcmp(name, "grad_bucket") && first_bucket) {
                 first_bucket = false;
+                CHECK_INT_EQ(p->trace->colls[tr->colls[o->coll]].op,
+                             cast ? COLL_ALL_REDUCE : COLL_REDUCE_SCATTER);
                 bool waits = false;
                 for (uint32_t k = 0; k < o->n_deps; k++)
                     waits = waits || tr->deps[o->dep_first + k] == last;

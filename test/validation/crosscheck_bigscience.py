@@ -27,11 +27,10 @@ The mapping (docs/validation.md, "Cross-checks outside the tables", says the sam
 - DeepSpeed's pipeline engine: 1F1B, the layers split as 'type:transformer|embedding' splits
   them (`pipeline.stage_layers`), the gradients reduced after the pipeline's last backward
   (`ddp.overlap: false`) in buckets of 5e8 elements;
-- DeepSpeed's BF16_Optimizer: fp32 gradients reduced (`grad_dtype: fp32`), accumulated from
-  each micro-batch's bf16 gradients by a cast and an add per tensor
-  (`grad_accumulation: cast_add`), the optimizer's fp32 state sharded over data parallelism
-  (`zero: 1`; BF16_Optimizer all-reduces the fp32 gradients where stepsim's ZeRO-1
-  reduce-scatters them: about 1% of these steps, not modelled);
+- DeepSpeed's BF16_Optimizer: fp32 gradients reduced (`grad_dtype: fp32`: DeepSpeed of 2022),
+  accumulated from each micro-batch's bf16 gradients by a cast and an add per tensor and
+  all-reduced whole (`grad_accumulation: cast_add`), the optimizer's fp32 state sharded over
+  data parallelism (`zero: 1`);
 - the cluster: 8 A100 80GB per node on NVSwitch, 4 x 100 Gb/s Omni-Path per node (the BLOOM
   paper; the repository says "4 OmniPath links"), the fabric taken as non-blocking.
 Not modelled: CUDA_LAUNCH_BLOCKING's host waits (the run's README: "a tiny impact or no
