@@ -123,18 +123,8 @@ uint32_t plan__grad_accum(gen *g, int u0, int u1, int mb, uint32_t after)
 {
     if (g->sc->training.grad_accumulation != PLAN_GRAD_ACCUM_CAST_ADD)
         return after;
-    double params = 0;
-    int tensors = 0;
-    int64_t largest = 0;
-    for (int u = u0; u < u1; u++) {
-        const unit *x = &g->units[u];
-        if (!g->mine[u] || x->trainable == 0)
-            continue;
-        params += (double)x->trainable;
-        tensors += plan__param_tensors(g, x->blk);
-        largest = SIM_MAX(largest, plan__largest_param_tensor(g, x));
-    }
-    if (params == 0)
+    plan_accum_work w = plan__grad_accum_work(g, u0, u1); /* the rank's units, all */
+    if (w.params == 0)
         return after;
     trace_op op = {
         .kind = TRACE_OP_COMPUTE,
@@ -146,14 +136,14 @@ uint32_t plan__grad_accum(gen *g, int u0, int u1, int mb, uint32_t after)
         .microbatch = mb,
         .name = trace_intern(g->t, "grad_accum"),
         .inner = HW_VECTOR_EAGER,
-        .flops = params, /* one add a parameter */
-        .bytes = (g->wbytes + 16) * params,
+        .flops = w.params, /* one add a parameter */
+        .bytes = w.bytes,
         .duration_ps = TRACE_MEASURED_NONE,
     };
     uint32_t id = trace_add_op(g->t, g->rank, &op, &after, 1);
-    trace_set_host(g->t, g->rank, id, (uint32_t)(2 * tensors), false);
-    trace_add_mem(g->t, g->rank, id, PLAN_MEM_BUFFERS, 4 * largest, false);
-    trace_add_mem(g->t, g->rank, id, PLAN_MEM_BUFFERS, -4 * largest, true);
+    trace_set_host(g->t, g->rank, id, (uint32_t)w.launches, false);
+    trace_add_mem(g->t, g->rank, id, PLAN_MEM_BUFFERS, w.temp_bytes, false);
+    trace_add_mem(g->t, g->rank, id, PLAN_MEM_BUFFERS, -w.temp_bytes, true);
     return id;
 }
 

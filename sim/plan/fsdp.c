@@ -11,71 +11,6 @@
 
 #include "plan/gen-internal.h"
 
-/* The parameter tensors of a block as Hugging Face's modules hold them, in the order the
- * forward uses them, this rank's tensor-parallel slice of each (DeepSpeed ZeRO-3 manages
- * each tensor on its own): per layer the first norm's weight (and LayerNorm bias), the q,
- * k and v matrices and biases (one of each with model.qkv_fused), q/k norms, the o matrix
- * and bias, the second norm, the gate and up matrices and biases, the down matrix and bias;
- * the final norm in the head; the embedding norm (model.embed_norm) in the embedding, whose
- * tables are not listed. MLA layers' own matrices, LoRA adapters and QLoRA's base matrices
- * are not listed. Calls `each(numel, count, ud)` per run of alike tensors. */
-static void ds_tensors(const gen *g, model_block blk, void (*each)(int64_t, int, void *),
-                       void *ud)
-{
-    const model_spec *m = &g->model;
-    int64_t h = m->hidden, t = g->sc->parallel.tp;
-    int norm_tensors = m->norm == MODEL_NORM_LAYERNORM ? 2 : 1;
-    if (blk == MODEL_BLOCK_HEAD) {
-        each(h, norm_tensors, ud);
-        return;
-    }
-    if (blk == MODEL_BLOCK_EMBED && m->embed_norm) /* a LayerNorm whatever model.norm says */
-        each(h, 2, ud);
-    if (blk != MODEL_BLOCK_LAYER)
-        return;
-    each(h, norm_tensors, ud);
-    if (m->attention.kind == MODEL_ATTN_MLA) {
-        each(h, norm_tensors, ud);
-        return;
-    }
-    int64_t heads = m->heads, kvh = m->kv_heads ? m->kv_heads : heads;
-    int64_t d = m->head_dim ? m->head_dim : h / heads;
-    int64_t q = heads / t * d, kv = (kvh >= t ? kvh / t : 1) * d, f = m->ffn / t;
-    int ups = m->activation == MODEL_ACT_SWIGLU ? 2 : 1;
-    bool full = g->sh.ft.method == MODEL_FT_FULL;
-    /* one projection: its matrix (h x out, trained in full only) and bias */
-    int64_t outs[3] = {q + 2 * kv};
-    int n_out = 1;
-    if (!m->qkv_fused) {
-        outs[0] = q;
-        outs[1] = outs[2] = kv;
-        n_out = 3;
-    }
-    for (int i = 0; i < n_out; i++) {
-        if (full)
-            each(h * outs[i], 1, ud);
-        if (m->bias)
-            each(outs[i], 1, ud);
-    }
-    if (m->qk_norm)
-        each(d, 2, ud);
-    if (full)
-        each(h * q, 1, ud); /* o */
-    if (m->bias)
-        each(h, 1, ud); /* o's and down's biases: row-parallel, whole on every TP rank */
-    each(h, norm_tensors, ud);
-    for (int i = 0; i < ups; i++) {
-        if (full)
-            each(h * f, 1, ud);
-        if (m->bias)
-            each(f, 1, ud);
-    }
-    if (full)
-        each(h * f, 1, ud); /* down */
-    if (m->bias)
-        each(h, 1, ud);
-}
-
 typedef struct ds_count {
     double threshold;
     int64_t kept;  /* elements of the tensors kept whole */
@@ -91,66 +26,18 @@ static void count_tensor(int64_t numel, int count, void *ud)
         c->gathered += count;
 }
 
-static void count_all(int64_t numel, int count, void *ud)
-{
-    (void)numel;
-    *(int *)ud += count;
-}
-
-/* The parameter tensors of a block on this rank, as its framework holds them (ds_tensors;
- * the embedding's token table and learned position table; the head's final norm and an
- * untied LM head matrix, as unit.trainable counts them). */
-int plan__param_tensors(const gen *g, model_block blk)
-{
-    const model_spec *m = &g->model;
-    int n = 0;
-    ds_tensors(g, blk, count_all, &n);
-    if (blk == MODEL_BLOCK_EMBED)
-        n += 1 + (m->position == MODEL_POS_LEARNED);
-    else if (blk == MODEL_BLOCK_HEAD && !m->tied_embeddings)
-        n += 1;
-    return n;
-}
-
-typedef struct tensor_stats {
-    int64_t largest, sum;
-} tensor_stats;
-
-static void tensor_stat(int64_t numel, int count, void *ud)
-{
-    tensor_stats *st = ud;
-    st->largest = SIM_MAX(st->largest, numel);
-    st->sum += (int64_t)count * numel;
-}
-
-/* The elements of unit `u`'s largest parameter tensor on this rank (ds_tensors; the
- * embedding's token and position tables and an untied LM head from unit.trainable, less the
- * tensors listed beside them). */
-int64_t plan__largest_param_tensor(const gen *g, const unit *u)
-{
-    const model_spec *m = &g->model;
-    tensor_stats st = {0};
-    ds_tensors(g, u->blk, tensor_stat, &st);
-    if (u->blk == MODEL_BLOCK_EMBED) {
-        int64_t pos = m->position == MODEL_POS_LEARNED ? (int64_t)m->max_seq_len * m->hidden : 0;
-        return SIM_MAX(SIM_MAX(u->trainable - pos - st.sum, pos), st.largest);
-    }
-    if (u->blk == MODEL_BLOCK_HEAD)
-        st.largest = SIM_MAX(st.largest, u->trainable - st.sum);
-    return st.largest;
-}
-
 /* DeepSpeed ZeRO-3 keeps whole, on every rank, each parameter tensor of at most
- * persistence_threshold elements (stage3_param_persistence_threshold): of ds_tensors, the
- * elements kept. */
+ * persistence_threshold elements (stage3_param_persistence_threshold): of plan__block_tensors,
+ * the elements kept. */
 int64_t plan__ds_persistent(const gen *g, model_block blk)
 {
     ds_count c = {.threshold = g->sc->parallel.fsdp.persistence_threshold};
-    ds_tensors(g, blk, count_tensor, &c);
+    plan__block_tensors(g, blk, count_tensor, &c);
     return c.kept;
 }
 
-/* The tensors of a block DeepSpeed gathers (ds_tensors above the persistence threshold,
+/* The tensors of a block DeepSpeed gathers (plan__block_tensors above the persistence
+ * threshold,
  * at most DS_TENSORS_MAX kinds x counts): each is its own list collective under
  * fsdp.list_collectives. */
 #define DS_TENSORS_MAX 32
@@ -265,14 +152,14 @@ typedef struct gather_pass {
 static int unit_tensors(const gen *g, const unit *u, int64_t numel[DS_TENSORS_MAX + 1])
 {
     ds_list l = {.threshold = g->sc->parallel.fsdp.persistence_threshold};
-    ds_tensors(g, u->blk, list_tensor, &l);
+    plan__block_tensors(g, u->blk, list_tensor, &l);
     double listed = 0, all = (double)(u->params - u->persist);
     for (int i = 0; i < l.n; i++)
         listed += (double)l.numel[i];
     const model_spec *m = &g->model;
     if (u->blk == MODEL_BLOCK_EMBED) {
         /* the token embedding (and the learned position table) first, as the forward uses
-         * them, then the embedding norm's tensors ds_tensors listed */
+         * them, then the embedding norm's tensors plan__block_tensors listed */
         int64_t pos = m->position == MODEL_POS_LEARNED ? (int64_t)m->max_seq_len * m->hidden : 0;
         int64_t norms[DS_TENSORS_MAX];
         int k = l.n;
@@ -284,7 +171,7 @@ static int unit_tensors(const gen *g, const unit *u, int64_t numel[DS_TENSORS_MA
         for (int i = 0; i < k; i++)
             l.numel[l.n++] = norms[i];
     } else if (all - listed >= 1) {
-        /* the embedding, an untied LM head; in a layer what ds_tensors does not list
+        /* the embedding, an untied LM head; in a layer what plan__block_tensors does not list
          * (MLA's matrices, LoRA's frozen base matrices, MoE layers), DeepSpeed's too */
         l.numel[l.n++] = (int64_t)(all - listed);
     }

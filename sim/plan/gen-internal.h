@@ -334,8 +334,17 @@ double plan__offloaded_activations(const gen *g);
  * parameters DeepSpeed keeps whole in a unit of block `blk`. */
 void plan__gen_fsdp(gen *g);
 int64_t plan__ds_persistent(const gen *g, model_block blk);
+/* tensors.c: a block's parameter tensors as the frameworks hold them */
+void plan__block_tensors(const gen *g, model_block blk, void (*each)(int64_t, int, void *),
+                         void *ud);
 int plan__param_tensors(const gen *g, model_block blk);
 int64_t plan__largest_param_tensor(const gen *g, const unit *u);
+typedef struct plan_accum_work {
+    double params, bytes; /* trained parameters; bytes the kernels move */
+    int launches;         /* two kernels a tensor */
+    int64_t temp_bytes;   /* the cast's fp32 temporary of the largest tensor */
+} plan_accum_work;
+plan_accum_work plan__grad_accum_work(const gen *g, int u0, int u1);
 /* DeepSpeed ZeRO-3's release rule (fsdp.c, parallel.fsdp.max_reuse_distance): per unit, the
  * share of its gathered dense bytes gathered again for its backward (bwd[]) and again after
  * its recomputed forward (rc[]; 0 without full or per-op recompute). */

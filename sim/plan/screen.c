@@ -157,14 +157,11 @@ static double grad_accum_s(const plan_screen *S, const gen *g, int u0, int u1)
 {
     if (g->sc->training.grad_accumulation != PLAN_GRAD_ACCUM_CAST_ADD)
         return 0;
-    double params = 0;
-    for (int u = u0; u < u1; u++)
-        params += (double)g->units[u].trainable;
+    plan_accum_work w = plan__grad_accum_work(g, u0, u1);
     double t = 0;
-    for (int i = 0; i < S->n_gpus && params > 0; i++)
+    for (int i = 0; i < S->n_gpus && w.params > 0; i++)
         t = fmax(t, sim_time_to_s(hw_gpu_kernel_time(S->gpus[i], HW_OP_VECTOR, HW_DTYPE_FP32,
-                                                     params, (g->wbytes + 16) * params,
-                                                     HW_VECTOR_EAGER, 0)));
+                                                     w.params, w.bytes, HW_VECTOR_EAGER, 0)));
     return t;
 }
 
@@ -742,9 +739,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
          * plan__grad_accum), counted over the activation peak */
         if (sc->training.grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
             for (int u = 0; u < g->n_units; u++)
-                if (g->mine[u] && g->units[u].trainable > 0)
-                    transient = fmax(transient,
-                                     4.0 * (double)plan__largest_param_tensor(g, &g->units[u]));
+                if (g->mine[u])
+                    transient = fmax(transient, (double)plan__grad_accum_work(g, u, u + 1).temp_bytes);
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
     }
     out->peak_bytes = peak;

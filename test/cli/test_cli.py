@@ -915,15 +915,16 @@ def stragglers():
     check(rc == 2 and "every replica must be simulated" in err, "symmetry refused: " + err)
 
 
-def qwen06_one_dgx(path, training_extra, batch="seq_len: 512, global_batch: 8, micro_batch: 1"):
+def qwen06_one_dgx(path, training_extra, batch="seq_len: 512, global_batch: 8, micro_batch: 1",
+                   parallel="dp: 8"):
     """Writes Qwen3-0.6B data-parallel on one DGX H100 (training: `batch` and `training_extra`;
-    by default 512 tokens a GPU) to `path`; returns the path."""
+    by default 512 tokens a GPU; parallel: `parallel`) to `path`; returns the path."""
     with open(path, "w") as f:
         f.write("name: q06\ntopology: {name: one-dgx, gpu: h100-sxm, nodes: 1, node: "
                 "{gpus: 8, intra: {kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us}}}\n"
-                "model: %s\ntraining: {%s%s}\nparallel: {dp: 8}\nsimulation: {steps: 1}\n"
+                "model: %s\ntraining: {%s%s}\nparallel: {%s}\nsimulation: {steps: 1}\n"
                 % (os.path.join(os.path.abspath(root), "workloads", "qwen3-0.6b.yaml"), batch,
-                   training_extra))
+                   training_extra, parallel))
     return path
 
 
@@ -3698,14 +3699,10 @@ def plan():
         # its launches, issued while the backward's kernels run, are not counted. Qwen3-0.6B on
         # one DGX H100, 32 sequences of 512 tokens: the 10 it ranks best replay within 0.08% of
         # it on average, at most 0.27% (measured): within 0.5% and 1%
-        q = os.path.join(tmp, "q06-bf16opt.yaml")
-        with open(q, "w") as f:
-            f.write("name: q06\ntopology: {name: one-dgx, gpu: h100-sxm, nodes: 1, node: {gpus: 8, "
-                    "intra: {kind: nvswitch, bandwidth: 450 GB/s, latency: 1 us}}}\nmodel: %s\n"
-                    "training: {seq_len: 512, global_batch: 32, micro_batch: 1, compile: false, "
-                    "grad_accumulation: cast_add}\nparallel: {dp: 8, zero: 1, ddp: {overlap: false}}\n"
-                    "simulation: {steps: 1}\n" % os.path.join(os.path.abspath(root), "workloads",
-                                                              "qwen3-0.6b.yaml"))
+        q = qwen06_one_dgx(os.path.join(tmp, "q06-bf16opt.yaml"),
+                           ", compile: false, grad_accumulation: cast_add",
+                           "seq_len: 512, global_batch: 32, micro_batch: 1",
+                           "dp: 8, zero: 1, ddp: {overlap: false}")
         p = subprocess.run([exe, "plan", q, "--replay-top", "10", "--json"], capture_output=True,
                            text=True, cwd=tmp)
         fin = json.loads(p.stdout.splitlines()[-1]) if p.returncode == 0 else {}
