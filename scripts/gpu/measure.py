@@ -12,7 +12,7 @@ efficiency), and DIR/gpu-gemms.csv, the GEMMs alone in the columns test/validati
 reads (b, m, n, k, bf16_flops) to refit them another way. --peak-tflops and --bandwidth-gbs
 are the catalog's dense bf16 peak and memory bandwidth for this GPU: efficiencies are against
 them, as the simulator reads them. The rates written are the kernels' alone; --in-training R
-scales the GEMM plateau and the attention tables to a training step's (R = 0.779, the A100's
+scales the GEMM plateau and the attention tables to a training step's (R = 0.801, the A100's
 calibrated ratio, docs/calibration.md), the CSVs keeping the timings as measured.
 
 Method (docs/calibration.md, "How to recalibrate"): each kernel is timed with CUDA events
@@ -211,7 +211,7 @@ def catalog_lines(rows, peak, bw, backend, launch, in_training=1.0):
     term) and sampled by decade of FLOPs, the attention tables as measured, the launch gap.
     in_training scales the tensor-core rates (the GEMM plateau, t0 and k0 kept, and the
     attention tables) from the kernels' rates alone to the rate a training step sustains
-    (docs/calibration.md: 0.779, the A100's calibrated ratio); 1 keeps them as measured."""
+    (docs/calibration.md: 0.801, the A100's calibrated ratio); 1 keeps them as measured."""
     import gemmfit  # beside this script (numpy): the catalog's GEMM model and its fit
     mem = decade_curve(rows, "memory", [1e5, 1e6, 1e7, 1e8, 1e9], "bytes")
     big = [r for r in rows if r["kind"] == "matmul" and r["flops"] >= 1e9]
@@ -250,7 +250,7 @@ def main():
     ap.add_argument("--quick", action="store_true", help="fewer GEMM shapes (about a minute)")
     ap.add_argument("--in-training", type=float, default=1.0, metavar="R",
                     help="scale the GEMM plateau and the attention tables by R, from the rates "
-                         "alone to a training step's (0.779: docs/calibration.md); default 1, "
+                         "alone to a training step's (0.801: docs/calibration.md); default 1, "
                          "as measured")
     a = ap.parse_args()
     if not 0 < a.in_training <= 1:
