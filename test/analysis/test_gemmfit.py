@@ -19,9 +19,9 @@
    fractions of its own estimated peak) are the FlashAttention-3
    paper's cuDNN figures (test/validation/data/fa3_cudnn_h100_attention.csv) over the 989
    TFLOP/s peak times the in-training ratio, the A100 plateau over its MAMF efficiency
-   (0.678 / 0.87 = 0.7793, docs/calibration.md), the causal backward being the unmasked one
+   (0.697 / 0.87 = 0.8011, docs/calibration.md), the causal backward being the unmasked one
    times the forward's causal / unmasked ratio: e.g. the forward at 4k keys,
-   518 / 989 x 0.7793 = 0.408, to the catalog's three digits.
+   518 / 989 x 0.8011 = 0.420, to the catalog's three digits.
 6. The A100 attention tables (a100-sxm-80gb, a100-sxm-40gb) are the FlashAttention-2 paper's
    A100 figure (test/validation/data/fa2_a100_attention.csv: forward + backward only) over
    the 312 TFLOP/s peak at the kernels' rate alone, both passes at the pair's rate:

@@ -16,7 +16,8 @@ and compiled pointwise kernels"), each timed as (sim/hw/gpu.c)
 i.e. launch + t0 + b / (s bw), with the GPU catalog entry's launch_overhead (4 us) and t0 = 1 us (the form
 of every memory curve in the catalog). For each GPU this script finds the plateau s that
 minimises sum(log(t_model / t_measured))^2 over that GPU's rows, prints the fit, the
-per-row errors and those of the catalog's memory_efficiency (s = 0.90), the curve line
+per-row errors and those of the catalog's memory_efficiency (its plateau s_mem, read from
+its 1 GB point), the curve line
 for topologies/gpus/*.yaml, and, held out, the fit's error on the file's torch LayerNorm
 rows (one native kernel, which stepsim also times on this curve in eager runs). The ops as stepsim counts them (per element X of the swept
 tensor; e = the activation's bytes):
@@ -99,12 +100,15 @@ for gpu, R in sorted(data.items()):
         return gemmfit.eager_model(s, bw, B, n, L)
 
     s = gemmfit.eager_fit(B, n, t, bw, L)
-    err, cat = model(s, bw, B, n) / t - 1, model(0.90, bw, B, n) / t - 1
+    # the fused curve's plateau: its 1 GB point is 1 / (bw t0 / 1e9 + 1 / s_mem)
+    e1 = float(re.search(r"^memory_efficiency: .*\[1 GB, ([0-9.]+)\]\]", text, re.M).group(1))
+    s_mem = 1 / (1 / e1 - bw * gemmfit.EAGER_T0 / 1e9)
+    err, cat = model(s, bw, B, n) / t - 1, model(s_mem, bw, B, n) / t - 1
     print("%s (%.0f GB/s): s = %.3f; mean |error| %.1f%%, max %.1f%% over %d ops (the memory curve's "
-          "0.90: mean %+.1f%%)" % (gpu, bw / 1e9, s, 100 * np.mean(np.abs(err)),
-                                   100 * np.max(np.abs(err)), len(R), 100 * np.mean(cat)))
+          "%.3f: mean %+.1f%%)" % (gpu, bw / 1e9, s, 100 * np.mean(np.abs(err)),
+                                   100 * np.max(np.abs(err)), len(R), s_mem, 100 * np.mean(cat)))
     print("memory_efficiency_eager: " + curve(s, bw))
-    print("| op | size | measured (ms) | fit (ms) | error | at s = 0.90 |")
+    print("| op | size | measured (ms) | fit (ms) | error | at s = %.3f |" % s_mem)
     print("|---|---:|---:|---:|---:|---:|")
     for x, e, c in zip(R, err, cat):
         print("| %s | %d | %.3f | %.3f | %+.1f%% | %+.1f%% |" % (x[0], x[1], x[4] * 1e3,
@@ -119,10 +123,10 @@ for gpu, R in sorted(data.items()):
             and r["kernel_operation_mode"] == "forward" and GPUS.get(r["gpu_name"]) == gpu]
     if held:
         he = [float(model(s, bw, np.array([b]), np.array([1]))[0]) / tm - 1 for _, b, tm in held]
-        hc = [float(model(0.90, bw, np.array([b]), np.array([1]))[0]) / tm - 1 for _, b, tm in held]
+        hc = [float(model(s_mem, bw, np.array([b]), np.array([1]))[0]) / tm - 1 for _, b, tm in held]
         print("held out, torch LayerNorm forward (%d sizes): mean %+.1f%%, max |%.1f%%| at s = %.3f; "
-              "mean %+.1f%% at 0.90" % (len(held), 100 * np.mean(he), 100 * np.max(np.abs(he)), s,
-                                         100 * np.mean(hc)))
+              "mean %+.1f%% at %.3f" % (len(held), 100 * np.mean(he), 100 * np.max(np.abs(he)), s,
+                                         100 * np.mean(hc), s_mem))
     print()
     if "--check" in args:
         have = re.search(r"^memory_efficiency_eager: .*\[1 GB, ([0-9.]+)\]\]", text, re.M)

@@ -375,7 +375,7 @@ if write:
              "proxies likewise), step time in seconds, the error in throughput. Transformer "
              "Engine's fp8 recipe (`training.precision: fp8`; docs/models.md, \"fp8\"): the "
              "linear layers' GEMMs in fp8 at the catalog's fp8 curve (the maximum achievable fp8 "
-             "matmul, 0.709 of the H100's 1,979 TFLOP/s, times the in-training ratio 0.779 "
+             "matmul, 0.709 of the H100's 1,979 TFLOP/s, times the in-training ratio (docs/calibration.md) "
              "calibrated on A100: an estimate), their inputs and output gradients cast to fp8 and "
              "transposed by a memory-bound kernel before each GEMM, their weights once per step, "
              "their sequence-parallel all-gathers in fp8; attention, the LM head and every other "
