@@ -8,6 +8,8 @@ where t_mem is the memory roofline B / (bandwidth x eff_mem(B)). The catalog sto
 matmul_efficiency = 1 / (P t0 / F + 1 / e) sampled by decade of F, and matmul_k_overhead =
 k0. Used by scripts/gpu/measure.py (on a GPU) and test/validation/fit_gemm.py (on a
 published table); docs/calibration.md."""
+import os, re
+
 import numpy as np
 
 
@@ -105,3 +107,20 @@ def eager_fit(B, n, t, bw, launch):
 def eager_curve(s, bw):
     """The catalog's memory_efficiency_eager samples [(bytes, eff)] at plateau s."""
     return [(b, 1 / (bw * EAGER_T0 / b + 1 / s)) for b in EAGER_POINTS]
+
+
+def catalog_text(root, gpu):
+    """The text of topologies/gpus/GPU.yaml under the source root."""
+    with open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")) as f:
+        return f.read()
+
+
+def catalog_bandwidth(text):
+    """A catalog entry's memory_bandwidth, bytes/s."""
+    v, u = re.search(r"^memory_bandwidth: ([0-9.]+) (GB|TB)/s", text, re.M).groups()
+    return float(v) * (1e9 if u == "GB" else 1e12)
+
+
+def catalog_launch(text):
+    """A catalog entry's launch_overhead (s), which stepsim adds to every kernel."""
+    return float(re.search(r"^launch_overhead: ([0-9.]+) us", text, re.M).group(1)) * 1e-6

@@ -58,17 +58,10 @@ OPS = {("rms_norm", "huggingface", "forward"): (38, 8, ("M",)),
 
 
 def catalog(gpu):
-    return open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+    return gemmfit.catalog_text(root, gpu)
 
 
-def bandwidth(text):
-    v, u = re.search(r"^memory_bandwidth: ([0-9.]+) (GB|TB)/s", text, re.M).groups()
-    return float(v) * (1e9 if u == "GB" else 1e12)
-
-
-def launch(text):
-    """The catalog's launch_overhead (us), which stepsim adds to every kernel."""
-    return float(re.search(r"^launch_overhead: ([0-9.]+) us", text, re.M).group(1)) * 1e-6
+bandwidth, launch = gemmfit.catalog_bandwidth, gemmfit.catalog_launch
 
 
 def curve(s, bw):

@@ -53,12 +53,14 @@ import csv, json, os, re, sys
 
 import numpy as np
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "scripts", "gpu"))
+import gemmfit  # noqa: E402  (the catalog readers, shared with fit_eager.py)
+
 here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.join(here, "..", "..")
 args = sys.argv[1:]
 path = args[0] if args and not args[0].startswith("--") else os.path.join(here, "data", "liger_fused_kernels.csv")
 GPUS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA H100 80GB HBM3": "h100-sxm"}
-# (kernel, provider, mode) -> bytes of an M x N call: (per element, per row, per column)
 # (kernel, provider, mode) -> (bytes per element, per row, per column; fp32 rows a program holds)
 OPS = {("rms_norm", "liger", "forward"): (4, 4, 4, 2),
        ("layer_norm", "liger", "forward"): (8, 8, 8, 3),
@@ -72,17 +74,10 @@ LARGE = 100e6  # calls whose fixed cost is a few percent of their time
 
 
 def catalog(gpu):
-    return open(os.path.join(root, "topologies", "gpus", gpu + ".yaml")).read()
+    return gemmfit.catalog_text(root, gpu)
 
 
-def bandwidth(text):
-    v, u = re.search(r"^memory_bandwidth: ([0-9.]+) (GB|TB)/s", text, re.M).groups()
-    return float(v) * (1e9 if u == "GB" else 1e12)
-
-
-def launch(text):
-    """The catalog's launch_overhead (s), which stepsim adds to every kernel."""
-    return float(re.search(r"^launch_overhead: ([0-9.]+) us", text, re.M).group(1)) * 1e-6
+bandwidth, launch = gemmfit.catalog_bandwidth, gemmfit.catalog_launch
 
 
 def curve(s, t0, bw):
