@@ -536,7 +536,32 @@ def nccl():
         check(rc == 2 and one_error_line(err), "%s: exit 2 with one error line: %d %s" % (args, rc, err))
 
 
+def loss_scaling():
+    # fp16's loss scaling unscales the gradient in place before the update (read and written
+    # once more, sim/plan/dp.c): tiny-gpt's P = 2,087,424 parameters, all updated on each of
+    # ddp.yaml's 2 data-parallel ranks, with 2-byte gradients (grad_dtype's default): the
+    # fp16 step's optimizer ops move 2 x 2 x 2,087,424 = 8,349,696 bytes more than bf16's
+    # (the ideal GPU given an fp16 peak equal to its bf16 one)
+    import h5py
+    ddp = os.path.join(data, "ddp.yaml")
+    moved = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for prec in ("bf16", "fp16"):
+            h5 = os.path.join(tmp, prec + ".h5")
+            rc, out, err = run("run", ddp, "--set", "training.precision=" + prec, "--set",
+                               "topology.gpu.peak={bf16: 989 TFLOP/s, fp16: 989 TFLOP/s, fp32: 1000000 PFLOP/s}",
+                               "-o", h5)
+            check(rc == 0, "loss scaling %s: %s" % (prec, err))
+            if rc == 0:
+                t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+                t = t[(t["step"] == t["step"].max()) & (t["rank"] == 0)]
+                moved[prec] = sum(int(y["bytes"]) for y in t if y["name"].startswith(b"optimizer."))
+    check(moved.get("fp16", 0) - moved.get("bf16", 0) == 8349696,
+          "fp16 unscale: %s" % moved)
+
+
 def dp():
+    loss_scaling()
     param_gather_overlap()
     fsdp_implementations()
     stragglers()
