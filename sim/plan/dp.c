@@ -70,15 +70,20 @@ double plan__optimizer_bytes_per_param(const gen *g)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
-    /* fp16's loss scaling: before the norm and the update the gradient is unscaled in place
+    bool master = t->master_weights == PLAN_MASTER_FP32;
+    /* the gradient the step works on: with fp32 master weights an fp32 one, which 16-bit
+     * gradients are first cast to (Megatron's fp16 optimizer and distributed optimizer,
+     * main_grad.float(); DeepSpeed ZeRO-1/2's fp32 partition): read 16-bit, write fp32 */
+    double main = master ? 4 : g->gbytes;
+    double cast = master && g->gbytes < 4 ? g->gbytes + 4 : 0;
+    /* fp16's loss scaling: before the norm and the update that gradient is unscaled in place
      * and checked for inf/NaN in one pass (PyTorch's fused non-finite check and unscale,
      * which AMP's GradScaler and Megatron's fp16 optimizer run): read and written once */
-    double unscale = t->precision == HW_DTYPE_FP16 ? 2.0 * g->gbytes : 0;
-    /* read the gradient twice (global-norm clipping, then the update), read and write the
-     * 16-bit weights, the fp32 master copy and every optimizer state */
-    return 2.0 * g->gbytes + unscale + 2.0 * g->wbytes +
-           2.0 * states * plan__state_bytes(t->optimizer_state) +
-           (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0);
+    double unscale = t->precision == HW_DTYPE_FP16 ? 2.0 * main : 0;
+    /* read it twice (global-norm clipping, then the update), read and write the 16-bit
+     * weights, the fp32 master copy and every optimizer state */
+    return cast + 2.0 * main + unscale + 2.0 * g->wbytes +
+           2.0 * states * plan__state_bytes(t->optimizer_state) + (master ? 8 : 0);
 }
 
 static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)

@@ -537,27 +537,35 @@ def nccl():
 
 
 def loss_scaling():
-    # fp16's loss scaling unscales the gradient in place before the update (read and written
-    # once more, sim/plan/dp.c): tiny-gpt's P = 2,087,424 parameters, all updated on each of
-    # ddp.yaml's 2 data-parallel ranks, with 2-byte gradients (grad_dtype's default): the
-    # fp16 step's optimizer ops move 2 x 2 x 2,087,424 = 8,349,696 bytes more than bf16's
+    # The optimizer step's gradient passes (sim/plan/dp.c): with fp32 master weights it works
+    # on an fp32 gradient, which 16-bit gradients are first cast to (read 2 bytes, write 4),
+    # then reads it twice (norm, update); in fp16, loss scaling unscales it in place first
+    # (read and write 4 more). tiny-gpt's P = 2,087,424 parameters, all updated on each of
+    # ddp.yaml's 2 data-parallel ranks (fp32 master weights, Adam):
+    #   bf16, 2-byte gradients (grad_dtype's default): 6 + 2 x 4 = 14 bytes a parameter;
+    #   bf16, fp32 gradients: 2 x 4 = 8, so 6 x 2,087,424 = 12,524,544 bytes fewer;
+    #   fp16, 2-byte gradients: 6 + 2 x 4 + 8 = 22, so 8 x 2,087,424 = 16,699,392 more than bf16's
     # (the ideal GPU given an fp16 peak equal to its bf16 one)
     import h5py
     ddp = os.path.join(data, "ddp.yaml")
     moved = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for prec in ("bf16", "fp16"):
-            h5 = os.path.join(tmp, prec + ".h5")
-            rc, out, err = run("run", ddp, "--set", "training.precision=" + prec, "--set",
+        for name, sets in (("bf16", ["training.precision=bf16"]),
+                           ("bf16-fp32-grads", ["training.precision=bf16", "training.grad_dtype=fp32"]),
+                           ("fp16", ["training.precision=fp16"])):
+            h5 = os.path.join(tmp, name + ".h5")
+            args = [x for s in sets for x in ("--set", s)]
+            rc, out, err = run("run", ddp, *args, "--set",
                                "topology.gpu.peak={bf16: 989 TFLOP/s, fp16: 989 TFLOP/s, fp32: 1000000 PFLOP/s}",
                                "-o", h5)
-            check(rc == 0, "loss scaling %s: %s" % (prec, err))
+            check(rc == 0, "optimizer passes %s: %s" % (name, err))
             if rc == 0:
-                t = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
-                t = t[(t["step"] == t["step"].max()) & (t["rank"] == 0)]
-                moved[prec] = sum(int(y["bytes"]) for y in t if y["name"].startswith(b"optimizer."))
-    check(moved.get("fp16", 0) - moved.get("bf16", 0) == 8349696,
-          "fp16 unscale: %s" % moved)
+                tl = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
+                tl = tl[(tl["step"] == tl["step"].max()) & (tl["rank"] == 0)]
+                moved[name] = sum(int(y["bytes"]) for y in tl if y["name"].startswith(b"optimizer."))
+    check(moved.get("bf16", 0) - moved.get("bf16-fp32-grads", 0) == 12524544,
+          "the 16-bit gradient's cast to fp32: %s" % moved)
+    check(moved.get("fp16", 0) - moved.get("bf16", 0) == 16699392, "fp16's unscale: %s" % moved)
 
 
 def dp():
