@@ -273,6 +273,10 @@ static int accelerate(import_ctx *c)
         return rc;
     if (import__text(dt, "MULTI_GPU") || import__text(dt, "NO")) {
         import__set(c, "parallel.zero", "distributed_type", dt, "0");
+        /* PyTorch DDP under autocast: the parameters, so their gradients, stay fp32 */
+        if (mp && !import__text(mp, "no"))
+            import__set(c, "training.grad_dtype", "distributed_type with mixed_precision "
+                        "(autocast keeps fp32 parameters and gradients)", dt, "fp32");
     } else if (import__text(dt, "DEEPSPEED")) {
         /* the plugin's stage: given, or Accelerate's default (DeepSpeedPlugin, 2); a
          * deepspeed_config_file says it all itself: import that file instead */
@@ -543,6 +547,9 @@ static int torchtitan(import_ctx *c)
     if (!rc && mpr)
         import__set(c, "training.grad_dtype", "training.mixed_precision_reduce", mpr, "%s",
                     import__text(mpr, "float32") ? "fp32" : "bf16");
+    else if (!rc)
+        import__set(c, "training.grad_dtype", "training.mixed_precision_reduce absent "
+                    "(torchtitan's default float32)", NULL, "fp32");
     const input_ynode *conv = import__get(c, "model.converters");
     for (size_t i = 0; !rc && conv && conv->kind == INPUT_YSEQ && i < conv->n; i++)
         if (import__text(conv->items[i], "float8")) {
@@ -727,6 +734,16 @@ static int megatron(import_ctx *c)
         import__set(c, "training.precision", "--bf16", v, "bf16");
     else if ((v = import__get(c, "fp16")))
         import__set(c, "training.precision", "--fp16", v, "fp16");
+    /* the gradients' dtype: with --bf16 Megatron accumulates and reduces them in fp32
+     * (arguments.py turns accumulate_allreduce_grads_in_fp32 on) unless
+     * --grad-reduce-in-bf16; with --fp16 in fp16 unless --accumulate-allreduce-grads-in-fp32 */
+    if ((v = import__get(c, "grad-reduce-in-bf16")))
+        import__set(c, "training.grad_dtype", "--grad-reduce-in-bf16", v, "bf16");
+    else if ((v = import__get(c, "accumulate-allreduce-grads-in-fp32")))
+        import__set(c, "training.grad_dtype", "--accumulate-allreduce-grads-in-fp32", v, "fp32");
+    else if ((v = import__get(c, "bf16")))
+        import__set(c, "training.grad_dtype", "--bf16 (Megatron then accumulates and reduces "
+                    "gradients in fp32)", v, "fp32");
     if ((v = import__get(c, "fp8-format")))
         import__set(c, "training.precision", "--fp8-format", v, "fp8");
     /* --fp8-recipe: delayed (Megatron's default) or tensorwise (TE's current scaling); the

@@ -72,10 +72,12 @@ double plan__optimizer_bytes_per_param(const gen *g)
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
     bool master = t->master_weights == PLAN_MASTER_FP32;
     /* the gradient the step works on: with fp32 master weights an fp32 one, which 16-bit
-     * gradients are first cast to (Megatron's fp16 optimizer and distributed optimizer,
-     * main_grad.float(); DeepSpeed ZeRO-1/2's fp32 partition): read 16-bit, write fp32 */
+     * gradients are first cast to (Megatron's optimizers when main_grad is 16-bit:
+     * main_grad.float()): read 16-bit, write fp32. DeepSpeed's BF16_Optimizer
+     * (grad_accumulation: cast_add) accumulates into an fp32 buffer already: no cast. */
+    bool fp32_buffer = t->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD;
     double main = master ? 4 : g->gbytes;
-    double cast = master && g->gbytes < 4 ? g->gbytes + 4 : 0;
+    double cast = master && g->gbytes < 4 && !fp32_buffer ? g->gbytes + 4 : 0;
     /* fp16's loss scaling: before the norm and the update that gradient is unscaled in place
      * and checked for inf/NaN in one pass (PyTorch's fused non-finite check and unscale,
      * which AMP's GradScaler and Megatron's fp16 optimizer run): read and written once */

@@ -544,7 +544,9 @@ def loss_scaling():
     # ddp.yaml's 2 data-parallel ranks (fp32 master weights, Adam):
     #   bf16, 2-byte gradients (grad_dtype's default): 6 + 2 x 4 = 14 bytes a parameter;
     #   bf16, fp32 gradients: 2 x 4 = 8, so 6 x 2,087,424 = 12,524,544 bytes fewer;
-    #   fp16, 2-byte gradients: 6 + 2 x 4 + 8 = 22, so 8 x 2,087,424 = 16,699,392 more than bf16's
+    #   fp16, 2-byte gradients: 6 + 2 x 4 + 8 = 22, so 8 x 2,087,424 = 16,699,392 more than bf16's;
+    #   DeepSpeed's BF16_Optimizer (grad_accumulation: cast_add, ZeRO-1) accumulates into an
+    #   fp32 buffer: no cast, the same bytes whatever grad_dtype (the dtype it reduces in)
     # (the ideal GPU given an fp16 peak equal to its bf16 one)
     import h5py
     ddp = os.path.join(data, "ddp.yaml")
@@ -552,7 +554,11 @@ def loss_scaling():
     with tempfile.TemporaryDirectory() as tmp:
         for name, sets in (("bf16", ["training.precision=bf16"]),
                            ("bf16-fp32-grads", ["training.precision=bf16", "training.grad_dtype=fp32"]),
-                           ("fp16", ["training.precision=fp16"])):
+                           ("fp16", ["training.precision=fp16"]),
+                           ("cast_add", ["training.precision=bf16", "training.grad_accumulation=cast_add",
+                                         "parallel.zero=1"]),
+                           ("cast_add-fp32", ["training.precision=bf16", "training.grad_accumulation=cast_add",
+                                              "parallel.zero=1", "training.grad_dtype=fp32"])):
             h5 = os.path.join(tmp, name + ".h5")
             args = [x for s in sets for x in ("--set", s)]
             rc, out, err = run("run", ddp, *args, "--set",
@@ -566,6 +572,8 @@ def loss_scaling():
     check(moved.get("bf16", 0) - moved.get("bf16-fp32-grads", 0) == 12524544,
           "the 16-bit gradient's cast to fp32: %s" % moved)
     check(moved.get("fp16", 0) - moved.get("bf16", 0) == 16699392, "fp16's unscale: %s" % moved)
+    check(moved.get("cast_add", 0) > 0 and moved.get("cast_add") == moved.get("cast_add-fp32"),
+          "BF16_Optimizer's fp32 buffer: no cast: %s" % moved)
 
 
 def dp():

@@ -181,6 +181,11 @@ def frameworks():
             text = open(out).read()
             check("# Not imported (no stepsim equivalent):" in text and "parallel: {from: {%s:" % name in text,
                   "%s: the header lists what was not imported" % name)
+            # torchtitan reduces gradients in fp32 unless mixed_precision_reduce says otherwise
+            # (its default float32; the config sets none)
+            if name == "torchtitan":
+                check(re.search(r"^  grad_dtype: fp32 +# training.mixed_precision_reduce absent", text, re.M)
+                      is not None, "torchtitan: grad_dtype fp32 by default")
             if name == "deepspeed":  # DeepSpeed's release rule, from stage3_max_reuse_distance
                 check("max_reuse_distance: 1000000000" in text and
                       "stage3_max_reuse_distance (" not in text, "deepspeed: max_reuse_distance imported")
@@ -409,6 +414,20 @@ def frameworks():
                              "--name", odd, "--", line)
             m = run("mem", out4, "--json")
             check(rc == 0 and m[0] == 0 and json.loads(m[1])["name"] == odd, "name %r: %s %s" % (odd, err, m[2]))
+        # the gradients' dtype: Megatron accumulates and reduces in fp32 with --bf16 unless
+        # --grad-reduce-in-bf16, in fp16 with --fp16 unless --accumulate-allreduce-grads-in-fp32
+        base = re.sub(r"\s--(bf16|fp16)\b", "", line)
+        for extra, want in (("--bf16", "fp32"), ("--bf16 --grad-reduce-in-bf16", "bf16"),
+                            ("--fp16", None), ("--fp16 --accumulate-allreduce-grads-in-fp32", "fp32")):
+            outg = os.path.join(tmp, "gd.yaml")
+            if os.path.exists(outg):
+                os.remove(outg)
+            rc, o, err = run("import", "megatron", "--topology", os.path.join(fw, "a100-x16.yaml"), "-o", outg,
+                             "--", base + " " + extra)
+            text = open(outg).read() if rc == 0 else ""
+            got = re.search(r"^  grad_dtype: (\w+)", text, re.M)
+            check(rc == 0 and (got.group(1) if got else None) == want, "megatron %s: grad_dtype %s, want %s %s" %
+                  (extra, got.group(1) if got else None, want, err))
         # fp8: --fp8-format makes the run fp8, --fp8-recipe tensorwise is TE's current scaling
         # (delayed is Megatron's default); block-scaled recipes are refused at the argument
         out5 = os.path.join(tmp, "f8.yaml")
@@ -635,6 +654,20 @@ def deepspeed_stage0():
                   # below stage 3 DeepSpeed's 5e8-element buckets of 16-bit gradients
                   (("bucket: 1000000000 B" in body) == (want == "false")),
                   "accelerate DeepSpeed stage %s: overlap %s zero %s in %s" % (stage, want, zero, body or err))
+        # plain DDP under autocast keeps fp32 parameters, so fp32 gradients: grad_dtype fp32
+        # (mixed precision given); without mixed precision nothing is said about it
+        for mp, want in (("fp16", "fp32"), ("bf16", "fp32"), (None, None)):
+            src = os.path.join(tmp, "ddp%s.yaml" % mp)
+            with open(src, "w") as f:
+                f.write("distributed_type: MULTI_GPU\nnum_processes: 8\n" +
+                        ("mixed_precision: %s\n" % mp if mp else ""))
+            out = os.path.join(tmp, "ddp%s-out.yaml" % mp)
+            rc, o, err = run("import", "accelerate", src, "--topology", topo, "--model", "qwen3-0.6b",
+                             "-o", out)
+            body = open(out).read() if rc == 0 else ""
+            got = re.search(r"^  grad_dtype: (\w+)", body, re.M)
+            check(rc == 0 and (got.group(1) if got else None) == want,
+                  "accelerate DDP %s: grad_dtype %s" % (mp, body or err))
 
 
 def aliases():
