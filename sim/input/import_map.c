@@ -259,8 +259,9 @@ static int accelerate(import_ctx *c)
 {
     const input_ynode *dt = import__get(c, "distributed_type");
     const input_ynode *mp = import__get(c, "mixed_precision");
+    bool mixed = mp && !import__text(mp, "no");
     int rc = 0;
-    if (mp && !import__text(mp, "no"))
+    if (mixed)
         rc = set_precision(c, "mixed_precision", mp);
     else if (mp)
         import__unmapped(c, "mixed_precision", "no: fp32 training, which stepsim does not model; "
@@ -274,7 +275,7 @@ static int accelerate(import_ctx *c)
     if (import__text(dt, "MULTI_GPU") || import__text(dt, "NO")) {
         import__set(c, "parallel.zero", "distributed_type", dt, "0");
         /* PyTorch DDP under autocast: the parameters, so their gradients, stay fp32 */
-        if (mp && !import__text(mp, "no"))
+        if (mixed)
             import__set(c, "training.grad_dtype", "distributed_type with mixed_precision "
                         "(autocast keeps fp32 parameters and gradients)", dt, "fp32");
     } else if (import__text(dt, "DEEPSPEED")) {

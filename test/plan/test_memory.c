@@ -143,6 +143,18 @@ static void test_layer_activations(void)
     plan_destroy(p);
 }
 
+/* The bytes of category `cat` that op `o` of `tr` allocates (+) or frees (-) at its start
+ * and at its end. */
+static void op_mem(const trace_rank *tr, const trace_op *o, int cat, int64_t *at_start,
+                   int64_t *at_end)
+{
+    for (uint32_t k = 0; k < o->n_mem; k++) {
+        const trace_mem *e = &tr->mem[o->mem_first + k];
+        if (e->cat == cat)
+            *(e->at_end ? at_end : at_start) += e->bytes;
+    }
+}
+
 /* Activation bytes of one layer: allocated (and freed) by its ops, into *alloc (the sum of
  * allocations) and *n_alloc; *recompute_flops the FLOPs of its recomputed kernels. */
 static void layer_mem(const plan *p, int layer, int64_t *alloc, int *n_alloc,
@@ -281,11 +293,7 @@ static void test_loss_transient(void)
             if (o->kind != TRACE_OP_COMPUTE || strcmp(trace_name(p->trace, o->name), "loss.bwd"))
                 continue;
             found++;
-            for (uint32_t k = 0; k < o->n_mem; k++) {
-                const trace_mem *e = &tr->mem[o->mem_first + k];
-                if (e->cat == PLAN_MEM_ACTIVATIONS)
-                    *(e->at_end ? &end : &start) += e->bytes;
-            }
+            op_mem(tr, o, PLAN_MEM_ACTIVATIONS, &start, &end);
         }
         CHECK_INT_EQ(found, 1);
         CHECK_INT_EQ(start, pt ? 65536 : 0);
@@ -344,11 +352,7 @@ static void test_grad_accum(void)
                 CHECK_NEAR(o->flops, (double)PSI, 0, 0);
                 CHECK_INT_EQ(trace_host_of(tr, (uint32_t)i).launches, 42);
                 int64_t at_start = 0, at_end = 0;
-                for (uint32_t k = 0; k < o->n_mem; k++) {
-                    const trace_mem *e = &tr->mem[o->mem_first + k];
-                    if (e->cat == PLAN_MEM_BUFFERS)
-                        *(e->at_end ? &at_end : &at_start) += e->bytes;
-                }
+                op_mem(tr, o, PLAN_MEM_BUFFERS, &at_start, &at_end);
                 CHECK_INT_EQ(at_start, 65536);
                 CHECK_INT_EQ(at_end, -65536);
                 found++;
