@@ -66,18 +66,46 @@ double plan__shard_params(const gen *g, const unit *u)
                     plan__ceil_div(u->trainable_expert, g->n_edp));
 }
 
+/* Whether the GPU step first casts 16-bit gradients to the fp32 gradient it works on: with
+ * fp32 master weights (Megatron's optimizers when main_grad is 16-bit: main_grad.float();
+ * DeepSpeed's ZeRO-1/2 step: the partition's .to(fp32)), except under DeepSpeed's
+ * BF16_Optimizer (grad_accumulation: cast_add), whose buffer is fp32 already. */
+bool plan__optimizer_casts_grads(const gen *g)
+{
+    const plan_training *t = &g->sc->training;
+    return t->master_weights == PLAN_MASTER_FP32 && g->gbytes < 4 &&
+           t->grad_accumulation != PLAN_GRAD_ACCUM_CAST_ADD &&
+           g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE;
+}
+
+/* The fp32 gradients that cast allocates, for the parameters the rank updates (the units
+ * g->mine marks): 4 bytes each, all cast before the step (Megatron casts every group's,
+ * then clips and updates) and held until the next zeroing of the gradients, which frees
+ * them before the next forward. 0 without the cast, and under PyTorch's FSDP: there the
+ * sharded parameter is the fp32 master and its gradient is fp32 from the reduce-scatter on
+ * (cast per micro-batch in the backward), so the persistent 16-bit parameter and gradient
+ * shards (2 + 2 bytes) already stand for the fp32 gradient's 4 (docs/memory.md). */
+double plan__optimizer_grad_bytes(const gen *g)
+{
+    if (!plan__optimizer_casts_grads(g) ||
+        (g->zero == 3 && g->sc->parallel.fsdp.implementation != PLAN_DEEPSPEED))
+        return 0;
+    double params = 0;
+    for (int i = 0; i < g->n_units; i++)
+        if (g->mine[i] && g->units[i].trainable > 0)
+            params += plan__shard_params(g, &g->units[i]);
+    return 4 * params;
+}
+
 double plan__optimizer_bytes_per_param(const gen *g)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
     bool master = t->master_weights == PLAN_MASTER_FP32;
     /* the gradient the step works on: with fp32 master weights an fp32 one, which 16-bit
-     * gradients are first cast to (Megatron's optimizers when main_grad is 16-bit:
-     * main_grad.float()): read 16-bit, write fp32. DeepSpeed's BF16_Optimizer
-     * (grad_accumulation: cast_add) accumulates into an fp32 buffer already: no cast. */
-    bool fp32_buffer = t->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD;
+     * gradients are first cast to (plan__optimizer_casts_grads): read 16-bit, write fp32 */
     double main = master ? 4 : g->gbytes;
-    double cast = master && g->gbytes < 4 && !fp32_buffer ? g->gbytes + 4 : 0;
+    double cast = plan__optimizer_casts_grads(g) ? g->gbytes + 4 : 0;
     /* fp16's loss scaling: before the norm and the update that gradient is unscaled in place
      * and checked for inf/NaN in one pass (PyTorch's fused non-finite check and unscale,
      * which AMP's GradScaler and Megatron's fp16 optimizer run): read and written once */
@@ -93,6 +121,7 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
     const plan_training *t = &g->sc->training;
     double per = plan__optimizer_bytes_per_param(g);
     double flops_per = t->optimizer == PLAN_OPT_ADAM ? 12 : 4;
+    int64_t cast_bytes = (int64_t)ceil(plan__optimizer_grad_bytes(g));
     uint32_t last = 0;
     bool first = true;
     for (int i = 0; i < g->n_units; i++) {
@@ -116,8 +145,12 @@ static uint32_t emit_optimizer(gen *g, const uint32_t *deps, size_t n_deps)
             .duration_ps = TRACE_MEASURED_NONE,
         };
         last = trace_add_op(g->t, g->rank, &op, first ? deps : NULL, first ? n_deps : 0);
+        if (first && cast_bytes > 0) /* the cast's fp32 gradients, from the step's start */
+            trace_add_mem(g->t, g->rank, last, PLAN_MEM_GRADS, cast_bytes, false);
         first = false;
     }
+    if (!first && cast_bytes > 0) /* to its end (the next zeroing frees them) */
+        trace_add_mem(g->t, g->rank, last, PLAN_MEM_GRADS, -cast_bytes, true);
     return last;
 }
 

@@ -300,6 +300,10 @@ void plan__persistent(gen *g, plan_mem *m);
  * the GPU optimizer step and CPU Adam move per parameter (dp.c). */
 double plan__shard_params(const gen *g, const unit *u);
 double plan__optimizer_bytes_per_param(const gen *g);
+/* Whether the GPU step casts 16-bit gradients to fp32 first, and the fp32 bytes that cast
+ * holds through the step for the units g->mine marks (dp.c). */
+bool plan__optimizer_casts_grads(const gen *g);
+double plan__optimizer_grad_bytes(const gen *g);
 double plan__cpu_adam_bytes_per_param(const gen *g);
 /* The host-memory bandwidth rank r's CPU Adam streams at, shared with the ranks whose
  * optimizer lives in the same memory (needs g->mem_sharers). */

@@ -19,7 +19,9 @@
  * Memory. The generator's persistent bytes (dp.c) of each stage's first rank, plus its
  * activations: the most chunk micro-batches its schedule holds at once times the stage's
  * bytes per chunk micro-batch, plus the largest transient (a recomputed layer's rebuilt
- * activations, the loss's logit gradients on the last stage, ZeRO-3's two gathered units).
+ * activations, the loss's logit gradients on the last stage, ZeRO-3's two gathered units),
+ * or, when it is more, the optimizer step's fp32 gradients that a cast of 16-bit ones
+ * allocates once the activations are freed (dp.c).
  *
  * Collectives cost what the replay's selector estimates for them alone on the topology
  * (coll_select), cached per group, operation and size. */
@@ -742,6 +744,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
                 if (g->mine[u])
                     transient = fmax(transient, (double)plan__grad_accum_work(g, u, u + 1).temp_bytes);
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
+        /* the optimizer step's fp32 gradients, once the activations are freed (dp.c) */
+        peak = SIM_MAX(peak, mem.total + (int64_t)ceil(plan__optimizer_grad_bytes(g)));
     }
     out->peak_bytes = peak;
     double *f = NULL, *b = NULL, *p2p = NULL;

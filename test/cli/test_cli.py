@@ -548,9 +548,16 @@ def loss_scaling():
     #   DeepSpeed's BF16_Optimizer (grad_accumulation: cast_add, ZeRO-1) accumulates into an
     #   fp32 buffer: no cast, the same bytes whatever grad_dtype (the dtype it reduces in)
     # (the ideal GPU given an fp16 peak equal to its bf16 one)
+    # The cast's fp32 gradients are memory too: the rank's "grads" level rises by 4 x P =
+    # 8,349,696 bytes over the 2-byte gradients' 2 x P = 4,174,848 for the step and falls back
+    # at its end; with fp32 gradients there is no cast and the level never moves (8,349,696).
+    # ZeRO-3 on the 2 ranks (every unit's parameter count is even: shards of P/2): DeepSpeed
+    # casts its 2-byte gradient partition in the step, 2,087,424 + 4 x P/2 = 6,262,272 at
+    # most; PyTorch's FSDP2 holds the shard's gradient in fp32 from the backward on, which
+    # the persistent 2 + 2 bytes stand for: the level stays at 2 x P/2 = 2,087,424.
     import h5py
     ddp = os.path.join(data, "ddp.yaml")
-    moved = {}
+    moved, grads = {}, {}
     with tempfile.TemporaryDirectory() as tmp:
         for name, sets in (("bf16", ["training.precision=bf16"]),
                            ("bf16-fp32-grads", ["training.precision=bf16", "training.grad_dtype=fp32"]),
@@ -558,7 +565,10 @@ def loss_scaling():
                            ("cast_add", ["training.precision=bf16", "training.grad_accumulation=cast_add",
                                          "parallel.zero=1"]),
                            ("cast_add-fp32", ["training.precision=bf16", "training.grad_accumulation=cast_add",
-                                              "parallel.zero=1", "training.grad_dtype=fp32"])):
+                                              "parallel.zero=1", "training.grad_dtype=fp32"]),
+                           ("fsdp2", ["training.precision=bf16", "parallel.zero=3"]),
+                           ("deepspeed", ["training.precision=bf16", "parallel.zero=3",
+                                          "parallel.fsdp.implementation=deepspeed"])):
             h5 = os.path.join(tmp, name + ".h5")
             args = [x for s in sets for x in ("--set", s)]
             rc, out, err = run("run", ddp, *args, "--set",
@@ -569,11 +579,21 @@ def loss_scaling():
                 tl = h5py.File(h5, "r")["/runs/ddp/timeline"][:]
                 tl = tl[(tl["step"] == tl["step"].max()) & (tl["rank"] == 0)]
                 moved[name] = sum(int(y["bytes"]) for y in tl if y["name"].startswith(b"optimizer."))
+                mem = h5py.File(h5, "r")["/runs/ddp/memory"][:]
+                grads[name] = [int(y["bytes"]) for y in mem
+                               if y["rank"] == 0 and y["category"] == b"grads"]
     check(moved.get("bf16", 0) - moved.get("bf16-fp32-grads", 0) == 12524544,
           "the 16-bit gradient's cast to fp32: %s" % moved)
     check(moved.get("fp16", 0) - moved.get("bf16", 0) == 16699392, "fp16's unscale: %s" % moved)
     check(moved.get("cast_add", 0) > 0 and moved.get("cast_add") == moved.get("cast_add-fp32"),
           "BF16_Optimizer's fp32 buffer: no cast: %s" % moved)
+    g16, g32 = grads.get("bf16", []), grads.get("bf16-fp32-grads", [])
+    check(g16[:1] == [4174848] and max(g16) == 4174848 + 8349696 and g16[-1] == 4174848,
+          "the cast's fp32 gradients held through the step: %s" % g16[:4])
+    check(set(g32) == {8349696}, "fp32 gradients: no cast, no step memory: %s" % g32[:4])
+    check(set(grads.get("fsdp2", [])) == {2087424}, "FSDP2: no step memory: %s" % grads.get("fsdp2"))
+    check(max(grads.get("deepspeed", [0])) == 6262272 and grads.get("deepspeed", [0])[0] == 2087424,
+          "DeepSpeed ZeRO-3: the partition's fp32 gradient in the step: %s" % grads.get("deepspeed"))
 
 
 def dp():
@@ -1065,14 +1085,16 @@ def host_launch():
     # q/k norms' 4 x (2048 + 1024) = 12,288, SwiGLU's silu output 2 x 3072 = 6,144: 26,624;
     # x 28 layers + the final norm's 4 x 1024 = 749,568 bytes a token, x 512 = 383,778,816 more
     # activation bytes at the peak than compiled. With norm_kernel: fused only SwiGLU's:
-    # 28 x 6,144 x 512 = 88,080,384.
+    # 28 x 6,144 x 512 = 88,080,384. (fp32 gradients: with 16-bit ones the optimizer step's
+    # fp32 copy of the 0.6B gradients, 2.4 GB, would be the peak, with no activations in it.)
     with tempfile.TemporaryDirectory() as tmp:
         q = qwen06_one_dgx(os.path.join(tmp, "q06.yaml"), "")
         acts = {}
         for sets in (("training.compile=true",), ("training.compile=false",),
                      ("training.compile=false", "training.norm_kernel=fused"),
                      ("training.compile=true", "training.norm_kernel=composite")):
-            rc, out, err = run("mem", q, "--json", *sum((["--set", x] for x in sets), []))
+            rc, out, err = run("mem", q, "--json", "--set", "training.grad_dtype=fp32",
+                               *sum((["--set", x] for x in sets), []))
             acts[sets] = json.loads(out)["mem_bytes"]["activations"] if rc == 0 else None
         base = acts[("training.compile=true",)] or 0
         check(acts[("training.compile=false",)] == base + 383778816 and
