@@ -210,13 +210,24 @@ static uint32_t add_offload_op(gen *g, trace_op_kind kind, const char *name, int
     return trace_add_op(g->t, g->rank, &op, have_dep ? &dep : NULL, have_dep);
 }
 
+/* The bytes of a gradient element as it reaches the host for CPU Adam: with fp32 master
+ * weights an fp32 one, which the GPU casts the reduced 16-bit gradient to before the copy
+ * (DeepSpeed's ZeRO-1/2 async_inplace_copy_grad_to_fp32_buffer_from_gpu and ZeRO-3
+ * _offload_grad_partition_at_boundary: .to(master_weights_and_grads_dtype), then the copy
+ * into the host's fp32 gradient; PyTorch FSDP's CPU offload casts the shard to the
+ * parameter's dtype first too); else the gradient's own dtype. */
+double plan__host_grad_bytes(const gen *g)
+{
+    return g->sc->training.master_weights == PLAN_MASTER_FP32 ? 4 : g->gbytes;
+}
+
 double plan__cpu_adam_bytes_per_param(const gen *g)
 {
     const plan_training *t = &g->sc->training;
     double states = t->optimizer == PLAN_OPT_ADAM ? 2 : 1;
     /* read the gradient, read and write the master copy and every state, write the 16-bit
      * parameter to send back */
-    return g->gbytes + 2.0 * states * plan__state_bytes(t->optimizer_state) +
+    return plan__host_grad_bytes(g) + 2.0 * states * plan__state_bytes(t->optimizer_state) +
            (t->master_weights == PLAN_MASTER_FP32 ? 8 : 0) + g->wbytes;
 }
 
@@ -241,14 +252,34 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     uint32_t *d2h = sim_calloc((size_t)g->n_units, sizeof *d2h);
     uint32_t *cpu = sim_calloc((size_t)g->n_units, sizeof *cpu);
     uint32_t last = 0;
+    /* With a cast to the host's dtype, each unit's is a kernel on the GPU before its copy,
+     * and the next unit's cast waits for that copy (DeepSpeed issues both on one stream, a
+     * tensor at a time): the cast's fp32 temporary, a buffer, lives until its copy ends. */
+    double hg = plan__host_grad_bytes(g);
+    uint32_t prev = 0;
+    bool have_prev = false;
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
         double params = plan__shard_params(g, &g->units[i]);
-        uint32_t dep = n_deps ? deps[n_deps - 1] : 0;
+        uint32_t dep = have_prev ? prev : n_deps ? deps[n_deps - 1] : 0;
+        bool have = have_prev || n_deps > 0;
+        int64_t temp = 0;
+        if (hg > g->gbytes) {
+            dep = plan__add_vector(g, "offload.grad_cast", TRACE_PHASE_OPT, g->units[i].layer,
+                                   TRACE_NO_MICROBATCH, false, params * (g->gbytes + hg), dep,
+                                   have);
+            have = true;
+            temp = (int64_t)ceil(params * hg);
+            trace_add_mem(g->t, g->rank, dep, PLAN_MEM_BUFFERS, temp, false);
+        }
         d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer,
-                                TRACE_COPY_D2H,
-                                params * g->gbytes, 0, dep, n_deps > 0);
+                                TRACE_COPY_D2H, params * hg, 0, dep, have);
+        if (temp > 0) {
+            trace_add_mem(g->t, g->rank, d2h[i], PLAN_MEM_BUFFERS, -temp, true);
+            prev = d2h[i];
+            have_prev = true;
+        }
     }
     /* ZeRO-Infinity (optimizer on NVMe): each unit's master weights and states are read
      * from the rank's drive into host memory for CPU Adam and written back after it */
@@ -462,11 +493,11 @@ void plan__persistent(gen *g, plan_mem *m)
         m->total += m->bytes[c];
     /* host memory the offload holds: master weights and states with the gradients copied
      * for CPU Adam; with parameter offload, the 16-bit shard too */
-    double host = 0;
+    double host = 0, hg = plan__host_grad_bytes(g);
     if (par->offload.optimizer == PLAN_OFFLOAD_CPU)
-        host += (g->zero >= 1 ? sharded : trained) * (K + g->gbytes);
+        host += (g->zero >= 1 ? sharded : trained) * (K + hg);
     else if (par->offload.optimizer == PLAN_OFFLOAD_NVME) /* the states are on the drives */
-        host += (g->zero >= 1 ? sharded : trained) * g->gbytes;
+        host += (g->zero >= 1 ? sharded : trained) * hg;
     if (par->offload.params == PLAN_OFFLOAD_CPU)
         host += shard;
     if (par->offload.activations == PLAN_OFFLOAD_CPU)

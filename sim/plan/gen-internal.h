@@ -305,6 +305,9 @@ double plan__optimizer_bytes_per_param(const gen *g);
 bool plan__optimizer_casts_grads(const gen *g);
 double plan__optimizer_grad_bytes(const gen *g);
 double plan__cpu_adam_bytes_per_param(const gen *g);
+/* The bytes of a gradient element as the host receives it for CPU Adam (fp32 with fp32
+ * master weights, cast on the GPU first; else grad_dtype's), dp.c. */
+double plan__host_grad_bytes(const gen *g);
 /* The host-memory bandwidth rank r's CPU Adam streams at, shared with the ranks whose
  * optimizer lives in the same memory (needs g->mem_sharers). */
 double plan__cpu_adam_Bps(const gen *g, int r);

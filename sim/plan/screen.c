@@ -744,8 +744,15 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
                 if (g->mine[u])
                     transient = fmax(transient, (double)plan__grad_accum_work(g, u, u + 1).temp_bytes);
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
-        /* the optimizer step's fp32 gradients, once the activations are freed (dp.c) */
-        peak = SIM_MAX(peak, mem.total + (int64_t)ceil(plan__optimizer_grad_bytes(g)));
+        /* the optimizer step's fp32 gradients, once the activations are freed, or with
+         * the optimizer offloaded a unit's gradient cast for its copy to the host (dp.c) */
+        double step_temp = plan__optimizer_grad_bytes(g);
+        if (par->offload.optimizer != PLAN_OFFLOAD_NONE && plan__host_grad_bytes(g) > g->gbytes)
+            for (int u = 0; u < g->n_units; u++)
+                if (g->mine[u])
+                    step_temp = fmax(step_temp, ceil(plan__shard_params(g, &g->units[u]) *
+                                                     plan__host_grad_bytes(g)));
+        peak = SIM_MAX(peak, mem.total + (int64_t)ceil(step_temp));
     }
     out->peak_bytes = peak;
     double *f = NULL, *b = NULL, *p2p = NULL;
@@ -895,15 +902,20 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
             double bw = hw_topo_memory_bw_Bps(S->topo, mem_dev) * node->host.memory_efficiency /
                         SIM_MAX(sharers, 1);
             double pcie = hw_pcie_bw_Bps(node->pcie.gen, node->pcie.lanes);
-            /* per unit: gradients down, CPU Adam, parameters up, pipelined over the units
-             * (dp.c emit_offload_step): the busiest of the three, plus the others' share of
-             * one unit */
-            double down = opt_params * g->gbytes / pcie, up = opt_params * g->wbytes / pcie;
+            /* per unit: the gradients (cast to the host's dtype on the GPU first when it
+             * differs, the next cast after this copy) down, CPU Adam, parameters up,
+             * pipelined over the units (dp.c emit_offload_step): the busiest of the three,
+             * plus the others' share of one unit */
+            double hg = plan__host_grad_bytes(g);
+            double down = opt_params * hg / pcie, up = opt_params * g->wbytes / pcie;
             double cpu = opt_params * plan__cpu_adam_bytes_per_param(g) / bw;
-            double most = fmax(down, fmax(cpu, up));
             int units = 0;
-            for (int u = 0; u < g->n_units; u++)
+            for (int u = 0; u < g->n_units; u++) {
                 units += g->mine[u];
+                if (g->mine[u] && hg > g->gbytes)
+                    down += vector_s(S, 0, plan__shard_params(g, &g->units[u]) * (g->gbytes + hg));
+            }
+            double most = fmax(down, fmax(cpu, up));
             tail += most + (down + cpu + up - most) / SIM_MAX(units, 1);
         } else {
             double per = plan__optimizer_bytes_per_param(g);
