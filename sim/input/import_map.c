@@ -204,6 +204,8 @@ static int deepspeed(import_ctx *c)
         rc = rc ? rc : set_int(c, "parallel.fsdp.max_reuse_distance",
                                "zero_optimization.stage3_max_reuse_distance",
                                "zero_optimization.stage3_max_reuse_distance");
+        rc = rc ? rc : set_int(c, "parallel.fsdp.sub_group_size", "zero_optimization.sub_group_size",
+                               "zero_optimization.sub_group_size");
     }
     /* the reduction's dtype: fp32, or 16 bits (bf16 and fp16 move the same bytes) */
     if (cd32)
@@ -239,7 +241,7 @@ static int deepspeed(import_ctx *c)
         "allgather_bucket_size", "stepsim has one bucket size (parallel.ddp.bucket)",
         "stage3_max_live_parameters", "not modelled: the prefetch bucket bounds what is gathered",
         "stage3_gather_16bit_weights_on_model_save", "checkpointing",
-        "sub_group_size", "the optimizer's grouping: no effect modelled",
+        "sub_group_size", "ZeRO-3's (parallel.fsdp.sub_group_size): no effect below stage 3",
         "pin_memory", "pinned buffers assumed",
         "loss_scale", "numerics only", "loss_scale_window", "numerics only",
         "initial_scale_power", "numerics only", "hysteresis", "numerics only",

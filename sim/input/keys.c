@@ -415,6 +415,8 @@ static const input_key fsdp_keys[] = {
      .offset = PA(fsdp.persistence_threshold), .flags = COUNT_UP_TO(1e15)},
     {.name = "max_reuse_distance", .type = INPUT_K_FLOAT, .offset = PA(fsdp.max_reuse_distance),
      .flags = COUNT_UP_TO(1e15)},
+    {.name = "sub_group_size", .type = INPUT_K_FLOAT, .offset = PA(fsdp.sub_group_size),
+     .flags = SIZE_UP_TO(1e15)},
     {.name = "sync_fetch", .type = INPUT_K_BOOL, .offset = PA(fsdp.sync_fetch)},
     {.name = "list_collectives", .type = INPUT_K_BOOL, .offset = PA(fsdp.list_collectives)},
 };

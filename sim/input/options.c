@@ -127,6 +127,9 @@ static int check_fsdp(const input_ynode *root, const plan_parallel *p, input_sch
         {"max_reuse_distance", PLAN_DEEPSPEED, false,
          "FSDP frees what it gathered by unit (reshard_after_forward); set implementation: "
          "deepspeed or drop it", 0, false},
+        {"sub_group_size", PLAN_DEEPSPEED, false,
+         "FSDP's optimizer steps on fp32 gradients it already keeps; set implementation: "
+         "deepspeed or drop it", 0, false},
         {"sync_fetch", PLAN_DEEPSPEED, false,
          "the blocking fetch is DeepSpeed's (before 0.5); set implementation: deepspeed or drop "
          "it", 0, false},

@@ -78,22 +78,49 @@ bool plan__optimizer_casts_grads(const gen *g)
            g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE;
 }
 
+/* PyTorch's FSDP (fsdp1, fsdp2) with fp32 master weights where the master lives with the
+ * parameters (on the GPU, or both offloaded: CPUOffload): its sharded parameter is the
+ * fp32 master, so it keeps no 16-bit shard of what it trains (the gathers cast into their
+ * input buffers), and the gradient it keeps is in the parameter's dtype, fp32, whatever the
+ * reduction's (reduce_dtype; FSDP2's foreach_reduce casts the reduced shard to the
+ * parameter's dtype, FSDP1 _cast_grad_to_param_dtype). With only the optimizer offloaded
+ * the GPU needs a 16-bit shard, as DeepSpeed keeps one. */
+bool plan__torch_fsdp_master(const gen *g)
+{
+    const plan_parallel *par = &g->sc->parallel;
+    return g->zero == 3 && par->fsdp.implementation != PLAN_DEEPSPEED &&
+           g->sc->training.master_weights == PLAN_MASTER_FP32 &&
+           (par->offload.optimizer == PLAN_OFFLOAD_NONE || par->offload.params != PLAN_OFFLOAD_NONE);
+}
+
+/* The bytes of a gradient element the GPU keeps (accumulated, sharded): fp32 under PyTorch's
+ * FSDP with fp32 master weights, else training.grad_dtype's. (With the optimizer offloaded
+ * FSDP keeps its gradients on the host: the GPU's stay at grad_dtype, cast for the copy.) */
+double plan__grad_store_bytes(const gen *g)
+{
+    return plan__torch_fsdp_master(g) && g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE
+               ? 4
+               : g->gbytes;
+}
+
 /* The fp32 gradients that cast allocates, for the parameters the rank updates (the units
  * g->mine marks): 4 bytes each, all cast before the step (Megatron casts every group's,
  * then clips and updates) and held until the next zeroing of the gradients, which frees
- * them before the next forward. 0 without the cast, and under PyTorch's FSDP: there the
- * sharded parameter is the fp32 master and its gradient is fp32 from the reduce-scatter on
- * (cast per micro-batch in the backward), so the persistent 16-bit parameter and gradient
- * shards (2 + 2 bytes) already stand for the fp32 gradient's 4 (docs/memory.md). */
+ * them before the next forward. 0 without the cast, and under PyTorch's FSDP, whose kept
+ * gradient is fp32 already (plan__torch_fsdp_master; cast per micro-batch in the
+ * backward). */
 double plan__optimizer_grad_bytes(const gen *g)
 {
-    if (!plan__optimizer_casts_grads(g) ||
-        (g->zero == 3 && g->sc->parallel.fsdp.implementation != PLAN_DEEPSPEED))
+    if (!plan__optimizer_casts_grads(g) || plan__torch_fsdp_master(g))
         return 0;
     double params = 0;
     for (int i = 0; i < g->n_units; i++)
         if (g->mine[i] && g->units[i].trainable > 0)
             params += plan__shard_params(g, &g->units[i]);
+    /* DeepSpeed's ZeRO-3 casts, updates and frees them a sub-group at a time
+     * (_prepare_fp32_grad_for_sub_group, _release_sub_group; sub_group_size elements) */
+    if (g->zero == 3)
+        params = fmin(params, g->sc->parallel.fsdp.sub_group_size);
     return 4 * params;
 }
 
@@ -254,27 +281,51 @@ static uint32_t emit_offload_step(gen *g, const uint32_t *deps, size_t n_deps)
     uint32_t last = 0;
     /* With a cast to the host's dtype, each unit's is a kernel on the GPU before its copy,
      * and the next unit's cast waits for that copy (DeepSpeed issues both on one stream, a
-     * tensor at a time): the cast's fp32 temporary, a buffer, lives until its copy ends. */
+     * tensor at a time): the cast's fp32 temporary, a buffer, lives until its copy ends.
+     * What waits for the step's inputs (deps: the reductions, DualPipe's transfers) is the
+     * first cast, or without casts every copy. Units with nothing to update copy nothing. */
     double hg = plan__host_grad_bytes(g);
+    bool cast = hg > plan__grad_store_bytes(g);
     uint32_t prev = 0;
     bool have_prev = false;
     for (int i = 0; i < g->n_units; i++) {
         if (!g->mine[i])
             continue;
         double params = plan__shard_params(g, &g->units[i]);
-        uint32_t dep = have_prev ? prev : n_deps ? deps[n_deps - 1] : 0;
-        bool have = have_prev || n_deps > 0;
+        const uint32_t *in = have_prev ? &prev : deps;
+        size_t n_in = have_prev ? 1 : n_deps;
+        trace_op op = {
+            .stream = TRACE_STREAM_COMPUTE,
+            .phase = TRACE_PHASE_OPT,
+            .layer = g->units[i].layer,
+            .microbatch = TRACE_NO_MICROBATCH,
+            .duration_ps = TRACE_MEASURED_NONE,
+        };
         int64_t temp = 0;
-        if (hg > g->gbytes) {
-            dep = plan__add_vector(g, "offload.grad_cast", TRACE_PHASE_OPT, g->units[i].layer,
-                                   TRACE_NO_MICROBATCH, false, params * (g->gbytes + hg), dep,
-                                   have);
-            have = true;
+        if (cast && params > 0) { /* read grad_dtype, write the host's dtype */
+            op.kind = TRACE_OP_COMPUTE;
+            op.cls = HW_OP_VECTOR;
+            op.dtype = HW_DTYPE_FP32;
+            op.name = trace_intern(g->t, "offload.grad_cast");
+            op.bytes = params * (g->gbytes + hg);
+            prev = trace_add_op(g->t, g->rank, &op, in, n_in);
             temp = (int64_t)ceil(params * hg);
-            trace_add_mem(g->t, g->rank, dep, PLAN_MEM_BUFFERS, temp, false);
+            trace_add_mem(g->t, g->rank, prev, PLAN_MEM_BUFFERS, temp, false);
+            in = &prev;
+            n_in = 1;
         }
-        d2h[i] = add_offload_op(g, TRACE_OP_COPY, "offload.grads", g->units[i].layer,
-                                TRACE_COPY_D2H, params * hg, 0, dep, have);
+        op = (trace_op){
+            .kind = TRACE_OP_COPY,
+            .stream = TRACE_STREAM_OFFLOAD,
+            .phase = TRACE_PHASE_OPT,
+            .copy = TRACE_COPY_D2H,
+            .layer = g->units[i].layer,
+            .microbatch = TRACE_NO_MICROBATCH,
+            .name = trace_intern(g->t, "offload.grads"),
+            .bytes = params * hg,
+            .duration_ps = TRACE_MEASURED_NONE,
+        };
+        d2h[i] = trace_add_op(g->t, g->rank, &op, in, n_in);
         if (temp > 0) {
             trace_add_mem(g->t, g->rank, d2h[i], PLAN_MEM_BUFFERS, -temp, true);
             prev = d2h[i];
@@ -463,9 +514,14 @@ void plan__persistent(gen *g, plan_mem *m)
     const plan_parallel *par = &g->sc->parallel;
     bool off_params = par->offload.params != PLAN_OFFLOAD_NONE; /* zero 3 (validated) */
     double shard = g->zero == 3 ? (weights - whole - experts) / n + experts / ne : 0;
+    /* PyTorch's FSDP with fp32 master weights keeps no 16-bit shard of what it trains: the
+     * sharded parameter is the fp32 master (in K), cast to 16 bits into each gather's input
+     * (plan__grad_store_bytes); frozen weights stay sharded as stored */
+    double kept = plan__torch_fsdp_master(g) ? fmax(0, shard - sharded * g->wbytes) : shard;
     m->bytes[PLAN_MEM_PARAMS] =
-        (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : shard) + whole : weights);
-    m->bytes[PLAN_MEM_GRADS] = (int64_t)((g->zero >= 2 ? sharded : trained) * g->gbytes);
+        (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : kept) + whole : weights);
+    m->bytes[PLAN_MEM_GRADS] =
+        (int64_t)((g->zero >= 2 ? sharded : trained) * plan__grad_store_bytes(g));
     /* cast_add (zero <= 1, validated): the fp32 buffer, whatever the reduction's dtype (a bf16
      * reduction casts it first), and the 16-bit gradients beside it */
     if (t->grad_accumulation == PLAN_GRAD_ACCUM_CAST_ADD)
@@ -499,7 +555,7 @@ void plan__persistent(gen *g, plan_mem *m)
     else if (par->offload.optimizer == PLAN_OFFLOAD_NVME) /* the states are on the drives */
         host += (g->zero >= 1 ? sharded : trained) * hg;
     if (par->offload.params == PLAN_OFFLOAD_CPU)
-        host += shard;
+        host += kept;
     if (par->offload.activations == PLAN_OFFLOAD_CPU)
         host += plan__offloaded_activations(g);
     g->p->host_bytes[g->rank] = (int64_t)ceil(host);

@@ -59,11 +59,12 @@ void plan_scenario_defaults(plan_scenario *sc)
     p->fsdp.limit_all_gathers = true;
     /* DeepSpeed's defaults (deepspeed/runtime/zero/config.py): stage3_prefetch_bucket_size
      * 5e7, reduce_bucket_size 5e8, stage3_param_persistence_threshold 1e5 elements,
-     * stage3_max_reuse_distance 1e9 */
+     * stage3_max_reuse_distance 1e9, sub_group_size 1e9 */
     p->fsdp.prefetch_bucket = 5e7;
     p->fsdp.reduce_bucket = 5e8;
     p->fsdp.persistence_threshold = 1e5;
     p->fsdp.max_reuse_distance = 1e9;
+    p->fsdp.sub_group_size = 1e9;
     p->ddp.bucket_bytes = INT64_C(25) << 20; /* 25 MiB, PyTorch DDP's default */
     p->ddp.overlap = true;
     p->pipeline.schedule = PLAN_SCHED_1F1B;

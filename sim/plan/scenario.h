@@ -175,6 +175,8 @@ typedef struct plan_parallel {
                                          stay whole on every rank */
         double max_reuse_distance; /* deepspeed: a gathered tensor used again before this
                                       many parameters' uses stays gathered (elements) */
+        double sub_group_size; /* deepspeed: the step casts, updates and frees the shard's
+                                  fp32 gradients this many elements at a time */
         bool sync_fetch;       /* deepspeed: each fetch ends in a device synchronization */
         bool list_collectives; /* deepspeed: each tensor its own list collective (N copies) */
     } fsdp;

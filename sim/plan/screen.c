@@ -747,7 +747,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
         /* the optimizer step's fp32 gradients, once the activations are freed, or with
          * the optimizer offloaded a unit's gradient cast for its copy to the host (dp.c) */
         double step_temp = plan__optimizer_grad_bytes(g);
-        if (par->offload.optimizer != PLAN_OFFLOAD_NONE && plan__host_grad_bytes(g) > g->gbytes)
+        if (par->offload.optimizer != PLAN_OFFLOAD_NONE &&
+            plan__host_grad_bytes(g) > plan__grad_store_bytes(g))
             for (int u = 0; u < g->n_units; u++)
                 if (g->mine[u])
                     step_temp = fmax(step_temp, ceil(plan__shard_params(g, &g->units[u]) *
@@ -912,8 +913,9 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
             int units = 0;
             for (int u = 0; u < g->n_units; u++) {
                 units += g->mine[u];
-                if (g->mine[u] && hg > g->gbytes)
-                    down += vector_s(S, 0, plan__shard_params(g, &g->units[u]) * (g->gbytes + hg));
+                double prm = g->mine[u] ? plan__shard_params(g, &g->units[u]) : 0;
+                if (prm > 0 && hg > plan__grad_store_bytes(g))
+                    down += vector_s(S, 0, prm * (g->gbytes + hg));
             }
             double most = fmax(down, fmax(cpu, up));
             tail += most + (down + cpu + up - most) / SIM_MAX(units, 1);

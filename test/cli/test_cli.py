@@ -553,8 +553,9 @@ def loss_scaling():
     # at its end; with fp32 gradients there is no cast and the level never moves (8,349,696).
     # ZeRO-3 on the 2 ranks (every unit's parameter count is even: shards of P/2): DeepSpeed
     # casts its 2-byte gradient partition in the step, 2,087,424 + 4 x P/2 = 6,262,272 at
-    # most; PyTorch's FSDP2 holds the shard's gradient in fp32 from the backward on, which
-    # the persistent 2 + 2 bytes stand for: the level stays at 2 x P/2 = 2,087,424.
+    # most (DeepSpeed casts, updates and frees them a sub-group of sub_group_size elements at
+    # a time, 1e9 by default); PyTorch's FSDP2 keeps the shard's gradient in fp32 (the fp32 master's dtype) from
+    # the backward on, and casts nothing in the step: the level stays at 4 x P/2 = 4,174,848.
     import h5py
     ddp = os.path.join(data, "ddp.yaml")
     moved, grads = {}, {}
@@ -568,7 +569,10 @@ def loss_scaling():
                                               "parallel.zero=1", "training.grad_dtype=fp32"]),
                            ("fsdp2", ["training.precision=bf16", "parallel.zero=3"]),
                            ("deepspeed", ["training.precision=bf16", "parallel.zero=3",
-                                          "parallel.fsdp.implementation=deepspeed"])):
+                                          "parallel.fsdp.implementation=deepspeed"]),
+                           ("deepspeed-sub", ["training.precision=bf16", "parallel.zero=3",
+                                              "parallel.fsdp.implementation=deepspeed",
+                                              "parallel.fsdp.sub_group_size=1e5"])):
             h5 = os.path.join(tmp, name + ".h5")
             args = [x for s in sets for x in ("--set", s)]
             rc, out, err = run("run", ddp, *args, "--set",
@@ -591,9 +595,12 @@ def loss_scaling():
     check(g16[:1] == [4174848] and max(g16) == 4174848 + 8349696 and g16[-1] == 4174848,
           "the cast's fp32 gradients held through the step: %s" % g16[:4])
     check(set(g32) == {8349696}, "fp32 gradients: no cast, no step memory: %s" % g32[:4])
-    check(set(grads.get("fsdp2", [])) == {2087424}, "FSDP2: no step memory: %s" % grads.get("fsdp2"))
+    check(set(grads.get("fsdp2", [])) == {4174848}, "FSDP2: no step memory: %s" % grads.get("fsdp2"))
     check(max(grads.get("deepspeed", [0])) == 6262272 and grads.get("deepspeed", [0])[0] == 2087424,
           "DeepSpeed ZeRO-3: the partition's fp32 gradient in the step: %s" % grads.get("deepspeed"))
+    # ... a sub-group at a time: with sub_group_size 1e5 elements at most 2,087,424 + 4 x 1e5
+    check(max(grads.get("deepspeed-sub", [0])) == 2487424,
+          "DeepSpeed ZeRO-3: one sub-group's fp32 gradients: %s" % grads.get("deepspeed-sub"))
 
 
 def dp():
@@ -717,7 +724,7 @@ def dp():
           "idle time waiting on CPU Adam is offload: %s" % off.get("bubble_by_cause"))
     # On DRAM of half that rate (102.4 GB/s: 38.4 GB/s each at 0.75), CPU Adam is the slowest
     # stage of the pipeline of casts, copies down, CPU Adam and copies up even at full
-    # efficiency (a layer's 394,752-parameter shard: its 1.58 MB copy down takes about 51 us
+    # efficiency (a layer's 393,728-parameter shard: its 1.57 MB copy down takes about 51 us
     # at the ideal pair's PCIe, CPU Adam on the embedding's shard before it 75 us at 51.2
     # GB/s), so at full DRAM efficiency (P/2) x 30 / 51.2e9 instead of / 38.4e9 shortens the
     # step by exactly the difference (each unit's duration rounds to a picosecond: within 1 ns)
@@ -734,23 +741,29 @@ def dp():
     # for the forward and again for the backward: 2P bytes in the one micro-batch; the fp32
     # gradient shard goes down (4 B x P/2 = 2P) and nothing comes back after CPU Adam: 4P in
     # all. Host memory per rank: (12 + 4) B x P/2 of master, moments and fp32 gradients for
-    # CPU Adam, plus its 2 B x P/2 shard: 9P; the node's two ranks hold 18P = 37,573,632 B.
+    # CPU Adam: 8P (FSDP2 keeps no 16-bit shard: the fp32 master is the parameter, cast to
+    # 16 bits for each gather; DeepSpeed's would add its 2 B x P/2); the node's two ranks
+    # hold 16P = 33,398,784 B.
     both = ["--set", "parallel.zero=3", "--set", "parallel.offload={params: cpu, optimizer: cpu}"]
     po = run_json(ddp, *both)
     near(po.get("comm_bytes_per_gpu", {}).get("offload", 0), 4 * P, 1e-12, "fetches 2P, grads 2P")
     check(po.get("mem_bytes", {}).get("params", -1) == 0, "no parameter shard on the GPU")
-    check(po.get("host_memory") == {"node": 0, "bytes": 18 * P, "capacity_bytes": None},
-          "host memory 18P, not checked without node.host.memory: %s" % po.get("host_memory"))
+    check(po.get("host_memory") == {"node": 0, "bytes": 16 * P, "capacity_bytes": None},
+          "host memory 16P, not checked without node.host.memory: %s" % po.get("host_memory"))
+    # (DeepSpeed with every tensor sharded, persistence_threshold 0: 18P)
+    ds = run_json(ddp, *both, "--set", "parallel.fsdp.implementation=deepspeed",
+                  "--set", "parallel.fsdp.persistence_threshold=0")
+    check(ds.get("host_memory", {}).get("bytes") == 18 * P, "DeepSpeed's host: 18P: %s" % ds.get("host_memory"))
     check("host_memory" not in base, "no host_memory object without offload")
     # the PCIe time of the fetches is a floor (2P up at most 32 GB/s, gen 4 x16 raw)
     check(po.get("step_time_s", 0) >= 2 * P / 32e9, "step at least the fetches' PCIe time")
     # a node with one byte less than the offload holds is out of (host) memory
-    tight = run_json(ddp, *both, "--set", "topology.node.host.memory=%d B" % (18 * P - 1))
+    tight = run_json(ddp, *both, "--set", "topology.node.host.memory=%d B" % (16 * P - 1))
     check(tight.get("status") == "oom" and tight.get("mem_bytes") == po.get("mem_bytes") and
           (tight.get("binding_constraint") or "").startswith("host memory: node 0's offload holds"),
           "host OOM: %s %s" % (tight.get("status"), tight.get("binding_constraint")))
-    fits = run_json(ddp, *both, "--set", "topology.node.host.memory=%d B" % (18 * P))
-    check(fits.get("status") == "ok" and fits.get("host_memory", {}).get("capacity_bytes") == 18 * P,
+    fits = run_json(ddp, *both, "--set", "topology.node.host.memory=%d B" % (16 * P))
+    check(fits.get("status") == "ok" and fits.get("host_memory", {}).get("capacity_bytes") == 16 * P,
           "exactly the host's capacity fits: %s" % fits.get("host_memory"))
     # Activation offload: each layer's kept activations (tiny-gpt, b 2, s 512, no flash: per
     # layer 12,582,912 B, as `stepsim mem` splits them) go to host memory after its forward
@@ -790,13 +803,13 @@ def dp():
               text[-300:]))
     # One GPU (single.yaml, one micro-batch): nothing to gather or reduce; each unit's
     # 16-bit weights come whole from the host before its forward and again before its
-    # backward (2 x 2P), the fp32 gradients go down (4P): 8P; the host holds 12 + 4 + 2 B
-    # per parameter, 18P, and the GPU no parameter.
+    # backward (2 x 2P), the fp32 gradients go down (4P): 8P; the host holds 12 + 4 B per
+    # parameter (FSDP2: no 16-bit copy), 16P, and the GPU no parameter.
     one = run_json(os.path.join(data, "single.yaml"), "--set", "parallel.zero=3",
                    "--set", "parallel.offload={params: cpu, optimizer: cpu}")
     near(one.get("comm_bytes_per_gpu", {}).get("offload", 0), 8 * P, 1e-12, "one GPU: 8P")
-    check(one.get("host_memory", {}).get("bytes") == 18 * P and
-          one.get("mem_bytes", {}).get("params") == 0, "one GPU: host 18P: %s" % one.get("host_memory"))
+    check(one.get("host_memory", {}).get("bytes") == 16 * P and
+          one.get("mem_bytes", {}).get("params") == 0, "one GPU: host 16P: %s" % one.get("host_memory"))
     # NVMe (ZeRO-Infinity) on the pair with a drive per GPU (1 GB/s read, 0.5 GB/s write):
     # the states (12 B per parameter of the P/2 shard: 6P) are read before CPU Adam and
     # written after it, on top of the fp32 gradient shard down (2P) and the 16-bit shard back
@@ -928,9 +941,9 @@ def offload_70b():
     r = run_json(sc)
     check(r.get("status") == "ok" and r.get("mem_bytes", {}).get("params") == 0 and
           r.get("mem_bytes", {}).get("optimizer") == 0, "with both offloads it fits on the GPUs")
-    # the host holds 18 B per parameter (12 of master and moments, 4 of fp32 gradients for
-    # CPU Adam, 2 of the 16-bit shard) on its 2 TiB
-    check(r.get("host_memory") == {"node": 0, "bytes": 18 * P, "capacity_bytes": 2 * 2**40},
+    # the host holds 16 B per parameter (12 of master and moments, 4 of fp32 gradients for
+    # CPU Adam; FSDP2 keeps no 16-bit copy) on its 2 TiB
+    check(r.get("host_memory") == {"node": 0, "bytes": 16 * P, "capacity_bytes": 2 * 2**40},
           "the host holds the offloaded bytes: %s" % r.get("host_memory"))
     # per GPU: the shards in for forward and backward (2 x 2P/8 = P/2 B) and the fp32
     # gradient shard out (4P/8 = P/2): P; the step is at least the fetches' time at the GPU's
@@ -944,7 +957,7 @@ def offload_70b():
     check(nv.get("status") == "ok" and nv.get("step_time_s", 0) >= 12 * P / 8 / 3.8e9,
           "nvme: at least the drives' time for the states: %s" % nv.get("step_time_s"))
     # one byte less of host memory than the offload holds: oom, and the host is named
-    t = run_json(sc, "--set", "topology.node.host.memory=%d B" % (18 * P - 1))
+    t = run_json(sc, "--set", "topology.node.host.memory=%d B" % (16 * P - 1))
     check(t.get("status") == "oom" and "host memory" in (t.get("binding_constraint") or ""),
           "host OOM: %s" % t.get("binding_constraint"))
 
@@ -1861,8 +1874,11 @@ def fsdp_pipeline():
     near(rs.get("comm_bytes_per_gpu", {}).get("dp", 0), 17 * per, 1e-12, "resharding: 17 x 2P_s x 3/4")
     near(kept.get("comm_bytes_per_gpu", {}).get("dp", 0), 2 * per, 1e-12, "kept: 2 x 2P_s x 3/4")
     check(kept.get("comm_bytes_per_gpu") == z1.get("comm_bytes_per_gpu"), "kept = ZeRO-1's traffic")
-    # the shards: stage 0's 16-bit parameters over 4 ranks (the peak is on a stage-0 rank)
-    check(rs.get("mem_bytes", {}).get("params") == 2 * 50356224 // 4, "params sharded over dp: %s"
+    # the shards: stage 0's parameters over 4 ranks (the peak is on a stage-0 rank); FSDP2
+    # keeps the fp32 master as the parameter (no 16-bit shard) and the gradient shard in
+    # fp32: params 0, grads 4 x 50,356,224 / 4
+    check(rs.get("mem_bytes", {}).get("params") == 0 and
+          rs.get("mem_bytes", {}).get("grads") == 4 * 50356224 // 4, "params sharded over dp: %s"
           % rs.get("mem_bytes"))
     # tp 8 x pp 8 x dp 8 (512 GPUs, SP): the tensor-parallel and pipeline traffic is ZeRO-1's
     # (the sharding changes only the data-parallel group's), and the data-parallel traffic
@@ -2246,14 +2262,16 @@ def moe():
     # 1,048,576. Gathers before forward and backward and a reduce-scatter, each of 2 B per
     # parameter, over the group of each part:
     #   3 x 2D x 3/4 + 3 x 2E x 1/2 = 4,684,032 + 3,145,728 = 7,829,760 bytes (ZeRO-1's x 1.5);
-    # the 16-bit parameters kept are 2D/4 + 2E/2 = 520,448 + 1,048,576 = 1,569,024 bytes.
+    # FSDP2 keeps no 16-bit parameter (the fp32 master is the parameter) and fp32 gradient
+    # shards, 4D/4 + 4E/2 = 1,040,896 + 2,097,152 = 3,138,048 bytes.
     z3 = ["--set", "parallel.dp=4", "--set", "topology.node.gpus=4", "--set", "training.global_batch=8",
           "--set", "parallel.zero=3"]
     f = run_json(ddp, *moe, *z3)
     check(f.get("comm_bytes_per_gpu", {}).get("dp") == 7829760 and
           f.get("comm_bytes_per_gpu", {}).get("ep") == d.get("comm_bytes_per_gpu", {}).get("ep"),
           "FSDP with experts: dp bytes, all-to-alls unchanged: %s" % f.get("comm_bytes_per_gpu"))
-    check(f.get("mem_bytes", {}).get("params") == 1569024, "experts sharded over n_e: %s"
+    check(f.get("mem_bytes", {}).get("params") == 0 and
+          f.get("mem_bytes", {}).get("grads") == 3138048, "experts sharded over n_e: %s"
           % f.get("mem_bytes"))
     # simulation.symmetry: dp with experts (dp 4, ep 2: two expert-parallel blocks of two
     # ranks): block 0 runs, the other block's ranks are its ranks' twins. The all-to-all

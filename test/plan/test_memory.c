@@ -14,7 +14,10 @@
  *   DDP       230,016  230,016  1,380,096   2Ψ, 2Ψ, 12Ψ
  *   ZeRO-1    230,016  230,016    345,024   2Ψ, 2Ψ, 12Ψ/4
  *   ZeRO-2    230,016   57,504    345,024   2Ψ, 2Ψ/4, 12Ψ/4
- *   ZeRO-3     57,504   57,504    345,024   2Ψ/4, 2Ψ/4, 12Ψ/4
+ *   ZeRO-3     57,504   57,504    345,024   2Ψ/4, 2Ψ/4, 12Ψ/4   (DeepSpeed's, every tensor sharded)
+ *   FSDP2           0  115,008    345,024   0, 4Ψ/4, 12Ψ/4
+ * (PyTorch's FSDP keeps the fp32 master as its sharded parameter and no 16-bit shard, and
+ * the gradient shard in the parameter's dtype, fp32: the same 16Ψ/4 in all.)
  * Besides: DDP and ZeRO-1 keep two gradient buckets in flight, min(2 x 25 MiB, 2Ψ) = 2Ψ =
  * 230,016 here (none for ZeRO-2/3, which reduce into their shards, nor on one GPU); every
  * rank reserves 512 MiB for the framework plus 256 MiB of NCCL buffers when there are
@@ -39,13 +42,15 @@ static void test_psi(void)
     CHECK_INT_EQ(p.total, PSI);
 }
 
-static plan *make(int dp, int zero)
+static plan *make(int dp, int zero, plan_fsdp_impl impl)
 {
     static plan_scenario sc; /* the plan borrows it until plan_destroy */
     tiny_scenario(&sc, dp);
     sc.model = tiny_llama();
     sc.parallel.dp = dp;
     sc.parallel.zero = zero;
+    sc.parallel.fsdp.implementation = impl;
+    sc.parallel.fsdp.persistence_threshold = 0;
     sc.training.global_batch = dp;
     plan *p = tiny_plan(&sc, false);
     CHECK(p != NULL);
@@ -69,18 +74,20 @@ static void test_zero_stages(void)
     /* the table of the file comment, on every rank of dp 4 */
     const struct {
         int zero;
+        bool fsdp2;
         int64_t params, grads, opt, buffers;
     } rows[] = {
-        {0, 2 * PSI, 2 * PSI, 12 * PSI, 2 * PSI},
-        {1, 2 * PSI, 2 * PSI, 12 * PSI / 4, 2 * PSI},
-        {2, 2 * PSI, 2 * PSI / 4, 12 * PSI / 4, 0},
-        {3, 2 * PSI / 4, 2 * PSI / 4, 12 * PSI / 4, 0},
+        {0, false, 2 * PSI, 2 * PSI, 12 * PSI, 2 * PSI},
+        {1, false, 2 * PSI, 2 * PSI, 12 * PSI / 4, 2 * PSI},
+        {2, false, 2 * PSI, 2 * PSI / 4, 12 * PSI / 4, 0},
+        {3, false, 2 * PSI / 4, 2 * PSI / 4, 12 * PSI / 4, 0},
+        {3, true, 0, 4 * PSI / 4, 12 * PSI / 4, 0},
     };
     CHECK_INT_EQ(2 * PSI, 230016);
     CHECK_INT_EQ(12 * PSI / 4, 345024);
     CHECK_INT_EQ(FRAMEWORK + NCCL, 805306368);
     for (size_t i = 0; i < SIM_ARRAY_LEN(rows); i++) {
-        plan *p = make(4, rows[i].zero);
+        plan *p = make(4, rows[i].zero, rows[i].fsdp2 ? PLAN_FSDP2 : PLAN_DEEPSPEED);
         if (!p)
             continue;
         for (int r = 0; r < 4; r++)
@@ -90,7 +97,7 @@ static void test_zero_stages(void)
     }
     /* one GPU: all model states, no bucket in flight (nothing to reduce), no NCCL buffers:
      * 2Ψ + 2Ψ + 12Ψ + 512 MiB = 1,840,128 + 536,870,912 = 538,711,040 */
-    plan *p = make(1, 0);
+    plan *p = make(1, 0, PLAN_FSDP2);
     if (p) {
         check_mem(&p->mem[0], 2 * PSI, 2 * PSI, 12 * PSI, 0, FRAMEWORK);
         CHECK_INT_EQ(p->mem[0].total, 538711040);
