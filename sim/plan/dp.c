@@ -78,29 +78,26 @@ bool plan__optimizer_casts_grads(const gen *g)
            g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE;
 }
 
-/* PyTorch's FSDP (fsdp1, fsdp2) with fp32 master weights where the master lives with the
- * parameters (on the GPU, or both offloaded: CPUOffload): its sharded parameter is the
- * fp32 master, so it keeps no 16-bit shard of what it trains (the gathers cast into their
- * input buffers), and the gradient it keeps is in the parameter's dtype, fp32, whatever the
- * reduction's (reduce_dtype; FSDP2's foreach_reduce casts the reduced shard to the
- * parameter's dtype, FSDP1 _cast_grad_to_param_dtype). With only the optimizer offloaded
- * the GPU needs a 16-bit shard, as DeepSpeed keeps one. */
+/* PyTorch's FSDP (fsdp1, fsdp2) with fp32 master weights and nothing offloaded: its sharded
+ * parameter is the fp32 master, so it keeps no 16-bit shard of what it gathers (each gather
+ * casts into its input buffer), and the gradient it keeps is in the parameter's dtype,
+ * fp32, whatever the reduction's (reduce_dtype; FSDP2's foreach_reduce casts the reduced
+ * shard to the parameter's dtype, FSDP1 _cast_grad_to_param_dtype). With an offload the
+ * model keeps DeepSpeed's accounting (a 16-bit shard beside the fp32 master, fetched and
+ * copied at 16 bits), for FSDP's CPUOffload too: docs/memory.md. */
 bool plan__torch_fsdp_master(const gen *g)
 {
     const plan_parallel *par = &g->sc->parallel;
     return g->zero == 3 && par->fsdp.implementation != PLAN_DEEPSPEED &&
            g->sc->training.master_weights == PLAN_MASTER_FP32 &&
-           (par->offload.optimizer == PLAN_OFFLOAD_NONE || par->offload.params != PLAN_OFFLOAD_NONE);
+           par->offload.optimizer == PLAN_OFFLOAD_NONE && par->offload.params == PLAN_OFFLOAD_NONE;
 }
 
 /* The bytes of a gradient element the GPU keeps (accumulated, sharded): fp32 under PyTorch's
- * FSDP with fp32 master weights, else training.grad_dtype's. (With the optimizer offloaded
- * FSDP keeps its gradients on the host: the GPU's stay at grad_dtype, cast for the copy.) */
+ * FSDP with fp32 master weights (plan__torch_fsdp_master), else training.grad_dtype's. */
 double plan__grad_store_bytes(const gen *g)
 {
-    return plan__torch_fsdp_master(g) && g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE
-               ? 4
-               : g->gbytes;
+    return plan__torch_fsdp_master(g) ? 4 : g->gbytes;
 }
 
 /* The fp32 gradients that cast allocates, for the parameters the rank updates (the units
@@ -118,9 +115,16 @@ double plan__optimizer_grad_bytes(const gen *g)
         if (g->mine[i] && g->units[i].trainable > 0)
             params += plan__shard_params(g, &g->units[i]);
     /* DeepSpeed's ZeRO-3 casts, updates and frees them a sub-group at a time
-     * (_prepare_fp32_grad_for_sub_group, _release_sub_group; sub_group_size elements) */
-    if (g->zero == 3)
-        params = fmin(params, g->sc->parallel.fsdp.sub_group_size);
+     * (_prepare_fp32_grad_for_sub_group, _release_sub_group): a sub-group takes whole
+     * partitions until it holds sub_group_size elements, so at most that plus one more
+     * partition, bounded here by a unit's */
+    if (g->zero == 3) {
+        double part = 0;
+        for (int i = 0; i < g->n_units; i++)
+            if (g->mine[i])
+                part = fmax(part, plan__shard_params(g, &g->units[i]));
+        params = fmin(params, g->sc->parallel.fsdp.sub_group_size + part);
+    }
     return 4 * params;
 }
 
@@ -138,8 +142,10 @@ double plan__optimizer_bytes_per_param(const gen *g)
      * which AMP's GradScaler and Megatron's fp16 optimizer run): read and written once */
     double unscale = t->precision == HW_DTYPE_FP16 ? 2.0 * main : 0;
     /* read it twice (global-norm clipping, then the update), read and write the 16-bit
-     * weights, the fp32 master copy and every optimizer state */
-    return cast + 2.0 * main + unscale + 2.0 * g->wbytes +
+     * weights (none under PyTorch's FSDP, whose parameter is the master), the fp32 master
+     * copy and every optimizer state */
+    double w16 = plan__torch_fsdp_master(g) ? 0 : 2.0 * g->wbytes;
+    return cast + 2.0 * main + unscale + w16 +
            2.0 * states * plan__state_bytes(t->optimizer_state) + (master ? 8 : 0);
 }
 
@@ -517,7 +523,11 @@ void plan__persistent(gen *g, plan_mem *m)
     /* PyTorch's FSDP with fp32 master weights keeps no 16-bit shard of what it trains: the
      * sharded parameter is the fp32 master (in K), cast to 16 bits into each gather's input
      * (plan__grad_store_bytes); frozen weights stay sharded as stored */
-    double kept = plan__torch_fsdp_master(g) ? fmax(0, shard - sharded * g->wbytes) : shard;
+    double kept = shard;
+    if (plan__torch_fsdp_master(g) && plan__gathers_weights(g)) /* resident ones stay 16-bit */
+        kept = fmax(0, shard - (double)(plan__ceil_div(dense, n) +
+                                        (ne > 1 ? plan__ceil_div(expert, ne) : 0)) *
+                                   g->wbytes);
     m->bytes[PLAN_MEM_PARAMS] =
         (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : kept) + whole : weights);
     m->bytes[PLAN_MEM_GRADS] =
