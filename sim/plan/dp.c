@@ -78,19 +78,28 @@ bool plan__optimizer_casts_grads(const gen *g)
            g->sc->parallel.offload.optimizer == PLAN_OFFLOAD_NONE;
 }
 
-/* PyTorch's FSDP (fsdp1, fsdp2) with fp32 master weights and nothing offloaded: its sharded
- * parameter is the fp32 master, so it keeps no 16-bit shard of what it gathers (each gather
- * casts into its input buffer), and the gradient it keeps is in the parameter's dtype,
- * fp32, whatever the reduction's (reduce_dtype; FSDP2's foreach_reduce casts the reduced
- * shard to the parameter's dtype, FSDP1 _cast_grad_to_param_dtype). With an offload the
- * model keeps DeepSpeed's accounting (a 16-bit shard beside the fp32 master, fetched and
- * copied at 16 bits), for FSDP's CPUOffload too: docs/memory.md. */
+/* PyTorch's FSDP (fsdp1, fsdp2) with fp32 master weights, nothing offloaded, and every
+ * trained weight gathered for its use: its sharded parameter is the fp32 master, so it
+ * keeps no 16-bit shard of what it trains (each gather casts into its input buffer), and
+ * the gradient it keeps is in the parameter's dtype, fp32, whatever the reduction's
+ * (reduce_dtype; FSDP2's foreach_reduce casts the reduced shard to the parameter's dtype,
+ * FSDP1 _cast_grad_to_param_dtype). Otherwise (an offload; one rank, or experts one rank
+ * per expert-data-parallel group, whose weights the model keeps resident in 16 bits) the
+ * model keeps DeepSpeed's accounting, a 16-bit copy beside the fp32 master:
+ * docs/memory.md. */
 bool plan__torch_fsdp_master(const gen *g)
 {
     const plan_parallel *par = &g->sc->parallel;
-    return g->zero == 3 && par->fsdp.implementation != PLAN_DEEPSPEED &&
-           g->sc->training.master_weights == PLAN_MASTER_FP32 &&
-           par->offload.optimizer == PLAN_OFFLOAD_NONE && par->offload.params == PLAN_OFFLOAD_NONE;
+    if (g->zero != 3 || par->fsdp.implementation == PLAN_DEEPSPEED ||
+        g->sc->training.master_weights != PLAN_MASTER_FP32 ||
+        par->offload.optimizer != PLAN_OFFLOAD_NONE || par->offload.params != PLAN_OFFLOAD_NONE ||
+        !plan__gathers_weights(g))
+        return false;
+    if (g->n_edp <= 1)
+        for (int i = 0; i < g->n_units; i++)
+            if (g->units[i].trainable_expert > 0)
+                return false;
+    return true;
 }
 
 /* The bytes of a gradient element the GPU keeps (accumulated, sharded): fp32 under PyTorch's
@@ -523,11 +532,10 @@ void plan__persistent(gen *g, plan_mem *m)
     /* PyTorch's FSDP with fp32 master weights keeps no 16-bit shard of what it trains: the
      * sharded parameter is the fp32 master (in K), cast to 16 bits into each gather's input
      * (plan__grad_store_bytes); frozen weights stay sharded as stored */
-    double kept = shard;
-    if (plan__torch_fsdp_master(g) && plan__gathers_weights(g)) /* resident ones stay 16-bit */
-        kept = fmax(0, shard - (double)(plan__ceil_div(dense, n) +
-                                        (ne > 1 ? plan__ceil_div(expert, ne) : 0)) *
-                                   g->wbytes);
+    double kept = shard; /* under FSDP's fp32 layout the frozen weights' shards only */
+    if (plan__torch_fsdp_master(g))
+        kept = fmax(0, (weights - whole - experts - (double)dense * g->wbytes) / n +
+                           (experts - (double)expert * g->wbytes) / ne);
     m->bytes[PLAN_MEM_PARAMS] =
         (int64_t)ceil(g->zero == 3 ? (off_params ? 0 : kept) + whole : weights);
     m->bytes[PLAN_MEM_GRADS] =

@@ -303,8 +303,9 @@ double plan__optimizer_bytes_per_param(const gen *g);
 /* Whether the GPU step casts 16-bit gradients to fp32 first, and the fp32 bytes that cast
  * holds through the step for the units g->mine marks (dp.c). */
 bool plan__optimizer_casts_grads(const gen *g);
-/* PyTorch's FSDP with fp32 master weights (no 16-bit shard of trained weights kept, fp32
- * gradients kept), and the bytes of a kept gradient element (dp.c). */
+/* PyTorch's FSDP with fp32 master weights, nothing offloaded and every trained weight
+ * gathered (no 16-bit shard of trained weights kept, fp32 gradients kept), and the bytes of
+ * a kept gradient element (dp.c). */
 bool plan__torch_fsdp_master(const gen *g);
 double plan__grad_store_bytes(const gen *g);
 double plan__optimizer_grad_bytes(const gen *g);

@@ -909,8 +909,9 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
              * plus the others' share of one unit */
             double hg = plan__host_grad_bytes(g);
             double down = opt_params * hg / pcie;
-            /* the updated 16-bit parameters back up, unless they stay on the host */
-            double up = par->offload.params == PLAN_OFFLOAD_NONE ? opt_params * g->wbytes / pcie : 0;
+            /* the updated 16-bit parameters back up, unless they stay on the host (with
+             * params: nvme they go to the drive, which the screen times as PCIe) */
+            double up = par->offload.params == PLAN_OFFLOAD_CPU ? 0 : opt_params * g->wbytes / pcie;
             double cpu = opt_params * plan__cpu_adam_bytes_per_param(g) / bw;
             int units = 0;
             for (int u = 0; u < g->n_units; u++) {

@@ -663,6 +663,15 @@ def dp():
             states = m["params"] + m["grads"] + m["optimizer"]
             f = (4 + 12 / n) if stage == 1 else (2 + 14 / n) if stage == 2 else 16 / n
             near(states, f * P, 0.005, "model states, ZeRO-%d on %d GPUs" % (stage, n))
+    # FSDP2 gathers nothing on one GPU: its weights are counted resident in 16 bits, with
+    # DeepSpeed's layout (2P params, 2P bf16 gradients, 12P optimizer); over 2 GPUs its fp32
+    # master is the parameter: 0 params, 4 x P/2 = 2P fp32 gradients, 12 x P/2 = 6P
+    for n, want in ((1, (2 * P, 2 * P, 12 * P)), (2, (0, 2 * P, 6 * P))):
+        rc, out, err = run("mem", ddp, "--json", "--set", "parallel.dp=%d" % n,
+                           "--set", "training.global_batch=%d" % (2 * n), "--set", "parallel.zero=3")
+        m = json.loads(out)["mem_bytes"] if rc == 0 else {}
+        check((m.get("params"), m.get("grads"), m.get("optimizer")) == want,
+              "FSDP2 on %d GPU(s): %s" % (n, m))
     # A model whose states exceed the GPU reports oom with the binding constraint, and the
     # same model with enough shards fits: Llama-3.1-8B on 8 H100s, 16 B/param = 128 GB > 79 GiB
     # with DDP; ZeRO-3 over 8 leaves 16 GB of states per GPU.
