@@ -24,6 +24,8 @@
  * several ranks: 805,306,368 (536,870,912 on one GPU). */
 #include "core/sim.h"
 
+#include "plan/screen.h"
+
 #include <string.h>
 
 #include "test.h"
@@ -423,6 +425,58 @@ static void test_grad_accum(void)
     plan_destroy(p);
 }
 
+/* The optimizer step's fp32 copy of 16-bit gradients (dp.c plan__optimizer_grad_bytes) in
+ * the program-order walk and in the plan's screen, on tiny_llama (seq 32: a layer keeps a few
+ * tens of KB, far below the copy) with mixed-precision Adam, where the step is the
+ * peak: persistent bytes plus 4 bytes for each parameter the rank updates.
+ *   DDP over dp 4: all Ψ: 4Ψ = 460,032 over the persistent 2Ψ + 2Ψ + 12Ψ + 2Ψ (buckets)
+ *   + 768 MiB.
+ *   DeepSpeed ZeRO-3 on one GPU (dp 1, nothing gathered): all Ψ again, 4Ψ, with the default
+ *   sub_group_size (1e9); with sub_group_size 30,000 a sub-group of at most 30,000 + the
+ *   largest unit (a layer's 41,088): 4 x 71,088 = 284,352.
+ * The screen must give the same peak, to the byte. */
+static void test_step_grad_copy(void)
+{
+    const struct {
+        int dp, zero;
+        plan_fsdp_impl impl;
+        double sub_group;
+        int64_t copy;
+    } rows[] = {
+        {4, 0, PLAN_FSDP2, 1e9, 4 * PSI},
+        {1, 3, PLAN_DEEPSPEED, 1e9, 4 * PSI},
+        {1, 3, PLAN_DEEPSPEED, 30000, 4 * (30000 + 41088)},
+    };
+    CHECK_INT_EQ(4 * PSI, 460032);
+    for (size_t i = 0; i < SIM_ARRAY_LEN(rows); i++) {
+        static plan_scenario sc;
+        tiny_scenario(&sc, rows[i].dp);
+        sc.model = tiny_llama();
+        sc.parallel.dp = rows[i].dp;
+        sc.parallel.zero = rows[i].zero;
+        sc.parallel.fsdp.implementation = rows[i].impl;
+        sc.parallel.fsdp.persistence_threshold = 0;
+        sc.parallel.fsdp.sub_group_size = rows[i].sub_group;
+        sc.training.global_batch = rows[i].dp;
+        plan *p = tiny_plan(&sc, false);
+        CHECK(p != NULL);
+        if (!p)
+            continue;
+        for (int r = 0; r < rows[i].dp; r++)
+            CHECK_INT_EQ(p->peak[r].total, p->mem[r].total + rows[i].copy);
+        plan_screen *scr = NULL;
+        sim_diag diag = {0};
+        CHECK(plan_screen_create(&sc, &scr, &diag) == 0);
+        if (scr) {
+            plan_screen_est est;
+            plan_screen_eval(scr, &sc, false, &est);
+            CHECK_INT_EQ(est.peak_bytes, p->peak[0].total);
+            plan_screen_destroy(scr);
+        }
+        plan_destroy(p);
+    }
+}
+
 int main(void)
 {
     test_psi();
@@ -431,5 +485,6 @@ int main(void)
     test_recompute_policies();
     test_loss_transient();
     test_grad_accum();
+    test_step_grad_copy();
     return test_finish();
 }
