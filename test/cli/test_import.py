@@ -186,9 +186,12 @@ def frameworks():
             if name == "torchtitan":
                 check(re.search(r"^  grad_dtype: fp32 +# training.mixed_precision_reduce absent", text, re.M)
                       is not None, "torchtitan: grad_dtype fp32 by default")
-            if name == "deepspeed":  # DeepSpeed's release rule, from stage3_max_reuse_distance
+            if name == "deepspeed":  # DeepSpeed's release rule, from stage3_max_reuse_distance;
+                # the step's sub-groups from sub_group_size (the config's 1e9)
                 check("max_reuse_distance: 1000000000" in text and
                       "stage3_max_reuse_distance (" not in text, "deepspeed: max_reuse_distance imported")
+                check("sub_group_size: 1000000000" in text and "sub_group_size (" not in text,
+                      "deepspeed: sub_group_size imported")
             # Accelerate's FSDP checkpointing and torchtitan's are FSDP's non-reentrant
             # checkpoint_wrapper, which stops re-running a block early; DeepSpeed's and
             # Megatron's own checkpointing re-run it whole
