@@ -109,6 +109,29 @@ double plan__grad_store_bytes(const gen *g)
     return plan__torch_fsdp_master(g) ? 4 : g->gbytes;
 }
 
+/* The largest and the sum of a block's listed parameter tensors (plan__block_tensors). */
+typedef struct tensor_sizes {
+    int64_t largest, sum;
+} tensor_sizes;
+
+static void size_tensor(int64_t numel, int count, void *ud)
+{
+    tensor_sizes *t = ud;
+    t->largest = SIM_MAX(t->largest, numel);
+    t->sum += (int64_t)count * numel;
+}
+
+/* At most the elements of the largest parameter tensor of unit `u` on this rank: the
+ * largest of those plan__block_tensors lists, or what they leave of the unit's trained
+ * parameters (the embedding and head tables, experts', MLA's and LoRA's matrices), which
+ * bounds any tensor it does not list. */
+static int64_t largest_tensor(const gen *g, const unit *u)
+{
+    tensor_sizes t = {0};
+    plan__block_tensors(g, u->blk, size_tensor, &t);
+    return SIM_MAX(t.largest, u->trainable - t.sum);
+}
+
 /* The fp32 gradients that cast allocates, for the parameters the rank updates (the units
  * g->mine marks): 4 bytes each, all cast before the step (Megatron casts every group's,
  * then clips and updates) and held until the next zeroing of the gradients, which frees
@@ -124,15 +147,15 @@ double plan__optimizer_grad_bytes(const gen *g)
         if (g->mine[i] && g->units[i].trainable > 0)
             params += plan__shard_params(g, &g->units[i]);
     /* DeepSpeed's ZeRO-3 casts, updates and frees them a sub-group at a time
-     * (_prepare_fp32_grad_for_sub_group, _release_sub_group): a sub-group takes whole
-     * partitions until it holds sub_group_size elements, so at most that plus one more
-     * partition, bounded here by a unit's */
+     * (_prepare_fp32_grad_for_sub_group, _release_sub_group): a sub-group takes
+     * parameters' partitions (ceil(numel / n) each) until it holds sub_group_size elements,
+     * so it overshoots by less than the largest partition */
     if (g->zero == 3) {
-        double part = 0;
+        int64_t part = 0;
         for (int i = 0; i < g->n_units; i++)
-            if (g->mine[i])
-                part = fmax(part, plan__shard_params(g, &g->units[i]));
-        params = fmin(params, g->sc->parallel.fsdp.sub_group_size + part);
+            if (g->mine[i] && g->units[i].trainable > 0)
+                part = SIM_MAX(part, plan__ceil_div(largest_tensor(g, &g->units[i]), g->n));
+        params = fmin(params, g->sc->parallel.fsdp.sub_group_size + (double)part);
     }
     return 4 * params;
 }

@@ -433,7 +433,7 @@ static void test_grad_accum(void)
  *   + 768 MiB.
  *   DeepSpeed ZeRO-3 on one GPU (dp 1, nothing gathered): all Ψ again, 4Ψ, with the default
  *   sub_group_size (1e9); with sub_group_size 30,000 a sub-group of at most 30,000 + the
- *   largest unit (a layer's 41,088): 4 x 71,088 = 284,352.
+ *   largest tensor (the embedding or the head, 256 x 64 = 16,384): 4 x 46,384 = 185,536.
  * The screen must give the same peak, to the byte. */
 static void test_step_grad_copy(void)
 {
@@ -445,7 +445,7 @@ static void test_step_grad_copy(void)
     } rows[] = {
         {4, 0, PLAN_FSDP2, 1e9, 4 * PSI},
         {1, 3, PLAN_DEEPSPEED, 1e9, 4 * PSI},
-        {1, 3, PLAN_DEEPSPEED, 30000, 4 * (30000 + 41088)},
+        {1, 3, PLAN_DEEPSPEED, 30000, 4 * (30000 + 16384)},
     };
     CHECK_INT_EQ(4 * PSI, 460032);
     for (size_t i = 0; i < SIM_ARRAY_LEN(rows); i++) {
