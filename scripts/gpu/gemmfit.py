@@ -8,9 +8,28 @@ where t_mem is the memory roofline B / (bandwidth x eff_mem(B)). The catalog sto
 matmul_efficiency = 1 / (P t0 / F + 1 / e) sampled by decade of F, and matmul_k_overhead =
 k0. Used by scripts/gpu/measure.py (on a GPU) and test/validation/fit_gemm.py (on a
 published table); docs/calibration.md."""
-import os, re
+import csv, os, re
 
 import numpy as np
+
+# The GPUs of Liger-Kernel's benchmark CSVs (test/validation/data/liger_*_kernels.csv) and
+# their catalog entries
+LIGER_GPUS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA H100 80GB HBM3": "h100-sxm"}
+
+
+def liger_rows(path):
+    """A Liger-Kernel benchmark CSV's rows (dicts), '#' comment lines skipped."""
+    with open(path) as f:
+        return list(csv.DictReader(l for l in f if not l.startswith("#")))
+
+
+def liger_select(rows, ops):
+    """(catalog gpu, (kernel, provider, mode), row) for the rows whose key is in `ops` and
+    whose GPU is in LIGER_GPUS."""
+    for r in rows:
+        key = (r["kernel_name"], r["kernel_provider"], r["kernel_operation_mode"])
+        if key in ops and r["gpu_name"] in LIGER_GPUS:
+            yield LIGER_GPUS[r["gpu_name"]], key, r
 
 
 def model(p, F, k, t_mem, peak, launch):

@@ -297,21 +297,21 @@ void plan__init_gen(gen *g, plan *p, bool sharing);
 void plan__build_units(gen *g);
 void plan__persistent(gen *g, plan_mem *m);
 /* The parameters of unit u the rank updates (its ZeRO shard, or all it trains); the bytes
- * the GPU optimizer step and CPU Adam move per parameter (dp.c). */
+ * the GPU optimizer step and CPU Adam move per parameter (dp.c, optimizer.c). */
 double plan__shard_params(const gen *g, const unit *u);
 double plan__optimizer_bytes_per_param(const gen *g);
 /* Whether the GPU step casts 16-bit gradients to fp32 first, and the fp32 bytes that cast
- * holds through the step for the units g->mine marks (dp.c). */
+ * holds through the step for the units g->mine marks (optimizer.c). */
 bool plan__optimizer_casts_grads(const gen *g);
 /* PyTorch's FSDP with fp32 master weights, nothing offloaded and every trained weight
  * gathered (no 16-bit shard of trained weights kept, fp32 gradients kept), and the bytes of
- * a kept gradient element (dp.c). */
+ * a kept gradient element (optimizer.c). */
 bool plan__torch_fsdp_master(const gen *g);
 double plan__grad_store_bytes(const gen *g);
 double plan__optimizer_grad_bytes(const gen *g);
 double plan__cpu_adam_bytes_per_param(const gen *g);
 /* The bytes of a gradient element as the host receives it for CPU Adam (fp32 with fp32
- * master weights, cast on the GPU first; else grad_dtype's), dp.c. */
+ * master weights, cast on the GPU first; else grad_dtype's), optimizer.c. */
 double plan__host_grad_bytes(const gen *g);
 /* The host-memory bandwidth rank r's CPU Adam streams at, shared with the ranks whose
  * optimizer lives in the same memory (needs g->mem_sharers). */

@@ -21,7 +21,7 @@
  * bytes per chunk micro-batch, plus the largest transient (a recomputed layer's rebuilt
  * activations, the loss's logit gradients on the last stage, ZeRO-3's two gathered units),
  * or, when it is more, the optimizer step's fp32 gradients that a cast of 16-bit ones
- * allocates once the activations are freed (dp.c).
+ * allocates once the activations are freed (optimizer.c).
  *
  * Collectives cost what the replay's selector estimates for them alone on the topology
  * (coll_select), cached per group, operation and size. */
@@ -745,7 +745,8 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
                     transient = fmax(transient, (double)plan__grad_accum_work(g, u, u + 1).temp_bytes);
         peak = SIM_MAX(peak, mem.total + (int64_t)(act + transient));
         /* the optimizer step's fp32 gradients, once the activations are freed, or with
-         * the optimizer offloaded a unit's gradient cast for its copy to the host (dp.c) */
+         * the optimizer offloaded a unit's gradient cast for its copy to the host
+         * (optimizer.c) */
         double step_temp = plan__optimizer_grad_bytes(g);
         if (par->offload.optimizer != PLAN_OFFLOAD_NONE &&
             plan__host_grad_bytes(g) > plan__grad_store_bytes(g))
@@ -905,7 +906,7 @@ void plan_screen_eval(plan_screen *S, const plan_scenario *sc, bool time_all,
             double pcie = hw_pcie_bw_Bps(node->pcie.gen, node->pcie.lanes);
             /* per unit: the gradients (cast to the host's dtype on the GPU first when it
              * differs, the next cast after this copy) down, CPU Adam, parameters up,
-             * pipelined over the units (dp.c emit_offload_step): the busiest of the three,
+             * pipelined over the units (optimizer.c emit_offload_step): the busiest of the three,
              * plus the others' share of one unit */
             double hg = plan__host_grad_bytes(g);
             double down = opt_params * hg / pcie;

@@ -105,7 +105,8 @@ static void tensor_stat(int64_t numel, int count, void *ud)
 
 /* The elements of unit `u`'s largest parameter tensor on this rank (plan__block_tensors; the
  * embedding's token and position tables and an untied LM head from unit.trainable, less the
- * tensors listed beside them). */
+ * tensors listed beside them; in a layer, what the list leaves of unit.trainable, experts',
+ * MLA's and LoRA's matrices, bounds any tensor it does not list). */
 int64_t plan__largest_param_tensor(const gen *g, const unit *u)
 {
     const model_spec *m = &g->model;
@@ -115,9 +116,7 @@ int64_t plan__largest_param_tensor(const gen *g, const unit *u)
         int64_t pos = m->position == MODEL_POS_LEARNED ? (int64_t)m->max_seq_len * m->hidden : 0;
         return SIM_MAX(SIM_MAX(u->trainable - pos - st.sum, pos), st.largest);
     }
-    if (u->blk == MODEL_BLOCK_HEAD)
-        st.largest = SIM_MAX(st.largest, u->trainable - st.sum);
-    return st.largest;
+    return SIM_MAX(st.largest, u->trainable - st.sum);
 }
 
 /* training.grad_accumulation: cast_add's work after a backward of units [u0, u1) (dp.c

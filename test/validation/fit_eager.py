@@ -36,7 +36,7 @@ tensor; e = the activation's bytes):
 --check (the default suite, test/analysis/meson.build) fails when the catalog's
 a100-sxm-80gb or h100-sxm memory_efficiency_eager is not the fit (its 1 GB point within
 0.005 of the fitted curve's). numpy only."""
-import csv, json, os, re, sys
+import json, os, re, sys
 
 import numpy as np
 
@@ -47,7 +47,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.join(here, "..", "..")
 args = sys.argv[1:]
 path = args[0] if args and not args[0].startswith("--") else os.path.join(here, "data", "liger_eager_kernels.csv")
-GPUS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA H100 80GB HBM3": "h100-sxm"}
+GPUS = gemmfit.LIGER_GPUS
 # (kernel, provider, mode) -> (bytes per element, kernels, the config keys whose product is
 # the rows of the swept dimension)
 OPS = {("rms_norm", "huggingface", "forward"): (38, 8, ("M",)),
@@ -69,17 +69,13 @@ def curve(s, bw):
                            for b, e in gemmfit.eager_curve(s, bw)) + "]"
 
 
-with open(path) as f:
-    rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+rows = gemmfit.liger_rows(path)
 data = {}
-for r in rows:
-    key = (r["kernel_name"], r["kernel_provider"], r["kernel_operation_mode"])
-    if key not in OPS or r["gpu_name"] not in GPUS:
-        continue
+for gpu, key, r in gemmfit.liger_select(rows, OPS):
     per, n, dims = OPS[key]
     cfg = json.loads(r["config"])
     X = float(r["x_value"]) * np.prod([cfg[d] for d in dims])
-    data.setdefault(GPUS[r["gpu_name"]], []).append(
+    data.setdefault(gpu, []).append(
         ("%s %s" % (key[0], key[2]), int(r["x_value"]), per * X, n, float(r["median_ms"]) * 1e-3))
 
 

@@ -49,7 +49,7 @@ calls' plateau is within 0.03 of the fit, and the catalog's memory_efficiency is
 every sample point (within 0.002) in the fitted files and in those that carry the fit
 (DERIVED: the A100 40GB at its own bandwidth; the H200, H800 and 500 W H100 at theirs).
 numpy only."""
-import csv, json, os, re, sys
+import json, os, re, sys
 
 import numpy as np
 
@@ -60,7 +60,7 @@ here = os.path.dirname(os.path.abspath(__file__))
 root = os.path.join(here, "..", "..")
 args = sys.argv[1:]
 path = args[0] if args and not args[0].startswith("--") else os.path.join(here, "data", "liger_fused_kernels.csv")
-GPUS = {"NVIDIA A100-SXM4-80GB": "a100-sxm-80gb", "NVIDIA H100 80GB HBM3": "h100-sxm"}
+GPUS = gemmfit.LIGER_GPUS
 # (kernel, provider, mode) -> (bytes per element, per row, per column; fp32 rows a program holds)
 OPS = {("rms_norm", "liger", "forward"): (4, 4, 4, 2),
        ("layer_norm", "liger", "forward"): (8, 8, 8, 3),
@@ -110,16 +110,12 @@ def fit(B, t, bw):
     return round(float(S[i, 0, 0]), 3), float(C[0, j, 0])
 
 
-with open(path) as f:
-    rows = list(csv.DictReader(l for l in f if not l.startswith("#")))
+rows = gemmfit.liger_rows(path)
 data = {}
-for r in rows:
-    key = (r["kernel_name"], r["kernel_provider"], r["kernel_operation_mode"])
-    if key not in OPS or r["gpu_name"] not in GPUS:
-        continue
+for gpu, key, r in gemmfit.liger_select(rows, OPS):
     per, row, col, held = OPS[key]
     M, N = json.loads(r["config"])["M"], int(r["x_value"])
-    data.setdefault(GPUS[r["gpu_name"]], []).append(
+    data.setdefault(gpu, []).append(
         ("%s %s" % (key[0], key[2]), N, float(per * M * N + row * M + col * N), float(r["median_ms"]) * 1e-3,
          4 * N * held <= REGISTERS))
 
