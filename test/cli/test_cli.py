@@ -603,6 +603,12 @@ def loss_scaling():
     # 1,024 / 2 = 131,072), 2,087,424 + 4 x 231,072 = 3,011,712
     check(max(grads.get("deepspeed-sub", [0])) == 3011712,
           "DeepSpeed ZeRO-3: one sub-group's fp32 gradients: %s" % grads.get("deepspeed-sub"))
+    # sub_group_size is DeepSpeed's, and positive: refused otherwise, on one error line
+    for sets, what in ((["parallel.zero=3", "parallel.fsdp.sub_group_size=1e6"], "only of deepspeed"),
+                       (["parallel.zero=3", "parallel.fsdp.implementation=deepspeed",
+                         "parallel.fsdp.sub_group_size=0"], "greater than 0")):
+        rc, out, err = run("check", ddp, *sum((["--set", x] for x in sets), []))
+        check(rc == 2 and what in err and one_error_line(err), "sub_group_size refused: %s" % err)
 
 
 def dp():
